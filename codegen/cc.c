@@ -1,0 +1,167 @@
+/*
+ * cc.c: finding the runtime and running the C compiler.
+ *
+ * The runtime (trac_rt.h, libtracrt.a) is looked for, in order:
+ *   1. $TRAC_RUNTIME_DIR (a folder with both files; for tests and odd installs);
+ *   2. the build tree, when this trac is the one built there;
+ *   3. ../include and ../lib next to this trac's own folder (a moved install);
+ *   4. the configured --prefix.
+ * The compiler is $CC (default mpicc, the one configure found); the flags
+ * are $CFLAGS if set, else -O3 -march=native.  No shell runs in between:
+ * arguments go to the compiler as they are.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "codegen/codegen.h"
+
+extern char **environ;
+
+static bool is_file(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static bool try_dirs(const char *inc, const char *libdir, const char **incdir, const char **lib)
+{
+	char *h = xprintf("%s/trac_rt.h", inc);
+	char *a = xprintf("%s/libtracrt.a", libdir);
+	bool ok = is_file(h) && is_file(a);
+	free(h);
+	if (ok) {
+		*incdir = xstrdup(inc);
+		*lib = a;
+	} else {
+		free(a);
+	}
+	return ok;
+}
+
+bool cg_runtime(const char **incdir, const char **lib)
+{
+	const char *env = getenv("TRAC_RUNTIME_DIR");
+	if (env && *env)
+		return try_dirs(env, env, incdir, lib);
+
+	char self[PATH_MAX], build[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n > 0) {
+		self[n] = 0;
+		char *slash = strrchr(self, '/');
+		if (slash)
+			*slash = 0;
+		if (realpath(TRAC_BUILD_DIR, build) && !strcmp(build, self)) {
+			char *rt = xprintf("%s/runtime", TRAC_BUILD_DIR);
+			char *src = xprintf("%s/runtime", TRAC_SOURCE_DIR);
+			if (try_dirs(src, rt, incdir, lib))
+				return true;
+		}
+		char *inc = xprintf("%s/../include", self), *libdir = xprintf("%s/../lib", self);
+		if (try_dirs(inc, libdir, incdir, lib))
+			return true;
+	}
+	return try_dirs(TRAC_INCLUDEDIR, TRAC_LIBDIR, incdir, lib);
+}
+
+/* Split a flags string on blanks (no quoting: as make passes CFLAGS). */
+typedef Vec(char *) StrVec;
+
+static void split_flags(const char *s, StrVec *argv)
+{
+	while (*s) {
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (!*s)
+			break;
+		const char *e = s;
+		while (*e && *e != ' ' && *e != '\t')
+			e++;
+		char *w = xmalloc(e - s + 1);
+		memcpy(w, s, e - s);
+		w[e - s] = 0;
+		vec_push(argv, w);
+		s = e;
+	}
+}
+
+bool cg_compile(const char *csource, const char *out, bool verbose)
+{
+	const char *incdir, *lib;
+	if (!cg_runtime(&incdir, &lib)) {
+		fprintf(stderr, "trac: error: cannot find the trac runtime (trac_rt.h and libtracrt.a); "
+		        "set TRAC_RUNTIME_DIR to the folder that holds them\n");
+		return false;
+	}
+
+	char cpath[] = "/tmp/trac-XXXXXX.c";
+	int fd = mkstemps(cpath, 2);
+	if (fd < 0) {
+		fprintf(stderr, "trac: error: cannot create a temporary file in /tmp: %s\n", strerror(errno));
+		return false;
+	}
+	size_t len = strlen(csource);
+	for (size_t off = 0; off < len;) {
+		ssize_t w = write(fd, csource + off, len - off);
+		if (w < 0) {
+			fprintf(stderr, "trac: error: cannot write %s: %s\n", cpath, strerror(errno));
+			close(fd);
+			unlink(cpath);
+			return false;
+		}
+		off += w;
+	}
+	close(fd);
+
+	StrVec argv = {0};
+	const char *cc = getenv("CC");
+	split_flags(cc && *cc ? cc : TRAC_MPICC, &argv);
+	const char *cflags = getenv("CFLAGS");
+	split_flags(cflags ? cflags : "-O3 -march=native -fno-math-errno", &argv);
+	vec_push(&argv, xprintf("-I%s", incdir));
+	vec_push(&argv, xstrdup(cpath));
+	vec_push(&argv, xstrdup("-o"));
+	vec_push(&argv, xstrdup(out));
+	vec_push(&argv, xstrdup(lib));
+	split_flags(TRAC_BLIS_LIBS, &argv);
+	vec_push(&argv, xstrdup("-lm"));
+	vec_push(&argv, NULL);
+
+	if (verbose) {
+		fprintf(stderr, "trac: running");
+		for (int i = 0; argv.v[i]; i++)
+			fprintf(stderr, " %s", argv.v[i]);
+		fprintf(stderr, "\n");
+	}
+	pid_t pid;
+	int status = 0;
+	int err = posix_spawnp(&pid, argv.v[0], NULL, NULL, argv.v, environ);
+	bool ok = false;
+	if (err) {
+		fprintf(stderr, "trac: error: cannot run the C compiler '%s': %s%s\n", argv.v[0], strerror(err),
+		        cc ? "" : " (is Open MPI installed? set CC to another MPI C compiler)");
+	} else if (waitpid(pid, &status, 0) < 0) {
+		fprintf(stderr, "trac: error: waiting for the C compiler: %s\n", strerror(errno));
+	} else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "trac: internal error: the C compiler failed on the generated code (%s kept);\n"
+		        "trac: this is a bug in trac; please report it with the program that shows it.\n", cpath);
+		for (int i = 0; argv.v[i]; i++)
+			free(argv.v[i]);
+		vec_free(&argv);
+		exit(4);
+	} else {
+		ok = true;
+	}
+	unlink(cpath);
+	for (int i = 0; argv.v[i]; i++)
+		free(argv.v[i]);
+	vec_free(&argv);
+	return ok;
+}

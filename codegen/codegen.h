@@ -1,0 +1,33 @@
+/*
+ * codegen.h: the one header of the codegen/ layer.
+ *
+ *   emit.c   an IA plan -> one C file: tables of tensors, types and ops,
+ *            a generated kernel per join or map, and main(), straight-line
+ *            SPMD code calling libtracrt in plan order
+ *   cc.c     finding the runtime and running the C compiler (mpicc, or $CC)
+ */
+#ifndef TRAC_CODEGEN_H
+#define TRAC_CODEGEN_H
+
+#include "ir/ir.h"
+
+typedef struct CgOptions {
+	const char *program;    /* name for messages and --help */
+	const char *source;     /* the .tra file, for the header comment */
+	uint64_t seed;          /* default --seed baked in */
+} CgOptions;
+
+/* ---- emit.c ---- */
+
+void cg_emit(Buf *out, const IaPlan *p, const CgOptions *o);
+
+/* ---- cc.c ---- */
+
+/* Compile C source text into an executable at `out`.  Returns false (after
+ * printing why) if the compiler could not be run or failed. */
+bool cg_compile(const char *csource, const char *out, bool verbose);
+
+/* Where the runtime is: its header's folder and its library file. */
+bool cg_runtime(const char **incdir, const char **lib);
+
+#endif

@@ -1,0 +1,568 @@
+/*
+ * emit.c: an IA plan -> C.
+ *
+ * The emitted file reads top to bottom like the plan: const tables for the
+ * program's tensors, the ops (for --profile) and every relation type; one
+ * kernel function per join or map; then main(), one runtime call per IA op,
+ * each relation freed right after its last reader.
+ *
+ * Kernels.  A product summed over shared labels with at most one label each
+ * in the m, n and k roles becomes one BLIS gemm per batch index, on strided
+ * views of the chunks (transposes are strides, never copies).  Everything
+ * else becomes a loop nest: output labels outside (the last, contiguous one
+ * innermost), reduced labels inside, the element expression as a sequence
+ * of temporaries the C compiler can vectorise.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+
+typedef struct Emit {
+	Buf *b;
+	const IaPlan *p;
+	int *tensor_index;      /* TRA tensor -> runtime table index (inputs), -1 */
+	int *output_index;      /* TRA tensor -> runtime table index (outputs), -1 */
+} Emit;
+
+static const char *ctype(DType t)
+{
+	return t == DT_F64 ? "double" : "float";
+}
+
+static const char *cdtype(DType t)
+{
+	return t == DT_F64 ? "TRT_F64" : "TRT_F32";
+}
+
+static void c_string(Buf *b, const char *s)
+{
+	buf_puts(b, "\"");
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			buf_printf(b, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			buf_printf(b, "\\%03o", (unsigned char)*s);
+		else
+			buf_printf(b, "%c", *s);
+	}
+	buf_puts(b, "\"");
+}
+
+static void place_literal(Buf *b, const Place *p)
+{
+	static const char *kinds[] = {"TRT_ALL", "TRT_PART", "TRT_ANY"};
+	buf_printf(b, "(TrtPlace){%s, %d, {", kinds[p->kind], p->ndims);
+	for (int i = 0; i < p->ndims; i++)
+		buf_printf(b, "%s%d", i ? ", " : "", p->dims[i]);
+	buf_puts(b, "}}");
+}
+
+static void int_list(Buf *b, int n, const int *v)
+{
+	buf_puts(b, "{");
+	for (int i = 0; i < n; i++)
+		buf_printf(b, "%s%d", i ? ", " : "", v[i]);
+	buf_puts(b, "}");
+}
+
+/* ---- tables ---- */
+
+static void emit_tables(Emit *e, const CgOptions *o)
+{
+	Buf *b = e->b;
+	const TraProg *t = e->p->tra;
+	int n = 0;
+
+	buf_puts(b, "static const TrtTensor tensors[] = {\n");
+	for (int i = 0; i < t->tensors.n; i++) {
+		const Tensor *ten = &t->tensors.v[i];
+		for (int pass = 0; pass < 2; pass++) {
+			bool input = pass == 0;
+			if (input ? ten->role != TENSOR_INPUT : !ten->output)
+				continue;
+			(input ? e->tensor_index : e->output_index)[i] = n++;
+			buf_puts(b, "\t{");
+			c_string(b, ten->name);
+			buf_printf(b, ", %s, %s, %d, {", input ? "TRT_INPUT" : "TRT_OUTPUT", cdtype(ten->dtype), ten->rank);
+			for (int d = 0; d < ten->rank; d++)
+				buf_printf(b, "%s%" PRId64, d ? ", " : "", ten->shape[d]);
+			buf_puts(b, "}, ");
+			const char *path = input ? ten->path : ten->outpath;
+			if (path)
+				c_string(b, path);
+			else
+				buf_puts(b, "NULL");
+			buf_puts(b, "},\n");
+		}
+	}
+	if (n == 0)
+		buf_puts(b, "\t{NULL, TRT_INPUT, TRT_F32, 0, {0}, NULL},\n");
+	buf_puts(b, "};\n\n");
+	int ntensors = n;
+
+	buf_puts(b, "static const TrtOpInfo ops[] = {\n");
+	for (int i = 0; i < e->p->ops.n; i++) {
+		const IaOp *op = &e->p->ops.v[i];
+		Buf label = {0};
+		if (op->stmt >= 0)
+			buf_printf(&label, "%s", t->stmts.v[op->stmt].text);
+		else if (op->kind == IA_READ)
+			buf_printf(&label, "read %s", t->tensors.v[op->u.read.tensor].name);
+		else if (op->kind == IA_WRITE)
+			buf_printf(&label, "write %s", t->tensors.v[op->u.write.tensor].name);
+		buf_printf(b, "\t{\"%s\", ", ia_op_name(op->kind));
+		c_string(b, label.s ? label.s : "");
+		buf_printf(b, ", %.17g, %.17g, %.17g},\n", op->bytes_sent, op->seconds, op->flops);
+		buf_free(&label);
+	}
+	buf_puts(b, "};\n\n");
+	buf_puts(b, "static const TrtProgram program = {TRT_ABI, ");
+	c_string(b, o->program);
+	buf_printf(b, ", tensors, %d, ops, %d, %" PRIu64 "u};\n\n", ntensors, e->p->ops.n, o->seed);
+}
+
+static void emit_type(Emit *e, int i)
+{
+	const RelType *t = &e->p->ops.v[i].type;
+	Buf *b = e->b;
+	buf_printf(b, "static const TrtType type%d = {%s, %d, {", i, cdtype(t->dtype), t->nkey);
+	for (int d = 0; d < t->nkey; d++)
+		buf_printf(b, "%s%" PRId64, d ? ", " : "", t->extent[d]);
+	buf_puts(b, "}, {");
+	for (int d = 0; d < t->nkey; d++)
+		buf_printf(b, "%s%" PRId64, d ? ", " : "", t->block[d]);
+	buf_printf(b, "}, %d, ", t->nchunk);
+	int_list(b, t->nchunk, t->chunkdim);
+	buf_puts(b, "};\n");
+}
+
+/* ---- kernels ---- */
+
+typedef struct KGen {
+	Buf *b;
+	const Kernel *k;
+	DType dt;
+	int ntmp;
+} KGen;
+
+static void num_literal(Buf *b, double v, DType dt)
+{
+	if (isinf(v))
+		buf_printf(b, "%s(INFINITY)", v < 0 ? "-" : "");
+	else if (isnan(v))
+		buf_puts(b, "(NAN)");
+	else {
+		char s[64];
+		snprintf(s, sizeof s, dt == DT_F32 ? "%.9g" : "%.17g", v);
+		buf_printf(b, "%s%s%s", s, strpbrk(s, ".e") ? "" : ".0", dt == DT_F32 ? "f" : "");
+	}
+}
+
+/* Emit temporaries computing e; returns the temporary's number.  The
+ * element values of the inputs are x0 and x1. */
+static int kexpr_emit(KGen *g, const KExpr *e, const char *indent)
+{
+	Buf *b = g->b;
+	const char *T = ctype(g->dt);
+	bool f32 = g->dt == DT_F32;
+	int a[3] = {0};
+	int t;
+
+	switch (e->kind) {
+	case KX_IN:
+		t = g->ntmp++;
+		buf_printf(b, "%s%s t%d = x%d;\n", indent, T, t, e->in);
+		return t;
+	case KX_CONST:
+		t = g->ntmp++;
+		buf_printf(b, "%s%s t%d = ", indent, T, t);
+		num_literal(b, e->val, g->dt);
+		buf_puts(b, ";\n");
+		return t;
+	case KX_OP:
+		break;
+	}
+	for (int i = 0; i < kop_arity(e->op); i++)
+		a[i] = kexpr_emit(g, e->arg[i], indent);
+	t = g->ntmp++;
+	buf_printf(b, "%s%s t%d = ", indent, T, t);
+	switch (e->op) {
+	case KOP_NEG: buf_printf(b, "-t%d", a[0]); break;
+	case KOP_EXP: buf_printf(b, "%s(t%d)", f32 ? "expf" : "exp", a[0]); break;
+	case KOP_LOG: buf_printf(b, "%s(t%d)", f32 ? "logf" : "log", a[0]); break;
+	case KOP_SQRT: buf_printf(b, "%s(t%d)", f32 ? "sqrtf" : "sqrt", a[0]); break;
+	case KOP_ABS: buf_printf(b, "%s(t%d)", f32 ? "fabsf" : "fabs", a[0]); break;
+	case KOP_TANH: buf_printf(b, "%s(t%d)", f32 ? "tanhf" : "tanh", a[0]); break;
+	case KOP_SIGMOID: buf_printf(b, "1 / (1 + %s(-t%d))", f32 ? "expf" : "exp", a[0]); break;
+	case KOP_RELU: buf_printf(b, "t%d > 0 ? t%d : 0", a[0], a[0]); break;
+	case KOP_ADD: buf_printf(b, "t%d + t%d", a[0], a[1]); break;
+	case KOP_SUB: buf_printf(b, "t%d - t%d", a[0], a[1]); break;
+	case KOP_MUL: buf_printf(b, "t%d * t%d", a[0], a[1]); break;
+	case KOP_DIV: buf_printf(b, "t%d / t%d", a[0], a[1]); break;
+	case KOP_POW:
+		if (e->arg[1]->kind == KX_CONST && e->arg[1]->val == 2)
+			buf_printf(b, "t%d * t%d", a[0], a[0]);
+		else if (e->arg[1]->kind == KX_CONST && e->arg[1]->val == 1)
+			buf_printf(b, "t%d", a[0]);
+		else
+			buf_printf(b, "%s(t%d, t%d)", f32 ? "powf" : "pow", a[0], a[1]);
+		break;
+	case KOP_LT: buf_printf(b, "t%d < t%d", a[0], a[1]); break;
+	case KOP_LE: buf_printf(b, "t%d <= t%d", a[0], a[1]); break;
+	case KOP_GT: buf_printf(b, "t%d > t%d", a[0], a[1]); break;
+	case KOP_GE: buf_printf(b, "t%d >= t%d", a[0], a[1]); break;
+	case KOP_EQ: buf_printf(b, "t%d == t%d", a[0], a[1]); break;
+	case KOP_NE: buf_printf(b, "t%d != t%d", a[0], a[1]); break;
+	case KOP_WHERE: buf_printf(b, "t%d != 0 ? t%d : t%d", a[0], a[1], a[2]); break;
+	}
+	buf_puts(b, ";\n");
+	return t;
+}
+
+/* Row-major strides of a view: s<name>[c] = product of n[c+1..]. */
+static void emit_strides(Buf *b, const char *name, const char *view, int rank)
+{
+	if (rank == 0)
+		return;
+	buf_printf(b, "\tint64_t s%s[%d];\n\ts%s[%d] = 1;\n", name, rank, name, rank - 1);
+	for (int c = rank - 2; c >= 0; c--)
+		buf_printf(b, "\ts%s[%d] = s%s[%d] * %s.n[%d];\n", name, c, name, c + 1, view, c + 1);
+}
+
+/* The extent of label l: the first chunk dim carrying it. */
+static void label_extent(Buf *b, const Kernel *k, int l)
+{
+	for (int i = 0; i < k->nin; i++)
+		for (int c = 0; c < k->nindim[i]; c++)
+			if (k->inlab[i][c] == l) {
+				buf_printf(b, "in[%d].n[%d]", i, c);
+				return;
+			}
+	tr_bug("label %d in no input", l);
+}
+
+/* The offset of an element of input/output `who` in terms of label loop vars. */
+static void offset_expr(Buf *b, const char *sname, int n, const int *lab)
+{
+	if (n == 0) {
+		buf_puts(b, "0");
+		return;
+	}
+	for (int c = 0; c < n; c++)
+		buf_printf(b, "%sl%d * s%s[%d]", c ? " + " : "", lab[c], sname, c);
+}
+
+static void emit_gemm_kernel(Emit *e, const Kernel *k, DType dt)
+{
+	Buf *b = e->b;
+	const char *T = ctype(dt);
+	int role[2 * MAXDIM];           /* 0 batch, 1 m, 2 n, 3 k */
+	int lm = -1, ln = -1, lk = -1;
+
+	for (int l = 0; l < k->nlab; l++) {
+		bool in0 = false, in1 = false, out = false;
+		for (int c = 0; c < k->nindim[0]; c++)
+			in0 |= k->inlab[0][c] == l;
+		for (int c = 0; c < k->nindim[1]; c++)
+			in1 |= k->inlab[1][c] == l;
+		for (int c = 0; c < k->noutdim; c++)
+			out |= k->outlab[c] == l;
+		role[l] = in0 && in1 && out ? 0 : in0 && out ? 1 : in1 && out ? 2 : 3;
+		if (role[l] == 1) lm = l;
+		if (role[l] == 2) ln = l;
+		if (role[l] == 3) lk = l;
+	}
+	buf_printf(b, "\tconst %s *a = in[0].p, *b = in[1].p;\n\t%s *c = out->p;\n", T, T);
+	emit_strides(b, "a", "in[0]", k->nindim[0]);
+	emit_strides(b, "b", "in[1]", k->nindim[1]);
+	emit_strides(b, "c", "(*out)", k->noutdim);
+	/* the stride of label l in operand (a, b or c), 0 if absent */
+	struct { const char *s; int n; const int *lab; } opnd[3] = {
+		{"a", k->nindim[0], k->inlab[0]}, {"b", k->nindim[1], k->inlab[1]}, {"c", k->noutdim, k->outlab}};
+	for (int o = 0; o < 3; o++)
+		for (int l = 0; l < k->nlab; l++) {
+			int pos = -1;
+			for (int c = 0; c < opnd[o].n; c++)
+				if (opnd[o].lab[c] == l)
+					pos = c;
+			if (pos >= 0)
+				buf_printf(b, "\tint64_t %s%d = s%s[%d];\n", opnd[o].s, l, opnd[o].s, pos);
+		}
+	buf_puts(b, "\tint64_t m = ");
+	if (lm >= 0) label_extent(b, k, lm); else buf_puts(b, "1");
+	buf_puts(b, ", n = ");
+	if (ln >= 0) label_extent(b, k, ln); else buf_puts(b, "1");
+	buf_puts(b, ", k = ");
+	if (lk >= 0) label_extent(b, k, lk); else buf_puts(b, "1");
+	buf_puts(b, ";\n");
+	/* strides of the m x k, k x n and m x n views; a missing role is a
+	 * dimension of length 1, given the stride a dense matrix would have */
+	buf_printf(b, "\tint64_t csa = %s, rsa = %s;\n",
+	           lk >= 0 ? xprintf("a%d", lk) : "1", lm >= 0 ? xprintf("a%d", lm) : "k");
+	buf_printf(b, "\tint64_t csb = %s, rsb = %s;\n",
+	           ln >= 0 ? xprintf("b%d", ln) : "1", lk >= 0 ? xprintf("b%d", lk) : "n");
+	buf_printf(b, "\tint64_t csc = %s, rsc = %s;\n",
+	           ln >= 0 ? xprintf("c%d", ln) : "1", lm >= 0 ? xprintf("c%d", lm) : "n");
+	/* batch loops */
+	int nbatch = 0;
+	for (int l = 0; l < k->nlab; l++) {
+		if (role[l] != 0)
+			continue;
+		buf_printf(b, "\tfor (int64_t l%d = 0; l%d < ", l, l);
+		label_extent(b, k, l);
+		buf_printf(b, "; l%d++)\n", l);
+		nbatch++;
+	}
+	buf_printf(b, "\t\ttrt_%sgemm(m, n, k, 1, a", dt == DT_F64 ? "d" : "s");
+	for (int l = 0; l < k->nlab; l++)
+		if (role[l] == 0)
+			buf_printf(b, " + l%d * a%d", l, l);
+	buf_puts(b, ", rsa, csa, b");
+	for (int l = 0; l < k->nlab; l++)
+		if (role[l] == 0)
+			buf_printf(b, " + l%d * b%d", l, l);
+	buf_puts(b, ", rsb, csb, acc ? 1 : 0, c");
+	for (int l = 0; l < k->nlab; l++)
+		if (role[l] == 0)
+			buf_printf(b, " + l%d * c%d", l, l);
+	buf_puts(b, ", rsc, csc);\n");
+	(void)nbatch;
+}
+
+static void combine_expr(Buf *b, AggKind agg, const char *x, const char *y)
+{
+	switch (agg) {
+	case AGG_ADD: buf_printf(b, "%s + %s", x, y); return;
+	case AGG_MAX: buf_printf(b, "%s > %s ? %s : %s", y, x, y, x); return;
+	case AGG_MIN: buf_printf(b, "%s < %s ? %s : %s", y, x, y, x); return;
+	}
+}
+
+static void emit_loop_kernel(Emit *e, const Kernel *k, DType dt)
+{
+	Buf *b = e->b;
+	const char *T = ctype(dt);
+	bool reduced[2 * MAXDIM] = {0};
+	int depth = 0;
+	char indent[64];
+
+	for (int l = 0; l < k->nlab; l++) {
+		reduced[l] = true;
+		for (int c = 0; c < k->noutdim; c++)
+			if (k->outlab[c] == l)
+				reduced[l] = false;
+	}
+	for (int i = 0; i < k->nin; i++)
+		buf_printf(b, "\tconst %s *p%d = in[%d].p;\n", T, i, i);
+	buf_printf(b, "\t%s *po = out->p;\n", T);
+	emit_strides(b, "0", "in[0]", k->nindim[0]);
+	if (k->nin > 1)
+		emit_strides(b, "1", "in[1]", k->nindim[1]);
+	emit_strides(b, "o", "(*out)", k->noutdim);
+
+#define INDENT() (memset(indent, '\t', depth + 1), indent[depth + 1] = 0, indent)
+	for (int c = 0; c < k->noutdim; c++) {
+		int l = k->outlab[c];
+		buf_printf(b, "%sfor (int64_t l%d = 0; l%d < ", INDENT(), l, l);
+		label_extent(b, k, l);
+		buf_printf(b, "; l%d++) {\n", l);
+		depth++;
+	}
+	if (k->reduces) {
+		buf_printf(b, "%s%s r = ", INDENT(), T);
+		num_literal(b, k->red == AGG_ADD ? 0 : k->red == AGG_MAX ? -INFINITY : INFINITY, dt);
+		buf_puts(b, ";\n");
+		for (int l = 0; l < k->nlab; l++) {
+			if (!reduced[l])
+				continue;
+			buf_printf(b, "%sfor (int64_t l%d = 0; l%d < ", INDENT(), l, l);
+			label_extent(b, k, l);
+			buf_printf(b, "; l%d++) {\n", l);
+			depth++;
+		}
+	}
+	for (int i = 0; i < k->nin; i++) {
+		if (!kx_uses(k->expr, i))
+			continue;
+		char sname[16];
+		snprintf(sname, sizeof sname, "%d", i);
+		buf_printf(b, "%s%s x%d = p%d[", INDENT(), T, i, i);
+		offset_expr(b, sname, k->nindim[i], k->inlab[i]);
+		buf_puts(b, "];\n");
+	}
+	KGen g = {b, k, dt, 0};
+	int v = kexpr_emit(&g, k->expr, INDENT());
+	if (k->reduces) {
+		char tv[16];
+		snprintf(tv, sizeof tv, "t%d", v);
+		buf_printf(b, "%sr = ", INDENT());
+		combine_expr(b, k->red, "r", tv);
+		buf_puts(b, ";\n");
+		for (int l = 0; l < k->nlab; l++)
+			if (reduced[l]) {
+				depth--;
+				buf_printf(b, "%s}\n", INDENT());
+			}
+		v = -1;
+	}
+	buf_printf(b, "%s%s *o = &po[", INDENT(), T);
+	offset_expr(b, "o", k->noutdim, k->outlab);
+	buf_puts(b, "];\n");
+	const char *val = v < 0 ? "r" : xprintf("t%d", v);
+	buf_printf(b, "%s*o = acc ? ", INDENT());
+	combine_expr(b, k->red, "*o", val);
+	buf_printf(b, " : %s;\n", val);
+	while (depth > 0) {
+		depth--;
+		buf_printf(b, "%s}\n", INDENT());
+	}
+#undef INDENT
+}
+
+static void emit_kernel(Emit *e, int i, const Kernel *k)
+{
+	Buf *b = e->b;
+	Buf desc = {0};
+	kernel_print(&desc, k);
+	buf_printf(b, "/* op %d: %s */\nstatic void kernel%d(const TrtView *in, TrtView *out, int acc)\n{\n", i, desc.s, i);
+	buf_free(&desc);
+	if (kernel_is_gemm(k))
+		emit_gemm_kernel(e, k, e->p->ops.v[i].type.dtype);
+	else
+		emit_loop_kernel(e, k, e->p->ops.v[i].type.dtype);
+	buf_puts(b, "}\n\n");
+}
+
+static void emit_pred(Emit *e, int i, const KeyPred *p)
+{
+	buf_printf(e->b, "static int pred%d(const int64_t *k)\n{\n\treturn ", i);
+	for (int j = 0; j < p->neq; j++)
+		buf_printf(e->b, "%sk[%d] == k[%d]", j ? " && " : "", p->eq[j][0], p->eq[j][1]);
+	if (p->neq == 0)
+		buf_puts(e->b, "1");
+	buf_puts(e->b, ";\n}\n\n");
+}
+
+/* ---- main ---- */
+
+static void emit_main(Emit *e)
+{
+	Buf *b = e->b;
+	const IaPlan *p = e->p;
+	int n = p->ops.n;
+	int *last = xcalloc(n + 1, sizeof *last);
+
+	for (int i = 0; i < n; i++) {
+		last[i] = -1;
+		int in[2];
+		int k = ia_inputs(&p->ops.v[i], in);
+		for (int j = 0; j < k; j++)
+			last[in[j]] = i;
+	}
+	buf_puts(b, "int main(int argc, char **argv)\n{\n\ttrt_init(&argc, &argv, &program);\n");
+	for (int i = 0; i < n; i++) {
+		const IaOp *op = &p->ops.v[i];
+		buf_printf(b, "\n\t/* #%d %s */\n\ttrt_op_begin(%d);\n", i, ia_op_name(op->kind), i);
+		switch (op->kind) {
+		case IA_READ:
+			buf_printf(b, "\tTrtRel *r%d = trt_read(%d, &type%d, ", i, e->tensor_index[op->u.read.tensor], i);
+			place_literal(b, &op->place);
+			buf_puts(b, ");\n");
+			break;
+		case IA_BCAST:
+			buf_printf(b, "\tTrtRel *r%d = trt_bcast(r%d);\n", i, op->u.bcast.in);
+			break;
+		case IA_SHUFFLE:
+			buf_printf(b, "\tTrtRel *r%d = trt_shuffle(r%d, ", i, op->u.shuffle.in);
+			place_literal(b, &op->place);
+			buf_puts(b, ");\n");
+			break;
+		case IA_JOIN:
+			buf_printf(b, "\tstatic const TrtJoin join%d = {%d, ", i, op->u.join.nmatch);
+			int_list(b, op->u.join.nmatch, op->u.join.lkey);
+			buf_puts(b, ", ");
+			int_list(b, op->u.join.nmatch, op->u.join.rkey);
+			buf_printf(b, ", %d, ", op->u.join.ngroup);
+			int_list(b, op->u.join.ngroup > 0 ? op->u.join.ngroup : 0, op->u.join.group);
+			buf_puts(b, "};\n");
+			buf_printf(b, "\tTrtRel *r%d = trt_join(r%d, r%d, &join%d, kernel%d, &type%d, ", i,
+			           op->u.join.left, op->u.join.right, i, i, i);
+			place_literal(b, &op->place);
+			buf_puts(b, ");\n");
+			break;
+		case IA_AGG: {
+			static const char *aggs[] = {"TRT_AGG_ADD", "TRT_AGG_MAX", "TRT_AGG_MIN"};
+			buf_printf(b, "\tstatic const int group%d[] = ", i);
+			int g0 = 0;
+			int_list(b, op->u.agg.ngroup ? op->u.agg.ngroup : 1, op->u.agg.ngroup ? op->u.agg.group : &g0);
+			buf_printf(b, ";\n\tTrtRel *r%d = trt_agg(r%d, %d, group%d, %s, &type%d, ", i, op->u.agg.in,
+			           op->u.agg.ngroup, i, aggs[op->u.agg.agg], i);
+			place_literal(b, &op->place);
+			buf_puts(b, ");\n");
+			break;
+		}
+		case IA_MAP: {
+			buf_printf(b, "\tstatic const int keymap%d[] = ", i);
+			int k0 = 0;
+			int_list(b, op->u.map.nkey ? op->u.map.nkey : 1, op->u.map.nkey ? op->u.map.keymap : &k0);
+			buf_printf(b, ";\n\tTrtRel *r%d = trt_map(r%d, %d, keymap%d, ", i, op->u.map.in, op->u.map.nkey, i);
+			if (op->u.map.kernel)
+				buf_printf(b, "kernel%d", i);
+			else
+				buf_puts(b, "NULL");
+			buf_printf(b, ", &type%d, ", i);
+			place_literal(b, &op->place);
+			buf_puts(b, ");\n");
+			break;
+		}
+		case IA_FILTER:
+			buf_printf(b, "\tTrtRel *r%d = trt_filter(r%d, pred%d, ", i, op->u.filter.in, i);
+			place_literal(b, &op->place);
+			buf_puts(b, ");\n");
+			break;
+		case IA_WRITE:
+			buf_printf(b, "\ttrt_write(%d, r%d);\n", e->output_index[op->u.write.tensor], op->u.write.in);
+			break;
+		}
+		buf_printf(b, "\ttrt_op_end(%d);\n", i);
+		int in[2];
+		int k = ia_inputs(op, in);
+		for (int j = 0; j < k; j++)
+			if (last[in[j]] == i && (j == 0 || in[j] != in[0]))
+				buf_printf(b, "\ttrt_free(r%d);\n", in[j]);
+		if (op->kind != IA_WRITE && last[i] < 0)
+			buf_printf(b, "\ttrt_free(r%d);\n", i);
+	}
+	buf_puts(b, "\treturn trt_finish();\n}\n");
+	free(last);
+}
+
+void cg_emit(Buf *out, const IaPlan *p, const CgOptions *o)
+{
+	int nt = p->tra->tensors.n;
+	Emit e = {out, p, xcalloc(nt + 1, sizeof(int)), xcalloc(nt + 1, sizeof(int))};
+	for (int i = 0; i < nt; i++)
+		e.tensor_index[i] = e.output_index[i] = -1;
+
+	buf_printf(out, "/* Generated by trac from %s for %d ranks.  Do not edit. */\n", o->source, p->nranks);
+	buf_puts(out, "#include <math.h>\n#include <stdint.h>\n#include \"trac_rt.h\"\n\n");
+	emit_tables(&e, o);
+	for (int i = 0; i < p->ops.n; i++)
+		if (p->ops.v[i].kind != IA_WRITE)
+			emit_type(&e, i);
+	buf_puts(out, "\n");
+	for (int i = 0; i < p->ops.n; i++) {
+		const IaOp *op = &p->ops.v[i];
+		if (op->kind == IA_JOIN)
+			emit_kernel(&e, i, op->u.join.kernel);
+		else if (op->kind == IA_MAP && op->u.map.kernel)
+			emit_kernel(&e, i, op->u.map.kernel);
+		else if (op->kind == IA_FILTER)
+			emit_pred(&e, i, &op->u.filter.pred);
+	}
+	emit_main(&e);
+	free(e.tensor_index);
+	free(e.output_index);
+}

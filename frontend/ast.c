@@ -1,0 +1,258 @@
+/*
+ * ast.c: syntax-tree constructors, a printer, and reading source files.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "frontend/frontend.h"
+
+Node *ast_node(Arena *a, NodeKind kind, Loc loc)
+{
+	Node *n = arena_alloc(a, sizeof *n);
+	n->kind = kind;
+	n->loc = loc;
+	return n;
+}
+
+Item *ast_item(Arena *a, ItemKind kind, Loc loc)
+{
+	Item *it = arena_alloc(a, sizeof *it);
+	it->kind = kind;
+	it->loc = loc;
+	return it;
+}
+
+const char *binop_name(BinOp op)
+{
+	static const char *names[] = {"+", "-", "*", "/", "**", "<", "<=", ">", ">=", "==", "!="};
+	return names[op];
+}
+
+const char *red_name(RedKind r)
+{
+	static const char *names[] = {"sum", "max", "min", "argmax", "argmin"};
+	return names[r];
+}
+
+/* ---- printing, as S-expressions ---- */
+
+static void node_print(Buf *b, const Node *n)
+{
+	if (!n) {
+		buf_puts(b, "<null>");
+		return;
+	}
+	switch (n->kind) {
+	case N_NUM:
+		buf_printf(b, "%.17g", n->u.num);
+		return;
+	case N_STR:
+		buf_printf(b, "\"%s\"", n->u.str);
+		return;
+	case N_NAME:
+		buf_puts(b, n->u.name.name);
+		return;
+	case N_ACCESS:
+		buf_printf(b, "%s[", n->u.access.name);
+		for (int i = 0; i < n->u.access.nidx; i++) {
+			if (i)
+				buf_puts(b, ", ");
+			node_print(b, n->u.access.idx[i]);
+		}
+		buf_puts(b, "]");
+		return;
+	case N_UNARY:
+		buf_puts(b, "(- ");
+		node_print(b, n->u.unary.a);
+		buf_puts(b, ")");
+		return;
+	case N_BINARY:
+		buf_printf(b, "(%s ", binop_name(n->u.binary.op));
+		node_print(b, n->u.binary.a);
+		buf_puts(b, " ");
+		node_print(b, n->u.binary.b);
+		buf_puts(b, ")");
+		return;
+	case N_CALL:
+		buf_printf(b, "(%s", n->u.call.name);
+		for (int i = 0; i < n->u.call.nargs; i++) {
+			buf_puts(b, " ");
+			node_print(b, n->u.call.args[i]);
+		}
+		buf_puts(b, ")");
+		return;
+	case N_WHERE:
+		buf_puts(b, "(where ");
+		node_print(b, n->u.where.cond);
+		buf_puts(b, " ");
+		node_print(b, n->u.where.a);
+		buf_puts(b, " ");
+		node_print(b, n->u.where.b);
+		buf_puts(b, ")");
+		return;
+	case N_REDUCE:
+		buf_printf(b, "(%s%s[", n->u.reduce.implicit ? "implicit-" : "", red_name(n->u.reduce.red));
+		for (int i = 0; i < n->u.reduce.nnames; i++)
+			buf_printf(b, "%s%s", i ? ", " : "", n->u.reduce.names[i]);
+		buf_puts(b, "] ");
+		node_print(b, n->u.reduce.body);
+		buf_puts(b, ")");
+		return;
+	case N_GRAD:
+		buf_printf(b, "(grad %s %s)", n->u.grad.loss, n->u.grad.wrt);
+		return;
+	}
+}
+
+static void items_print(Buf *b, Item **items, int n, int depth);
+
+static void formal_print(Buf *b, const Formal *f)
+{
+	buf_puts(b, f->name);
+	if (f->nidx) {
+		buf_puts(b, "[");
+		for (int i = 0; i < f->nidx; i++)
+			buf_printf(b, "%s%s", i ? ", " : "", f->idx[i]);
+		buf_puts(b, "]");
+	}
+}
+
+static void item_print(Buf *b, const Item *it, int depth)
+{
+	static const char *aops[] = {"=", "+=", "-=", "*=", "/="};
+	buf_printf(b, "%*s", 2 * depth, "");
+	switch (it->kind) {
+	case I_SIZE:
+		buf_printf(b, "size %s = ", it->name);
+		node_print(b, it->u.size.value);
+		break;
+	case I_INPUT:
+	case I_PARAM:
+		buf_printf(b, "%s %s", it->kind == I_INPUT ? "input" : "param", it->name);
+		if (it->u.decl.has_dims) {
+			buf_puts(b, "[");
+			for (int i = 0; i < it->u.decl.ndims; i++) {
+				if (i)
+					buf_puts(b, ", ");
+				node_print(b, it->u.decl.dims[i]);
+			}
+			buf_puts(b, "]");
+		}
+		buf_printf(b, " : %s", dtype_name(it->u.decl.dtype));
+		if (it->u.decl.path)
+			buf_printf(b, " = \"%s\"", it->u.decl.path);
+		if (it->u.decl.init) {
+			buf_puts(b, " = ");
+			node_print(b, it->u.decl.init);
+		}
+		break;
+	case I_CONST:
+		buf_printf(b, "const %s = ", it->name);
+		node_print(b, it->u.cnst.value);
+		break;
+	case I_OUTPUT:
+		buf_printf(b, "output %s", it->name);
+		if (it->u.output.path)
+			buf_printf(b, " = \"%s\"", it->u.output.path);
+		break;
+	case I_IMPORT:
+		buf_printf(b, "import \"%s\"", it->u.import.path);
+		break;
+	case I_DEF:
+		buf_printf(b, "def %s(", it->name);
+		for (int i = 0; i < it->u.def.nparams; i++) {
+			if (i)
+				buf_puts(b, ", ");
+			formal_print(b, &it->u.def.params[i]);
+		}
+		buf_puts(b, ") -> ");
+		formal_print(b, &it->u.def.result);
+		buf_puts(b, " {\n");
+		items_print(b, it->u.def.body, it->u.def.nbody, depth + 1);
+		buf_printf(b, "%*s}", 2 * depth, "");
+		break;
+	case I_ASSIGN:
+		buf_puts(b, it->name);
+		if (it->u.assign.has_idx) {
+			buf_puts(b, "[");
+			for (int i = 0; i < it->u.assign.nidx; i++) {
+				if (i)
+					buf_puts(b, ", ");
+				node_print(b, it->u.assign.idx[i]);
+			}
+			buf_puts(b, "]");
+		}
+		buf_printf(b, " %s ", aops[it->u.assign.op]);
+		node_print(b, it->u.assign.value);
+		break;
+	case I_PRINT:
+		buf_puts(b, "print ");
+		node_print(b, it->u.print.value);
+		break;
+	case I_REPEAT:
+		buf_puts(b, "repeat ");
+		node_print(b, it->u.repeat.count);
+		buf_puts(b, " {\n");
+		items_print(b, it->u.repeat.body, it->u.repeat.nbody, depth + 1);
+		buf_printf(b, "%*s}", 2 * depth, "");
+		break;
+	}
+	buf_puts(b, "\n");
+}
+
+static void items_print(Buf *b, Item **items, int n, int depth)
+{
+	for (int i = 0; i < n; i++)
+		item_print(b, items[i], depth);
+}
+
+void ast_print(Buf *b, const Ast *ast)
+{
+	items_print(b, ast->items, ast->nitems, 0);
+}
+
+/* ---- source files ---- */
+
+int fe_load(const char *path, const char **err)
+{
+	struct stat st;
+	FILE *f;
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		*err = "is a directory";
+		return -1;
+	}
+	if (!(f = fopen(path, "rb"))) {
+		*err = strerror(errno);
+		return -1;
+	}
+	Buf b = {0};
+	char chunk[65536];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+		if (b.len + n + 1 > b.cap) {
+			b.cap = (b.len + n + 1) * 2;
+			b.s = xrealloc(b.s, b.cap);
+		}
+		memcpy(b.s + b.len, chunk, n);
+		b.len += n;
+	}
+	if (ferror(f)) {
+		*err = strerror(errno);
+		fclose(f);
+		free(b.s);
+		return -1;
+	}
+	fclose(f);
+	if (!b.s)
+		b.s = xcalloc(1, 1);
+	b.s[b.len] = 0;
+	if (memchr(b.s, 0, b.len)) {
+		*err = "is not a text file (it contains NUL bytes)";
+		free(b.s);
+		return -1;
+	}
+	return src_add(path, b.s, b.len);
+}

@@ -1,0 +1,188 @@
+/*
+ * frontend.h: the one header of the frontend/ layer.
+ *
+ * The frontend turns .tra text into a TRA program:
+ *
+ *   lexer.l, parser.y   text -> AST (reentrant flex + bison, byte-offset locations)
+ *   sema.c              names, imports, defs, indices, extents, element types,
+ *                       placement of implicit sums; annotates the AST
+ *   lower.c             annotated AST -> TRA (ir/)
+ *   main.c              the driver: the pipeline, top to bottom
+ *
+ * The AST is allocated in one arena that dies with the frontend.
+ */
+#ifndef TRAC_FRONTEND_H
+#define TRAC_FRONTEND_H
+
+#include "ir/ir.h"
+
+/* ---- ast.c: the syntax tree ---- */
+
+typedef enum {
+	N_NUM,          /* 1.5 */
+	N_STR,          /* "w0.npy" (param initialisers only) */
+	N_NAME,         /* x: a size, const or rank-0 tensor; inside [] an index */
+	N_ACCESS,       /* A[i, k] */
+	N_UNARY,        /* -e */
+	N_BINARY,       /* e op e */
+	N_CALL,         /* f(e, ...): functions, defs, initialisers, f32/f64 */
+	N_WHERE,        /* where(c, a, b) */
+	N_REDUCE,       /* sum[i, j](e); also inserted by sema for implicit sums */
+	N_GRAD,         /* grad(loss, W) */
+} NodeKind;
+
+typedef enum {
+	B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_LT, B_LE, B_GT, B_GE, B_EQ, B_NE,
+} BinOp;
+
+typedef enum { R_SUM, R_MAX, R_MIN, R_ARGMAX, R_ARGMIN } RedKind;
+
+typedef struct Node Node;
+
+/* An index variable of one statement: a name, its extent, where it was bound. */
+typedef struct Var {
+	const char *name;
+	Loc loc;                /* first use */
+	int64_t extent;         /* -1 until known */
+	Loc extloc;             /* the use that fixed the extent */
+	const char *extwhy;     /* "dimension 2 of B", for messages */
+	bool reduced;           /* bound by a reduction (explicit or implicit) */
+} Var;
+
+struct Node {
+	NodeKind kind;
+	Loc loc;
+	DType dtype;            /* sema: element type of the value */
+	int nvar;               /* sema: the free index vars of the value, in order */
+	int var[MAXDIM];
+	union {
+		double num;
+		const char *str;
+		struct { const char *name; int sym; int var; } name;     /* sema: sym or var */
+		struct { const char *name; Loc nameloc; Node **idx; int nidx; int tensor; } access;
+		struct { Node *a; } unary;
+		struct { BinOp op; Node *a, *b; } binary;
+		struct { const char *name; Loc nameloc; Node **args; int nargs; KOp fn; } call;
+		struct { Node *cond, *a, *b; } where;
+		struct {
+			RedKind red;
+			const char **names;
+			Loc *nameloc;
+			int nnames;
+			int var[MAXDIM];        /* sema: the vars it binds */
+			Node *body;
+			bool implicit;          /* inserted by Einstein's rule */
+		} reduce;
+		struct { const char *loss, *wrt; Loc lossloc, wrtloc; } grad;
+	} u;
+};
+
+typedef enum {
+	I_SIZE, I_INPUT, I_PARAM, I_CONST, I_OUTPUT, I_IMPORT, I_DEF,
+	I_ASSIGN, I_PRINT, I_REPEAT,
+} ItemKind;
+
+typedef enum { A_SET, A_ADD, A_SUB, A_MUL, A_DIV } AssignOp;
+
+typedef struct Item Item;
+
+/* A def's parameter or result: a name and its index names. */
+typedef struct Formal {
+	const char *name;
+	Loc loc;
+	const char **idx;
+	Loc *idxloc;
+	int nidx;
+} Formal;
+
+struct Item {
+	ItemKind kind;
+	Loc loc;                /* the whole item */
+	const char *name;       /* the declared or assigned name */
+	Loc nameloc;
+	union {
+		struct { Node *value; } size;
+		struct {
+			Node **dims;
+			int ndims;
+			bool has_dims;
+			DType dtype;
+			bool has_type;
+			Loc typeloc;
+			const char *path;       /* input default file */
+			Node *init;             /* param initialiser */
+		} decl;
+		struct { Node *value; } cnst;
+		struct { const char *path; } output;
+		struct { const char *path; Loc pathloc; } import;
+		struct { Formal *params; int nparams; Formal result; Item **body; int nbody; } def;
+		struct { Node **idx; int nidx; bool has_idx; AssignOp op; Node *value; } assign;
+		struct { Node *value; } print;
+		struct { Node *count; Item **body; int nbody; } repeat;
+	} u;
+};
+
+typedef struct Ast {
+	Arena *arena;
+	int file;
+	Item **items;
+	int nitems;
+} Ast;
+
+Node *ast_node(Arena *a, NodeKind kind, Loc loc);
+Item *ast_item(Arena *a, ItemKind kind, Loc loc);
+const char *binop_name(BinOp op);
+const char *red_name(RedKind r);
+void ast_print(Buf *b, const Ast *ast);     /* for tests and --dump-after=parse */
+
+/* ---- parse.c (parser.y): text -> AST ---- */
+
+/* Parse source file `file` (from src_add).  Syntax errors are reported
+ * through diag(); the returned AST holds what could be recovered. */
+Ast *fe_parse(Arena *arena, int file);
+
+/* Read a file into the source table: its index, or -1 with *err set. */
+int fe_load(const char *path, const char **err);
+
+/* ---- sema.c and lower.c: AST -> TRA ---- */
+
+typedef struct Define {
+	const char *name;
+	const char *value;
+} Define;
+
+typedef struct FeOptions {
+	Define *defines;        /* -D NAME=VALUE */
+	int ndefines;
+	const char **incdirs;   /* -I DIR, then the stdlib */
+	int nincdirs;
+	int64_t block;          /* chunk size along every index (0: automatic) */
+	int nranks;             /* planned rank count, for automatic blocking */
+	bool warnings;
+	const char **deps;      /* sema fills: every file read (for -M) */
+	int ndeps;
+} FeOptions;
+
+/* Check the program and lower it to TRA.  NULL when there were errors
+ * (reported through diag()). */
+TraProg *fe_compile(Ast *ast, FeOptions *opt);
+
+/* ---- lower.c: one checked statement -> TRA (called by sema) ---- */
+
+/* What sema hands lower for one assignment: the annotated expression, the
+ * statement's index vars and the target's index list. */
+typedef struct Lowering {
+	TraProg *prog;
+	int *cur;               /* per tensor: the TRA op holding its current value, or -1 */
+	int stmt;               /* statement index in prog */
+	const Var *vars;
+	int nvars;
+	DType dtype;
+} Lowering;
+
+/* Lower `value` into ops computing a relation keyed by lhs[0..nlhs) in that
+ * order (chunks in the same order); returns the op. */
+int lower_assign(Lowering *l, Node *value, int nlhs, const int *lhs);
+int lower_input(TraProg *prog, int tensor);
+
+#endif

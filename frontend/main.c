@@ -1,0 +1,344 @@
+/*
+ * main.c: the trac driver.  The pipeline, top to bottom:
+ *
+ *   fe_load, fe_parse      file -> AST
+ *   fe_compile             sema + lowering: AST -> TRA
+ *   opt_block              chunk shapes
+ *   opt_plan               TRA -> IA (Table 1), rewritten and costed
+ *   ia_explain             --explain: print the plan and stop
+ *   cg_emit, cg_compile    IA -> C -> MPI executable
+ *
+ * The verifiers run after every pass (they are cheap next to compiling C).
+ * Exit status: 0 success, 1 an error in the program, 2 a usage error,
+ * 4 an internal error (tr_bug).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "frontend/frontend.h"
+#include "optimizer/opt.h"
+#include "codegen/codegen.h"
+
+typedef struct Options {
+	const char *input;
+	const char *output;
+	bool emit_c;
+	bool syntax_only;
+	bool explain;
+	ExplainFormat explain_format;
+	bool costs;
+	const char *dump_after;
+	bool verbose;
+	uint64_t seed;
+	FeOptions fe;
+	OptOptions opt;
+	Vec(Define) defines;
+	Vec(const char *) incdirs;
+} Options;
+
+static const char usage[] =
+	"usage: trac [options] file.tra\n"
+	"\n"
+	"Compile a tensor program in Einstein notation to an MPI executable.\n"
+	"\n"
+	"options:\n"
+	"  -o FILE                 write the executable (or C with -S) to FILE\n"
+	"                          (default: the source's name without .tra)\n"
+	"  -S, --emit-c            write the generated C and stop\n"
+	"  -D NAME=VALUE           override a size or const\n"
+	"  -I DIR                  add a folder to the import search path\n"
+	"  -P N, --ranks N         plan for N ranks (default 4); the program runs on any count\n"
+	"  --mem-per-rank SIZE     memory budget per rank for planning (512M, 8G)\n"
+	"  -O0, -O1, -O2           -O0: the initial plan of Table 1; -O2 (default): optimized\n"
+	"  --explain[=text|json|dot]\n"
+	"                          print the chosen plan and exit without compiling\n"
+	"  --no-costs              with --explain, leave out costs (for golden tests)\n"
+	"  --block N               chunk size along every index (default: automatic)\n"
+	"  --seed N                default random seed baked into the executable\n"
+	"  -fsyntax-only           check the program and exit\n"
+	"  --dump-after=PASS       print the IR after PASS (parse, tra, blocking, ia) and exit\n"
+	"  -w                      no warnings\n"
+	"  -v                      show the phases and the C compiler's command\n"
+	"  --version, --help       print version or this help and exit\n"
+	"\n"
+	"environment: CC (default mpicc), CFLAGS (default -O3 -march=native), NO_COLOR,\n"
+	"TRAC_RUNTIME_DIR.  Exit status: 0 success, 1 error in the program, 2 usage error,\n"
+	"4 internal error.  See trac(1) and tra(5).\n";
+
+static _Noreturn void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static _Noreturn void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "trac: error: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\ntrac: try 'trac --help'\n");
+	exit(2);
+}
+
+static int64_t parse_count(const char *opt, const char *s, int64_t min)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (!*s || *end || errno || v < min)
+		usage_error("%s needs an integer of at least %" PRId64 ", not '%s'", opt, min, s);
+	return v;
+}
+
+/* 512M, 8G, 1.5G, 100000 (bytes) */
+static double parse_size(const char *opt, const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	double mult = 1;
+	switch (*end) {
+	case 'k': case 'K': mult = 1024.0; end++; break;
+	case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
+	case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
+	case 't': case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (end == s || *end || !(v > 0))
+		usage_error("%s needs a size such as 512M or 8G, not '%s'", opt, s);
+	return v * mult;
+}
+
+static void version(void)
+{
+	printf("trac %s\n", PACKAGE_VERSION);
+	printf("built against %s and BLIS (%s)\n", TRAC_MPI_VERSION, TRAC_BLIS_LIBS);
+}
+
+/* The value of an option given as "-X VALUE", "-XVALUE", "--opt VALUE" or "--opt=VALUE". */
+static const char *optarg_of(int argc, char **argv, int *i, const char *name, size_t namelen)
+{
+	const char *a = argv[*i];
+	if (a[namelen] == '=')
+		return a + namelen + 1;
+	if (a[namelen] && name[1] != '-')
+		return a + namelen;     /* -DNAME=V, -Idir, -ofile, -P4 */
+	if (a[namelen])
+		usage_error("unknown option '%s'", a);
+	if (*i + 1 >= argc)
+		usage_error("option '%s' needs a value", name);
+	return argv[++*i];
+}
+
+static bool is_opt(const char *a, const char *name)
+{
+	size_t n = strlen(name);
+	return !strncmp(a, name, n) && (a[n] == 0 || a[n] == '=' || (name[1] != '-' && strlen(name) == 2));
+}
+
+static void parse_args(int argc, char **argv, Options *o)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (a[0] != '-' || !strcmp(a, "-")) {
+			if (o->input)
+				usage_error("more than one input file ('%s' and '%s')", o->input, a);
+			o->input = a;
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage, stdout);
+			exit(0);
+		} else if (!strcmp(a, "--version")) {
+			version();
+			exit(0);
+		} else if (!strcmp(a, "-S") || !strcmp(a, "--emit-c")) {
+			o->emit_c = true;
+		} else if (!strcmp(a, "-fsyntax-only")) {
+			o->syntax_only = true;
+		} else if (!strcmp(a, "-w")) {
+			o->fe.warnings = false;
+		} else if (!strcmp(a, "-v")) {
+			o->verbose = true;
+		} else if (!strcmp(a, "--no-costs")) {
+			o->costs = false;
+		} else if (!strcmp(a, "-O0") || !strcmp(a, "-O1") || !strcmp(a, "-O2") || !strcmp(a, "-O")) {
+			o->opt.level = a[2] ? a[2] - '0' : 2;
+		} else if (!strncmp(a, "-O", 2) && a[1] == 'O') {
+			usage_error("unknown optimization level '%s'; use -O0, -O1 or -O2", a);
+		} else if (!strcmp(a, "--explain") || !strncmp(a, "--explain=", 10)) {
+			o->explain = true;
+			const char *f = a[9] == '=' ? a + 10 : "text";
+			if (!strcmp(f, "text"))
+				o->explain_format = EXPLAIN_TEXT;
+			else if (!strcmp(f, "json"))
+				o->explain_format = EXPLAIN_JSON;
+			else if (!strcmp(f, "dot"))
+				o->explain_format = EXPLAIN_DOT;
+			else
+				usage_error("unknown --explain format '%s'; use text, json or dot", f);
+		} else if (!strncmp(a, "--dump-after", 12)) {
+			o->dump_after = optarg_of(argc, argv, &i, "--dump-after", 12);
+			if (strcmp(o->dump_after, "parse") && strcmp(o->dump_after, "tra") &&
+			    strcmp(o->dump_after, "blocking") && strcmp(o->dump_after, "ia"))
+				usage_error("unknown pass '%s' for --dump-after; use parse, tra, blocking or ia", o->dump_after);
+		} else if (is_opt(a, "-o")) {
+			o->output = optarg_of(argc, argv, &i, "-o", 2);
+		} else if (is_opt(a, "-D")) {
+			const char *d = optarg_of(argc, argv, &i, "-D", 2);
+			const char *eq = strchr(d, '=');
+			if (!eq || eq == d)
+				usage_error("-D needs NAME=VALUE, not '%s'", d);
+			Define def = {xstrdup(d), eq + 1};
+			((char *)def.name)[eq - d] = 0;
+			vec_push(&o->defines, def);
+		} else if (is_opt(a, "-I")) {
+			vec_push(&o->incdirs, optarg_of(argc, argv, &i, "-I", 2));
+		} else if (is_opt(a, "-P") || is_opt(a, "--ranks")) {
+			const char *v = a[1] == 'P' ? optarg_of(argc, argv, &i, "-P", 2) : optarg_of(argc, argv, &i, "--ranks", 7);
+			o->opt.nranks = (int)parse_count("--ranks", v, 1);
+			if (o->opt.nranks > 1000000)
+				usage_error("--ranks %d is more than trac plans for (1000000)", o->opt.nranks);
+		} else if (is_opt(a, "--mem-per-rank")) {
+			o->opt.mem_per_rank = parse_size("--mem-per-rank", optarg_of(argc, argv, &i, "--mem-per-rank", 14));
+		} else if (is_opt(a, "--block")) {
+			o->opt.block = parse_count("--block", optarg_of(argc, argv, &i, "--block", 7), 1);
+		} else if (is_opt(a, "--seed")) {
+			o->seed = (uint64_t)parse_count("--seed", optarg_of(argc, argv, &i, "--seed", 6), 0);
+		} else {
+			usage_error("unknown option '%s'", a);
+		}
+	}
+	if (!o->input)
+		usage_error("no input file");
+}
+
+/* "dir/model.tra" -> "dir/model" (or + suffix). */
+static char *strip_ext(const char *path, const char *suffix)
+{
+	size_t n = strlen(path);
+	if (n > 4 && !strcmp(path + n - 4, ".tra"))
+		n -= 4;
+	char *s = xmalloc(n + strlen(suffix) + 1);
+	memcpy(s, path, n);
+	strcpy(s + n, suffix);
+	return s;
+}
+
+static char *program_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	return strip_ext(base ? base + 1 : path, "");
+}
+
+static void check_tra(const TraProg *p, const char *after)
+{
+	Buf err = {0};
+	if (!tra_verify(p, &err))
+		tr_bug("TRA program invalid after %s: %s", after, err.s);
+}
+
+static bool write_file(const char *path, const char *text)
+{
+	char *tmp = xprintf("%s.tmp%d", path, (int)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+		fprintf(stderr, "trac: error: cannot write '%s': %s\n", path, strerror(errno));
+		unlink(tmp);
+		free(tmp);
+		return false;
+	}
+	free(tmp);
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	Options o = {.costs = true, .seed = 0};
+	o.fe.warnings = true;
+	o.opt.level = 2;
+	o.opt.nranks = 4;
+	o.opt.verify = true;
+	parse_args(argc, argv, &o);
+	o.fe.defines = o.defines.v;
+	o.fe.ndefines = o.defines.n;
+	o.fe.incdirs = o.incdirs.v;
+	o.fe.nincdirs = o.incdirs.n;
+	o.fe.nranks = o.opt.nranks;
+	o.fe.block = o.opt.block;
+	diag_color = isatty(2) && !getenv("NO_COLOR");
+
+	/* text -> AST */
+	const char *err;
+	int file = fe_load(o.input, &err);
+	if (file < 0) {
+		fprintf(stderr, "trac: error: cannot read '%s': %s\n", o.input, err);
+		return 1;
+	}
+	Arena *arena = arena_new();
+	Ast *ast = fe_parse(arena, file);
+	if (diag_errors())
+		return 1;
+	if (o.dump_after && !strcmp(o.dump_after, "parse")) {
+		Buf b = {0};
+		ast_print(&b, ast);
+		fputs(b.s ? b.s : "", stdout);
+		return 0;
+	}
+
+	/* AST -> TRA */
+	TraProg *prog = fe_compile(ast, &o.fe);
+	if (!prog)
+		return 1;
+	check_tra(prog, "lowering");
+	if (o.syntax_only)
+		return 0;
+	if (o.dump_after && !strcmp(o.dump_after, "tra")) {
+		Buf b = {0};
+		tra_print(&b, prog);
+		fputs(b.s ? b.s : "", stdout);
+		return 0;
+	}
+
+	/* chunk shapes */
+	opt_block(prog, &o.opt);
+	check_tra(prog, "blocking");
+	if (o.dump_after && !strcmp(o.dump_after, "blocking")) {
+		Buf b = {0};
+		tra_print(&b, prog);
+		fputs(b.s ? b.s : "", stdout);
+		return 0;
+	}
+
+	/* TRA -> IA */
+	IaPlan *plan = opt_plan(prog, &o.opt);
+	if (o.dump_after && !strcmp(o.dump_after, "ia")) {
+		Buf b = {0};
+		ia_print(&b, plan, o.costs);
+		fputs(b.s ? b.s : "", stdout);
+		return 0;
+	}
+	if (o.opt.mem_per_rank > 0 && plan->peak_bytes > o.opt.mem_per_rank) {
+		diag(DIAG_ERROR, NOLOC, "the plan needs %.3g bytes per rank at its peak, more than --mem-per-rank %.3g; "
+		     "give more memory or more ranks (-P)", plan->peak_bytes, o.opt.mem_per_rank);
+		return 1;
+	}
+	if (o.explain) {
+		Buf b = {0};
+		ia_explain(&b, plan, o.explain_format, o.costs);
+		fputs(b.s ? b.s : "", stdout);
+		return 0;
+	}
+
+	/* IA -> C -> executable */
+	char *name = program_name(o.input);
+	CgOptions cg = {name, o.input, o.seed};
+	Buf c = {0};
+	cg_emit(&c, plan, &cg);
+	if (o.emit_c) {
+		char *out = o.output ? xstrdup(o.output) : strip_ext(o.input, ".c");
+		return write_file(out, c.s) ? 0 : 1;
+	}
+	char *out = o.output ? xstrdup(o.output) : strip_ext(o.input, "");
+	if (!strcmp(out, o.input))
+		usage_error("the executable would overwrite the source '%s'; name it with -o", o.input);
+	return cg_compile(c.s, out, o.verbose) ? 0 : 1;
+}

@@ -1,0 +1,485 @@
+/*
+ * parser.y: the .tra grammar (LANGUAGE.md), a pure bison parser with
+ * locations.  Actions only build the AST; every check that needs names or
+ * extents is sema's.  Syntax errors are reported in the user's words
+ * ("expected ';' before 'B'"), never with bison's token names, and the parser
+ * recovers at the next ';' or '}' so one run reports several errors.
+ */
+%require "3.6"
+%define api.pure full
+%define api.location.type {Loc}
+%define parse.error custom
+%define parse.lac full
+%locations
+%expect 0
+%param {yyscan_t scanner}
+%parse-param {struct Parse *ps}
+
+%code requires {
+#include "ir/ir.h"
+#include "frontend/frontend.h"
+
+typedef void *yyscan_t;
+
+struct Parse {
+	Arena *arena;
+	int file;
+	Vec(Item *) items;
+	int depth;              /* expression nesting, limited */
+};
+
+/* Lists built by the grammar: growable arrays in the heap, copied into the
+ * arena when complete. */
+typedef struct NodeList { Node **v; int n, cap; } NodeList;
+typedef struct ItemList { Item **v; int n, cap; } ItemList;
+typedef struct NameList { const char **v; Loc *loc; int n, cap; } NameList;
+typedef struct FormalList { Formal *v; int n, cap; } FormalList;
+typedef struct Number { double value; bool integer, overflow; } Number;
+}
+
+%code provides {
+int yylex(YYSTYPE *lval, Loc *lloc, yyscan_t scanner);
+}
+
+%code {
+#include <stdlib.h>
+#include <string.h>
+
+#define YYLLOC_DEFAULT(Cur, Rhs, N) do { \
+		if (N) { \
+			(Cur) = loc_span(YYRHSLOC(Rhs, 1), YYRHSLOC(Rhs, N)); \
+		} else { \
+			(Cur).file = YYRHSLOC(Rhs, 0).file; \
+			(Cur).off = YYRHSLOC(Rhs, 0).off + YYRHSLOC(Rhs, 0).len; \
+			(Cur).len = 0; \
+		} \
+	} while (0)
+
+#define MAX_DEPTH 200           /* nested parentheses, calls and reductions */
+
+static void yyerror(Loc *loc, yyscan_t scanner, struct Parse *ps, const char *msg)
+{
+	diag(DIAG_ERROR, *loc, "%s", msg);
+}
+
+static Node **nodes_copy(struct Parse *ps, NodeList *l, int *n)
+{
+	Node **v = arena_alloc(ps->arena, (l->n + 1) * sizeof *v);
+	memcpy(v, l->v, l->n * sizeof *v);
+	*n = l->n;
+	free(l->v);
+	return v;
+}
+
+static Item **items_copy(struct Parse *ps, ItemList *l, int *n)
+{
+	Item **v = arena_alloc(ps->arena, (l->n + 1) * sizeof *v);
+	memcpy(v, l->v, l->n * sizeof *v);
+	*n = l->n;
+	free(l->v);
+	return v;
+}
+
+static const char **names_copy(struct Parse *ps, NameList *l, Loc **loc, int *n)
+{
+	const char **v = arena_alloc(ps->arena, (l->n + 1) * sizeof *v);
+	*loc = arena_alloc(ps->arena, (l->n + 1) * sizeof **loc);
+	memcpy(v, l->v, l->n * sizeof *v);
+	memcpy(*loc, l->loc, l->n * sizeof **loc);
+	*n = l->n;
+	free(l->v);
+	free(l->loc);
+	return v;
+}
+
+static void names_push(NameList *l, const char *name, Loc loc)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 4;
+		l->v = xrealloc(l->v, l->cap * sizeof *l->v);
+		l->loc = xrealloc(l->loc, l->cap * sizeof *l->loc);
+	}
+	l->v[l->n] = name;
+	l->loc[l->n++] = loc;
+}
+
+static Node *binary(struct Parse *ps, BinOp op, Node *a, Node *b, Loc loc)
+{
+	Node *n = ast_node(ps->arena, N_BINARY, loc);
+	n->u.binary.op = op;
+	n->u.binary.a = a;
+	n->u.binary.b = b;
+	return n;
+}
+
+static Node *number(struct Parse *ps, Number v, Loc loc)
+{
+	Node *n = ast_node(ps->arena, N_NUM, loc);
+	if (v.overflow)
+		diag(DIAG_ERROR, loc, "integer does not fit in 64 bits");
+	n->u.num = v.value;
+	return n;
+}
+
+static Node *reduce(struct Parse *ps, RedKind r, NameList *names, Node *body, Loc loc)
+{
+	Node *n = ast_node(ps->arena, N_REDUCE, loc);
+	n->u.reduce.red = r;
+	n->u.reduce.names = names_copy(ps, names, &n->u.reduce.nameloc, &n->u.reduce.nnames);
+	n->u.reduce.body = body;
+	return n;
+}
+
+static void enter(struct Parse *ps, Loc loc)
+{
+	if (++ps->depth == MAX_DEPTH)
+		diag(DIAG_ERROR, loc, "expression nested too deeply (more than %d levels)", MAX_DEPTH);
+}
+
+static Item *decl(struct Parse *ps, ItemKind kind, const char *name, Loc nameloc, NodeList *dims, bool has_dims, Loc loc)
+{
+	Item *it = ast_item(ps->arena, kind, loc);
+	it->name = name;
+	it->nameloc = nameloc;
+	it->u.decl.has_dims = has_dims;
+	it->u.decl.dtype = DT_F32;
+	if (has_dims)
+		it->u.decl.dims = nodes_copy(ps, dims, &it->u.decl.ndims);
+	return it;
+}
+}
+
+%union {
+	Number num;
+	const char *str;
+	Node *node;
+	Item *item;
+	NodeList nodes;
+	ItemList items;
+	NameList names;
+	FormalList formals;
+	Formal formal;
+	struct { NodeList v; bool has; } dims;
+	struct { DType t; bool has; Loc loc; } type;
+	AssignOp aop;
+	RedKind red;
+}
+
+%token END 0 "end of file"
+%token <str> IDENT "identifier"
+%token <num> NUMBER "number"
+%token <str> STRING "string"
+%token SIZE "'size'" INPUT "'input'" PARAM "'param'" CONST "'const'" OUTPUT "'output'"
+%token IMPORT "'import'" DEF "'def'" RETURN "'return'" REPEAT "'repeat'" PRINT "'print'"
+%token GRAD "'grad'" WHERE "'where'" SUM "'sum'" MAX "'max'" MIN "'min'"
+%token ARGMAX "'argmax'" ARGMIN "'argmin'" F32 "'f32'" F64 "'f64'"
+%token ARROW "'->'" POW "'**'" LE "'<='" GE "'>='" EQ "'=='" NE "'!='"
+%token PLUSEQ "'+='" MINUSEQ "'-='" TIMESEQ "'*='" DIVEQ "'/='"
+
+%type <node> expr primary index
+%type <item> item stmt size_def
+%type <items> items stmts size_list
+%type <nodes> args args_ne indices dimlist
+%type <names> names
+%type <formals> formals formals_ne
+%type <formal> formal
+%type <dims> dims_opt
+%type <type> type_opt
+%type <str> path_opt
+%type <aop> assign_op
+%type <red> red
+
+%nonassoc '<' LE '>' GE EQ NE
+%left '+' '-'
+%left '*' '/'
+%precedence UMINUS
+%right POW
+
+%%
+
+program:
+	  items                         { for (int i = 0; i < $1.n; i++) vec_push(&ps->items, $1.v[i]); free($1.v); }
+	;
+
+items:
+	  %empty                        { $$ = (ItemList){0}; }
+	| items item                    { $$ = $1; if ($2) vec_push(&$$, $2); }
+	| items SIZE size_list ';'      { $$ = $1; for (int i = 0; i < $3.n; i++) vec_push(&$$, $3.v[i]); free($3.v); }
+	;
+
+/* size N = 1000, D = 64; */
+size_list:
+	  size_def                      { $$ = (ItemList){0}; vec_push(&$$, $1); }
+	| size_list ',' size_def        { $$ = $1; vec_push(&$$, $3); }
+	;
+
+size_def:
+	  IDENT '=' expr                { $$ = ast_item(ps->arena, I_SIZE, @$); $$->name = $1; $$->nameloc = @1; $$->u.size.value = $3; }
+	;
+
+item:
+	  INPUT IDENT dims_opt type_opt path_opt ';'
+	                                {
+	                                  $$ = decl(ps, I_INPUT, $2, @2, &$3.v, $3.has, @$);
+	                                  if ($4.has) { $$->u.decl.dtype = $4.t; $$->u.decl.has_type = true; $$->u.decl.typeloc = $4.loc; }
+	                                  $$->u.decl.path = $5;
+	                                }
+	| PARAM IDENT dims_opt type_opt '=' expr ';'
+	                                {
+	                                  $$ = decl(ps, I_PARAM, $2, @2, &$3.v, $3.has, @$);
+	                                  if ($4.has) { $$->u.decl.dtype = $4.t; $$->u.decl.has_type = true; $$->u.decl.typeloc = $4.loc; }
+	                                  $$->u.decl.init = $6;
+	                                }
+	| PARAM IDENT dims_opt type_opt ';'
+	                                { $$ = NULL; diag(DIAG_ERROR, @2, "param '%s' needs an initialiser: zeros, ones, uniform(a, b), normal(mean, std) or a file name", $2); }
+	| CONST IDENT '=' expr ';'      { $$ = ast_item(ps->arena, I_CONST, @$); $$->name = $2; $$->nameloc = @2; $$->u.cnst.value = $4; }
+	| OUTPUT IDENT path_opt ';'     { $$ = ast_item(ps->arena, I_OUTPUT, @$); $$->name = $2; $$->nameloc = @2; $$->u.output.path = $3; }
+	| IMPORT STRING ';'             { $$ = ast_item(ps->arena, I_IMPORT, @$); $$->u.import.path = $2; $$->u.import.pathloc = @2; }
+	| DEF IDENT '(' formals ')' ARROW formal '{' stmts '}'
+	                                {
+	                                  $$ = ast_item(ps->arena, I_DEF, @$);
+	                                  $$->name = $2; $$->nameloc = @2;
+	                                  $$->u.def.params = arena_alloc(ps->arena, ($4.n + 1) * sizeof(Formal));
+	                                  memcpy($$->u.def.params, $4.v, $4.n * sizeof(Formal));
+	                                  $$->u.def.nparams = $4.n; free($4.v);
+	                                  $$->u.def.result = $7;
+	                                  $$->u.def.body = items_copy(ps, &$9, &$$->u.def.nbody);
+	                                }
+	| stmt                          { $$ = $1; }
+	| error ';'                     { $$ = NULL; yyerrok; }
+	| error '}'                     { $$ = NULL; yyerrok; }
+	;
+
+stmts:
+	  %empty                        { $$ = (ItemList){0}; }
+	| stmts stmt                    { $$ = $1; if ($2) vec_push(&$$, $2); }
+	| stmts error ';'               { $$ = $1; yyerrok; }
+	;
+
+stmt:
+	  IDENT assign_op expr ';'      {
+	                                  $$ = ast_item(ps->arena, I_ASSIGN, @$); $$->name = $1; $$->nameloc = @1;
+	                                  $$->u.assign.op = $2; $$->u.assign.value = $3;
+	                                }
+	| IDENT '[' indices ']' assign_op expr ';'
+	                                {
+	                                  $$ = ast_item(ps->arena, I_ASSIGN, @$); $$->name = $1; $$->nameloc = @1;
+	                                  $$->u.assign.idx = nodes_copy(ps, &$3, &$$->u.assign.nidx);
+	                                  $$->u.assign.has_idx = true;
+	                                  $$->u.assign.op = $5; $$->u.assign.value = $6;
+	                                }
+	| PRINT expr ';'                { $$ = ast_item(ps->arena, I_PRINT, @$); $$->u.print.value = $2; }
+	| REPEAT expr '{' stmts '}'     {
+	                                  $$ = ast_item(ps->arena, I_REPEAT, @$); $$->u.repeat.count = $2;
+	                                  $$->u.repeat.body = items_copy(ps, &$4, &$$->u.repeat.nbody);
+	                                }
+	| RETURN expr ';'               { $$ = NULL; diag(DIAG_ERROR, @1, "'return' is not supported; a def names its result after '->' and assigns it in its body"); }
+	;
+
+assign_op:
+	  '='                           { $$ = A_SET; }
+	| PLUSEQ                        { $$ = A_ADD; }
+	| MINUSEQ                       { $$ = A_SUB; }
+	| TIMESEQ                       { $$ = A_MUL; }
+	| DIVEQ                         { $$ = A_DIV; }
+	;
+
+dims_opt:
+	  %empty                        { $$.v = (NodeList){0}; $$.has = false; }
+	| '[' dimlist ']'               { $$.v = $2; $$.has = true; }
+	;
+
+dimlist:
+	  expr                          { $$ = (NodeList){0}; vec_push(&$$, $1); }
+	| dimlist ',' expr              { $$ = $1; vec_push(&$$, $3); }
+	;
+
+type_opt:
+	  %empty                        { $$.has = false; $$.t = DT_F32; $$.loc = @$; }
+	| ':' F32                       { $$.has = true; $$.t = DT_F32; $$.loc = @2; }
+	| ':' F64                       { $$.has = true; $$.t = DT_F64; $$.loc = @2; }
+	;
+
+path_opt:
+	  %empty                        { $$ = NULL; }
+	| '=' STRING                    { $$ = $2; }
+	;
+
+/* def linear(X[n, d], W[d, h], b[h]) -> Y[n, h] { ... } */
+formals:
+	  %empty                        { $$ = (FormalList){0}; }
+	| formals_ne                    { $$ = $1; }
+	;
+
+formals_ne:
+	  formal                        { $$ = (FormalList){0}; vec_push(&$$, $1); }
+	| formals_ne ',' formal         { $$ = $1; vec_push(&$$, $3); }
+	;
+
+formal:
+	  IDENT                         { $$ = (Formal){.name = $1, .loc = @1}; }
+	| IDENT '[' names ']'           {
+	                                  $$ = (Formal){.name = $1, .loc = @$};
+	                                  $$.idx = names_copy(ps, &$3, &$$.idxloc, &$$.nidx);
+	                                }
+	;
+
+names:
+	  IDENT                         { $$ = (NameList){0}; names_push(&$$, $1, @1); }
+	| names ',' IDENT               { $$ = $1; names_push(&$$, $3, @3); }
+	;
+
+indices:
+	  index                         { $$ = (NodeList){0}; vec_push(&$$, $1); }
+	| indices ',' index             { $$ = $1; vec_push(&$$, $3); }
+	;
+
+index:
+	  expr                          { $$ = $1; }
+	;
+
+expr:
+	  primary                       { $$ = $1; }
+	| expr '+' expr                 { $$ = binary(ps, B_ADD, $1, $3, @$); }
+	| expr '-' expr                 { $$ = binary(ps, B_SUB, $1, $3, @$); }
+	| expr '*' expr                 { $$ = binary(ps, B_MUL, $1, $3, @$); }
+	| expr '/' expr                 { $$ = binary(ps, B_DIV, $1, $3, @$); }
+	| expr POW expr                 { $$ = binary(ps, B_POW, $1, $3, @$); }
+	| expr '<' expr                 { $$ = binary(ps, B_LT, $1, $3, @$); }
+	| expr LE expr                  { $$ = binary(ps, B_LE, $1, $3, @$); }
+	| expr '>' expr                 { $$ = binary(ps, B_GT, $1, $3, @$); }
+	| expr GE expr                  { $$ = binary(ps, B_GE, $1, $3, @$); }
+	| expr EQ expr                  { $$ = binary(ps, B_EQ, $1, $3, @$); }
+	| expr NE expr                  { $$ = binary(ps, B_NE, $1, $3, @$); }
+	| '-' expr %prec UMINUS         { $$ = ast_node(ps->arena, N_UNARY, @$); $$->u.unary.a = $2; }
+	;
+
+primary:
+	  NUMBER                        { $$ = number(ps, $1, @1); }
+	| STRING                        { $$ = ast_node(ps->arena, N_STR, @1); $$->u.str = $1; }
+	| IDENT                         { $$ = ast_node(ps->arena, N_NAME, @1); $$->u.name.name = $1; }
+	| IDENT '[' indices ']'         {
+	                                  $$ = ast_node(ps->arena, N_ACCESS, @$);
+	                                  $$->u.access.name = $1; $$->u.access.nameloc = @1;
+	                                  $$->u.access.idx = nodes_copy(ps, &$3, &$$->u.access.nidx);
+	                                }
+	| IDENT '(' { enter(ps, @1); } args ')'
+	                                {
+	                                  ps->depth--;
+	                                  $$ = ast_node(ps->arena, N_CALL, @$);
+	                                  $$->u.call.name = $1; $$->u.call.nameloc = @1;
+	                                  $$->u.call.args = nodes_copy(ps, &$4, &$$->u.call.nargs);
+	                                }
+	| F32 '(' expr ')'              {
+	                                  $$ = ast_node(ps->arena, N_CALL, @$); $$->u.call.name = "f32"; $$->u.call.nameloc = @1;
+	                                  $$->u.call.args = arena_alloc(ps->arena, sizeof(Node *)); $$->u.call.args[0] = $3; $$->u.call.nargs = 1;
+	                                }
+	| F64 '(' expr ')'              {
+	                                  $$ = ast_node(ps->arena, N_CALL, @$); $$->u.call.name = "f64"; $$->u.call.nameloc = @1;
+	                                  $$->u.call.args = arena_alloc(ps->arena, sizeof(Node *)); $$->u.call.args[0] = $3; $$->u.call.nargs = 1;
+	                                }
+	| WHERE '(' expr ',' expr ',' expr ')'
+	                                {
+	                                  $$ = ast_node(ps->arena, N_WHERE, @$);
+	                                  $$->u.where.cond = $3; $$->u.where.a = $5; $$->u.where.b = $7;
+	                                }
+	| red '[' names ']' '(' { enter(ps, @1); } expr ')'
+	                                { ps->depth--; $$ = reduce(ps, $1, &$3, $7, @$); }
+	| GRAD '(' IDENT ',' IDENT ')'  {
+	                                  $$ = ast_node(ps->arena, N_GRAD, @$);
+	                                  $$->u.grad.loss = $3; $$->u.grad.lossloc = @3;
+	                                  $$->u.grad.wrt = $5; $$->u.grad.wrtloc = @5;
+	                                }
+	| '(' { enter(ps, @1); } expr ')'
+	                                { ps->depth--; $$ = $3; $$->loc = @$; }
+	;
+
+red:
+	  SUM                           { $$ = R_SUM; }
+	| MAX                           { $$ = R_MAX; }
+	| MIN                           { $$ = R_MIN; }
+	| ARGMAX                        { $$ = R_ARGMAX; }
+	| ARGMIN                        { $$ = R_ARGMIN; }
+	;
+
+args:
+	  %empty                        { $$ = (NodeList){0}; }
+	| args_ne                       { $$ = $1; }
+	;
+
+args_ne:
+	  expr                          { $$ = (NodeList){0}; vec_push(&$$, $1); }
+	| args_ne ',' expr              { $$ = $1; vec_push(&$$, $3); }
+	;
+
+%%
+
+/* A token's name for a message: the alias without bison's quotes. */
+static const char *token_words(yysymbol_kind_t k)
+{
+	const char *s = yysymbol_name(k);
+	static char buf[64];
+	size_t n = strlen(s);
+	if (n >= 2 && s[0] == '"' && s[n - 1] == '"' && n - 2 < sizeof buf) {
+		memcpy(buf, s + 1, n - 2);
+		buf[n - 2] = 0;
+		return buf;
+	}
+	return s;
+}
+
+static int yyreport_syntax_error(const yypcontext_t *ctx, yyscan_t scanner, struct Parse *ps)
+{
+	yysymbol_kind_t expected[6];
+	int n = yypcontext_expected_tokens(ctx, expected, 6);
+	yysymbol_kind_t got = yypcontext_token(ctx);
+	Loc loc = *yypcontext_location(ctx);
+	Buf b = {0};
+
+	if (n > 0 && n <= 4) {
+		buf_puts(&b, "expected ");
+		for (int i = 0; i < n; i++) {
+			buf_printf(&b, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", token_words(expected[i]));
+		}
+		buf_puts(&b, got == YYSYMBOL_YYEOF ? " at " : " before ");
+	} else {
+		buf_puts(&b, "unexpected ");
+	}
+	if (got == YYSYMBOL_YYEOF) {
+		buf_puts(&b, "end of file");
+	} else {
+		const SrcFile *f = src_get(loc.file);
+		if (f && loc.len > 0 && loc.len < 40 && got != YYSYMBOL_STRING)
+			buf_printf(&b, "'%.*s'", (int)loc.len, f->text + loc.off);
+		else
+			buf_puts(&b, token_words(got));
+	}
+	diag(DIAG_ERROR, loc, "%s", b.s);
+	buf_free(&b);
+	return 0;
+}
+
+#include "frontend/lexer.h"
+
+Ast *fe_parse(Arena *arena, int file)
+{
+	const SrcFile *f = src_get(file);
+	struct LexState ls = {file, 0, arena};
+	struct Parse ps = {arena, file, {0}, 0};
+	yyscan_t scanner;
+	Ast *ast = arena_alloc(arena, sizeof *ast);
+
+	yylex_init_extra(&ls, &scanner);
+	YY_BUFFER_STATE buf = yy_scan_bytes(f->text, (int)f->len, scanner);
+	yyparse(scanner, &ps);
+	yy_delete_buffer(buf, scanner);
+	yylex_destroy(scanner);
+
+	ast->arena = arena;
+	ast->file = file;
+	ast->items = arena_alloc(arena, (ps.items.n + 1) * sizeof *ast->items);
+	memcpy(ast->items, ps.items.v, ps.items.n * sizeof *ast->items);
+	ast->nitems = ps.items.n;
+	vec_free(&ps.items);
+	return ast;
+}

@@ -1,0 +1,1065 @@
+/*
+ * sema.c: the checks between syntax and TRA.
+ *
+ * Sema walks the program's items in order, keeping one scope of names
+ * (sizes, consts, tensors), and for each assignment:
+ *
+ *   - resolves every name: sizes and consts fold to numbers, tensors to
+ *     accesses, index names to the statement's index vars (a reduction's
+ *     names are a nested scope);
+ *   - fixes each index var's extent from the accesses that use it, and
+ *     reports a disagreement with both uses;
+ *   - places Einstein's implicit sums: an index on the right that is not on
+ *     the left and not bound by a reduction is summed over the smallest
+ *     sub-expression containing all its occurrences (an N_REDUCE marked
+ *     implicit is inserted there);
+ *   - infers the element type;
+ *
+ * and then hands the statement to lower.c.  Errors are collected (diag caps
+ * them); a statement with an error is not lowered, and fe_compile returns
+ * NULL if any error occurred.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+
+#define MAX_DEPTH 200           /* nesting in recursive walks, as the parser's */
+
+typedef enum { SYM_SIZE, SYM_CONST, SYM_TENSOR } SymKind;
+
+typedef struct Sym {
+	SymKind kind;
+	const char *name;
+	Loc loc;
+	int64_t size;           /* SYM_SIZE */
+	double value;           /* SYM_CONST */
+	int tensor;             /* SYM_TENSOR */
+	bool defined;           /* SYM_TENSOR: has a value (inputs always) */
+	bool used;
+} Sym;
+
+/* An expression's element type: typed by the tensors it reads, or untyped
+ * (constants only), in which case it adopts its context's. */
+typedef struct Ty {
+	bool typed;
+	DType t;
+} Ty;
+
+typedef struct Sema {
+	FeOptions *opt;
+	Arena *arena;
+	TraProg *prog;
+	Vec(Sym) syms;
+	Vec(int) cur;                   /* per tensor: current value op, -1 if none */
+	bool *define_used;
+	/* the statement being checked */
+	Vec(Var) vars;
+	Vec(int) scope;                 /* reduction-bound vars, innermost last */
+	int depth;
+	int nerr_before;
+} Sema;
+
+/* ---- names ---- */
+
+static Sym *lookup(Sema *s, const char *name)
+{
+	for (int i = s->syms.n - 1; i >= 0; i--)
+		if (!strcmp(s->syms.v[i].name, name))
+			return &s->syms.v[i];
+	return NULL;
+}
+
+static int edit_distance(const char *a, const char *b)
+{
+	int n = strlen(a), m = strlen(b);
+	if (n > 64 || m > 64)
+		return 99;
+	int d[65][65];
+	for (int i = 0; i <= n; i++)
+		d[i][0] = i;
+	for (int j = 0; j <= m; j++)
+		d[0][j] = j;
+	for (int i = 1; i <= n; i++)
+		for (int j = 1; j <= m; j++) {
+			int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < c)
+				c = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < c)
+				c = d[i][j - 1] + 1;
+			d[i][j] = c;
+		}
+	return d[n][m];
+}
+
+/* The declared name nearest to `name`, for "did you mean" hints. */
+static const char *nearest(Sema *s, const char *name, const char *const *extra, int nextra)
+{
+	const char *best = NULL;
+	int bestd = strlen(name) <= 3 ? 1 : 2;
+	for (int i = 0; i < s->syms.n; i++) {
+		int d = edit_distance(name, s->syms.v[i].name);
+		if (d <= bestd && (d < bestd || !best)) {
+			best = s->syms.v[i].name;
+			bestd = d;
+		}
+	}
+	for (int i = 0; i < nextra; i++) {
+		int d = edit_distance(name, extra[i]);
+		if (d <= bestd && (d < bestd || !best)) {
+			best = extra[i];
+			bestd = d;
+		}
+	}
+	return best;
+}
+
+static const char *sym_what(const Sym *sym, const TraProg *p)
+{
+	switch (sym->kind) {
+	case SYM_SIZE: return "a size";
+	case SYM_CONST: return "a const";
+	case SYM_TENSOR:
+		switch (p->tensors.v[sym->tensor].role) {
+		case TENSOR_INPUT: return "an input";
+		case TENSOR_PARAM: return "a param";
+		case TENSOR_TEMP: return "a tensor";
+		}
+	}
+	return "a name";
+}
+
+static bool declare(Sema *s, Sym sym)
+{
+	Sym *old = lookup(s, sym.name);
+	if (old) {
+		int line, col;
+		loc_linecol(old->loc, &line, &col);
+		diag(DIAG_ERROR, sym.loc, "'%s' is already declared, as %s at %d:%d", sym.name,
+		     sym_what(old, s->prog), line, col);
+		return false;
+	}
+	vec_push(&s->syms, sym);
+	return true;
+}
+
+static const Define *find_define(Sema *s, const char *name, int *index)
+{
+	for (int i = 0; i < s->opt->ndefines; i++)
+		if (!strcmp(s->opt->defines[i].name, name)) {
+			*index = i;
+			return &s->opt->defines[i];
+		}
+	return NULL;
+}
+
+/* ---- compile-time arithmetic: sizes and consts ---- */
+
+/* An integer size expression: numbers, earlier sizes, + - * / **. */
+static bool eval_int(Sema *s, Node *n, int64_t *out)
+{
+	int64_t a, b;
+	switch (n->kind) {
+	case N_NUM:
+		if (n->u.num != floor(n->u.num) || fabs(n->u.num) > 9.2e18) {
+			diag(DIAG_ERROR, n->loc, "a size must be an integer");
+			return false;
+		}
+		*out = (int64_t)n->u.num;
+		return true;
+	case N_NAME: {
+		Sym *sym = lookup(s, n->u.name.name);
+		if (!sym) {
+			const char *near = nearest(s, n->u.name.name, NULL, 0);
+			diag(DIAG_ERROR, n->loc, "unknown size '%s'%s%s%s", n->u.name.name,
+			     near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+			return false;
+		}
+		sym->used = true;
+		if (sym->kind == SYM_CONST && sym->value == floor(sym->value) && fabs(sym->value) < 9.2e18) {
+			*out = (int64_t)sym->value;
+			return true;
+		}
+		if (sym->kind != SYM_SIZE) {
+			diag(DIAG_ERROR, n->loc, "'%s' is %s, not a size", n->u.name.name, sym_what(sym, s->prog));
+			return false;
+		}
+		*out = sym->size;
+		return true;
+	}
+	case N_UNARY:
+		if (!eval_int(s, n->u.unary.a, &a))
+			return false;
+		if (a == INT64_MIN) {
+			diag(DIAG_ERROR, n->loc, "size overflows 64 bits");
+			return false;
+		}
+		*out = -a;
+		return true;
+	case N_BINARY:
+		if (!eval_int(s, n->u.binary.a, &a) || !eval_int(s, n->u.binary.b, &b))
+			return false;
+		switch (n->u.binary.op) {
+		case B_ADD:
+			if (!add_ok(a, b, out))
+				goto overflow;
+			return true;
+		case B_SUB:
+			if (__builtin_sub_overflow(a, b, out))
+				goto overflow;
+			return true;
+		case B_MUL:
+			if (!mul_ok(a, b, out))
+				goto overflow;
+			return true;
+		case B_DIV:
+			if (b == 0) {
+				diag(DIAG_ERROR, n->loc, "division by zero in a size");
+				return false;
+			}
+			if (a == INT64_MIN && b == -1)
+				goto overflow;
+			*out = a / b;
+			return true;
+		case B_POW:
+			if (b < 0) {
+				diag(DIAG_ERROR, n->loc, "negative exponent in a size");
+				return false;
+			}
+			*out = 1;
+			for (int64_t i = 0; i < b; i++)
+				if (!mul_ok(*out, a, out))
+					goto overflow;
+			return true;
+		default:
+			break;
+		}
+		/* fall through */
+	default:
+		diag(DIAG_ERROR, n->loc, "a size must be an integer expression of numbers and earlier sizes");
+		return false;
+	}
+overflow:
+	diag(DIAG_ERROR, n->loc, "size overflows 64 bits");
+	return false;
+}
+
+/* A compile-time scalar: numbers, sizes, consts, arithmetic, functions. */
+static bool eval_num(Sema *s, Node *n, double *out)
+{
+	double a, b;
+	switch (n->kind) {
+	case N_NUM:
+		*out = n->u.num;
+		return true;
+	case N_NAME: {
+		Sym *sym = lookup(s, n->u.name.name);
+		if (!sym) {
+			const char *near = nearest(s, n->u.name.name, NULL, 0);
+			diag(DIAG_ERROR, n->loc, "unknown name '%s'%s%s%s", n->u.name.name,
+			     near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+			return false;
+		}
+		sym->used = true;
+		if (sym->kind == SYM_SIZE)
+			*out = (double)sym->size;
+		else if (sym->kind == SYM_CONST)
+			*out = sym->value;
+		else {
+			diag(DIAG_ERROR, n->loc, "'%s' is %s; a const needs a value known at compile time",
+			     n->u.name.name, sym_what(sym, s->prog));
+			return false;
+		}
+		return true;
+	}
+	case N_UNARY:
+		if (!eval_num(s, n->u.unary.a, &a))
+			return false;
+		*out = -a;
+		return true;
+	case N_BINARY:
+		if (!eval_num(s, n->u.binary.a, &a) || !eval_num(s, n->u.binary.b, &b))
+			return false;
+		switch (n->u.binary.op) {
+		case B_ADD: *out = a + b; return true;
+		case B_SUB: *out = a - b; return true;
+		case B_MUL: *out = a * b; return true;
+		case B_DIV: *out = a / b; return true;
+		case B_POW: *out = pow(a, b); return true;
+		case B_LT: *out = a < b; return true;
+		case B_LE: *out = a <= b; return true;
+		case B_GT: *out = a > b; return true;
+		case B_GE: *out = a >= b; return true;
+		case B_EQ: *out = a == b; return true;
+		case B_NE: *out = a != b; return true;
+		}
+		break;
+	default:
+		break;
+	}
+	diag(DIAG_ERROR, n->loc, "a const must be a number or an arithmetic expression of numbers, sizes and consts");
+	return false;
+}
+
+/* ---- index vars of one statement ---- */
+
+static int new_var(Sema *s, const char *name, Loc loc, bool reduced)
+{
+	Var v = {.name = name, .loc = loc, .extent = -1, .reduced = reduced};
+	vec_push(&s->vars, v);
+	return s->vars.n - 1;
+}
+
+/* The var an index name denotes here: the innermost reduction binding it,
+ * else the statement's free var of that name (made on first use). */
+static int find_var(Sema *s, const char *name, Loc loc)
+{
+	for (int i = s->scope.n - 1; i >= 0; i--)
+		if (!strcmp(s->vars.v[s->scope.v[i]].name, name))
+			return s->scope.v[i];
+	for (int i = 0; i < s->vars.n; i++)
+		if (!s->vars.v[i].reduced && !strcmp(s->vars.v[i].name, name))
+			return i;
+	return new_var(s, name, loc, false);
+}
+
+static bool bind_extent(Sema *s, int v, int64_t extent, Loc loc, const char *why)
+{
+	Var *var = &s->vars.v[v];
+	if (var->extent < 0) {
+		var->extent = extent;
+		var->extloc = loc;
+		var->extwhy = why;
+		return true;
+	}
+	if (var->extent == extent)
+		return true;
+	int line, col;
+	loc_linecol(var->extloc, &line, &col);
+	diag(DIAG_ERROR, loc, "index '%s' has extent %" PRId64 " here (%s) but %" PRId64 " at %d:%d (%s)",
+	     var->name, extent, why, var->extent, line, col, var->extwhy);
+	diag(DIAG_NOTE, var->extloc, "'%s' first gets extent %" PRId64 " here", var->name, var->extent);
+	return false;
+}
+
+/* ---- expressions ---- */
+
+static const struct { const char *name; KOp op; } functions[] = {
+	{"exp", KOP_EXP}, {"log", KOP_LOG}, {"sqrt", KOP_SQRT}, {"abs", KOP_ABS},
+	{"tanh", KOP_TANH}, {"sigmoid", KOP_SIGMOID}, {"relu", KOP_RELU},
+};
+#define NFUNCTIONS (int)(sizeof functions / sizeof functions[0])
+
+static bool unify(Ty *a, Ty b, Loc loc)
+{
+	if (!b.typed)
+		return true;
+	if (a->typed && a->t != b.t) {
+		diag(DIAG_ERROR, loc, "mixed element types %s and %s; convert one side with f32(...) or f64(...)",
+		     dtype_name(a->t), dtype_name(b.t));
+		return false;
+	}
+	*a = b;
+	return true;
+}
+
+static bool check_expr(Sema *s, Node *n, Ty *ty);
+
+static bool check_access(Sema *s, Node *n, Ty *ty)
+{
+	const char *name = n->u.access.name;
+	Sym *sym = lookup(s, name);
+	if (!sym) {
+		const char *near = nearest(s, name, NULL, 0);
+		diag(DIAG_ERROR, n->u.access.nameloc, "unknown tensor '%s'%s%s%s", name,
+		     near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+		return false;
+	}
+	sym->used = true;
+	if (sym->kind != SYM_TENSOR) {
+		diag(DIAG_ERROR, n->u.access.nameloc, "'%s' is %s and cannot be indexed", name, sym_what(sym, s->prog));
+		return false;
+	}
+	const Tensor *t = &s->prog->tensors.v[sym->tensor];
+	if (!sym->defined) {
+		diag(DIAG_ERROR, n->u.access.nameloc, "'%s' is used before it has a value", name);
+		return false;
+	}
+	if (n->u.access.nidx != t->rank) {
+		int line, col;
+		loc_linecol(t->loc, &line, &col);
+		diag(DIAG_ERROR, n->loc, "'%s' has %d dimension%s but is indexed with %d", name, t->rank,
+		     t->rank == 1 ? "" : "s", n->u.access.nidx);
+		diag(DIAG_NOTE, t->loc, "'%s' is declared here", name);
+		return false;
+	}
+	n->u.access.tensor = sym->tensor;
+	ty->typed = true;
+	ty->t = t->dtype;
+	bool ok = true;
+	for (int d = 0; d < n->u.access.nidx; d++) {
+		Node *ix = n->u.access.idx[d];
+		if (ix->kind != N_NAME) {
+			diag(DIAG_ERROR, ix->loc, "index arithmetic is not supported yet; index with a plain name such as 'i'");
+			ok = false;
+			continue;
+		}
+		Sym *clash = lookup(s, ix->u.name.name);
+		if (clash && clash->kind == SYM_TENSOR) {
+			diag(DIAG_ERROR, ix->loc, "'%s' is %s, not an index; index names are lower-case names not otherwise declared",
+			     ix->u.name.name, sym_what(clash, s->prog));
+			ok = false;
+			continue;
+		}
+		int v = find_var(s, ix->u.name.name, ix->loc);
+		ix->u.name.var = v;
+		for (int e = 0; e < d; e++)
+			if (n->u.access.idx[e]->kind == N_NAME && n->u.access.idx[e]->u.name.var == v) {
+				diag(DIAG_ERROR, ix->loc, "a repeated index in one access (a diagonal, as in %s[%s, %s]) is not supported yet",
+				     name, ix->u.name.name, ix->u.name.name);
+				ok = false;
+			}
+		char *why = arena_alloc(s->arena, 64 + strlen(name));
+		sprintf(why, "dimension %d of %s", d + 1, name);
+		ok &= bind_extent(s, v, t->shape[d], ix->loc, why);
+	}
+	return ok;
+}
+
+static bool check_call(Sema *s, Node *n, Ty *ty)
+{
+	const char *name = n->u.call.name;
+	bool conv = !strcmp(name, "f32") || !strcmp(name, "f64");
+	int fn = -1;
+	for (int i = 0; i < NFUNCTIONS; i++)
+		if (!strcmp(functions[i].name, name))
+			fn = i;
+	if (fn < 0 && !conv) {
+		const char *names[NFUNCTIONS];
+		for (int i = 0; i < NFUNCTIONS; i++)
+			names[i] = functions[i].name;
+		const char *near = nearest(s, name, names, NFUNCTIONS);
+		Sym *sym = lookup(s, name);
+		if (sym)
+			diag(DIAG_ERROR, n->u.call.nameloc, "'%s' is %s, not a function", name, sym_what(sym, s->prog));
+		else
+			diag(DIAG_ERROR, n->u.call.nameloc, "unknown function '%s'%s%s%s", name,
+			     near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+		return false;
+	}
+	if (n->u.call.nargs != 1) {
+		diag(DIAG_ERROR, n->loc, "'%s' takes one argument, not %d", name, n->u.call.nargs);
+		return false;
+	}
+	if (conv) {
+		diag(DIAG_ERROR, n->u.call.nameloc, "conversions with %s(...) are not supported yet", name);
+		return false;
+	}
+	n->u.call.fn = functions[fn].op;
+	return check_expr(s, n->u.call.args[0], ty);
+}
+
+static bool check_reduce(Sema *s, Node *n, Ty *ty)
+{
+	int nn = n->u.reduce.nnames;
+	if (n->u.reduce.red == R_ARGMAX || n->u.reduce.red == R_ARGMIN) {
+		diag(DIAG_ERROR, n->loc, "%s is not supported yet", red_name(n->u.reduce.red));
+		return false;
+	}
+	if (nn > MAXDIM) {
+		diag(DIAG_ERROR, n->loc, "a reduction over more than %d indices", MAXDIM);
+		return false;
+	}
+	int base = s->scope.n;
+	for (int i = 0; i < nn; i++) {
+		for (int j = 0; j < i; j++)
+			if (!strcmp(n->u.reduce.names[i], n->u.reduce.names[j])) {
+				diag(DIAG_ERROR, n->u.reduce.nameloc[i], "index '%s' is listed twice", n->u.reduce.names[i]);
+				s->scope.n = base;
+				return false;
+			}
+		int v = new_var(s, n->u.reduce.names[i], n->u.reduce.nameloc[i], true);
+		n->u.reduce.var[i] = v;
+		vec_push(&s->scope, v);
+	}
+	bool ok = check_expr(s, n->u.reduce.body, ty);
+	s->scope.n = base;
+	for (int i = 0; ok && i < nn; i++)
+		if (s->vars.v[n->u.reduce.var[i]].extent < 0) {
+			diag(DIAG_ERROR, n->u.reduce.nameloc[i], "index '%s' does not occur in the argument of %s",
+			     n->u.reduce.names[i], red_name(n->u.reduce.red));
+			ok = false;
+		}
+	return ok;
+}
+
+static bool check_expr(Sema *s, Node *n, Ty *ty)
+{
+	Ty a = {0}, b = {0}, c = {0};
+	bool ok = true;
+
+	ty->typed = false;
+	if (++s->depth > MAX_DEPTH) {
+		s->depth--;
+		diag(DIAG_ERROR, n->loc, "expression nested too deeply (more than %d levels)", MAX_DEPTH);
+		return false;
+	}
+	switch (n->kind) {
+	case N_NUM:
+		break;
+	case N_STR:
+		diag(DIAG_ERROR, n->loc, "a string can only name a file, in a declaration");
+		ok = false;
+		break;
+	case N_NAME: {
+		Sym *sym = lookup(s, n->u.name.name);
+		if (!sym) {
+			const char *near = nearest(s, n->u.name.name, NULL, 0);
+			diag(DIAG_ERROR, n->loc, "unknown name '%s'%s%s%s", n->u.name.name,
+			     near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+			ok = false;
+			break;
+		}
+		sym->used = true;
+		if (sym->kind == SYM_SIZE) {
+			n->kind = N_NUM;
+			n->u.num = (double)sym->size;
+		} else if (sym->kind == SYM_CONST) {
+			n->kind = N_NUM;
+			n->u.num = sym->value;
+		} else {
+			const Tensor *t = &s->prog->tensors.v[sym->tensor];
+			if (t->rank != 0) {
+				diag(DIAG_ERROR, n->loc, "'%s' has %d dimension%s; index it, as in %s[%s]", n->u.name.name,
+				     t->rank, t->rank == 1 ? "" : "s", n->u.name.name, t->rank == 1 ? "i" : t->rank == 2 ? "i, j" : "i, j, ...");
+				ok = false;
+				break;
+			}
+			const char *name = n->u.name.name;
+			Loc loc = n->loc;
+			n->kind = N_ACCESS;
+			n->u.access.name = name;
+			n->u.access.nameloc = loc;
+			n->u.access.idx = NULL;
+			n->u.access.nidx = 0;
+			ok = check_access(s, n, ty);
+		}
+		break;
+	}
+	case N_ACCESS:
+		ok = check_access(s, n, ty);
+		break;
+	case N_UNARY:
+		ok = check_expr(s, n->u.unary.a, ty);
+		break;
+	case N_BINARY:
+		ok = check_expr(s, n->u.binary.a, &a);
+		ok &= check_expr(s, n->u.binary.b, &b);
+		if (ok && n->u.binary.op == B_POW && n->u.binary.b->kind != N_NUM) {
+			diag(DIAG_ERROR, n->u.binary.b->loc, "the exponent of '**' must be a constant");
+			ok = false;
+		}
+		*ty = a;
+		ok = ok && unify(ty, b, n->loc);
+		break;
+	case N_CALL:
+		ok = check_call(s, n, ty);
+		break;
+	case N_WHERE:
+		ok = check_expr(s, n->u.where.cond, &c);
+		ok &= check_expr(s, n->u.where.a, &a);
+		ok &= check_expr(s, n->u.where.b, &b);
+		*ty = a;
+		ok = ok && unify(ty, b, n->loc) && unify(ty, c, n->loc);
+		break;
+	case N_REDUCE:
+		ok = check_reduce(s, n, ty);
+		break;
+	case N_GRAD:
+		diag(DIAG_ERROR, n->loc, "grad() is not supported yet");
+		ok = false;
+		break;
+	}
+	s->depth--;
+	return ok;
+}
+
+/* ---- implicit summation ---- */
+
+/* The child slots of a node, in evaluation order. */
+static int children(Node *n, Node ***slot)
+{
+	switch (n->kind) {
+	case N_UNARY:
+		slot[0] = &n->u.unary.a;
+		return 1;
+	case N_BINARY:
+		slot[0] = &n->u.binary.a;
+		slot[1] = &n->u.binary.b;
+		return 2;
+	case N_CALL:
+		for (int i = 0; i < n->u.call.nargs && i < 3; i++)
+			slot[i] = &n->u.call.args[i];
+		return n->u.call.nargs < 3 ? n->u.call.nargs : 3;
+	case N_WHERE:
+		slot[0] = &n->u.where.cond;
+		slot[1] = &n->u.where.a;
+		slot[2] = &n->u.where.b;
+		return 3;
+	case N_REDUCE:
+		slot[0] = &n->u.reduce.body;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int count_var(Node *n, int v)
+{
+	int c = 0;
+	if (n->kind == N_ACCESS) {
+		for (int d = 0; d < n->u.access.nidx; d++)
+			c += n->u.access.idx[d]->u.name.var == v;
+		return c;
+	}
+	Node **slot[3];
+	int k = children(n, slot);
+	for (int i = 0; i < k; i++)
+		c += count_var(*slot[i], v);
+	return c;
+}
+
+static bool nonlinear(const Node *n)
+{
+	return n->kind == N_CALL || n->kind == N_WHERE ||
+	       (n->kind == N_BINARY && n->u.binary.op != B_ADD && n->u.binary.op != B_SUB &&
+	        n->u.binary.op != B_MUL);
+}
+
+/* The slot of the smallest sub-expression holding all `total` occurrences
+ * of var v; *under is set to the innermost nonlinear node above it. */
+static Node **lca(Node **slot, int v, int total, Node **under)
+{
+	for (;;) {
+		Node **kids[3];
+		int k = children(*slot, kids), next = -1;
+		for (int i = 0; i < k; i++)
+			if (count_var(*kids[i], v) == total)
+				next = i;
+		if (next < 0)
+			return slot;
+		if (nonlinear(*slot))
+			*under = *slot;
+		slot = kids[next];
+	}
+}
+
+static void place_implicit_sums(Sema *s, Node **root, int nlhs, const int *lhs)
+{
+	Node **slots[2 * MAXDIM + 16];
+	int vars[2 * MAXDIM + 16], nslots = 0;
+
+	for (int v = 0; v < s->vars.n; v++) {
+		bool on_left = false;
+		for (int i = 0; i < nlhs; i++)
+			on_left |= lhs[i] == v;
+		if (on_left || s->vars.v[v].reduced)
+			continue;
+		int total = count_var(*root, v);
+		if (total == 0)
+			continue;
+		if (nslots == (int)(sizeof slots / sizeof slots[0])) {
+			diag(DIAG_ERROR, s->vars.v[v].loc, "too many summed indices in one statement");
+			return;
+		}
+		Node *under = NULL;
+		Node **slot = lca(root, v, total, &under);
+		if (under && (*slot)->kind == N_ACCESS && under->kind == N_CALL)
+			diag(DIAG_WARNING, (*slot)->loc,
+			     "implicit sum over '%s' is taken inside '%s', of this access alone; write sum[%s](...) "
+			     "around the call if you meant to sum its results",
+			     s->vars.v[v].name, under->u.call.name, s->vars.v[v].name);
+		slots[nslots] = slot;
+		vars[nslots++] = v;
+	}
+	/* one implicit reduction per distinct node, over all its vars */
+	for (int i = 0; i < nslots; i++) {
+		if (!slots[i])
+			continue;
+		Node *body = *slots[i];
+		Node *r = ast_node(s->arena, N_REDUCE, body->loc);
+		r->u.reduce.red = R_SUM;
+		r->u.reduce.implicit = true;
+		r->u.reduce.body = body;
+		r->u.reduce.names = arena_alloc(s->arena, MAXDIM * sizeof(char *));
+		r->u.reduce.nameloc = arena_alloc(s->arena, MAXDIM * sizeof(Loc));
+		for (int j = i; j < nslots; j++) {
+			if (slots[j] != slots[i])
+				continue;
+			if (r->u.reduce.nnames == MAXDIM) {
+				diag(DIAG_ERROR, body->loc, "more than %d indices summed over one sub-expression", MAXDIM);
+				return;
+			}
+			int k = r->u.reduce.nnames++;
+			r->u.reduce.var[k] = vars[j];
+			r->u.reduce.names[k] = s->vars.v[vars[j]].name;
+			r->u.reduce.nameloc[k] = s->vars.v[vars[j]].loc;
+			s->vars.v[vars[j]].reduced = true;
+			if (j != i)
+				slots[j] = NULL;
+		}
+		*slots[i] = r;
+	}
+}
+
+/* Free vars of every node, in first-occurrence order (for lowering). */
+static void free_vars(Node *n)
+{
+	n->nvar = 0;
+	if (n->kind == N_ACCESS) {
+		for (int d = 0; d < n->u.access.nidx; d++) {
+			int v = n->u.access.idx[d]->u.name.var, seen = 0;
+			for (int i = 0; i < n->nvar; i++)
+				seen |= n->var[i] == v;
+			if (!seen)
+				n->var[n->nvar++] = v;
+		}
+		return;
+	}
+	Node **kids[3];
+	int k = children(n, kids);
+	for (int c = 0; c < k; c++) {
+		Node *ch = *kids[c];
+		free_vars(ch);
+		for (int i = 0; i < ch->nvar; i++) {
+			int v = ch->var[i], skip = 0;
+			for (int j = 0; j < n->nvar; j++)
+				skip |= n->var[j] == v;
+			if (n->kind == N_REDUCE)
+				for (int j = 0; j < n->u.reduce.nnames; j++)
+					skip |= n->u.reduce.var[j] == v;
+			if (!skip && n->nvar < MAXDIM)
+				n->var[n->nvar++] = v;
+		}
+	}
+}
+
+static bool check_rank(Sema *s, Node *n)
+{
+	Node **kids[3];
+	int k = children(n, kids);
+	bool ok = true;
+	for (int c = 0; c < k; c++)
+		ok &= check_rank(s, *kids[c]);
+	int total = n->nvar;
+	if (n->kind == N_REDUCE)
+		total += n->u.reduce.nnames;
+	if (ok && total > MAXDIM) {
+		diag(DIAG_ERROR, n->loc, "this sub-expression has %d indices; trac supports at most %d", total, MAXDIM);
+		return false;
+	}
+	return ok;
+}
+
+static bool reads_tensor(Node *n)
+{
+	if (n->kind == N_ACCESS)
+		return true;
+	Node **kids[3];
+	int k = children(n, kids);
+	for (int c = 0; c < k; c++)
+		if (reads_tensor(*kids[c]))
+			return true;
+	return false;
+}
+
+/* ---- items ---- */
+
+static void check_input(Sema *s, Item *it)
+{
+	Tensor t = {.name = it->name, .loc = it->nameloc, .role = TENSOR_INPUT,
+	            .dtype = it->u.decl.dtype, .path = it->u.decl.path};
+	if (it->u.decl.ndims > MAXDIM) {
+		diag(DIAG_ERROR, it->nameloc, "'%s' has %d dimensions; trac supports at most %d", it->name,
+		     it->u.decl.ndims, MAXDIM);
+		return;
+	}
+	t.rank = it->u.decl.ndims;
+	int64_t total = 1;
+	bool ok = true;
+	for (int d = 0; d < t.rank; d++) {
+		if (!eval_int(s, it->u.decl.dims[d], &t.shape[d])) {
+			ok = false;
+			continue;
+		}
+		if (t.shape[d] < 1) {
+			diag(DIAG_ERROR, it->u.decl.dims[d]->loc, "extent %" PRId64 " is not positive", t.shape[d]);
+			ok = false;
+		} else if (!mul_ok(total, t.shape[d], &total) || !mul_ok(total, dtype_size(t.dtype), &(int64_t){0})) {
+			diag(DIAG_ERROR, it->nameloc, "'%s' has more elements than fit in 64 bits", it->name);
+			ok = false;
+		}
+	}
+	if (!ok)
+		return;
+	int id = tra_add_tensor(s->prog, t);
+	vec_push(&s->cur, -1);
+	Sym sym = {.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id, .defined = true};
+	if (declare(s, sym))
+		s->cur.v[id] = lower_input(s->prog, id);
+}
+
+static void check_assign(Sema *s, Item *it)
+{
+	int lhs[MAXDIM];
+	int nlhs = it->u.assign.nidx;
+	Sym *target = lookup(s, it->name);
+
+	if (it->u.assign.op != A_SET) {
+		diag(DIAG_ERROR, it->nameloc, "updates with '%s' are not supported yet", it->u.assign.op == A_ADD ? "+=" :
+		     it->u.assign.op == A_SUB ? "-=" : it->u.assign.op == A_MUL ? "*=" : "/=");
+		return;
+	}
+	if (target) {
+		int line, col;
+		loc_linecol(target->loc, &line, &col);
+		if (target->kind == SYM_TENSOR && s->prog->tensors.v[target->tensor].role == TENSOR_INPUT)
+			diag(DIAG_ERROR, it->nameloc, "cannot assign to input '%s' (declared at %d:%d)", it->name, line, col);
+		else
+			diag(DIAG_ERROR, it->nameloc, "'%s' is already defined, as %s at %d:%d; each name is defined once",
+			     it->name, sym_what(target, s->prog), line, col);
+		return;
+	}
+	if (it->u.assign.value->kind == N_GRAD) {
+		diag(DIAG_ERROR, it->u.assign.value->loc, "grad() is not supported yet");
+		return;
+	}
+	if (nlhs > MAXDIM) {
+		diag(DIAG_ERROR, it->nameloc, "'%s' has %d dimensions; trac supports at most %d", it->name, nlhs, MAXDIM);
+		return;
+	}
+
+	s->vars.n = 0;
+	s->scope.n = 0;
+	bool ok = true;
+	for (int i = 0; i < nlhs; i++) {
+		Node *ix = it->u.assign.idx[i];
+		if (ix->kind != N_NAME) {
+			diag(DIAG_ERROR, ix->loc, "an index on the left must be a plain name such as 'i'");
+			ok = false;
+			continue;
+		}
+		Sym *clash = lookup(s, ix->u.name.name);
+		if (clash) {
+			diag(DIAG_ERROR, ix->loc, "'%s' is %s, not an index", ix->u.name.name, sym_what(clash, s->prog));
+			ok = false;
+			continue;
+		}
+		for (int j = 0; j < i; j++)
+			if (!strcmp(s->vars.v[lhs[j]].name, ix->u.name.name)) {
+				diag(DIAG_ERROR, ix->loc, "index '%s' appears twice on the left", ix->u.name.name);
+				ok = false;
+			}
+		lhs[i] = new_var(s, ix->u.name.name, ix->loc, false);
+		ix->u.name.var = lhs[i];
+	}
+	if (!ok)
+		return;
+
+	Ty ty = {0};
+	if (!check_expr(s, it->u.assign.value, &ty))
+		return;
+	for (int i = 0; i < nlhs; i++)
+		if (s->vars.v[lhs[i]].extent < 0) {
+			diag(DIAG_ERROR, it->u.assign.idx[i]->loc, "index '%s' on the left does not occur on the right",
+			     s->vars.v[lhs[i]].name);
+			ok = false;
+		}
+	if (!ok)
+		return;
+	place_implicit_sums(s, &it->u.assign.value, nlhs, lhs);
+	free_vars(it->u.assign.value);
+	if (!check_rank(s, it->u.assign.value) || diag_errors() > s->nerr_before)
+		return;
+
+	Tensor t = {.name = it->name, .loc = it->nameloc, .role = TENSOR_TEMP, .rank = nlhs,
+	            .dtype = ty.typed ? ty.t : DT_F32};
+	int64_t total = 1;
+	for (int i = 0; i < nlhs; i++) {
+		t.shape[i] = s->vars.v[lhs[i]].extent;
+		if (!mul_ok(total, t.shape[i], &total)) {
+			diag(DIAG_ERROR, it->nameloc, "'%s' has more elements than fit in 64 bits", it->name);
+			return;
+		}
+	}
+	if (!reads_tensor(it->u.assign.value)) {
+		diag(DIAG_ERROR, it->u.assign.value->loc, "assigning a constant to a tensor is not supported yet; "
+		     "use a const declaration for a compile-time scalar");
+		return;
+	}
+	int id = tra_add_tensor(s->prog, t);
+	vec_push(&s->cur, -1);
+	Sym sym = {.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id, .defined = true};
+	declare(s, sym);
+
+	Lowering l = {s->prog, s->cur.v, tra_add_stmt(s->prog, it->loc), s->vars.v, s->vars.n, t.dtype};
+	s->cur.v[id] = lower_assign(&l, it->u.assign.value, nlhs, lhs);
+}
+
+static void check_item(Sema *s, Item *it)
+{
+	s->nerr_before = diag_errors();
+	switch (it->kind) {
+	case I_SIZE: {
+		int64_t v;
+		int di;
+		const Define *d = find_define(s, it->name, &di);
+		if (!eval_int(s, it->u.size.value, &v))
+			return;
+		if (d) {
+			char *end;
+			errno = 0;
+			long long dv = strtoll(d->value, &end, 10);
+			s->define_used[di] = true;
+			if (*end || end == d->value || errno) {
+				diag(DIAG_ERROR, NOLOC, "-D %s=%s: a size must be an integer", d->name, d->value);
+				return;
+			}
+			v = dv;
+		}
+		if (v < 1) {
+			diag(DIAG_ERROR, it->u.size.value->loc, "size '%s' is %" PRId64 "; sizes must be positive", it->name, v);
+			return;
+		}
+		declare(s, (Sym){.kind = SYM_SIZE, .name = it->name, .loc = it->nameloc, .size = v});
+		return;
+	}
+	case I_CONST: {
+		double v;
+		int di;
+		const Define *d = find_define(s, it->name, &di);
+		if (!eval_num(s, it->u.cnst.value, &v))
+			return;
+		if (d) {
+			char *end;
+			s->define_used[di] = true;
+			v = strtod(d->value, &end);
+			if (*end || end == d->value) {
+				diag(DIAG_ERROR, NOLOC, "-D %s=%s: a const must be a number", d->name, d->value);
+				return;
+			}
+		}
+		declare(s, (Sym){.kind = SYM_CONST, .name = it->name, .loc = it->nameloc, .value = v});
+		return;
+	}
+	case I_INPUT:
+		check_input(s, it);
+		return;
+	case I_OUTPUT: {
+		Sym *sym = lookup(s, it->name);
+		if (!sym) {
+			/* outputs may be declared before their statement: resolved at the end */
+			return;
+		}
+		if (sym->kind != SYM_TENSOR) {
+			diag(DIAG_ERROR, it->nameloc, "'%s' is %s; only tensors can be outputs", it->name, sym_what(sym, s->prog));
+			return;
+		}
+		return;
+	}
+	case I_ASSIGN:
+		check_assign(s, it);
+		return;
+	case I_PARAM:
+		diag(DIAG_ERROR, it->loc, "'param' declarations are not supported yet");
+		return;
+	case I_IMPORT:
+		diag(DIAG_ERROR, it->loc, "'import' is not supported yet");
+		return;
+	case I_DEF:
+		diag(DIAG_ERROR, it->loc, "'def' is not supported yet");
+		return;
+	case I_PRINT:
+		diag(DIAG_ERROR, it->loc, "'print' is not supported yet");
+		return;
+	case I_REPEAT:
+		diag(DIAG_ERROR, it->loc, "'repeat' is not supported yet");
+		return;
+	}
+}
+
+/* Outputs: each names a tensor that has a value at the end. */
+static void check_outputs(Sema *s, Ast *ast)
+{
+	for (int i = 0; i < ast->nitems; i++) {
+		Item *it = ast->items[i];
+		if (it->kind != I_OUTPUT)
+			continue;
+		Sym *sym = lookup(s, it->name);
+		if (!sym) {
+			const char *near = nearest(s, it->name, NULL, 0);
+			diag(DIAG_ERROR, it->nameloc, "output '%s' is never defined%s%s%s", it->name,
+			     near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+			continue;
+		}
+		if (sym->kind != SYM_TENSOR)
+			continue;       /* reported in order */
+		Tensor *t = &s->prog->tensors.v[sym->tensor];
+		if (t->output) {
+			int line, col;
+			loc_linecol(t->outloc, &line, &col);
+			diag(DIAG_ERROR, it->nameloc, "'%s' is already an output (at %d:%d)", it->name, line, col);
+			continue;
+		}
+		sym->used = true;
+		t->output = true;
+		t->outpath = it->u.output.path;
+		t->outloc = it->nameloc;
+		if (s->cur.v[sym->tensor] >= 0 && diag_errors() == 0) {
+			TraOp op = {.kind = TRA_OUTPUT, .stmt = -1, .type = s->prog->ops.v[s->cur.v[sym->tensor]].type};
+			op.u.output.in = s->cur.v[sym->tensor];
+			op.u.output.tensor = sym->tensor;
+			tra_push(s->prog, op);
+		}
+	}
+}
+
+TraProg *fe_compile(Ast *ast, FeOptions *opt)
+{
+	Sema s = {.opt = opt, .arena = ast->arena, .prog = tra_new()};
+	s.define_used = xcalloc(opt->ndefines + 1, sizeof(bool));
+
+	for (int i = 0; i < ast->nitems && diag_errors() < diag_max; i++)
+		check_item(&s, ast->items[i]);
+	check_outputs(&s, ast);
+
+	for (int i = 0; i < opt->ndefines; i++)
+		if (!s.define_used[i])
+			diag(DIAG_ERROR, NOLOC, "-D %s=%s: the program declares no size or const named '%s'",
+			     opt->defines[i].name, opt->defines[i].value, opt->defines[i].name);
+	bool any_output = false;
+	for (int i = 0; i < s.prog->tensors.n; i++)
+		any_output |= s.prog->tensors.v[i].output;
+	if (opt->warnings && diag_errors() == 0) {
+		for (int i = 0; i < s.syms.n; i++) {
+			Sym *sym = &s.syms.v[i];
+			if (sym->kind == SYM_TENSOR && !sym->used && s.prog->tensors.v[sym->tensor].role == TENSOR_INPUT)
+				diag(DIAG_WARNING, sym->loc, "input '%s' is never used", sym->name);
+		}
+		if (!any_output && s.prog->tensors.n > 0)
+			diag(DIAG_WARNING, NOLOC, "the program has no output; declare one with 'output NAME;'");
+	}
+
+	vec_free(&s.syms);
+	vec_free(&s.cur);
+	vec_free(&s.vars);
+	vec_free(&s.scope);
+	free(s.define_used);
+	if (diag_errors()) {
+		tra_free(s.prog);
+		return NULL;
+	}
+	return s.prog;
+}

@@ -1,0 +1,295 @@
+/*
+ * ia.c: the implementation algebra: placements and the physical plan.
+ *
+ * An IA plan is an array of ops in topological order, each with its output
+ * relation's type and placement.  The placement says where every tuple lives
+ * as a pure function of its key (PL_ALL, PL_PART), or that the relation is a
+ * set of per-site partial aggregates still to be combined (PL_PARTIAL).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+static const struct { const char *name; bool moves; } ia_ops[] = {
+#define IA_OP(n, s, a, m, d) {s, m},
+#include "ops.def"
+};
+
+const char *ia_op_name(IaOpKind k)
+{
+	return ia_ops[k].name;
+}
+
+bool ia_op_moves(IaOpKind k)
+{
+	return ia_ops[k].moves;
+}
+
+/* ---- placements ---- */
+
+Place place_all(void)
+{
+	return (Place){.kind = PL_ALL};
+}
+
+Place place_part(int ndims, const int *dims)
+{
+	Place p = {.kind = PL_PART, .ndims = ndims};
+	memcpy(p.dims, dims, ndims * sizeof *dims);
+	return p;
+}
+
+Place place_partial(void)
+{
+	return (Place){.kind = PL_PARTIAL};
+}
+
+bool place_eq(const Place *a, const Place *b)
+{
+	if (a->kind != b->kind)
+		return false;
+	if (a->kind != PL_PART)
+		return true;
+	return a->ndims == b->ndims && !memcmp(a->dims, b->dims, a->ndims * sizeof *a->dims);
+}
+
+void place_print(Buf *b, const Place *p)
+{
+	switch (p->kind) {
+	case PL_ALL:
+		buf_puts(b, "all");
+		return;
+	case PL_PARTIAL:
+		buf_puts(b, "partial");
+		return;
+	case PL_PART:
+		buf_puts(b, "part(");
+		for (int i = 0; i < p->ndims; i++)
+			buf_printf(b, "%s%d", i ? "," : "", p->dims[i]);
+		buf_puts(b, ")");
+		return;
+	}
+}
+
+const char *strategy_name(Strategy s)
+{
+	switch (s) {
+	case STRAT_NONE: return "none";
+	case STRAT_LOCAL: return "local";
+	case STRAT_BROADCAST: return "broadcast";
+	case STRAT_COPARTITION: return "co-partition";
+	case STRAT_REPLICATE: return "replicate";
+	case STRAT_OTHER: return "other";
+	}
+	return "?";
+}
+
+/* ---- the plan ---- */
+
+IaPlan *ia_new(const TraProg *tra, int nranks)
+{
+	IaPlan *p = xcalloc(1, sizeof *p);
+	p->arena = arena_new();
+	p->tra = tra;
+	p->nranks = nranks;
+	for (int i = 0; i < tra->stmts.n; i++)
+		vec_push(&p->strategy, STRAT_NONE);
+	return p;
+}
+
+void ia_free(IaPlan *p)
+{
+	if (!p)
+		return;
+	vec_free(&p->ops);
+	vec_free(&p->strategy);
+	arena_free(p->arena);
+	free(p);
+}
+
+int ia_push(IaPlan *p, IaOp op)
+{
+	vec_push(&p->ops, op);
+	return p->ops.n - 1;
+}
+
+int ia_inputs(const IaOp *op, int *in)
+{
+	switch (op->kind) {
+	case IA_READ:
+		return 0;
+	case IA_BCAST:
+		in[0] = op->u.bcast.in;
+		return 1;
+	case IA_SHUFFLE:
+		in[0] = op->u.shuffle.in;
+		return 1;
+	case IA_JOIN:
+		in[0] = op->u.join.left;
+		in[1] = op->u.join.right;
+		return 2;
+	case IA_AGG:
+		in[0] = op->u.agg.in;
+		return 1;
+	case IA_MAP:
+		in[0] = op->u.map.in;
+		return 1;
+	case IA_FILTER:
+		in[0] = op->u.filter.in;
+		return 1;
+	case IA_WRITE:
+		in[0] = op->u.write.in;
+		return 1;
+	}
+	tr_bug("bad IA op %d", (int)op->kind);
+}
+
+/* Where right key dim rdim lands in a join's output key: a matched dim is
+ * the left's dim it matched; the others follow the left key in order. */
+int ia_join_out_dim(int nleft, int nmatch, const int *rkey, int rdim, const int *lkey)
+{
+	int pos = nleft;
+	for (int i = 0; i < nmatch; i++)
+		if (rkey[i] == rdim)
+			return lkey[i];
+	for (int d = 0; d < rdim; d++) {
+		bool matched = false;
+		for (int i = 0; i < nmatch; i++)
+			matched |= rkey[i] == d;
+		if (!matched)
+			pos++;
+	}
+	return pos;
+}
+
+/* ---- placement rules ---- */
+
+/* The placement a group-by leaves: a partitioning that survives the grouping
+ * is renumbered onto the group; one that is grouped away leaves partials. */
+static bool agg_place(const Place *in, const RelType *t, int ngroup, const int *group, Place *out)
+{
+	if (in->kind != PL_PART) {
+		*out = *in;
+		return true;
+	}
+	Place p = {.kind = PL_PART};
+	for (int i = 0; i < in->ndims; i++) {
+		int pos = -1;
+		for (int g = 0; g < ngroup; g++)
+			if (group[g] == in->dims[i])
+				pos = g;
+		if (pos < 0) {
+			if (rel_frontier(t, in->dims[i]) == 1)
+				continue;       /* a singleton dim never changed the site */
+			*out = place_partial();
+			return true;
+		}
+		p.dims[p.ndims++] = pos;
+	}
+	*out = p;
+	return true;
+}
+
+/*
+ * The placement of a local op's output, derived from its inputs' placements;
+ * false (with the reason in *why) when the op is not valid on them: a join
+ * needs one side on every site or both sides partitioned on matching join
+ * keys, and nothing but a shuffle or an aggregation may consume partials.
+ */
+bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
+{
+	int in[2];
+	int n = ia_inputs(op, in);
+	const IaOp *a = n > 0 ? &p->ops.v[in[0]] : NULL;
+	const IaOp *b = n > 1 ? &p->ops.v[in[1]] : NULL;
+
+	switch (op->kind) {
+	case IA_READ:
+	case IA_SHUFFLE:
+		*out = op->place;
+		return true;
+	case IA_BCAST:
+		*out = place_all();
+		return true;
+	case IA_WRITE:
+		if (a->place.kind == PL_PARTIAL) {
+			buf_puts(why, "writes a relation of partial aggregates");
+			return false;
+		}
+		*out = a->place;
+		return true;
+	case IA_FILTER:
+		*out = a->place;
+		return true;
+	case IA_AGG:
+		return agg_place(&a->place, &a->type, op->u.agg.ngroup, op->u.agg.group, out);
+	case IA_MAP:
+		if (a->place.kind != PL_PART) {
+			*out = a->place;
+			return true;
+		}
+		*out = (Place){.kind = PL_PART};
+		for (int i = 0; i < a->place.ndims; i++) {
+			int d = a->place.dims[i], pos = -1;
+			for (int k = 0; k < op->u.map.nkey; k++)
+				if (op->u.map.keymap[k] == d)
+					pos = k;
+			if (pos < 0 && rel_frontier(&a->type, d) != 1) {
+				buf_printf(why, "drops partitioning key dim %d", d);
+				return false;
+			}
+			if (pos >= 0)
+				out->dims[out->ndims++] = pos;
+		}
+		return true;
+	case IA_JOIN: {
+		const Place *l = &a->place, *r = &b->place;
+		Place j;
+		if (l->kind == PL_PARTIAL || r->kind == PL_PARTIAL) {
+			buf_puts(why, "joins a relation of partial aggregates");
+			return false;
+		}
+		if (l->kind == PL_ALL && r->kind == PL_ALL) {
+			j = place_all();
+		} else if (l->kind == PL_ALL) {
+			j = (Place){.kind = PL_PART, .ndims = r->ndims};
+			for (int i = 0; i < r->ndims; i++)
+				j.dims[i] = ia_join_out_dim(a->type.nkey, op->u.join.nmatch, op->u.join.rkey,
+				                            r->dims[i], op->u.join.lkey);
+		} else if (r->kind == PL_ALL) {
+			j = *l;
+		} else {
+			bool ok = l->ndims == r->ndims;
+			for (int i = 0; ok && i < l->ndims; i++) {
+				bool matched = false;
+				for (int m = 0; m < op->u.join.nmatch; m++)
+					matched |= op->u.join.lkey[m] == l->dims[i] && op->u.join.rkey[m] == r->dims[i];
+				ok = matched;
+			}
+			if (!ok) {
+				buf_puts(why, "joins two partitioned relations that are not co-partitioned on the join keys");
+				return false;
+			}
+			j = *l;
+		}
+		if (op->u.join.ngroup < 0) {
+			*out = j;
+			return true;
+		}
+		/* the join's own output type, to know which dims are singletons */
+		RelType jt = {.nkey = a->type.nkey};
+		memcpy(jt.extent, a->type.extent, sizeof jt.extent);
+		memcpy(jt.block, a->type.block, sizeof jt.block);
+		for (int d = 0; d < b->type.nkey; d++) {
+			int o = ia_join_out_dim(a->type.nkey, op->u.join.nmatch, op->u.join.rkey, d, op->u.join.lkey);
+			jt.extent[o] = b->type.extent[d];
+			jt.block[o] = b->type.block[d];
+			if (o >= jt.nkey)
+				jt.nkey = o + 1;
+		}
+		return agg_place(&j, &jt, op->u.join.ngroup, op->u.join.group, out);
+	}
+	}
+	tr_bug("bad IA op");
+}

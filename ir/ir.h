@@ -1,0 +1,363 @@
+/*
+ * ir.h: the one header of the ir/ layer.
+ *
+ * ir/ owns what every later phase shares: memory (arenas, vectors), source
+ * files and locations, diagnostics, the block-kernel descriptors, and trac's
+ * two intermediate representations with their printers and verifiers:
+ *
+ *   TRA (TraProg)  the logical program: tensor relations of (key, chunk)
+ *                  tuples and the ops of the tensor relational algebra.
+ *   IA  (IaPlan)   the physical plan: the same relations with a placement
+ *                  across sites, bcast / shuffle and local ops (Table 1).
+ *
+ * Both IRs are arrays of ops in topological order; an op refers to its
+ * inputs by index (as QBE's Ref), which keeps dumps stable and cloning cheap.
+ * Nothing here knows the .tra syntax: the frontend builds TRA through this
+ * interface.
+ */
+#ifndef TRAC_IR_H
+#define TRAC_IR_H
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define MAXDIM 8                /* the most dims of a tensor, key or chunk (TRT_MAXDIM) */
+
+/* ---- base.c: memory, vectors, bugs ---- */
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* An arena: memory freed all at once when its phase ends. */
+typedef struct Arena Arena;
+Arena *arena_new(void);
+void *arena_alloc(Arena *a, size_t n);          /* zeroed */
+char *arena_strdup(Arena *a, const char *s);
+void arena_free(Arena *a);
+
+/* A growable array of T: Vec(int) v = {0}; vec_push(&v, 3); v.v[0], v.n. */
+#define Vec(T) struct { T *v; int n, cap; }
+#define vec_push(vec, x) do { \
+		if ((vec)->n == (vec)->cap) { \
+			(vec)->cap = (vec)->cap ? 2 * (vec)->cap : 8; \
+			(vec)->v = xrealloc((vec)->v, (size_t)(vec)->cap * sizeof *(vec)->v); \
+		} \
+		(vec)->v[(vec)->n++] = (x); \
+	} while (0)
+#define vec_free(vec) (free((vec)->v), (vec)->v = NULL, (vec)->n = (vec)->cap = 0)
+
+/* A growable string. */
+typedef struct Buf { char *s; size_t len, cap; } Buf;
+void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_vprintf(Buf *b, const char *fmt, va_list ap);
+void buf_puts(Buf *b, const char *s);
+void buf_free(Buf *b);
+
+/* A broken invariant: a bug in trac.  Prints where, and exits with status 4. */
+#define tr_bug(...) tr_bug_at(__FILE__, __LINE__, __VA_ARGS__)
+_Noreturn void tr_bug_at(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Overflow-checked arithmetic on extents: false when the result overflows. */
+bool mul_ok(int64_t a, int64_t b, int64_t *r);
+bool add_ok(int64_t a, int64_t b, int64_t *r);
+int64_t ceil_div(int64_t a, int64_t b);
+
+/* ---- base.c: source files and locations ---- */
+
+typedef struct SrcFile {
+	char *path;             /* as the user named it */
+	char *text;             /* whole file, NUL-terminated */
+	size_t len;
+} SrcFile;
+
+/* A span of source: byte offsets, turned into line:col only when printed. */
+typedef struct Loc {
+	int file;               /* index into the file table, -1 for none */
+	uint32_t off, len;
+} Loc;
+
+extern const Loc NOLOC;
+
+int src_add(const char *path, char *text, size_t len);   /* takes ownership of text */
+const SrcFile *src_get(int file);
+int src_count(void);
+void loc_linecol(Loc loc, int *line, int *col);
+Loc loc_span(Loc a, Loc b);                               /* from a's start to b's end */
+char *loc_text(Loc loc);                                  /* the spanned text, one line, spaces squeezed */
+
+/* ---- base.c: diagnostics ---- */
+
+typedef enum { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } DiagKind;
+
+/* Report "file:line:col: error: msg", the source line and a caret under the
+ * span.  Errors are counted; after diag_max errors the compiler stops. */
+void diag(DiagKind kind, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void vdiag(DiagKind kind, Loc loc, const char *fmt, va_list ap);
+int diag_errors(void);
+void diag_reset(void);
+extern int diag_max;            /* error cap (default 20) */
+extern bool diag_color;         /* set by the driver: a terminal and no NO_COLOR */
+extern FILE *diag_out;          /* default stderr; tests redirect it */
+
+/* ---- kernels: the block functions joins, maps and aggregations call ---- */
+
+typedef enum { DT_F32, DT_F64 } DType;
+const char *dtype_name(DType t);                          /* "f32", "f64" */
+int dtype_size(DType t);
+
+typedef enum { AGG_ADD, AGG_MAX, AGG_MIN } AggKind;
+const char *agg_name(AggKind a);
+
+/* Elementwise scalar operations inside a kernel expression. */
+#define KOPS(X) \
+	X(NEG, "neg", 1) X(EXP, "exp", 1) X(LOG, "log", 1) X(SQRT, "sqrt", 1) \
+	X(ABS, "abs", 1) X(TANH, "tanh", 1) X(SIGMOID, "sigmoid", 1) X(RELU, "relu", 1) \
+	X(ADD, "+", 2) X(SUB, "-", 2) X(MUL, "*", 2) X(DIV, "/", 2) X(POW, "**", 2) \
+	X(LT, "<", 2) X(LE, "<=", 2) X(GT, ">", 2) X(GE, ">=", 2) X(EQ, "==", 2) X(NE, "!=", 2) \
+	X(WHERE, "where", 3)
+typedef enum {
+#define X(n, s, a) KOP_##n,
+	KOPS(X)
+#undef X
+} KOp;
+const char *kop_name(KOp op);
+int kop_arity(KOp op);
+
+/* A kernel expression: a tree over the kernel's input elements. */
+typedef enum { KX_IN, KX_CONST, KX_OP } KExprKind;
+typedef struct KExpr {
+	KExprKind kind;
+	int in;                 /* KX_IN: which input */
+	double val;             /* KX_CONST */
+	KOp op;                 /* KX_OP */
+	struct KExpr *arg[3];
+} KExpr;
+
+KExpr *kx_in(Arena *a, int in);
+KExpr *kx_const(Arena *a, double v);
+KExpr *kx_op(Arena *a, KOp op, KExpr *x, KExpr *y, KExpr *z);
+KExpr *kx_subst(Arena *a, const KExpr *e, KExpr *const *repl);  /* KX_IN i -> repl[i] */
+bool kx_is_product(const KExpr *e);                      /* in0 * in1 */
+bool kx_uses(const KExpr *e, int in);
+
+/*
+ * A block kernel: out[outlab] = red over the other labels of expr(in[inlab]).
+ * Each chunk dim of each input and of the output carries a label (a loop
+ * index); labels absent from the output are reduced with `red`, which is
+ * also how the kernel combines into an existing chunk when called with acc.
+ * A matmul chunk kernel is in0 * in1 with labels ik, kj -> ij and red add.
+ */
+typedef struct Kernel {
+	int nin;                        /* 1 (map) or 2 (join) */
+	int nlab;
+	int nindim[2];
+	int inlab[2][MAXDIM];
+	int noutdim;
+	int outlab[MAXDIM];
+	AggKind red;
+	bool reduces;                   /* some label is reduced */
+	KExpr *expr;                    /* never NULL */
+} Kernel;
+
+Kernel *kernel_new(Arena *a, int nin);
+Kernel *kernel_clone(Arena *a, const Kernel *k);
+bool kernel_is_gemm(const Kernel *k);
+void kernel_print(Buf *b, const Kernel *k);                /* "relu(in0) ik,kj->ij sum" */
+
+/* ---- relation types ---- */
+
+/* The static type of a tensor relation (the runtime's TrtType). */
+typedef struct RelType {
+	DType dtype;
+	int nkey;
+	int64_t extent[MAXDIM];         /* per key dim: tensor extent */
+	int64_t block[MAXDIM];          /* per key dim: chunk size */
+	int nchunk;
+	int chunkdim[MAXDIM];           /* chunk dim c spans key dim chunkdim[c] */
+} RelType;
+
+int64_t rel_frontier(const RelType *t, int keydim);       /* ceil(extent / block) */
+int64_t rel_ntuples(const RelType *t);
+double rel_floats(const RelType *t);                      /* exact element count over all tuples */
+int rel_chunkpos(const RelType *t, int keydim);           /* chunk dim spanning keydim, or -1 */
+void reltype_print(Buf *b, const RelType *t);
+
+/* ---- the program's tensors and statements, shared by TRA and IA ---- */
+
+typedef enum { TENSOR_INPUT, TENSOR_PARAM, TENSOR_TEMP } TensorRole;
+
+typedef struct Tensor {
+	const char *name;
+	Loc loc;
+	TensorRole role;
+	DType dtype;
+	int rank;
+	int64_t shape[MAXDIM];
+	const char *path;               /* input: default file, or NULL */
+	bool output;                    /* written at the end of the run */
+	const char *outpath;            /* output: default file, or NULL */
+	Loc outloc;
+} Tensor;
+
+typedef struct Stmt {
+	Loc loc;
+	char *text;                     /* the statement's source, one line */
+} Stmt;
+
+/* ---- tra.c: the tensor relational algebra ---- */
+
+typedef enum {
+#define TRA_OP(n, s, a, m) TRA_##n,
+#include "ops.def"
+} TraOpKind;
+
+const char *tra_op_name(TraOpKind k);
+
+/* Key dims that must be equal (diagonals: X[i,i]). */
+typedef struct KeyPred {
+	int neq;
+	int eq[MAXDIM][2];
+} KeyPred;
+
+typedef struct TraOp {
+	TraOpKind kind;
+	int stmt;                       /* index into stmts, or -1 */
+	RelType type;
+	union {
+		struct { int tensor; } input;
+		struct {
+			int left, right;
+			int nmatch;
+			int lkey[MAXDIM], rkey[MAXDIM];
+			Kernel *kernel;
+		} join;
+		struct { int in; int ngroup; int group[MAXDIM]; AggKind agg; } agg;
+		struct { int in; Kernel *kernel; } map;
+		struct { int in; int nkey; int keymap[MAXDIM]; } rekey;   /* out dim i = in dim keymap[i] */
+		struct { int in; KeyPred pred; } filter;
+		struct { int in; int tensor; } output;
+	} u;
+} TraOp;
+
+typedef struct TraProg {
+	Arena *arena;                   /* kernels, names */
+	Vec(Tensor) tensors;
+	Vec(Stmt) stmts;
+	Vec(TraOp) ops;
+} TraProg;
+
+TraProg *tra_new(void);
+void tra_free(TraProg *p);
+int tra_add_tensor(TraProg *p, Tensor t);
+int tra_add_stmt(TraProg *p, Loc loc);
+int tra_push(TraProg *p, TraOp op);                       /* returns the op's index */
+int tra_inputs(const TraOp *op, int *in);                 /* fills in[], returns count */
+void tra_print(Buf *b, const TraProg *p);
+bool tra_verify(const TraProg *p, Buf *err);              /* false and a message on a broken invariant */
+
+/* ---- ia.c: the implementation algebra ---- */
+
+typedef enum {
+#define IA_OP(n, s, a, m, d) IA_##n,
+#include "ops.def"
+} IaOpKind;
+
+const char *ia_op_name(IaOpKind k);
+bool ia_op_moves(IaOpKind k);
+
+typedef enum {
+	PL_ALL,         /* every site holds every tuple */
+	PL_PART,        /* each tuple on the site its dims hash to */
+	PL_PARTIAL,     /* anywhere; one key may sit on several sites as partial aggregates */
+} PlaceKind;
+
+typedef struct Place {
+	PlaceKind kind;
+	int ndims;
+	int dims[MAXDIM];               /* PL_PART: partitioning key dims, in order */
+} Place;
+
+Place place_all(void);
+Place place_part(int ndims, const int *dims);
+Place place_partial(void);
+bool place_eq(const Place *a, const Place *b);
+void place_print(Buf *b, const Place *p);                 /* "all", "part(0,2)", "partial" */
+
+/* What a statement's plan chose, for --explain. */
+typedef enum { STRAT_NONE, STRAT_LOCAL, STRAT_BROADCAST, STRAT_COPARTITION, STRAT_REPLICATE, STRAT_OTHER } Strategy;
+const char *strategy_name(Strategy s);
+
+typedef struct IaOp {
+	IaOpKind kind;
+	int stmt;
+	int tra;                        /* the TRA op it implements, or -1 */
+	RelType type;
+	Place place;
+	/* costs, filled by opt_cost */
+	double floats_moved;            /* the paper's metric: bcast f*s, shuffle f */
+	double bytes_sent;              /* exact bytes that leave their site */
+	double flops;
+	double seconds;                 /* predicted */
+	union {
+		struct { int tensor; } read;
+		struct { int in; } bcast;
+		struct { int in; } shuffle;     /* target: place */
+		struct {
+			int left, right;
+			int nmatch;
+			int lkey[MAXDIM], rkey[MAXDIM];
+			int ngroup;                 /* -1: plain join; else fused local aggregation */
+			int group[MAXDIM];
+			Kernel *kernel;
+		} join;
+		struct { int in; int ngroup; int group[MAXDIM]; AggKind agg; } agg;
+		struct { int in; int nkey; int keymap[MAXDIM]; Kernel *kernel; } map;  /* kernel NULL: rekey only */
+		struct { int in; KeyPred pred; } filter;
+		struct { int in; int tensor; } write;
+	} u;
+} IaOp;
+
+typedef struct IaPlan {
+	Arena *arena;
+	const TraProg *tra;             /* tensors and statements */
+	int nranks;                     /* the site count it was planned for */
+	Vec(IaOp) ops;
+	Vec(Strategy) strategy;         /* per statement */
+	double total_floats_moved;
+	double total_bytes_sent;
+	double total_flops;
+	double peak_bytes;              /* per rank */
+	double predicted_seconds;
+} IaPlan;
+
+IaPlan *ia_new(const TraProg *tra, int nranks);
+void ia_free(IaPlan *p);
+int ia_push(IaPlan *p, IaOp op);
+int ia_inputs(const IaOp *op, int *in);
+int ia_join_out_dim(int nleft, int nmatch, const int *rkey, int rdim, const int *lkey);
+bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why);
+
+
+/* ---- table1.c: TRA -> IA by Table 1 of the TRA paper ---- */
+
+IaPlan *ia_from_tra(const TraProg *tra, int nranks);
+
+/* ---- print.c: --explain and dumps ---- */
+
+typedef enum { EXPLAIN_TEXT, EXPLAIN_JSON, EXPLAIN_DOT } ExplainFormat;
+void ia_print(Buf *b, const IaPlan *p, bool costs);       /* indented tree per statement */
+void ia_explain(Buf *b, const IaPlan *p, ExplainFormat f, bool costs);
+
+/* ---- verify.c ---- */
+
+bool ia_verify(const IaPlan *p, Buf *err);
+
+#endif

@@ -1,0 +1,350 @@
+/*
+ * tra.c: kernels, relation types and the TRA program.
+ *
+ * A TRA program is an array of ops in topological order: an op's inputs
+ * always have smaller indices.  Tensors and statements are shared with the
+ * IA plans made from it.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+/* ---- element types and aggregations ---- */
+
+const char *dtype_name(DType t)
+{
+	switch (t) {
+	case DT_F32: return "f32";
+	case DT_F64: return "f64";
+	}
+	tr_bug("bad dtype %d", (int)t);
+}
+
+int dtype_size(DType t)
+{
+	switch (t) {
+	case DT_F32: return 4;
+	case DT_F64: return 8;
+	}
+	tr_bug("bad dtype %d", (int)t);
+}
+
+const char *agg_name(AggKind a)
+{
+	switch (a) {
+	case AGG_ADD: return "sum";
+	case AGG_MAX: return "max";
+	case AGG_MIN: return "min";
+	}
+	tr_bug("bad aggregation %d", (int)a);
+}
+
+/* ---- kernel expressions ---- */
+
+static const struct { const char *name; int arity; } kops[] = {
+#define X(n, s, a) {s, a},
+	KOPS(X)
+#undef X
+};
+
+const char *kop_name(KOp op)
+{
+	return kops[op].name;
+}
+
+int kop_arity(KOp op)
+{
+	return kops[op].arity;
+}
+
+KExpr *kx_in(Arena *a, int in)
+{
+	KExpr *e = arena_alloc(a, sizeof *e);
+	e->kind = KX_IN;
+	e->in = in;
+	return e;
+}
+
+KExpr *kx_const(Arena *a, double v)
+{
+	KExpr *e = arena_alloc(a, sizeof *e);
+	e->kind = KX_CONST;
+	e->val = v;
+	return e;
+}
+
+KExpr *kx_op(Arena *a, KOp op, KExpr *x, KExpr *y, KExpr *z)
+{
+	KExpr *e = arena_alloc(a, sizeof *e);
+	e->kind = KX_OP;
+	e->op = op;
+	e->arg[0] = x;
+	e->arg[1] = y;
+	e->arg[2] = z;
+	return e;
+}
+
+KExpr *kx_subst(Arena *a, const KExpr *e, KExpr *const *repl)
+{
+	switch (e->kind) {
+	case KX_IN:
+		return repl[e->in];
+	case KX_CONST:
+		return kx_const(a, e->val);
+	case KX_OP: {
+		KExpr *arg[3] = {0};
+		for (int i = 0; i < kop_arity(e->op); i++)
+			arg[i] = kx_subst(a, e->arg[i], repl);
+		return kx_op(a, e->op, arg[0], arg[1], arg[2]);
+	}
+	}
+	tr_bug("bad kernel expression");
+}
+
+bool kx_is_product(const KExpr *e)
+{
+	return e->kind == KX_OP && e->op == KOP_MUL &&
+	       e->arg[0]->kind == KX_IN && e->arg[1]->kind == KX_IN &&
+	       e->arg[0]->in == 0 && e->arg[1]->in == 1;
+}
+
+bool kx_uses(const KExpr *e, int in)
+{
+	switch (e->kind) {
+	case KX_IN:
+		return e->in == in;
+	case KX_CONST:
+		return false;
+	case KX_OP:
+		for (int i = 0; i < kop_arity(e->op); i++)
+			if (kx_uses(e->arg[i], in))
+				return true;
+		return false;
+	}
+	return false;
+}
+
+static void kx_print(Buf *b, const KExpr *e)
+{
+	switch (e->kind) {
+	case KX_IN:
+		buf_printf(b, "in%d", e->in);
+		return;
+	case KX_CONST:
+		buf_printf(b, "%.17g", e->val);
+		return;
+	case KX_OP:
+		if (kop_arity(e->op) == 2 && e->op != KOP_POW) {
+			buf_puts(b, "(");
+			kx_print(b, e->arg[0]);
+			buf_printf(b, " %s ", kop_name(e->op));
+			kx_print(b, e->arg[1]);
+			buf_puts(b, ")");
+		} else if (e->op == KOP_NEG) {
+			buf_puts(b, "-");
+			kx_print(b, e->arg[0]);
+		} else {
+			buf_printf(b, "%s(", e->op == KOP_POW ? "pow" : kop_name(e->op));
+			for (int i = 0; i < kop_arity(e->op); i++) {
+				if (i)
+					buf_puts(b, ", ");
+				kx_print(b, e->arg[i]);
+			}
+			buf_puts(b, ")");
+		}
+		return;
+	}
+}
+
+/* ---- kernels ---- */
+
+Kernel *kernel_new(Arena *a, int nin)
+{
+	Kernel *k = arena_alloc(a, sizeof *k);
+	k->nin = nin;
+	k->red = AGG_ADD;
+	k->expr = nin == 2 ? kx_op(a, KOP_MUL, kx_in(a, 0), kx_in(a, 1), NULL) : kx_in(a, 0);
+	return k;
+}
+
+Kernel *kernel_clone(Arena *a, const Kernel *k)
+{
+	Kernel *c = arena_alloc(a, sizeof *c);
+	*c = *k;
+	return c;
+}
+
+/* A kernel BLIS can run: a product of two inputs summed over the labels they
+ * share and the output lacks, at most one label in each of the m, n and k
+ * roles; other labels common to all three are looped over (batch). */
+bool kernel_is_gemm(const Kernel *k)
+{
+	if (k->nin != 2 || k->red != AGG_ADD || !kx_is_product(k->expr))
+		return false;
+	int nm = 0, nn = 0, nk = 0;
+	for (int l = 0; l < k->nlab; l++) {
+		bool in0 = false, in1 = false, out = false;
+		for (int i = 0; i < k->nindim[0]; i++)
+			in0 |= k->inlab[0][i] == l;
+		for (int i = 0; i < k->nindim[1]; i++)
+			in1 |= k->inlab[1][i] == l;
+		for (int i = 0; i < k->noutdim; i++)
+			out |= k->outlab[i] == l;
+		if (in0 && in1 && !out)
+			nk++;
+		else if (in0 && !in1 && out)
+			nm++;
+		else if (!in0 && in1 && out)
+			nn++;
+		else if (!(in0 && in1 && out) && (in0 || in1 || out))
+			return false;     /* a label reduced inside one input only */
+	}
+	return nm <= 1 && nn <= 1 && nk <= 1;
+}
+
+static void labels_print(Buf *b, int n, const int *lab)
+{
+	for (int i = 0; i < n; i++)
+		buf_printf(b, "%c", lab[i] < 26 ? 'a' + lab[i] : 'A' + lab[i] - 26);
+}
+
+void kernel_print(Buf *b, const Kernel *k)
+{
+	kx_print(b, k->expr);
+	buf_puts(b, " ");
+	for (int i = 0; i < k->nin; i++) {
+		if (i)
+			buf_puts(b, ",");
+		labels_print(b, k->nindim[i], k->inlab[i]);
+	}
+	buf_puts(b, "->");
+	labels_print(b, k->noutdim, k->outlab);
+	if (k->reduces)
+		buf_printf(b, " %s", agg_name(k->red));
+}
+
+/* ---- relation types ---- */
+
+int64_t rel_frontier(const RelType *t, int d)
+{
+	return ceil_div(t->extent[d], t->block[d]);
+}
+
+int64_t rel_ntuples(const RelType *t)
+{
+	int64_t n = 1;
+	for (int d = 0; d < t->nkey; d++)
+		n *= rel_frontier(t, d);
+	return n;
+}
+
+int rel_chunkpos(const RelType *t, int keydim)
+{
+	for (int c = 0; c < t->nchunk; c++)
+		if (t->chunkdim[c] == keydim)
+			return c;
+	return -1;
+}
+
+double rel_floats(const RelType *t)
+{
+	double f = 1;
+	for (int d = 0; d < t->nkey; d++)
+		f *= rel_chunkpos(t, d) >= 0 ? (double)t->extent[d] : (double)rel_frontier(t, d);
+	return f;
+}
+
+void reltype_print(Buf *b, const RelType *t)
+{
+	buf_puts(b, "<");
+	for (int d = 0; d < t->nkey; d++)
+		buf_printf(b, "%s%" PRId64, d ? "," : "", rel_frontier(t, d));
+	buf_puts(b, "> [");
+	for (int c = 0; c < t->nchunk; c++) {
+		int d = t->chunkdim[c];
+		buf_printf(b, "%s%" PRId64, c ? "," : "", t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
+		if (d != c)
+			buf_printf(b, "@%d", d);
+	}
+	buf_printf(b, "] %s", dtype_name(t->dtype));
+}
+
+/* ---- the program ---- */
+
+const char *tra_op_name(TraOpKind k)
+{
+	static const char *names[] = {
+#define TRA_OP(n, s, a, m) s,
+#include "ops.def"
+	};
+	return names[k];
+}
+
+TraProg *tra_new(void)
+{
+	TraProg *p = xcalloc(1, sizeof *p);
+	p->arena = arena_new();
+	return p;
+}
+
+void tra_free(TraProg *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->stmts.n; i++)
+		free(p->stmts.v[i].text);
+	vec_free(&p->tensors);
+	vec_free(&p->stmts);
+	vec_free(&p->ops);
+	arena_free(p->arena);
+	free(p);
+}
+
+int tra_add_tensor(TraProg *p, Tensor t)
+{
+	vec_push(&p->tensors, t);
+	return p->tensors.n - 1;
+}
+
+int tra_add_stmt(TraProg *p, Loc loc)
+{
+	Stmt s = {loc, loc_text(loc)};
+	vec_push(&p->stmts, s);
+	return p->stmts.n - 1;
+}
+
+int tra_push(TraProg *p, TraOp op)
+{
+	vec_push(&p->ops, op);
+	return p->ops.n - 1;
+}
+
+int tra_inputs(const TraOp *op, int *in)
+{
+	switch (op->kind) {
+	case TRA_INPUT:
+		return 0;
+	case TRA_JOIN:
+		in[0] = op->u.join.left;
+		in[1] = op->u.join.right;
+		return 2;
+	case TRA_AGG:
+		in[0] = op->u.agg.in;
+		return 1;
+	case TRA_MAP:
+		in[0] = op->u.map.in;
+		return 1;
+	case TRA_REKEY:
+		in[0] = op->u.rekey.in;
+		return 1;
+	case TRA_FILTER:
+		in[0] = op->u.filter.in;
+		return 1;
+	case TRA_OUTPUT:
+		in[0] = op->u.output.in;
+		return 1;
+	}
+	tr_bug("bad TRA op %d", (int)op->kind);
+}

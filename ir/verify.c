@@ -1,0 +1,366 @@
+/*
+ * verify.c: the verifiers of TRA programs and IA plans.
+ *
+ * They run after every pass in debug builds (and always under `make check`),
+ * and check the invariants the later phases rely on: ops in topological
+ * order, well-formed types, join keys that agree in extent and blocking,
+ * kernels whose labels match their operands' chunks, and placements that
+ * follow from the inputs' (ia_derive_place).  A failure is a bug in the pass
+ * that ran last, never a user error.
+ */
+#include <string.h>
+
+#include "ir/ir.h"
+
+typedef struct Ctx {
+	Buf *err;
+	const char *ir;
+	int op;
+	bool ok;
+} Ctx;
+
+static void fail(Ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(Ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+	if (!c->ok)
+		return;         /* the first problem is the one worth reading */
+	c->ok = false;
+	buf_printf(c->err, "%s op %d: ", c->ir, c->op);
+	va_start(ap, fmt);
+	buf_vprintf(c->err, fmt, ap);
+	va_end(ap);
+}
+
+static void check_type(Ctx *c, const RelType *t)
+{
+	if (t->nkey < 0 || t->nkey > MAXDIM || t->nchunk < 0 || t->nchunk > t->nkey)
+		return fail(c, "bad arity: %d key dims, %d chunk dims", t->nkey, t->nchunk);
+	for (int d = 0; d < t->nkey; d++)
+		if (t->extent[d] < 1 || t->block[d] < 1)
+			return fail(c, "key dim %d has extent %" PRId64 " and block %" PRId64, d, t->extent[d], t->block[d]);
+	unsigned seen = 0;
+	for (int i = 0; i < t->nchunk; i++) {
+		int d = t->chunkdim[i];
+		if (d < 0 || d >= t->nkey || (seen & 1u << d))
+			return fail(c, "chunk dim %d spans key dim %d", i, d);
+		seen |= 1u << d;
+	}
+}
+
+static bool same_dim(const RelType *a, int da, const RelType *b, int db)
+{
+	return a->extent[da] == b->extent[db] && a->block[da] == b->block[db];
+}
+
+/*
+ * A kernel's labels against its operands: every label names one output key
+ * dim (outdim[label]); an input chunk dim's label must name the output dim its
+ * key dim becomes, and the output's chunk dims must be labelled by the dims
+ * they span.  inmap[i][d] is the output dim of input i's key dim d.
+ */
+static void check_kernel(Ctx *c, const Kernel *k, int nin, const RelType *const *in,
+                         int inmap[2][MAXDIM], const RelType *out)
+{
+	int outdim[2 * MAXDIM];
+	if (!k)
+		return fail(c, "no kernel");
+	if (k->nin != nin)
+		return fail(c, "kernel has %d inputs, op has %d", k->nin, nin);
+	if (k->nlab < 0 || k->nlab > 2 * MAXDIM)
+		return fail(c, "kernel has %d labels", k->nlab);
+	for (int l = 0; l < k->nlab; l++)
+		outdim[l] = -1;
+	for (int i = 0; i < nin; i++) {
+		if (k->nindim[i] != in[i]->nchunk)
+			return fail(c, "kernel input %d has %d dims, its chunks %d", i, k->nindim[i], in[i]->nchunk);
+		for (int ch = 0; ch < in[i]->nchunk; ch++) {
+			int l = k->inlab[i][ch], d = inmap[i][in[i]->chunkdim[ch]];
+			if (l < 0 || l >= k->nlab)
+				return fail(c, "kernel input %d dim %d has label %d", i, ch, l);
+			if (outdim[l] >= 0 && outdim[l] != d)
+				return fail(c, "kernel label %d spans two key dims (%d and %d)", l, outdim[l], d);
+			outdim[l] = d;
+		}
+	}
+	bool reduces = false;
+	if (k->noutdim != out->nchunk)
+		return fail(c, "kernel has %d output dims, its chunks %d", k->noutdim, out->nchunk);
+	for (int ch = 0; ch < out->nchunk; ch++) {
+		int l = k->outlab[ch];
+		if (l < 0 || l >= k->nlab || outdim[l] != out->chunkdim[ch])
+			return fail(c, "kernel output dim %d (label %d) does not span key dim %d", ch, l, out->chunkdim[ch]);
+	}
+	for (int l = 0; l < k->nlab; l++) {
+		bool inout = false;
+		for (int ch = 0; ch < k->noutdim; ch++)
+			inout |= k->outlab[ch] == l;
+		if (!inout && outdim[l] >= 0) {
+			reduces = true;
+			if (rel_chunkpos(out, outdim[l]) >= 0)
+				return fail(c, "kernel reduces label %d but the output keeps it in the chunk", l);
+		}
+	}
+	if (reduces != k->reduces)
+		return fail(c, "kernel's reduces flag is %d, its labels say %d", k->reduces, reduces);
+}
+
+/* A join's output type: left key ++ right key minus the matched dims. */
+static void check_join(Ctx *c, const RelType *l, const RelType *r, int nmatch, const int *lkey,
+                       const int *rkey, const Kernel *k, const RelType *out, int ngroup, const int *group)
+{
+	int inmap[2][MAXDIM];
+	RelType jt = {.dtype = out->dtype, .nkey = l->nkey};
+
+	if (l->dtype != r->dtype || l->dtype != out->dtype)
+		return fail(c, "mixed element types");
+	for (int m = 0; m < nmatch; m++) {
+		if (lkey[m] < 0 || lkey[m] >= l->nkey || rkey[m] < 0 || rkey[m] >= r->nkey)
+			return fail(c, "join key pair %d (%d, %d) out of range", m, lkey[m], rkey[m]);
+		if (!same_dim(l, lkey[m], r, rkey[m]))
+			return fail(c, "join keys %d and %d differ in extent or block", lkey[m], rkey[m]);
+	}
+	for (int d = 0; d < l->nkey; d++) {
+		inmap[0][d] = d;
+		jt.extent[d] = l->extent[d];
+		jt.block[d] = l->block[d];
+	}
+	for (int d = 0; d < r->nkey; d++) {
+		int o = ia_join_out_dim(l->nkey, nmatch, rkey, d, lkey);
+		inmap[1][d] = o;
+		if (o >= MAXDIM)
+			return fail(c, "join output has more than %d key dims", MAXDIM);
+		jt.extent[o] = r->extent[d];
+		jt.block[o] = r->block[d];
+		if (o >= jt.nkey)
+			jt.nkey = o + 1;
+	}
+	const RelType *in[2] = {l, r};
+	if (ngroup < 0) {
+		if (out->nkey != jt.nkey)
+			return fail(c, "join output has %d key dims, expected %d", out->nkey, jt.nkey);
+		for (int d = 0; d < jt.nkey; d++)
+			if (!same_dim(out, d, &jt, d))
+				return fail(c, "join output key dim %d has the wrong extent or block", d);
+		return check_kernel(c, k, 2, in, inmap, out);
+	}
+	/* fused aggregation: output dims are the group's */
+	if (out->nkey != ngroup)
+		return fail(c, "fused join output has %d key dims, its group %d", out->nkey, ngroup);
+	int togroup[MAXDIM];
+	for (int d = 0; d < jt.nkey; d++)
+		togroup[d] = -1;
+	for (int g = 0; g < ngroup; g++) {
+		if (group[g] < 0 || group[g] >= jt.nkey || togroup[group[g]] >= 0)
+			return fail(c, "bad group dim %d", group[g]);
+		togroup[group[g]] = g;
+		if (!same_dim(out, g, &jt, group[g]))
+			return fail(c, "group dim %d has the wrong extent or block", g);
+	}
+	/* labels of grouped-away dims must be reduced inside the kernel */
+	for (int i = 0; i < 2; i++)
+		for (int d = 0; d < in[i]->nkey; d++)
+			inmap[i][d] = togroup[inmap[i][d]] >= 0 ? togroup[inmap[i][d]] : MAXDIM + inmap[i][d];
+	RelType o2 = *out;
+	check_kernel(c, k, 2, in, inmap, &o2);
+}
+
+static void check_agg(Ctx *c, const RelType *in, int ngroup, const int *group, const RelType *out)
+{
+	unsigned seen = 0;
+	if (out->nkey != ngroup)
+		return fail(c, "aggregation output has %d key dims, its group %d", out->nkey, ngroup);
+	for (int g = 0; g < ngroup; g++) {
+		int d = group[g];
+		if (d < 0 || d >= in->nkey || (seen & 1u << d))
+			return fail(c, "bad group dim %d", d);
+		seen |= 1u << d;
+		if (!same_dim(out, g, in, d))
+			return fail(c, "group dim %d has the wrong extent or block", g);
+	}
+	if (out->nchunk != in->nchunk)
+		return fail(c, "aggregation changes the chunk rank");
+	for (int ch = 0; ch < in->nchunk; ch++) {
+		int d = in->chunkdim[ch];
+		if (!(seen & 1u << d))
+			return fail(c, "aggregation groups away key dim %d, which a chunk dim spans", d);
+		if (group[out->chunkdim[ch]] != d)
+			return fail(c, "aggregation reorders chunk dim %d", ch);
+	}
+}
+
+static void check_rekey(Ctx *c, const RelType *in, int nkey, const int *keymap, const RelType *out)
+{
+	unsigned seen = 0;
+	if (out->nkey != nkey)
+		return fail(c, "rekey to %d dims, output has %d", nkey, out->nkey);
+	for (int i = 0; i < nkey; i++) {
+		int d = keymap[i];
+		if (d < 0 || d >= in->nkey || (seen & 1u << d))
+			return fail(c, "bad key map entry %d", d);
+		seen |= 1u << d;
+		if (!same_dim(out, i, in, d))
+			return fail(c, "rekeyed dim %d has the wrong extent or block", i);
+	}
+	for (int d = 0; d < in->nkey; d++)
+		if (!(seen & 1u << d) && rel_frontier(in, d) != 1)
+			return fail(c, "rekey drops key dim %d, which is not a singleton", d);
+	if (out->nchunk != in->nchunk)
+		return fail(c, "rekey changes the chunk rank");
+	for (int ch = 0; ch < in->nchunk; ch++)
+		if (keymap[out->chunkdim[ch]] != in->chunkdim[ch])
+			return fail(c, "rekey moves chunk dim %d", ch);
+}
+
+static void check_map(Ctx *c, const RelType *in, const Kernel *k, const RelType *out)
+{
+	int inmap[2][MAXDIM];
+	const RelType *ins[1] = {in};
+	if (out->nkey != in->nkey)
+		return fail(c, "map changes the key arity");
+	for (int d = 0; d < in->nkey; d++) {
+		inmap[0][d] = d;
+		if (!same_dim(out, d, in, d))
+			return fail(c, "map changes key dim %d", d);
+	}
+	check_kernel(c, k, 1, ins, inmap, out);
+}
+
+static void check_pred(Ctx *c, const RelType *in, const KeyPred *p)
+{
+	for (int i = 0; i < p->neq; i++) {
+		int a = p->eq[i][0], b = p->eq[i][1];
+		if (a < 0 || b < 0 || a >= in->nkey || b >= in->nkey || !same_dim(in, a, in, b))
+			return fail(c, "filter compares key dims %d and %d", a, b);
+	}
+}
+
+bool tra_verify(const TraProg *p, Buf *err)
+{
+	Ctx c = {err, "TRA", 0, true};
+	for (int i = 0; c.ok && i < p->ops.n; i++) {
+		const TraOp *op = &p->ops.v[i];
+		int in[2];
+		int n = tra_inputs(op, in);
+		c.op = i;
+		for (int j = 0; j < n; j++)
+			if (in[j] < 0 || in[j] >= i || p->ops.v[in[j]].kind == TRA_OUTPUT)
+				fail(&c, "input %d is op %d", j, in[j]);
+		if (op->stmt < -1 || op->stmt >= p->stmts.n)
+			fail(&c, "statement %d", op->stmt);
+		if (!c.ok)
+			break;
+		check_type(&c, &op->type);
+		const RelType *a = n > 0 ? &p->ops.v[in[0]].type : NULL;
+		const RelType *b = n > 1 ? &p->ops.v[in[1]].type : NULL;
+		switch (op->kind) {
+		case TRA_INPUT: {
+			int t = op->u.input.tensor;
+			if (t < 0 || t >= p->tensors.n) {
+				fail(&c, "tensor %d", t);
+				break;
+			}
+			const Tensor *ten = &p->tensors.v[t];
+			if (op->type.nkey != ten->rank || op->type.nchunk != ten->rank)
+				fail(&c, "input of a rank-%d tensor has %d key dims", ten->rank, op->type.nkey);
+			for (int d = 0; d < ten->rank && c.ok; d++)
+				if (op->type.extent[d] != ten->shape[d] || op->type.chunkdim[d] != d)
+					fail(&c, "input dim %d does not match tensor %s", d, ten->name);
+			break;
+		}
+		case TRA_JOIN:
+			check_join(&c, a, b, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey,
+			           op->u.join.kernel, &op->type, -1, NULL);
+			break;
+		case TRA_AGG:
+			check_agg(&c, a, op->u.agg.ngroup, op->u.agg.group, &op->type);
+			break;
+		case TRA_MAP:
+			check_map(&c, a, op->u.map.kernel, &op->type);
+			break;
+		case TRA_REKEY:
+			check_rekey(&c, a, op->u.rekey.nkey, op->u.rekey.keymap, &op->type);
+			break;
+		case TRA_FILTER:
+			check_pred(&c, a, &op->u.filter.pred);
+			break;
+		case TRA_OUTPUT: {
+			int t = op->u.output.tensor;
+			if (t < 0 || t >= p->tensors.n || a->nkey != p->tensors.v[t].rank) {
+				fail(&c, "output to tensor %d", t);
+				break;
+			}
+			for (int d = 0; d < a->nkey; d++)
+				if (a->extent[d] != p->tensors.v[t].shape[d] || rel_chunkpos(a, d) < 0)
+					fail(&c, "output dim %d does not match tensor %s", d, p->tensors.v[t].name);
+			break;
+		}
+		}
+	}
+	return c.ok;
+}
+
+bool ia_verify(const IaPlan *p, Buf *err)
+{
+	Ctx c = {err, "IA", 0, true};
+	for (int i = 0; c.ok && i < p->ops.n; i++) {
+		const IaOp *op = &p->ops.v[i];
+		int in[2];
+		int n = ia_inputs(op, in);
+		c.op = i;
+		for (int j = 0; j < n; j++)
+			if (in[j] < 0 || in[j] >= i || p->ops.v[in[j]].kind == IA_WRITE)
+				fail(&c, "input %d is op %d", j, in[j]);
+		if (!c.ok)
+			break;
+		check_type(&c, &op->type);
+		const RelType *a = n > 0 ? &p->ops.v[in[0]].type : NULL;
+		const RelType *b = n > 1 ? &p->ops.v[in[1]].type : NULL;
+		switch (op->kind) {
+		case IA_READ:
+			if (op->place.kind == PL_PARTIAL)
+				fail(&c, "reads as partials");
+			break;
+		case IA_BCAST:
+		case IA_FILTER:
+		case IA_WRITE:
+			if (memcmp(a, &op->type, sizeof *a))
+				fail(&c, "changes the type of its input");
+			if (op->kind == IA_FILTER)
+				check_pred(&c, a, &op->u.filter.pred);
+			break;
+		case IA_SHUFFLE:
+			if (memcmp(a, &op->type, sizeof *a))
+				fail(&c, "changes the type of its input");
+			if (op->place.kind != PL_PART)
+				fail(&c, "shuffles to a placement that is not a partitioning");
+			for (int d = 0; d < op->place.ndims; d++)
+				if (op->place.dims[d] < 0 || op->place.dims[d] >= op->type.nkey)
+					fail(&c, "partitions on key dim %d", op->place.dims[d]);
+			break;
+		case IA_JOIN:
+			check_join(&c, a, b, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey,
+			           op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);
+			break;
+		case IA_AGG:
+			check_agg(&c, a, op->u.agg.ngroup, op->u.agg.group, &op->type);
+			break;
+		case IA_MAP:
+			if (op->u.map.kernel)
+				check_map(&c, a, op->u.map.kernel, &op->type);
+			else
+				check_rekey(&c, a, op->u.map.nkey, op->u.map.keymap, &op->type);
+			break;
+		}
+		if (!c.ok)
+			break;
+		Place want;
+		Buf why = {0};
+		if (!ia_derive_place(p, op, &want, &why))
+			fail(&c, "%s: %s", ia_op_name(op->kind), why.s);
+		else if (!place_eq(&want, &op->place))
+			fail(&c, "placement is not the one its inputs give");
+		buf_free(&why);
+	}
+	return c.ok;
+}

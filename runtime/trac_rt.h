@@ -1,0 +1,231 @@
+/*
+ * trac_rt.h: the interface of libtracrt, the only code linked into programs
+ * that trac compiles.
+ *
+ * A compiled program is SPMD: every MPI rank runs the same straight-line code,
+ * which calls the functions below in the order of the IA plan.  A physical
+ * relation (TrtRel) is, on each rank, a list of (key, chunk) tuples.  Where a
+ * tuple lives is a pure function of its key and the relation's placement
+ * (TrtPlace), so ranks never exchange a directory.
+ *
+ * Keys and chunks.  A relation's static type (TrtType) gives, per key
+ * dimension d, the tensor extent along d and the block (chunk size) along d;
+ * key values range over [0, ceil(extent/block)) (the frontier).  Chunks are
+ * dense row-major arrays over the chunk dimensions; chunk dimension c spans
+ * key dimension chunkdim[c], and its length for key k is
+ * min(block, extent - k*block), so edge chunks are short, never padded.
+ * Key dimensions not spanned by a chunk dimension are either reduced inside
+ * a kernel (the k of a blocked matmul before aggregation) or singletons.
+ *
+ * Memory.  Every function that returns a TrtRel gives the caller a new
+ * relation; its inputs are not consumed.  trt_free releases a relation; chunks
+ * are reference counted, so rekeying or broadcasting to the local rank shares
+ * them instead of copying.
+ *
+ * Errors.  A bad input (missing file, wrong shape, ...) prints one line naming
+ * the tensor, the file, what was expected and what was found, and the job
+ * ends with exit status 1 on every rank.  A broken runtime invariant prints
+ * "internal error" and aborts.
+ *
+ * Scalars are relations with nkey = 0 and nchunk = 0 holding one tuple of one
+ * element.  Every relation a function returns is sorted by key on each rank,
+ * so results never depend on hashing or message timing.
+ *
+ * Nothing here depends on the compiler; the compiler depends on this file only
+ * through the C it emits.
+ */
+#ifndef TRAC_RT_H
+#define TRAC_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TRT_MAXDIM 8            /* most key dims and chunk dims of a relation */
+#define TRT_ABI 1               /* bumped when this interface changes */
+
+typedef enum { TRT_F32, TRT_F64 } TrtDtype;
+
+/* The static type of a relation; codegen emits these as const tables. */
+typedef struct TrtType {
+	TrtDtype dtype;
+	int nkey;                       /* key arity, 0 for a scalar */
+	int64_t extent[TRT_MAXDIM];     /* per key dim: tensor extent */
+	int64_t block[TRT_MAXDIM];      /* per key dim: chunk size (>= 1) */
+	int nchunk;                     /* chunk rank */
+	int chunkdim[TRT_MAXDIM];       /* chunk dim c spans key dim chunkdim[c] */
+} TrtType;
+
+/* Placement of a physical relation across ranks. */
+typedef enum {
+	TRT_ALL,        /* every rank holds every tuple */
+	TRT_PART,       /* a tuple lives only on trt_site(place, type, key) */
+	TRT_ANY,        /* tuples anywhere, one key possibly on several ranks
+	                   (partial aggregates before their final combine) */
+} TrtPlaceKind;
+
+typedef struct TrtPlace {
+	TrtPlaceKind kind;
+	int ndims;                      /* TRT_PART: the partitioning key dims, in order */
+	int dims[TRT_MAXDIM];
+} TrtPlace;
+
+/* The rank that owns a key under a TRT_PART placement: the key's row-major
+ * linear index over the partitioning dims' frontiers, modulo the number of
+ * ranks.  With no partitioning dims every tuple is on rank 0.  Under TRT_ALL
+ * and TRT_ANY the answer is the calling rank (the tuple may live here). */
+int trt_site(const TrtPlace *p, const TrtType *t, const int64_t *key);
+
+/* A chunk as kernels see it: dense row-major over the relation's chunk dims,
+ * n[c] elements along chunk dim c. */
+typedef struct TrtView {
+	void *p;
+	int rank;
+	int64_t n[TRT_MAXDIM];
+} TrtView;
+
+/* A block kernel.  For a join, in[0] is the left chunk and in[1] the right;
+ * for a map, in[0] is the only input.  With acc == 0 the kernel writes every
+ * element of *out; with acc == 1 it combines its result into *out with the
+ * op's aggregation (gemm with beta = 1 for a sum). */
+typedef void (*TrtKernel)(const TrtView *in, TrtView *out, int acc);
+
+/* A key predicate for filters: nonzero keeps the tuple. */
+typedef int (*TrtKeyPred)(const int64_t *key);
+
+typedef enum { TRT_AGG_ADD, TRT_AGG_MAX, TRT_AGG_MIN } TrtAgg;
+
+typedef struct TrtRel TrtRel;
+
+/* ---- the program ---- */
+
+typedef enum { TRT_INPUT, TRT_OUTPUT, TRT_PARAM } TrtRole;
+
+/* A named tensor of the program, as the command line and the .npy files see it. */
+typedef struct TrtTensor {
+	const char *name;
+	TrtRole role;
+	TrtDtype dtype;
+	int rank;
+	int64_t shape[TRT_MAXDIM];
+	const char *path;               /* default file, or NULL */
+} TrtTensor;
+
+/* One IA op, as --profile reports it. */
+typedef struct TrtOpInfo {
+	const char *kind;               /* "bcast", "shuffle", "join", ... */
+	const char *label;              /* short description for the profile table */
+	double pred_bytes;              /* predicted bytes sent by this op, all ranks */
+	double pred_seconds;            /* predicted time */
+	double flops;                   /* floating-point operations, all ranks */
+} TrtOpInfo;
+
+typedef struct TrtProgram {
+	int abi;                        /* TRT_ABI */
+	const char *name;               /* program name, for messages and --help */
+	const TrtTensor *tensors;
+	int ntensors;
+	const TrtOpInfo *ops;
+	int nops;
+	uint64_t seed;                  /* default seed (--seed overrides) */
+} TrtProgram;
+
+/* Initialise MPI and BLIS, parse NAME=path, --seed, --profile, --help.
+ * Exits (status 0 for --help, 1 for errors) when the command line is bad. */
+void trt_init(int *argc, char ***argv, const TrtProgram *prog);
+
+/* Finish: print the profile if asked, finalize MPI.  Returns the exit status. */
+int trt_finish(void);
+
+int trt_rank(void);
+int trt_nranks(void);
+uint64_t trt_seed(void);        /* --seed N, or the program's default */
+
+/* ---- relations ---- */
+
+/* An empty relation of type t and placement p. */
+TrtRel *trt_rel_new(const TrtType *t, TrtPlace p);
+void trt_free(TrtRel *r);
+int64_t trt_ntuples(const TrtRel *r);     /* tuples on this rank */
+
+/* ---- input and output ---- */
+
+/* Read tensor `tensor` (an input, or a param initialised from a file) from
+ * the .npy named on the command line or by default, as a relation of type t:
+ * each rank reads only the chunks placement p gives it. */
+TrtRel *trt_read(int tensor, const TrtType *t, TrtPlace p);
+
+/* Write relation r as tensor `tensor`'s .npy: to a temporary name in the
+ * destination folder, renamed on success.  r must not be TRT_ANY.  Every
+ * rank calls it. */
+void trt_write(int tensor, const TrtRel *r);
+
+/* ---- communication ---- */
+
+/* -> TRT_ALL.  From TRT_ANY, a key held by several ranks arrives once per
+ * holder (duplicates kept, in rank order) for a later trt_agg to combine. */
+TrtRel *trt_bcast(const TrtRel *r);
+TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p);     /* -> p (TRT_PART) */
+
+/* ---- local operations (no communication) ---- */
+
+/* Local join: every pair of local tuples whose key dims lkey[i] and rkey[i]
+ * agree for all i < nmatch meets in kernel k.  The join's output key is the
+ * left key followed by the right key without its rkey dims (the TRA
+ * convention).  With ngroup >= 0 the output key is further projected onto
+ * join-output dims group[0..ngroup) and all pairs that map to one output key
+ * accumulate into one chunk (the first call with acc = 0, the rest with
+ * acc = 1): a join fused with its aggregation, whose join output is never
+ * materialised.  out and p give the result's type and placement. */
+typedef struct TrtJoin {
+	int nmatch;
+	int lkey[TRT_MAXDIM];
+	int rkey[TRT_MAXDIM];
+	int ngroup;                     /* -1: no aggregation */
+	int group[TRT_MAXDIM];
+} TrtJoin;
+
+TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
+                 TrtKernel k, const TrtType *out, TrtPlace p);
+
+/* Local aggregation: tuples grouped by key dims group[0..ngroup) and
+ * combined elementwise with agg.  Chunk shapes are unchanged (the output's
+ * chunk dims are the input's, renumbered onto the group). */
+TrtRel *trt_agg(const TrtRel *r, int ngroup, const int *group, TrtAgg agg,
+                const TrtType *out, TrtPlace p);
+
+/* Local map: output key dim i is input key dim keymap[i] (nkeymap = out's
+ * nkey); each chunk goes through kernel k, or is shared unchanged when k is
+ * NULL (a pure rekey). */
+TrtRel *trt_map(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
+                const TrtType *out, TrtPlace p);
+
+/* Local filter on keys. */
+TrtRel *trt_filter(const TrtRel *r, TrtKeyPred pred, TrtPlace p);
+
+/* ---- kernels' helpers ---- */
+
+/* C = alpha * op(A) op(B) + beta * C on strided views (BLIS's general
+ * strides: element (i, j) of A is a[i*rsa + j*csa]). */
+void trt_sgemm(int64_t m, int64_t n, int64_t k, float alpha,
+               const float *a, int64_t rsa, int64_t csa,
+               const float *b, int64_t rsb, int64_t csb, float beta,
+               float *c, int64_t rsc, int64_t csc);
+void trt_dgemm(int64_t m, int64_t n, int64_t k, double alpha,
+               const double *a, int64_t rsa, int64_t csa,
+               const double *b, int64_t rsb, int64_t csb, double beta,
+               double *c, int64_t rsc, int64_t csc);
+
+/* ---- profiling ---- */
+
+/* Bracket IA op `op` (an index into TrtProgram.ops); a no-op unless
+ * --profile or TRAC_PROFILE=1. */
+void trt_op_begin(int op);
+void trt_op_end(int op);
+
+/* ---- errors ---- */
+
+/* One line to stderr ("PROGRAM: " and the message), then the whole job ends
+ * with status 1 (MPI_Abort: for errors only one rank knows about). */
+void trt_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+#endif
