@@ -414,6 +414,8 @@ args_ne:
 
 %%
 
+#include "frontend/lexer.h"
+
 /* A token's name for a message: the alias without bison's quotes. */
 static const char *token_words(yysymbol_kind_t k)
 {
@@ -434,7 +436,27 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, yyscan_t scanner, stru
 	int n = yypcontext_expected_tokens(ctx, expected, 6);
 	yysymbol_kind_t got = yypcontext_token(ctx);
 	Loc loc = *yypcontext_location(ctx);
+	struct LexState *ls = yyget_extra(scanner);
 	Buf b = {0};
+
+	if (ls->lex_error) {
+		/* the scanner already said what is wrong here */
+		ls->lex_error = false;
+		return 0;
+	}
+	/* a missing ';' is reported where it belongs: after the last token */
+	bool semi = false;
+	for (int i = 0; i < n; i++)
+		semi |= !strcmp(yysymbol_name(expected[i]), "';'");
+	if (semi && got != YYSYMBOL_YYEOF) {
+		const SrcFile *f = src_get(loc.file);
+		Loc at = {loc.file, ls->prev_end, 0};
+		if (f && loc.len < 40)
+			diag(DIAG_ERROR, at, "expected ';' before '%.*s'", (int)loc.len, f->text + loc.off);
+		else
+			diag(DIAG_ERROR, at, "expected ';'");
+		return 0;
+	}
 
 	if (n > 0 && n <= 4) {
 		buf_puts(&b, "expected ");
@@ -459,12 +481,10 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, yyscan_t scanner, stru
 	return 0;
 }
 
-#include "frontend/lexer.h"
-
 Ast *fe_parse(Arena *arena, int file)
 {
 	const SrcFile *f = src_get(file);
-	struct LexState ls = {file, 0, arena};
+	struct LexState ls = {file, 0, arena, 0, 0, false};
 	struct Parse ps = {arena, file, {0}, 0};
 	yyscan_t scanner;
 	Ast *ast = arena_alloc(arena, sizeof *ast);

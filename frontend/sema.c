@@ -39,6 +39,7 @@ typedef struct Sym {
 	int tensor;             /* SYM_TENSOR */
 	bool defined;           /* SYM_TENSOR: has a value (inputs always) */
 	bool used;
+	bool poisoned;          /* its definition had an error: stay quiet about it */
 } Sym;
 
 /* An expression's element type: typed by the tensors it reads, or untyped
@@ -63,6 +64,9 @@ typedef struct Sema {
 } Sema;
 
 /* ---- names ---- */
+
+static const char *nearest_of(Sema *s, const char *name, int kind, const char *const *extra, int nextra);
+#define nearest(s, name, extra, nextra) nearest_of(s, name, ANY_SYM, extra, nextra)
 
 static Sym *lookup(Sema *s, const char *name)
 {
@@ -94,12 +98,17 @@ static int edit_distance(const char *a, const char *b)
 	return d[n][m];
 }
 
-/* The declared name nearest to `name`, for "did you mean" hints. */
-static const char *nearest(Sema *s, const char *name, const char *const *extra, int nextra)
+#define ANY_SYM (-1)
+
+/* The declared name nearest to `name`, for "did you mean" hints: among
+ * symbols of kind `kind` (or ANY_SYM) and the extra names. */
+static const char *nearest_of(Sema *s, const char *name, int kind, const char *const *extra, int nextra)
 {
 	const char *best = NULL;
 	int bestd = strlen(name) <= 3 ? 1 : 2;
 	for (int i = 0; i < s->syms.n; i++) {
+		if (kind != ANY_SYM && (int)s->syms.v[i].kind != kind)
+			continue;
 		int d = edit_distance(name, s->syms.v[i].name);
 		if (d <= bestd && (d < bestd || !best)) {
 			best = s->syms.v[i].name;
@@ -122,6 +131,8 @@ static const char *sym_what(const Sym *sym, const TraProg *p)
 	case SYM_SIZE: return "a size";
 	case SYM_CONST: return "a const";
 	case SYM_TENSOR:
+		if (sym->tensor < 0)
+			return "a tensor";
 		switch (p->tensors.v[sym->tensor].role) {
 		case TENSOR_INPUT: return "an input";
 		case TENSOR_PARAM: return "a param";
@@ -372,12 +383,14 @@ static bool check_access(Sema *s, Node *n, Ty *ty)
 	const char *name = n->u.access.name;
 	Sym *sym = lookup(s, name);
 	if (!sym) {
-		const char *near = nearest(s, name, NULL, 0);
+		const char *near = nearest_of(s, name, SYM_TENSOR, NULL, 0);
 		diag(DIAG_ERROR, n->u.access.nameloc, "unknown tensor '%s'%s%s%s", name,
 		     near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
 		return false;
 	}
 	sym->used = true;
+	if (sym->poisoned)
+		return false;
 	if (sym->kind != SYM_TENSOR) {
 		diag(DIAG_ERROR, n->u.access.nameloc, "'%s' is %s and cannot be indexed", name, sym_what(sym, s->prog));
 		return false;
@@ -523,6 +536,10 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 			break;
 		}
 		sym->used = true;
+		if (sym->poisoned) {
+			ok = false;
+			break;
+		}
 		if (sym->kind == SYM_SIZE) {
 			n->kind = N_NUM;
 			n->u.num = (double)sym->size;
@@ -971,6 +988,9 @@ static void check_item(Sema *s, Item *it)
 	}
 	case I_ASSIGN:
 		check_assign(s, it);
+		if (diag_errors() > s->nerr_before && !lookup(s, it->name))
+			vec_push(&s->syms, ((Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc,
+			                          .tensor = -1, .poisoned = true}));
 		return;
 	case I_PARAM:
 		diag(DIAG_ERROR, it->loc, "'param' declarations are not supported yet");
@@ -999,12 +1019,12 @@ static void check_outputs(Sema *s, Ast *ast)
 			continue;
 		Sym *sym = lookup(s, it->name);
 		if (!sym) {
-			const char *near = nearest(s, it->name, NULL, 0);
+			const char *near = nearest_of(s, it->name, SYM_TENSOR, NULL, 0);
 			diag(DIAG_ERROR, it->nameloc, "output '%s' is never defined%s%s%s", it->name,
 			     near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
 			continue;
 		}
-		if (sym->kind != SYM_TENSOR)
+		if (sym->kind != SYM_TENSOR || sym->poisoned)
 			continue;       /* reported in order */
 		Tensor *t = &s->prog->tensors.v[sym->tensor];
 		if (t->output) {
@@ -1045,7 +1065,8 @@ TraProg *fe_compile(Ast *ast, FeOptions *opt)
 	if (opt->warnings && diag_errors() == 0) {
 		for (int i = 0; i < s.syms.n; i++) {
 			Sym *sym = &s.syms.v[i];
-			if (sym->kind == SYM_TENSOR && !sym->used && s.prog->tensors.v[sym->tensor].role == TENSOR_INPUT)
+			if (sym->kind == SYM_TENSOR && !sym->poisoned && !sym->used &&
+			    s.prog->tensors.v[sym->tensor].role == TENSOR_INPUT)
 				diag(DIAG_WARNING, sym->loc, "input '%s' is never used", sym->name);
 		}
 		if (!any_output && s.prog->tensors.n > 0)

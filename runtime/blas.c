@@ -1,0 +1,135 @@
+/*
+ * blas.c: BLIS set-up and the gemm wrappers kernels call.
+ *
+ * Threads: one BLIS thread per rank unless BLIS_NUM_THREADS says otherwise,
+ * since the ranks already fill the cores.
+ *
+ * Kernels: Debian's BLIS 0.9 picks its `haswell` kernels on AVX-512 CPUs
+ * whenever it cannot tell how many FMA units the core has (always so under a
+ * hypervisor), and those run about 1.5x slower there than its `skx` ones.
+ * BLIS reads BLIS_ARCH_TYPE (a number: the arch_t enum value, BLIS_ARCH_SKX
+ * is 0; a name such as "haswell" is read as 0 too) once, inside bli_init, so
+ * rt_blas_init sets it before calling bli_init:
+ *
+ *   TRAC_BLIS_ARCH unset or "auto"  skx if the CPU has AVX-512 F, DQ, CD, BW
+ *                                   and VL, this BLIS has skx kernels, and
+ *                                   BLIS_ARCH_TYPE is unset; else BLIS's pick
+ *   TRAC_BLIS_ARCH=native           BLIS's own pick (or BLIS_ARCH_TYPE's)
+ *   TRAC_BLIS_ARCH=skx, =3, ...     that sub-configuration, by name or number
+ */
+#define _POSIX_C_SOURCE 200809L        /* pread, posix_memalign, mkstemp, setenv */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <blis.h>
+
+#include "rt.h"
+
+static int cpu_has_avx512(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+	       __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512bw") &&
+	       __builtin_cpu_supports("avx512vl");
+#else
+	return 0;
+#endif
+}
+
+/* The arch_t of a name or number, or -1. */
+static int arch_id(const char *s)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (*s && !*end)
+		return v >= 0 && v < BLIS_NUM_ARCHS ? (int)v : -1;
+	for (int i = 0; i < BLIS_NUM_ARCHS; i++)
+		if (!strcmp(s, bli_arch_string((arch_t)i)))
+			return i;
+	return -1;
+}
+
+static void set_arch(int id)
+{
+	char num[16];
+
+	snprintf(num, sizeof num, "%d", id);
+	setenv("BLIS_ARCH_TYPE", num, 1);
+}
+
+void rt_blas_init(void)
+{
+	const char *want = getenv("TRAC_BLIS_ARCH");
+
+	if (!want || !*want || !strcmp(want, "auto")) {
+#ifdef BLIS_CONFIG_SKX
+		if (!getenv("BLIS_ARCH_TYPE") && cpu_has_avx512())
+			set_arch(BLIS_ARCH_SKX);
+#endif
+	} else if (strcmp(want, "native")) {
+		int id = arch_id(want);
+		if (id < 0) {
+			/* The environment is the same on every rank. */
+			if (rt.rank == 0)
+				fprintf(stderr, "%s: TRAC_BLIS_ARCH=%s: expected auto, native, or a BLIS "
+				        "sub-configuration such as skx or haswell\n", rt_progname(), want);
+			rt_exit(1);
+		}
+		set_arch(id);
+	}
+	bli_init();
+	if (!getenv("BLIS_NUM_THREADS"))
+		bli_thread_set_num_threads(1);
+}
+
+const char *rt_blas_arch(void)
+{
+	return bli_arch_string(bli_arch_query_id());
+}
+
+int rt_blas_threads(void)
+{
+	return (int)bli_thread_get_num_threads();
+}
+
+/* C = beta * C, where beta == 0 clears C even of NaNs, as BLAS does. */
+#define SCALE(T, m, n, beta, c, rsc, csc) do { \
+	for (int64_t i_ = 0; i_ < (m); i_++) \
+		for (int64_t j_ = 0; j_ < (n); j_++) { \
+			T *p_ = (c) + i_ * (rsc) + j_ * (csc); \
+			*p_ = (beta) == 0 ? 0 : (beta) * *p_; \
+		} \
+} while (0)
+
+void trt_sgemm(int64_t m, int64_t n, int64_t k, float alpha,
+               const float *a, int64_t rsa, int64_t csa,
+               const float *b, int64_t rsb, int64_t csb, float beta,
+               float *c, int64_t rsc, int64_t csc)
+{
+	if (m <= 0 || n <= 0)
+		return;
+	if (k <= 0) {
+		SCALE(float, m, n, beta, c, rsc, csc);
+		return;
+	}
+	bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha,
+	          (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc);
+}
+
+void trt_dgemm(int64_t m, int64_t n, int64_t k, double alpha,
+               const double *a, int64_t rsa, int64_t csa,
+               const double *b, int64_t rsb, int64_t csb, double beta,
+               double *c, int64_t rsc, int64_t csc)
+{
+	if (m <= 0 || n <= 0)
+		return;
+	if (k <= 0) {
+		SCALE(double, m, n, beta, c, rsc, csc);
+		return;
+	}
+	bli_dgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha,
+	          (double *)a, rsa, csa, (double *)b, rsb, csb, &beta, c, rsc, csc);
+}

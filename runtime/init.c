@@ -1,0 +1,318 @@
+/*
+ * init.c: the program's life cycle (trt_init, trt_finish), its command line,
+ * and how it ends on errors.
+ *
+ * Command line: NAME=path.npy for any tensor of the program, --seed N,
+ * --profile, --help.  Every rank parses the same argv and so reaches the same
+ * verdict alone; only rank 0 speaks.
+ *
+ * Two ways to end on an error, chosen by whether the ranks agree:
+ *  - rt_exit (collective): every rank knows the job failed, rank 0 (or the
+ *    lowest failing rank) has printed the one line, and every rank calls
+ *    MPI_Finalize and exit(1).  Open MPI's mpirun then returns 1; a program
+ *    run without mpirun (singleton) or under `mpirun -q` prints nothing but
+ *    our line, and no stderr is lost to a killed process.
+ *  - trt_fatal and rt_bug (one rank alone): print the line, MPI_Abort(1).
+ *    mpirun kills the other ranks, adds its MPI_ABORT banner, returns 1.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+RtState rt = { .rank = 0, .nranks = 1 };
+
+const char *rt_progname(void)
+{
+	if (rt.progname)
+		return rt.progname;
+	return rt.prog && rt.prog->name ? rt.prog->name : "trac";
+}
+
+const char *rt_role_name(TrtRole role)
+{
+	switch (role) {
+	case TRT_INPUT: return "input";
+	case TRT_OUTPUT: return "output";
+	case TRT_PARAM: return "param";
+	}
+	return "tensor";
+}
+
+static int mpi_live(void)
+{
+	int init = 0, fin = 0;
+	MPI_Initialized(&init);
+	MPI_Finalized(&fin);
+	return init && !fin;
+}
+
+void rt_exit(int status)
+{
+	fflush(stdout);
+	fflush(stderr);
+	if (mpi_live())
+		MPI_Finalize();
+	exit(status);
+}
+
+/* Collective: msg is this rank's error line, or NULL.  If any rank failed,
+ * the lowest failing rank prints its line and the whole job exits 1. */
+void rt_agree(const char *msg)
+{
+	int mine = msg ? rt.rank : rt.nranks, first = mine;
+
+	if (mpi_live())
+		MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (first == rt.nranks)
+		return;
+	if (first == rt.rank)
+		fprintf(stderr, "%s\n", msg);
+	rt_exit(1);
+}
+
+static void __attribute__((noreturn)) abort_job(void)
+{
+	fflush(stdout);
+	fflush(stderr);
+	if (mpi_live())
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	exit(1);
+}
+
+void trt_fatal(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s: %s\n", rt_progname(), line);
+	abort_job();
+}
+
+void rt_bug(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s: internal error: %s\n", rt_progname(), line);
+	abort_job();
+}
+
+void *rt_alloc(size_t nbytes)
+{
+	void *p = malloc(nbytes ? nbytes : 1);
+
+	if (!p)
+		trt_fatal("out of memory: cannot allocate %zu bytes on rank %d",
+		          nbytes, rt.rank);
+	return p;
+}
+
+void *rt_realloc(void *p, size_t nbytes)
+{
+	void *q = realloc(p, nbytes ? nbytes : 1);
+
+	if (!q)
+		trt_fatal("out of memory: cannot allocate %zu bytes on rank %d",
+		          nbytes, rt.rank);
+	return q;
+}
+
+int trt_rank(void)
+{
+	return rt.rank;
+}
+
+int trt_nranks(void)
+{
+	return rt.nranks;
+}
+
+uint64_t trt_seed(void)
+{
+	return rt.seed;
+}
+
+/* ---- the command line ---- */
+
+static void print_help(const TrtProgram *prog)
+{
+	char shape[256];
+
+	printf("usage: [mpirun -np N] %s NAME=path.npy ... [--seed N] [--profile] [--help]\n\n",
+	       rt_progname());
+	printf("tensors:\n");
+	for (int i = 0; i < prog->ntensors; i++) {
+		const TrtTensor *t = &prog->tensors[i];
+		rt_shape_str(shape, sizeof shape, t->rank, t->shape);
+		printf("  %-12s %-6s %s %-20s", t->name, rt_role_name(t->role),
+		       t->dtype == TRT_F32 ? "f32" : "f64", shape);
+		if (t->path)
+			printf(" default %s", t->path);
+		else if (t->role == TRT_OUTPUT)
+			printf(" default %s.npy", t->name);
+		else if (t->role == TRT_INPUT)
+			printf(" required");
+		printf("\n");
+	}
+	printf("\noptions:\n");
+	printf("  --seed N     seed of the random initialisers (default %llu)\n",
+	       (unsigned long long)prog->seed);
+	printf("  --profile    print each op's time and bytes sent at exit (or TRAC_PROFILE=1)\n");
+	printf("  --help       print this help and exit\n");
+	printf("\nenvironment:\n");
+	printf("  TRAC_BLIS_ARCH=auto|native|ID  BLIS kernels: auto picks skx on AVX-512 CPUs\n");
+	printf("  BLIS_NUM_THREADS=N             BLIS threads per rank (default 1)\n");
+}
+
+static int find_tensor(const TrtProgram *prog, const char *name, size_t len)
+{
+	for (int i = 0; i < prog->ntensors; i++)
+		if (strlen(prog->tensors[i].name) == len &&
+		    !memcmp(prog->tensors[i].name, name, len))
+			return i;
+	return -1;
+}
+
+static int parse_seed(const char *s, uint64_t *seed)
+{
+	char *end;
+
+	if (!*s || *s == '-' || *s == '+')
+		return 0;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return 0;
+	*seed = v;
+	return 1;
+}
+
+/* Parses argv into rt.paths and rt.seed; returns an error line or NULL. */
+static const char *parse_args(int argc, char **argv, const TrtProgram *prog,
+                              char *msg, size_t len)
+{
+	const char *pn = rt_progname();
+
+	for (int a = 1; a < argc; a++) {
+		const char *arg = argv[a];
+		const char *eq = strchr(arg, '=');
+
+		if (!strcmp(arg, "--profile")) {
+			rt.profile = 1;
+		} else if (!strcmp(arg, "--seed") || !strncmp(arg, "--seed=", 7)) {
+			const char *v = arg[6] == '=' ? arg + 7 : (a + 1 < argc ? argv[++a] : "");
+			if (!parse_seed(v, &rt.seed)) {
+				snprintf(msg, len, "%s: --seed needs an unsigned integer, found '%s'", pn, v);
+				return msg;
+			}
+		} else if (arg[0] != '-' && eq && eq > arg) {
+			int i = find_tensor(prog, arg, (size_t)(eq - arg));
+			if (i < 0) {
+				size_t at = snprintf(msg, len, "%s: unknown tensor '%.*s' in '%s' (tensors:",
+				                     pn, (int)(eq - arg), arg, arg);
+				for (int t = 0; t < prog->ntensors && at < len; t++)
+					at += snprintf(msg + at, len - at, " %s", prog->tensors[t].name);
+				if (at < len)
+					snprintf(msg + at, len - at, ")");
+				return msg;
+			}
+			if (rt.paths[i]) {
+				snprintf(msg, len, "%s: tensor %s given twice ('%s=%s' and '%s')",
+				         pn, prog->tensors[i].name, prog->tensors[i].name,
+				         rt.paths[i], arg);
+				return msg;
+			}
+			if (!eq[1]) {
+				snprintf(msg, len, "%s: empty path in '%s'", pn, arg);
+				return msg;
+			}
+			rt.paths[i] = eq + 1;
+		} else {
+			snprintf(msg, len, "%s: unexpected argument '%s' (expected NAME=path.npy, "
+			         "--seed N, --profile or --help)", pn, arg);
+			return msg;
+		}
+	}
+
+	/* Defaults, and the inputs nobody named. */
+	for (int i = 0; i < prog->ntensors; i++) {
+		const TrtTensor *t = &prog->tensors[i];
+		if (rt.paths[i])
+			continue;
+		if (t->path) {
+			rt.paths[i] = t->path;
+		} else if (t->role == TRT_OUTPUT) {
+			char *p = rt_alloc(strlen(t->name) + 5);
+			sprintf(p, "%s.npy", t->name);
+			rt.paths[i] = p;        /* lives as long as the program */
+		} else if (t->role == TRT_INPUT) {
+			snprintf(msg, len, "%s: input %s: no file given (add %s=path.npy; see --help)",
+			         pn, t->name, t->name);
+			return msg;
+		}
+	}
+	return NULL;
+}
+
+void trt_init(int *argc, char ***argv, const TrtProgram *prog)
+{
+	char msg[1024];
+	int init = 0;
+
+	MPI_Initialized(&init);
+	if (!init)
+		MPI_Init(argc, argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rt.rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &rt.nranks);
+	rt.prog = prog;
+	if (*argc > 0 && (*argv)[0] && *(*argv)[0]) {
+		const char *slash = strrchr((*argv)[0], '/');
+		rt.progname = slash ? slash + 1 : (*argv)[0];
+	}
+	if (prog->abi != TRT_ABI)
+		rt_bug("program built for runtime ABI %d, this runtime is ABI %d",
+		       prog->abi, TRT_ABI);
+	if (prog->ntensors < 0 || prog->nops < 0)
+		rt_bug("negative tensor or op count");
+	rt.seed = prog->seed;
+
+	for (int a = 1; a < *argc; a++)
+		if (!strcmp((*argv)[a], "--help")) {
+			if (rt.rank == 0)
+				print_help(prog);
+			rt_exit(0);
+		}
+
+	rt.paths = rt_alloc(sizeof *rt.paths * (size_t)(prog->ntensors + 1));
+	memset(rt.paths, 0, sizeof *rt.paths * (size_t)(prog->ntensors + 1));
+	const char *env = getenv("TRAC_PROFILE");
+	if (env && *env && strcmp(env, "0"))
+		rt.profile = 1;
+	if (parse_args(*argc, *argv, prog, msg, sizeof msg)) {
+		if (rt.rank == 0)
+			fprintf(stderr, "%s\n", msg);
+		rt_exit(1);
+	}
+
+	rt_blas_init();
+	rt_profile_init();
+}
+
+int trt_finish(void)
+{
+	rt_profile_report();
+	fflush(stdout);
+	if (mpi_live())
+		MPI_Finalize();
+	return 0;
+}

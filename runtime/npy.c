@@ -1,0 +1,775 @@
+/*
+ * npy.c: .npy files: the header parser and checker, trt_read and trt_write.
+ *
+ * Accepted: versions 1.0, 2.0 and 3.0, dtype exactly the tensor's (<f4 or
+ * <f8; | and = are the same on a little-endian host), C order, the declared
+ * shape.  Nothing is converted.  Every problem is one line:
+ *
+ *     prog: input A (a.npy): shape (1000, 700) expected, found (700, 1000)
+ *
+ * Reading: every rank opens the file and checks the header itself, the ranks
+ * agree on the verdict (rt_agree), and each reads only the chunks it owns,
+ * with one pread per contiguous run of the file.  Chunks whose dims are a
+ * permutation of the key dims are read in file order and transposed.
+ *
+ * Writing: rank 0 writes, chunk by chunk in key order, receiving the chunks
+ * it does not hold one at a time, to a temporary file beside the destination
+ * (.NAME.XXXXXX), then fsyncs and renames it.  On any failure the temporary
+ * is removed, so an output path holds either a complete file or what it held
+ * before.
+ */
+#define _POSIX_C_SOURCE 200809L        /* pread, posix_memalign, mkstemp, setenv */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "libtracrt reads and writes little-endian .npy data in place: little-endian hosts only"
+#endif
+
+enum { TAG_WRITE = 7001 };
+
+static const char magic[6] = "\x93NUMPY";
+
+static const char *errstr(int e)
+{
+	return e == EISDIR ? "is a directory" : strerror(e);
+}
+
+/* A shape as numpy prints it: (), (5,), (3, 4). */
+void rt_shape_str(char *buf, size_t len, int rank, const int64_t *shape)
+{
+	size_t at = snprintf(buf, len, "(");
+
+	for (int d = 0; d < rank && at < len; d++)
+		at += snprintf(buf + at, len - at, "%s%lld", d ? ", " : "", (long long)shape[d]);
+	if (at < len)
+		snprintf(buf + at, len - at, rank == 1 ? ",)" : ")");
+}
+
+static const char *dtype_descr(TrtDtype d)
+{
+	return d == TRT_F32 ? "<f4" : "<f8";
+}
+
+/* ---- the header ---- */
+
+typedef struct Scan {
+	const char *p, *end;
+} Scan;
+
+static void skip_ws(Scan *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+		s->p++;
+}
+
+static int eat(Scan *s, char c)
+{
+	skip_ws(s);
+	if (s->p < s->end && *s->p == c) {
+		s->p++;
+		return 1;
+	}
+	return 0;
+}
+
+static int scan_string(Scan *s, char *out, size_t len)
+{
+	skip_ws(s);
+	if (s->p >= s->end || (*s->p != '\'' && *s->p != '"'))
+		return 0;
+	char q = *s->p++;
+	const char *start = s->p;
+	while (s->p < s->end && *s->p != q)
+		s->p++;
+	if (s->p >= s->end)
+		return 0;
+	size_t n = (size_t)(s->p - start);
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, start, n);
+	out[n] = 0;
+	s->p++;
+	return 1;
+}
+
+/* Skips a value we do not interpret: up to the ',' or '}' at depth 0. */
+static int skip_value(Scan *s, char *raw, size_t len)
+{
+	const char *start = s->p;
+	int depth = 0;
+
+	skip_ws(s);
+	start = s->p;
+	while (s->p < s->end) {
+		char c = *s->p;
+		if (c == '\'' || c == '"') {
+			char tmp[2];
+			if (!scan_string(s, tmp, sizeof tmp))
+				return 0;
+			continue;
+		}
+		if (depth == 0 && (c == ',' || c == '}'))
+			break;
+		if (c == '(' || c == '[' || c == '{')
+			depth++;
+		if (c == ')' || c == ']' || c == '}')
+			depth--;
+		s->p++;
+	}
+	if (raw) {
+		size_t n = (size_t)(s->p - start);
+		if (n >= len)
+			n = len - 1;
+		memcpy(raw, start, n);
+		raw[n] = 0;
+	}
+	return s->p < s->end;
+}
+
+static int scan_shape(Scan *s, NpyHeader *h)
+{
+	h->rank = 0;
+	if (!eat(s, '('))
+		return 0;
+	for (;;) {
+		if (eat(s, ')'))
+			return 1;
+		skip_ws(s);
+		char *end;
+		errno = 0;
+		long long v = strtoll(s->p, &end, 10);
+		if (end == s->p || errno || v < 0 || end > s->end || h->rank == NPY_MAXDIM)
+			return 0;
+		h->shape[h->rank++] = v;
+		s->p = end;
+		if (s->p < s->end && *s->p == 'L')      /* Python 2's long */
+			s->p++;
+		if (!eat(s, ',')) {
+			return eat(s, ')');
+		}
+	}
+}
+
+/* Parses the magic, version and header dict in buf[0..n), which holds the
+ * file's first n bytes.  On failure writes the reason to why. */
+int rt_npy_parse(const unsigned char *buf, size_t n, NpyHeader *h, char *why, size_t whylen)
+{
+	memset(h, 0, sizeof *h);
+	if (n < 10 || memcmp(buf, magic, sizeof magic)) {
+		snprintf(why, whylen, "not a .npy file");
+		return 0;
+	}
+	h->major = buf[6];
+	h->minor = buf[7];
+	size_t hlen, start;
+	if (h->major == 1) {
+		hlen = buf[8] | (size_t)buf[9] << 8;
+		start = 10;
+	} else if (h->major == 2 || h->major == 3) {
+		if (n < 12) {
+			snprintf(why, whylen, "truncated .npy header");
+			return 0;
+		}
+		hlen = buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
+		start = 12;
+	} else {
+		snprintf(why, whylen, "unsupported .npy version %d.%d", h->major, h->minor);
+		return 0;
+	}
+	if (n < start + hlen) {
+		snprintf(why, whylen, "truncated .npy header");
+		return 0;
+	}
+	h->data_offset = (int64_t)(start + hlen);
+
+	Scan s = { (const char *)buf + start, (const char *)buf + start + hlen };
+	int seen_descr = 0, seen_order = 0, seen_shape = 0;
+	if (!eat(&s, '{'))
+		goto bad;
+	while (!eat(&s, '}')) {
+		char key[32];
+		if (!scan_string(&s, key, sizeof key) || !eat(&s, ':'))
+			goto bad;
+		if (!strcmp(key, "descr")) {
+			skip_ws(&s);
+			if (s.p < s.end && (*s.p == '\'' || *s.p == '"')) {
+				if (!scan_string(&s, h->descr, sizeof h->descr))
+					goto bad;
+			} else if (!skip_value(&s, h->descr, sizeof h->descr)) {
+				goto bad;
+			}
+			seen_descr = 1;
+		} else if (!strcmp(key, "fortran_order")) {
+			skip_ws(&s);
+			if (s.end - s.p >= 4 && !memcmp(s.p, "True", 4)) {
+				h->fortran = 1;
+				s.p += 4;
+			} else if (s.end - s.p >= 5 && !memcmp(s.p, "False", 5)) {
+				h->fortran = 0;
+				s.p += 5;
+			} else {
+				goto bad;
+			}
+			seen_order = 1;
+		} else if (!strcmp(key, "shape")) {
+			if (!scan_shape(&s, h))
+				goto bad;
+			seen_shape = 1;
+		} else if (!skip_value(&s, NULL, 0)) {
+			goto bad;
+		}
+		if (!eat(&s, ',')) {
+			if (!eat(&s, '}'))
+				goto bad;
+			break;
+		}
+	}
+	if (!seen_descr || !seen_order || !seen_shape) {
+		snprintf(why, whylen, "malformed .npy header: no '%s'",
+		         !seen_descr ? "descr" : !seen_order ? "fortran_order" : "shape");
+		return 0;
+	}
+	return 1;
+bad:
+	snprintf(why, whylen, "malformed .npy header");
+	return 0;
+}
+
+/* Checks a parsed header against the tensor's declaration and the file's
+ * size; on failure writes the reason to why. */
+int rt_npy_check(const NpyHeader *h, const TrtTensor *t, int64_t filesize,
+                 char *why, size_t whylen)
+{
+	const char *want = dtype_descr(t->dtype);
+	const char *d = h->descr;
+
+	if (d[0] == '>' && !strcmp(d + 1, want + 1)) {
+		snprintf(why, whylen, "big-endian data not supported; expected %s, found %s", want, d);
+		return 0;
+	}
+	if (!strchr("<|=", d[0]) || strcmp(d + 1, want + 1)) {
+		if (d[0] == '[' || d[0] == '{')
+			snprintf(why, whylen, "dtype %s expected, found a structured dtype", want);
+		else
+			snprintf(why, whylen, "dtype %s expected, found %s", want, d);
+		return 0;
+	}
+	if (h->fortran) {
+		snprintf(why, whylen, "Fortran order not supported; save the array in C order");
+		return 0;
+	}
+	int same = h->rank == t->rank;
+	for (int i = 0; same && i < t->rank; i++)
+		same = h->shape[i] == t->shape[i];
+	if (!same) {
+		char a[256], b[1024];
+		rt_shape_str(a, sizeof a, t->rank, t->shape);
+		rt_shape_str(b, sizeof b, h->rank, h->shape);
+		snprintf(why, whylen, "shape %s expected, found %s", a, b);
+		return 0;
+	}
+	int64_t need = (int64_t)rt_dtype_size(t->dtype);
+	for (int i = 0; i < t->rank; i++)
+		need *= t->shape[i];
+	int64_t have = filesize - h->data_offset;
+	if (have < need) {
+		snprintf(why, whylen, "file is truncated: %lld bytes of data expected, %lld found",
+		         (long long)need, (long long)(have > 0 ? have : 0));
+		return 0;
+	}
+	return 1;
+}
+
+/* Reads n bytes at off, retrying short reads; returns bytes read or -1. */
+static ssize_t pread_full(int fd, void *buf, size_t n, int64_t off)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t k = pread(fd, (char *)buf + got, n - got, (off_t)(off + (int64_t)got));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -1;
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	return (ssize_t)got;
+}
+
+static int pwrite_full(int fd, const void *buf, size_t n, int64_t off)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t k = pwrite(fd, (const char *)buf + done, n - done, (off_t)(off + (int64_t)done));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return 0;
+		done += (size_t)k;
+	}
+	return 1;
+}
+
+static void tensor_msg(char *msg, size_t len, const TrtTensor *t, const char *path,
+                       const char *why)
+{
+	snprintf(msg, len, "%s: %s %s (%s): %s", rt_progname(), rt_role_name(t->role),
+	         t->name, path, why);
+}
+
+/* Opens path and checks it holds tensor t; returns the descriptor, or -1
+ * with the one-line message in msg. */
+int rt_npy_open(const TrtTensor *t, const char *path, NpyHeader *h, char *msg, size_t len)
+{
+	char why[512];
+	struct stat st;
+	unsigned char head[12];
+
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		tensor_msg(msg, len, t, path, errstr(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
+		tensor_msg(msg, len, t, path, errstr(S_ISDIR(st.st_mode) ? EISDIR : errno));
+		close(fd);
+		return -1;
+	}
+	ssize_t n = pread_full(fd, head, sizeof head, 0);
+	if (n < 0) {
+		tensor_msg(msg, len, t, path, errstr(errno));
+		close(fd);
+		return -1;
+	}
+
+	/* Read as much as the header claims (bounded), then parse it all. */
+	size_t want = (size_t)n;
+	if (n >= 10 && !memcmp(head, magic, sizeof magic)) {
+		if (head[6] == 1)
+			want = 10 + (head[8] | (size_t)head[9] << 8);
+		else if (n >= 12)
+			want = 12 + (head[8] | (size_t)head[9] << 8 | (size_t)head[10] << 16 |
+			             (size_t)head[11] << 24);
+		if (want > (1u << 20))          /* numpy itself refuses huge headers */
+			want = 1u << 20;
+	}
+	unsigned char *buf = rt_alloc(want);
+	n = pread_full(fd, buf, want, 0);
+	int ok = n >= 0 && rt_npy_parse(buf, (size_t)n, h, why, sizeof why) &&
+	         rt_npy_check(h, t, (int64_t)st.st_size, why, sizeof why);
+	if (n < 0)
+		snprintf(why, sizeof why, "%s", errstr(errno));
+	free(buf);
+	if (!ok) {
+		tensor_msg(msg, len, t, path, why);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Writes the v1.0 header for tensor t into buf; returns its length, a
+ * multiple of 64 as numpy makes it, or 0 if buf is too small. */
+size_t rt_npy_header(const TrtTensor *t, char *buf, size_t buflen)
+{
+	char shape[256], dict[512];
+
+	rt_shape_str(shape, sizeof shape, t->rank, t->shape);
+	int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+	                 dtype_descr(t->dtype), shape);
+	size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
+	if (total > buflen || total - 10 > 65535)
+		return 0;
+	memcpy(buf, magic, sizeof magic);
+	buf[6] = 1;
+	buf[7] = 0;
+	buf[8] = (char)((total - 10) & 0xff);
+	buf[9] = (char)((total - 10) >> 8);
+	memcpy(buf + 10, dict, (size_t)n);
+	memset(buf + 10 + n, ' ', total - 10 - (size_t)n - 1);
+	buf[total - 1] = '\n';
+	return total;
+}
+
+/* ---- chunks in the file ---- */
+
+/* Copies a strided array into a dense row-major one of shape n[0..nd). */
+static void gather(void *dst, const void *src, int nd, const int64_t *n,
+                   const int64_t *stride, size_t es)
+{
+	int64_t idx[TRT_MAXDIM] = { 0 }, total = 1;
+
+	for (int d = 0; d < nd; d++)
+		total *= n[d];
+	if (total == 0)
+		return;
+	int64_t inner = nd ? n[nd - 1] : 1, is = nd ? stride[nd - 1] : 0;
+	char *out = dst;
+	for (int64_t done = 0; done < total; done += inner) {
+		int64_t off = 0;
+		for (int d = 0; d + 1 < nd; d++)
+			off += idx[d] * stride[d];
+		if (es == 4) {
+			const float *s = (const float *)src + off;
+			float *o = (float *)out;
+			for (int64_t i = 0; i < inner; i++)
+				o[i] = s[i * is];
+		} else {
+			const double *s = (const double *)src + off;
+			double *o = (double *)out;
+			for (int64_t i = 0; i < inner; i++)
+				o[i] = s[i * is];
+		}
+		out += (size_t)inner * es;
+		for (int d = nd - 2; d >= 0; d--) {
+			if (++idx[d] < n[d])
+				break;
+			idx[d] = 0;
+		}
+	}
+}
+
+/* Where a chunk sits in the file: per key dim, its first index and length;
+ * whether its layout is the file's (chunk dims in key-dim order); and the
+ * longest contiguous run of the file that it covers. */
+typedef struct Block {
+	int64_t start[TRT_MAXDIM], cnt[TRT_MAXDIM];
+	int64_t tstride[TRT_MAXDIM];    /* the tensor's row-major strides */
+	int identity;
+	int d0;                         /* runs span dims d0.. */
+	int64_t run;                    /* elements per run */
+} Block;
+
+static void block_of(const TrtType *t, const int64_t *key, Block *b)
+{
+	int spanned[TRT_MAXDIM] = { 0 };
+
+	b->identity = 1;
+	for (int c = 0; c < t->nchunk; c++) {
+		if (spanned[t->chunkdim[c]])
+			rt_bug("chunk dims span key dim %d twice", t->chunkdim[c]);
+		spanned[t->chunkdim[c]] = 1;
+		if (c && t->chunkdim[c] < t->chunkdim[c - 1])
+			b->identity = 0;
+	}
+	int64_t s = 1;
+	for (int d = t->nkey - 1; d >= 0; d--) {
+		b->tstride[d] = s;
+		s *= t->extent[d];
+		b->start[d] = key[d] * t->block[d];
+		b->cnt[d] = t->extent[d] - b->start[d];
+		if (b->cnt[d] > t->block[d])
+			b->cnt[d] = t->block[d];
+		if (!spanned[d] && b->cnt[d] != 1)
+			rt_bug("key dim %d spans %lld elements but no chunk dim", d, (long long)b->cnt[d]);
+	}
+	b->d0 = t->nkey ? t->nkey - 1 : 0;
+	b->run = t->nkey ? b->cnt[b->d0] : 1;
+	while (b->d0 > 0 && b->cnt[b->d0] == t->extent[b->d0]) {
+		b->d0--;
+		b->run *= b->cnt[b->d0];
+	}
+}
+
+/* Calls io(fd, buf, bytes, offset) for each run of block b, buf walking
+ * through the dense sub-block in file order.  Returns 0 on the first
+ * failure. */
+static int each_run(const TrtType *t, const Block *b, char *buf, int64_t data_offset,
+                    int (*io)(int, char *, size_t, int64_t), int fd)
+{
+	size_t es = rt_dtype_size(t->dtype);
+	int64_t idx[TRT_MAXDIM] = { 0 };
+
+	for (int d = 0; d < t->nkey; d++)
+		if (b->cnt[d] == 0)
+			return 1;
+	for (;;) {
+		int64_t off = 0;
+		for (int d = 0; d < t->nkey; d++)
+			off += (b->start[d] + (d < b->d0 ? idx[d] : 0)) * b->tstride[d];
+		if (!io(fd, buf, (size_t)b->run * es, data_offset + off * (int64_t)es))
+			return 0;
+		buf += (size_t)b->run * es;
+		int d = b->d0 - 1;
+		for (; d >= 0; d--) {
+			if (++idx[d] < b->cnt[d])
+				break;
+			idx[d] = 0;
+		}
+		if (d < 0)
+			return 1;
+	}
+}
+
+static int io_read(int fd, char *buf, size_t n, int64_t off)
+{
+	ssize_t k = pread_full(fd, buf, n, off);
+	if (k >= 0 && (size_t)k < n)
+		errno = EIO;            /* the file shrank after the check */
+	return k >= 0 && (size_t)k == n;
+}
+
+static int io_write(int fd, char *buf, size_t n, int64_t off)
+{
+	return pwrite_full(fd, buf, n, off);
+}
+
+/* Reads the chunk of key into c; returns 0 (errno set) on failure. */
+static int read_chunk(int fd, int64_t data_offset, const TrtType *t, const int64_t *key,
+                      Chunk *c)
+{
+	Block b;
+	block_of(t, key, &b);
+	if (b.identity)
+		return each_run(t, &b, rt_chunk_data(c), data_offset, io_read, fd);
+
+	size_t es = rt_dtype_size(t->dtype);
+	char *tmp = rt_alloc(c->nbytes);
+	int ok = each_run(t, &b, tmp, data_offset, io_read, fd);
+	if (ok) {
+		/* The sub-block is row-major over the key dims; the chunk walks
+		 * it in chunk-dim order. */
+		int64_t bstride[TRT_MAXDIM], n[TRT_MAXDIM], st[TRT_MAXDIM], s = 1;
+		for (int d = t->nkey - 1; d >= 0; d--) {
+			bstride[d] = s;
+			s *= b.cnt[d];
+		}
+		for (int k = 0; k < t->nchunk; k++) {
+			n[k] = b.cnt[t->chunkdim[k]];
+			st[k] = bstride[t->chunkdim[k]];
+		}
+		gather(rt_chunk_data(c), tmp, t->nchunk, n, st, es);
+	}
+	free(tmp);
+	return ok;
+}
+
+/* Writes chunk data (nbytes long) of key; returns 0 (errno set) on failure. */
+static int write_chunk(int fd, int64_t data_offset, const TrtType *t, const int64_t *key,
+                       const void *data, size_t nbytes)
+{
+	Block b;
+	block_of(t, key, &b);
+	if (b.identity)
+		return each_run(t, &b, (char *)data, data_offset, io_write, fd);
+
+	size_t es = rt_dtype_size(t->dtype);
+	int64_t cstride[TRT_MAXDIM], st[TRT_MAXDIM], s = 1;
+	for (int k = t->nchunk - 1; k >= 0; k--) {
+		cstride[k] = s;
+		s *= b.cnt[t->chunkdim[k]];
+	}
+	for (int d = 0; d < t->nkey; d++)
+		st[d] = 0;
+	for (int k = 0; k < t->nchunk; k++)
+		st[t->chunkdim[k]] = cstride[k];
+	char *tmp = rt_alloc(nbytes);
+	gather(tmp, data, t->nkey, b.cnt, st, es);
+	int ok = each_run(t, &b, tmp, data_offset, io_write, fd);
+	free(tmp);
+	return ok;
+}
+
+/* ---- trt_read and trt_write ---- */
+
+static const TrtTensor *tensor_of(int tensor, const TrtType *t)
+{
+	if (!rt.prog || tensor < 0 || tensor >= rt.prog->ntensors)
+		rt_bug("no tensor %d", tensor);
+	const TrtTensor *x = &rt.prog->tensors[tensor];
+	rt_check_type(t);
+	int ok = t->nkey == x->rank && t->dtype == x->dtype;
+	for (int d = 0; ok && d < x->rank; d++)
+		ok = t->extent[d] == x->shape[d];
+	if (!ok)
+		rt_bug("relation type does not match tensor %s", x->name);
+	return x;
+}
+
+static const char *no_path(const TrtTensor *x, char *msg, size_t len)
+{
+	snprintf(msg, len, "%s: %s %s: no file given (add %s=path.npy)", rt_progname(),
+	         rt_role_name(x->role), x->name, x->name);
+	return msg;
+}
+
+TrtRel *trt_read(int tensor, const TrtType *t, TrtPlace p)
+{
+	const TrtTensor *x = tensor_of(tensor, t);
+	const char *path = rt.paths[tensor];
+	char msg[1024];
+	NpyHeader h;
+	int fd = -1;
+
+	if (p.kind == TRT_ANY)
+		rt_bug("read of %s into a TRT_ANY relation", x->name);
+	if (!path)
+		rt_agree(no_path(x, msg, sizeof msg));
+	fd = rt_npy_open(x, path, &h, msg, sizeof msg);
+	rt_agree(fd < 0 ? msg : NULL);
+
+	TrtRel *r = trt_rel_new(t, p);
+	int64_t nk = rt_nkeys(t), key[TRT_MAXDIM];
+	const char *err = NULL;
+	for (int64_t lin = 0; lin < nk && !err; lin++) {
+		rt_key_from_linear(t, lin, key);
+		if (p.kind == TRT_PART && trt_site(&p, t, key) != rt.rank)
+			continue;
+		Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
+		if (!read_chunk(fd, h.data_offset, t, key, c)) {
+			tensor_msg(msg, sizeof msg, x, path, errstr(errno));
+			err = msg;
+			rt_chunk_unref(c);
+			break;
+		}
+		rt_rel_push(r, key, c);
+	}
+	close(fd);
+	rt_agree(err);
+	return r;
+}
+
+/* A broken tuple set would make rank 0 wait for a chunk nobody sends, so
+ * each rank checks its own before any message moves. */
+static void check_complete(const TrtRel *r, const TrtTensor *x)
+{
+	const TrtType *t = &r->type;
+	int64_t owned = 0, nk = rt_nkeys(t), key[TRT_MAXDIM];
+
+	for (int64_t i = 0; i < r->n; i++) {
+		const int64_t *k = r->keys + i * t->nkey;
+		rt_check_key(t, k);
+		if (r->place.kind == TRT_PART && trt_site(&r->place, t, k) != rt.rank)
+			rt_bug("writing %s: a tuple on rank %d belongs to rank %d", x->name,
+			       rt.rank, trt_site(&r->place, t, k));
+		if (i && rt_key_cmp(k - t->nkey, k, t->nkey) >= 0)
+			rt_bug("writing %s: duplicate or unsorted keys", x->name);
+	}
+	for (int64_t lin = 0; lin < nk; lin++) {
+		rt_key_from_linear(t, lin, key);
+		owned += r->place.kind == TRT_ALL || trt_site(&r->place, t, key) == rt.rank;
+	}
+	if (owned != r->n)
+		rt_bug("writing %s: rank %d holds %lld of its %lld chunks", x->name, rt.rank,
+		       (long long)r->n, (long long)owned);
+}
+
+/* The temporary file beside path: <dir>/.<base>.XXXXXX. */
+static int make_temp(const char *path, char **tmpname)
+{
+	const char *slash = strrchr(path, '/');
+	size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+	char *name = rt_alloc(strlen(path) + 16);
+
+	memcpy(name, path, dirlen);
+	sprintf(name + dirlen, ".%s.XXXXXX", path + dirlen);
+	int fd = mkstemp(name);
+	if (fd >= 0) {
+		/* mkstemp makes 0600; give the file the mode open(2) would. */
+		mode_t mask = umask(0);
+		umask(mask);
+		fchmod(fd, 0666 & ~mask);
+	}
+	*tmpname = name;
+	return fd;
+}
+
+void trt_write(int tensor, const TrtRel *r)
+{
+	const TrtType *t = &r->type;
+	const TrtTensor *x = tensor_of(tensor, t);
+	const char *path = rt.paths[tensor];
+	char msg[1024], head[1024];
+	const char *err = NULL;
+	char *tmpname = NULL;
+	int fd = -1;
+
+	if (r->place.kind == TRT_ANY)
+		rt_bug("write of %s from a TRT_ANY relation", x->name);
+	if (!path)
+		rt_agree(no_path(x, msg, sizeof msg));
+	check_complete(r, x);
+
+	size_t hlen = rt_npy_header(x, head, sizeof head);
+	if (!hlen)
+		rt_bug("npy header of %s does not fit", x->name);
+	if (rt.rank == 0) {
+		fd = make_temp(path, &tmpname);
+		if (fd < 0 || !pwrite_full(fd, head, hlen, 0)) {
+			tensor_msg(msg, sizeof msg, x, path, errstr(errno));
+			err = msg;
+			if (fd >= 0) {
+				close(fd);
+				unlink(tmpname);
+			}
+		}
+	}
+	rt_agree(err);
+
+	if (rt.rank != 0) {
+		if (r->place.kind == TRT_PART)
+			for (int64_t i = 0; i < r->n; i++)
+				rt_send_bytes(rt_chunk_data(r->chunks[i]),
+				              rt_chunk_bytes(t, r->keys + i * t->nkey), 0, TAG_WRITE);
+		rt_agree(NULL);
+		return;
+	}
+
+	/* Rank 0: every key in order, from its own tuples or from their owner.
+	 * After a failure it keeps receiving, so no sender is left blocked. */
+	int64_t nk = rt_nkeys(t), key[TRT_MAXDIM], mine = 0;
+	size_t maxbytes = 0;
+	for (int64_t lin = 0; lin < nk; lin++) {
+		rt_key_from_linear(t, lin, key);
+		size_t nb = rt_chunk_bytes(t, key);
+		if (nb > maxbytes)
+			maxbytes = nb;
+	}
+	char *buf = NULL;
+	for (int64_t lin = 0; lin < nk; lin++) {
+		rt_key_from_linear(t, lin, key);
+		size_t nb = rt_chunk_bytes(t, key);
+		const void *data;
+		int site = r->place.kind == TRT_ALL ? 0 : trt_site(&r->place, t, key);
+		if (site == 0) {
+			data = rt_chunk_data(r->chunks[mine++]);
+		} else {
+			if (!buf)
+				buf = rt_alloc(maxbytes);
+			rt_recv_bytes(buf, nb, site, TAG_WRITE);
+			data = buf;
+		}
+		if (!err && !write_chunk(fd, (int64_t)hlen, t, key, data, nb)) {
+			tensor_msg(msg, sizeof msg, x, path, errstr(errno));
+			err = msg;
+		}
+	}
+	free(buf);
+	if (!err && fsync(fd) < 0) {
+		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
+		err = msg;
+	}
+	if (close(fd) < 0 && !err) {
+		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
+		err = msg;
+	}
+	if (!err && rename(tmpname, path) < 0) {
+		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
+		err = msg;
+	}
+	if (err)
+		unlink(tmpname);
+	free(tmpname);
+	rt_agree(err);
+}

@@ -1,0 +1,344 @@
+/*
+ * rel.c: chunks, relations and keys: the data structures every other file of
+ * the runtime works on, and where tuples live (trt_site).
+ *
+ * A chunk's shape is never stored: it follows from the relation's TrtType and
+ * the tuple's key (rt_chunk_shape), which is why chunks can be shared between
+ * relations of the same chunk shape (a rekey, a local broadcast copy).
+ */
+#define _POSIX_C_SOURCE 200809L        /* pread, posix_memalign, mkstemp, setenv */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+size_t rt_dtype_size(TrtDtype d)
+{
+	switch (d) {
+	case TRT_F32: return 4;
+	case TRT_F64: return 8;
+	}
+	rt_bug("bad dtype %d", (int)d);
+}
+
+int64_t rt_frontier(const TrtType *t, int d)
+{
+	return (t->extent[d] + t->block[d] - 1) / t->block[d];
+}
+
+/* Number of keys in the frontier: the most tuples a relation of type t has
+ * per copy.  Saturates rather than overflow. */
+int64_t rt_nkeys(const TrtType *t)
+{
+	int64_t n = 1;
+
+	for (int d = 0; d < t->nkey; d++) {
+		int64_t f = rt_frontier(t, d);
+		if (f && n > INT64_MAX / f)
+			return INT64_MAX;
+		n *= f;
+	}
+	return n;
+}
+
+/* Fills n[c] with chunk dim c's length for key (when n is not NULL) and
+ * returns the element count. */
+int64_t rt_chunk_shape(const TrtType *t, const int64_t *key, int64_t *n)
+{
+	int64_t count = 1;
+
+	for (int c = 0; c < t->nchunk; c++) {
+		int d = t->chunkdim[c];
+		int64_t len = t->extent[d] - key[d] * t->block[d];
+		if (len > t->block[d])
+			len = t->block[d];
+		if (n)
+			n[c] = len;
+		count *= len;
+	}
+	return count;
+}
+
+size_t rt_chunk_bytes(const TrtType *t, const int64_t *key)
+{
+	return (size_t)rt_chunk_shape(t, key, NULL) * rt_dtype_size(t->dtype);
+}
+
+void rt_check_type(const TrtType *t)
+{
+	if (t->nkey < 0 || t->nkey > TRT_MAXDIM || t->nchunk < 0 || t->nchunk > TRT_MAXDIM)
+		rt_bug("relation type with %d key dims and %d chunk dims", t->nkey, t->nchunk);
+	if (t->dtype != TRT_F32 && t->dtype != TRT_F64)
+		rt_bug("bad dtype %d", (int)t->dtype);
+	for (int d = 0; d < t->nkey; d++)
+		if (t->extent[d] < 0 || t->block[d] < 1)
+			rt_bug("key dim %d has extent %lld and block %lld", d,
+			       (long long)t->extent[d], (long long)t->block[d]);
+	for (int c = 0; c < t->nchunk; c++)
+		if (t->chunkdim[c] < 0 || t->chunkdim[c] >= t->nkey)
+			rt_bug("chunk dim %d spans key dim %d of %d", c, t->chunkdim[c], t->nkey);
+}
+
+void rt_check_key(const TrtType *t, const int64_t *key)
+{
+	for (int d = 0; d < t->nkey; d++)
+		if (key[d] < 0 || key[d] >= rt_frontier(t, d))
+			rt_bug("key dim %d value %lld outside frontier %lld", d,
+			       (long long)key[d], (long long)rt_frontier(t, d));
+}
+
+/* ---- chunks ---- */
+
+Chunk *rt_chunk_new(size_t nbytes)
+{
+	void *p = NULL;
+
+	if (nbytes > SIZE_MAX - RT_ALIGN || posix_memalign(&p, RT_ALIGN, RT_ALIGN + nbytes))
+		trt_fatal("out of memory: cannot allocate a chunk of %zu bytes on rank %d",
+		          nbytes, rt.rank);
+	Chunk *c = p;
+	c->refs = 1;
+	c->nbytes = nbytes;
+	return c;
+}
+
+void *rt_chunk_data(const Chunk *c)
+{
+	return (char *)c + RT_ALIGN;
+}
+
+Chunk *rt_chunk_ref(Chunk *c)
+{
+	c->refs++;
+	return c;
+}
+
+void rt_chunk_unref(Chunk *c)
+{
+	if (c && --c->refs == 0)
+		free(c);
+}
+
+TrtView rt_view(const TrtType *t, const int64_t *key, const Chunk *c)
+{
+	TrtView v;
+
+	memset(&v, 0, sizeof v);
+	v.p = rt_chunk_data(c);
+	v.rank = t->nchunk;
+	rt_chunk_shape(t, key, v.n);
+	return v;
+}
+
+/* ---- relations ---- */
+
+TrtRel *trt_rel_new(const TrtType *t, TrtPlace p)
+{
+	TrtRel *r = rt_alloc(sizeof *r);
+
+	rt_check_type(t);
+	if (p.ndims < 0 || p.ndims > t->nkey)
+		rt_bug("placement on %d dims of a relation with %d key dims", p.ndims, t->nkey);
+	memset(r, 0, sizeof *r);
+	r->type = *t;
+	r->place = p;
+	return r;
+}
+
+void trt_free(TrtRel *r)
+{
+	if (!r)
+		return;
+	for (int64_t i = 0; i < r->n; i++)
+		rt_chunk_unref(r->chunks[i]);
+	free(r->keys);
+	free(r->chunks);
+	free(r);
+}
+
+int64_t trt_ntuples(const TrtRel *r)
+{
+	return r->n;
+}
+
+/* Appends a tuple; the relation takes over the caller's reference to c. */
+void rt_rel_push(TrtRel *r, const int64_t *key, Chunk *c)
+{
+	int nk = r->type.nkey;
+
+	if (r->n == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 8;
+		r->keys = rt_realloc(r->keys, sizeof *r->keys * (size_t)(r->cap * (nk ? nk : 1)));
+		r->chunks = rt_realloc(r->chunks, sizeof *r->chunks * (size_t)r->cap);
+	}
+	memcpy(r->keys + r->n * nk, key, sizeof *key * (size_t)nk);
+	r->chunks[r->n++] = c;
+}
+
+int rt_key_cmp(const int64_t *a, const int64_t *b, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return a[i] < b[i] ? -1 : 1;
+	return 0;
+}
+
+/* A stable merge sort of the positions idx[0..n): qsort is not stable and
+ * has no context argument, and tuples are few. */
+void rt_sort(int64_t *idx, int64_t n, int (*cmp)(int64_t, int64_t, const void *),
+             const void *ctx)
+{
+	if (n < 2)
+		return;
+	int64_t *tmp = rt_alloc(sizeof *tmp * (size_t)n);
+	for (int64_t w = 1; w < n; w *= 2) {
+		for (int64_t lo = 0; lo < n; lo += 2 * w) {
+			int64_t mid = lo + w < n ? lo + w : n;
+			int64_t hi = lo + 2 * w < n ? lo + 2 * w : n;
+			int64_t i = lo, j = mid, k = lo;
+			while (i < mid && j < hi)
+				tmp[k++] = cmp(idx[j], idx[i], ctx) < 0 ? idx[j++] : idx[i++];
+			while (i < mid)
+				tmp[k++] = idx[i++];
+			while (j < hi)
+				tmp[k++] = idx[j++];
+		}
+		memcpy(idx, tmp, sizeof *idx * (size_t)n);
+	}
+	free(tmp);
+}
+
+static int cmp_tuple(int64_t a, int64_t b, const void *ctx)
+{
+	const TrtRel *r = ctx;
+	int nk = r->type.nkey;
+
+	return rt_key_cmp(r->keys + a * nk, r->keys + b * nk, nk);
+}
+
+/* Sorts the tuples by key; tuples with equal keys keep their order. */
+void rt_rel_sort(TrtRel *r)
+{
+	int nk = r->type.nkey;
+	int64_t n = r->n, sorted = 1;
+
+	for (int64_t i = 1; i < n && sorted; i++)
+		sorted = rt_key_cmp(r->keys + (i - 1) * nk, r->keys + i * nk, nk) <= 0;
+	if (sorted)
+		return;
+	int64_t *idx = rt_alloc(sizeof *idx * (size_t)n);
+	for (int64_t i = 0; i < n; i++)
+		idx[i] = i;
+	rt_sort(idx, n, cmp_tuple, r);
+	int64_t *keys = rt_alloc(sizeof *keys * (size_t)(n * nk + 1));
+	Chunk **chunks = rt_alloc(sizeof *chunks * (size_t)n);
+	for (int64_t i = 0; i < n; i++) {
+		memcpy(keys + i * nk, r->keys + idx[i] * nk, sizeof *keys * (size_t)nk);
+		chunks[i] = r->chunks[idx[i]];
+	}
+	free(r->keys);
+	free(r->chunks);
+	free(idx);
+	r->keys = keys;
+	r->chunks = chunks;
+	r->cap = n;
+}
+
+/* Row-major position of key in the frontier, and back. */
+int64_t rt_key_linear(const TrtType *t, const int64_t *key)
+{
+	int64_t lin = 0;
+
+	for (int d = 0; d < t->nkey; d++)
+		lin = lin * rt_frontier(t, d) + key[d];
+	return lin;
+}
+
+void rt_key_from_linear(const TrtType *t, int64_t lin, int64_t *key)
+{
+	for (int d = t->nkey - 1; d >= 0; d--) {
+		int64_t f = rt_frontier(t, d);
+		key[d] = lin % f;
+		lin /= f;
+	}
+}
+
+/* The row-major index over the partitioning dims, taken modulo the rank
+ * count as it is built so that no frontier product can overflow. */
+int trt_site(const TrtPlace *p, const TrtType *t, const int64_t *key)
+{
+	int64_t lin = 0, nr = rt.nranks;
+
+	if (p->kind != TRT_PART)
+		return rt.rank;
+	for (int i = 0; i < p->ndims; i++) {
+		int d = p->dims[i];
+		lin = (lin * (rt_frontier(t, d) % nr) + key[d] % nr) % nr;
+	}
+	return (int)lin;
+}
+
+/* ---- a hash index over a relation's keys ---- */
+
+static uint64_t hash_key(const int64_t *key, int n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull;
+
+	for (int i = 0; i < n; i++) {
+		h ^= (uint64_t)key[i];
+		h *= 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 31;
+	}
+	return h;
+}
+
+void rt_index_init(KeyIndex *ix)
+{
+	memset(ix, 0, sizeof *ix);
+}
+
+int64_t rt_index_find(const KeyIndex *ix, const TrtRel *r, const int64_t *key)
+{
+	int nk = r->type.nkey;
+
+	if (!ix->cap)
+		return -1;
+	for (uint64_t h = hash_key(key, nk);; h++) {
+		int64_t s = ix->slot[h & (uint64_t)(ix->cap - 1)];
+		if (!s)
+			return -1;
+		if (!rt_key_cmp(r->keys + (s - 1) * nk, key, nk))
+			return s - 1;
+	}
+}
+
+static void index_put(KeyIndex *ix, const TrtRel *r, int64_t pos)
+{
+	uint64_t h = hash_key(r->keys + pos * r->type.nkey, r->type.nkey);
+
+	while (ix->slot[h & (uint64_t)(ix->cap - 1)])
+		h++;
+	ix->slot[h & (uint64_t)(ix->cap - 1)] = pos + 1;
+}
+
+void rt_index_add(KeyIndex *ix, const TrtRel *r, int64_t pos)
+{
+	if (2 * (ix->n + 1) > ix->cap) {
+		KeyIndex old = *ix;
+		ix->cap = old.cap ? 2 * old.cap : 16;
+		ix->slot = rt_alloc(sizeof *ix->slot * (size_t)ix->cap);
+		memset(ix->slot, 0, sizeof *ix->slot * (size_t)ix->cap);
+		for (int64_t i = 0; i < old.cap; i++)
+			if (old.slot[i])
+				index_put(ix, r, old.slot[i] - 1);
+		free(old.slot);
+	}
+	index_put(ix, r, pos);
+	ix->n++;
+}
+
+void rt_index_free(KeyIndex *ix)
+{
+	free(ix->slot);
+	rt_index_init(ix);
+}

@@ -1,0 +1,138 @@
+/*
+ * rt.h: libtracrt's private header, shared by the runtime's files and its
+ * unit test, never installed.  Compiled programs see only trac_rt.h.
+ *
+ * Invariants every file relies on:
+ *  - A chunk is one allocation: a Chunk header padded to RT_ALIGN bytes, then
+ *    the data, so chunk data is always 64-byte aligned.  Chunks are reference
+ *    counted; a rank is single-threaded, so counts are plain integers.
+ *  - A relation stores its tuples as two parallel arrays: keys (n * nkey
+ *    int64s, row by row) and chunk pointers, each owning one reference.
+ *  - Every op that builds a relation sorts it by key (stably) before handing
+ *    it out, so tuple order, and so every accumulation order, depends only on
+ *    the data and the number of ranks, never on hashing or message timing.
+ */
+#ifndef TRAC_RT_PRIVATE_H
+#define TRAC_RT_PRIVATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <mpi.h>
+
+#include "trac_rt.h"
+
+#define RT_ALIGN 64
+
+typedef struct Chunk {
+	int64_t refs;
+	size_t nbytes;
+} Chunk;
+
+struct TrtRel {
+	TrtType type;
+	TrtPlace place;
+	int64_t n, cap;                 /* tuples on this rank, allocated slots */
+	int64_t *keys;                  /* n * type.nkey */
+	Chunk **chunks;
+};
+
+/* The process-wide state that trt_init fills in. */
+typedef struct RtState {
+	int rank, nranks;
+	const TrtProgram *prog;
+	const char *progname;           /* basename of argv[0], for messages */
+	const char **paths;             /* per tensor: file to read or write, or NULL */
+	uint64_t seed;
+	int profile;
+	double sent;                    /* bytes this rank sent to other ranks so far */
+} RtState;
+
+extern RtState rt;
+
+/* ---- init.c ---- */
+
+const char *rt_progname(void);
+const char *rt_role_name(TrtRole role);
+void rt_exit(int status) __attribute__((noreturn));
+void rt_agree(const char *msg);
+void rt_bug(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void *rt_alloc(size_t nbytes);
+void *rt_realloc(void *p, size_t nbytes);
+
+/* ---- rel.c ---- */
+
+size_t rt_dtype_size(TrtDtype d);
+int64_t rt_frontier(const TrtType *t, int d);
+int64_t rt_nkeys(const TrtType *t);
+int64_t rt_chunk_shape(const TrtType *t, const int64_t *key, int64_t *n);
+size_t rt_chunk_bytes(const TrtType *t, const int64_t *key);
+Chunk *rt_chunk_new(size_t nbytes);
+void *rt_chunk_data(const Chunk *c);
+Chunk *rt_chunk_ref(Chunk *c);
+void rt_chunk_unref(Chunk *c);
+TrtView rt_view(const TrtType *t, const int64_t *key, const Chunk *c);
+void rt_check_type(const TrtType *t);
+void rt_check_key(const TrtType *t, const int64_t *key);
+void rt_rel_push(TrtRel *r, const int64_t *key, Chunk *c);
+void rt_rel_sort(TrtRel *r);
+int rt_key_cmp(const int64_t *a, const int64_t *b, int n);
+void rt_sort(int64_t *idx, int64_t n, int (*cmp)(int64_t, int64_t, const void *),
+             const void *ctx);
+int64_t rt_key_linear(const TrtType *t, const int64_t *key);
+void rt_key_from_linear(const TrtType *t, int64_t lin, int64_t *key);
+
+/* An open-addressing hash index from the keys of a relation's tuples to
+ * their positions; it stores positions only, so the relation may grow. */
+typedef struct KeyIndex {
+	int64_t cap, n;
+	int64_t *slot;                  /* position + 1, or 0 when empty */
+} KeyIndex;
+
+void rt_index_init(KeyIndex *ix);
+int64_t rt_index_find(const KeyIndex *ix, const TrtRel *r, const int64_t *key);
+void rt_index_add(KeyIndex *ix, const TrtRel *r, int64_t pos);
+void rt_index_free(KeyIndex *ix);
+
+/* ---- comm.c ---- */
+
+/* Largest element count one MPI call may carry; INT_MAX except in tests,
+ * which lower it to exercise the large-message paths on small data. */
+extern int64_t rt_msg_limit;
+void rt_send_bytes(const void *buf, size_t n, int dest, int tag);
+void rt_recv_bytes(void *buf, size_t n, int src, int tag);
+
+/* ---- npy.c ---- */
+
+#define NPY_MAXDIM 64             /* numpy 2's limit; more is a malformed header */
+
+typedef struct NpyHeader {
+	int major, minor;
+	char descr[32];                 /* as written, e.g. "<f4" */
+	int fortran;
+	int rank;
+	int64_t shape[NPY_MAXDIM];
+	int64_t data_offset;            /* bytes before the data */
+} NpyHeader;
+
+int rt_npy_parse(const unsigned char *buf, size_t n, NpyHeader *h,
+                 char *why, size_t whylen);
+int rt_npy_check(const NpyHeader *h, const TrtTensor *t, int64_t filesize,
+                 char *why, size_t whylen);
+int rt_npy_open(const TrtTensor *t, const char *path, NpyHeader *h,
+                char *msg, size_t msglen);
+size_t rt_npy_header(const TrtTensor *t, char *buf, size_t buflen);
+void rt_shape_str(char *buf, size_t len, int rank, const int64_t *shape);
+
+/* ---- blas.c ---- */
+
+void rt_blas_init(void);
+const char *rt_blas_arch(void);
+int rt_blas_threads(void);
+
+/* ---- profile.c ---- */
+
+void rt_profile_init(void);
+void rt_profile_report(void);
+void rt_count_sent(double bytes);
+
+#endif

@@ -1,0 +1,30 @@
+# lib.sh: helpers for the end-to-end tests (sourced).
+#   TRAC, MPIRUN, PYTHON come from `make check` (tests' environment).
+set -u
+: "${TRAC:?}" "${MPIRUN:=mpirun}" "${PYTHON:=/usr/bin/python3}" "${srcdir:=.}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+# quiet Open MPI's warnings about this sandbox's network interfaces
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+TOP=$(cd "$srcdir" && pwd)
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/trac-test.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT
+cd "$TMP" || exit 1
+FAILS=0
+
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+pass() { echo "ok: $*"; }
+
+# run NP PROGRAM ARGS...: the program under mpirun on NP ranks
+run() {
+	np=$1; shift
+	"$MPIRUN" -np "$np" "$@"
+}
+
+finish() {
+	if [ "$FAILS" -ne 0 ]; then
+		echo "$FAILS failure(s)"
+		exit 1
+	fi
+	exit 0
+}

@@ -1,0 +1,1009 @@
+/*
+ * test_runtime.c: libtracrt's unit tests.  Runs as one rank under `make
+ * check` and under mpirun -np 1..4 through tests/e2e/runtime_ranks.sh.
+ *
+ * Collective tests never stop half-way on one rank (a rank that left a test
+ * early would hang the others in their next collective): they record
+ * failures with EXPECT and agree on the verdict at the end of the test.
+ *
+ * Files go to $RT_TEST_DIR (default tests/tmp/runtime-npN).  With
+ * RT_TEST_READ=NAME (or RT_TEST_WRITE=NAME) set, the program only reads (or
+ * writes) tensor NAME and exits: the shell test uses that to see how input
+ * and output errors end the job, and to check written files with numpy.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+static int nfail;
+static FILE *errout;    /* stderr, kept when other ranks silence cmocka */
+
+#define EXPECT(c) expect_((c) ? 1 : 0, #c, __FILE__, __LINE__)
+
+static void expect_(int ok, const char *what, const char *file, int line)
+{
+	if (!ok && nfail++ < 5)
+		fprintf(errout, "rank %d: %s:%d: failed: %s\n", trt_rank(), file, line, what);
+}
+
+/* End of a collective test: every rank learns whether any rank failed. */
+static void agree(void)
+{
+	int total = 0;
+
+	MPI_Allreduce(&nfail, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	nfail = 0;
+	assert_int_equal(total, 0);
+}
+
+static char dir[512];
+
+/* ---- the test program's tensors ---- */
+
+enum { T_A, T_X, T_CASE0 };
+
+typedef struct Case {
+	TrtDtype dt;
+	int rank;
+	int64_t shape[3];
+	int64_t wblock[3], rblock[3];   /* blocks when written and when read back */
+	int wnchunk, wchunk[3];
+	int rnchunk, rchunk[3];
+	TrtPlace wplace, rplace;
+} Case;
+
+#define PART(...) { TRT_PART, sizeof((int[]){ __VA_ARGS__ }) / sizeof(int), { __VA_ARGS__ } }
+#define PART0 { TRT_PART, 0, { 0 } }
+#define ALL { TRT_ALL, 0, { 0 } }
+
+static const Case cases[] = {
+	{ TRT_F32, 0, { 0 }, { 0 }, { 0 }, 0, { 0 }, 0, { 0 }, PART0, ALL },
+	{ TRT_F64, 0, { 0 }, { 0 }, { 0 }, 0, { 0 }, 0, { 0 }, ALL, PART0 },
+	{ TRT_F32, 1, { 10 }, { 3 }, { 4 }, 1, { 0 }, 1, { 0 }, PART(0), PART(0) },
+	{ TRT_F64, 1, { 10 }, { 10 }, { 1 }, 1, { 0 }, 1, { 0 }, ALL, PART(0) },
+	{ TRT_F64, 2, { 7, 5 }, { 3, 2 }, { 2, 5 }, 2, { 0, 1 }, 2, { 1, 0 }, PART(0), PART(1) },
+	{ TRT_F32, 2, { 7, 5 }, { 4, 3 }, { 3, 2 }, 2, { 1, 0 }, 2, { 0, 1 }, PART(1, 0), ALL },
+	{ TRT_F32, 2, { 6, 9 }, { 6, 4 }, { 1, 9 }, 2, { 0, 1 }, 1, { 1 }, PART(1), PART(0) },
+	{ TRT_F64, 3, { 5, 4, 3 }, { 2, 3, 2 }, { 5, 1, 3 }, 3, { 2, 0, 1 }, 2, { 0, 2 },
+	  PART(0, 2), PART(1) },
+	{ TRT_F32, 3, { 5, 4, 3 }, { 5, 4, 2 }, { 2, 2, 3 }, 3, { 0, 1, 2 }, 3, { 1, 2, 0 },
+	  PART(2), PART(0, 1, 2) },
+};
+#define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+static TrtTensor tensors[T_CASE0 + NCASES];
+static char paths[T_CASE0 + NCASES][600];
+static TrtProgram prog;
+
+static TrtType case_type(const Case *c, int written)
+{
+	TrtType t;
+
+	memset(&t, 0, sizeof t);
+	t.dtype = c->dt;
+	t.nkey = c->rank;
+	for (int d = 0; d < c->rank; d++) {
+		t.extent[d] = c->shape[d];
+		t.block[d] = written ? c->wblock[d] : c->rblock[d];
+	}
+	t.nchunk = written ? c->wnchunk : c->rnchunk;
+	memcpy(t.chunkdim, written ? c->wchunk : c->rchunk, sizeof t.chunkdim);
+	return t;
+}
+
+/* ---- building and checking relations element by element ---- */
+
+/* The row-major index in the whole tensor of element ci of chunk key. */
+static int64_t global_index(const TrtType *t, const int64_t *key, const int64_t *ci)
+{
+	int64_t idx[TRT_MAXDIM], lin = 0;
+
+	for (int d = 0; d < t->nkey; d++)
+		idx[d] = key[d] * t->block[d];
+	for (int c = 0; c < t->nchunk; c++)
+		idx[t->chunkdim[c]] += ci[c];
+	for (int d = 0; d < t->nkey; d++)
+		lin = lin * t->extent[d] + idx[d];
+	return lin;
+}
+
+static double value_at(int64_t lin)
+{
+	return 0.5 * (double)lin + 1;
+}
+
+/* Calls f on every element of chunk key, in the chunk's order. */
+static void each_elem(const TrtType *t, const int64_t *key, void *data,
+                      void (*f)(const TrtType *, void *, int64_t, int64_t))
+{
+	int64_t n[TRT_MAXDIM], ci[TRT_MAXDIM] = { 0 };
+	int64_t count = rt_chunk_shape(t, key, n);
+
+	for (int64_t e = 0; e < count; e++) {
+		f(t, data, e, global_index(t, key, ci));
+		for (int c = t->nchunk - 1; c >= 0; c--) {
+			if (++ci[c] < n[c])
+				break;
+			ci[c] = 0;
+		}
+	}
+}
+
+static void fill_elem(const TrtType *t, void *data, int64_t e, int64_t lin)
+{
+	if (t->dtype == TRT_F32)
+		((float *)data)[e] = (float)value_at(lin);
+	else
+		((double *)data)[e] = value_at(lin);
+}
+
+static void check_elem(const TrtType *t, void *data, int64_t e, int64_t lin)
+{
+	double v = t->dtype == TRT_F32 ? ((float *)data)[e] : ((double *)data)[e];
+	EXPECT(v == value_at(lin));
+}
+
+/* A relation of type t, placement p, holding value_at() everywhere. */
+static TrtRel *make_rel(const TrtType *t, TrtPlace p)
+{
+	TrtRel *r = trt_rel_new(t, p);
+	int64_t key[TRT_MAXDIM];
+
+	for (int64_t lin = 0; lin < rt_nkeys(t); lin++) {
+		rt_key_from_linear(t, lin, key);
+		if (p.kind == TRT_PART && trt_site(&p, t, key) != trt_rank())
+			continue;
+		Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
+		each_elem(t, key, rt_chunk_data(c), fill_elem);
+		rt_rel_push(r, key, c);
+	}
+	return r;
+}
+
+/* r holds exactly the chunks placement p gives this rank, with the right data. */
+static void check_rel(const TrtRel *r, TrtPlace p)
+{
+	const TrtType *t = &r->type;
+	int64_t want = 0, key[TRT_MAXDIM];
+
+	for (int64_t lin = 0; lin < rt_nkeys(t); lin++) {
+		rt_key_from_linear(t, lin, key);
+		want += p.kind == TRT_ALL || trt_site(&p, t, key) == trt_rank();
+	}
+	EXPECT(r->n == want);
+	for (int64_t i = 0; i < r->n; i++) {
+		const int64_t *k = r->keys + i * t->nkey;
+		if (p.kind == TRT_PART)
+			EXPECT(trt_site(&p, t, k) == trt_rank());
+		if (i)
+			EXPECT(rt_key_cmp(k - t->nkey, k, t->nkey) < 0);
+		each_elem(t, k, rt_chunk_data(r->chunks[i]), check_elem);
+	}
+}
+
+/* ---- trt_site ---- */
+
+static void test_site(void **state)
+{
+	(void)state;
+	TrtType t = { .dtype = TRT_F64, .nkey = 3, .extent = { 10, 7, 5 }, .block = { 4, 2, 1 } };
+	TrtPlace p = { TRT_PART, 2, { 2, 0 } };
+	TrtPlace none = { TRT_PART, 0, { 0 } };
+	int saved = rt.nranks;
+
+	assert_int_equal(rt_frontier(&t, 0), 3);
+	assert_int_equal(rt_frontier(&t, 1), 4);
+	assert_int_equal(rt_frontier(&t, 2), 5);
+	for (int nr = 1; nr <= 7; nr++) {
+		rt.nranks = nr;
+		for (int64_t a = 0; a < 3; a++)
+			for (int64_t b = 0; b < 4; b++)
+				for (int64_t c = 0; c < 5; c++) {
+					int64_t key[3] = { a, b, c };
+					assert_int_equal(trt_site(&p, &t, key), (c * 3 + a) % nr);
+					assert_int_equal(trt_site(&none, &t, key), 0);
+				}
+	}
+
+	/* Frontiers whose product overflows int64 still give the right rank. */
+	TrtType big = { .dtype = TRT_F32, .nkey = 2, .extent = { (int64_t)1 << 40, (int64_t)1 << 40 },
+	                .block = { 1, 1 } };
+	TrtPlace both = { TRT_PART, 2, { 0, 1 } };
+	int64_t key[2] = { ((int64_t)1 << 40) - 1, ((int64_t)1 << 40) - 3 };
+	rt.nranks = 7;
+	unsigned __int128 lin = (unsigned __int128)key[0] * ((uint64_t)1 << 40) + (uint64_t)key[1];
+	assert_int_equal(trt_site(&both, &big, key), (int)(lin % 7));
+	rt.nranks = saved;
+}
+
+/* Sorting by key keeps tuples with equal keys in their order: the order
+ * partial aggregates are combined in, and so the rounding, depends on it. */
+static void test_sort_stable(void **state)
+{
+	(void)state;
+	TrtType t = { .dtype = TRT_F32, .nkey = 1, .extent = { 4 }, .block = { 1 } };
+	TrtRel *r = trt_rel_new(&t, (TrtPlace){ TRT_ANY, 0, { 0 } });
+	int64_t keys[] = { 3, 1, 2, 1, 0, 3, 1, 2, 0, 3, 3, 1, 0 };
+	int n = (int)(sizeof keys / sizeof keys[0]);
+
+	for (int i = 0; i < n; i++) {
+		Chunk *c = rt_chunk_new(4);
+		*(float *)rt_chunk_data(c) = (float)i;
+		rt_rel_push(r, &keys[i], c);
+	}
+	rt_rel_sort(r);
+	assert_int_equal(r->n, n);
+	for (int i = 1; i < n; i++) {
+		assert_true(r->keys[i - 1] <= r->keys[i]);
+		if (r->keys[i - 1] == r->keys[i])
+			assert_true(*(float *)rt_chunk_data(r->chunks[i - 1]) <
+			            *(float *)rt_chunk_data(r->chunks[i]));
+	}
+	trt_free(r);
+}
+
+/* ---- .npy round trips ---- */
+
+static void test_npy_roundtrip(void **state)
+{
+	(void)state;
+	for (int i = 0; i < NCASES; i++) {
+		const Case *c = &cases[i];
+		TrtType wt = case_type(c, 1), rtype = case_type(c, 0);
+		TrtRel *w = make_rel(&wt, c->wplace);
+
+		trt_write(T_CASE0 + i, w);
+		TrtRel *r = trt_read(T_CASE0 + i, &rtype, c->rplace);
+		check_rel(r, c->rplace);
+
+		/* The file itself, checked byte by byte on rank 0: a v1.0 header
+		 * numpy accepts, then the values in C order. */
+		if (trt_rank() == 0) {
+			NpyHeader h;
+			char why[256], msg[1024];
+			int fd = rt_npy_open(&tensors[T_CASE0 + i], paths[T_CASE0 + i], &h, msg, sizeof msg);
+			EXPECT(fd >= 0);
+			if (fd >= 0) {
+				int64_t n = 1;
+				for (int d = 0; d < c->rank; d++)
+					n *= c->shape[d];
+				size_t es = rt_dtype_size(c->dt);
+				unsigned char *buf = malloc((size_t)(h.data_offset + n * (int64_t)es) + 1);
+				EXPECT(pread(fd, buf, (size_t)(h.data_offset + n * (int64_t)es) + 1, 0) ==
+				       h.data_offset + n * (int64_t)es);
+				EXPECT(h.major == 1 && h.data_offset % 64 == 0);
+				EXPECT(rt_npy_parse(buf, (size_t)h.data_offset, &h, why, sizeof why));
+				for (int64_t e = 0; e < n; e++) {
+					double v;
+					if (c->dt == TRT_F32) {
+						float f;
+						memcpy(&f, buf + h.data_offset + e * 4, 4);
+						v = f;
+					} else {
+						memcpy(&v, buf + h.data_offset + e * 8, 8);
+					}
+					EXPECT(v == value_at(e));
+				}
+				free(buf);
+				close(fd);
+			}
+			struct stat st;
+			EXPECT(stat(paths[T_CASE0 + i], &st) == 0 && (st.st_mode & 0777) != 0600);
+		}
+		trt_free(w);
+		trt_free(r);
+	}
+	agree();
+}
+
+/* Every write renamed its temporary away: no .NAME.XXXXXX is left. */
+static void test_npy_no_leftovers(void **state)
+{
+	(void)state;
+	char cmd[700];
+	if (trt_rank() == 0) {
+		/* Only the finished files, no .NAME.XXXXXX temporaries. */
+		snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -q '^[.]'", dir);
+		EXPECT(system(cmd) != 0);
+	}
+	agree();
+}
+
+/* ---- .npy errors ---- */
+
+static const TrtTensor tA = { "A", TRT_INPUT, TRT_F32, 2, { 1000, 700 }, NULL };
+
+/* A .npy image: header dict text with version major.minor, then nbytes of data. */
+static size_t make_npy(unsigned char *buf, int major, const char *dict, size_t nbytes)
+{
+	size_t start = major == 1 ? 10 : 12, n = strlen(dict);
+	size_t total = (start + n + 1 + 63) / 64 * 64;
+
+	memcpy(buf, "\x93NUMPY", 6);
+	buf[6] = (unsigned char)major;
+	buf[7] = 0;
+	size_t hlen = total - start;
+	buf[8] = hlen & 0xff;
+	buf[9] = (hlen >> 8) & 0xff;
+	if (major != 1) {
+		buf[10] = (hlen >> 16) & 0xff;
+		buf[11] = (hlen >> 24) & 0xff;
+	}
+	memcpy(buf + start, dict, n);
+	memset(buf + start + n, ' ', total - start - n - 1);
+	buf[total - 1] = '\n';
+	memset(buf + total, 0, nbytes);
+	return total + nbytes;
+}
+
+/* Parses and checks an image against tA; returns the reason, or "ok". */
+static const char *verdict(const unsigned char *buf, size_t n, int64_t filesize)
+{
+	static char why[512];
+	NpyHeader h;
+
+	if (!rt_npy_parse(buf, n, &h, why, sizeof why))
+		return why;
+	if (!rt_npy_check(&h, &tA, filesize < 0 ? (int64_t)n : filesize, why, sizeof why))
+		return why;
+	return "ok";
+}
+
+static void test_npy_header_errors(void **state)
+{
+	(void)state;
+	static unsigned char buf[4096];
+	size_t n;
+	const int64_t full = 10000000 + 128;   /* header + 1000*700*4 bytes: pretend size */
+
+	n = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1000, 700), }", 0);
+	assert_string_equal(verdict(buf, n, full), "ok");
+	n = make_npy(buf, 2, "{'descr': '<f4', 'fortran_order': False, 'shape': (1000, 700), }", 0);
+	assert_string_equal(verdict(buf, n, full), "ok");
+	n = make_npy(buf, 3, "{\"shape\": (1000L, 700L), \"fortran_order\": False, \"descr\": \"|f4\"}", 0);
+	assert_string_equal(verdict(buf, n, full), "ok");
+	n = make_npy(buf, 1, "{'descr': '=f4', 'fortran_order': False, 'shape': (1000, 700)}", 0);
+	assert_string_equal(verdict(buf, n, full), "ok");
+
+	n = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (700, 1000), }", 0);
+	assert_string_equal(verdict(buf, n, full), "shape (1000, 700) expected, found (700, 1000)");
+	n = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (700000,), }", 0);
+	assert_string_equal(verdict(buf, n, full), "shape (1000, 700) expected, found (700000,)");
+	n = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (), }", 0);
+	assert_string_equal(verdict(buf, n, full), "shape (1000, 700) expected, found ()");
+	n = make_npy(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1000, 700), }", 0);
+	assert_string_equal(verdict(buf, n, full), "dtype <f4 expected, found <f8");
+	n = make_npy(buf, 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (1000, 700), }", 0);
+	assert_string_equal(verdict(buf, n, full), "dtype <f4 expected, found <i4");
+	n = make_npy(buf, 1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1000, 700), }", 0);
+	assert_string_equal(verdict(buf, n, full), "dtype <f4 expected, found a structured dtype");
+	n = make_npy(buf, 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (1000, 700), }", 0);
+	assert_string_equal(verdict(buf, n, full), "big-endian data not supported; expected <f4, found >f4");
+	n = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (1000, 700), }", 0);
+	assert_string_equal(verdict(buf, n, full), "Fortran order not supported; save the array in C order");
+	n = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1000, 700), }", 1000);
+	assert_string_equal(verdict(buf, n, -1),
+	                    "file is truncated: 2800000 bytes of data expected, 1000 found");
+	n = make_npy(buf, 4, "{'descr': '<f4', 'fortran_order': False, 'shape': (1000, 700), }", 0);
+	assert_string_equal(verdict(buf, n, full), "unsupported .npy version 4.0");
+	n = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1000, 700 }", 0);
+	assert_string_equal(verdict(buf, n, full), "malformed .npy header");
+	n = make_npy(buf, 1, "{'descr': '<f4', 'shape': (1000, 700)}", 0);
+	assert_string_equal(verdict(buf, n, full), "malformed .npy header: no 'fortran_order'");
+	n = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1000, 700), }", 0);
+	assert_string_equal(verdict(buf, 40, full), "truncated .npy header");
+	assert_string_equal(verdict((const unsigned char *)"hello, world\n", 13, full), "not a .npy file");
+	assert_string_equal(verdict((const unsigned char *)"\x93NUM", 4, full), "not a .npy file");
+}
+
+/* The whole line, through rt_npy_open, for files on disk. */
+static void expect_open(const char *file, const char *why)
+{
+	char path[700], want[1024], msg[1024];
+	NpyHeader h;
+
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	snprintf(want, sizeof want, "test_runtime: input A (%s): %s", path, why);
+	int fd = rt_npy_open(&tA, path, &h, msg, sizeof msg);
+	EXPECT(fd < 0);
+	if (fd >= 0)
+		close(fd);
+	else if (strcmp(msg, want))
+		fprintf(errout, "got  '%s'\nwant '%s'\n", msg, want);
+	EXPECT(fd < 0 && !strcmp(msg, want));
+}
+
+static void put_file(const char *file, const void *data, size_t n)
+{
+	char path[700];
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	FILE *f = fopen(path, "wb");
+	EXPECT(f && fwrite(data, 1, n, f) == n);
+	if (f)
+		fclose(f);
+}
+
+static void test_npy_file_errors(void **state)
+{
+	(void)state;
+	static unsigned char buf[4096];
+	char path[700];
+
+	if (trt_rank() == 0) {
+		size_t n = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1000, 700), }", 1000);
+		put_file("trunc.npy", buf, n);
+		put_file("text.npy", "not numpy\n", 10);
+		put_file("empty.npy", "", 0);
+		n = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (700, 1000), }", 0);
+		put_file("shape.npy", buf, n);
+		snprintf(path, sizeof path, "%s/adir.npy", dir);
+		mkdir(path, 0777);
+	}
+	MPI_Barrier(MPI_COMM_WORLD);
+	expect_open("missing.npy", "No such file or directory");
+	expect_open("adir.npy", "is a directory");
+	expect_open("trunc.npy", "file is truncated: 2800000 bytes of data expected, 1000 found");
+	expect_open("text.npy", "not a .npy file");
+	expect_open("empty.npy", "not a .npy file");
+	expect_open("shape.npy", "shape (1000, 700) expected, found (700, 1000)");
+	agree();
+}
+
+/* ---- local ops and communication on blocked matmul ---- */
+
+static int first_calls, acc_calls;
+
+/* Checks what every join kernel may rely on, and counts the calls. */
+static void mm_kernel(const TrtView *in, TrtView *out, int acc)
+{
+	const TrtView *a = &in[0], *b = &in[1];
+	int64_t m = a->n[0], k = a->n[1], n = b->n[1];
+
+	EXPECT(a->rank == 2 && b->rank == 2 && out->rank == 2);
+	EXPECT(b->n[0] == k && out->n[0] == m && out->n[1] == n);
+	EXPECT(((uintptr_t)a->p | (uintptr_t)b->p | (uintptr_t)out->p) % 64 == 0);
+	first_calls += !acc;
+	acc_calls += acc;
+}
+
+static TrtDtype mm_dtype;
+
+static void mm_gemm(const TrtView *in, TrtView *out, int acc)
+{
+	const TrtView *a = &in[0], *b = &in[1];
+	int64_t m = a->n[0], k = a->n[1], n = b->n[1];
+
+	mm_kernel(in, out, acc);
+	if (mm_dtype == TRT_F32)
+		trt_sgemm(m, n, k, 1.0f, a->p, k, 1, b->p, n, 1, acc ? 1.0f : 0.0f, out->p, n, 1);
+	else
+		trt_dgemm(m, n, k, 1.0, a->p, k, 1, b->p, n, 1, acc ? 1.0 : 0.0, out->p, n, 1);
+}
+
+static TrtType mat_type(TrtDtype dt, int64_t r, int64_t c, int64_t br, int64_t bc)
+{
+	TrtType t = { .dtype = dt, .nkey = 2, .extent = { r, c }, .block = { br, bc },
+	              .nchunk = 2, .chunkdim = { 0, 1 } };
+	return t;
+}
+
+static double mat_val(int which, int64_t i, int64_t j)
+{
+	return (double)((which * 7 + i * 3 + j * 5) % 11) - 5;
+}
+
+static TrtRel *make_mat(int which, const TrtType *t, TrtPlace p)
+{
+	TrtRel *r = trt_rel_new(t, p);
+	int64_t key[2], n[2];
+
+	for (int64_t lin = 0; lin < rt_nkeys(t); lin++) {
+		rt_key_from_linear(t, lin, key);
+		if (trt_site(&p, t, key) != trt_rank())
+			continue;
+		rt_chunk_shape(t, key, n);
+		Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
+		for (int64_t i = 0; i < n[0]; i++)
+			for (int64_t j = 0; j < n[1]; j++) {
+				double v = mat_val(which, key[0] * t->block[0] + i, key[1] * t->block[1] + j);
+				if (t->dtype == TRT_F32)
+					((float *)rt_chunk_data(c))[i * n[1] + j] = (float)v;
+				else
+					((double *)rt_chunk_data(c))[i * n[1] + j] = v;
+			}
+		rt_rel_push(r, key, c);
+	}
+	return r;
+}
+
+/* Gathers C everywhere and compares it with a naive triple loop. */
+static void check_product(const TrtRel *c, int64_t M, int64_t N, int64_t K)
+{
+	TrtRel *all = trt_bcast(c);
+	const TrtType *t = &all->type;
+	int64_t n[2];
+
+	EXPECT(all->n == rt_nkeys(t));
+	for (int64_t x = 0; x < all->n; x++) {
+		const int64_t *key = all->keys + 2 * x;
+		EXPECT(x == 0 || rt_key_cmp(key - 2, key, 2) < 0);
+		rt_chunk_shape(t, key, n);
+		for (int64_t i = 0; i < n[0]; i++)
+			for (int64_t j = 0; j < n[1]; j++) {
+				int64_t gi = key[0] * t->block[0] + i, gj = key[1] * t->block[1] + j;
+				double want = 0, got;
+				for (int64_t k = 0; k < K; k++)
+					want += mat_val(0, gi, k) * mat_val(1, k, gj);
+				if (t->dtype == TRT_F32)
+					got = ((float *)rt_chunk_data(all->chunks[x]))[i * n[1] + j];
+				else
+					got = ((double *)rt_chunk_data(all->chunks[x]))[i * n[1] + j];
+				EXPECT(got == want);        /* small integers: exact */
+			}
+	}
+	(void)M;
+	(void)N;
+	trt_free(all);
+}
+
+static void matmul(TrtDtype dt)
+{
+	const int64_t M = 23, K = 17, N = 19, bi = 5, bk = 4, bj = 6;
+	TrtType ta = mat_type(dt, M, K, bi, bk), tb = mat_type(dt, K, N, bk, bj);
+	TrtType tc = mat_type(dt, M, N, bi, bj);
+	TrtType tj = { .dtype = dt, .nkey = 3, .extent = { M, K, N }, .block = { bi, bk, bj },
+	               .nchunk = 2, .chunkdim = { 0, 2 } };
+	TrtPlace rows = PART(0), cols = PART(1), cells = PART(0, 1), any = { TRT_ANY, 0, { 0 } };
+	TrtJoin fused = { 1, { 1 }, { 0 }, 2, { 0, 2 } };
+	TrtJoin plain = { 1, { 1 }, { 0 }, -1, { 0 } };
+	int group[2] = { 0, 2 }, cell[2] = { 0, 1 };
+
+	mm_dtype = dt;
+	TrtRel *a = make_mat(0, &ta, rows), *b = make_mat(1, &tb, cols);
+
+	/* Broadcast B, join against row-partitioned A, aggregation fused. */
+	TrtRel *ball = trt_bcast(b);
+	EXPECT(ball->n == rt_nkeys(&tb));
+	first_calls = acc_calls = 0;
+	TrtRel *c1 = trt_join(a, ball, &fused, mm_gemm, &tc, rows);
+	EXPECT(first_calls == c1->n);
+	EXPECT(acc_calls == c1->n * (rt_frontier(&ta, 1) - 1));
+	check_product(c1, M, N, K);
+
+	/* Co-partition on k, partial products (TRT_ANY), shuffle, combine. */
+	TrtRel *ak = trt_shuffle(a, cols), *bk_ = trt_shuffle(b, rows);
+	TrtRel *part = trt_join(ak, bk_, &fused, mm_gemm, &tc, any);
+	TrtRel *moved = trt_shuffle(part, cells);
+	TrtRel *c2 = trt_agg(moved, 2, cell, TRT_AGG_ADD, &tc, cells);
+	check_product(c2, M, N, K);
+
+	/* The same with the join output materialised: keys (i, k, j). */
+	TrtRel *jo = trt_join(ak, bk_, &plain, mm_gemm, &tj, any);
+	EXPECT(jo->type.nkey == 3);
+	TrtPlace ij = PART(0, 2);
+	TrtRel *jm = trt_shuffle(jo, ij);
+	TrtRel *c3 = trt_agg(jm, 2, group, TRT_AGG_ADD, &tc, cells);
+	check_product(c3, M, N, K);
+
+	TrtRel *rels[] = { a, b, ball, c1, ak, bk_, part, moved, c2, jo, jm, c3 };
+	for (size_t i = 0; i < sizeof rels / sizeof rels[0]; i++)
+		trt_free(rels[i]);
+	agree();
+}
+
+static void test_matmul_f64(void **state)
+{
+	(void)state;
+	matmul(TRT_F64);
+}
+
+static void test_matmul_f32(void **state)
+{
+	(void)state;
+	matmul(TRT_F32);
+}
+
+/* ---- communication preserves every tuple exactly once ---- */
+
+static void check_each_once(const TrtRel *r, const TrtType *t, int everywhere)
+{
+	int64_t nk = rt_nkeys(t), *seen = calloc((size_t)nk, sizeof *seen);
+
+	for (int64_t i = 0; i < r->n; i++)
+		seen[rt_key_linear(t, r->keys + i * t->nkey)]++;
+	MPI_Allreduce(MPI_IN_PLACE, seen, (int)nk, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+	for (int64_t k = 0; k < nk; k++)
+		EXPECT(seen[k] == (everywhere ? trt_nranks() : 1));
+	free(seen);
+}
+
+static void test_shuffle_bcast(void **state)
+{
+	(void)state;
+	TrtType t = { .dtype = TRT_F64, .nkey = 2, .extent = { 13, 9 }, .block = { 3, 2 },
+	              .nchunk = 2, .chunkdim = { 0, 1 } };
+	TrtPlace p0 = PART(0), p1 = PART(1), p10 = PART(1, 0);
+
+	for (int round = 0; round < 2; round++) {
+		/* Round 1 forces the large-message path: units of several bytes. */
+		rt_msg_limit = round ? trt_nranks() + 1 : INT32_MAX;
+		TrtRel *r = make_rel(&t, p0);
+
+		double before = rt.sent;
+		TrtRel *s = trt_shuffle(r, p1);
+		check_rel(s, p1);
+		check_each_once(s, &t, 0);
+		double moved = 0;
+		for (int64_t i = 0; i < r->n; i++) {
+			const int64_t *k = r->keys + i * 2;
+			if (trt_site(&p1, &t, k) != trt_rank())
+				moved += 16 + (double)rt_chunk_bytes(&t, k);
+		}
+		EXPECT(rt.sent - before == moved);
+
+		/* Tuples that stayed share their chunk. */
+		for (int64_t i = 0; i < s->n; i++)
+			for (int64_t j = 0; j < r->n; j++)
+				if (!rt_key_cmp(s->keys + 2 * i, r->keys + 2 * j, 2))
+					EXPECT(s->chunks[i] == r->chunks[j]);
+
+		TrtRel *s2 = trt_shuffle(s, p10);
+		check_rel(s2, p10);
+		TrtRel *b = trt_bcast(s2);
+		TrtPlace all = ALL;
+		check_rel(b, all);
+		check_each_once(b, &t, 1);
+		TrtRel *back = trt_shuffle(b, p0);   /* from TRT_ALL: local */
+		check_rel(back, p0);
+
+		/* TRT_ANY with duplicates: every rank holds every even key. */
+		TrtRel *any = make_rel(&t, all);
+		TrtRel *even = trt_rel_new(&t, (TrtPlace){ TRT_ANY, 0, { 0 } });
+		for (int64_t i = 0; i < any->n; i++)
+			if (rt_key_linear(&t, any->keys + 2 * i) % 2 == 0)
+				rt_rel_push(even, any->keys + 2 * i, rt_chunk_ref(any->chunks[i]));
+		TrtRel *eb = trt_bcast(even);
+		EXPECT(eb->n == even->n * trt_nranks());
+		for (int64_t i = 0; i < eb->n; i++)
+			each_elem(&t, eb->keys + 2 * i, rt_chunk_data(eb->chunks[i]), check_elem);
+
+		TrtRel *rels[] = { r, s, s2, b, back, any, even, eb };
+		for (size_t i = 0; i < sizeof rels / sizeof rels[0]; i++)
+			trt_free(rels[i]);
+	}
+	rt_msg_limit = INT32_MAX;
+	agree();
+}
+
+/* ---- map, filter, agg ---- */
+
+static void double_kernel(const TrtView *in, TrtView *out, int acc)
+{
+	(void)acc;
+	int64_t n = 1;
+
+	for (int c = 0; c < in->rank; c++) {
+		EXPECT(in->n[c] == out->n[c]);
+		n *= in->n[c];
+	}
+	for (int64_t i = 0; i < n; i++)
+		((double *)out->p)[i] = 2 * ((const double *)in->p)[i];
+}
+
+static void test_map(void **state)
+{
+	(void)state;
+	TrtType t = { .dtype = TRT_F64, .nkey = 2, .extent = { 7, 5 }, .block = { 3, 2 },
+	              .nchunk = 2, .chunkdim = { 0, 1 } };
+	TrtType swapped = { .dtype = TRT_F64, .nkey = 2, .extent = { 5, 7 }, .block = { 2, 3 },
+	                    .nchunk = 2, .chunkdim = { 1, 0 } };
+	TrtPlace p = PART(0), q = PART(1);
+	int swap[2] = { 1, 0 }, same[2] = { 0, 1 };
+	TrtRel *r = make_rel(&t, p);
+
+	TrtRel *m = trt_map(r, 2, swap, NULL, &swapped, q);
+	EXPECT(m->n == r->n);
+	for (int64_t i = 0; i < m->n; i++) {
+		const int64_t *k = m->keys + 2 * i;
+		int64_t orig[2] = { k[1], k[0] };
+		int found = 0;
+		for (int64_t j = 0; j < r->n; j++)
+			if (!rt_key_cmp(r->keys + 2 * j, orig, 2)) {
+				EXPECT(m->chunks[i] == r->chunks[j]);
+				found = 1;
+			}
+		EXPECT(found);
+		EXPECT(trt_site(&q, &swapped, k) == trt_rank());
+		if (i)
+			EXPECT(rt_key_cmp(k - 2, k, 2) < 0);
+	}
+
+	TrtRel *d = trt_map(r, 2, same, double_kernel, &t, p);
+	EXPECT(d->n == r->n);
+	for (int64_t i = 0; i < d->n; i++) {
+		int64_t cnt = rt_chunk_shape(&t, d->keys + 2 * i, NULL);
+		EXPECT(d->chunks[i] != r->chunks[i]);
+		for (int64_t e = 0; e < cnt; e++)
+			EXPECT(((double *)rt_chunk_data(d->chunks[i]))[e] ==
+			       2 * ((double *)rt_chunk_data(r->chunks[i]))[e]);
+	}
+	trt_free(r);
+	trt_free(m);
+	trt_free(d);
+	agree();
+}
+
+static int even_row(const int64_t *key)
+{
+	return key[0] % 2 == 0;
+}
+
+static void test_filter(void **state)
+{
+	(void)state;
+	TrtType t = { .dtype = TRT_F32, .nkey = 2, .extent = { 9, 4 }, .block = { 2, 2 },
+	              .nchunk = 2, .chunkdim = { 0, 1 } };
+	TrtPlace all = ALL;
+	TrtRel *r = make_rel(&t, all);
+	TrtRel *f = trt_filter(r, even_row, all);
+
+	EXPECT(f->n == 3 * 2);              /* rows 0, 2, 4 of 5; 2 column blocks */
+	for (int64_t i = 0; i < f->n; i++)
+		EXPECT(f->keys[2 * i] % 2 == 0);
+	trt_free(r);
+	trt_free(f);
+	agree();
+}
+
+/* Scalars (nkey 0) and max/min through TRT_ANY partials. */
+static void test_agg_scalar(void **state)
+{
+	(void)state;
+	TrtType v = { .dtype = TRT_F64, .nkey = 1, .extent = { 6 }, .block = { 1 }, .nchunk = 0 };
+	TrtType s = { .dtype = TRT_F64, .nkey = 0 };
+	TrtPlace p = PART(0), any = { TRT_ANY, 0, { 0 } }, at0 = PART0;
+	TrtAgg aggs[3] = { TRT_AGG_ADD, TRT_AGG_MAX, TRT_AGG_MIN };
+	double want[3] = { 0, -1e300, 1e300 };
+
+	for (int k = 0; k < 6; k++) {
+		double x = (double)((k * 5) % 7) - 3;
+		want[0] += x;
+		want[1] = x > want[1] ? x : want[1];
+		want[2] = x < want[2] ? x : want[2];
+	}
+	TrtRel *r = trt_rel_new(&v, p);
+	for (int64_t k = 0; k < 6; k++)
+		if (trt_site(&p, &v, &k) == trt_rank()) {
+			Chunk *c = rt_chunk_new(8);
+			*(double *)rt_chunk_data(c) = (double)((k * 5) % 7) - 3;
+			rt_rel_push(r, &k, c);
+		}
+	for (int a = 0; a < 3; a++) {
+		TrtRel *partial = trt_agg(r, 0, NULL, aggs[a], &s, any);
+		EXPECT(partial->n == (r->n > 0));
+		TrtRel *moved = trt_shuffle(partial, at0);
+		TrtRel *total = trt_agg(moved, 0, NULL, aggs[a], &s, at0);
+		TrtRel *everywhere = trt_bcast(total);
+		EXPECT(everywhere->n == 1);
+		if (everywhere->n == 1)
+			EXPECT(*(double *)rt_chunk_data(everywhere->chunks[0]) == want[a]);
+		/* A group of one is shared, not copied; the input is untouched. */
+		if (r->n == 1)
+			EXPECT(partial->chunks[0] == r->chunks[0]);
+		trt_free(partial);
+		trt_free(moved);
+		trt_free(total);
+		trt_free(everywhere);
+	}
+	for (int64_t i = 0; i < r->n; i++)
+		EXPECT(*(double *)rt_chunk_data(r->chunks[i]) == (double)((r->keys[i] * 5) % 7) - 3);
+	trt_free(r);
+	agree();
+}
+
+/* ---- gemm wrappers ---- */
+
+static void test_gemm(void **state)
+{
+	(void)state;
+	enum { M = 37, N = 29, K = 41 };
+	static double a[K * M], b[N * K], c[M * N], want[M * N];
+	static float fa[K * M], fb[N * K], fc[M * N];
+
+	/* A stored k-major (op(A) = At), B stored n-major, C column-major. */
+	for (int i = 0; i < M; i++)
+		for (int k = 0; k < K; k++)
+			fa[k * M + i] = (float)(a[k * M + i] = mat_val(0, i, k));
+	for (int k = 0; k < K; k++)
+		for (int j = 0; j < N; j++)
+			fb[j * K + k] = (float)(b[j * K + k] = mat_val(1, k, j));
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++) {
+			double s = 0;
+			for (int k = 0; k < K; k++)
+				s += mat_val(0, i, k) * mat_val(1, k, j);
+			fc[j * M + i] = (float)(c[j * M + i] = 1);
+			want[j * M + i] = 2 * s + 3;
+		}
+	trt_dgemm(M, N, K, 2.0, a, 1, M, b, 1, K, 3.0, c, 1, M);
+	trt_sgemm(M, N, K, 2.0f, fa, 1, M, fb, 1, K, 3.0f, fc, 1, M);
+	for (int x = 0; x < M * N; x++) {
+		assert_true(c[x] == want[x]);
+		assert_true(fc[x] == (float)want[x]);
+	}
+
+	/* k == 0: C = beta C, and beta == 0 clears even NaNs. */
+	trt_dgemm(M, N, 0, 1.0, a, 1, M, b, 1, K, 2.0, c, 1, M);
+	assert_true(c[5] == 2 * want[5]);
+	c[7] = NAN;
+	trt_dgemm(M, N, 0, 1.0, a, 1, M, b, 1, K, 0.0, c, 1, M);
+	assert_true(c[7] == 0 && c[5] == 0);
+	trt_sgemm(0, N, K, 1.0f, fa, 1, M, fb, 1, K, 0.0f, fc, 1, M);     /* m == 0: nothing */
+	assert_true(fc[0] == (float)want[0]);
+
+	/* One column and one row, row-major (unit strides on both sides). */
+	double v[K], col[M], row[N];
+	for (int k = 0; k < K; k++)
+		v[k] = k + 1;
+	trt_dgemm(M, 1, K, 1.0, a, 1, M, v, 1, 1, 0.0, col, 1, 1);
+	for (int i = 0; i < M; i++) {
+		double s = 0;
+		for (int k = 0; k < K; k++)
+			s += mat_val(0, i, k) * (k + 1);
+		assert_true(col[i] == s);
+	}
+	trt_dgemm(1, N, K, 1.0, v, 1, 1, b, 1, K, 0.0, row, 1, 1);
+	for (int j = 0; j < N; j++) {
+		double s = 0;
+		for (int k = 0; k < K; k++)
+			s += (k + 1) * mat_val(1, k, j);
+		assert_true(row[j] == s);
+	}
+}
+
+/* ---- main ---- */
+
+static void setup_program(void)
+{
+	tensors[T_A] = tA;
+	snprintf(paths[T_A], sizeof paths[T_A], "%s/A.npy", dir);
+	tensors[T_A].path = paths[T_A];
+	/* X has no default unless the shell test asks for a required input. */
+	tensors[T_X] = (TrtTensor){ "X", TRT_INPUT, TRT_F64, 1, { 3 }, NULL };
+	snprintf(paths[T_X], sizeof paths[T_X], "%s/X.npy", dir);
+	if (!getenv("RT_TEST_REQUIRE_X"))
+		tensors[T_X].path = paths[T_X];
+	for (int i = 0; i < NCASES; i++) {
+		TrtTensor *t = &tensors[T_CASE0 + i];
+		static char names[NCASES][16];
+		snprintf(names[i], sizeof names[i], "case%d", i);
+		snprintf(paths[T_CASE0 + i], sizeof paths[0], "%s/case%d.npy", dir, i);
+		*t = (TrtTensor){ names[i], TRT_PARAM, cases[i].dt, cases[i].rank, { 0 },
+		                  paths[T_CASE0 + i] };
+		memcpy(t->shape, cases[i].shape, sizeof cases[i].shape);
+	}
+	static const TrtOpInfo ops[] = {
+		{ "bcast", "B to all", 1000, 0.001, 0 },
+		{ "join", "A x B, sum over k", 0, 0.001, 2.0 * 23 * 17 * 19 },
+	};
+	prog = (TrtProgram){ TRT_ABI, "test_runtime", tensors, T_CASE0 + NCASES, ops, 2, 42 };
+}
+
+/* Bracket a little work so --profile has something to show. */
+static void test_profile_ops(void **state)
+{
+	(void)state;
+	TrtType t = mat_type(TRT_F64, 8, 8, 4, 4);
+	TrtPlace p = PART(0);
+	TrtRel *r = make_rel(&t, p);
+	double before = rt.sent;
+
+	trt_op_begin(0);
+	TrtRel *b = trt_bcast(r);
+	trt_op_end(0);
+	trt_op_begin(1);
+	trt_op_end(1);
+	double mine = 0;
+	for (int64_t i = 0; i < r->n; i++)
+		mine += 16 + (double)rt_chunk_bytes(&t, r->keys + 2 * i);
+	EXPECT(rt.sent - before == mine * (trt_nranks() - 1));
+	trt_free(r);
+	trt_free(b);
+	agree();
+}
+
+int main(int argc, char **argv)
+{
+	int nranks, rank;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	if (getenv("RT_TEST_DIR"))
+		snprintf(dir, sizeof dir, "%s", getenv("RT_TEST_DIR"));
+	else
+		snprintf(dir, sizeof dir, "tests/tmp/runtime-np%d", nranks);
+	errout = stderr;
+	if (rank == 0 && !getenv("RT_TEST_READ") && !getenv("RT_TEST_WRITE")) {
+		char cmd[1200];
+		snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "test_runtime: cannot make %s\n", dir);
+	}
+	MPI_Barrier(MPI_COMM_WORLD);
+	setup_program();
+	trt_init(&argc, &argv, &prog);
+
+	const char *rd = getenv("RT_TEST_READ"), *wr = getenv("RT_TEST_WRITE");
+	if (rd || wr) {
+		for (int i = 0; i < prog.ntensors; i++) {
+			if (strcmp(tensors[i].name, rd ? rd : wr))
+				continue;
+			const Case *c = i >= T_CASE0 ? &cases[i - T_CASE0] : NULL;
+			TrtType t = { .dtype = tensors[i].dtype, .nkey = tensors[i].rank };
+			for (int d = 0; d < t.nkey; d++) {
+				t.extent[d] = tensors[i].shape[d];
+				t.block[d] = t.extent[d] ? t.extent[d] : 1;
+				t.chunkdim[t.nchunk++] = d;
+			}
+			if (c)
+				t = case_type(c, 1);
+			TrtRel *r = rd ? trt_read(i, &t, (TrtPlace)ALL) : make_rel(&t, c ? c->wplace : (TrtPlace)ALL);
+			if (wr)
+				trt_write(i, r);
+			double sum = 0;
+			for (int64_t x = 0; x < r->n; x++) {
+				int64_t n = rt_chunk_shape(&r->type, r->keys + x * r->type.nkey, NULL);
+				for (int64_t e = 0; e < n; e++)
+					sum += t.dtype == TRT_F32 ? ((float *)rt_chunk_data(r->chunks[x]))[e]
+					                          : ((double *)rt_chunk_data(r->chunks[x]))[e];
+			}
+			if (trt_rank() == 0)
+				printf("%s %s: sum %.17g\n", rd ? "read" : "wrote", tensors[i].name, sum);
+			trt_free(r);
+		}
+		return trt_finish();
+	}
+
+	/* One copy of cmocka's report: rank 0's.  Other ranks' failures still
+	 * reach errout, and every test's verdict is agreed by all ranks. */
+	errout = stderr;
+	if (rank != 0) {
+		errout = fdopen(dup(2), "w");
+		setvbuf(errout, NULL, _IONBF, 0);
+		if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
+			return 1;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_site),
+		cmocka_unit_test(test_sort_stable),
+		cmocka_unit_test(test_gemm),
+		cmocka_unit_test(test_npy_header_errors),
+		cmocka_unit_test(test_npy_file_errors),
+		cmocka_unit_test(test_npy_roundtrip),
+		cmocka_unit_test(test_npy_no_leftovers),
+		cmocka_unit_test(test_matmul_f64),
+		cmocka_unit_test(test_matmul_f32),
+		cmocka_unit_test(test_shuffle_bcast),
+		cmocka_unit_test(test_map),
+		cmocka_unit_test(test_filter),
+		cmocka_unit_test(test_agg_scalar),
+		cmocka_unit_test(test_profile_ops),
+	};
+	int failed = cmocka_run_group_tests(tests, NULL, NULL);
+	trt_finish();
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,168 @@
+/*
+ * test_verify.c: the TRA and IA verifiers accept what the passes make and
+ * catch each broken invariant they are meant to catch.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "frontend/frontend.h"
+#include "optimizer/opt.h"
+
+static const char matmul[] =
+	"size I = 10, K = 7, J = 3;\n"
+	"input A[I, K];\ninput B[K, J];\n"
+	"C[i, j] = A[i, k] * B[k, j];\n"
+	"D[j, i] = relu(C[i, j]) + 1;\n"
+	"output D;\n";
+
+static TraProg *compile(const char *text)
+{
+	diag_reset();
+	int file = src_add("t.tra", xstrdup(text), strlen(text));
+	Arena *a = arena_new();
+	FeOptions fo = {.warnings = false};
+	TraProg *p = fe_compile(fe_parse(a, file), &fo);
+	assert_non_null(p);
+	return p;
+}
+
+static void expect_tra_error(TraProg *p, const char *want)
+{
+	Buf err = {0};
+	assert_false(tra_verify(p, &err));
+	if (!strstr(err.s, want))
+		fail_msg("expected '%s' in '%s'", want, err.s);
+	buf_free(&err);
+}
+
+static int find_op(const TraProg *p, TraOpKind k)
+{
+	for (int i = 0; i < p->ops.n; i++)
+		if (p->ops.v[i].kind == k)
+			return i;
+	fail_msg("no %s op", tra_op_name(k));
+	return -1;
+}
+
+static void test_tra_ok(void **state)
+{
+	TraProg *p = compile(matmul);
+	Buf err = {0};
+	assert_true(tra_verify(p, &err));
+	OptOptions o = {.nranks = 3, .block = 4};
+	opt_block(p, &o);
+	assert_true(tra_verify(p, &err));
+	/* blocking gives matched dims one block size */
+	int j = find_op(p, TRA_JOIN);
+	assert_int_equal(p->ops.v[j].type.block[1], 4);
+	tra_free(p);
+}
+
+static void test_tra_join_mismatch(void **state)
+{
+	TraProg *p = compile(matmul);
+	int j = find_op(p, TRA_JOIN);
+	p->ops.v[j].u.join.rkey[0] = 1;          /* k of A against j of B */
+	expect_tra_error(p, "differ in extent or block");
+	tra_free(p);
+}
+
+static void test_tra_order(void **state)
+{
+	TraProg *p = compile(matmul);
+	int j = find_op(p, TRA_JOIN);
+	p->ops.v[j].u.join.left = j;             /* reads itself */
+	expect_tra_error(p, "input 0 is op");
+	tra_free(p);
+}
+
+static void test_tra_kernel_labels(void **state)
+{
+	TraProg *p = compile(matmul);
+	int j = find_op(p, TRA_JOIN);
+	Kernel *k = p->ops.v[j].u.join.kernel;
+	int t = k->inlab[1][0];
+	k->inlab[1][0] = k->inlab[1][1];         /* B's k and j swapped */
+	k->inlab[1][1] = t;
+	expect_tra_error(p, "kernel");
+	tra_free(p);
+}
+
+static void test_tra_agg_chunk(void **state)
+{
+	TraProg *p = compile(matmul);
+	int a = find_op(p, TRA_AGG);
+	p->ops.v[a].u.agg.group[1] = 1;          /* group on the summed k */
+	expect_tra_error(p, "");
+	tra_free(p);
+}
+
+static void test_ia_ok_and_placement(void **state)
+{
+	TraProg *p = compile(matmul);
+	OptOptions o = {.nranks = 3, .block = 4, .verify = true};
+	opt_block(p, &o);
+	IaPlan *plan = ia_from_tra(p, 3);
+	Buf err = {0};
+	assert_true(ia_verify(plan, &err));
+
+	/* a join of a partitioned A with a partitioned B on k is not co-partitioned
+	 * when A is partitioned on i: remove the broadcast */
+	for (int i = 0; i < plan->ops.n; i++) {
+		IaOp *op = &plan->ops.v[i];
+		if (op->kind == IA_JOIN && plan->ops.v[op->u.join.left].kind == IA_BCAST) {
+			op->u.join.left = plan->ops.v[op->u.join.left].u.bcast.in;
+			break;
+		}
+	}
+	assert_false(ia_verify(plan, &err));
+	assert_non_null(strstr(err.s, "not co-partitioned"));
+	buf_free(&err);
+	ia_free(plan);
+	tra_free(p);
+}
+
+static void test_ia_partial_write(void **state)
+{
+	TraProg *p = compile(matmul);
+	OptOptions o = {.nranks = 3, .block = 4, .verify = true, .level = 2};
+	opt_block(p, &o);
+	IaPlan *plan = opt_plan(p, &o);
+	Buf err = {0};
+	assert_true(ia_verify(plan, &err));
+	/* find the join fused with its aggregation: its output is partial;
+	 * make the write read it directly */
+	int fused = -1, write = -1;
+	for (int i = 0; i < plan->ops.n; i++) {
+		if (plan->ops.v[i].kind == IA_JOIN && plan->ops.v[i].u.join.ngroup >= 0)
+			fused = i;
+		if (plan->ops.v[i].kind == IA_WRITE)
+			write = i;
+	}
+	assert_true(fused >= 0 && write >= 0);
+	assert_int_equal(plan->ops.v[fused].place.kind, PL_PARTIAL);
+	plan->ops.v[write].u.write.in = fused;
+	assert_false(ia_verify(plan, &err));
+	buf_free(&err);
+	ia_free(plan);
+	tra_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tra_ok),
+		cmocka_unit_test(test_tra_join_mismatch),
+		cmocka_unit_test(test_tra_order),
+		cmocka_unit_test(test_tra_kernel_labels),
+		cmocka_unit_test(test_tra_agg_chunk),
+		cmocka_unit_test(test_ia_ok_and_placement),
+		cmocka_unit_test(test_ia_partial_write),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
