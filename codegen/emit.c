@@ -75,28 +75,29 @@ static void emit_tables(Emit *e, const CgOptions *o)
 	const TraProg *t = e->p->tra;
 	int n = 0;
 
+	/* outputs first: NAME= names a param's output rather than the param */
 	buf_puts(b, "static const TrtTensor tensors[] = {\n");
-	for (int i = 0; i < t->tensors.n; i++) {
-		const Tensor *ten = &t->tensors.v[i];
-		for (int pass = 0; pass < 2; pass++) {
-			bool input = pass == 0;
-			if (input ? ten->role != TENSOR_INPUT : !ten->output)
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < t->tensors.n; i++) {
+			const Tensor *ten = &t->tensors.v[i];
+			bool out = pass == 0;
+			if (out ? !ten->output : ten->role == TENSOR_TEMP)
 				continue;
-			(input ? e->tensor_index : e->output_index)[i] = n++;
+			(out ? e->output_index : e->tensor_index)[i] = n++;
+			const char *role = out ? "TRT_OUTPUT" : ten->role == TENSOR_INPUT ? "TRT_INPUT" : "TRT_PARAM";
 			buf_puts(b, "\t{");
 			c_string(b, ten->name);
-			buf_printf(b, ", %s, %s, %d, {", input ? "TRT_INPUT" : "TRT_OUTPUT", cdtype(ten->dtype), ten->rank);
+			buf_printf(b, ", %s, %s, %d, {", role, cdtype(ten->dtype), ten->rank);
 			for (int d = 0; d < ten->rank; d++)
 				buf_printf(b, "%s%" PRId64, d ? ", " : "", ten->shape[d]);
 			buf_puts(b, "}, ");
-			const char *path = input ? ten->path : ten->outpath;
+			const char *path = out ? ten->outpath : ten->path;
 			if (path)
 				c_string(b, path);
 			else
 				buf_puts(b, "NULL");
 			buf_puts(b, "},\n");
 		}
-	}
 	if (n == 0)
 		buf_puts(b, "\t{NULL, TRT_INPUT, TRT_F32, 0, {0}, NULL},\n");
 	buf_puts(b, "};\n\n");
@@ -461,7 +462,46 @@ static void emit_main(Emit *e)
 		for (int j = 0; j < k; j++)
 			last[in[j]] = i;
 	}
+
+	/* where each relation is freed: after its last reader, or, when that
+	 * reader is inside a loop the relation is not, after that loop ends
+	 * (free_after_loop: past the closing brace).  Loads are borrowed from
+	 * the param's variable and never freed here. */
+	int *loopof = xcalloc(n + 1, sizeof *loopof), *parent = xcalloc(n + 1, sizeof *parent);
+	int *endof = xcalloc(n + 1, sizeof *endof);
+	int *free_at = xcalloc(n + 1, sizeof *free_at), *free_after_loop = xcalloc(n + 1, sizeof *free_after_loop);
+	Vec(int) stack = {0};
+	for (int i = 0, cur = -1; i < n; i++) {
+		if (p->ops.v[i].kind == IA_ENDLOOP) {
+			endof[cur] = i;
+			cur = parent[cur];
+		}
+		loopof[i] = cur;
+		if (p->ops.v[i].kind == IA_LOOP) {
+			parent[i] = cur;
+			cur = i;
+		}
+	}
+	vec_free(&stack);
+	for (int i = 0; i < n; i++) {
+		free_at[i] = free_after_loop[i] = -1;
+		const IaOp *op = &p->ops.v[i];
+		if (!ia_has_result(op->kind) || op->kind == IA_LOAD)
+			continue;
+		int at = last[i] < 0 ? i : last[i];
+		int outer = -1;      /* the outermost loop around `at` that is not around i */
+		for (int l = loopof[at]; l >= 0 && l != loopof[i]; l = parent[l])
+			outer = l;
+		if (outer >= 0)
+			free_after_loop[i] = endof[outer];
+		else
+			free_at[i] = at;
+	}
+
 	buf_puts(b, "int main(int argc, char **argv)\n{\n\ttrt_init(&argc, &argv, &program);\n");
+	for (int t = 0; t < p->tra->tensors.n; t++)
+		if (p->tra->tensors.v[t].role == TENSOR_PARAM)
+			buf_printf(b, "\tTrtRel *var%d = NULL;\t/* param %s */\n", t, p->tra->tensors.v[t].name);
 	for (int i = 0; i < n; i++) {
 		const IaOp *op = &p->ops.v[i];
 		buf_printf(b, "\n\t/* #%d %s */\n\ttrt_op_begin(%d);\n", i, ia_op_name(op->kind), i);
@@ -525,18 +565,62 @@ static void emit_main(Emit *e)
 		case IA_WRITE:
 			buf_printf(b, "\ttrt_write(%d, r%d);\n", e->output_index[op->u.write.tensor], op->u.write.in);
 			break;
+		case IA_INIT: {
+			const Tensor *ten = &p->tra->tensors.v[op->u.init.tensor];
+			static const char *kinds[] = {"?", "TRT_INIT_ZEROS", "TRT_INIT_ONES", "TRT_INIT_UNIFORM",
+			                              "TRT_INIT_NORMAL", "?"};
+			if (ten->init == INIT_FILE)
+				buf_printf(b, "\tTrtRel *r%d = trt_read(%d, &type%d, ", i, e->tensor_index[op->u.init.tensor], i);
+			else
+				buf_printf(b, "\tTrtRel *r%d = trt_init_param(%d, &type%d, ", i, e->tensor_index[op->u.init.tensor], i);
+			place_literal(b, &op->place);
+			if (ten->init != INIT_FILE)
+				buf_printf(b, ", %s, %.17g, %.17g", kinds[ten->init], ten->init_a, ten->init_b);
+			buf_puts(b, ");\n");
+			break;
 		}
-		buf_printf(b, "\ttrt_op_end(%d);\n", i);
-		int in[2];
-		int k = ia_inputs(op, in);
-		for (int j = 0; j < k; j++)
-			if (last[in[j]] == i && (j == 0 || in[j] != in[0]))
-				buf_printf(b, "\ttrt_free(r%d);\n", in[j]);
-		if (op->kind != IA_WRITE && last[i] < 0)
-			buf_printf(b, "\ttrt_free(r%d);\n", i);
+		case IA_LOAD:
+			buf_printf(b, "\tTrtRel *r%d = var%d;\n", i, op->u.init.tensor);
+			break;
+		case IA_STORE:
+			buf_printf(b, "\ttrt_free(var%d);\n\tvar%d = trt_rel_clone(r%d);\n", op->u.store.tensor,
+			           op->u.store.tensor, op->u.store.in);
+			break;
+		case IA_PRINT:
+			buf_printf(b, "\ttrt_print(r%d, ", op->u.store.in);
+			c_string(b, p->tra->tensors.v[op->u.store.tensor].name);
+			buf_puts(b, ");\n");
+			break;
+		case IA_LOOP:
+			buf_printf(b, "\ttrt_op_end(%d);\n\ttrt_loop_begin(%" PRId64 ");\n", i, op->u.loop.count);
+			buf_printf(b, "\tfor (int64_t it%d = 0; it%d < %" PRId64 "; it%d++) {\n\ttrt_loop_iter(it%d);\n",
+			           i, i, op->u.loop.count, i, i);
+			continue;
+		case IA_ENDLOOP:
+			buf_printf(b, "\ttrt_op_end(%d);\n", i);
+			break;
+		}
+		if (op->kind != IA_ENDLOOP)
+			buf_printf(b, "\ttrt_op_end(%d);\n", i);
+		for (int j = 0; j < n; j++)
+			if (free_at[j] == i)
+				buf_printf(b, "\ttrt_free(r%d);\n", j);
+		if (op->kind == IA_ENDLOOP)
+			buf_puts(b, "\t}\n\ttrt_loop_end();\n");
+		for (int j = 0; j < n; j++)
+			if (free_after_loop[j] == i)
+				buf_printf(b, "\ttrt_free(r%d);\n", j);
 	}
+	for (int t = 0; t < p->tra->tensors.n; t++)
+		if (p->tra->tensors.v[t].role == TENSOR_PARAM)
+			buf_printf(b, "\ttrt_free(var%d);\n", t);
 	buf_puts(b, "\treturn trt_finish();\n}\n");
 	free(last);
+	free(loopof);
+	free(parent);
+	free(endof);
+	free(free_at);
+	free(free_after_loop);
 }
 
 void cg_emit(Buf *out, const IaPlan *p, const CgOptions *o)
@@ -550,7 +634,7 @@ void cg_emit(Buf *out, const IaPlan *p, const CgOptions *o)
 	buf_puts(out, "#include <math.h>\n#include <stdint.h>\n#include \"trac_rt.h\"\n\n");
 	emit_tables(&e, o);
 	for (int i = 0; i < p->ops.n; i++)
-		if (p->ops.v[i].kind != IA_WRITE)
+		if (ia_has_result(p->ops.v[i].kind))
 			emit_type(&e, i);
 	buf_puts(out, "\n");
 	for (int i = 0; i < p->ops.n; i++) {

@@ -184,5 +184,11 @@ typedef struct Lowering {
  * order (chunks in the same order); returns the op. */
 int lower_assign(Lowering *l, Node *value, int nlhs, const int *lhs);
 int lower_input(TraProg *prog, int tensor);
+void lower_param_init(TraProg *prog, int tensor);           /* init + store, at the top */
+void lower_store(Lowering *l, int op, int tensor);          /* a param's new value */
+void lower_print(Lowering *l, int tensor);
+void lower_loop(TraProg *prog, int64_t count, Loc loc);
+void lower_endloop(TraProg *prog);
+void lower_output(TraProg *prog, int *cur, int tensor);     /* at the end */
 
 #endif

@@ -342,6 +342,31 @@ static Val combine(L *l, KOp kop, Val a, Val b)
 
 static Val lower(L *l, Node *n);
 
+/* A tensor's own relation type: key dim d is tensor dim d, one chunk. */
+static RelType tensor_type(const Tensor *t)
+{
+	RelType r = {.dtype = t->dtype, .nkey = t->rank, .nchunk = t->rank};
+	for (int d = 0; d < t->rank; d++) {
+		r.extent[d] = r.block[d] = t->shape[d];
+		r.chunkdim[d] = d;
+	}
+	return r;
+}
+
+/* The op holding a tensor's current value: a param is loaded on first use
+ * after each store (and at the top of each loop iteration). */
+static int value_of(Lowering *lw, int tensor)
+{
+	if (lw->cur[tensor] >= 0)
+		return lw->cur[tensor];
+	const Tensor *t = &lw->prog->tensors.v[tensor];
+	if (t->role != TENSOR_PARAM)
+		tr_bug("tensor %s has no value", t->name);
+	TraOp op = {.kind = TRA_LOAD, .stmt = lw->stmt, .type = tensor_type(t)};
+	op.u.init.tensor = tensor;
+	return lw->cur[tensor] = tra_push(lw->prog, op);
+}
+
 /* where(c, a, b) over up to three relations: one map when they share one
  * relation and schema; otherwise (c ? a : 0) + (c ? 0 : b), exact for every
  * value but the sign of a zero. */
@@ -380,7 +405,7 @@ static Val lower(L *l, Node *n)
 		v.pend = kx_const(l->arena, n->u.num);
 		return v;
 	case N_ACCESS:
-		v.op = l->lw->cur[n->u.access.tensor];
+		v.op = value_of(l->lw, n->u.access.tensor);
 		v.nvar = n->u.access.nidx;
 		for (int d = 0; d < v.nvar; d++)
 			v.var[d] = n->u.access.idx[d]->u.name.var;
@@ -409,16 +434,59 @@ static Val lower(L *l, Node *n)
 
 int lower_input(TraProg *prog, int tensor)
 {
-	const Tensor *t = &prog->tensors.v[tensor];
-	TraOp op = {.kind = TRA_INPUT, .stmt = -1};
-	op.type.dtype = t->dtype;
-	op.type.nkey = op.type.nchunk = t->rank;
-	for (int d = 0; d < t->rank; d++) {
-		op.type.extent[d] = op.type.block[d] = t->shape[d];
-		op.type.chunkdim[d] = d;
-	}
+	TraOp op = {.kind = TRA_INPUT, .stmt = -1, .type = tensor_type(&prog->tensors.v[tensor])};
 	op.u.input.tensor = tensor;
 	return tra_push(prog, op);
+}
+
+void lower_param_init(TraProg *prog, int tensor)
+{
+	TraOp op = {.kind = TRA_INIT, .stmt = -1, .type = tensor_type(&prog->tensors.v[tensor])};
+	op.u.init.tensor = tensor;
+	TraOp st = {.kind = TRA_STORE, .stmt = -1, .type = op.type};
+	st.u.store.in = tra_push(prog, op);
+	st.u.store.tensor = tensor;
+	tra_push(prog, st);
+}
+
+void lower_store(Lowering *lw, int in, int tensor)
+{
+	TraOp op = {.kind = TRA_STORE, .stmt = lw->stmt, .type = lw->prog->ops.v[in].type};
+	op.u.store.in = in;
+	op.u.store.tensor = tensor;
+	tra_push(lw->prog, op);
+}
+
+void lower_print(Lowering *lw, int tensor)
+{
+	TraOp op = {.kind = TRA_PRINT, .stmt = lw->stmt};
+	op.u.store.in = value_of(lw, tensor);
+	op.u.store.tensor = tensor;
+	op.type = lw->prog->ops.v[op.u.store.in].type;
+	tra_push(lw->prog, op);
+}
+
+void lower_loop(TraProg *prog, int64_t count, Loc loc)
+{
+	TraOp op = {.kind = TRA_LOOP, .stmt = -1};
+	op.u.loop.count = count;
+	tra_push(prog, op);
+}
+
+void lower_endloop(TraProg *prog)
+{
+	TraOp op = {.kind = TRA_ENDLOOP, .stmt = -1};
+	tra_push(prog, op);
+}
+
+void lower_output(TraProg *prog, int *cur, int tensor)
+{
+	Lowering lw = {.prog = prog, .cur = cur, .stmt = -1};
+	TraOp op = {.kind = TRA_OUTPUT, .stmt = -1};
+	op.u.output.in = value_of(&lw, tensor);
+	op.u.output.tensor = tensor;
+	op.type = prog->ops.v[op.u.output.in].type;
+	tra_push(prog, op);
 }
 
 int lower_assign(Lowering *lw, Node *value, int nlhs, const int *lhs)

@@ -40,6 +40,9 @@ typedef struct Sym {
 	bool defined;           /* SYM_TENSOR: has a value (inputs always) */
 	bool used;
 	bool poisoned;          /* its definition had an error: stay quiet about it */
+	int loop_depth;         /* repeat blocks around its definition */
+	bool expired;           /* defined in a repeat block that has ended */
+	Loc expired_loc;
 } Sym;
 
 /* An expression's element type: typed by the tensors it reads, or untyped
@@ -59,6 +62,7 @@ typedef struct Sema {
 	/* the statement being checked */
 	Vec(Var) vars;
 	Vec(int) scope;                 /* reduction-bound vars, innermost last */
+	int loop_depth;                 /* repeat blocks around the current item */
 	int depth;
 	int nerr_before;
 } Sema;
@@ -140,6 +144,14 @@ static const char *sym_what(const Sym *sym, const TraProg *p)
 		}
 	}
 	return "a name";
+}
+
+static void expired_error(Sema *s, const Sym *sym, Loc use)
+{
+	int line, col;
+	loc_linecol(sym->expired_loc, &line, &col);
+	diag(DIAG_ERROR, use, "'%s' is defined inside the repeat block at %d:%d and has no value after it; "
+	     "store it in a param to keep it", sym->name, line, col);
 }
 
 static bool declare(Sema *s, Sym sym)
@@ -391,6 +403,10 @@ static bool check_access(Sema *s, Node *n, Ty *ty)
 	sym->used = true;
 	if (sym->poisoned)
 		return false;
+	if (sym->expired) {
+		expired_error(s, sym, n->loc);
+		return false;
+	}
 	if (sym->kind != SYM_TENSOR) {
 		diag(DIAG_ERROR, n->u.access.nameloc, "'%s' is %s and cannot be indexed", name, sym_what(sym, s->prog));
 		return false;
@@ -828,21 +844,47 @@ static void check_input(Sema *s, Item *it)
 		s->cur.v[id] = lower_input(s->prog, id);
 }
 
+static const char *aop_name(AssignOp op)
+{
+	static const char *names[] = {"=", "+=", "-=", "*=", "/="};
+	return names[op];
+}
+
+/*
+ * An assignment.  To a new name it defines a tensor; to a param it is an
+ * update, W[d, h] -= e meaning W's new value is W[d, h] - (e), stored back
+ * (implicit sums are placed in the whole update, so they land inside e).
+ */
 static void check_assign(Sema *s, Item *it)
 {
 	int lhs[MAXDIM];
 	int nlhs = it->u.assign.nidx;
 	Sym *target = lookup(s, it->name);
+	const Tensor *param = NULL;
 
-	if (it->u.assign.op != A_SET) {
-		diag(DIAG_ERROR, it->nameloc, "updates with '%s' are not supported yet", it->u.assign.op == A_ADD ? "+=" :
-		     it->u.assign.op == A_SUB ? "-=" : it->u.assign.op == A_MUL ? "*=" : "/=");
+	if (target && target->kind == SYM_TENSOR && !target->poisoned && target->tensor >= 0 &&
+	    s->prog->tensors.v[target->tensor].role == TENSOR_PARAM) {
+		param = &s->prog->tensors.v[target->tensor];
+		if (nlhs != param->rank) {
+			diag(DIAG_ERROR, it->nameloc, "param '%s' has %d dimension%s; update it as %s[%s] %s ...",
+			     it->name, param->rank, param->rank == 1 ? "" : "s", it->name,
+			     param->rank == 1 ? "i" : param->rank == 2 ? "i, j" : "i, j, ...", aop_name(it->u.assign.op));
+			return;
+		}
+		target->used = true;
+	} else if (it->u.assign.op != A_SET) {
+		if (target && !target->poisoned)
+			diag(DIAG_ERROR, it->nameloc, "only params can be updated with '%s'; '%s' is %s",
+			     aop_name(it->u.assign.op), it->name, sym_what(target, s->prog));
+		else if (!target)
+			diag(DIAG_ERROR, it->nameloc, "'%s' is not a param; only params can be updated with '%s'",
+			     it->name, aop_name(it->u.assign.op));
 		return;
-	}
-	if (target) {
+	} else if (target) {
 		int line, col;
 		loc_linecol(target->loc, &line, &col);
-		if (target->kind == SYM_TENSOR && s->prog->tensors.v[target->tensor].role == TENSOR_INPUT)
+		if (target->kind == SYM_TENSOR && target->tensor >= 0 &&
+		    s->prog->tensors.v[target->tensor].role == TENSOR_INPUT)
 			diag(DIAG_ERROR, it->nameloc, "cannot assign to input '%s' (declared at %d:%d)", it->name, line, col);
 		else
 			diag(DIAG_ERROR, it->nameloc, "'%s' is already defined, as %s at %d:%d; each name is defined once",
@@ -881,15 +923,45 @@ static void check_assign(Sema *s, Item *it)
 			}
 		lhs[i] = new_var(s, ix->u.name.name, ix->loc, false);
 		ix->u.name.var = lhs[i];
+		if (param) {
+			char *why = arena_alloc(s->arena, 64 + strlen(it->name));
+			sprintf(why, "dimension %d of %s", i + 1, it->name);
+			bind_extent(s, lhs[i], param->shape[i], ix->loc, why);
+		}
 	}
 	if (!ok)
 		return;
 
+	/* an update's value: the param combined with the right side */
+	if (param && it->u.assign.op != A_SET) {
+		static const BinOp ops[] = {B_ADD, B_ADD, B_SUB, B_MUL, B_DIV};
+		Node *w = ast_node(s->arena, N_ACCESS, it->nameloc);
+		w->u.access.name = it->name;
+		w->u.access.nameloc = it->nameloc;
+		w->u.access.nidx = nlhs;
+		w->u.access.idx = arena_alloc(s->arena, (nlhs + 1) * sizeof(Node *));
+		for (int i = 0; i < nlhs; i++) {
+			w->u.access.idx[i] = ast_node(s->arena, N_NAME, it->u.assign.idx[i]->loc);
+			w->u.access.idx[i]->u.name.name = it->u.assign.idx[i]->u.name.name;
+		}
+		Node *v = ast_node(s->arena, N_BINARY, it->loc);
+		v->u.binary.op = ops[it->u.assign.op];
+		v->u.binary.a = w;
+		v->u.binary.b = it->u.assign.value;
+		it->u.assign.value = v;
+		it->u.assign.op = A_SET;
+	}
+
 	Ty ty = {0};
 	if (!check_expr(s, it->u.assign.value, &ty))
 		return;
+	if (param && ty.typed && ty.t != param->dtype) {
+		diag(DIAG_ERROR, it->u.assign.value->loc, "the new value of %s param '%s' is %s; convert it with %s(...)",
+		     dtype_name(param->dtype), it->name, dtype_name(ty.t), dtype_name(param->dtype));
+		return;
+	}
 	for (int i = 0; i < nlhs; i++)
-		if (s->vars.v[lhs[i]].extent < 0) {
+		if (!param && s->vars.v[lhs[i]].extent < 0) {
 			diag(DIAG_ERROR, it->u.assign.idx[i]->loc, "index '%s' on the left does not occur on the right",
 			     s->vars.v[lhs[i]].name);
 			ok = false;
@@ -900,29 +972,162 @@ static void check_assign(Sema *s, Item *it)
 	free_vars(it->u.assign.value);
 	if (!check_rank(s, it->u.assign.value) || diag_errors() > s->nerr_before)
 		return;
-
-	Tensor t = {.name = it->name, .loc = it->nameloc, .role = TENSOR_TEMP, .rank = nlhs,
-	            .dtype = ty.typed ? ty.t : DT_F32};
-	int64_t total = 1;
-	for (int i = 0; i < nlhs; i++) {
-		t.shape[i] = s->vars.v[lhs[i]].extent;
-		if (!mul_ok(total, t.shape[i], &total)) {
-			diag(DIAG_ERROR, it->nameloc, "'%s' has more elements than fit in 64 bits", it->name);
-			return;
-		}
-	}
-	if (!reads_tensor(it->u.assign.value)) {
-		diag(DIAG_ERROR, it->u.assign.value->loc, "assigning a constant to a tensor is not supported yet; "
-		     "use a const declaration for a compile-time scalar");
+	if (!reads_tensor(it->u.assign.value) || (param && it->u.assign.value->nvar < nlhs)) {
+		diag(DIAG_ERROR, it->u.assign.value->loc, "%s; the right side must read a tensor%s",
+		     param ? "a param can only be set from tensors indexed by all its indices"
+		           : "assigning a constant to a tensor is not supported yet",
+		     param ? "" : " (use a const declaration for a compile-time scalar)");
 		return;
 	}
+
+	int id;
+	DType dt;
+	if (param) {
+		id = target->tensor;
+		dt = param->dtype;
+	} else {
+		Tensor t = {.name = it->name, .loc = it->nameloc, .role = TENSOR_TEMP, .rank = nlhs,
+		            .dtype = ty.typed ? ty.t : DT_F32};
+		int64_t total = 1;
+		for (int i = 0; i < nlhs; i++) {
+			t.shape[i] = s->vars.v[lhs[i]].extent;
+			if (!mul_ok(total, t.shape[i], &total)) {
+				diag(DIAG_ERROR, it->nameloc, "'%s' has more elements than fit in 64 bits", it->name);
+				return;
+			}
+		}
+		id = tra_add_tensor(s->prog, t);
+		vec_push(&s->cur, -1);
+		declare(s, (Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id,
+		                 .defined = true, .loop_depth = s->loop_depth});
+		dt = t.dtype;
+	}
+
+	Lowering l = {s->prog, s->cur.v, tra_add_stmt(s->prog, it->loc), s->vars.v, s->vars.n, dt};
+	int op = lower_assign(&l, it->u.assign.value, nlhs, lhs);
+	if (param) {
+		lower_store(&l, op, id);
+		s->cur.v[id] = -1;      /* read again: loads the new value */
+	} else {
+		s->cur.v[id] = op;
+	}
+}
+
+/* param W[D, H] = zeros | ones | uniform(a, b) | normal(mean, std) | "w0.npy"; */
+static void check_param(Sema *s, Item *it)
+{
+	Tensor t = {.name = it->name, .loc = it->nameloc, .role = TENSOR_PARAM, .dtype = it->u.decl.dtype};
+	Node *init = it->u.decl.init;
+	bool ok = true;
+
+	if (it->u.decl.ndims > MAXDIM) {
+		diag(DIAG_ERROR, it->nameloc, "'%s' has %d dimensions; trac supports at most %d", it->name,
+		     it->u.decl.ndims, MAXDIM);
+		return;
+	}
+	t.rank = it->u.decl.ndims;
+	int64_t total = 1;
+	for (int d = 0; d < t.rank; d++) {
+		if (!eval_int(s, it->u.decl.dims[d], &t.shape[d])) {
+			ok = false;
+		} else if (t.shape[d] < 1) {
+			diag(DIAG_ERROR, it->u.decl.dims[d]->loc, "extent %" PRId64 " is not positive", t.shape[d]);
+			ok = false;
+		} else if (!mul_ok(total, t.shape[d], &total)) {
+			diag(DIAG_ERROR, it->nameloc, "'%s' has more elements than fit in 64 bits", it->name);
+			ok = false;
+		}
+	}
+	const char *fn = init->kind == N_NAME ? init->u.name.name : init->kind == N_CALL ? init->u.call.name : NULL;
+	int nargs = init->kind == N_CALL ? init->u.call.nargs : 0;
+	if (init->kind == N_STR) {
+		t.init = INIT_FILE;
+		t.path = init->u.str;
+	} else if (fn && (!strcmp(fn, "zeros") || !strcmp(fn, "ones")) && nargs == 0) {
+		t.init = fn[0] == 'z' ? INIT_ZEROS : INIT_ONES;
+	} else if (fn && (!strcmp(fn, "uniform") || !strcmp(fn, "normal")) && init->kind == N_CALL) {
+		t.init = fn[0] == 'u' ? INIT_UNIFORM : INIT_NORMAL;
+		if (nargs != 2) {
+			diag(DIAG_ERROR, init->loc, "%s takes two arguments, %s", fn,
+			     t.init == INIT_UNIFORM ? "uniform(low, high)" : "normal(mean, std)");
+			return;
+		}
+		ok &= eval_num(s, init->u.call.args[0], &t.init_a);
+		ok &= eval_num(s, init->u.call.args[1], &t.init_b);
+		if (ok && t.init == INIT_NORMAL && t.init_b < 0) {
+			diag(DIAG_ERROR, init->u.call.args[1]->loc, "a standard deviation cannot be negative");
+			ok = false;
+		}
+	} else {
+		diag(DIAG_ERROR, init->loc, "unknown initialiser; use zeros, ones, uniform(low, high), "
+		     "normal(mean, std) or a file name in quotes");
+		return;
+	}
+	if (!ok)
+		return;
 	int id = tra_add_tensor(s->prog, t);
 	vec_push(&s->cur, -1);
-	Sym sym = {.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id, .defined = true};
-	declare(s, sym);
+	if (declare(s, (Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id, .defined = true}))
+		lower_param_init(s->prog, id);
+}
 
-	Lowering l = {s->prog, s->cur.v, tra_add_stmt(s->prog, it->loc), s->vars.v, s->vars.n, t.dtype};
-	s->cur.v[id] = lower_assign(&l, it->u.assign.value, nlhs, lhs);
+/* print NAME; */
+static void check_print(Sema *s, Item *it)
+{
+	Node *n = it->u.print.value;
+	if (n->kind != N_NAME) {
+		diag(DIAG_ERROR, n->loc, "print takes the name of a tensor");
+		return;
+	}
+	Sym *sym = lookup(s, n->u.name.name);
+	if (!sym || sym->kind != SYM_TENSOR) {
+		if (!sym)
+			diag(DIAG_ERROR, n->loc, "unknown tensor '%s'", n->u.name.name);
+		else
+			diag(DIAG_ERROR, n->loc, "'%s' is %s; print takes a tensor", n->u.name.name, sym_what(sym, s->prog));
+		return;
+	}
+	if (sym->poisoned)
+		return;
+	if (sym->expired) {
+		expired_error(s, sym, n->loc);
+		return;
+	}
+	sym->used = true;
+	Lowering l = {s->prog, s->cur.v, tra_add_stmt(s->prog, it->loc), NULL, 0,
+	              s->prog->tensors.v[sym->tensor].dtype};
+	lower_print(&l, sym->tensor);
+}
+
+static void check_item(Sema *s, Item *it);
+
+/* repeat N { ... }: the body's temps exist only inside it. */
+static void check_repeat(Sema *s, Item *it)
+{
+	int64_t n;
+	if (!eval_int(s, it->u.repeat.count, &n))
+		return;
+	if (n < 0) {
+		diag(DIAG_ERROR, it->u.repeat.count->loc, "a repeat count cannot be negative");
+		return;
+	}
+	int first = s->syms.n;
+	lower_loop(s->prog, n, it->loc);
+	for (int t = 0; t < s->cur.n; t++)
+		if (s->prog->tensors.v[t].role == TENSOR_PARAM)
+			s->cur.v[t] = -1;       /* each iteration reads the params afresh */
+	s->loop_depth++;
+	for (int i = 0; i < it->u.repeat.nbody && diag_errors() < diag_max; i++)
+		check_item(s, it->u.repeat.body[i]);
+	s->loop_depth--;
+	lower_endloop(s->prog);
+	for (int t = 0; t < s->cur.n; t++)
+		if (s->prog->tensors.v[t].role == TENSOR_PARAM)
+			s->cur.v[t] = -1;
+	for (int i = first; i < s->syms.n; i++) {
+		s->syms.v[i].expired = true;
+		s->syms.v[i].expired_loc = it->loc;
+	}
 }
 
 static void check_item(Sema *s, Item *it)
@@ -993,7 +1198,7 @@ static void check_item(Sema *s, Item *it)
 			                          .tensor = -1, .poisoned = true}));
 		return;
 	case I_PARAM:
-		diag(DIAG_ERROR, it->loc, "'param' declarations are not supported yet");
+		check_param(s, it);
 		return;
 	case I_IMPORT:
 		diag(DIAG_ERROR, it->loc, "'import' is not supported yet");
@@ -1002,10 +1207,10 @@ static void check_item(Sema *s, Item *it)
 		diag(DIAG_ERROR, it->loc, "'def' is not supported yet");
 		return;
 	case I_PRINT:
-		diag(DIAG_ERROR, it->loc, "'print' is not supported yet");
+		check_print(s, it);
 		return;
 	case I_REPEAT:
-		diag(DIAG_ERROR, it->loc, "'repeat' is not supported yet");
+		check_repeat(s, it);
 		return;
 	}
 }
@@ -1026,6 +1231,10 @@ static void check_outputs(Sema *s, Ast *ast)
 		}
 		if (sym->kind != SYM_TENSOR || sym->poisoned)
 			continue;       /* reported in order */
+		if (sym->expired) {
+			expired_error(s, sym, it->nameloc);
+			continue;
+		}
 		Tensor *t = &s->prog->tensors.v[sym->tensor];
 		if (t->output) {
 			int line, col;
@@ -1037,12 +1246,8 @@ static void check_outputs(Sema *s, Ast *ast)
 		t->output = true;
 		t->outpath = it->u.output.path;
 		t->outloc = it->nameloc;
-		if (s->cur.v[sym->tensor] >= 0 && diag_errors() == 0) {
-			TraOp op = {.kind = TRA_OUTPUT, .stmt = -1, .type = s->prog->ops.v[s->cur.v[sym->tensor]].type};
-			op.u.output.in = s->cur.v[sym->tensor];
-			op.u.output.tensor = sym->tensor;
-			tra_push(s->prog, op);
-		}
+		if (diag_errors() == 0)
+			lower_output(s->prog, s->cur.v, sym->tensor);
 	}
 }
 

@@ -95,6 +95,11 @@ IaPlan *ia_new(const TraProg *tra, int nranks)
 	p->nranks = nranks;
 	for (int i = 0; i < tra->stmts.n; i++)
 		vec_push(&p->strategy, STRAT_NONE);
+	for (int i = 0; i < tra->tensors.n; i++) {
+		const Tensor *t = &tra->tensors.v[i];
+		int dim0 = 0;
+		vec_push(&p->varplace, place_part(t->rank > 0, &dim0));
+	}
 	return p;
 }
 
@@ -104,6 +109,7 @@ void ia_free(IaPlan *p)
 		return;
 	vec_free(&p->ops);
 	vec_free(&p->strategy);
+	vec_free(&p->varplace);
 	arena_free(p->arena);
 	free(p);
 }
@@ -141,8 +147,29 @@ int ia_inputs(const IaOp *op, int *in)
 	case IA_WRITE:
 		in[0] = op->u.write.in;
 		return 1;
+	case IA_STORE:
+	case IA_PRINT:
+		in[0] = op->u.store.in;
+		return 1;
+	case IA_INIT:
+	case IA_LOAD:
+	case IA_LOOP:
+	case IA_ENDLOOP:
+		return 0;
 	}
 	tr_bug("bad IA op %d", (int)op->kind);
+}
+
+bool ia_has_result(IaOpKind k)
+{
+	switch (k) {
+	case IA_WRITE: case IA_STORE: case IA_PRINT: case IA_LOOP: case IA_ENDLOOP:
+		return false;
+	case IA_READ: case IA_BCAST: case IA_SHUFFLE: case IA_JOIN: case IA_AGG: case IA_MAP:
+	case IA_FILTER: case IA_INIT: case IA_LOAD:
+		return true;
+	}
+	return false;
 }
 
 /* Where right key dim rdim lands in a join's output key: a matched dim is
@@ -207,7 +234,34 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 	switch (op->kind) {
 	case IA_READ:
 	case IA_SHUFFLE:
+	case IA_LOOP:
+	case IA_ENDLOOP:
 		*out = op->place;
+		return true;
+	case IA_INIT:
+	case IA_LOAD:
+		if (op->u.init.tensor < p->varplace.n && op->u.init.tensor >= 0)
+			*out = p->varplace.v[op->u.init.tensor];
+		else
+			*out = op->place;
+		return true;
+	case IA_STORE:
+		if (a->place.kind == PL_PARTIAL) {
+			buf_puts(why, "stores a relation of partial aggregates");
+			return false;
+		}
+		if (op->u.store.tensor < p->varplace.n && !place_eq(&a->place, &p->varplace.v[op->u.store.tensor])) {
+			buf_puts(why, "stores a relation in a placement other than the param's");
+			return false;
+		}
+		*out = a->place;
+		return true;
+	case IA_PRINT:
+		if (a->place.kind == PL_PARTIAL) {
+			buf_puts(why, "prints a relation of partial aggregates");
+			return false;
+		}
+		*out = a->place;
 		return true;
 	case IA_BCAST:
 		*out = place_all();

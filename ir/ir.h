@@ -194,6 +194,9 @@ void reltype_print(Buf *b, const RelType *t);
 
 typedef enum { TENSOR_INPUT, TENSOR_PARAM, TENSOR_TEMP } TensorRole;
 
+/* How a param starts: values by seed and element index, or from a file. */
+typedef enum { INIT_NONE, INIT_ZEROS, INIT_ONES, INIT_UNIFORM, INIT_NORMAL, INIT_FILE } InitKind;
+
 typedef struct Tensor {
 	const char *name;
 	Loc loc;
@@ -201,7 +204,9 @@ typedef struct Tensor {
 	DType dtype;
 	int rank;
 	int64_t shape[MAXDIM];
-	const char *path;               /* input: default file, or NULL */
+	const char *path;               /* input or INIT_FILE param: default file, or NULL */
+	InitKind init;                  /* param */
+	double init_a, init_b;          /* uniform(a, b), normal(mean, std) */
 	bool output;                    /* written at the end of the run */
 	const char *outpath;            /* output: default file, or NULL */
 	Loc outloc;
@@ -244,6 +249,9 @@ typedef struct TraOp {
 		struct { int in; int nkey; int keymap[MAXDIM]; } rekey;   /* out dim i = in dim keymap[i] */
 		struct { int in; KeyPred pred; } filter;
 		struct { int in; int tensor; } output;
+		struct { int tensor; } init;            /* INIT, LOAD */
+		struct { int in; int tensor; } store;   /* STORE, PRINT */
+		struct { int64_t count; } loop;
 	} u;
 } TraOp;
 
@@ -262,6 +270,7 @@ int tra_push(TraProg *p, TraOp op);                       /* returns the op's in
 int tra_inputs(const TraOp *op, int *in);                 /* fills in[], returns count */
 void tra_print(Buf *b, const TraProg *p);
 bool tra_verify(const TraProg *p, Buf *err);              /* false and a message on a broken invariant */
+bool tra_has_result(TraOpKind k);                         /* false for output, store, print, loop, endloop */
 
 /* ---- ia.c: the implementation algebra ---- */
 
@@ -272,6 +281,7 @@ typedef enum {
 
 const char *ia_op_name(IaOpKind k);
 bool ia_op_moves(IaOpKind k);
+bool ia_has_result(IaOpKind k);                           /* false for write, store, print, loop, endloop */
 
 typedef enum {
 	PL_ALL,         /* every site holds every tuple */
@@ -322,6 +332,9 @@ typedef struct IaOp {
 		struct { int in; int nkey; int keymap[MAXDIM]; Kernel *kernel; } map;  /* kernel NULL: rekey only */
 		struct { int in; KeyPred pred; } filter;
 		struct { int in; int tensor; } write;
+		struct { int tensor; } init;            /* INIT, LOAD */
+		struct { int in; int tensor; } store;   /* STORE, PRINT */
+		struct { int64_t count; } loop;
 	} u;
 } IaOp;
 
@@ -331,6 +344,7 @@ typedef struct IaPlan {
 	int nranks;                     /* the site count it was planned for */
 	Vec(IaOp) ops;
 	Vec(Strategy) strategy;         /* per statement */
+	Vec(Place) varplace;            /* per tensor: a param's placement */
 	double total_floats_moved;
 	double total_bytes_sent;
 	double total_flops;

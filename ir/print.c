@@ -63,6 +63,21 @@ void tra_print(Buf *b, const TraProg *p)
 		case TRA_OUTPUT:
 			buf_printf(b, " %%%d -> %s\n", op->u.output.in, p->tensors.v[op->u.output.tensor].name);
 			continue;
+		case TRA_INIT:
+		case TRA_LOAD:
+			buf_printf(b, " %s", p->tensors.v[op->u.init.tensor].name);
+			break;
+		case TRA_STORE:
+		case TRA_PRINT:
+			buf_printf(b, " %%%d %s %s\n", op->u.store.in, op->kind == TRA_STORE ? "->" : "as",
+			           p->tensors.v[op->u.store.tensor].name);
+			continue;
+		case TRA_LOOP:
+			buf_printf(b, " %" PRId64 " times\n", op->u.loop.count);
+			continue;
+		case TRA_ENDLOOP:
+			buf_puts(b, "\n");
+			continue;
 		}
 		buf_puts(b, " : ");
 		reltype_print(b, &op->type);
@@ -119,6 +134,19 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 	case IA_WRITE:
 		buf_printf(b, " %s", t->tensors.v[op->u.write.tensor].name);
 		break;
+	case IA_INIT:
+	case IA_LOAD:
+		buf_printf(b, " %s", t->tensors.v[op->u.init.tensor].name);
+		break;
+	case IA_STORE:
+	case IA_PRINT:
+		buf_printf(b, " %s", t->tensors.v[op->u.store.tensor].name);
+		break;
+	case IA_LOOP:
+		buf_printf(b, " %" PRId64 " times", op->u.loop.count);
+		return;
+	case IA_ENDLOOP:
+		return;
 	}
 	buf_puts(b, "  ");
 	place_print(b, &op->place);
@@ -174,11 +202,45 @@ static void header_print(Buf *b, const IaPlan *p, bool costs)
 	buf_puts(b, "\n");
 }
 
-/* Per statement: the ops that compute it, as a tree from its roots. */
+/* Print statement s's ops as trees from their roots, at indent `depth`. */
+static void stmt_print(Tree *t, int s, int first, int depth)
+{
+	const IaPlan *p = t->p;
+	Buf *b = t->b;
+	int n = p->ops.n;
+
+	if (s < 0) {
+		for (int i = first; i < n && p->ops.v[i].stmt == s; i++)
+			if (t->users[i] == 0 && p->ops.v[i].kind != IA_LOOP && p->ops.v[i].kind != IA_ENDLOOP)
+				tree_print(t, i, depth, s);
+		return;
+	}
+	int line, col;
+	loc_linecol(p->tra->stmts.v[s].loc, &line, &col);
+	buf_printf(b, "\n%*sstatement %d (line %d): %s\n", 4 * depth, "", s + 1, line, p->tra->stmts.v[s].text);
+	buf_printf(b, "%*s  strategy %s", 4 * depth, "", strategy_name(p->strategy.v[s]));
+	if (t->costs) {
+		double moved = 0, flops = 0;
+		for (int i = 0; i < n; i++)
+			if (p->ops.v[i].stmt == s) {
+				moved += p->ops.v[i].floats_moved;
+				flops += p->ops.v[i].flops;
+			}
+		buf_printf(b, ", %.3g floats moved, %.3g flops", moved, flops);
+	}
+	buf_puts(b, "\n");
+	for (int i = n - 1; i >= 0; i--)
+		if (p->ops.v[i].stmt == s && t->users[i] == 0)
+			tree_print(t, i, depth, s);
+}
+
+/* The plan in program order: statements as trees of their ops, inputs and
+ * outputs as they come, repeat blocks indented. */
 void ia_print(Buf *b, const IaPlan *p, bool costs)
 {
 	int n = p->ops.n;
 	Tree t = {p, xcalloc(n + 1, sizeof(int)), xcalloc(n + 1, sizeof(bool)), b, costs};
+	bool *done = xcalloc(p->tra->stmts.n + 1, sizeof(bool));
 	for (int i = 0; i < n; i++) {
 		int in[2];
 		int k = ia_inputs(&p->ops.v[i], in);
@@ -187,35 +249,30 @@ void ia_print(Buf *b, const IaPlan *p, bool costs)
 				t.users[in[j]]++;
 	}
 	header_print(b, p, costs);
-	for (int s = -1; s < p->tra->stmts.n; s++) {
-		bool any = false;
-		for (int i = 0; i < n; i++)
-			any |= p->ops.v[i].stmt == s;
-		if (!any)
-			continue;
-		buf_puts(b, "\n");
-		if (s < 0) {
-			buf_puts(b, "inputs and outputs\n");
-		} else {
-			int line, col;
-			loc_linecol(p->tra->stmts.v[s].loc, &line, &col);
-			buf_printf(b, "statement %d (line %d): %s\n", s + 1, line, p->tra->stmts.v[s].text);
-			buf_printf(b, "  strategy %s", strategy_name(p->strategy.v[s]));
-			if (costs) {
-				double moved = 0, flops = 0;
-				for (int i = 0; i < n; i++)
-					if (p->ops.v[i].stmt == s) {
-						moved += p->ops.v[i].floats_moved;
-						flops += p->ops.v[i].flops;
-					}
-				buf_printf(b, ", %.3g floats moved, %.3g flops", moved, flops);
-			}
-			buf_puts(b, "\n");
+	int depth = 0;
+	bool blank = false;
+	for (int i = 0; i < n; i++) {
+		const IaOp *op = &p->ops.v[i];
+		if (op->kind == IA_LOOP) {
+			buf_printf(b, "\n%*srepeat %" PRId64 " times {\n", 4 * depth, "", op->u.loop.count);
+			depth++;
+			blank = false;
+		} else if (op->kind == IA_ENDLOOP) {
+			depth--;
+			buf_printf(b, "%*s}\n", 4 * depth, "");
+		} else if (op->stmt < 0) {
+			if (!blank)
+				buf_puts(b, "\n");
+			blank = true;
+			if (t.users[i] == 0)
+				tree_print(&t, i, depth, -1);
+		} else if (!done[op->stmt]) {
+			done[op->stmt] = true;
+			stmt_print(&t, op->stmt, i, depth);
+			blank = false;
 		}
-		for (int i = n - 1; i >= 0; i--)
-			if (p->ops.v[i].stmt == s && t.users[i] == 0)
-				tree_print(&t, i, 0, s);
 	}
+	free(done);
 	free(t.users);
 	free(t.shown);
 }

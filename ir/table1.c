@@ -9,6 +9,10 @@
  *   rekey(keyfunc)             map^L(keyfunc, id)
  *   filter(pred)               filter^L(pred)
  *   output                     write
+ *   init, load, store          init, load, store in the param's placement
+ *                              (partitioned on key dim 0, as inputs; a
+ *                              shuffle first when a new value is elsewhere)
+ *   print, loop, endloop       the same
  *
  * The paper states no initial layout for inputs; we read them partitioned on
  * their first key dim, the layout its BMM and RMM experiments start from.
@@ -102,6 +106,40 @@ IaPlan *ia_from_tra(const TraProg *tra, int nranks)
 			op.kind = IA_WRITE;
 			op.u.write.in = map[t->u.output.in];
 			op.u.write.tensor = t->u.output.tensor;
+			map[i] = push(p, op);
+			break;
+		case TRA_INIT:
+		case TRA_LOAD:
+			op.kind = t->kind == TRA_INIT ? IA_INIT : IA_LOAD;
+			op.u.init.tensor = t->u.init.tensor;
+			map[i] = push(p, op);
+			break;
+		case TRA_STORE: {
+			/* a param keeps one placement: move the new value there */
+			int in = map[t->u.store.in];
+			const Place *want = &p->varplace.v[t->u.store.tensor];
+			if (!place_eq(&p->ops.v[in].place, want)) {
+				IaOp m = {.stmt = t->stmt, .tra = i, .type = p->ops.v[in].type, .place = *want};
+				m.kind = want->kind == PL_ALL ? IA_BCAST : IA_SHUFFLE;
+				m.u.shuffle.in = in;
+				in = push(p, m);
+			}
+			op.kind = IA_STORE;
+			op.u.store.in = in;
+			op.u.store.tensor = t->u.store.tensor;
+			map[i] = push(p, op);
+			break;
+		}
+		case TRA_PRINT:
+			op.kind = IA_PRINT;
+			op.u.store.in = map[t->u.store.in];
+			op.u.store.tensor = t->u.store.tensor;
+			map[i] = push(p, op);
+			break;
+		case TRA_LOOP:
+		case TRA_ENDLOOP:
+			op.kind = t->kind == TRA_LOOP ? IA_LOOP : IA_ENDLOOP;
+			op.u.loop.count = t->u.loop.count;
 			map[i] = push(p, op);
 			break;
 		}

@@ -345,6 +345,27 @@ int tra_inputs(const TraOp *op, int *in)
 	case TRA_OUTPUT:
 		in[0] = op->u.output.in;
 		return 1;
+	case TRA_STORE:
+	case TRA_PRINT:
+		in[0] = op->u.store.in;
+		return 1;
+	case TRA_INIT:
+	case TRA_LOAD:
+	case TRA_LOOP:
+	case TRA_ENDLOOP:
+		return 0;
 	}
 	tr_bug("bad TRA op %d", (int)op->kind);
+}
+
+bool tra_has_result(TraOpKind k)
+{
+	switch (k) {
+	case TRA_OUTPUT: case TRA_STORE: case TRA_PRINT: case TRA_LOOP: case TRA_ENDLOOP:
+		return false;
+	case TRA_INPUT: case TRA_JOIN: case TRA_AGG: case TRA_MAP: case TRA_REKEY: case TRA_FILTER:
+	case TRA_INIT: case TRA_LOAD:
+		return true;
+	}
+	return false;
 }

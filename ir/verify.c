@@ -8,6 +8,7 @@
  * follow from the inputs' (ia_derive_place).  A failure is a bug in the pass
  * that ran last, never a user error.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir/ir.h"
@@ -235,17 +236,73 @@ static void check_pred(Ctx *c, const RelType *in, const KeyPred *p)
 	}
 }
 
+/* A param's own relation type: key dim d is the tensor's dim d, chunks in
+ * order.  Blocks are whatever the relation carries; *ref keeps the first
+ * seen, so all loads and stores of one param agree. */
+static void check_param(Ctx *c, const TraProg *p, int tensor, const RelType *t, const RelType **ref)
+{
+	if (tensor < 0 || tensor >= p->tensors.n || p->tensors.v[tensor].role != TENSOR_PARAM)
+		return fail(c, "tensor %d is not a param", tensor);
+	const Tensor *ten = &p->tensors.v[tensor];
+	if (t->nkey != ten->rank || t->nchunk != ten->rank || t->dtype != ten->dtype)
+		return fail(c, "a value of param %s has the wrong arity or type", ten->name);
+	for (int d = 0; d < ten->rank; d++)
+		if (t->extent[d] != ten->shape[d] || t->chunkdim[d] != d)
+			return fail(c, "dim %d of a value of param %s does not match it", d, ten->name);
+	if (!*ref)
+		*ref = t;
+	else if (memcmp((*ref)->block, t->block, sizeof t->block))
+		fail(c, "values of param %s are blocked differently", ten->name);
+}
+
+/* Loops: loopof[i] is the innermost loop (its LOOP op) around op i, or -1;
+ * an op may read only ops of its own loop or of loops around it. */
+typedef struct Scope {
+	int *loopof;
+	int *parent;            /* per LOOP op: the loop around it, or -1 */
+	int depth, cur;
+} Scope;
+
+static void scope_enter(Ctx *c, Scope *sc, int i, bool is_loop, bool is_end)
+{
+	if (is_end) {
+		if (sc->cur < 0)
+			return fail(c, "endloop without loop");
+		sc->cur = sc->parent[sc->cur];
+	}
+	sc->loopof[i] = sc->cur;
+	if (is_loop) {
+		sc->parent[i] = sc->cur;
+		sc->cur = i;
+	}
+}
+
+static bool scope_visible(const Scope *sc, int def, int use)
+{
+	for (int l = sc->loopof[use]; ; l = sc->parent[l]) {
+		if (l == sc->loopof[def])
+			return true;
+		if (l < 0)
+			return false;
+	}
+}
+
 bool tra_verify(const TraProg *p, Buf *err)
 {
 	Ctx c = {err, "TRA", 0, true};
+	const RelType **ref = xcalloc(p->tensors.n + 1, sizeof *ref);
+	Scope sc = {xcalloc(p->ops.n + 1, sizeof(int)), xcalloc(p->ops.n + 1, sizeof(int)), 0, -1};
 	for (int i = 0; c.ok && i < p->ops.n; i++) {
 		const TraOp *op = &p->ops.v[i];
 		int in[2];
 		int n = tra_inputs(op, in);
 		c.op = i;
+		scope_enter(&c, &sc, i, op->kind == TRA_LOOP, op->kind == TRA_ENDLOOP);
 		for (int j = 0; j < n; j++)
-			if (in[j] < 0 || in[j] >= i || p->ops.v[in[j]].kind == TRA_OUTPUT)
+			if (in[j] < 0 || in[j] >= i || !tra_has_result(p->ops.v[in[j]].kind))
 				fail(&c, "input %d is op %d", j, in[j]);
+			else if (!scope_visible(&sc, in[j], i))
+				fail(&c, "input %d (op %d) is inside a loop this op is not in", j, in[j]);
 		if (op->stmt < -1 || op->stmt >= p->stmts.n)
 			fail(&c, "statement %d", op->stmt);
 		if (!c.ok)
@@ -295,22 +352,49 @@ bool tra_verify(const TraProg *p, Buf *err)
 					fail(&c, "output dim %d does not match tensor %s", d, p->tensors.v[t].name);
 			break;
 		}
+		case TRA_INIT:
+		case TRA_LOAD:
+			check_param(&c, p, op->u.init.tensor, &op->type, &ref[op->u.init.tensor < 0 ? p->tensors.n : op->u.init.tensor]);
+			break;
+		case TRA_STORE:
+			check_param(&c, p, op->u.store.tensor, a, &ref[op->u.store.tensor < 0 ? p->tensors.n : op->u.store.tensor]);
+			break;
+		case TRA_PRINT:
+			if (op->u.store.tensor < 0 || op->u.store.tensor >= p->tensors.n)
+				fail(&c, "prints tensor %d", op->u.store.tensor);
+			break;
+		case TRA_LOOP:
+			if (op->u.loop.count < 0)
+				fail(&c, "loop count %" PRId64, op->u.loop.count);
+			break;
+		case TRA_ENDLOOP:
+			break;
 		}
 	}
+	if (c.ok && sc.cur >= 0)
+		fail(&c, "loop at op %d is not closed", sc.cur);
+	free(ref);
+	free(sc.loopof);
+	free(sc.parent);
 	return c.ok;
 }
 
 bool ia_verify(const IaPlan *p, Buf *err)
 {
 	Ctx c = {err, "IA", 0, true};
+	const RelType **ref = xcalloc(p->tra->tensors.n + 1, sizeof *ref);
+	Scope sc = {xcalloc(p->ops.n + 1, sizeof(int)), xcalloc(p->ops.n + 1, sizeof(int)), 0, -1};
 	for (int i = 0; c.ok && i < p->ops.n; i++) {
 		const IaOp *op = &p->ops.v[i];
 		int in[2];
 		int n = ia_inputs(op, in);
 		c.op = i;
+		scope_enter(&c, &sc, i, op->kind == IA_LOOP, op->kind == IA_ENDLOOP);
 		for (int j = 0; j < n; j++)
-			if (in[j] < 0 || in[j] >= i || p->ops.v[in[j]].kind == IA_WRITE)
+			if (in[j] < 0 || in[j] >= i || !ia_has_result(p->ops.v[in[j]].kind))
 				fail(&c, "input %d is op %d", j, in[j]);
+			else if (!scope_visible(&sc, in[j], i))
+				fail(&c, "input %d (op %d) is inside a loop this op is not in", j, in[j]);
 		if (!c.ok)
 			break;
 		check_type(&c, &op->type);
@@ -351,6 +435,17 @@ bool ia_verify(const IaPlan *p, Buf *err)
 			else
 				check_rekey(&c, a, op->u.map.nkey, op->u.map.keymap, &op->type);
 			break;
+		case IA_INIT:
+		case IA_LOAD:
+			check_param(&c, p->tra, op->u.init.tensor, &op->type, &ref[op->u.init.tensor < 0 ? 0 : op->u.init.tensor]);
+			break;
+		case IA_STORE:
+			check_param(&c, p->tra, op->u.store.tensor, a, &ref[op->u.store.tensor < 0 ? 0 : op->u.store.tensor]);
+			break;
+		case IA_PRINT:
+		case IA_LOOP:
+		case IA_ENDLOOP:
+			break;
 		}
 		if (!c.ok)
 			break;
@@ -358,9 +453,14 @@ bool ia_verify(const IaPlan *p, Buf *err)
 		Buf why = {0};
 		if (!ia_derive_place(p, op, &want, &why))
 			fail(&c, "%s: %s", ia_op_name(op->kind), why.s);
-		else if (!place_eq(&want, &op->place))
+		else if (ia_has_result(op->kind) && !place_eq(&want, &op->place))
 			fail(&c, "placement is not the one its inputs give");
 		buf_free(&why);
 	}
+	if (c.ok && sc.cur >= 0)
+		fail(&c, "loop at op %d is not closed", sc.cur);
+	free(ref);
+	free(sc.loopof);
+	free(sc.parent);
 	return c.ok;
 }

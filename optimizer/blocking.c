@@ -50,6 +50,9 @@ void opt_block(TraProg *p, const OptOptions *o)
 	int *parent = xcalloc(total + 1, sizeof *parent);
 	for (int i = 0; i < total; i++)
 		parent[i] = i;
+	int *first = xcalloc(p->tensors.n + 1, sizeof *first);   /* per param: an op carrying it */
+	for (int t = 0; t < p->tensors.n; t++)
+		first[t] = -1;
 
 	for (int i = 0; i < n; i++) {
 		const TraOp *op = &p->ops.v[i];
@@ -86,7 +89,23 @@ void opt_block(TraProg *p, const OptOptions *o)
 				unite(parent, base[i] + op->u.filter.pred.eq[e][0], base[i] + op->u.filter.pred.eq[e][1]);
 			break;
 		case TRA_OUTPUT:
+		case TRA_PRINT:
+		case TRA_LOOP:
+		case TRA_ENDLOOP:
 			break;
+		case TRA_INIT:
+		case TRA_LOAD:
+		case TRA_STORE: {
+			/* every value of a param is blocked alike: unite with the
+			 * first op that carries the param */
+			int t = op->kind == TRA_STORE ? op->u.store.tensor : op->u.init.tensor;
+			int src = op->kind == TRA_STORE ? op->u.store.in : i;
+			if (first[t] < 0)
+				first[t] = src;
+			for (int d = 0; d < p->ops.v[src].type.nkey; d++)
+				unite(parent, base[first[t]] + d, base[src] + d);
+			break;
+		}
 		}
 	}
 
@@ -102,10 +121,15 @@ void opt_block(TraProg *p, const OptOptions *o)
 			t->block[d] = block[c];
 		}
 	}
-	/* an output's type is its input's */
-	for (int i = 0; i < n; i++)
-		if (p->ops.v[i].kind == TRA_OUTPUT)
-			p->ops.v[i].type = p->ops.v[p->ops.v[i].u.output.in].type;
+	/* an output's, store's or print's type is its input's */
+	for (int i = 0; i < n; i++) {
+		TraOp *op = &p->ops.v[i];
+		if (op->kind == TRA_OUTPUT)
+			op->type = p->ops.v[op->u.output.in].type;
+		else if (op->kind == TRA_STORE || op->kind == TRA_PRINT)
+			op->type = p->ops.v[op->u.store.in].type;
+	}
+	free(first);
 	free(block);
 	free(parent);
 	free(base);

@@ -164,9 +164,18 @@ void opt_cost(IaPlan *p)
 		last[i] = last[i] > i ? last[i] : i;
 	}
 
+	/* ops inside repeat blocks run count times: their costs add up so */
+	double times = 1;
+	Vec(double) loops = {0};
 	double live = 0;
 	for (int i = 0; i < n; i++) {
 		IaOp *op = &p->ops.v[i];
+		if (op->kind == IA_LOOP) {
+			vec_push(&loops, times);
+			times *= (double)op->u.loop.count;
+		} else if (op->kind == IA_ENDLOOP) {
+			times = loops.v[--loops.n];
+		}
 		int in[2];
 		int k = ia_inputs(op, in);
 		const IaOp *a = k > 0 ? &p->ops.v[in[0]] : NULL;
@@ -182,6 +191,12 @@ void opt_cost(IaPlan *p)
 		case IA_READ:
 		case IA_WRITE:
 		case IA_FILTER:
+		case IA_INIT:
+		case IA_LOAD:
+		case IA_STORE:
+		case IA_PRINT:
+		case IA_LOOP:
+		case IA_ENDLOOP:
 			break;
 		case IA_BCAST: {
 			double f = rel_floats(&a->type) * (a->place.kind == PL_PARTIAL ? copies[in[0]] : 1);
@@ -236,14 +251,16 @@ void opt_cost(IaPlan *p)
 			copies[i] = r < s ? r : s;
 		}
 		op->seconds = seconds;
-		p->total_floats_moved += op->floats_moved;
-		p->total_bytes_sent += op->bytes_sent;
-		p->total_flops += op->flops;
-		p->predicted_seconds += seconds;
+		p->total_floats_moved += op->floats_moved * times;
+		p->total_bytes_sent += op->bytes_sent * times;
+		p->total_flops += op->flops * times;
+		p->predicted_seconds += seconds * times;
 
 		/* memory: this op's output joins the live set; inputs used for
 		 * the last time leave it after the op */
-		if (op->kind != IA_WRITE) {
+		if (op->kind == IA_INIT)
+			last[i] = n;    /* a param's storage lives to the end */
+		if (ia_has_result(op->kind) && op->kind != IA_LOAD) {
 			held[i] = max_rank_bytes(op, copies[i], s, scratch);
 			live += held[i];
 		}
@@ -255,6 +272,7 @@ void opt_cost(IaPlan *p)
 				held[in[j]] = 0;
 			}
 	}
+	vec_free(&loops);
 	free(copies);
 	free(scratch);
 	free(last);

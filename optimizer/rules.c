@@ -52,6 +52,12 @@ static IaOp remap(Rebuild *r, const IaOp *op)
 	case IA_MAP: c.u.map.in = r->map[c.u.map.in]; break;
 	case IA_FILTER: c.u.filter.in = r->map[c.u.filter.in]; break;
 	case IA_WRITE: c.u.write.in = r->map[c.u.write.in]; break;
+	case IA_STORE:
+	case IA_PRINT: c.u.store.in = r->map[c.u.store.in]; break;
+	case IA_INIT:
+	case IA_LOAD:
+	case IA_LOOP:
+	case IA_ENDLOOP: break;
 	}
 	return c;
 }
@@ -73,6 +79,8 @@ static IaPlan *rebuild(IaPlan *old, RuleFn rule)
 	}
 	for (int i = 0; i < old->tra->stmts.n; i++)
 		r.new->strategy.v[i] = old->strategy.v[i];
+	for (int i = 0; i < old->varplace.n; i++)
+		r.new->varplace.v[i] = old->varplace.v[i];
 	for (int i = 0; i < n; i++)
 		if (!rule(&r, i))
 			r.map[i] = emit(&r, remap(&r, &old->ops.v[i]));
@@ -170,8 +178,8 @@ static IaPlan *sweep(IaPlan *old)
 	int n = old->ops.n;
 	bool *live = xcalloc(n + 1, sizeof *live);
 	for (int i = n - 1; i >= 0; i--) {
-		if (old->ops.v[i].kind == IA_WRITE)
-			live[i] = true;
+		if (!ia_has_result(old->ops.v[i].kind))
+			live[i] = true;     /* writes, stores, prints and loop bounds */
 		if (!live[i])
 			continue;
 		int in[2];
@@ -184,6 +192,8 @@ static IaPlan *sweep(IaPlan *old)
 	Rebuild r = {old, p, map, NULL};
 	for (int i = 0; i < old->tra->stmts.n; i++)
 		p->strategy.v[i] = old->strategy.v[i];
+	for (int i = 0; i < old->varplace.n; i++)
+		p->varplace.v[i] = old->varplace.v[i];
 	for (int i = 0; i < n; i++)
 		if (live[i])
 			map[i] = emit(&r, remap(&r, &old->ops.v[i]));

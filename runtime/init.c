@@ -148,7 +148,7 @@ static void print_help(const TrtProgram *prog)
 {
 	char shape[256];
 
-	printf("usage: [mpirun -np N] %s NAME=path.npy ... [--seed N] [--profile] [--help]\n\n",
+	printf("usage: [mpirun -np N] %s NAME=path.npy ... [--seed N] [--profile] [--quiet] [--help]\n\n",
 	       rt_progname());
 	printf("tensors:\n");
 	for (int i = 0; i < prog->ntensors; i++) {
@@ -168,12 +168,15 @@ static void print_help(const TrtProgram *prog)
 	printf("  --seed N     seed of the random initialisers (default %llu)\n",
 	       (unsigned long long)prog->seed);
 	printf("  --profile    print each op's time and bytes sent at exit (or TRAC_PROFILE=1)\n");
+	printf("  --quiet      do not print the values the program prints (its 'print' statements)\n");
 	printf("  --help       print this help and exit\n");
 	printf("\nenvironment:\n");
 	printf("  TRAC_BLIS_ARCH=auto|native|ID  BLIS kernels: auto picks skx on AVX-512 CPUs\n");
 	printf("  BLIS_NUM_THREADS=N             BLIS threads per rank (default 1)\n");
 }
 
+/* The tensor NAME= names: the first of that name in the table, which lists
+ * a param's output entry before the param itself. */
 static int find_tensor(const TrtProgram *prog, const char *name, size_t len)
 {
 	for (int i = 0; i < prog->ntensors; i++)
@@ -209,6 +212,8 @@ static const char *parse_args(int argc, char **argv, const TrtProgram *prog,
 
 		if (!strcmp(arg, "--profile")) {
 			rt.profile = 1;
+		} else if (!strcmp(arg, "--quiet")) {
+			rt.quiet = 1;
 		} else if (!strcmp(arg, "--seed") || !strncmp(arg, "--seed=", 7)) {
 			const char *v = arg[6] == '=' ? arg + 7 : (a + 1 < argc ? argv[++a] : "");
 			if (!parse_seed(v, &rt.seed)) {
@@ -226,6 +231,11 @@ static const char *parse_args(int argc, char **argv, const TrtProgram *prog,
 					snprintf(msg + at, len - at, ")");
 				return msg;
 			}
+			if (prog->tensors[i].role == TRT_PARAM && !prog->tensors[i].path) {
+				snprintf(msg, len, "%s: param %s is initialised by the program, not read from a file",
+				         pn, prog->tensors[i].name);
+				return msg;
+			}
 			if (rt.paths[i]) {
 				snprintf(msg, len, "%s: tensor %s given twice ('%s=%s' and '%s')",
 				         pn, prog->tensors[i].name, prog->tensors[i].name,
@@ -239,7 +249,7 @@ static const char *parse_args(int argc, char **argv, const TrtProgram *prog,
 			rt.paths[i] = eq + 1;
 		} else {
 			snprintf(msg, len, "%s: unexpected argument '%s' (expected NAME=path.npy, "
-			         "--seed N, --profile or --help)", pn, arg);
+			         "--seed N, --profile, --quiet or --help)", pn, arg);
 			return msg;
 		}
 	}

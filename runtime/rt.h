@@ -44,6 +44,7 @@ typedef struct RtState {
 	const char **paths;             /* per tensor: file to read or write, or NULL */
 	uint64_t seed;
 	int profile;
+	int quiet;                      /* --quiet: no print output */
 	double sent;                    /* bytes this rank sent to other ranks so far */
 } RtState;
 

@@ -159,6 +159,31 @@ TrtRel *trt_read(int tensor, const TrtType *t, TrtPlace p);
  * rank calls it. */
 void trt_write(int tensor, const TrtRel *r);
 
+/* ---- params ---- */
+
+typedef enum { TRT_INIT_ZEROS, TRT_INIT_ONES, TRT_INIT_UNIFORM, TRT_INIT_NORMAL } TrtInit;
+
+/* A param's initial value: each rank makes the chunks placement p gives it.
+ * Uniform(a, b) and normal(mean a, std b) values depend only on the seed,
+ * the tensor's name and the element's index in the whole tensor, never on
+ * the blocking or the number of ranks. */
+TrtRel *trt_init_param(int tensor, const TrtType *t, TrtPlace p, TrtInit kind, double a, double b);
+
+/* A new relation holding r's tuples, sharing their chunks. */
+TrtRel *trt_rel_clone(const TrtRel *r);
+
+/* ---- printing and loops ---- */
+
+/* Rank 0 prints "name = value" for a scalar, or the tensor's shape and
+ * Frobenius norm; inside a loop, prefixed by the iteration and the elapsed
+ * time.  --quiet silences it.  Every rank calls it. */
+void trt_print(const TrtRel *r, const char *name);
+
+/* Bracket a repeat block and its iterations (for print's prefix). */
+void trt_loop_begin(int64_t count);
+void trt_loop_iter(int64_t i);
+void trt_loop_end(void);
+
 /* ---- communication ---- */
 
 /* -> TRT_ALL.  From TRT_ANY, a key held by several ranks arrives once per

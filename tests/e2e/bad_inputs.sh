@@ -32,7 +32,7 @@ truncated|A=short.npy B=b.npy C=c.npy|mm: input A (short.npy): file is truncated
 not npy|A=text.npy B=b.npy C=c.npy|mm: input A (text.npy): not a .npy file
 directory|A=adir B=b.npy C=c.npy|mm: input A (adir): is a directory
 named twice|A=a.npy A=a.npy B=b.npy C=c.npy|mm: tensor A given twice ('"'"'A=a.npy'"'"' and '"'"'A=a.npy'"'"')
-unknown name|A=a.npy B=b.npy Z=z.npy C=c.npy|mm: unknown tensor '"'"'Z'"'"' in '"'"'Z=z.npy'"'"' (tensors: A B C)
+unknown name|A=a.npy B=b.npy Z=z.npy C=c.npy|mm: unknown tensor '"'"'Z'"'"' in '"'"'Z=z.npy'"'"' (tensors: C A B)
 no input|B=b.npy C=c.npy|mm: input A: no file given (add A=path.npy; see --help)
 output folder|A=a.npy B=b.npy C=nodir/c.npy|mm: output C (nodir/c.npy): No such file or directory'
 
