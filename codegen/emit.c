@@ -121,7 +121,8 @@ static void emit_tables(Emit *e, const CgOptions *o)
 	buf_puts(b, "};\n\n");
 	buf_puts(b, "static const TrtProgram program = {TRT_ABI, ");
 	c_string(b, o->program);
-	buf_printf(b, ", tensors, %d, ops, %d, %" PRIu64 "u};\n\n", ntensors, e->p->ops.n, o->seed);
+	buf_printf(b, ", tensors, %d, ops, %d, %" PRIu64 "u, %d, %.17g};\n\n", ntensors, e->p->ops.n,
+	           o->seed, e->p->nranks, e->p->peak_bytes);
 }
 
 static void emit_type(Emit *e, int i)
@@ -182,6 +183,17 @@ static int kexpr_emit(KGen *g, const KExpr *e, const char *indent)
 		num_literal(b, e->val, g->dt);
 		buf_puts(b, ";\n");
 		return t;
+	case KX_IDX:
+		/* the element's index in the whole tensor: the chunk's offset
+		 * along the dim carrying the label, plus the loop index */
+		t = g->ntmp++;
+		for (int i = 0; i < g->k->nin; i++)
+			for (int c = 0; c < g->k->nindim[i]; c++)
+				if (g->k->inlab[i][c] == e->in) {
+					buf_printf(b, "%s%s t%d = (%s)(in[%d].off[%d] + l%d);\n", indent, T, t, T, i, c, e->in);
+					return t;
+				}
+		tr_bug("index label %d in no input", e->in);
 	case KX_OP:
 		break;
 	}
@@ -341,7 +353,9 @@ static void combine_expr(Buf *b, AggKind agg, const char *x, const char *y)
 	}
 }
 
-static void emit_loop_kernel(Emit *e, const Kernel *k, DType dt)
+/* A loop kernel computes in its output's type; inputs of another type (a
+ * conversion, f64(x)) are read as what they are and converted on load. */
+static void emit_loop_kernel(Emit *e, const Kernel *k, DType dt, const DType *indt)
 {
 	Buf *b = e->b;
 	const char *T = ctype(dt);
@@ -356,7 +370,7 @@ static void emit_loop_kernel(Emit *e, const Kernel *k, DType dt)
 				reduced[l] = false;
 	}
 	for (int i = 0; i < k->nin; i++)
-		buf_printf(b, "\tconst %s *p%d = in[%d].p;\n", T, i, i);
+		buf_printf(b, "\tconst %s *p%d = in[%d].p;\n", ctype(indt[i]), i, i);
 	buf_printf(b, "\t%s *po = out->p;\n", T);
 	emit_strides(b, "0", "in[0]", k->nindim[0]);
 	if (k->nin > 1)
@@ -389,7 +403,7 @@ static void emit_loop_kernel(Emit *e, const Kernel *k, DType dt)
 			continue;
 		char sname[16];
 		snprintf(sname, sizeof sname, "%d", i);
-		buf_printf(b, "%s%s x%d = p%d[", INDENT(), T, i, i);
+		buf_printf(b, "%s%s x%d = (%s)p%d[", INDENT(), T, i, T, i);
 		offset_expr(b, sname, k->nindim[i], k->inlab[i]);
 		buf_puts(b, "];\n");
 	}
@@ -429,10 +443,15 @@ static void emit_kernel(Emit *e, int i, const Kernel *k)
 	kernel_print(&desc, k);
 	buf_printf(b, "/* op %d: %s */\nstatic void kernel%d(const TrtView *in, TrtView *out, int acc)\n{\n", i, desc.s, i);
 	buf_free(&desc);
+	int in[2];
+	int n = ia_inputs(&e->p->ops.v[i], in);
+	DType indt[2] = {DT_F32, DT_F32};
+	for (int j = 0; j < n; j++)
+		indt[j] = e->p->ops.v[in[j]].type.dtype;
 	if (kernel_is_gemm(k))
 		emit_gemm_kernel(e, k, e->p->ops.v[i].type.dtype);
 	else
-		emit_loop_kernel(e, k, e->p->ops.v[i].type.dtype);
+		emit_loop_kernel(e, k, e->p->ops.v[i].type.dtype, indt);
 	buf_puts(b, "}\n\n");
 }
 

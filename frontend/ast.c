@@ -32,7 +32,7 @@ const char *binop_name(BinOp op)
 
 const char *red_name(RedKind r)
 {
-	static const char *names[] = {"sum", "max", "min", "argmax", "argmin"};
+	static const char *names[] = {"sum", "max", "min", "argmax", "argmin", "mean"};
 	return names[r];
 }
 

@@ -35,7 +35,7 @@ typedef enum {
 	B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_LT, B_LE, B_GT, B_GE, B_EQ, B_NE,
 } BinOp;
 
-typedef enum { R_SUM, R_MAX, R_MIN, R_ARGMAX, R_ARGMIN } RedKind;
+typedef enum { R_SUM, R_MAX, R_MIN, R_ARGMAX, R_ARGMIN, R_MEAN } RedKind;
 
 typedef struct Node Node;
 
@@ -62,7 +62,14 @@ struct Node {
 		struct { const char *name; Loc nameloc; Node **idx; int nidx; int tensor; } access;
 		struct { Node *a; } unary;
 		struct { BinOp op; Node *a, *b; } binary;
-		struct { const char *name; Loc nameloc; Node **args; int nargs; KOp fn; } call;
+		struct {
+			const char *name;
+			Loc nameloc;
+			Node **args;
+			int nargs;
+			KOp fn;                 /* sema: the function */
+			int conv;               /* sema: f32()/f64() converts to this DType, else -1 */
+		} call;
 		struct { Node *cond, *a, *b; } where;
 		struct {
 			RedKind red;
@@ -163,6 +170,11 @@ typedef struct FeOptions {
 	int ndeps;
 } FeOptions;
 
+/* ---- paths.c ---- */
+
+const char *fe_stdlib_dir(void);                        /* the installed or in-tree stdlib */
+void fe_add_dep(FeOptions *o, const char *path);        /* record a file read (for -M) */
+
 /* Check the program and lower it to TRA.  NULL when there were errors
  * (reported through diag()). */
 TraProg *fe_compile(Ast *ast, FeOptions *opt);
@@ -190,5 +202,6 @@ void lower_print(Lowering *l, int tensor);
 void lower_loop(TraProg *prog, int64_t count, Loc loc);
 void lower_endloop(TraProg *prog);
 void lower_output(TraProg *prog, int *cur, int tensor);     /* at the end */
+int lower_value(TraProg *prog, int *cur, int tensor);       /* the op holding a tensor's value */
 
 #endif

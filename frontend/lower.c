@@ -18,6 +18,7 @@
  * Blocks are the whole extent here (one chunk per tensor); optimizer/blocking
  * chooses the chunk shapes afterwards, on the TRA program.
  */
+#include <math.h>
 #include <string.h>
 
 #include "frontend/frontend.h"
@@ -37,9 +38,9 @@ typedef struct L {
 	const int *lhs;
 } L;
 
-static RelType make_type(L *l, int nvar, const int *var)
+static RelType make_type(L *l, int nvar, const int *var, DType dt)
 {
-	RelType t = {.dtype = l->lw->dtype, .nkey = nvar, .nchunk = nvar};
+	RelType t = {.dtype = dt, .nkey = nvar, .nchunk = nvar};
 	for (int d = 0; d < nvar; d++) {
 		t.extent[d] = l->lw->vars[var[d]].extent;
 		t.block[d] = t.extent[d];
@@ -69,6 +70,18 @@ static KExpr *in_or(L *l, KExpr *pend, int in)
 	return kx_subst(l->arena, pend, repl);
 }
 
+static void remap_idx(KExpr *e, const int *map)
+{
+	if (e->kind == KX_IDX) {
+		if (map[e->in] < 0)
+			tr_bug("index label %d in no input", e->in);
+		e->in = map[e->in];
+	} else if (e->kind == KX_OP) {
+		for (int i = 0; i < kop_arity(e->op); i++)
+			remap_idx(e->arg[i], map);
+	}
+}
+
 /* Renumber a kernel's labels (index var ids) to 0.. in order of appearance. */
 static void compact_labels(Kernel *k)
 {
@@ -88,6 +101,7 @@ static void compact_labels(Kernel *k)
 			tr_bug("output label %d not in any input", v);
 		k->outlab[d] = map[v];
 	}
+	remap_idx(k->expr, map);
 	k->nlab = n;
 }
 
@@ -151,12 +165,21 @@ static void set_output_order(L *l, int opi, int nvar, const int *var, int nout, 
 		}
 }
 
+static Val join_expr(L *l, Val a, Val b, KExpr *e);
+
+static Val join(L *l, Val a, Val b, KOp kop)
+{
+	return join_expr(l, a, b, kx_op(l->arena, kop, kx_in(l->arena, 0), kx_in(l->arena, 1), NULL));
+}
+
 static bool same_rel(const Val *a, const Val *b)
 {
 	return a->op == b->op && a->nvar == b->nvar && !memcmp(a->var, b->var, a->nvar * sizeof *a->var);
 }
 
-static Val join(L *l, Val a, Val b, KOp kop)
+/* Join on the shared index vars; the kernel computes e over the two
+ * inputs' elements (in0, in1), their pending expressions applied. */
+static Val join_expr(L *l, Val a, Val b, KExpr *e)
 {
 	TraOp op = {.kind = TRA_JOIN};
 	const RelType *ta = &op_at(l, a.op)->type, *tb = &op_at(l, b.op)->type;
@@ -184,10 +207,11 @@ static Val join(L *l, Val a, Val b, KOp kop)
 	k->noutdim = out.nvar;
 	for (int d = 0; d < out.nvar; d++)
 		k->outlab[d] = out.var[d];
-	k->expr = kx_op(l->arena, kop, in_or(l, a.pend, 0), in_or(l, b.pend, 1), NULL);
+	KExpr *repl[2] = {in_or(l, a.pend, 0), in_or(l, b.pend, 1)};
+	k->expr = kx_subst(l->arena, e, repl);
 	compact_labels(k);
 	op.u.join.kernel = k;
-	op.type = make_type(l, out.nvar, out.var);
+	op.type = make_type(l, out.nvar, out.var, ta->dtype);
 	out.op = push(l, op);
 	return out;
 }
@@ -253,8 +277,44 @@ static int keep_order(L *l, const Val *v, int nr, const int *r, int *out)
 	return n;
 }
 
+static Val reduce(L *l, Val v, RedKind red, int nr, const int *r);
+
+/* mean: the sum over the indices, times one over their extents' product. */
+static Val mean(L *l, Val v, int nr, const int *r)
+{
+	double count = 1;
+	for (int i = 0; i < nr; i++)
+		count *= (double)l->lw->vars[r[i]].extent;
+	Val s = reduce(l, v, R_SUM, nr, r);
+	s.pend = kx_op(l->arena, KOP_MUL, s.op >= 0 ? in_or(l, s.pend, 0) : s.pend, kx_const(l->arena, 1.0 / count), NULL);
+	return s;
+}
+
+/*
+ * argmax[k](e): the first position along k where e is largest.  e is made
+ * once; m = max[k](e); then min over k of (e == m ? the index along k : inf),
+ * so ties go to the first position, as numpy's argmax.
+ */
+static Val argreduce(L *l, Val v, RedKind red, int k)
+{
+	if (v.op < 0)
+		return (Val){.op = -1, .pend = kx_const(l->arena, 0)};
+	v = absorb(l, v);
+	v.fresh = false;        /* read twice: the max, and the comparison */
+	Val m = reduce(l, v, red == R_ARGMAX ? R_MAX : R_MIN, 1, &k);
+	KExpr *e = kx_op(l->arena, KOP_WHERE,
+	                 kx_op(l->arena, KOP_EQ, kx_in(l->arena, 0), kx_in(l->arena, 1), NULL),
+	                 kx_idx(l->arena, k), kx_const(l->arena, INFINITY));
+	Val t = join_expr(l, v, m, e);
+	return reduce(l, t, R_MIN, 1, &k);
+}
+
 static Val reduce(L *l, Val v, RedKind red, int nr, const int *r)
 {
+	if (red == R_MEAN)
+		return mean(l, v, nr, r);
+	if (red == R_ARGMAX || red == R_ARGMIN)
+		return argreduce(l, v, red, r[0]);
 	AggKind agg = red == R_MAX ? AGG_MAX : red == R_MIN ? AGG_MIN : AGG_ADD;
 	double mult = 1;
 	int present[MAXDIM], np = 0;
@@ -291,7 +351,7 @@ static Val reduce(L *l, Val v, RedKind red, int nr, const int *r)
 		for (int d = 0; d < v.nvar; d++)
 			if (v.var[d] == keep[g])
 				op.u.agg.group[g] = d;
-	op.type = make_type(l, nkeep, keep);
+	op.type = make_type(l, nkeep, keep, op_at(l, v.op)->type.dtype);
 	Val out = {.nvar = nkeep, .fresh = false};
 	memcpy(out.var, keep, sizeof out.var);
 	out.op = push(l, op);
@@ -397,6 +457,88 @@ static Val lower_where(L *l, Node *n)
 	return combine(l, KOP_ADD, ta, tb);
 }
 
+/* A[i, k]: the tensor's relation, its key dims named by the index vars.  A
+ * repeated index takes a diagonal: filter the keys where the dims agree, a
+ * map that reads each chunk's diagonal, and an aggregation that drops the
+ * repeated key dims (each group holds the one tuple the filter kept). */
+static Val access(L *l, Node *n)
+{
+	Val v = {.op = value_of(l->lw, n->u.access.tensor), .nvar = n->u.access.nidx};
+	int first[MAXDIM], ndistinct = 0, distinct[MAXDIM], at[MAXDIM];
+	TraOp f = {.kind = TRA_FILTER};
+
+	for (int d = 0; d < v.nvar; d++) {
+		v.var[d] = n->u.access.idx[d]->u.name.var;
+		first[d] = d;
+		for (int e = 0; e < d; e++)
+			if (v.var[e] == v.var[d] && first[d] == d)
+				first[d] = e;
+		if (first[d] == d) {
+			at[ndistinct] = d;
+			distinct[ndistinct++] = v.var[d];
+		} else {
+			f.u.filter.pred.eq[f.u.filter.pred.neq][0] = first[d];
+			f.u.filter.pred.eq[f.u.filter.pred.neq++][1] = d;
+		}
+	}
+	if (ndistinct == v.nvar)
+		return v;
+
+	f.u.filter.in = v.op;
+	f.type = op_at(l, v.op)->type;
+	int fi = push(l, f);
+
+	TraOp m = {.kind = TRA_MAP, .type = f.type};
+	Kernel *k = kernel_new(l->arena, 1);
+	input_labels(k, 0, &f.type, v.var);
+	k->noutdim = ndistinct;
+	m.type.nchunk = ndistinct;
+	for (int c = 0; c < ndistinct; c++) {
+		k->outlab[c] = distinct[c];
+		m.type.chunkdim[c] = at[c];
+	}
+	compact_labels(k);
+	m.u.map.in = fi;
+	m.u.map.kernel = k;
+	int mi = push(l, m);
+
+	TraOp g = {.kind = TRA_AGG};
+	g.u.agg.in = mi;
+	g.u.agg.agg = AGG_ADD;
+	g.u.agg.ngroup = ndistinct;
+	memcpy(g.u.agg.group, at, sizeof at);
+	g.type = make_type(l, ndistinct, distinct, f.type.dtype);
+	Val out = {.op = push(l, g), .nvar = ndistinct};
+	memcpy(out.var, distinct, sizeof out.var);
+	return out;
+}
+
+/* f32(e), f64(e): e in its own type, then a map to the other. */
+static Val convert(L *l, Val v, DType to)
+{
+	if (v.op < 0)
+		return v;               /* a constant takes its context's type anyway */
+	if (v.pend)
+		v = absorb(l, v);
+	const RelType *t = &op_at(l, v.op)->type;
+	if (t->dtype == to)
+		return v;
+	TraOp op = {.kind = TRA_MAP, .type = *t};
+	op.type.dtype = to;
+	Kernel *k = kernel_new(l->arena, 1);
+	input_labels(k, 0, t, v.var);
+	k->noutdim = t->nchunk;
+	memcpy(k->outlab, k->inlab[0], sizeof k->outlab);
+	compact_labels(k);
+	op.u.map.in = v.op;
+	op.u.map.kernel = k;
+	Val out = v;
+	out.op = push(l, op);
+	out.pend = NULL;
+	out.fresh = true;
+	return out;
+}
+
 static Val lower(L *l, Node *n)
 {
 	Val v = {.op = -1};
@@ -405,17 +547,15 @@ static Val lower(L *l, Node *n)
 		v.pend = kx_const(l->arena, n->u.num);
 		return v;
 	case N_ACCESS:
-		v.op = value_of(l->lw, n->u.access.tensor);
-		v.nvar = n->u.access.nidx;
-		for (int d = 0; d < v.nvar; d++)
-			v.var[d] = n->u.access.idx[d]->u.name.var;
-		return v;
+		return access(l, n);
 	case N_UNARY:
 		v = lower(l, n->u.unary.a);
 		v.pend = kx_op(l->arena, KOP_NEG, v.op >= 0 ? in_or(l, v.pend, 0) : v.pend, NULL, NULL);
 		return v;
 	case N_CALL:
 		v = lower(l, n->u.call.args[0]);
+		if (n->u.call.conv >= 0)
+			return convert(l, v, n->u.call.conv);
 		v.pend = kx_op(l->arena, n->u.call.fn, v.op >= 0 ? in_or(l, v.pend, 0) : v.pend, NULL, NULL);
 		return v;
 	case N_BINARY:
@@ -479,6 +619,12 @@ void lower_endloop(TraProg *prog)
 	tra_push(prog, op);
 }
 
+int lower_value(TraProg *prog, int *cur, int tensor)
+{
+	Lowering lw = {.prog = prog, .cur = cur, .stmt = -1};
+	return value_of(&lw, tensor);
+}
+
 void lower_output(TraProg *prog, int *cur, int tensor)
 {
 	Lowering lw = {.prog = prog, .cur = cur, .stmt = -1};
@@ -518,6 +664,6 @@ int lower_assign(Lowering *lw, Node *value, int nlhs, const int *lhs)
 	}
 	if (identity && v.nvar == nlhs)
 		return v.op;
-	rk.type = make_type(&l, nlhs, lhs);
+	rk.type = make_type(&l, nlhs, lhs, op_at(&l, v.op)->type.dtype);
 	return push(&l, rk);
 }

@@ -130,6 +130,31 @@ static Node *reduce(struct Parse *ps, RedKind r, NameList *names, Node *body, Lo
 	return n;
 }
 
+/* mean[i, j](e): reductions with a name rather than a keyword; the index
+ * list was parsed as expressions and must be plain names. */
+static Node *named_reduce(struct Parse *ps, const char *name, Loc nameloc, NodeList *idx, Node *body, Loc loc)
+{
+	NameList names = {0};
+	bool ok = true;
+	for (int i = 0; i < idx->n; i++) {
+		if (idx->v[i]->kind != N_NAME) {
+			diag(DIAG_ERROR, idx->v[i]->loc, "a reduction's indices must be plain names such as 'i'");
+			ok = false;
+		} else {
+			names_push(&names, idx->v[i]->u.name.name, idx->v[i]->loc);
+		}
+	}
+	free(idx->v);
+	if (strcmp(name, "mean")) {
+		diag(DIAG_ERROR, nameloc, "unknown reduction '%s'; the reductions are sum, max, min, argmax, argmin and mean", name);
+		ok = false;
+	}
+	Node *n = reduce(ps, R_MEAN, &names, body, loc);
+	if (!ok)
+		n->u.reduce.nnames = 0;
+	return n;
+}
+
 static void enter(struct Parse *ps, Loc loc)
 {
 	if (++ps->depth == MAX_DEPTH)
@@ -362,6 +387,12 @@ primary:
 	                                  $$ = ast_node(ps->arena, N_ACCESS, @$);
 	                                  $$->u.access.name = $1; $$->u.access.nameloc = @1;
 	                                  $$->u.access.idx = nodes_copy(ps, &$3, &$$->u.access.nidx);
+	                                }
+	| IDENT '[' indices ']' '(' { enter(ps, @1); } expr ')'
+	                                {
+	                                  /* a named reduction: mean[i](e) */
+	                                  ps->depth--;
+	                                  $$ = named_reduce(ps, $1, @1, &$3, $7, @$);
 	                                }
 	| IDENT '(' { enter(ps, @1); } args ')'
 	                                {

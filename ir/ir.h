@@ -132,10 +132,10 @@ const char *kop_name(KOp op);
 int kop_arity(KOp op);
 
 /* A kernel expression: a tree over the kernel's input elements. */
-typedef enum { KX_IN, KX_CONST, KX_OP } KExprKind;
+typedef enum { KX_IN, KX_CONST, KX_OP, KX_IDX } KExprKind;
 typedef struct KExpr {
 	KExprKind kind;
-	int in;                 /* KX_IN: which input */
+	int in;                 /* KX_IN: which input; KX_IDX: which label */
 	double val;             /* KX_CONST */
 	KOp op;                 /* KX_OP */
 	struct KExpr *arg[3];
@@ -144,6 +144,7 @@ typedef struct KExpr {
 KExpr *kx_in(Arena *a, int in);
 KExpr *kx_const(Arena *a, double v);
 KExpr *kx_op(Arena *a, KOp op, KExpr *x, KExpr *y, KExpr *z);
+KExpr *kx_idx(Arena *a, int label);                       /* the element's index along a label, in the whole tensor */
 KExpr *kx_subst(Arena *a, const KExpr *e, KExpr *const *repl);  /* KX_IN i -> repl[i] */
 bool kx_is_product(const KExpr *e);                      /* in0 * in1 */
 bool kx_uses(const KExpr *e, int in);

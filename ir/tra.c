@@ -86,11 +86,21 @@ KExpr *kx_op(Arena *a, KOp op, KExpr *x, KExpr *y, KExpr *z)
 	return e;
 }
 
+KExpr *kx_idx(Arena *a, int label)
+{
+	KExpr *e = arena_alloc(a, sizeof *e);
+	e->kind = KX_IDX;
+	e->in = label;
+	return e;
+}
+
 KExpr *kx_subst(Arena *a, const KExpr *e, KExpr *const *repl)
 {
 	switch (e->kind) {
 	case KX_IN:
 		return repl[e->in];
+	case KX_IDX:
+		return kx_idx(a, e->in);
 	case KX_CONST:
 		return kx_const(a, e->val);
 	case KX_OP: {
@@ -116,6 +126,7 @@ bool kx_uses(const KExpr *e, int in)
 	case KX_IN:
 		return e->in == in;
 	case KX_CONST:
+	case KX_IDX:
 		return false;
 	case KX_OP:
 		for (int i = 0; i < kop_arity(e->op); i++)
@@ -134,6 +145,9 @@ static void kx_print(Buf *b, const KExpr *e)
 		return;
 	case KX_CONST:
 		buf_printf(b, "%.17g", e->val);
+		return;
+	case KX_IDX:
+		buf_printf(b, "idx(%c)", e->in < 26 ? 'a' + e->in : 'A' + e->in - 26);
 		return;
 	case KX_OP:
 		if (kop_arity(e->op) == 2 && e->op != KOP_POW) {

@@ -55,15 +55,19 @@ static bool same_dim(const RelType *a, int da, const RelType *b, int db)
 }
 
 /*
- * A kernel's labels against its operands: every label names one output key
- * dim (outdim[label]); an input chunk dim's label must name the output dim its
- * key dim becomes, and the output's chunk dims must be labelled by the dims
- * they span.  inmap[i][d] is the output dim of input i's key dim d.
+ * A kernel's labels against its operands: every label names the output key
+ * dims its chunk dims span (inmap[i][d] is the output dim of input i's key
+ * dim d); a label may span two dims only when they are the same dim of a
+ * diagonal (equal extent and block, tied by a filter).  The output's chunk
+ * dims must be labelled by dims they span, and a label the output lacks is
+ * reduced, so its dims cannot stay in the output's chunks.
  */
 static void check_kernel(Ctx *c, const Kernel *k, int nin, const RelType *const *in,
                          int inmap[2][MAXDIM], const RelType *out)
 {
-	int outdim[2 * MAXDIM];
+	uint64_t dims[2 * MAXDIM];      /* per label: output key dims it spans (bit MAXDIM+d: grouped away) */
+	const RelType *spanned[2 * MAXDIM];
+	int spandim[2 * MAXDIM];
 	if (!k)
 		return fail(c, "no kernel");
 	if (k->nin != nin)
@@ -71,36 +75,39 @@ static void check_kernel(Ctx *c, const Kernel *k, int nin, const RelType *const 
 	if (k->nlab < 0 || k->nlab > 2 * MAXDIM)
 		return fail(c, "kernel has %d labels", k->nlab);
 	for (int l = 0; l < k->nlab; l++)
-		outdim[l] = -1;
+		dims[l] = 0;
 	for (int i = 0; i < nin; i++) {
 		if (k->nindim[i] != in[i]->nchunk)
 			return fail(c, "kernel input %d has %d dims, its chunks %d", i, k->nindim[i], in[i]->nchunk);
 		for (int ch = 0; ch < in[i]->nchunk; ch++) {
-			int l = k->inlab[i][ch], d = inmap[i][in[i]->chunkdim[ch]];
+			int l = k->inlab[i][ch], kd = in[i]->chunkdim[ch], d = inmap[i][kd];
 			if (l < 0 || l >= k->nlab)
 				return fail(c, "kernel input %d dim %d has label %d", i, ch, l);
-			if (outdim[l] >= 0 && outdim[l] != d)
-				return fail(c, "kernel label %d spans two key dims (%d and %d)", l, outdim[l], d);
-			outdim[l] = d;
+			if (dims[l] && !(dims[l] & (1ull << d)) && !same_dim(spanned[l], spandim[l], in[i], kd))
+				return fail(c, "kernel label %d spans two key dims of different extent or block", l);
+			dims[l] |= 1ull << d;
+			spanned[l] = in[i];
+			spandim[l] = kd;
 		}
 	}
-	bool reduces = false;
 	if (k->noutdim != out->nchunk)
 		return fail(c, "kernel has %d output dims, its chunks %d", k->noutdim, out->nchunk);
 	for (int ch = 0; ch < out->nchunk; ch++) {
 		int l = k->outlab[ch];
-		if (l < 0 || l >= k->nlab || outdim[l] != out->chunkdim[ch])
+		if (l < 0 || l >= k->nlab || !(dims[l] & (1ull << out->chunkdim[ch])))
 			return fail(c, "kernel output dim %d (label %d) does not span key dim %d", ch, l, out->chunkdim[ch]);
 	}
+	bool reduces = false;
 	for (int l = 0; l < k->nlab; l++) {
 		bool inout = false;
 		for (int ch = 0; ch < k->noutdim; ch++)
 			inout |= k->outlab[ch] == l;
-		if (!inout && outdim[l] >= 0) {
-			reduces = true;
-			if (rel_chunkpos(out, outdim[l]) >= 0)
+		if (inout || !dims[l])
+			continue;
+		reduces = true;
+		for (int d = 0; d < out->nkey; d++)
+			if ((dims[l] & (1ull << d)) && rel_chunkpos(out, d) >= 0)
 				return fail(c, "kernel reduces label %d but the output keeps it in the chunk", l);
-		}
 	}
 	if (reduces != k->reduces)
 		return fail(c, "kernel's reduces flag is %d, its labels say %d", k->reduces, reduces);
@@ -213,6 +220,7 @@ static void check_rekey(Ctx *c, const RelType *in, int nkey, const int *keymap, 
 			return fail(c, "rekey moves chunk dim %d", ch);
 }
 
+/* A map keeps keys; its kernel may change the element type (a conversion). */
 static void check_map(Ctx *c, const RelType *in, const Kernel *k, const RelType *out)
 {
 	int inmap[2][MAXDIM];

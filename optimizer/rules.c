@@ -47,9 +47,15 @@ static IaOp remap(Rebuild *r, const IaOp *op)
 	case IA_JOIN:
 		c.u.join.left = r->map[c.u.join.left];
 		c.u.join.right = r->map[c.u.join.right];
+		/* kernels live in the plan's arena, which dies with the old plan */
+		c.u.join.kernel = kernel_clone(r->new->arena, c.u.join.kernel);
 		break;
 	case IA_AGG: c.u.agg.in = r->map[c.u.agg.in]; break;
-	case IA_MAP: c.u.map.in = r->map[c.u.map.in]; break;
+	case IA_MAP:
+		c.u.map.in = r->map[c.u.map.in];
+		if (c.u.map.kernel)
+			c.u.map.kernel = kernel_clone(r->new->arena, c.u.map.kernel);
+		break;
 	case IA_FILTER: c.u.filter.in = r->map[c.u.filter.in]; break;
 	case IA_WRITE: c.u.write.in = r->map[c.u.write.in]; break;
 	case IA_STORE:

@@ -2,16 +2,35 @@
  * comm.c: the two communication ops, trt_bcast and trt_shuffle, and the
  * point-to-point helpers trt_write uses.
  *
- * Wire format: a tuple is its key (nkey int64s) followed by its chunk's
- * bytes; the chunk's size follows from the key, so nothing else is sent.
- * One packed buffer goes to each destination.
+ * Zero copy.  A chunk goes from the sender's chunk straight into the
+ * receiver's new chunk: there is no packing buffer on either side, so Open
+ * MPI's shared-memory transport copies each byte once (CMA) and no memory is
+ * touched that the result does not keep.  Fresh memory is dear (the kernel
+ * zeroes every page on first touch, at about the speed of a memcpy), so a
+ * packing buffer and its unpacking cost three times what the data's own
+ * copy does.  An exchange has three rounds:
  *
- * Large messages: MPI counts and displacements are ints.  Each exchange picks
- * a unit of U bytes (a power of two, the same on every rank) small enough that
- * every count, measured in units, fits in rt_msg_limit, and sends a contiguous
- * datatype of U bytes; each destination's segment is padded to a whole number
- * of units.  U is 1 unless a rank moves more than 2 GiB at once, so the
- * padding is never more than a unit per peer.
+ *   1. tuple counts: one MPI_Alltoall (shuffle) or MPI_Allgather (bcast) of
+ *      an int64 per rank;
+ *   2. keys: one message per peer, nkey int64s per tuple;
+ *   3. chunks: the receiver knows each incoming chunk's size from its key
+ *      and allocates it; both sides cut the same messages from the same
+ *      sequence of chunk sizes (plan_messages).
+ *
+ * Message shapes.  A chunk of SMALL bytes or more travels alone, as one
+ * contiguous message (what CMA copies in one go).  A run of smaller chunks
+ * travels together as one message described by an hindexed datatype over
+ * their addresses, so a relation of many tiny chunks is not many tiny
+ * messages.  No message is longer than rt_msg_limit bytes (MPI counts are
+ * ints): a bigger chunk goes in several pieces.  Messages between two ranks
+ * in one round share a tag, and MPI delivers them in the order posted.
+ *
+ * Broadcast is direct: every rank sends its tuples to every other rank at
+ * once (nonblocking), which for the few ranks of one node moves the same
+ * bytes as MPI_Allgatherv's ring with no staging buffer.
+ *
+ * Bytes counted for --profile are each tuple's key and chunk, per receiver:
+ * the measure the cost model predicts (chunk bytes) plus 8 bytes per key dim.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -21,84 +40,148 @@
 
 int64_t rt_msg_limit = INT_MAX;
 
-static size_t tuple_bytes(const TrtType *t, const int64_t *key)
+#define SMALL ((size_t)64 << 10)        /* chunks below this travel in groups */
+#define GROUP ((size_t)1 << 20)         /* the most bytes in one group message */
+
+enum { TAG_KEYS = 7101, TAG_CHUNKS = 7102 };
+
+/* ---- the exchange engine ---- */
+
+typedef struct Piece {
+	char *p;
+	size_t n;
+} Piece;
+
+/* What one rank sends to, or receives from, one peer: memory pieces in
+ * stream order. */
+typedef struct Side {
+	Piece *v;
+	int64_t n, cap;
+} Side;
+
+static void side_add(Side *s, void *p, size_t n)
 {
-	return sizeof(int64_t) * (size_t)t->nkey + rt_chunk_bytes(t, key);
+	if (n == 0)
+		return;                 /* both ends skip empty chunks alike */
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 16;
+		s->v = rt_realloc(s->v, sizeof *s->v * (size_t)s->cap);
+	}
+	s->v[s->n].p = p;
+	s->v[s->n].n = n;
+	s->n++;
 }
 
-static char *pack_tuple(char *at, const TrtRel *r, int64_t i)
+static Side *sides_new(int nr)
 {
-	const int64_t *key = r->keys + i * r->type.nkey;
-	size_t kb = sizeof(int64_t) * (size_t)r->type.nkey;
-	size_t cb = rt_chunk_bytes(&r->type, key);
-
-	memcpy(at, key, kb);
-	memcpy(at + kb, rt_chunk_data(r->chunks[i]), cb);
-	return at + kb + cb;
+	Side *s = rt_alloc(sizeof *s * (size_t)nr);
+	memset(s, 0, sizeof *s * (size_t)nr);
+	return s;
 }
 
-/* Appends to out the tuples packed in buf[0..n). */
-static void unpack(TrtRel *out, const char *buf, size_t n)
+static void sides_free(Side *s, int nr)
 {
-	const TrtType *t = &out->type;
-	size_t kb = sizeof(int64_t) * (size_t)t->nkey;
-	int64_t key[TRT_MAXDIM];
-	const char *at = buf, *end = buf + n;
+	for (int i = 0; i < nr; i++)
+		free(s[i].v);
+	free(s);
+}
 
-	while (at < end) {
-		memcpy(key, at, kb);
-		size_t cb = rt_chunk_bytes(t, key);
-		if ((size_t)(end - at) < kb + cb)
-			rt_bug("short tuple in a received message");
-		Chunk *c = rt_chunk_new(cb);
-		memcpy(rt_chunk_data(c), at + kb, cb);
-		rt_rel_push(out, key, c);
-		at += kb + cb;
+typedef struct Reqs {
+	MPI_Request *v;
+	int n, cap;
+} Reqs;
+
+static MPI_Request *req_slot(Reqs *r)
+{
+	if (r->n == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 64;
+		r->v = rt_realloc(r->v, sizeof *r->v * (size_t)r->cap);
+	}
+	return &r->v[r->n++];
+}
+
+/* Posts one message over pieces v[0..n) (the first starting `off` bytes in,
+ * `len` bytes in all when n == 1). */
+static void post(Reqs *rq, int send, int peer, int tag, const Piece *v, int n, size_t off,
+                 size_t len)
+{
+	MPI_Request *req = req_slot(rq);
+
+	if (n == 1) {
+		if (send)
+			MPI_Isend(v[0].p + off, (int)len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, req);
+		else
+			MPI_Irecv(v[0].p + off, (int)len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, req);
+		return;
+	}
+	int *lens = rt_alloc(sizeof *lens * (size_t)n);
+	MPI_Aint *addr = rt_alloc(sizeof *addr * (size_t)n);
+	for (int i = 0; i < n; i++) {
+		lens[i] = (int)v[i].n;
+		MPI_Get_address(v[i].p, &addr[i]);
+	}
+	MPI_Datatype t;
+	MPI_Type_create_hindexed(n, lens, addr, MPI_BYTE, &t);
+	MPI_Type_commit(&t);
+	if (send)
+		MPI_Isend(MPI_BOTTOM, 1, t, peer, tag, MPI_COMM_WORLD, req);
+	else
+		MPI_Irecv(MPI_BOTTOM, 1, t, peer, tag, MPI_COMM_WORLD, req);
+	MPI_Type_free(&t);      /* freed when the message completes */
+	free(lens);
+	free(addr);
+}
+
+/* Cuts one side into messages, the same cuts at both ends (they see the same
+ * sequence of piece sizes), and posts them. */
+static void plan_messages(Reqs *rq, int send, int peer, int tag, const Side *s)
+{
+	size_t limit = (size_t)rt_msg_limit, group = GROUP < limit ? GROUP : limit;
+	int64_t first = 0;              /* the pending group: pieces [first, i) */
+	size_t gbytes = 0;
+
+	for (int64_t i = 0; i <= s->n; i++) {
+		int big = i < s->n && (s->v[i].n >= SMALL || s->v[i].n > group);
+		int full = i < s->n && !big && gbytes + s->v[i].n > group;
+		if (i == s->n || big || full) {
+			/* flush the group, in hindexed messages of at most INT_MAX pieces */
+			while (first < i) {
+				int64_t cnt = i - first < INT_MAX ? i - first : INT_MAX;
+				post(rq, send, peer, tag, s->v + first, (int)cnt, 0, s->v[first].n);
+				first += cnt;
+			}
+			gbytes = 0;
+		}
+		if (i == s->n)
+			break;
+		if (big) {
+			for (size_t off = 0; off < s->v[i].n; off += limit) {
+				size_t len = s->v[i].n - off < limit ? s->v[i].n - off : limit;
+				post(rq, send, peer, tag, s->v + i, 1, off, len);
+			}
+			first = i + 1;
+		} else {
+			gbytes += s->v[i].n;
+		}
 	}
 }
 
-static int64_t units(int64_t bytes, int64_t unit)
+/* Every rank sends send[d] to rank d and receives recv[s] from rank s
+ * (the own rank's sides must be empty).  Receives are posted first. */
+static void exchange(const Side *send, const Side *recv, int tag)
 {
-	return (bytes + unit - 1) / unit;
+	Reqs rq = {0};
+	int nr = rt.nranks;
+
+	for (int s = 0; s < nr; s++)
+		plan_messages(&rq, 0, s, tag, &recv[s]);
+	for (int d = 0; d < nr; d++)
+		plan_messages(&rq, 1, d, tag, &send[d]);
+	MPI_Waitall(rq.n, rq.v, MPI_STATUSES_IGNORE);
+	free(rq.v);
 }
 
-/* The smallest power of two U with sum(ceil(count[i] / U)) <= rt_msg_limit.
- * Once U covers the largest count every segment is one unit, so the limit
- * must exceed the rank count (INT_MAX does). */
-static int64_t pick_unit(const int64_t *count, int n)
-{
-	int64_t most = 0;
-
-	for (int i = 0; i < n; i++)
-		if (count[i] > most)
-			most = count[i];
-	for (int64_t u = 1;; u *= 2) {
-		int64_t sum = 0;
-		for (int i = 0; i < n; i++)
-			sum += units(count[i], u);
-		if (sum <= rt_msg_limit)
-			return u;
-		if (u >= most)
-			rt_bug("%d messages cannot fit a limit of %lld units", n, (long long)rt_msg_limit);
-	}
-}
-
-static MPI_Datatype unit_type(int64_t unit)
-{
-	MPI_Datatype t = MPI_BYTE;
-
-	if (unit > 1) {
-		MPI_Type_contiguous((int)unit, MPI_BYTE, &t);
-		MPI_Type_commit(&t);
-	}
-	return t;
-}
-
-static void free_unit_type(MPI_Datatype t)
-{
-	if (t != MPI_BYTE)
-		MPI_Type_free(&t);
-}
+/* ---- point to point, for trt_write ---- */
 
 /* Point to point, in pieces that fit an int count; the receiver posts the
  * same pieces, and MPI keeps messages of one tag and peer in order. */
@@ -119,12 +202,20 @@ void rt_recv_bytes(void *buf, size_t n, int src, int tag)
 {
 	char *p = buf;
 
+	rt_count_recv((double)n);
 	do {
 		size_t piece = n < (size_t)rt_msg_limit ? n : (size_t)rt_msg_limit;
 		MPI_Recv(p, (int)piece, MPI_BYTE, src, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 		p += piece;
 		n -= piece;
 	} while (n);
+}
+
+/* ---- the ops ---- */
+
+static double tuple_bytes(const TrtType *t, const int64_t *key)
+{
+	return (double)(sizeof(int64_t) * (size_t)t->nkey + rt_chunk_bytes(t, key));
 }
 
 /* A new relation holding the same tuples as r, sharing its chunks. */
@@ -137,13 +228,31 @@ static TrtRel *share(const TrtRel *r, TrtPlace p)
 	return out;
 }
 
+/* Appends to out ntup tuples with the given keys and new (unfilled) chunks,
+ * and adds their chunks to the receiving side. */
+static void receive_into(TrtRel *out, const int64_t *keys, int64_t ntup, Side *side)
+{
+	const TrtType *t = &out->type;
+
+	for (int64_t i = 0; i < ntup; i++) {
+		const int64_t *key = keys + i * t->nkey;
+		rt_check_key(t, key);
+		size_t cb = rt_chunk_bytes(t, key);
+		Chunk *c = rt_chunk_new(cb);
+		side_add(side, rt_chunk_data(c), cb);
+		rt_count_recv(tuple_bytes(t, key));
+		rt_rel_push(out, key, c);
+	}
+}
+
 /* Every rank ends with every tuple of r.  From TRT_ANY, a key held by several
  * ranks arrives once per holder: duplicates are kept, in rank order, for a
  * later trt_agg to combine. */
 TrtRel *trt_bcast(const TrtRel *r)
 {
+	const TrtType *t = &r->type;
 	TrtPlace all = { .kind = TRT_ALL };
-	int nr = rt.nranks, me = rt.rank;
+	int nr = rt.nranks, me = rt.rank, nk = t->nkey;
 
 	if (r->place.kind == TRT_ALL || nr == 1) {
 		TrtRel *out = share(r, all);
@@ -151,46 +260,51 @@ TrtRel *trt_bcast(const TrtRel *r)
 		return out;
 	}
 
-	int64_t mine = 0;
-	for (int64_t i = 0; i < r->n; i++)
-		mine += (int64_t)tuple_bytes(&r->type, r->keys + i * r->type.nkey);
-	int64_t *count = rt_alloc(sizeof *count * (size_t)nr);
-	MPI_Allgather(&mine, 1, MPI_INT64_T, count, 1, MPI_INT64_T, MPI_COMM_WORLD);
+	/* 1. counts */
+	int64_t mine = r->n;
+	int64_t *ntup = rt_alloc(sizeof *ntup * (size_t)nr);
+	MPI_Allgather(&mine, 1, MPI_INT64_T, ntup, 1, MPI_INT64_T, MPI_COMM_WORLD);
 
-	/* Every rank computes the same unit from the same counts. */
-	int64_t unit = pick_unit(count, nr);
-	int *ucount = rt_alloc(sizeof *ucount * (size_t)nr);
-	int *udispl = rt_alloc(sizeof *udispl * (size_t)nr);
-	int64_t total = 0;
+	/* 2. keys: ours to everyone, theirs into one array per peer */
+	int64_t **keys = rt_alloc(sizeof *keys * (size_t)nr);
+	Side *ks = sides_new(nr), *kr = sides_new(nr);
 	for (int s = 0; s < nr; s++) {
-		ucount[s] = (int)units(count[s], unit);
-		udispl[s] = (int)total;
-		total += ucount[s];
-	}
-	char *buf = rt_alloc((size_t)(total * unit));
-	char *at = buf + (size_t)udispl[me] * (size_t)unit;
-	for (int64_t i = 0; i < r->n; i++)
-		at = pack_tuple(at, r, i);
-
-	MPI_Datatype ut = unit_type(unit);
-	MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, ucount, udispl, ut,
-	               MPI_COMM_WORLD);
-	free_unit_type(ut);
-	rt_count_sent((double)mine * (nr - 1));
-
-	/* Our own tuples are shared, not copied back out of the buffer. */
-	TrtRel *out = trt_rel_new(&r->type, all);
-	for (int s = 0; s < nr; s++) {
+		keys[s] = NULL;
 		if (s == me)
-			for (int64_t i = 0; i < r->n; i++)
-				rt_rel_push(out, r->keys + i * r->type.nkey, rt_chunk_ref(r->chunks[i]));
-		else
-			unpack(out, buf + (size_t)udispl[s] * (size_t)unit, (size_t)count[s]);
+			continue;
+		keys[s] = rt_alloc(sizeof(int64_t) * (size_t)(ntup[s] * nk + 1));
+		side_add(&kr[s], keys[s], sizeof(int64_t) * (size_t)(ntup[s] * nk));
+		side_add(&ks[s], r->keys, sizeof(int64_t) * (size_t)(r->n * nk));
 	}
-	free(buf);
-	free(count);
-	free(ucount);
-	free(udispl);
+	exchange(ks, kr, TAG_KEYS);
+	sides_free(ks, nr);
+	sides_free(kr, nr);
+
+	/* 3. chunks, straight into the output's new chunks; ours are shared */
+	Side *cs = sides_new(nr), *cr = sides_new(nr);
+	TrtRel *out = trt_rel_new(t, all);
+	double sent = 0;
+	for (int64_t i = 0; i < r->n; i++)
+		sent += tuple_bytes(t, r->keys + i * nk);
+	for (int s = 0; s < nr; s++) {
+		if (s == me) {
+			for (int64_t i = 0; i < r->n; i++)
+				rt_rel_push(out, r->keys + i * nk, rt_chunk_ref(r->chunks[i]));
+			continue;
+		}
+		receive_into(out, keys[s], ntup[s], &cr[s]);
+		for (int64_t i = 0; i < r->n; i++)
+			side_add(&cs[s], rt_chunk_data(r->chunks[i]), rt_chunk_bytes(t, r->keys + i * nk));
+	}
+	exchange(cs, cr, TAG_CHUNKS);
+	rt_count_sent(sent * (nr - 1));
+
+	sides_free(cs, nr);
+	sides_free(cr, nr);
+	for (int s = 0; s < nr; s++)
+		free(keys[s]);
+	free(keys);
+	free(ntup);
 	rt_rel_sort(out);
 	return out;
 }
@@ -199,19 +313,19 @@ TrtRel *trt_bcast(const TrtRel *r)
 TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 {
 	const TrtType *t = &r->type;
-	int nr = rt.nranks, me = rt.rank;
+	int nr = rt.nranks, me = rt.rank, nk = t->nkey;
 
 	if (p.kind != TRT_PART)
 		rt_bug("shuffle to a placement other than TRT_PART");
 	for (int i = 0; i < p.ndims; i++)
-		if (p.dims[i] < 0 || p.dims[i] >= t->nkey)
-			rt_bug("shuffle on key dim %d of %d", p.dims[i], t->nkey);
+		if (p.dims[i] < 0 || p.dims[i] >= nk)
+			rt_bug("shuffle on key dim %d of %d", p.dims[i], nk);
 
 	/* From TRT_ALL every rank already has its share: keep it, send nothing. */
 	if (r->place.kind == TRT_ALL) {
 		TrtRel *out = trt_rel_new(t, p);
 		for (int64_t i = 0; i < r->n; i++) {
-			const int64_t *key = r->keys + i * t->nkey;
+			const int64_t *key = r->keys + i * nk;
 			if (trt_site(&p, t, key) == me)
 				rt_rel_push(out, key, rt_chunk_ref(r->chunks[i]));
 		}
@@ -219,71 +333,76 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 		return out;
 	}
 
+	/* 1. counts */
 	int *site = rt_alloc(sizeof *site * (size_t)(r->n + 1));
 	int64_t *scount = rt_alloc(sizeof *scount * (size_t)nr);
 	int64_t *rcount = rt_alloc(sizeof *rcount * (size_t)nr);
 	memset(scount, 0, sizeof *scount * (size_t)nr);
 	for (int64_t i = 0; i < r->n; i++) {
-		const int64_t *key = r->keys + i * t->nkey;
-		site[i] = trt_site(&p, t, key);
-		if (site[i] != me)
-			scount[site[i]] += (int64_t)tuple_bytes(t, key);
+		site[i] = trt_site(&p, t, r->keys + i * nk);
+		scount[site[i]]++;
 	}
 	MPI_Alltoall(scount, 1, MPI_INT64_T, rcount, 1, MPI_INT64_T, MPI_COMM_WORLD);
 
-	/* The unit must fit both what we send and what we receive, on every rank. */
-	int64_t su = pick_unit(scount, nr), ru = pick_unit(rcount, nr);
-	int64_t unit = su > ru ? su : ru;
-	MPI_Allreduce(MPI_IN_PLACE, &unit, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-
-	int *sc = rt_alloc(sizeof *sc * (size_t)nr), *sd = rt_alloc(sizeof *sd * (size_t)nr);
-	int *rc = rt_alloc(sizeof *rc * (size_t)nr), *rd = rt_alloc(sizeof *rd * (size_t)nr);
-	int64_t stotal = 0, rtotal = 0;
-	double sent = 0;
+	/* 2. keys, gathered per destination in tuple order */
+	int64_t **skeys = rt_alloc(sizeof *skeys * (size_t)nr);
+	int64_t **rkeys = rt_alloc(sizeof *rkeys * (size_t)nr);
+	int64_t *fill = rt_alloc(sizeof *fill * (size_t)nr);
+	Side *ks = sides_new(nr), *kr = sides_new(nr);
 	for (int d = 0; d < nr; d++) {
-		sc[d] = (int)units(scount[d], unit);
-		sd[d] = (int)stotal;
-		stotal += sc[d];
-		rc[d] = (int)units(rcount[d], unit);
-		rd[d] = (int)rtotal;
-		rtotal += rc[d];
-		sent += (double)scount[d];
+		skeys[d] = rkeys[d] = NULL;
+		fill[d] = 0;
+		if (d == me)
+			continue;
+		skeys[d] = rt_alloc(sizeof(int64_t) * (size_t)(scount[d] * nk + 1));
+		rkeys[d] = rt_alloc(sizeof(int64_t) * (size_t)(rcount[d] * nk + 1));
+		side_add(&ks[d], skeys[d], sizeof(int64_t) * (size_t)(scount[d] * nk));
+		side_add(&kr[d], rkeys[d], sizeof(int64_t) * (size_t)(rcount[d] * nk));
 	}
+	for (int64_t i = 0; i < r->n; i++) {
+		int d = site[i];
+		if (d != me)
+			memcpy(skeys[d] + fill[d]++ * nk, r->keys + i * nk, sizeof(int64_t) * (size_t)nk);
+	}
+	exchange(ks, kr, TAG_KEYS);
+	sides_free(ks, nr);
+	sides_free(kr, nr);
 
-	char *sbuf = rt_alloc((size_t)(stotal * unit));
-	char *rbuf = rt_alloc((size_t)(rtotal * unit));
-	char **at = rt_alloc(sizeof *at * (size_t)nr);
-	for (int d = 0; d < nr; d++)
-		at[d] = sbuf + (size_t)sd[d] * (size_t)unit;
-	for (int64_t i = 0; i < r->n; i++)
-		if (site[i] != me)
-			at[site[i]] = pack_tuple(at[site[i]], r, i);
-
-	MPI_Datatype ut = unit_type(unit);
-	MPI_Alltoallv(sbuf, sc, sd, ut, rbuf, rc, rd, ut, MPI_COMM_WORLD);
-	free_unit_type(ut);
-	rt_count_sent(sent);
-	free(sbuf);
-
+	/* 3. chunks */
+	Side *cs = sides_new(nr), *cr = sides_new(nr);
+	double sent = 0;
+	for (int64_t i = 0; i < r->n; i++) {
+		const int64_t *key = r->keys + i * nk;
+		if (site[i] == me)
+			continue;
+		side_add(&cs[site[i]], rt_chunk_data(r->chunks[i]), rt_chunk_bytes(t, key));
+		sent += tuple_bytes(t, key);
+	}
 	TrtRel *out = trt_rel_new(t, p);
 	for (int s = 0; s < nr; s++) {
 		if (s == me) {
 			for (int64_t i = 0; i < r->n; i++)
 				if (site[i] == me)
-					rt_rel_push(out, r->keys + i * t->nkey, rt_chunk_ref(r->chunks[i]));
+					rt_rel_push(out, r->keys + i * nk, rt_chunk_ref(r->chunks[i]));
 		} else {
-			unpack(out, rbuf + (size_t)rd[s] * (size_t)unit, (size_t)rcount[s]);
+			receive_into(out, rkeys[s], rcount[s], &cr[s]);
 		}
 	}
-	free(rbuf);
-	free(at);
+	exchange(cs, cr, TAG_CHUNKS);
+	rt_count_sent(sent);
+
+	sides_free(cs, nr);
+	sides_free(cr, nr);
+	for (int d = 0; d < nr; d++) {
+		free(skeys[d]);
+		free(rkeys[d]);
+	}
+	free(skeys);
+	free(rkeys);
+	free(fill);
 	free(site);
 	free(scount);
 	free(rcount);
-	free(sc);
-	free(sd);
-	free(rc);
-	free(rd);
 	rt_rel_sort(out);
 	return out;
 }

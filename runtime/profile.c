@@ -1,11 +1,30 @@
 /*
  * profile.c: --profile, the EXPLAIN ANALYZE of a compiled program.
  *
- * trt_op_begin/trt_op_end bracket each IA op; communication adds the bytes it
- * sends to other ranks to rt.sent (always: it is one addition), and the
- * bracket attributes the difference to the op.  At trt_finish the ranks
- * reduce (seconds: max over ranks, bytes: sum) and rank 0 prints one table
- * beside the plan's predictions.
+ * trt_op_begin/trt_op_end bracket each IA op.  Communication adds the bytes
+ * it sends to and receives from other ranks to rt.sent and rt.recvd (always:
+ * it is one addition), rel.c keeps rt.live, the bytes in chunks, and its
+ * high-water marks; the bracket attributes the differences to the op.  At
+ * trt_finish the ranks reduce (seconds and peaks: max over ranks, bytes: sum)
+ * and rank 0 prints one table beside the plan's predictions, then one
+ * `summary:` line of key=value pairs for scripts (bench/ reads it).
+ *
+ * What is measured, exactly:
+ *  - seconds: the op's wall time, max over ranks, summed over its calls (an
+ *    op inside a repeat block runs once per iteration);
+ *  - bytes sent / received: chunk bytes and the key of each tuple (8 bytes
+ *    per key dim) that leave or reach this rank, summed over ranks; the plan
+ *    predicts chunk bytes only, so the two differ by the keys;
+ *  - peak: the most bytes in chunks at once while the op ran, max over
+ *    ranks; the plan's peak_bytes_per_rank is the prediction of the largest.
+ *    Communication buffers are counted apart (buffers in the summary).
+ *  - wait: with --profile the ranks meet in a barrier as each op starts, so
+ *    that an op's seconds are its own; wait is the time the slowest-waiting
+ *    rank spent there, that is, how unbalanced the ops before it were;
+ *  - compute seconds: the seconds of the ops other than read, write, init
+ *    and print, and the waits between two such ops.  With the barriers, it
+ *    is the wall time of the computation: what a benchmark compares with a
+ *    library call on data already in memory.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,14 +32,33 @@
 
 #include "rt.h"
 
-static double *op_seconds, *op_bytes;
+static double *op_seconds, *op_wait, *op_sent, *op_recvd, *op_peak;
 static int64_t *op_calls;
-static double op_t0, op_sent0, t_start;
+static double op_t0, op_sent0, op_recvd0, t_start;
 static int cur_op = -1;
 
 void rt_count_sent(double bytes)
 {
 	rt.sent += bytes;
+}
+
+void rt_count_recv(double bytes)
+{
+	rt.recvd += bytes;
+}
+
+void rt_count_buf(double bytes)
+{
+	rt.buf_live += bytes;
+	if (rt.buf_live > rt.buf_peak)
+		rt.buf_peak = rt.buf_live;
+}
+
+static double *zeros(int n)
+{
+	double *v = rt_alloc(sizeof *v * (size_t)(n + 1));
+	memset(v, 0, sizeof *v * (size_t)(n + 1));
+	return v;
 }
 
 void rt_profile_init(void)
@@ -30,11 +68,12 @@ void rt_profile_init(void)
 	t_start = MPI_Wtime();
 	if (!rt.profile)
 		return;
-	op_seconds = rt_alloc(sizeof *op_seconds * (size_t)(n + 1));
-	op_bytes = rt_alloc(sizeof *op_bytes * (size_t)(n + 1));
+	op_seconds = zeros(n);
+	op_wait = zeros(n);
+	op_sent = zeros(n);
+	op_recvd = zeros(n);
+	op_peak = zeros(n);
 	op_calls = rt_alloc(sizeof *op_calls * (size_t)(n + 1));
-	memset(op_seconds, 0, sizeof *op_seconds * (size_t)(n + 1));
-	memset(op_bytes, 0, sizeof *op_bytes * (size_t)(n + 1));
 	memset(op_calls, 0, sizeof *op_calls * (size_t)(n + 1));
 }
 
@@ -45,8 +84,15 @@ void trt_op_begin(int op)
 	if (op < 0 || op >= rt.prog->nops || cur_op >= 0)
 		rt_bug("trt_op_begin(%d) with %d ops, op %d open", op, rt.prog->nops, cur_op);
 	cur_op = op;
-	op_sent0 = rt.sent;
+	/* Ranks enter an op at different times when the previous ops were not
+	 * balanced; waiting here keeps that wait out of the op's own time. */
+	double t = MPI_Wtime();
+	MPI_Barrier(MPI_COMM_WORLD);
 	op_t0 = MPI_Wtime();
+	op_wait[op] += op_t0 - t;
+	op_sent0 = rt.sent;
+	op_recvd0 = rt.recvd;
+	rt.op_peak = rt.live;
 }
 
 void trt_op_end(int op)
@@ -56,9 +102,38 @@ void trt_op_end(int op)
 	if (op != cur_op)
 		rt_bug("trt_op_end(%d) but op %d is open", op, cur_op);
 	op_seconds[op] += MPI_Wtime() - op_t0;
-	op_bytes[op] += rt.sent - op_sent0;
+	op_sent[op] += rt.sent - op_sent0;
+	op_recvd[op] += rt.recvd - op_recvd0;
+	if (rt.op_peak > op_peak[op])
+		op_peak[op] = rt.op_peak;
 	op_calls[op]++;
 	cur_op = -1;
+}
+
+/* Ops that move data between files and memory rather than compute. */
+static int is_io(const char *kind)
+{
+	return kind && (!strcmp(kind, "read") || !strcmp(kind, "write") ||
+	                !strcmp(kind, "init") || !strcmp(kind, "print"));
+}
+
+/* 1234567 -> "1.23M": the table's columns stay narrow and readable. */
+static const char *human(char *buf, size_t len, double v)
+{
+	static const char *unit[] = {"", "k", "M", "G", "T", "P"};
+	int u = 0;
+
+	if (v < 0)
+		v = 0;
+	while (v >= 999.5 && u < 5) {
+		v /= 1000;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%.0f", v);
+	else
+		snprintf(buf, len, "%.3g%s", v, unit[u]);
+	return buf;
 }
 
 void rt_profile_report(void)
@@ -69,28 +144,72 @@ void rt_profile_report(void)
 	if (!rt.profile || !prog)
 		return;
 	double total = MPI_Wtime() - t_start;
-	double *secs = rt_alloc(sizeof *secs * (size_t)(n + 1));
-	double *bytes = rt_alloc(sizeof *bytes * (size_t)(n + 1));
+
+	double mine_max[3] = {total, rt.peak, rt.buf_peak}, all_max[3];
+	double mine_sum[2] = {rt.sent, rt.recvd}, all_sum[2];
+	int64_t *calls = rt_alloc(sizeof *calls * (size_t)(n + 1));
+	double *secs = zeros(n), *wait = zeros(n), *sent = zeros(n), *recvd = zeros(n);
+	double *peak = zeros(n);
 	MPI_Reduce(op_seconds, secs, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-	MPI_Reduce(op_bytes, bytes, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-	MPI_Reduce(&total, &secs[n], 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	MPI_Reduce(op_wait, wait, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	MPI_Reduce(op_sent, sent, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+	MPI_Reduce(op_recvd, recvd, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+	MPI_Reduce(op_peak, peak, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	MPI_Reduce(op_calls, calls, n, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+	MPI_Reduce(mine_max, all_max, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	MPI_Reduce(mine_sum, all_sum, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+
 	if (rt.rank == 0) {
+		char h[6][32];
+		double pred_bytes = 0, pred_secs = 0, compute = 0;
 		printf("profile: %s on %d rank%s, %.6f s; BLIS %s kernels, %d thread%s per rank\n",
-		       prog->name, rt.nranks, rt.nranks == 1 ? "" : "s", secs[n], rt_blas_arch(),
+		       prog->name, rt.nranks, rt.nranks == 1 ? "" : "s", all_max[0], rt_blas_arch(),
 		       rt_blas_threads(), rt_blas_threads() == 1 ? "" : "s");
-		printf("%4s  %-8s %-28s %10s %14s %14s %10s %9s\n", "op", "kind", "label",
-		       "seconds", "bytes sent", "pred bytes", "pred s", "GFLOP/s");
+		if (prog->planned_ranks > 0 && prog->planned_ranks != rt.nranks)
+			printf("note: planned for %d rank%s, run on %d: predicted bytes, seconds and peak "
+			       "are the plan's for %d\n", prog->planned_ranks,
+			       prog->planned_ranks == 1 ? "" : "s", rt.nranks, prog->planned_ranks);
+		printf("%4s  %-8s %-28s %6s %10s %10s %9s %9s %9s %9s %9s %8s %9s\n", "op", "kind",
+		       "label", "calls", "seconds", "pred s", "wait", "sent", "received",
+		       "pred sent", "peak mem", "GFLOP/s", "pred GF/s");
 		for (int i = 0; i < n; i++) {
 			const TrtOpInfo *o = &prog->ops[i];
-			char gf[32] = "-";
+			char gf[32] = "-", pgf[32] = "-", label[29];
+			/* flops and predictions are per call */
+			double c = calls[i] > 0 ? (double)calls[i] : 1;
 			if (o->flops > 0 && secs[i] > 0)
-				snprintf(gf, sizeof gf, "%.2f", o->flops / secs[i] / 1e9);
-			printf("%4d  %-8s %-28s %10.6f %14.0f %14.0f %10.6f %9s\n", i,
-			       o->kind ? o->kind : "?", o->label ? o->label : "", secs[i], bytes[i],
-			       o->pred_bytes, o->pred_seconds, gf);
+				snprintf(gf, sizeof gf, "%.2f", o->flops * c / secs[i] / 1e9);
+			if (o->flops > 0 && o->pred_seconds > 0)
+				snprintf(pgf, sizeof pgf, "%.2f", o->flops / o->pred_seconds / 1e9);
+			snprintf(label, sizeof label, "%s", o->label ? o->label : "");
+			pred_bytes += o->pred_bytes * c;
+			pred_secs += o->pred_seconds * c;
+			/* a wait between two compute ops is the computation's own
+			 * imbalance; one after reading the inputs is not */
+			if (!is_io(o->kind))
+				compute += secs[i] + (i > 0 && !is_io(prog->ops[i - 1].kind) ? wait[i] : 0);
+			printf("%4d  %-8s %-28s %6lld %10.6f %10.6f %9.6f %9s %9s %9s %9s %8s %9s\n", i,
+			       o->kind ? o->kind : "?", label, (long long)calls[i], secs[i],
+			       o->pred_seconds * c, wait[i], human(h[0], sizeof h[0], sent[i]),
+			       human(h[1], sizeof h[1], recvd[i]),
+			       human(h[2], sizeof h[2], o->pred_bytes * c),
+			       human(h[3], sizeof h[3], peak[i]), gf, pgf);
 		}
+		printf("peak memory per rank: %s bytes in chunks (plan: %s), %s in communication "
+		       "buffers\n", human(h[0], sizeof h[0], all_max[1]),
+		       prog->pred_peak_bytes > 0 ? human(h[1], sizeof h[1], prog->pred_peak_bytes) : "?",
+		       human(h[2], sizeof h[2], all_max[2]));
+		printf("summary: ranks=%d planned_ranks=%d total_s=%.6f compute_s=%.6f pred_s=%.6f "
+		       "sent=%.0f recvd=%.0f pred_sent=%.0f peak=%.0f pred_peak=%.0f buffers=%.0f "
+		       "blis=%s threads=%d\n", rt.nranks, prog->planned_ranks, all_max[0], compute,
+		       pred_secs, all_sum[0], all_sum[1], pred_bytes, all_max[1], prog->pred_peak_bytes,
+		       all_max[2], rt_blas_arch(), rt_blas_threads());
 		fflush(stdout);
 	}
 	free(secs);
-	free(bytes);
+	free(wait);
+	free(sent);
+	free(recvd);
+	free(peak);
+	free(calls);
 }

@@ -26,6 +26,7 @@
 typedef struct Chunk {
 	int64_t refs;
 	size_t nbytes;
+	size_t mapped;                  /* bytes mapped for a big chunk (rel.c), 0 if malloc'd */
 } Chunk;
 
 struct TrtRel {
@@ -46,6 +47,11 @@ typedef struct RtState {
 	int profile;
 	int quiet;                      /* --quiet: no print output */
 	double sent;                    /* bytes this rank sent to other ranks so far */
+	double recvd;                   /* bytes this rank received from other ranks */
+	double live;                    /* bytes in chunks on this rank now (rel.c) */
+	double peak;                    /* high-water mark of live */
+	double op_peak;                 /* high-water mark of live since trt_op_begin */
+	double buf_live, buf_peak;      /* communication buffers (comm.c), likewise */
 } RtState;
 
 extern RtState rt;
@@ -135,5 +141,7 @@ int rt_blas_threads(void);
 void rt_profile_init(void);
 void rt_profile_report(void);
 void rt_count_sent(double bytes);
+void rt_count_recv(double bytes);
+void rt_count_buf(double bytes);        /* + when a buffer is allocated, - freed */
 
 #endif

@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #define TRT_MAXDIM 8            /* most key dims and chunk dims of a relation */
-#define TRT_ABI 1               /* bumped when this interface changes */
+#define TRT_ABI 2               /* bumped when this interface changes */
 
 typedef enum { TRT_F32, TRT_F64 } TrtDtype;
 
@@ -81,6 +81,8 @@ typedef struct TrtView {
 	void *p;
 	int rank;
 	int64_t n[TRT_MAXDIM];
+	int64_t off[TRT_MAXDIM];        /* the chunk's first element along each chunk
+	                                   dim, as an index into the whole tensor */
 } TrtView;
 
 /* A block kernel.  For a join, in[0] is the left chunk and in[1] the right;
@@ -127,6 +129,8 @@ typedef struct TrtProgram {
 	const TrtOpInfo *ops;
 	int nops;
 	uint64_t seed;                  /* default seed (--seed overrides) */
+	int planned_ranks;              /* the rank count the plan was made for, 0 unknown */
+	double pred_peak_bytes;         /* the plan's peak bytes per rank, 0 unknown */
 } TrtProgram;
 
 /* Initialise MPI and BLIS, parse NAME=path, --seed, --profile, --help.

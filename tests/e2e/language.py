@@ -1,0 +1,328 @@
+#!/usr/bin/python3
+"""
+language.py: every construct of the .tra language, compiled by trac, run
+under mpirun on 1, 2 and 4 ranks, compared with numpy.
+
+Each case is a .tra program, its inputs (shapes chosen so extents do not
+divide by the block size the case compiles with), and numpy code computing
+the expected outputs.  numpy.einsum in explicit mode is the oracle for
+implicit sums and diagonals.
+
+Environment: TRAC, MPIRUN (from make check).  Arguments: case names to run
+only those.
+"""
+import os, subprocess, sys, tempfile, textwrap
+import numpy as np
+
+TRAC = os.environ.get("TRAC", "trac")
+MPIRUN = os.environ.get("MPIRUN", "mpirun")
+RANKS = [1, 2, 4]
+env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+
+CASES = []
+
+def case(name, src, inputs, expect, block=3, tol=None, files=None, flags=(), outputs=None):
+    """inputs: {name: array}; expect: function(inputs) -> {output: array}."""
+    CASES.append(dict(name=name, src=textwrap.dedent(src), inputs=inputs, expect=expect,
+                      block=block, tol=tol, files=files or {}, flags=list(flags)))
+
+r = np.random.default_rng(7)
+def rnd(*shape, dt=np.float32):
+    return r.standard_normal(shape).astype(dt)
+
+A = rnd(7, 5); B = rnd(5, 4); v = rnd(5); w = rnd(7); S = rnd(5, 5); T3 = rnd(4, 5, 3)
+P = np.abs(rnd(7, 5)) + 0.5
+
+# ---- arithmetic and elementwise functions ----
+case("arith", """
+    size I = 7, J = 5;
+    input A[I, J];
+    input P[I, J];
+    C[i, j] = -A[i, j] * 2 + P[i, j] / 3 - 1;
+    D[i, j] = A[i, j] ** 2 + P[i, j] ** 3;
+    output C; output D;
+""", dict(A=A, P=P), lambda x: dict(C=-x["A"] * 2 + x["P"] / 3 - 1, D=x["A"] ** 2 + x["P"] ** 3))
+
+case("functions", """
+    size I = 7, J = 5;
+    input A[I, J];
+    input P[I, J];
+    E[i, j] = exp(A[i, j]) + log(P[i, j]) + sqrt(P[i, j]) + abs(A[i, j]);
+    F[i, j] = tanh(A[i, j]) * sigmoid(A[i, j]) + relu(A[i, j]);
+    output E; output F;
+""", dict(A=A, P=P), lambda x: dict(
+    E=np.exp(x["A"]) + np.log(x["P"]) + np.sqrt(x["P"]) + np.abs(x["A"]),
+    F=np.tanh(x["A"]) / (1 + np.exp(-x["A"])) + np.maximum(x["A"], 0)))
+
+case("compare_where", """
+    size I = 7, J = 5;
+    input A[I, J];
+    input P[I, J];
+    G[i, j] = (A[i, j] > 0) + (A[i, j] <= -0.5) * 2 + (A[i, j] == A[i, j]) * 4 + (A[i, j] != 0) * 8;
+    H[i, j] = where(A[i, j] < 0, P[i, j], A[i, j] * 3);
+    K[i, j] = where(A[i, j] >= 0, 1, 0);
+    output G; output H; output K;
+""", dict(A=A, P=P), lambda x: dict(
+    G=((x["A"] > 0) + (x["A"] <= -0.5) * 2.0 + 4.0 + (x["A"] != 0) * 8.0).astype(np.float32),
+    H=np.where(x["A"] < 0, x["P"], x["A"] * 3),
+    K=np.where(x["A"] >= 0, 1.0, 0.0).astype(np.float32)))
+
+# ---- implicit and explicit sums, broadcasting ----
+case("matmul_bias", """
+    size I = 7, K = 5, J = 4;
+    input A[I, K];
+    input B[K, J];
+    input b[J];
+    C[i, j] = A[i, k] * B[k, j] + b[j];
+    output C;
+""", dict(A=A, B=B, b=rnd(4)), lambda x: dict(C=np.einsum("ik,kj->ij", x["A"], x["B"]) + x["b"]))
+
+case("implicit_sum_placement", """
+    size I = 7, J = 5;
+    input A[I, J];
+    input v[J];
+    input w[I];
+    rows[i] = A[i, j];
+    cols[j] = A[i, j];
+    total = A[i, j];
+    Av[i] = A[i, j] * v[j] + w[i];
+    R[i] = relu(A[i, j] * v[j]);
+    output rows; output cols; output total; output Av; output R;
+""", dict(A=A, v=v, w=w), lambda x: dict(
+    rows=np.einsum("ij->i", x["A"]), cols=np.einsum("ij->j", x["A"]), total=np.einsum("ij->", x["A"]),
+    Av=np.einsum("ij,j->i", x["A"], x["v"]) + x["w"], R=np.maximum(np.einsum("ij,j->i", x["A"], x["v"]), 0)))
+
+case("explicit_reductions", """
+    size I = 7, J = 5;
+    input A[I, J];
+    s[i] = sum[j](A[i, j] * A[i, j]);
+    mx[j] = max[i](A[i, j]);
+    mn[i] = min[j](A[i, j]);
+    all = sum[i, j](exp(A[i, j]));
+    m = mean[i, j](A[i, j]);
+    am[i] = argmax[j](A[i, j]);
+    an[j] = argmin[i](A[i, j]);
+    output s; output mx; output mn; output all; output m; output am; output an;
+""", dict(A=A), lambda x: dict(
+    s=(x["A"] ** 2).sum(1), mx=x["A"].max(0), mn=x["A"].min(1), all=np.exp(x["A"]).sum(),
+    m=x["A"].mean(), am=x["A"].argmax(1).astype(np.float32), an=x["A"].argmin(0).astype(np.float32)))
+
+case("argmax_ties", """
+    size I = 7, J = 5;
+    input A[I, J];
+    am[i] = argmax[j](A[i, j]);
+    output am;
+""", dict(A=np.round(rnd(7, 5)).astype(np.float32)), lambda x: dict(am=x["A"].argmax(1).astype(np.float32)))
+
+case("three_operands", """
+    size I = 4, J = 5, K = 3, A = 6;
+    input X[I, J, K];
+    input B[J, A];
+    input C[K, A];
+    M[i, a] = X[i, j, k] * B[j, a] * C[k, a];
+    output M;
+""", dict(X=T3, B=rnd(5, 6), C=rnd(3, 6)), lambda x: dict(M=np.einsum("ijk,ja,ka->ia", x["X"], x["B"], x["C"])),
+    block=2)
+
+case("transpose_and_outer", """
+    size I = 7, J = 5;
+    input A[I, J];
+    input v[J];
+    input w[I];
+    T[j, i] = A[i, j];
+    O[i, j] = w[i] * v[j];
+    output T; output O;
+""", dict(A=A, v=v, w=w), lambda x: dict(T=x["A"].T, O=np.einsum("i,j->ij", x["w"], x["v"])))
+
+case("batched", """
+    size B = 4, I = 5, K = 3, J = 2;
+    input X[B, I, K];
+    input Y[B, K, J];
+    Z[b, i, j] = X[b, i, k] * Y[b, k, j];
+    output Z;
+""", dict(X=rnd(4, 5, 3), Y=rnd(4, 3, 2)), lambda x: dict(Z=np.einsum("bik,bkj->bij", x["X"], x["Y"])), block=2)
+
+# ---- diagonals, rank 0, f64, conversions ----
+case("diagonal", """
+    size N = 5;
+    input S[N, N];
+    d[i] = S[i, i];
+    tr = S[i, i];
+    y[i] = S[i, i] * S[i, j];
+    output d; output tr; output y;
+""", dict(S=S), lambda x: dict(d=np.einsum("ii->i", x["S"]), tr=np.einsum("ii->", x["S"]),
+                               y=np.einsum("ii,ij->i", x["S"], x["S"])), block=2)
+
+case("scalars", """
+    size I = 7;
+    input w[I];
+    input s;
+    const c = 2.5;
+    t = sum[i](w[i]) * s + c;
+    u[i] = w[i] * t;
+    output t; output u;
+""", dict(w=w, s=np.array(1.5, np.float32)), lambda x: dict(
+    t=np.float32(x["w"].sum() * 1.5 + 2.5), u=x["w"] * (x["w"].sum() * 1.5 + 2.5)))
+
+case("f64_and_conversions", """
+    size I = 7, J = 5;
+    input A[I, J] : f64;
+    input B[I, J];
+    C[i, j] = A[i, j] * f64(B[i, j]);
+    D[i, j] = f32(A[i, j]) + B[i, j];
+    output C; output D;
+""", dict(A=rnd(7, 5, dt=np.float64), B=A), lambda x: dict(
+    C=x["A"] * x["B"].astype(np.float64), D=x["A"].astype(np.float32) + x["B"]))
+
+case("sizes_and_consts", """
+    size D = 2, N = 3 * D + 1, M = N - 2;
+    const half = 1 / 2;
+    input A[N, M];
+    C[i, j] = A[i, j] * half + D;
+    output C = "c_default.npy";
+""", dict(A=A), lambda x: dict(c_default=x["A"] * 0.5 + 2))
+
+# ---- defs, imports, stdlib ----
+case("defs", """
+    import "nn.tra";
+    import "linalg.tra";
+    size N = 7, D = 5, H = 4;
+    input X[N, D];
+    input W[D, H];
+    input b[H];
+    input S[D, D];
+    Y = linear(X, W, b);
+    P = softmax(Y);
+    L = log_softmax(Y);
+    T = transpose(X);
+    t = trace(S);
+    n = frobenius(X);
+    output Y; output P; output L; output T; output t; output n;
+""", dict(X=A, W=B, b=rnd(4), S=S), lambda x: (lambda Y: dict(
+    Y=Y, P=np.exp(Y) / np.exp(Y).sum(1, keepdims=True),
+    L=Y - np.log(np.exp(Y).sum(1, keepdims=True)), T=x["X"].T, t=np.trace(x["S"]),
+    n=np.sqrt((x["X"] ** 2).sum())))(x["X"] @ x["W"] + x["b"]))
+
+# ---- params, updates, loops ----
+case("training_loop", """
+    size N = 9, D = 5;
+    const lr = 0.1;
+    input X[N, D];
+    input y[N];
+    param w[D] = zeros;
+    param b = ones;
+    repeat 25 {
+        r[n] = X[n, d] * w[d] + b - y[n];
+        w[d] -= lr * mean[n](r[n] * X[n, d]);
+        b -= lr * mean[n](r[n]);
+    }
+    output w; output b;
+""", dict(X=rnd(9, 5, dt=np.float32), y=rnd(9)), None, tol=2e-5)
+
+case("param_inits", """
+    size N = 7, D = 5;
+    param Z[N, D] = zeros;
+    param O[N, D] : f64 = ones;
+    param U[N, D] = uniform(-2, 3);
+    param G[N, D] = normal(1, 0.5);
+    s = sum[n, d](Z[n, d] + f32(O[n, d]));
+    output s; output U; output G;
+""", {}, None)
+
+def train_ref(x):
+    X, y = x["X"].astype(np.float64), x["y"].astype(np.float64)
+    w, b = np.zeros(5), 1.0
+    for _ in range(25):
+        r = X @ w + b - y
+        w, b = w - 0.1 * (r[:, None] * X).mean(0), b - 0.1 * r.mean()
+    return dict(w=w.astype(np.float32), b=np.float32(b))
+CASES[-2]["expect"] = train_ref
+
+def init_check(x, out):
+    """uniform and normal: the right range and moments, the same on every rank count."""
+    assert out["s"] == 35.0, out["s"]
+    U, G = out["U"], out["G"]
+    assert U.min() >= -2 and U.max() < 3 and U.std() > 0.5, (U.min(), U.max())
+    assert abs(G.mean() - 1) < 0.3 and 0.3 < G.std() < 0.7, (G.mean(), G.std())
+    return None
+CASES[-1]["check"] = init_check
+
+
+def run(c, tmp):
+    d = os.path.join(tmp, c["name"])
+    os.makedirs(d)
+    src = os.path.join(d, c["name"] + ".tra")
+    with open(src, "w") as f:
+        f.write(c["src"])
+    for k, a in c["inputs"].items():
+        np.save(os.path.join(d, k + ".npy"), a)
+    exe = os.path.join(d, "prog")
+    p = subprocess.run([TRAC, "--block", str(c["block"]), *c["flags"], src, "-o", exe],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return ["trac failed:\n" + p.stderr]
+    errors, first = [], None
+    for n in RANKS:
+        for f in os.listdir(d):
+            if f.endswith(".npy") and f[:-4] not in c["inputs"]:
+                os.unlink(os.path.join(d, f))
+        args = [MPIRUN, "-np", str(n), exe] + ["%s=%s.npy" % (k, k) for k in c["inputs"]]
+        p = subprocess.run(args, cwd=d, capture_output=True, text=True, env=env)
+        if p.returncode != 0:
+            errors.append("%d ranks: exit %d\n%s" % (n, p.returncode, p.stderr))
+            continue
+        out = {f[:-4]: np.load(os.path.join(d, f)) for f in os.listdir(d)
+               if f.endswith(".npy") and f[:-4] not in c["inputs"]}
+        if "check" in c:
+            try:
+                c["check"](c["inputs"], out)
+            except AssertionError as e:
+                errors.append("%d ranks: %s" % (n, e))
+        if c["expect"]:
+            want = c["expect"](c["inputs"])
+            for k, ref in want.items():
+                ref = np.asarray(ref)
+                got = out.get(k)
+                if got is None:
+                    errors.append("%d ranks: no output %s" % (n, k))
+                    continue
+                if got.shape != ref.shape or got.dtype != ref.dtype:
+                    errors.append("%d ranks: %s is %s %s, expected %s %s" % (n, k, got.dtype, got.shape,
+                                                                           ref.dtype, ref.shape))
+                    continue
+                tol = c["tol"] or (1e-12 if ref.dtype == np.float64 else 2e-6)
+                scale = max(np.abs(ref).max(), 1e-30)
+                err = np.abs(got.astype(np.float64) - ref).max() / scale
+                if not err <= tol:
+                    errors.append("%d ranks: %s max relative error %.3g > %.1g" % (n, k, err, tol))
+        # results do not depend on the rank count beyond rounding
+        if first is None:
+            first = out
+        else:
+            for k in first:
+                if k in out and not np.allclose(first[k], out[k], rtol=1e-5, atol=1e-6):
+                    errors.append("%d ranks: %s differs from the 1-rank run" % (n, k))
+    return errors
+
+
+def main():
+    only = sys.argv[1:]
+    fails = 0
+    stdlib = os.environ.get("TRAC_STDLIB_DIR")
+    with tempfile.TemporaryDirectory() as tmp:
+        for c in CASES:
+            if only and c["name"] not in only:
+                continue
+            errs = run(c, tmp)
+            if errs:
+                fails += 1
+                print("FAIL %s" % c["name"])
+                for e in errs:
+                    print("  " + e.replace("\n", "\n  "))
+            else:
+                print("ok %s" % c["name"])
+    print("%d case(s) failed" % fails if fails else "all cases passed")
+    return 1 if fails else 0
+
+sys.exit(main())
