@@ -89,6 +89,7 @@ extern const Loc NOLOC;
 int src_add(const char *path, char *text, size_t len);   /* takes ownership of text */
 const SrcFile *src_get(int file);
 int src_count(void);
+void src_reset(void);                                     /* forget all files (fuzzing) */
 void loc_linecol(Loc loc, int *line, int *col);
 Loc loc_span(Loc a, Loc b);                               /* from a's start to b's end */
 char *loc_text(Loc loc);                                  /* the spanned text, one line, spaces squeezed */
@@ -272,6 +273,45 @@ int tra_inputs(const TraOp *op, int *in);                 /* fills in[], returns
 void tra_print(Buf *b, const TraProg *p);
 bool tra_verify(const TraProg *p, Buf *err);              /* false and a message on a broken invariant */
 bool tra_has_result(TraOpKind k);                         /* false for output, store, print, loop, endloop */
+
+/* ---- build.c: building TRA from index-var schemas ---- */
+
+/* A value under construction: key dim d of relation `op` is index var
+ * var[d]; `pend` is an elementwise expression over in0 still to apply.  A
+ * compile-time constant has op -1 and its value in pend. */
+typedef struct TVal {
+	int op;
+	int nvar;
+	int var[MAXDIM];
+	KExpr *pend;
+	bool fresh;             /* op made for this value alone: its kernel may absorb more */
+} TVal;
+
+typedef struct TraBuild {
+	TraProg *prog;
+	Arena *arena;
+	int stmt;               /* the statement new ops belong to */
+	Vec(int64_t) extent;    /* per index var */
+	int norder;             /* preferred chunk order of reductions' results */
+	const int *order;
+} TraBuild;
+
+typedef enum { TB_SUM, TB_MAX, TB_MIN, TB_ARGMAX, TB_ARGMIN, TB_MEAN } TbRed;
+
+void tb_init(TraBuild *b, TraProg *prog, int stmt);
+void tb_free(TraBuild *b);
+int tb_var(TraBuild *b, int64_t extent);                           /* a new index var */
+TVal tb_rel(TraBuild *b, int op, int nvar, const int *var);          /* an op, its key dims named */
+TVal tb_access(TraBuild *b, int op, int nvar, const int *var);       /* the same; a repeated var takes a diagonal */
+TVal tb_const(TraBuild *b, double c);
+TVal tb_unary(TraBuild *b, KOp op, TVal v);
+TVal tb_binary(TraBuild *b, KOp op, TVal x, TVal y);                 /* elementwise; joins when needed */
+TVal tb_where(TraBuild *b, TVal c, TVal x, TVal y);
+TVal tb_join_expr(TraBuild *b, TVal x, TVal y, KExpr *e);            /* e over in0 (x) and in1 (y) */
+TVal tb_reduce(TraBuild *b, TVal v, TbRed red, int nr, const int *r);
+TVal tb_convert(TraBuild *b, TVal v, DType to);
+TVal tb_absorb(TraBuild *b, TVal v);                                 /* v as a fresh op, pend applied */
+int tb_finish(TraBuild *b, TVal v, int n, const int *order);         /* keys and chunks in this order */
 
 /* ---- ia.c: the implementation algebra ---- */
 
