@@ -529,7 +529,8 @@ Ast *fe_parse(Arena *arena, int file)
 	ast->arena = arena;
 	ast->file = file;
 	ast->items = arena_alloc(arena, (ps.items.n + 1) * sizeof *ast->items);
-	memcpy(ast->items, ps.items.v, ps.items.n * sizeof *ast->items);
+	if (ps.items.n)         /* memcpy from NULL is undefined even for 0 bytes */
+		memcpy(ast->items, ps.items.v, ps.items.n * sizeof *ast->items);
 	ast->nitems = ps.items.n;
 	vec_free(&ps.items);
 	return ast;

@@ -201,6 +201,16 @@ int src_count(void)
 	return files.n;
 }
 
+/* Forget every source file (the fuzz harness compiles many in one process). */
+void src_reset(void)
+{
+	for (int i = 0; i < files.n; i++) {
+		free(files.v[i].path);
+		free(files.v[i].text);
+	}
+	files.n = 0;
+}
+
 void loc_linecol(Loc loc, int *line, int *col)
 {
 	const SrcFile *f = src_get(loc.file);

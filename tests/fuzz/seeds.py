@@ -1,0 +1,26 @@
+#!/usr/bin/python3
+"""
+seeds.py OUTDIR: the fuzzer's seed corpus, written to OUTDIR, one .tra
+program a file: examples/*.tra, stdlib/*.tra, tests/golden/*.tra and the
+programs inside tests/e2e/language.py.  Run from the source tree's top.
+"""
+import glob, os, re, sys, textwrap
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+n = 0
+for pat in ("examples/*.tra", "stdlib/*.tra", "tests/golden/*.tra", "tests/fuzz/regress/*"):
+    for path in sorted(glob.glob(pat)):
+        with open(path, "rb") as f:
+            data = f.read()
+        name = path.replace("/", "_")
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+        n += 1
+with open("tests/e2e/language.py") as f:
+    src = f.read()
+for m in re.finditer(r'case\(\s*"(\w+)",\s*"""(.*?)"""', src, re.S):
+    with open(os.path.join(out, "language_%s.tra" % m.group(1)), "w") as f:
+        f.write(textwrap.dedent(m.group(2)))
+    n += 1
+print("seeds.py: %d seeds in %s" % (n, out))
