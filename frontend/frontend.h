@@ -203,5 +203,6 @@ void lower_loop(TraProg *prog, int64_t count, Loc loc);
 void lower_endloop(TraProg *prog);
 void lower_output(TraProg *prog, int *cur, int tensor);     /* at the end */
 int lower_value(TraProg *prog, int *cur, int tensor);       /* the op holding a tensor's value */
+int lower_grad(Lowering *l, int loss, int wrt);             /* a grad op */
 
 #endif

@@ -146,6 +146,14 @@ int lower_value(TraProg *prog, int *cur, int tensor)
 	return value_of(&lw, tensor);
 }
 
+int lower_grad(Lowering *lw, int loss, int wrt)
+{
+	TraOp op = {.kind = TRA_GRAD, .stmt = lw->stmt, .type = tensor_type(&lw->prog->tensors.v[wrt])};
+	op.u.grad.loss = value_of(lw, loss);
+	op.u.grad.tensor = wrt;
+	return tra_push(lw->prog, op);
+}
+
 void lower_output(TraProg *prog, int *cur, int tensor)
 {
 	Lowering lw = {.prog = prog, .cur = cur, .stmt = -1};

@@ -3,6 +3,7 @@
  *
  *   fe_load, fe_parse      file -> AST
  *   fe_compile             sema + lowering: AST -> TRA
+ *   opt_autodiff           grad(loss, W) -> backward TRA
  *   opt_block              chunk shapes
  *   opt_plan               TRA -> IA (Table 1), rewritten and costed
  *   ia_explain             --explain: print the plan and stop
@@ -291,6 +292,12 @@ int main(int argc, char **argv)
 	check_tra(prog, "lowering");
 	if (o.syntax_only)
 		return 0;
+
+	/* grad(loss, W) -> the backward computation, in TRA */
+	opt_autodiff(prog);
+	if (diag_errors())
+		return 1;
+	check_tra(prog, "autodiff");
 	if (o.dump_after && !strcmp(o.dump_after, "tra")) {
 		Buf b = {0};
 		tra_print(&b, prog);

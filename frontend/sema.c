@@ -631,7 +631,7 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		ok = check_reduce(s, n, ty);
 		break;
 	case N_GRAD:
-		diag(DIAG_ERROR, n->loc, "grad() is not supported yet");
+		diag(DIAG_ERROR, n->loc, "grad(...) must be the whole right side of an assignment, as in dW = grad(loss, W);");
 		ok = false;
 		break;
 	}
@@ -876,6 +876,7 @@ static const char *local_name(Sema *s, const char *name)
 }
 
 static void inline_call(Sema *s, Item *it, Item *def);
+static void check_grad(Sema *s, Item *it);
 
 static const char *aop_name(AssignOp op)
 {
@@ -925,7 +926,12 @@ static void check_assign(Sema *s, Item *it)
 		return;
 	}
 	if (it->u.assign.value->kind == N_GRAD) {
-		diag(DIAG_ERROR, it->u.assign.value->loc, "grad() is not supported yet");
+		if (param) {
+			diag(DIAG_ERROR, it->nameloc, "a gradient cannot update param '%s'; assign it to a new name, "
+			     "as in d%s = grad(loss, %s);", it->name, it->name, it->name);
+			return;
+		}
+		check_grad(s, it);
 		return;
 	}
 	if (it->u.assign.value->kind == N_CALL) {
@@ -1173,6 +1179,75 @@ static void check_repeat(Sema *s, Item *it)
 		s->syms.v[i].expired = true;
 		s->syms.v[i].expired_loc = it->loc;
 	}
+}
+
+/* ---- gradients ---- */
+
+/* A tensor name in a grad(...): its sym, or NULL after an error. */
+static Sym *grad_operand(Sema *s, const char *name, Loc loc, const char *what)
+{
+	Sym *sym = lookup(s, name);
+	if (!sym) {
+		const char *near = nearest_of(s, name, SYM_TENSOR, NULL, 0);
+		diag(DIAG_ERROR, loc, "unknown tensor '%s'%s%s%s", name, near ? "; did you mean '" : "",
+		     near ? near : "", near ? "'?" : "");
+		return NULL;
+	}
+	if (sym->poisoned)
+		return NULL;
+	if (sym->expired) {
+		expired_error(s, sym, loc);
+		return NULL;
+	}
+	if (sym->kind != SYM_TENSOR) {
+		diag(DIAG_ERROR, loc, "'%s' is %s; grad takes %s", name, sym_what(sym, s->prog), what);
+		return NULL;
+	}
+	sym->used = true;
+	return sym;
+}
+
+/*
+ * dW = grad(loss, W): the gradient of the scalar loss with respect to the
+ * param (or input) W, as its value in loss's computation.  Lowered to a grad
+ * op that optimizer/autodiff.c turns into the backward computation.
+ */
+static void check_grad(Sema *s, Item *it)
+{
+	Node *g = it->u.assign.value;
+	if (it->u.assign.has_idx) {
+		diag(DIAG_ERROR, it->nameloc, "a gradient is assigned whole: write %s = grad(...);", it->name);
+		return;
+	}
+	Sym *loss = grad_operand(s, g->u.grad.loss, g->u.grad.lossloc, "a scalar first");
+	Sym *wrt = grad_operand(s, g->u.grad.wrt, g->u.grad.wrtloc, "a param or an input second");
+	if (!loss || !wrt)
+		return;
+	const Tensor *lt = &s->prog->tensors.v[loss->tensor];
+	const Tensor *wt = &s->prog->tensors.v[wrt->tensor];
+	if (lt->rank != 0) {
+		diag(DIAG_ERROR, g->u.grad.lossloc, "'%s' has %d dimension%s; grad differentiates a scalar "
+		     "(sum it first, as in loss = sum[i](%s[i]))", lt->name, lt->rank, lt->rank == 1 ? "" : "s", lt->name);
+		return;
+	}
+	if (wt->role == TENSOR_TEMP) {
+		diag(DIAG_ERROR, g->u.grad.wrtloc, "'%s' is a computed tensor; grad is taken with respect to a param "
+		     "or an input", g->u.grad.wrt);
+		return;
+	}
+	Tensor t = *wt;
+	t.name = local_name(s, it->name);
+	t.loc = it->nameloc;
+	t.role = TENSOR_TEMP;
+	t.output = false;
+	t.path = NULL;
+	t.init = INIT_NONE;
+	int id = tra_add_tensor(s->prog, t);
+	vec_push(&s->cur, -1);
+	declare(s, (Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id,
+	                 .defined = true, .loop_depth = s->loop_depth});
+	Lowering l = {s->prog, s->cur.v, tra_add_stmt(s->prog, it->loc), NULL, 0, t.dtype};
+	s->cur.v[id] = lower_grad(&l, loss->tensor, wrt->tensor);
 }
 
 /* ---- defs ---- */

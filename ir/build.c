@@ -380,8 +380,19 @@ TVal tb_reduce(TraBuild *l, TVal v, TbRed red, int nr, const int *r)
 	return out;
 }
 
+static bool is_const_val(const TVal *v, double c)
+{
+	return v->op < 0 && v->pend && v->pend->kind == KX_CONST && v->pend->val == c;
+}
+
 TVal tb_binary(TraBuild *l, KOp kop, TVal a, TVal b)
 {
+	/* x * 1, 1 * x, x + 0, 0 + x, x - 0, x / 1: x (autodiff makes these) */
+	if ((kop == KOP_MUL && is_const_val(&b, 1)) || ((kop == KOP_ADD || kop == KOP_SUB) && is_const_val(&b, 0)) ||
+	    (kop == KOP_DIV && is_const_val(&b, 1)))
+		return a;
+	if ((kop == KOP_MUL && is_const_val(&a, 1)) || (kop == KOP_ADD && is_const_val(&a, 0)))
+		return b;
 	if (a.op < 0 && b.op < 0) {
 		a.pend = kx_op(l->arena, kop, a.pend, b.pend, NULL);
 		return a;

@@ -148,6 +148,8 @@ KExpr *kx_op(Arena *a, KOp op, KExpr *x, KExpr *y, KExpr *z);
 KExpr *kx_idx(Arena *a, int label);                       /* the element's index along a label, in the whole tensor */
 KExpr *kx_subst(Arena *a, const KExpr *e, KExpr *const *repl);  /* KX_IN i -> repl[i] */
 bool kx_is_product(const KExpr *e);                      /* in0 * in1 */
+KExpr *kx_diff(Arena *a, const KExpr *e, int in);        /* d e / d in<in>, constants folded */
+bool kx_is_zero(const KExpr *e);
 bool kx_uses(const KExpr *e, int in);
 
 /*
@@ -254,6 +256,7 @@ typedef struct TraOp {
 		struct { int tensor; } init;            /* INIT, LOAD */
 		struct { int in; int tensor; } store;   /* STORE, PRINT */
 		struct { int64_t count; } loop;
+		struct { int loss; int tensor; } grad;
 	} u;
 } TraOp;
 

@@ -75,6 +75,9 @@ void tra_print(Buf *b, const TraProg *p)
 		case TRA_LOOP:
 			buf_printf(b, " %" PRId64 " times\n", op->u.loop.count);
 			continue;
+		case TRA_GRAD:
+			buf_printf(b, " %%%d wrt %s", op->u.grad.loss, p->tensors.v[op->u.grad.tensor].name);
+			break;
 		case TRA_ENDLOOP:
 			buf_puts(b, "\n");
 			continue;

@@ -136,6 +136,8 @@ IaPlan *ia_from_tra(const TraProg *tra, int nranks)
 			op.u.store.tensor = t->u.store.tensor;
 			map[i] = push(p, op);
 			break;
+		case TRA_GRAD:
+			tr_bug("a grad op reached Table 1: autodiff did not run");
 		case TRA_LOOP:
 		case TRA_ENDLOOP:
 			op.kind = t->kind == TRA_LOOP ? IA_LOOP : IA_ENDLOOP;

@@ -113,6 +113,132 @@ KExpr *kx_subst(Arena *a, const KExpr *e, KExpr *const *repl)
 	tr_bug("bad kernel expression");
 }
 
+/* ---- derivatives ---- */
+
+static bool is_const(const KExpr *e, double v)
+{
+	return e->kind == KX_CONST && e->val == v;
+}
+
+/* Constructors that fold constants, so derivatives stay small and an input
+ * the derivative does not need really disappears from it. */
+static KExpr *mk(Arena *a, KOp op, KExpr *x, KExpr *y, KExpr *z)
+{
+	switch (op) {
+	case KOP_ADD:
+		if (is_const(x, 0)) return y;
+		if (is_const(y, 0)) return x;
+		break;
+	case KOP_SUB:
+		if (is_const(y, 0)) return x;
+		if (is_const(x, 0)) return mk(a, KOP_NEG, y, NULL, NULL);
+		break;
+	case KOP_MUL:
+		if (is_const(x, 0) || is_const(y, 0)) return kx_const(a, 0);
+		if (is_const(x, 1)) return y;
+		if (is_const(y, 1)) return x;
+		break;
+	case KOP_DIV:
+		if (is_const(x, 0)) return kx_const(a, 0);
+		if (is_const(y, 1)) return x;
+		break;
+	case KOP_NEG:
+		if (x->kind == KX_CONST) return kx_const(a, -x->val);
+		if (x->kind == KX_OP && x->op == KOP_NEG) return x->arg[0];
+		break;
+	case KOP_WHERE:
+		if (is_const(y, 0) && is_const(z, 0)) return kx_const(a, 0);
+		break;
+	default:
+		break;
+	}
+	if (x->kind == KX_CONST && (!y || y->kind == KX_CONST) && kop_arity(op) <= 2 && op != KOP_WHERE) {
+		/* both constant: fold the few cases derivatives make */
+		double u = x->val, v = y ? y->val : 0;
+		switch (op) {
+		case KOP_ADD: return kx_const(a, u + v);
+		case KOP_SUB: return kx_const(a, u - v);
+		case KOP_MUL: return kx_const(a, u * v);
+		case KOP_DIV: return kx_const(a, u / v);
+		default: break;
+		}
+	}
+	return kx_op(a, op, x, y, z);
+}
+
+/*
+ * The derivative of e with respect to input `in`, as an expression over the
+ * same inputs (forward-mode rules on the expression tree).  Comparisons and
+ * indices have derivative 0; where(c, x, y) differentiates its arms; relu's
+ * derivative at 0 is 0, abs's is 0 (subgradients, as PyTorch).
+ */
+KExpr *kx_diff(Arena *a, const KExpr *e, int in)
+{
+	KExpr *x, *dx, *dy;
+	switch (e->kind) {
+	case KX_IN:
+		return kx_const(a, e->in == in);
+	case KX_CONST:
+	case KX_IDX:
+		return kx_const(a, 0);
+	case KX_OP:
+		break;
+	}
+	x = e->arg[0];
+	KExpr *ee = (KExpr *)e;
+	dx = kx_diff(a, x, in);
+	dy = kop_arity(e->op) > 1 ? kx_diff(a, e->arg[1], in) : NULL;
+	switch (e->op) {
+	case KOP_NEG:
+		return mk(a, KOP_NEG, dx, NULL, NULL);
+	case KOP_EXP:
+		return mk(a, KOP_MUL, ee, dx, NULL);
+	case KOP_LOG:
+		return mk(a, KOP_DIV, dx, x, NULL);
+	case KOP_SQRT:
+		return mk(a, KOP_DIV, dx, mk(a, KOP_MUL, kx_const(a, 2), ee, NULL), NULL);
+	case KOP_ABS:
+		return mk(a, KOP_WHERE, kx_op(a, KOP_GT, x, kx_const(a, 0), NULL), dx,
+		          mk(a, KOP_WHERE, kx_op(a, KOP_LT, x, kx_const(a, 0), NULL), mk(a, KOP_NEG, dx, NULL, NULL),
+		             kx_const(a, 0)));
+	case KOP_TANH:
+		return mk(a, KOP_MUL, mk(a, KOP_SUB, kx_const(a, 1), kx_op(a, KOP_MUL, ee, ee, NULL), NULL), dx, NULL);
+	case KOP_SIGMOID:
+		return mk(a, KOP_MUL, mk(a, KOP_MUL, ee, mk(a, KOP_SUB, kx_const(a, 1), ee, NULL), NULL), dx, NULL);
+	case KOP_RELU:
+		return mk(a, KOP_WHERE, kx_op(a, KOP_GT, x, kx_const(a, 0), NULL), dx, kx_const(a, 0));
+	case KOP_ADD:
+		return mk(a, KOP_ADD, dx, dy, NULL);
+	case KOP_SUB:
+		return mk(a, KOP_SUB, dx, dy, NULL);
+	case KOP_MUL:
+		return mk(a, KOP_ADD, mk(a, KOP_MUL, dx, e->arg[1], NULL), mk(a, KOP_MUL, x, dy, NULL), NULL);
+	case KOP_DIV:
+		/* (dx * y - x * dy) / y^2, as dx / y - x * dy / y^2 */
+		return mk(a, KOP_SUB, mk(a, KOP_DIV, dx, e->arg[1], NULL),
+		          mk(a, KOP_DIV, mk(a, KOP_MUL, x, dy, NULL), mk(a, KOP_MUL, e->arg[1], e->arg[1], NULL), NULL), NULL);
+	case KOP_POW:
+		/* constant exponents only (sema): c * x^(c-1) * dx */
+		if (e->arg[1]->kind != KX_CONST)
+			tr_bug("pow with a variable exponent reached kx_diff");
+		if (e->arg[1]->val == 0)
+			return kx_const(a, 0);
+		return mk(a, KOP_MUL, mk(a, KOP_MUL, kx_const(a, e->arg[1]->val),
+		                         e->arg[1]->val == 2 ? x : mk(a, KOP_POW, x, kx_const(a, e->arg[1]->val - 1), NULL),
+		                         NULL), dx, NULL);
+	case KOP_LT: case KOP_LE: case KOP_GT: case KOP_GE: case KOP_EQ: case KOP_NE:
+		return kx_const(a, 0);
+	case KOP_WHERE:
+		return mk(a, KOP_WHERE, x, dy, kx_diff(a, e->arg[2], in));
+	}
+	tr_bug("bad kernel op in kx_diff");
+}
+
+bool kx_is_zero(const KExpr *e)
+{
+	return is_const(e, 0);
+}
+
 bool kx_is_product(const KExpr *e)
 {
 	return e->kind == KX_OP && e->op == KOP_MUL &&
@@ -363,6 +489,9 @@ int tra_inputs(const TraOp *op, int *in)
 	case TRA_PRINT:
 		in[0] = op->u.store.in;
 		return 1;
+	case TRA_GRAD:
+		in[0] = op->u.grad.loss;
+		return 1;
 	case TRA_INIT:
 	case TRA_LOAD:
 	case TRA_LOOP:
@@ -378,7 +507,7 @@ bool tra_has_result(TraOpKind k)
 	case TRA_OUTPUT: case TRA_STORE: case TRA_PRINT: case TRA_LOOP: case TRA_ENDLOOP:
 		return false;
 	case TRA_INPUT: case TRA_JOIN: case TRA_AGG: case TRA_MAP: case TRA_REKEY: case TRA_FILTER:
-	case TRA_INIT: case TRA_LOAD:
+	case TRA_INIT: case TRA_LOAD: case TRA_GRAD:
 		return true;
 	}
 	return false;

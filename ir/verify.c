@@ -377,6 +377,16 @@ bool tra_verify(const TraProg *p, Buf *err)
 			break;
 		case TRA_ENDLOOP:
 			break;
+		case TRA_GRAD: {
+			int t = op->u.grad.tensor;
+			if (a->nkey != 0)
+				fail(&c, "the gradient of a relation with %d key dims", a->nkey);
+			else if (t < 0 || t >= p->tensors.n || p->tensors.v[t].role == TENSOR_TEMP)
+				fail(&c, "a gradient with respect to tensor %d", t);
+			else if (op->type.nkey != p->tensors.v[t].rank)
+				fail(&c, "a gradient typed unlike its tensor");
+			break;
+		}
 		}
 	}
 	if (c.ok && sc.cur >= 0)

@@ -93,6 +93,8 @@ void opt_block(TraProg *p, const OptOptions *o)
 		case TRA_LOOP:
 		case TRA_ENDLOOP:
 			break;
+		case TRA_GRAD:
+			tr_bug("a grad op reached blocking: autodiff did not run");
 		case TRA_INIT:
 		case TRA_LOAD:
 		case TRA_STORE: {

@@ -21,6 +21,11 @@ typedef struct OptOptions {
 	bool verify;            /* run the verifiers after every pass */
 } OptOptions;
 
+/* ---- autodiff.c ---- */
+
+/* Replace every grad op by the TRA computing the gradient. */
+void opt_autodiff(TraProg *p);
+
 /* ---- blocking.c ---- */
 
 /* Choose every key dim's block, consistently across joins; rewrites the

@@ -1,0 +1,538 @@
+/*
+ * autodiff.c: relational reverse-mode autodiff (relational-autodiff paper,
+ * digest sections 3-6).
+ *
+ * Sema leaves a grad op where the program says dW = grad(loss, W).  This
+ * pass rebuilds the program, replacing each grad op by TRA that computes the
+ * gradient, so the backward pass is planned like any other code.
+ *
+ * The forward ops are read as *units*, the computations the relation-Jacobian
+ * product rules apply to whole:
+ *
+ *   einsum   a join or map, with its aggregation when its kernel reduces:
+ *            out[O] = red over the other vars of f(in0[I0], in1[I1])
+ *   diag     filter + diagonal map + aggregation (a repeated index)
+ *   rekey    a permutation of keys
+ *   leaf     the load of a param, or an input: where gradients are collected
+ *
+ * For an einsum unit with adjoint G, the contribution to input i is
+ *
+ *   sum over the vars not in I_i of  G[O] * (d f / d in_i)(in0, in1)
+ *
+ * built with the TRA builder, so it is again joins on shared vars with
+ * in-kernel reductions and aggregations: the paper's join rule with its
+ * optimisations falling out (for a product kernel, d f / d in0 = in1, so the
+ * rebuilt forward join disappears and the contribution is one contraction of
+ * G with the other input, a gemm; the aggregation's own RJP, a broadcast, is
+ * never materialised; an aggregation over no var is not made).  A max or min
+ * routes G to the elements equal to the result.  Contributions to one op add
+ * up (the total derivative), in reverse program order.
+ *
+ * Adjoints are cached per loss, so dW = grad(loss, W); db = grad(loss, b);
+ * share the backward computation they have in common.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimizer/opt.h"
+
+typedef enum { U_NONE, U_EINSUM, U_DIAG, U_REKEY, U_LEAF } UnitKind;
+
+typedef struct Unit {
+	UnitKind kind;
+	int prod;               /* einsum: the join or map; diag: the map */
+	int agg;                /* einsum, diag: the aggregation, or -1 */
+	int filter;             /* diag: the filter */
+	int nin, in[2];         /* the unit's input ops */
+} Unit;
+
+typedef Vec(int) IntVec;
+
+typedef struct Grad {
+	const TraProg *old;     /* the program before this pass */
+	TraProg *p;             /* the program being rebuilt (shares tensors and stmts) */
+	int *map;               /* old op -> new op */
+	Unit *unit;             /* per old op: the unit whose output it is */
+	/* the cache for one loss */
+	int loss;
+	int *adj;               /* per old op: its finished adjoint (new op, the op's key order), or -1 */
+	IntVec *contrib;        /* per old op: contributions not yet summed (new ops) */
+	bool (*prop)[2];        /* per old op: contribution to input slot made */
+} Grad;
+
+/* ---- units ---- */
+
+static void find_units(Grad *g)
+{
+	const TraProg *o = g->old;
+	for (int i = 0; i < o->ops.n; i++) {
+		const TraOp *op = &o->ops.v[i];
+		Unit *u = &g->unit[i];
+		*u = (Unit){.kind = U_NONE, .prod = -1, .agg = -1, .filter = -1};
+		switch (op->kind) {
+		case TRA_INPUT:
+		case TRA_LOAD:
+			u->kind = U_LEAF;
+			break;
+		case TRA_JOIN:
+			if (!op->u.join.kernel->reduces) {
+				u->kind = U_EINSUM;
+				u->prod = i;
+			}
+			break;
+		case TRA_MAP:
+			if (!op->u.map.kernel->reduces && o->ops.v[op->u.map.in].kind != TRA_FILTER) {
+				u->kind = U_EINSUM;
+				u->prod = i;
+			}
+			break;
+		case TRA_AGG: {
+			const TraOp *in = &o->ops.v[op->u.agg.in];
+			if (in->kind == TRA_MAP && o->ops.v[in->u.map.in].kind == TRA_FILTER) {
+				u->kind = U_DIAG;
+				u->prod = op->u.agg.in;
+				u->filter = in->u.map.in;
+			} else if ((in->kind == TRA_JOIN && in->u.join.kernel->reduces) ||
+			           (in->kind == TRA_MAP && in->u.map.kernel->reduces)) {
+				u->kind = U_EINSUM;
+				u->prod = op->u.agg.in;
+			}
+			u->agg = i;
+			break;
+		}
+		case TRA_REKEY:
+			u->kind = U_REKEY;
+			u->prod = i;
+			break;
+		default:
+			break;
+		}
+		if (u->kind == U_EINSUM || u->kind == U_REKEY)
+			u->nin = tra_inputs(&o->ops.v[u->prod], u->in);
+		else if (u->kind == U_DIAG)
+			u->nin = tra_inputs(&o->ops.v[u->filter], u->in);
+	}
+}
+
+/* ---- adjoints ---- */
+
+static TVal rel_with_new_vars(TraBuild *b, int op, const RelType *t, int *var)
+{
+	for (int d = 0; d < t->nkey; d++)
+		var[d] = tb_var(b, t->extent[d]);
+	return tb_rel(b, op, t->nkey, var);
+}
+
+/* The summed contributions to old op v, finished in v's key order. */
+static int adjoint(Grad *g, TraBuild *b, int v)
+{
+	if (g->adj[v] >= 0)
+		return g->adj[v];
+	IntVec *c = &g->contrib[v];
+	if (c->n == 0)
+		return -1;
+	const RelType *t = &g->old->ops.v[v].type;
+	int var[MAXDIM];
+	TVal acc = rel_with_new_vars(b, c->v[0], t, var);
+	for (int i = 1; i < c->n; i++)
+		acc = tb_binary(b, KOP_ADD, acc, tb_rel(b, c->v[i], t->nkey, var));
+	g->adj[v] = c->n == 1 ? c->v[0] : tb_finish(b, acc, t->nkey, var);
+	return g->adj[v];
+}
+
+/* Add a contribution (vars `var` in the order of op v's key dims) to v. */
+static void contribute(Grad *g, TraBuild *b, int v, TVal t, const int *var)
+{
+	const RelType *vt = &g->old->ops.v[v].type;
+	if (g->p->ops.v[t.op].type.dtype != vt->dtype)
+		t = tb_convert(b, t, vt->dtype);      /* through a conversion: back to v's type */
+	vec_push(&g->contrib[v], tb_finish(b, t, vt->nkey, var));
+}
+
+/* t summed over its vars outside want[0..n), then spread over the vars of
+ * want it lacks by a join with x, the relation that has them all (its keys
+ * only are read). */
+static TVal fit(TraBuild *b, TVal t, TVal x, int n, const int *want)
+{
+	int extra[2 * MAXDIM], ne = 0;
+	for (int i = 0; i < t.nvar; i++) {
+		bool in = false;
+		for (int j = 0; j < n; j++)
+			in |= t.var[i] == want[j];
+		if (!in)
+			extra[ne++] = t.var[i];
+	}
+	if (ne)
+		t = tb_reduce(b, t, TB_SUM, ne, extra);
+	bool all = true;
+	for (int j = 0; j < n; j++) {
+		bool in = false;
+		for (int i = 0; i < t.nvar; i++)
+			in |= t.var[i] == want[j];
+		all &= in;
+	}
+	if (all)
+		return t;
+	return tb_join_expr(b, x, t, kx_in(b->arena, 1));
+}
+
+/* A copy of kernel expression e with index labels replaced by vars. */
+static KExpr *label_to_var(Arena *a, const KExpr *e, const int *labvar)
+{
+	KExpr *repl[2] = {kx_in(a, 0), kx_in(a, 1)};
+	KExpr *c = kx_subst(a, e, repl);
+	Vec(KExpr *) stack = {0};
+	vec_push(&stack, c);
+	while (stack.n) {
+		KExpr *x = stack.v[--stack.n];
+		if (x->kind == KX_IDX)
+			x->in = labvar[x->in];
+		else if (x->kind == KX_OP)
+			for (int i = 0; i < kop_arity(x->op); i++)
+				vec_push(&stack, x->arg[i]);
+	}
+	vec_free(&stack);
+	return c;
+}
+
+/* e with input `from` read as in0 (for a derivative that needs one input). */
+static KExpr *as_in0(Arena *a, const KExpr *e, int from)
+{
+	KExpr *repl[2] = {kx_in(a, 0), kx_in(a, 0)};
+	repl[1 - from] = kx_in(a, 1);   /* not used */
+	return kx_subst(a, e, repl);
+}
+
+/* An einsum unit's contributions to its inputs. */
+static void vjp_einsum(Grad *g, TraBuild *b, int u, int G)
+{
+	const Unit *un = &g->unit[u];
+	const TraOp *P = &g->old->ops.v[un->prod];
+	const Kernel *k = P->kind == TRA_JOIN ? P->u.join.kernel : P->u.map.kernel;
+	int nin = un->nin;
+	int ivar[2][MAXDIM], pvar[2 * MAXDIM], np = 0, labvar[4 * MAXDIM];
+	TVal X[2];
+
+	/* vars: the inputs' key dims, matched join dims shared */
+	const RelType *t0 = &g->old->ops.v[un->in[0]].type;
+	for (int d = 0; d < t0->nkey; d++)
+		ivar[0][d] = pvar[np++] = tb_var(b, t0->extent[d]);
+	if (nin == 2) {
+		const RelType *t1 = &g->old->ops.v[un->in[1]].type;
+		for (int d = 0; d < t1->nkey; d++) {
+			ivar[1][d] = -1;
+			for (int m = 0; m < P->u.join.nmatch; m++)
+				if (P->u.join.rkey[m] == d)
+					ivar[1][d] = ivar[0][P->u.join.lkey[m]];
+			if (ivar[1][d] < 0)
+				ivar[1][d] = pvar[np++] = tb_var(b, t1->extent[d]);
+		}
+	}
+	for (int i = 0; i < nin; i++) {
+		const RelType *t = &g->old->ops.v[un->in[i]].type;
+		X[i] = tb_rel(b, g->map[un->in[i]], t->nkey, ivar[i]);
+		for (int c = 0; c < t->nchunk; c++)
+			labvar[k->inlab[i][c]] = ivar[i][t->chunkdim[c]];
+	}
+	KExpr *f = label_to_var(b->arena, k->expr, labvar);
+
+	/* the unit's output vars, and its adjoint */
+	int ovar[MAXDIM], no;
+	if (un->agg >= 0) {
+		const TraOp *A = &g->old->ops.v[un->agg];
+		no = A->u.agg.ngroup;
+		for (int j = 0; j < no; j++)
+			ovar[j] = pvar[A->u.agg.group[j]];
+	} else {
+		no = P->type.nkey;
+		memcpy(ovar, pvar, no * sizeof *ovar);
+	}
+	TVal Gv = tb_rel(b, G, no, ovar);
+
+	/* a max or min sends G to the elements equal to the result */
+	if (un->agg >= 0 && k->red != AGG_ADD) {
+		TVal F = X[0];
+		if (nin == 2)
+			F = tb_join_expr(b, X[0], X[1], f);
+		else
+			F.pend = f;
+		F = tb_absorb(b, F);
+		F.fresh = false;
+		TVal out = tb_rel(b, g->map[un->agg], no, ovar);
+		TVal mask = tb_binary(b, KOP_EQ, F, out);
+		Gv = tb_binary(b, KOP_MUL, mask, Gv);
+	}
+
+	for (int i = 0; i < nin; i++) {
+		int in = un->in[i];
+		if (g->prop[u][i] || g->adj[in] == -2)  /* made, or not on a path from the wrt tensor */
+			continue;
+		g->prop[u][i] = true;
+		KExpr *d = kx_diff(b->arena, f, i);
+		if (kx_is_zero(d))
+			continue;
+		bool u0 = kx_uses(d, 0), u1 = nin > 1 && kx_uses(d, 1);
+		TVal T;
+		if (!u0 && !u1) {
+			T = tb_binary(b, KOP_MUL, Gv, (TVal){.op = -1, .pend = d});
+		} else if (u0 && u1) {
+			T = tb_binary(b, KOP_MUL, tb_join_expr(b, X[0], X[1], d), Gv);
+		} else {
+			int j = u0 ? 0 : 1;
+			TVal D = X[j];
+			D.pend = as_in0(b->arena, d, j);
+			T = tb_binary(b, KOP_MUL, D, Gv);
+		}
+		const RelType *ti = &g->old->ops.v[in].type;
+		T = fit(b, T, X[i], ti->nkey, ivar[i]);
+		contribute(g, b, in, T, ivar[i]);
+	}
+}
+
+/* out[distinct] = A[positions]: G lands on the diagonal of a relation shaped
+ * like A, zero elsewhere. */
+static void vjp_diag(Grad *g, TraBuild *b, int u, int G)
+{
+	const Unit *un = &g->unit[u];
+	int a = un->in[0];
+	if (g->prop[u][0] || g->adj[a] == -2)
+		return;
+	g->prop[u][0] = true;
+	const TraOp *F = &g->old->ops.v[un->filter], *A = &g->old->ops.v[un->agg];
+	const RelType *ta = &g->old->ops.v[a].type;
+	int avar[MAXDIM], ovar[MAXDIM];
+	TVal X = rel_with_new_vars(b, g->map[a], ta, avar);
+	for (int j = 0; j < A->u.agg.ngroup; j++)
+		ovar[j] = avar[A->u.agg.group[j]];
+	TVal Gv = tb_rel(b, G, A->u.agg.ngroup, ovar);
+	KExpr *e = kx_in(b->arena, 1);
+	for (int q = 0; q < F->u.filter.pred.neq; q++)
+		e = kx_op(b->arena, KOP_WHERE,
+		          kx_op(b->arena, KOP_EQ, kx_idx(b->arena, avar[F->u.filter.pred.eq[q][0]]),
+		                kx_idx(b->arena, avar[F->u.filter.pred.eq[q][1]]), NULL),
+		          e, kx_const(b->arena, 0));
+	contribute(g, b, a, tb_join_expr(b, X, Gv, e), avar);
+}
+
+static void vjp_rekey(Grad *g, TraBuild *b, int u, int G)
+{
+	const Unit *un = &g->unit[u];
+	const TraOp *R = &g->old->ops.v[u];
+	int a = un->in[0];
+	if (g->prop[u][0] || g->adj[a] == -2)
+		return;
+	g->prop[u][0] = true;
+	const RelType *ta = &g->old->ops.v[a].type;
+	int avar[MAXDIM], ovar[MAXDIM];
+	TVal X = rel_with_new_vars(b, g->map[a], ta, avar);
+	for (int j = 0; j < R->u.rekey.nkey; j++)
+		ovar[j] = avar[R->u.rekey.keymap[j]];
+	TVal T = fit(b, tb_rel(b, G, R->u.rekey.nkey, ovar), X, ta->nkey, avar);
+	contribute(g, b, a, T, avar);
+}
+
+/* ---- one grad op ---- */
+
+static void mark_ancestors(const TraProg *o, int v, bool *anc)
+{
+	Vec(int) stack = {0};
+	vec_push(&stack, v);
+	while (stack.n) {
+		int x = stack.v[--stack.n];
+		if (anc[x])
+			continue;
+		anc[x] = true;
+		int in[2];
+		int n = tra_inputs(&o->ops.v[x], in);
+		for (int j = 0; j < n; j++)
+			vec_push(&stack, in[j]);
+	}
+	vec_free(&stack);
+}
+
+static void reset_cache(Grad *g, int loss)
+{
+	int n = g->old->ops.n;
+	for (int i = 0; i < n; i++) {
+		g->adj[i] = -1;
+		vec_free(&g->contrib[i]);
+		g->prop[i][0] = g->prop[i][1] = false;
+	}
+	g->loss = loss;
+}
+
+/* The gradient of old op `loss` with respect to tensor `wrt`, emitted for
+ * statement `stmt`; returns the new op holding it in the tensor's order. */
+static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
+{
+	const TraProg *o = g->old;
+	int n = o->ops.n;
+	const Tensor *wt = &o->tensors.v[wrt];
+	TraBuild b;
+	tb_init(&b, g->p, stmt);
+
+	if (g->loss != loss)
+		reset_cache(g, loss);
+
+	/* the ops between the wrt tensor's leaves and the loss */
+	bool *anc = xcalloc(n + 1, sizeof *anc), *rel = xcalloc(n + 1, sizeof *rel);
+	mark_ancestors(o, loss, anc);
+	Vec(int) leaves = {0};
+	for (int i = 0; i <= loss; i++) {
+		const TraOp *op = &o->ops.v[i];
+		bool leaf = (op->kind == TRA_LOAD && op->u.init.tensor == wrt) ||
+		            (op->kind == TRA_INPUT && op->u.input.tensor == wrt);
+		if (anc[i] && leaf) {
+			rel[i] = true;
+			vec_push(&leaves, i);
+		}
+		int in[2];
+		int k = tra_inputs(op, in);
+		for (int j = 0; j < k; j++)
+			if (rel[in[j]] && anc[i])
+				rel[i] = true;
+	}
+
+	int result;
+	if (leaves.n == 0) {
+		diag(DIAG_WARNING, loc, "the loss does not depend on '%s'; its gradient is zero", wt->name);
+		TraOp ld = {.kind = wt->role == TENSOR_PARAM ? TRA_LOAD : TRA_INPUT, .stmt = stmt};
+		ld.type = (RelType){.dtype = wt->dtype, .nkey = wt->rank, .nchunk = wt->rank};
+		for (int d = 0; d < wt->rank; d++) {
+			ld.type.extent[d] = ld.type.block[d] = wt->shape[d];
+			ld.type.chunkdim[d] = d;
+		}
+		ld.u.init.tensor = wrt;
+		int var[MAXDIM];
+		TVal z = rel_with_new_vars(&b, tra_push(g->p, ld), &ld.type, var);
+		z.pend = kx_const(b.arena, 0);
+		result = tb_finish(&b, z, wt->rank, var);
+		goto done;
+	}
+	for (int i = 0; i < n; i++)
+		if (!rel[i] && g->adj[i] == -1)
+			g->adj[i] = -2;         /* no gradient flows here for this wrt */
+		else if (rel[i] && g->adj[i] == -2)
+			g->adj[i] = -1;
+
+	/* the seed: d loss / d loss = 1 */
+	if (g->adj[loss] < 0) {
+		TVal one = tb_rel(&b, g->map[loss], 0, NULL);
+		one.pend = kx_const(b.arena, 1);
+		g->adj[loss] = tb_finish(&b, one, 0, NULL);
+	}
+
+	/* reverse program order: every consumer of an op comes after it */
+	for (int v = loss; v >= 0; v--) {
+		if (!rel[v] || g->unit[v].kind == U_LEAF)
+			continue;
+		const TraOp *op = &o->ops.v[v];
+		switch (g->unit[v].kind) {
+		case U_NONE:
+			if (op->kind == TRA_GRAD)
+				diag(DIAG_ERROR, loc, "the loss depends on a gradient; second derivatives are not supported");
+			else if (op->kind != TRA_JOIN && op->kind != TRA_MAP && op->kind != TRA_FILTER)
+				tr_bug("autodiff meets a %s op it has no rule for", tra_op_name(op->kind));
+			continue;       /* a reducing kernel or filter inside its unit */
+		case U_LEAF:
+			continue;
+		case U_EINSUM:
+		case U_DIAG:
+		case U_REKEY:
+			break;
+		}
+		int G = adjoint(g, &b, v);
+		if (G < 0)
+			continue;       /* nothing reached it: no contribution */
+		switch (g->unit[v].kind) {
+		case U_EINSUM: vjp_einsum(g, &b, v, G); break;
+		case U_DIAG: vjp_diag(g, &b, v, G); break;
+		case U_REKEY: vjp_rekey(g, &b, v, G); break;
+		default: break;
+		}
+	}
+
+	/* the gradient: the leaves' adjoints added up, in the tensor's order */
+	{
+		int var[MAXDIM];
+		TVal acc = {.op = -1};
+		for (int d = 0; d < wt->rank; d++)
+			var[d] = tb_var(&b, wt->shape[d]);
+		for (int i = 0; i < leaves.n; i++) {
+			int a = adjoint(g, &b, leaves.v[i]);
+			if (a >= 0)
+				acc = acc.op < 0 ? tb_rel(&b, a, wt->rank, var)
+				                 : tb_binary(&b, KOP_ADD, acc, tb_rel(&b, a, wt->rank, var));
+		}
+		if (acc.op < 0) {
+			/* every path was a zero derivative (comparisons, argmax): zero */
+			acc = tb_rel(&b, g->map[leaves.v[0]], wt->rank, var);
+			acc.pend = kx_const(b.arena, 0);
+		}
+		result = tb_finish(&b, acc, wt->rank, var);
+	}
+done:
+	vec_free(&leaves);
+	free(anc);
+	free(rel);
+	tb_free(&b);
+	return result;
+}
+
+/* ---- the pass ---- */
+
+static int remap_op(Grad *g, TraOp op)
+{
+	switch (op.kind) {
+	case TRA_JOIN:
+		op.u.join.left = g->map[op.u.join.left];
+		op.u.join.right = g->map[op.u.join.right];
+		break;
+	case TRA_AGG: op.u.agg.in = g->map[op.u.agg.in]; break;
+	case TRA_MAP: op.u.map.in = g->map[op.u.map.in]; break;
+	case TRA_REKEY: op.u.rekey.in = g->map[op.u.rekey.in]; break;
+	case TRA_FILTER: op.u.filter.in = g->map[op.u.filter.in]; break;
+	case TRA_OUTPUT: op.u.output.in = g->map[op.u.output.in]; break;
+	case TRA_STORE:
+	case TRA_PRINT: op.u.store.in = g->map[op.u.store.in]; break;
+	case TRA_GRAD: op.u.grad.loss = g->map[op.u.grad.loss]; break;
+	case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_LOOP: case TRA_ENDLOOP:
+		break;
+	}
+	return tra_push(g->p, op);
+}
+
+void opt_autodiff(TraProg *p)
+{
+	bool any = false;
+	for (int i = 0; i < p->ops.n; i++)
+		any |= p->ops.v[i].kind == TRA_GRAD;
+	if (!any)
+		return;
+
+	/* the old ops move aside; the program is rebuilt into p */
+	TraProg old = *p;
+	p->ops.v = NULL;
+	p->ops.n = p->ops.cap = 0;
+	int n = old.ops.n;
+	Grad g = {&old, p, xcalloc(n + 1, sizeof(int)), xcalloc(n + 1, sizeof(Unit)), -1,
+	          xcalloc(n + 1, sizeof(int)), xcalloc(n + 1, sizeof(*g.contrib)), xcalloc(n + 1, sizeof(*g.prop))};
+	find_units(&g);
+	for (int i = 0; i < n; i++) {
+		const TraOp *op = &old.ops.v[i];
+		if (op->kind == TRA_GRAD) {
+			Loc loc = op->stmt >= 0 ? p->stmts.v[op->stmt].loc : NOLOC;
+			g.map[i] = expand(&g, op->u.grad.loss, op->u.grad.tensor, op->stmt, loc);
+		} else {
+			g.map[i] = remap_op(&g, *op);
+		}
+	}
+	for (int i = 0; i < n; i++)
+		vec_free(&g.contrib[i]);
+	free(g.contrib);
+	free(g.prop);
+	free(g.adj);
+	free(g.unit);
+	free(g.map);
+	vec_free(&old.ops);
+}
