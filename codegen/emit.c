@@ -267,82 +267,234 @@ static void offset_expr(Buf *b, const char *sname, int n, const int *lab)
 		buf_printf(b, "%sl%d * s%s[%d]", c ? " + " : "", lab[c], sname, c);
 }
 
-static void emit_gemm_kernel(Emit *e, const Kernel *k, DType dt)
+/* ---- contractions: BLIS gemm on strided views ---- */
+
+/*
+ * A join kernel in0 * in1 summed over the labels the inputs share and the
+ * output lacks is a contraction.  Each label has a role by where it occurs:
+ *
+ *   batch  in0, in1 and out        m  in0 and out
+ *   k      in0 and in1             n  in1 and out
+ *
+ * Labels of one role that are adjacent, in the same order, in every operand
+ * holding them merge into one group (a dense chunk's dims x, y with y right
+ * after x are one dim of length n_x n_y and y's stride), so "abc,bcd->ad"
+ * is one gemm with k = n_b n_c.  One group per role is what BLIS sees as m,
+ * n and k: the longest, where unit stride in an operand counts as four
+ * times the length (BLIS packs unit-stride matrices fastest, but one call
+ * per element of a long group costs more).  Every other group
+ * is a loop around the gemm call: batch, m and n groups index independent
+ * products, extra k groups accumulate (beta = 1 after their first index).
+ * Transposed operands are strides, never copies; trt_sgemm/trt_dgemm give
+ * the stride of a dimension of length 1 the value BLIS accepts.
+ *
+ * A product with no k group (an outer or elementwise product) or with no m
+ * and no n group (a dot product per batch index) is a loop kernel instead:
+ * one BLIS call per element or per row costs more than it computes.
+ */
+enum { ROLE_BATCH, ROLE_M, ROLE_N, ROLE_K, NROLE };
+
+typedef struct LabGroup {
+	int role;
+	int n;                          /* labels, outer to inner */
+	int lab[2 * MAXDIM];
+	double ext;                     /* static length: product of the labels' blocks */
+} LabGroup;
+
+typedef struct Contraction {
+	int ngroup;
+	LabGroup g[2 * MAXDIM];
+	int use[NROLE];                 /* the group BLIS sees in each role but batch, or -1 */
+} Contraction;
+
+/* The operands (0 in0, 1 in1, 2 out) that hold a label of each role. */
+static const bool role_in[NROLE][3] = {
+	[ROLE_BATCH] = {true, true, true}, [ROLE_M] = {true, false, true},
+	[ROLE_N] = {false, true, true}, [ROLE_K] = {true, true, false},
+};
+
+static int operand_n(const Kernel *k, int o)
+{
+	return o < 2 ? k->nindim[o] : k->noutdim;
+}
+
+static const int *operand_lab(const Kernel *k, int o)
+{
+	return o < 2 ? k->inlab[o] : k->outlab;
+}
+
+/* Position of label l in operand o; -1 if absent, -2 if there twice. */
+static int label_pos(const Kernel *k, int o, int l)
+{
+	int pos = -1;
+	for (int c = 0; c < operand_n(k, o); c++)
+		if (operand_lab(k, o)[c] == l)
+			pos = pos == -1 ? c : -2;
+	return pos;
+}
+
+/* The static length of label l: the block of the key dim carrying it in the
+ * first input that has it (chunks at the edge are shorter). */
+static double label_block(const Kernel *k, const RelType *const *inty, int l)
+{
+	for (int i = 0; i < k->nin; i++)
+		for (int c = 0; c < k->nindim[i]; c++)
+			if (k->inlab[i][c] == l) {
+				int d = inty[i]->chunkdim[c];
+				int64_t bl = inty[i]->block[d];
+				return (double)(bl < inty[i]->extent[d] ? bl : inty[i]->extent[d]);
+			}
+	return 1;
+}
+
+static bool plan_contraction(const Kernel *k, const RelType *const *inty, DType dt,
+                             Contraction *c)
+{
+	memset(c, 0, sizeof *c);
+	if (k->nin != 2 || !kx_is_product(k->expr) || (k->reduces && k->red != AGG_ADD))
+		return false;
+	if (inty[0]->dtype != dt || inty[1]->dtype != dt)
+		return false;
+	for (int l = 0; l < k->nlab; l++) {
+		int p[3];
+		for (int o = 0; o < 3; o++)
+			if ((p[o] = label_pos(k, o, l)) == -2)
+				return false;           /* a diagonal: not a strided matrix */
+		int role;
+		if (p[0] >= 0 && p[1] >= 0)
+			role = p[2] >= 0 ? ROLE_BATCH : ROLE_K;
+		else if (p[0] >= 0 && p[2] >= 0)
+			role = ROLE_M;
+		else if (p[1] >= 0 && p[2] >= 0)
+			role = ROLE_N;
+		else if (p[0] < 0 && p[1] < 0 && p[2] < 0)
+			continue;               /* a label no operand uses */
+		else
+			return false;           /* reduced inside one input */
+		LabGroup *g = &c->g[c->ngroup++];
+		g->role = role;
+		g->n = 1;
+		g->lab[0] = l;
+		g->ext = label_block(k, inty, l);
+	}
+
+	/* merge groups whose labels are adjacent in every operand of the role */
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (int i = 0; i < c->ngroup && !changed; i++)
+			for (int j = 0; j < c->ngroup && !changed; j++) {
+				LabGroup *x = &c->g[i], *y = &c->g[j];
+				if (i == j || x->role != y->role)
+					continue;
+				bool adjacent = true;
+				for (int o = 0; o < 3; o++)
+					if (role_in[x->role][o])
+						adjacent &= label_pos(k, o, y->lab[0]) ==
+						            label_pos(k, o, x->lab[x->n - 1]) + 1;
+				if (!adjacent)
+					continue;
+				for (int t = 0; t < y->n; t++)
+					x->lab[x->n++] = y->lab[t];
+				x->ext *= y->ext;
+				c->g[j] = c->g[--c->ngroup];
+				changed = true;
+			}
+	}
+
+	/* the group BLIS sees in each role */
+	for (int r = 0; r < NROLE; r++) {
+		c->use[r] = -1;
+		if (r == ROLE_BATCH)
+			continue;
+		int best = -1;
+		double best_score = 0;
+		for (int i = 0; i < c->ngroup; i++) {
+			const LabGroup *g = &c->g[i];
+			if (g->role != r)
+				continue;
+			bool unit = false;
+			for (int o = 0; o < 3; o++)
+				if (role_in[r][o])
+					unit |= label_pos(k, o, g->lab[g->n - 1]) == operand_n(k, o) - 1;
+			/* unit stride counts as four times the length */
+			double score = g->ext * (unit ? 4 : 1);
+			if (best < 0 || score > best_score) {
+				best = i;
+				best_score = score;
+			}
+		}
+		c->use[r] = best;
+	}
+	return c->use[ROLE_K] >= 0 && (c->use[ROLE_M] >= 0 || c->use[ROLE_N] >= 0);
+}
+
+static void emit_gemm_kernel(Emit *e, const Kernel *k, DType dt, const Contraction *c)
 {
 	Buf *b = e->b;
 	const char *T = ctype(dt);
-	int role[2 * MAXDIM];           /* 0 batch, 1 m, 2 n, 3 k */
-	int lm = -1, ln = -1, lk = -1;
+	static const char *oname[3] = {"a", "b", "c"};
 
-	for (int l = 0; l < k->nlab; l++) {
-		bool in0 = false, in1 = false, out = false;
-		for (int c = 0; c < k->nindim[0]; c++)
-			in0 |= k->inlab[0][c] == l;
-		for (int c = 0; c < k->nindim[1]; c++)
-			in1 |= k->inlab[1][c] == l;
-		for (int c = 0; c < k->noutdim; c++)
-			out |= k->outlab[c] == l;
-		role[l] = in0 && in1 && out ? 0 : in0 && out ? 1 : in1 && out ? 2 : 3;
-		if (role[l] == 1) lm = l;
-		if (role[l] == 2) ln = l;
-		if (role[l] == 3) lk = l;
-	}
 	buf_printf(b, "\tconst %s *a = in[0].p, *b = in[1].p;\n\t%s *c = out->p;\n", T, T);
 	emit_strides(b, "a", "in[0]", k->nindim[0]);
 	emit_strides(b, "b", "in[1]", k->nindim[1]);
 	emit_strides(b, "c", "(*out)", k->noutdim);
-	/* the stride of label l in operand (a, b or c), 0 if absent */
-	struct { const char *s; int n; const int *lab; } opnd[3] = {
-		{"a", k->nindim[0], k->inlab[0]}, {"b", k->nindim[1], k->inlab[1]}, {"c", k->noutdim, k->outlab}};
-	for (int o = 0; o < 3; o++)
-		for (int l = 0; l < k->nlab; l++) {
-			int pos = -1;
-			for (int c = 0; c < opnd[o].n; c++)
-				if (opnd[o].lab[c] == l)
-					pos = c;
-			if (pos >= 0)
-				buf_printf(b, "\tint64_t %s%d = s%s[%d];\n", opnd[o].s, l, opnd[o].s, pos);
+	/* each group's length, and its stride in each operand: its innermost
+	 * label's */
+	for (int i = 0; i < c->ngroup; i++) {
+		const LabGroup *g = &c->g[i];
+		buf_printf(b, "\tconst int64_t eg%d = ", i);
+		for (int t = 0; t < g->n; t++) {
+			buf_puts(b, t ? " * " : "");
+			label_extent(b, k, g->lab[t]);
 		}
-	buf_puts(b, "\tint64_t m = ");
-	if (lm >= 0) label_extent(b, k, lm); else buf_puts(b, "1");
-	buf_puts(b, ", n = ");
-	if (ln >= 0) label_extent(b, k, ln); else buf_puts(b, "1");
-	buf_puts(b, ", k = ");
-	if (lk >= 0) label_extent(b, k, lk); else buf_puts(b, "1");
-	buf_puts(b, ";\n");
-	/* strides of the m x k, k x n and m x n views; a missing role is a
-	 * dimension of length 1, given the stride a dense matrix would have */
-	buf_printf(b, "\tint64_t csa = %s, rsa = %s;\n",
-	           lk >= 0 ? xprintf("a%d", lk) : "1", lm >= 0 ? xprintf("a%d", lm) : "k");
-	buf_printf(b, "\tint64_t csb = %s, rsb = %s;\n",
-	           ln >= 0 ? xprintf("b%d", ln) : "1", lk >= 0 ? xprintf("b%d", lk) : "n");
-	buf_printf(b, "\tint64_t csc = %s, rsc = %s;\n",
-	           ln >= 0 ? xprintf("c%d", ln) : "1", lm >= 0 ? xprintf("c%d", lm) : "n");
-	/* batch loops */
-	int nbatch = 0;
-	for (int l = 0; l < k->nlab; l++) {
-		if (role[l] != 0)
-			continue;
-		buf_printf(b, "\tfor (int64_t l%d = 0; l%d < ", l, l);
-		label_extent(b, k, l);
-		buf_printf(b, "; l%d++)\n", l);
-		nbatch++;
+		buf_puts(b, ";\n");
+		for (int o = 0; o < 3; o++)
+			if (role_in[g->role][o])
+				buf_printf(b, "\tconst int64_t %sg%d = s%s[%d];\n", oname[o], i, oname[o],
+				           label_pos(k, o, g->lab[g->n - 1]));
 	}
-	buf_printf(b, "\t\ttrt_%sgemm(m, n, k, 1, a", dt == DT_F64 ? "d" : "s");
-	for (int l = 0; l < k->nlab; l++)
-		if (role[l] == 0)
-			buf_printf(b, " + l%d * a%d", l, l);
-	buf_puts(b, ", rsa, csa, b");
-	for (int l = 0; l < k->nlab; l++)
-		if (role[l] == 0)
-			buf_printf(b, " + l%d * b%d", l, l);
-	buf_puts(b, ", rsb, csb, acc ? 1 : 0, c");
-	for (int l = 0; l < k->nlab; l++)
-		if (role[l] == 0)
-			buf_printf(b, " + l%d * c%d", l, l);
-	buf_puts(b, ", rsc, csc);\n");
-	(void)nbatch;
+	int gm = c->use[ROLE_M], gn = c->use[ROLE_N], gk = c->use[ROLE_K];
+	buf_printf(b, "\tconst int64_t m = %s, n = %s, k = eg%d;\n",
+	           gm >= 0 ? xprintf("eg%d", gm) : "1", gn >= 0 ? xprintf("eg%d", gn) : "1", gk);
+	buf_printf(b, "\tconst int64_t rsa = %s, csa = ag%d;\n", gm >= 0 ? xprintf("ag%d", gm) : "1", gk);
+	buf_printf(b, "\tconst int64_t rsb = bg%d, csb = %s;\n", gk, gn >= 0 ? xprintf("bg%d", gn) : "1");
+	buf_printf(b, "\tconst int64_t rsc = %s, csc = %s;\n",
+	           gm >= 0 ? xprintf("cg%d", gm) : "1", gn >= 0 ? xprintf("cg%d", gn) : "1");
+
+	/* loops over the other groups: independent products outside, extra k
+	 * groups (accumulating into one C) inside */
+	int depth = 1;
+	bool extra_k = false;
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < c->ngroup; i++) {
+			if (i == gm || i == gn || i == gk || (c->g[i].role == ROLE_K) != (pass == 1))
+				continue;
+			extra_k |= pass == 1;
+			buf_printf(b, "%.*sfor (int64_t ig%d = 0; ig%d < eg%d; ig%d++)\n", depth, "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t",
+			           i, i, i, i);
+			depth++;
+		}
+	buf_printf(b, "%.*strt_%sgemm(m, n, k, 1", depth, "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t", dt == DT_F64 ? "d" : "s");
+	for (int o = 0; o < 3; o++) {
+		buf_printf(b, ", %s", oname[o]);
+		for (int i = 0; i < c->ngroup; i++)
+			if (i != gm && i != gn && i != gk && role_in[c->g[i].role][o])
+				buf_printf(b, " + ig%d * %sg%d", i, oname[o], i);
+		if (o == 0)
+			buf_puts(b, ", rsa, csa");
+		else if (o == 1) {
+			buf_puts(b, ", rsb, csb, acc");
+			for (int i = 0; i < c->ngroup; i++)
+				if (i != gk && c->g[i].role == ROLE_K)
+					buf_printf(b, " || ig%d", i);
+			buf_puts(b, " ? 1 : 0");
+		} else
+			buf_puts(b, ", rsc, csc);\n");
+	}
+	(void)extra_k;
 }
+
+/* ---- loop kernels ---- */
 
 static void combine_expr(Buf *b, AggKind agg, const char *x, const char *y)
 {
@@ -353,8 +505,26 @@ static void combine_expr(Buf *b, AggKind agg, const char *x, const char *y)
 	}
 }
 
-/* A loop kernel computes in its output's type; inputs of another type (a
- * conversion, f64(x)) are read as what they are and converted on load. */
+/* Elements of the output's innermost dim a reducing loop kernel computes
+ * at once (see emit_loop_kernel). */
+#define RED_TILE 128
+
+/*
+ * A loop nest: output labels outside, the output's last (contiguous) one
+ * innermost, so the C compiler vectorises the element expression along it.
+ * In- and output chunks never overlap: the pointers are restrict.
+ *
+ * A reduction would put its reduced labels innermost, and a sum over them
+ * in one scalar does not vectorise without reordering the additions.  So a
+ * reducing kernel takes the output's last label in tiles of RED_TILE: per
+ * tile, an array of accumulators, the reduced loops, and inside them the
+ * tile's loop, which vectorises.  Every output element still adds its terms
+ * in the same order as the scalar loop would: the result is bit for bit the
+ * same, only faster.  (A kernel reducing to one scalar stays scalar.)
+ *
+ * A loop kernel computes in its output's type; inputs of another type (a
+ * conversion, f64(x)) are read as what they are and converted on load.
+ */
 static void emit_loop_kernel(Emit *e, const Kernel *k, DType dt, const DType *indt)
 {
 	Buf *b = e->b;
@@ -370,25 +540,47 @@ static void emit_loop_kernel(Emit *e, const Kernel *k, DType dt, const DType *in
 				reduced[l] = false;
 	}
 	for (int i = 0; i < k->nin; i++)
-		buf_printf(b, "\tconst %s *p%d = in[%d].p;\n", ctype(indt[i]), i, i);
-	buf_printf(b, "\t%s *po = out->p;\n", T);
+		buf_printf(b, "\tconst %s *restrict p%d = in[%d].p;\n", ctype(indt[i]), i, i);
+	buf_printf(b, "\t%s *restrict po = out->p;\n", T);
 	emit_strides(b, "0", "in[0]", k->nindim[0]);
 	if (k->nin > 1)
 		emit_strides(b, "1", "in[1]", k->nindim[1]);
 	emit_strides(b, "o", "(*out)", k->noutdim);
+	bool tiled = k->reduces && k->noutdim > 0;
+	int jl = k->noutdim > 0 ? k->outlab[k->noutdim - 1] : -1;   /* the innermost output label */
 
 #define INDENT() (memset(indent, '\t', depth + 1), indent[depth + 1] = 0, indent)
-	for (int c = 0; c < k->noutdim; c++) {
+	for (int c = 0; c < k->noutdim - (tiled ? 1 : 0); c++) {
 		int l = k->outlab[c];
+		/* chunks do not overlap: no need to check for it at run time */
+		if (c == k->noutdim - 1 && !k->reduces)
+			buf_printf(b, "%s#pragma GCC ivdep\n", INDENT());
 		buf_printf(b, "%sfor (int64_t l%d = 0; l%d < ", INDENT(), l, l);
 		label_extent(b, k, l);
 		buf_printf(b, "; l%d++) {\n", l);
 		depth++;
 	}
+	const char *acc_init = NULL;
 	if (k->reduces) {
-		buf_printf(b, "%s%s r = ", INDENT(), T);
-		num_literal(b, k->red == AGG_ADD ? 0 : k->red == AGG_MAX ? -INFINITY : INFINITY, dt);
+		Buf init = {0};
+		num_literal(&init, k->red == AGG_ADD ? 0 : k->red == AGG_MAX ? -INFINITY : INFINITY, dt);
+		acc_init = xprintf("%s", init.s);
+		buf_free(&init);
+	}
+	if (tiled) {
+		buf_printf(b, "%sconst int64_t nj = ", INDENT());
+		label_extent(b, k, jl);
 		buf_puts(b, ";\n");
+		buf_printf(b, "%sfor (int64_t jt = 0; jt < nj; jt += %d) {\n", INDENT(), RED_TILE);
+		depth++;
+		buf_printf(b, "%sconst int64_t nt = nj - jt < %d ? nj - jt : %d;\n", INDENT(), RED_TILE, RED_TILE);
+		buf_printf(b, "%s%s r[%d];\n", INDENT(), T, RED_TILE);
+		buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++)\n", INDENT());
+		buf_printf(b, "%s\tr[jj] = %s;\n", INDENT(), acc_init);
+	} else if (k->reduces) {
+		buf_printf(b, "%s%s r = %s;\n", INDENT(), T, acc_init);
+	}
+	if (k->reduces)
 		for (int l = 0; l < k->nlab; l++) {
 			if (!reduced[l])
 				continue;
@@ -397,6 +589,11 @@ static void emit_loop_kernel(Emit *e, const Kernel *k, DType dt, const DType *in
 			buf_printf(b, "; l%d++) {\n", l);
 			depth++;
 		}
+	if (tiled) {
+		buf_printf(b, "%s#pragma GCC ivdep\n", INDENT());
+		buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++) {\n", INDENT());
+		depth++;
+		buf_printf(b, "%sconst int64_t l%d = jt + jj;\n", INDENT(), jl);
 	}
 	for (int i = 0; i < k->nin; i++) {
 		if (!kx_uses(k->expr, i))
@@ -409,9 +606,25 @@ static void emit_loop_kernel(Emit *e, const Kernel *k, DType dt, const DType *in
 	}
 	KGen g = {b, k, dt, 0};
 	int v = kexpr_emit(&g, k->expr, INDENT());
-	if (k->reduces) {
-		char tv[16];
-		snprintf(tv, sizeof tv, "t%d", v);
+	char tv[16];
+	snprintf(tv, sizeof tv, "t%d", v);
+	if (tiled) {
+		buf_printf(b, "%sr[jj] = ", INDENT());
+		combine_expr(b, k->red, "r[jj]", tv);
+		buf_puts(b, ";\n");
+		depth--;
+		buf_printf(b, "%s}\n", INDENT());
+		for (int l = 0; l < k->nlab; l++)
+			if (reduced[l]) {
+				depth--;
+				buf_printf(b, "%s}\n", INDENT());
+			}
+		buf_printf(b, "%s#pragma GCC ivdep\n", INDENT());
+		buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++) {\n", INDENT());
+		depth++;
+		buf_printf(b, "%sconst int64_t l%d = jt + jj;\n", INDENT(), jl);
+		v = -1;
+	} else if (k->reduces) {
 		buf_printf(b, "%sr = ", INDENT());
 		combine_expr(b, k->red, "r", tv);
 		buf_puts(b, ";\n");
@@ -425,7 +638,7 @@ static void emit_loop_kernel(Emit *e, const Kernel *k, DType dt, const DType *in
 	buf_printf(b, "%s%s *o = &po[", INDENT(), T);
 	offset_expr(b, "o", k->noutdim, k->outlab);
 	buf_puts(b, "];\n");
-	const char *val = v < 0 ? "r" : xprintf("t%d", v);
+	const char *val = v >= 0 ? tv : tiled ? "r[jj]" : "r";
 	buf_printf(b, "%s*o = acc ? ", INDENT());
 	combine_expr(b, k->red, "*o", val);
 	buf_printf(b, " : %s;\n", val);
@@ -445,13 +658,18 @@ static void emit_kernel(Emit *e, int i, const Kernel *k)
 	buf_free(&desc);
 	int in[2];
 	int n = ia_inputs(&e->p->ops.v[i], in);
-	DType indt[2] = {DT_F32, DT_F32};
-	for (int j = 0; j < n; j++)
+	DType dt = e->p->ops.v[i].type.dtype;
+	DType indt[2] = {dt, dt};
+	const RelType *inty[2] = {&e->p->ops.v[i].type, &e->p->ops.v[i].type};
+	for (int j = 0; j < n; j++) {
 		indt[j] = e->p->ops.v[in[j]].type.dtype;
-	if (kernel_is_gemm(k))
-		emit_gemm_kernel(e, k, e->p->ops.v[i].type.dtype);
+		inty[j] = &e->p->ops.v[in[j]].type;
+	}
+	Contraction c;
+	if (plan_contraction(k, inty, dt, &c))
+		emit_gemm_kernel(e, k, dt, &c);
 	else
-		emit_loop_kernel(e, k, e->p->ops.v[i].type.dtype, indt);
+		emit_loop_kernel(e, k, dt, indt);
 	buf_puts(b, "}\n\n");
 }
 

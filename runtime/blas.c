@@ -104,6 +104,26 @@ int rt_blas_threads(void)
 		} \
 } while (0)
 
+/*
+ * BLIS checks a matrix's strides (bli_check_matrix_strides) and rejects
+ * some that are harmless: a dimension of length 1 has no stride that
+ * matters, yet rs == cs == 1 is refused for a 2 x 1 matrix, as is a row
+ * stride below n * cs.  Kernels pass the strides of the chunk dims they
+ * view, which for a missing role (a matrix-vector product) or an edge chunk
+ * one element long may be such values, so a dimension of length 1 gets the
+ * stride a dense matrix would have there.
+ */
+static void fix_strides(int64_t rows, int64_t cols, int64_t *rs, int64_t *cs)
+{
+	if (rows == 1 && cols == 1) {
+		*rs = *cs = 1;
+	} else if (rows == 1) {
+		*rs = cols * *cs;
+	} else if (cols == 1) {
+		*cs = rows * *rs;
+	}
+}
+
 void trt_sgemm(int64_t m, int64_t n, int64_t k, float alpha,
                const float *a, int64_t rsa, int64_t csa,
                const float *b, int64_t rsb, int64_t csb, float beta,
@@ -115,6 +135,9 @@ void trt_sgemm(int64_t m, int64_t n, int64_t k, float alpha,
 		SCALE(float, m, n, beta, c, rsc, csc);
 		return;
 	}
+	fix_strides(m, k, &rsa, &csa);
+	fix_strides(k, n, &rsb, &csb);
+	fix_strides(m, n, &rsc, &csc);
 	bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha,
 	          (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc);
 }
@@ -130,6 +153,9 @@ void trt_dgemm(int64_t m, int64_t n, int64_t k, double alpha,
 		SCALE(double, m, n, beta, c, rsc, csc);
 		return;
 	}
+	fix_strides(m, k, &rsa, &csa);
+	fix_strides(k, n, &rsb, &csb);
+	fix_strides(m, n, &rsc, &csc);
 	bli_dgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha,
 	          (double *)a, rsa, csa, (double *)b, rsb, csb, &beta, c, rsc, csc);
 }

@@ -578,7 +578,15 @@ static void matmul(TrtDtype dt)
 	TrtRel *ball = trt_bcast(b);
 	EXPECT(ball->n == rt_nkeys(&tb));
 	first_calls = acc_calls = 0;
+	double live0 = rt.live;
+	rt.op_peak = live0;
 	TrtRel *c1 = trt_join(a, ball, &fused, mm_gemm, &tc, rows);
+	/* the join output is never materialised: only C's chunks were made */
+	double cbytes = 0;
+	for (int64_t i = 0; i < c1->n; i++)
+		cbytes += (double)rt_chunk_bytes(&tc, c1->keys + 2 * i);
+	EXPECT(rt.live - live0 == cbytes);
+	EXPECT(rt.op_peak == rt.live);
 	EXPECT(first_calls == c1->n);
 	EXPECT(acc_calls == c1->n * (rt_frontier(&ta, 1) - 1));
 	check_product(c1, M, N, K);
@@ -899,7 +907,67 @@ static void setup_program(void)
 		{ "bcast", "B to all", 1000, 0.001, 0 },
 		{ "join", "A x B, sum over k", 0, 0.001, 2.0 * 23 * 17 * 19 },
 	};
-	prog = (TrtProgram){ TRT_ABI, "test_runtime", tensors, T_CASE0 + NCASES, ops, 2, 42 };
+	prog = (TrtProgram){ TRT_ABI, "test_runtime", tensors, T_CASE0 + NCASES, ops, 2, 42, 2, 0 };
+}
+
+/* Big chunks are mapped, aligned, counted in rt.live, and recycled. */
+static void test_chunk_memory(void **state)
+{
+	(void)state;
+	double live0 = rt.live;
+	size_t big = (size_t)3 << 20, small = 1000;
+	Chunk *c = rt_chunk_new(big), *s = rt_chunk_new(small);
+
+	EXPECT(c->mapped >= big + RT_ALIGN && s->mapped == 0);
+	EXPECT((uintptr_t)rt_chunk_data(c) % RT_ALIGN == 0);
+	EXPECT((uintptr_t)c % ((uintptr_t)2 << 20) == 0);     /* huge-page aligned */
+	EXPECT(rt.live == live0 + (double)(big + small));
+	memset(rt_chunk_data(c), 1, big);
+	void *was = c;
+	rt_chunk_unref(c);
+	rt_chunk_unref(s);
+	EXPECT(rt.live == live0);
+	c = rt_chunk_new(big - 4096);           /* about the same size: reused */
+	EXPECT((void *)c == was);
+	EXPECT(rt.peak >= live0 + (double)(big + small));
+	rt_chunk_unref(c);
+	agree();
+}
+
+/* Bytes sent and received add up over the ranks, for both exchanges, and
+ * messages of many small chunks (grouped) and of big ones (alone) arrive
+ * intact. */
+static void test_exchange_sizes(void **state)
+{
+	(void)state;
+	TrtType small = mat_type(TRT_F64, 40, 40, 3, 3);        /* 72-byte chunks */
+	TrtType big = mat_type(TRT_F64, 300, 300, 100, 100);    /* 80 kB chunks */
+	const TrtType *types[2] = { &small, &big };
+
+	for (int i = 0; i < 2; i++) {
+		TrtPlace rows = PART(0), cols = PART(1);
+		TrtRel *a = make_mat(0, types[i], rows);
+		double s0 = rt.sent, r0 = rt.recvd;
+		TrtRel *b = trt_shuffle(a, cols);
+		TrtRel *all = trt_bcast(b);
+		double io[2] = { rt.sent - s0, rt.recvd - r0 };
+		MPI_Allreduce(MPI_IN_PLACE, io, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		EXPECT(io[0] == io[1]);
+		EXPECT(all->n == rt_nkeys(types[i]));
+		int64_t n[2];
+		for (int64_t x = 0; x < all->n; x++) {
+			const int64_t *key = all->keys + 2 * x;
+			rt_chunk_shape(types[i], key, n);
+			const double *d = rt_chunk_data(all->chunks[x]);
+			for (int64_t e = 0; e < n[0] * n[1]; e += 7)
+				EXPECT(d[e] == mat_val(0, key[0] * types[i]->block[0] + e / n[1],
+				                       key[1] * types[i]->block[1] + e % n[1]));
+		}
+		trt_free(a);
+		trt_free(b);
+		trt_free(all);
+	}
+	agree();
 }
 
 /* Bracket a little work so --profile has something to show. */
@@ -1002,6 +1070,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_filter),
 		cmocka_unit_test(test_agg_scalar),
 		cmocka_unit_test(test_profile_ops),
+		cmocka_unit_test(test_chunk_memory),
+		cmocka_unit_test(test_exchange_sizes),
 	};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 	trt_finish();

@@ -1,0 +1,186 @@
+#!/usr/bin/python3
+"""
+kernels.py: the block kernels codegen emits (codegen/emit.c), against
+numpy.einsum, on 1, 2 and 3 ranks.
+
+Contractions become BLIS gemm calls on strided views of the chunks: these
+cases put every label role (batch, m, n, k) in every position, transpose
+each operand, merge adjacent labels into one gemm dimension, loop over the
+labels that do not merge, and make m, n or k one element long (extent 1, or
+an edge chunk one element wide), where BLIS's stride checks bite.  Reducing
+loop kernels are tiled along the output's last dim (128 elements): extents
+above and below a tile, with blocks that do not divide them.
+
+Environment: TRAC, MPIRUN (from make check).  Arguments: case names to run
+only those.
+"""
+import os, subprocess, sys, tempfile, textwrap
+import numpy as np
+
+TRAC = os.environ.get("TRAC", "trac")
+MPIRUN = os.environ.get("MPIRUN", "mpirun")
+RANKS = [1, 2, 3]
+env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+
+r = np.random.default_rng(11)
+CASES = []
+
+
+def einsum_case(name, spec, shapes, block, dtype="f32", stmt=None):
+    """A .tra statement computing numpy.einsum(spec) on random inputs X0, X1, ..."""
+    ins, out = spec.split("->")
+    ins = ins.split(",")
+    names = ["X%d" % i for i in range(len(ins))]
+    sizes = {}
+    for lab, shp in zip(ins, shapes):
+        for ch, n in zip(lab, shp):
+            sizes[ch] = n
+    dt = np.float32 if dtype == "f32" else np.float64
+    suffix = "" if dtype == "f32" else " : f64"
+    lines = ["size %s;" % ", ".join("%s = %d" % (c.upper(), n) for c, n in sorted(sizes.items()))]
+    for nm, lab in zip(names, ins):
+        lines.append("input %s[%s]%s;" % (nm, ", ".join(c.upper() for c in lab), suffix))
+    acc = lambda nm, lab: "%s[%s]" % (nm, ", ".join(lab))
+    rhs = " * ".join(acc(nm, lab) for nm, lab in zip(names, ins))
+    lines.append(stmt or "%s = %s;" % (acc("Y", out) if out else "Y", rhs))
+    lines.append("output Y;")
+    inputs = {nm: r.standard_normal(shp).astype(dt) for nm, shp in zip(names, shapes)}
+    expect = lambda x: dict(Y=np.einsum(spec, *[x[n].astype(np.float64) for n in names]).astype(dt))
+    CASES.append(dict(name=name, src="\n".join(lines) + "\n", inputs=inputs, expect=expect,
+                      block=block))
+
+
+def case(name, src, inputs, expect, block):
+    CASES.append(dict(name=name, src=textwrap.dedent(src), inputs=inputs, expect=expect,
+                      block=block))
+
+
+# ---- matmul in every orientation: transposes are strides ----
+einsum_case("mm_nn", "ik,kj->ij", [(9, 7), (7, 5)], 4)
+einsum_case("mm_tn", "ki,kj->ij", [(7, 9), (7, 5)], 4)
+einsum_case("mm_nt", "ik,jk->ij", [(9, 7), (5, 7)], 4)
+einsum_case("mm_tt", "ki,jk->ij", [(7, 9), (5, 7)], 4)
+einsum_case("mm_out_t", "ik,kj->ji", [(9, 7), (7, 5)], 4)
+einsum_case("mm_f64", "ik,kj->ij", [(13, 11), (11, 6)], 5, dtype="f64")
+einsum_case("mm_one_block", "ik,kj->ij", [(40, 30), (30, 20)], 64)
+
+# ---- vectors: a role missing, or of length 1 ----
+einsum_case("matvec", "ik,k->i", [(9, 7), (7,)], 4)
+einsum_case("vecmat", "k,kj->j", [(7,), (7, 9)], 4)
+einsum_case("matvec_t", "ki,k->i", [(7, 9), (7,)], 4)
+einsum_case("dot", "k,k->", [(11,), (11,)], 4)
+einsum_case("outer", "i,j->ij", [(9,), (5,)], 4)
+einsum_case("m1", "ik,kj->ij", [(1, 7), (7, 5)], 4)
+einsum_case("n1", "ik,kj->ij", [(9, 7), (7, 1)], 4)
+einsum_case("k1", "ik,kj->ij", [(9, 1), (1, 5)], 4)
+einsum_case("mnk1", "ik,kj->ij", [(1, 1), (1, 1)], 4)
+# edge chunks one element wide along every dim (extent = 3 blocks + 1)
+einsum_case("edge1", "ik,kj->ij", [(7, 7), (7, 7)], 3)
+einsum_case("edge1_t", "ki,jk->ji", [(7, 7), (7, 7)], 3)
+
+# ---- batch labels, in any position ----
+einsum_case("bmm", "bik,bkj->bij", [(3, 5, 4), (3, 4, 6)], 3)
+einsum_case("bmm_mid", "ibk,kbj->ibj", [(5, 3, 4), (4, 3, 6)], 3)
+einsum_case("bmm_last", "ikb,kjb->ijb", [(5, 4, 3), (4, 6, 3)], 3)
+einsum_case("bmm_out_perm", "bik,bkj->jbi", [(3, 5, 4), (3, 4, 6)], 4)
+
+# ---- several labels per role: merged when adjacent, looped otherwise ----
+einsum_case("k_merged", "abc,bcd->ad", [(5, 4, 3), (4, 3, 6)], 3)
+einsum_case("k_merged_whole", "abc,bcd->ad", [(5, 4, 3), (4, 3, 6)], 8)
+einsum_case("k_looped", "abc,cbd->ad", [(5, 4, 3), (3, 4, 6)], 3)
+einsum_case("m_merged", "abc,cd->abd", [(5, 4, 3), (3, 6)], 8)
+einsum_case("m_split", "abc,cd->adb", [(5, 4, 3), (3, 6)], 3)
+einsum_case("n_merged", "ab,bcd->acd", [(5, 4), (4, 3, 6)], 8)
+einsum_case("mttkrp_step", "ijk,jr->irk", [(6, 5, 4), (5, 3)], 4)
+einsum_case("tucker_step", "pijk,jq->piqk", [(3, 4, 5, 2), (5, 3)], 4)
+einsum_case("all_roles", "bmku,bknv->bmnuv", [(2, 3, 4, 2), (2, 4, 5, 3)], 3)
+
+# ---- reductions in loop kernels: tiled along the output's last dim ----
+S = r.standard_normal((300, 150)).astype(np.float32)
+case("rowsum_tiled", """
+    size I = 300, J = 150;
+    input S[I, J];
+    s[i] = sum[j](S[i, j]);
+    m[i] = max[j](S[i, j]);
+    n[i] = min[j](S[i, j] * 2);
+    output s; output m; output n;
+""", dict(S=S), lambda x: dict(s=x["S"].sum(1), m=x["S"].max(1), n=(x["S"] * 2).min(1)), block=200)
+case("colsum_tiled", """
+    size I = 300, J = 150;
+    input S[I, J];
+    c[j] = sum[i](S[i, j] * S[i, j]);
+    output c;
+""", dict(S=S), lambda x: dict(c=(x["S"].astype(np.float64) ** 2).sum(0).astype(np.float32)),
+    block=140)
+case("sum_to_scalar", """
+    size I = 300, J = 150;
+    input S[I, J];
+    t = sum[i, j](S[i, j]);
+    output t;
+""", dict(S=S), lambda x: dict(t=np.float32(x["S"].astype(np.float64).sum())), block=64)
+case("reduce_middle", """
+    size I = 7, J = 200, K = 5;
+    input T[I, J, K];
+    u[i, k] = sum[j](T[i, j, k]);
+    output u;
+""", dict(T=r.standard_normal((7, 200, 5)).astype(np.float32)),
+    lambda x: dict(u=x["T"].sum(1)), block=150)
+
+
+def run(c, tmp):
+    d = os.path.join(tmp, c["name"])
+    os.makedirs(d)
+    src = os.path.join(d, c["name"] + ".tra")
+    with open(src, "w") as f:
+        f.write(c["src"])
+    for k, a in c["inputs"].items():
+        np.save(os.path.join(d, k + ".npy"), a)
+    exe = os.path.join(d, "prog")
+    p = subprocess.run([TRAC, "--block", str(c["block"]), src, "-o", exe],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return ["trac failed:\n" + p.stderr + "\n" + c["src"]]
+    errors = []
+    want = c["expect"](c["inputs"])
+    for n in RANKS:
+        args = [MPIRUN, "-np", str(n), exe] + ["%s=%s.npy" % (k, k) for k in c["inputs"]]
+        p = subprocess.run(args, cwd=d, capture_output=True, text=True, env=env)
+        if p.returncode != 0:
+            errors.append("%d ranks: exit %d\n%s" % (n, p.returncode, p.stderr))
+            continue
+        for k, ref in want.items():
+            ref = np.asarray(ref)
+            got = np.load(os.path.join(d, k + ".npy"))
+            if got.shape != ref.shape or got.dtype != ref.dtype:
+                errors.append("%d ranks: %s is %s %s, expected %s %s"
+                              % (n, k, got.dtype, got.shape, ref.dtype, ref.shape))
+                continue
+            tol = 1e-12 if ref.dtype == np.float64 else 1e-5
+            scale = max(np.abs(ref).max(), 1e-30)
+            err = np.abs(got.astype(np.float64) - ref).max() / scale
+            if not err <= tol:
+                errors.append("%d ranks: %s max relative error %.3g > %.1g" % (n, k, err, tol))
+    return errors
+
+
+def main():
+    only = sys.argv[1:]
+    fails = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for c in CASES:
+            if only and c["name"] not in only:
+                continue
+            errs = run(c, tmp)
+            if errs:
+                fails += 1
+                print("FAIL %s" % c["name"])
+                for e in errs:
+                    print("  " + e.replace("\n", "\n  "))
+            else:
+                print("ok %s" % c["name"])
+    print("%d case(s) failed" % fails if fails else "all cases passed")
+    return 1 if fails else 0
+
+
+sys.exit(main())
