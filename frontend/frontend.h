@@ -174,6 +174,13 @@ typedef struct FeOptions {
 
 const char *fe_stdlib_dir(void);                        /* the installed or in-tree stdlib */
 void fe_add_dep(FeOptions *o, const char *path);        /* record a file read (for -M) */
+char *fe_make_quote(const char *s);                     /* for make, as gcc -MQ: $ -> $$, ' ' -> '\ ' */
+
+/* The rule "targets: deps" for -M, wrapped as gcc wraps it; `phony` (-MP)
+ * adds an empty rule for each dep but the main file; `no_stdlib` (-MM)
+ * leaves out the files under fe_stdlib_dir().  Targets go in as given. */
+void fe_deps_rule(Buf *b, const char *const *targets, int ntargets, const FeOptions *o, bool phony,
+                  bool no_stdlib);
 
 /* Check the program and lower it to TRA.  NULL when there were errors
  * (reported through diag()). */

@@ -9,6 +9,9 @@
  *   ia_explain             --explain: print the plan and stop
  *   cg_emit, cg_compile    IA -> C -> MPI executable
  *
+ * After the frontend, -M prints a make rule naming every file read and
+ * stops; -MD writes that rule to a file and goes on (as gcc does).  -v
+ * prints each phase's wall-clock time.
  * The verifiers run after every pass (they are cheap next to compiling C).
  * Exit status: 0 success, 1 an error in the program, 2 a usage error,
  * 4 an internal error (tr_bug).
@@ -16,6 +19,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -38,6 +42,14 @@ typedef struct Options {
 	OptOptions opt;
 	Vec(Define) defines;
 	Vec(const char *) incdirs;
+	struct {
+		bool print;             /* -M, -MM: print the rule and stop */
+		bool write;             /* -MD, -MMD: write it and go on */
+		bool no_stdlib;         /* -MM, -MMD: leave out stdlib files */
+		bool phony;             /* -MP */
+		const char *file;       /* -MF */
+		Vec(const char *) targets;      /* -MT, -MQ (already quoted) */
+	} deps;
 } Options;
 
 static const char usage[] =
@@ -60,9 +72,16 @@ static const char usage[] =
 	"  --block N               chunk size along every index (default: automatic)\n"
 	"  --seed N                default random seed baked into the executable\n"
 	"  -fsyntax-only           check the program and exit\n"
+	"  -M, -MM                 print a make rule: the output depends on the source\n"
+	"                          and every file it imports (-MM: but the stdlib); stop\n"
+	"  -MD, -MMD               write that rule to the output's name with .d and go on\n"
+	"  -MF FILE                write the rule to FILE (- for stdout)\n"
+	"  -MT TARGET, -MQ TARGET  name the rule's target (-MQ quotes it for make)\n"
+	"  -MP                     add an empty rule for each import, so deleting one\n"
+	"                          does not break make\n"
 	"  --dump-after=PASS       print the IR after PASS (parse, tra, blocking, ia) and exit\n"
 	"  -w                      no warnings\n"
-	"  -v                      show the phases and the C compiler's command\n"
+	"  -v                      show the phases, their times and the C compiler's command\n"
 	"  --version, --help       print version or this help and exit\n"
 	"\n"
 	"environment: CC (default mpicc), CFLAGS (default -O3 -march=native), NO_COLOR,\n"
@@ -113,7 +132,7 @@ static double parse_size(const char *opt, const char *s)
 static void version(void)
 {
 	printf("trac %s\n", PACKAGE_VERSION);
-	printf("built against %s and BLIS (%s)\n", TRAC_MPI_VERSION, TRAC_BLIS_LIBS);
+	printf("built against %s and BLIS %s\n", TRAC_MPI_VERSION, TRAC_BLIS_VERSION);
 }
 
 /* The value of an option given as "-X VALUE", "-XVALUE", "--opt VALUE" or "--opt=VALUE". */
@@ -155,6 +174,20 @@ static void parse_args(int argc, char **argv, Options *o)
 			o->emit_c = true;
 		} else if (!strcmp(a, "-fsyntax-only")) {
 			o->syntax_only = true;
+		} else if (!strcmp(a, "-M") || !strcmp(a, "-MM")) {
+			o->deps.print = true;
+			o->deps.no_stdlib |= a[2] == 'M';
+		} else if (!strcmp(a, "-MD") || !strcmp(a, "-MMD")) {
+			o->deps.write = true;
+			o->deps.no_stdlib |= a[2] == 'M';
+		} else if (!strcmp(a, "-MP")) {
+			o->deps.phony = true;
+		} else if (!strncmp(a, "-MF", 3)) {
+			o->deps.file = optarg_of(argc, argv, &i, "-MF", 3);
+		} else if (!strncmp(a, "-MT", 3)) {
+			vec_push(&o->deps.targets, optarg_of(argc, argv, &i, "-MT", 3));
+		} else if (!strncmp(a, "-MQ", 3)) {
+			vec_push(&o->deps.targets, fe_make_quote(optarg_of(argc, argv, &i, "-MQ", 3)));
 		} else if (!strcmp(a, "-w")) {
 			o->fe.warnings = false;
 		} else if (!strcmp(a, "-v")) {
@@ -251,6 +284,68 @@ static bool write_file(const char *path, const char *text)
 	return true;
 }
 
+/* -M, -MD: the make rule "output: source imports..." on stdout or in a file,
+ * as gcc writes it.  -M prints (to -MF FILE, or -o FILE, or stdout) and
+ * stops, so its -o names the rule's file, not the output; -MD writes to -MF
+ * FILE, else to the output's name with its suffix replaced by .d. */
+static bool write_deps(const Options *o)
+{
+	const char *out = o->deps.print ? NULL : o->output;
+	char *target = out ? xstrdup(out) : strip_ext(o->input, o->emit_c ? ".c" : "");
+	char *quoted = fe_make_quote(target);
+	const char *const *targets = o->deps.targets.v;
+	int ntargets = o->deps.targets.n;
+	if (!ntargets) {
+		targets = (const char *const *)&quoted;
+		ntargets = 1;
+	}
+	Buf b = {0};
+	fe_deps_rule(&b, targets, ntargets, &o->fe, o->deps.phony, o->deps.no_stdlib);
+
+	char *file = o->deps.file ? xstrdup(o->deps.file) : NULL;
+	if (!file && o->deps.print && o->output)
+		file = xstrdup(o->output);
+	if (!file && !o->deps.print) {
+		/* bin/model.x -> bin/model.d, bin/model -> bin/model.d */
+		const char *base = strrchr(target, '/');
+		base = base ? base + 1 : target;
+		const char *dot = strrchr(base, '.');
+		int n = dot && dot != base ? (int)(dot - target) : (int)strlen(target);
+		file = xprintf("%.*s.d", n, target);
+	}
+	bool ok = true;
+	if (!file || !strcmp(file, "-"))
+		fputs(b.s, stdout);
+	else
+		ok = write_file(file, b.s);
+	free(file);
+	free(quoted);
+	free(target);
+	buf_free(&b);
+	return ok;
+}
+
+/* -v: each phase's wall-clock time, on stderr, as the phase ends. */
+typedef struct Clock {
+	bool show;
+	double start;           /* of the running phase */
+} Clock;
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void phase_end(Clock *c, const char *phase)
+{
+	double t = now();
+	if (c->show)
+		fprintf(stderr, "trac: %-18s %8.1f ms\n", phase, (t - c->start) * 1e3);
+	c->start = t;
+}
+
 int main(int argc, char **argv)
 {
 	Options o = {.costs = true, .seed = 0};
@@ -266,6 +361,16 @@ int main(int argc, char **argv)
 	o.fe.nranks = o.opt.nranks;
 	o.fe.block = o.opt.block;
 	diag_color = isatty(2) && !getenv("NO_COLOR");
+	Clock clock = {o.verbose, now()};
+	if (o.verbose) {
+		/* the source's folder: "dir" for dir/x.tra, "/" for /x.tra, "." for x.tra */
+		const char *slash = strrchr(o.input, '/');
+		int n = !slash || slash == o.input ? 1 : (int)(slash - o.input);
+		fprintf(stderr, "trac %s\ntrac: imports from: %.*s", PACKAGE_VERSION, n, slash ? o.input : ".");
+		for (int i = 0; i < o.incdirs.n; i++)
+			fprintf(stderr, " %s", o.incdirs.v[i]);
+		fprintf(stderr, " %s\n", fe_stdlib_dir());
+	}
 
 	/* text -> AST */
 	const char *err;
@@ -278,6 +383,7 @@ int main(int argc, char **argv)
 	Ast *ast = fe_parse(arena, file);
 	if (diag_errors())
 		return 1;
+	phase_end(&clock, "read and parse");
 	if (o.dump_after && !strcmp(o.dump_after, "parse")) {
 		Buf b = {0};
 		ast_print(&b, ast);
@@ -290,6 +396,11 @@ int main(int argc, char **argv)
 	if (!prog)
 		return 1;
 	check_tra(prog, "lowering");
+	phase_end(&clock, "check and lower");
+	if ((o.deps.print || o.deps.write) && !write_deps(&o))
+		return 1;
+	if (o.deps.print)
+		return 0;
 	if (o.syntax_only)
 		return 0;
 
@@ -298,6 +409,7 @@ int main(int argc, char **argv)
 	if (diag_errors())
 		return 1;
 	check_tra(prog, "autodiff");
+	phase_end(&clock, "autodiff");
 	if (o.dump_after && !strcmp(o.dump_after, "tra")) {
 		Buf b = {0};
 		tra_print(&b, prog);
@@ -308,6 +420,7 @@ int main(int argc, char **argv)
 	/* chunk shapes */
 	opt_block(prog, &o.opt);
 	check_tra(prog, "blocking");
+	phase_end(&clock, "blocking");
 	if (o.dump_after && !strcmp(o.dump_after, "blocking")) {
 		Buf b = {0};
 		tra_print(&b, prog);
@@ -317,6 +430,7 @@ int main(int argc, char **argv)
 
 	/* TRA -> IA */
 	IaPlan *plan = opt_plan(prog, &o.opt);
+	phase_end(&clock, "plan search");
 	if (o.dump_after && !strcmp(o.dump_after, "ia")) {
 		Buf b = {0};
 		ia_print(&b, plan, o.costs);
@@ -340,6 +454,7 @@ int main(int argc, char **argv)
 	CgOptions cg = {name, o.input, o.seed};
 	Buf c = {0};
 	cg_emit(&c, plan, &cg);
+	phase_end(&clock, "emit C");
 	if (o.emit_c) {
 		char *out = o.output ? xstrdup(o.output) : strip_ext(o.input, ".c");
 		return write_file(out, c.s) ? 0 : 1;
@@ -347,5 +462,7 @@ int main(int argc, char **argv)
 	char *out = o.output ? xstrdup(o.output) : strip_ext(o.input, "");
 	if (!strcmp(out, o.input))
 		usage_error("the executable would overwrite the source '%s'; name it with -o", o.input);
-	return cg_compile(c.s, out, o.verbose) ? 0 : 1;
+	bool ok = cg_compile(c.s, out, o.verbose);
+	phase_end(&clock, "C compiler");
+	return ok ? 0 : 1;
 }

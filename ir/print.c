@@ -6,6 +6,7 @@
  * PostgreSQL's EXPLAIN and SQLite's EXPLAIN QUERY PLAN read; with costs off
  * (golden tests) it prints only what the plan is, not what it costs.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -365,66 +366,463 @@ static void json_explain(Buf *b, const IaPlan *p)
 	buf_puts(b, "\n  ]\n}\n");
 }
 
-/* ---- DOT ---- */
+/* ---- DOT ----
+ *
+ * The plan as a picture (trac --explain=dot | dot -Tsvg): data flows down,
+ * from the inputs at the top to the outputs at the bottom.  Each statement
+ * is a box headed by its source text and the strategy chosen for it; repeat
+ * blocks are dashed boxes around theirs.  A node is an op that computes on
+ * each rank, filled by where its tuples live (the legend says which colour
+ * is which placement).  Data moves are edges, not nodes: a broadcast is a
+ * thick red edge, a shuffle a thick dashed blue one, each labelled with the
+ * floats it moves; a thin grey edge moves nothing.  A move read by several
+ * ops (or by none) stays a small node so its floats are drawn once.
+ */
 
-static void dot_str(Buf *b, const char *s)
+/* s escaped for a DOT HTML label */
+static void dot_html(Buf *b, const char *s)
 {
 	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			buf_printf(b, "\\%c", *s);
-		else if (*s == '\n')
-			buf_puts(b, "\\n");
-		else
-			buf_printf(b, "%c", *s);
+		switch (*s) {
+		case '&': buf_puts(b, "&amp;"); break;
+		case '<': buf_puts(b, "&lt;"); break;
+		case '>': buf_puts(b, "&gt;"); break;
+		case '"': buf_puts(b, "&quot;"); break;
+		default: buf_printf(b, "%c", *s); break;
+		}
 	}
+}
+
+/* 16000000 -> "16M", 0.0949 -> "0.0949": three digits and an SI prefix */
+static void dot_num(Buf *b, double v)
+{
+	static const char prefix[] = " kMGTPE";
+	int i = 0;
+	while (v >= 999.5 && i < 6) {
+		v /= 1000;
+		i++;
+	}
+	buf_printf(b, "%.3g%s", v, i ? (char[]){prefix[i], 0} : "");
+}
+
+static void dot_seconds(Buf *b, double s)
+{
+	if (s < 1e-6)
+		buf_puts(b, "< 1 µs");
+	else if (s < 1e-3)
+		buf_printf(b, "%.3g µs", s * 1e6);
+	else if (s < 1)
+		buf_printf(b, "%.3g ms", s * 1e3);
+	else
+		buf_printf(b, "%.3g s", s);
+}
+
+/* How many ranks an op's tuples are spread over: all of them, unless the
+ * partitioning key dims have fewer values than there are ranks. */
+static int64_t dot_sites(const IaOp *op, int nranks)
+{
+	if (op->place.kind != PL_PART)
+		return nranks;
+	int64_t n = 1;
+	for (int i = 0; i < op->place.ndims && n < nranks; i++)
+		n *= rel_frontier(&op->type, op->place.dims[i]);
+	return n < nranks ? n : nranks;
+}
+
+/* Fill colours by placement; the legend repeats them. */
+static const char *dot_fill(const IaOp *op, int nranks)
+{
+	switch (op->place.kind) {
+	case PL_ALL: return "#fdd9b5";          /* every rank holds every tuple */
+	case PL_PART: return dot_sites(op, nranks) > 1 ? "#d3ecd0" : "#e4e4e4";
+	case PL_PARTIAL: return "#fff1a8";      /* partial sums, still to combine */
+	}
+	return "white";
+}
+
+static void dot_place(Buf *b, const IaOp *op, int nranks)
+{
+	const Place *pl = &op->place;
+	switch (pl->kind) {
+	case PL_ALL:
+		buf_printf(b, "replicated on all %d ranks", nranks);
+		return;
+	case PL_PART:
+		if (!pl->ndims) {
+			buf_puts(b, "on one rank");
+			return;
+		}
+		buf_printf(b, "partitioned on key%s ", pl->ndims > 1 ? "s" : "");
+		for (int i = 0; i < pl->ndims; i++)
+			buf_printf(b, "%s%d", i ? "," : "", pl->dims[i]);
+		int64_t sites = dot_sites(op, nranks);
+		if (sites < nranks)
+			buf_printf(b, ": on %" PRId64 " of %d ranks", sites, nranks);
+		else
+			buf_printf(b, " over %d ranks", nranks);
+		return;
+	case PL_PARTIAL:
+		buf_puts(b, "partial sums on every rank");
+		return;
+	}
+}
+
+/* "8×4 tuples of 500×500 f32" */
+static void dot_tuples(Buf *b, const RelType *t)
+{
+	if (t->nkey == 0 && t->nchunk == 0) {
+		buf_printf(b, "a scalar, %s", dtype_name(t->dtype));
+		return;
+	}
+	for (int d = 0; d < t->nkey; d++)
+		buf_printf(b, "%s%" PRId64, d ? "×" : "", rel_frontier(t, d));
+	buf_printf(b, " tuple%s of ", rel_ntuples(t) == 1 ? "" : "s");
+	if (t->nchunk == 0)
+		buf_puts(b, "1");
+	for (int c = 0; c < t->nchunk; c++)
+		buf_printf(b, "%s%" PRId64, c ? "×" : "", t->block[t->chunkdim[c]]);
+	buf_printf(b, " %s", dtype_name(t->dtype));
+}
+
+/* What an op does, in one line (its placement and type come below it). */
+static void dot_what(Buf *b, const IaPlan *p, const IaOp *op)
+{
+	const TraProg *t = p->tra;
+	Buf k = {0};
+	buf_printf(&k, "#%d %s", (int)(op - p->ops.v), ia_op_name(op->kind));
+	switch (op->kind) {
+	case IA_READ:
+		buf_printf(&k, " %s", t->tensors.v[op->u.read.tensor].name);
+		break;
+	case IA_BCAST:
+	case IA_SHUFFLE:
+		break;
+	case IA_JOIN:
+		buf_puts(&k, " on ");
+		keys_print(&k, op->u.join.nmatch, op->u.join.lkey);
+		buf_puts(&k, "=");
+		keys_print(&k, op->u.join.nmatch, op->u.join.rkey);
+		if (op->u.join.ngroup >= 0) {
+			buf_printf(&k, ", %s into ", agg_name(op->u.join.kernel->red));
+			keys_print(&k, op->u.join.ngroup, op->u.join.group);
+		}
+		buf_puts(&k, ": ");
+		kernel_print(&k, op->u.join.kernel);
+		break;
+	case IA_AGG:
+		buf_printf(&k, " %s into ", agg_name(op->u.agg.agg));
+		keys_print(&k, op->u.agg.ngroup, op->u.agg.group);
+		break;
+	case IA_MAP:
+		if (op->u.map.kernel) {
+			buf_puts(&k, ": ");
+			kernel_print(&k, op->u.map.kernel);
+		} else {
+			buf_puts(&k, " rekey ");
+			keys_print(&k, op->u.map.nkey, op->u.map.keymap);
+		}
+		break;
+	case IA_FILTER:
+		buf_puts(&k, " ");
+		pred_print(&k, &op->u.filter.pred);
+		break;
+	case IA_WRITE:
+		buf_printf(&k, " %s", t->tensors.v[op->u.write.tensor].name);
+		break;
+	case IA_INIT:
+	case IA_LOAD:
+		buf_printf(&k, " %s", t->tensors.v[op->u.init.tensor].name);
+		break;
+	case IA_STORE:
+	case IA_PRINT:
+		buf_printf(&k, " %s", t->tensors.v[op->u.store.tensor].name);
+		break;
+	case IA_LOOP:
+		buf_printf(&k, " %" PRId64 " times", op->u.loop.count);
+		break;
+	case IA_ENDLOOP:
+		break;
+	}
+	dot_html(b, k.s);
+	buf_free(&k);
+}
+
+typedef struct Dot {
+	const IaPlan *p;
+	Buf *b;
+	bool costs;
+	int *users;             /* per op: how many ops read it */
+	double maxmoved;        /* the largest move, for edge widths */
+} Dot;
+
+/* A move with exactly one reader is drawn as an edge into that reader,
+ * unless it moves the result of another move (then it stays a node). */
+static bool dot_is_edge(const Dot *d, int i)
+{
+	const IaOp *op = &d->p->ops.v[i];
+	int in[2];
+	return ia_op_moves(op->kind) && d->users[i] == 1 && ia_inputs(op, in) == 1 &&
+	       !ia_op_moves(d->p->ops.v[in[0]].kind);
+}
+
+/* Whether op i is a node of the picture. */
+static bool dot_drawn(const Dot *d, int i)
+{
+	IaOpKind k = d->p->ops.v[i].kind;
+	return k != IA_LOOP && k != IA_ENDLOOP && !dot_is_edge(d, i);
+}
+
+/* The statement of the node an edge from op i starts at. */
+static int dot_source_stmt(const Dot *d, int i)
+{
+	if (dot_is_edge(d, i)) {
+		int in[2];
+		ia_inputs(&d->p->ops.v[i], in);
+		i = in[0];
+	}
+	return d->p->ops.v[i].stmt;
+}
+
+static void dot_node(Dot *d, int i, int depth)
+{
+	const IaOp *op = &d->p->ops.v[i];
+	Buf *b = d->b;
+	if (!dot_drawn(d, i))
+		return;
+	buf_printf(b, "%*sop%d [", 2 * depth, "", i);
+	if (ia_op_moves(op->kind)) {
+		bool bc = op->kind == IA_BCAST;
+		buf_printf(b, "shape=ellipse, style=\"filled%s\", color=\"%s\", fillcolor=white, penwidth=2, label=<%s",
+		           bc ? "" : ",dashed", bc ? "#c0392b" : "#2471a3", bc ? "broadcast" : "shuffle");
+		if (d->costs) {
+			buf_puts(b, "<br/>");
+			dot_num(b, op->floats_moved);
+			buf_puts(b, " floats");
+		}
+		buf_puts(b, ">];\n");
+		return;
+	}
+	bool tensor = op->kind == IA_READ || op->kind == IA_WRITE || op->kind == IA_INIT ||
+	              op->kind == IA_LOAD || op->kind == IA_STORE || op->kind == IA_PRINT;
+	buf_printf(b, "shape=%s, fillcolor=\"%s\", label=<<b>", tensor ? "note" : "box", dot_fill(op, d->p->nranks));
+	dot_what(b, d->p, op);
+	buf_puts(b, "</b><br/>");
+	Buf l = {0};
+	dot_place(&l, op, d->p->nranks);
+	buf_puts(&l, "\n");
+	dot_tuples(&l, &op->type);
+	if (d->costs && op->flops > 0) {
+		buf_puts(&l, "\n");
+		dot_num(&l, op->flops);
+		buf_puts(&l, " flops, ");
+		dot_seconds(&l, op->seconds);
+	}
+	for (char *s = l.s, *nl; s; s = nl ? nl + 1 : NULL) {
+		nl = strchr(s, '\n');
+		if (nl)
+			*nl = 0;
+		buf_puts(b, "<font point-size=\"9\">");
+		dot_html(b, s);
+		buf_puts(b, "</font>");
+		if (nl)
+			buf_puts(b, "<br/>");
+	}
+	buf_free(&l);
+	buf_puts(b, ">];\n");
+}
+
+/* The edge from op `from` (or the producer behind a move drawn as an
+ * edge) into op `to`. */
+static void dot_edge(Dot *d, int from, int to)
+{
+	const IaOp *mv = &d->p->ops.v[from];
+	Buf *b = d->b;
+	if (!dot_is_edge(d, from)) {
+		buf_printf(b, "  op%d -> op%d", from, to);
+		if (ia_op_moves(mv->kind))
+			buf_printf(b, " [color=\"%s\", penwidth=2%s]", mv->kind == IA_BCAST ? "#c0392b" : "#2471a3",
+			           mv->kind == IA_BCAST ? "" : ", style=dashed");
+		buf_puts(b, ";\n");
+		return;
+	}
+	int in[2];
+	ia_inputs(mv, in);
+	bool bc = mv->kind == IA_BCAST;
+	/* width 2 to 6 by the log of the floats moved, against the largest move */
+	double w = 2;
+	if (d->maxmoved > 1 && mv->floats_moved > 1)
+		w = 2 + 4 * log10(mv->floats_moved) / log10(d->maxmoved);
+	buf_printf(b, "  op%d -> op%d [color=\"%s\", penwidth=%.1f%s, fontcolor=\"%s\", label=<%s",
+	           in[0], to, bc ? "#c0392b" : "#2471a3", d->costs ? w : 3.0, bc ? "" : ", style=dashed",
+	           bc ? "#c0392b" : "#2471a3", bc ? "broadcast" : "shuffle to ");
+	if (!bc) {
+		Buf pl = {0};
+		place_print(&pl, &mv->place);
+		dot_html(b, pl.s);
+		buf_free(&pl);
+	}
+	if (d->costs) {
+		buf_puts(b, "<br/>");
+		dot_num(b, mv->floats_moved);
+		buf_puts(b, " floats");
+	}
+	buf_printf(b, " (#%d)>];\n", from);
+}
+
+/* A statement's box.  Its heading is a node, not the cluster's label, so
+ * that edges coming in are routed around it instead of across it; invisible
+ * edges keep it above the statement's first ops. */
+static void dot_stmt(Dot *d, int s, int depth)
+{
+	const IaPlan *p = d->p;
+	Buf *b = d->b;
+	int line, col;
+	loc_linecol(p->tra->stmts.v[s].loc, &line, &col);
+	buf_printf(b, "%*ssubgraph cluster_s%d {\n", 2 * depth, "", s + 1);
+	buf_printf(b, "%*s  style=\"rounded,filled\"; fillcolor=\"#f6f6f6\"; color=\"#999999\"; label=\"\";\n",
+	           2 * depth, "");
+	buf_printf(b, "%*s  s%d [shape=plaintext, style=\"\", label=<<b>", 2 * depth, "", s + 1);
+	dot_html(b, p->tra->stmts.v[s].text);
+	buf_printf(b, "</b><br/><font point-size=\"10\">line %d, strategy <b>%s</b>", line, strategy_name(p->strategy.v[s]));
+	if (d->costs) {
+		double moved = 0, flops = 0;
+		for (int i = 0; i < p->ops.n; i++)
+			if (p->ops.v[i].stmt == s) {
+				moved += p->ops.v[i].floats_moved;
+				flops += p->ops.v[i].flops;
+			}
+		buf_puts(b, ": ");
+		dot_num(b, moved);
+		buf_puts(b, " floats moved, ");
+		dot_num(b, flops);
+		buf_puts(b, " flops");
+	}
+	buf_puts(b, "</font>>];\n");
+	for (int i = 0; i < p->ops.n; i++)
+		if (p->ops.v[i].stmt == s)
+			dot_node(d, i, depth + 1);
+	/* the heading above each op not fed by another op of the statement */
+	for (int i = 0; i < p->ops.n; i++) {
+		const IaOp *op = &p->ops.v[i];
+		if (op->stmt != s || !dot_drawn(d, i))
+			continue;
+		bool top = true;
+		int in[2];
+		int k = ia_inputs(op, in);
+		for (int j = 0; j < k; j++)
+			top &= dot_source_stmt(d, in[j]) != s;
+		if (top)
+			buf_printf(b, "%*s  s%d -> op%d [style=invis];\n", 2 * depth, "", s + 1, i);
+	}
+	buf_printf(b, "%*s}\n", 2 * depth, "");
+}
+
+/* One node: a table of the fill colours and edge styles. */
+static void dot_legend(Dot *d)
+{
+	static const struct { const char *fill, *what; } fills[] = {
+		{"#d3ecd0", "partitioned over the ranks"},
+		{"#fdd9b5", "replicated on every rank"},
+		{"#fff1a8", "partial sums on every rank"},
+		{"#e4e4e4", "on one rank"},
+	};
+	Buf *b = d->b;
+	buf_puts(b, "  legend [shape=plaintext, style=\"\", margin=0, label=<<table border=\"0\" cellborder=\"0\" "
+	            "cellspacing=\"2\" cellpadding=\"2\">\n    <tr><td colspan=\"2\" align=\"left\"><b>legend</b></td></tr>\n");
+	for (int i = 0; i < 4; i++)
+		buf_printf(b, "    <tr><td bgcolor=\"%s\" border=\"1\" width=\"24\"> </td>"
+		           "<td align=\"left\">%s</td></tr>\n", fills[i].fill, fills[i].what);
+	buf_puts(b, "    <tr><td><font color=\"#c0392b\"><b>━━▶</b></font></td><td align=\"left\">broadcast: every tuple to every rank</td></tr>\n"
+	            "    <tr><td><font color=\"#2471a3\"><b>╍╍▶</b></font></td><td align=\"left\">shuffle: each tuple to the rank its keys name</td></tr>\n"
+	            "    <tr><td><font color=\"#888888\">──▶</font></td><td align=\"left\">local: no data moved</td></tr>\n"
+	            "  </table>>];\n");
 }
 
 static void dot_explain(Buf *b, const IaPlan *p, bool costs)
 {
-	buf_puts(b, "digraph plan {\n  rankdir=BT;\n  node [shape=box, fontname=\"Helvetica\", fontsize=10];\n"
-	            "  edge [fontname=\"Helvetica\", fontsize=9];\n");
-	buf_printf(b, "  label=\"trac plan for %d ranks", p->nranks);
-	if (costs)
-		buf_printf(b, ": %.3g floats moved, predicted %.3g s", p->total_floats_moved, p->predicted_seconds);
-	buf_puts(b, "\";\n");
-	for (int s = -1; s < p->tra->stmts.n; s++) {
-		buf_printf(b, "  subgraph cluster_%d {\n    style=rounded; color=gray;\n    label=\"", s + 1);
-		if (s >= 0) {
-			Buf l = {0};
-			buf_printf(&l, "%s\nstrategy: %s", p->tra->stmts.v[s].text, strategy_name(p->strategy.v[s]));
-			dot_str(b, l.s);
-			buf_free(&l);
-		} else {
-			buf_puts(b, "inputs and outputs");
-		}
-		buf_puts(b, "\";\n");
-		for (int i = 0; i < p->ops.n; i++) {
-			const IaOp *op = &p->ops.v[i];
-			if (op->stmt != s)
-				continue;
-			Buf l = {0};
-			ia_op_print(&l, p, op);
-			if (costs)
-				ia_op_costs(&l, op);
-			buf_printf(b, "    op%d [label=\"#%d ", i, i);
-			dot_str(b, l.s);
-			buf_printf(b, "\"%s];\n", ia_op_moves(op->kind) ? ", style=filled, fillcolor=\"#ffe0b0\"" :
-			           op->kind == IA_READ || op->kind == IA_WRITE ? ", style=filled, fillcolor=\"#d8e8ff\"" : "");
-			buf_free(&l);
-		}
-		buf_puts(b, "  }\n");
-	}
-	for (int i = 0; i < p->ops.n; i++) {
+	int n = p->ops.n;
+	Dot d = {p, b, costs, xcalloc(n + 1, sizeof(int)), 0};
+	for (int i = 0; i < n; i++) {
 		int in[2];
-		int n = ia_inputs(&p->ops.v[i], in);
-		for (int j = 0; j < n; j++) {
-			buf_printf(b, "  op%d -> op%d", in[j], i);
-			if (costs && ia_op_moves(p->ops.v[i].kind))
-				buf_printf(b, " [label=\"%.3g floats\", penwidth=2]", p->ops.v[i].floats_moved);
-			buf_puts(b, ";\n");
+		int k = ia_inputs(&p->ops.v[i], in);
+		for (int j = 0; j < k; j++)
+			d.users[in[j]]++;
+		if (ia_op_moves(p->ops.v[i].kind) && p->ops.v[i].floats_moved > d.maxmoved)
+			d.maxmoved = p->ops.v[i].floats_moved;
+	}
+
+	buf_puts(b, "digraph plan {\n"
+	            "  graph [rankdir=TB, newrank=true, nodesep=0.3, ranksep=0.5, fontname=\"Helvetica\", fontsize=12,\n"
+	            "         labelloc=t, labeljust=l, ");
+	buf_printf(b, "label=<<b>trac plan for %d ranks</b>", p->nranks);
+	if (costs) {
+		buf_puts(b, "<br/><font point-size=\"10\">");
+		dot_num(b, p->total_floats_moved);
+		buf_puts(b, " floats moved, ");
+		dot_num(b, p->total_flops);
+		buf_puts(b, " flops, peak ");
+		dot_num(b, p->peak_bytes);
+		buf_puts(b, "B per rank, predicted ");
+		dot_seconds(b, p->predicted_seconds);
+		buf_puts(b, "</font>");
+	}
+	buf_puts(b, ">];\n"
+	            "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10, color=\"#555555\",\n"
+	            "        margin=\"0.12,0.06\"];\n"
+	            "  edge [fontname=\"Helvetica\", fontsize=9, color=\"#888888\", arrowsize=0.7];\n");
+
+	/* nodes in program order: statements as boxes, repeat blocks around
+	 * them; invisible edges keep each statement below the one before it,
+	 * and what the program does after a statement below that statement */
+	bool *done = xcalloc(p->tra->stmts.n + 1, sizeof(bool));
+	Buf top = {0}, order = {0};
+	int depth = 1, loops = 0, anchor = -1;
+	for (int i = 0; i < n; i++) {
+		const IaOp *op = &p->ops.v[i];
+		if (op->kind == IA_LOOP) {
+			buf_printf(b, "%*ssubgraph cluster_loop%d {\n", 2 * depth, "", ++loops);
+			buf_printf(b, "%*s  style=\"rounded,dashed\"; color=\"#555555\"; penwidth=1.5;\n", 2 * depth, "");
+			buf_printf(b, "%*s  label=<<b>repeat %" PRId64 " times</b>>;\n", 2 * depth, "", op->u.loop.count);
+			depth++;
+		} else if (op->kind == IA_ENDLOOP) {
+			depth--;
+			buf_printf(b, "%*s}\n", 2 * depth, "");
+		} else if (op->stmt < 0) {
+			dot_node(&d, i, depth);
+			if (anchor < 0 && depth == 1 && (op->kind == IA_READ || op->kind == IA_INIT))
+				buf_printf(&top, " op%d;", i);       /* the inputs on top */
+			else if (anchor >= 0 && dot_drawn(&d, i))
+				buf_printf(&order, "  op%d -> op%d [style=invis];\n", anchor, i);
+		} else if (!done[op->stmt]) {
+			done[op->stmt] = true;
+			dot_stmt(&d, op->stmt, depth);
+			if (anchor >= 0)
+				buf_printf(&order, "  op%d -> s%d [style=invis];\n", anchor, op->stmt + 1);
+			for (int j = i; j < n; j++)
+				if (p->ops.v[j].stmt == op->stmt && dot_drawn(&d, j))
+					anchor = j;
 		}
 	}
+	if (top.s)
+		buf_printf(b, "  { rank=min;%s }\n", top.s);
+	if (order.s)
+		buf_puts(b, order.s);
+	buf_free(&top);
+	buf_free(&order);
+	free(done);
+
+	/* edges: into every op but the moves drawn as edges themselves */
+	for (int i = 0; i < n; i++) {
+		if (dot_is_edge(&d, i))
+			continue;
+		int in[2];
+		int k = ia_inputs(&p->ops.v[i], in);
+		for (int j = 0; j < k; j++)
+			dot_edge(&d, in[j], i);
+	}
+	dot_legend(&d);
 	buf_puts(b, "}\n");
+	free(d.users);
 }
 
 void ia_explain(Buf *b, const IaPlan *p, ExplainFormat f, bool costs)

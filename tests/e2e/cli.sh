@@ -1,0 +1,53 @@
+#!/bin/sh
+# The command line as shells and makefiles see it: --version and --help on
+# stdout with status 0, nothing printed on success, -v's phases and times,
+# usage errors with status 2.
+. "$srcdir/tests/e2e/lib.sh"
+
+cp "$TOP/examples/matmul.tra" matmul.tra
+sizes="-D I=30 -D K=20 -D J=10"
+
+if "$TRAC" --version >out 2>err && [ ! -s err ] &&
+	grep -q '^trac [0-9]' out && grep -q 'MPI [0-9]' out && grep -q 'BLIS [0-9]' out; then
+	pass "--version names trac's, MPI's and BLIS's versions"
+else
+	fail "--version: $(cat out err)"
+fi
+if "$TRAC" --help >out 2>err && [ ! -s err ] && grep -q '^usage: trac' out; then
+	pass "--help"
+else
+	fail "--help: $(cat out err)"
+fi
+
+# quiet on success: compiling, -S, -fsyntax-only
+for flags in "" "-S" "-fsyntax-only" "-O0"; do
+	if "$TRAC" $sizes $flags matmul.tra -o out.x >out 2>err && [ ! -s out ] && [ ! -s err ]; then
+		pass "quiet: trac $flags"
+	else
+		fail "trac $flags printed something: $(cat out err)"
+	fi
+done
+
+# -v: the import path, each phase with its time, the C compiler's command
+if "$TRAC" -v $sizes matmul.tra -o mm >out 2>err && [ ! -s out ]; then
+	for phase in "imports from:" "read and parse" "check and lower" "blocking" "plan search" "emit C" "C compiler"; do
+		grep -q "^trac: $phase" err || fail "-v does not show '$phase'"
+	done
+	grep -q '^trac: running .*mpicc\|^trac: running' err || fail "-v does not show the C compiler's command"
+	[ "$(grep -c ' ms$' err)" -ge 6 ] || fail "-v shows no times: $(cat err)"
+	pass "-v"
+else
+	fail "-v: $(cat out err)"
+fi
+
+# usage errors: status 2, a message on stderr, nothing on stdout
+for args in "--no-such-option matmul.tra" "" "-P 0 matmul.tra" "-MF" "--explain=svg matmul.tra"; do
+	"$TRAC" $args >out 2>err
+	status=$?
+	if [ $status -eq 2 ] && [ ! -s out ] && grep -q 'trac: error' err; then
+		pass "usage error: trac $args"
+	else
+		fail "trac $args: status $status, $(cat out err)"
+	fi
+done
+finish
