@@ -202,8 +202,8 @@ static Item *decl(struct Parse *ps, ItemKind kind, const char *name, Loc nameloc
 %token PLUSEQ "'+='" MINUSEQ "'-='" TIMESEQ "'*='" DIVEQ "'/='"
 
 %type <node> expr primary index
-%type <item> item stmt size_def
-%type <items> items stmts size_list
+%type <item> item stmt size_def const_def
+%type <items> items stmts size_list const_list
 %type <nodes> args args_ne indices dimlist
 %type <names> names
 %type <formals> formals formals_ne
@@ -230,6 +230,17 @@ items:
 	  %empty                        { $$ = (ItemList){0}; }
 	| items item                    { $$ = $1; if ($2) vec_push(&$$, $2); }
 	| items SIZE size_list ';'      { $$ = $1; for (int i = 0; i < $3.n; i++) vec_push(&$$, $3.v[i]); free($3.v); }
+	| items CONST const_list ';'    { $$ = $1; for (int i = 0; i < $3.n; i++) vec_push(&$$, $3.v[i]); free($3.v); }
+	;
+
+/* const lr = 0.1, decay = 0.99; */
+const_list:
+	  const_def                     { $$ = (ItemList){0}; vec_push(&$$, $1); }
+	| const_list ',' const_def      { $$ = $1; vec_push(&$$, $3); }
+	;
+
+const_def:
+	  IDENT '=' expr                { $$ = ast_item(ps->arena, I_CONST, @$); $$->name = $1; $$->nameloc = @1; $$->u.cnst.value = $3; }
 	;
 
 /* size N = 1000, D = 64; */
@@ -257,7 +268,6 @@ item:
 	                                }
 	| PARAM IDENT dims_opt type_opt ';'
 	                                { $$ = NULL; diag(DIAG_ERROR, @2, "param '%s' needs an initialiser: zeros, ones, uniform(a, b), normal(mean, std) or a file name", $2); }
-	| CONST IDENT '=' expr ';'      { $$ = ast_item(ps->arena, I_CONST, @$); $$->name = $2; $$->nameloc = @2; $$->u.cnst.value = $4; }
 	| OUTPUT IDENT path_opt ';'     { $$ = ast_item(ps->arena, I_OUTPUT, @$); $$->name = $2; $$->nameloc = @2; $$->u.output.path = $3; }
 	| IMPORT STRING ';'             { $$ = ast_item(ps->arena, I_IMPORT, @$); $$->u.import.path = $2; $$->u.import.pathloc = @2; }
 	| DEF IDENT '(' formals ')' ARROW formal '{' stmts '}'

@@ -316,9 +316,10 @@ Kernel *kernel_clone(Arena *a, const Kernel *k)
 	return c;
 }
 
-/* A kernel BLIS can run: a product of two inputs summed over the labels they
- * share and the output lacks, at most one label in each of the m, n and k
- * roles; other labels common to all three are looped over (batch). */
+/* A kernel BLIS runs well: a product of two inputs summed over the labels
+ * they share and the output lacks (k), with m or n labels too; labels
+ * common to all three are looped over (batch).  A product without k (a
+ * Hadamard product) is a loop, not a gemm per element. */
 bool kernel_is_gemm(const Kernel *k)
 {
 	if (k->nin != 2 || k->red != AGG_ADD || !kx_is_product(k->expr))
@@ -341,7 +342,7 @@ bool kernel_is_gemm(const Kernel *k)
 		else if (!(in0 && in1 && out) && (in0 || in1 || out))
 			return false;     /* a label reduced inside one input only */
 	}
-	return nm <= 1 && nn <= 1 && nk <= 1;
+	return nk >= 1 && (nm >= 1 || nn >= 1);
 }
 
 static void labels_print(Buf *b, int n, const int *lab)
