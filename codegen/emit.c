@@ -229,6 +229,7 @@ static int kexpr_emit(KGen *g, const KExpr *e, const char *indent)
 	case KOP_EQ: buf_printf(b, "t%d == t%d", a[0], a[1]); break;
 	case KOP_NE: buf_printf(b, "t%d != t%d", a[0], a[1]); break;
 	case KOP_WHERE: buf_printf(b, "t%d != 0 ? t%d : t%d", a[0], a[1], a[2]); break;
+	case KOP_STOP: buf_printf(b, "t%d", a[0]); break;
 	}
 	buf_puts(b, ";\n");
 	return t;

@@ -387,6 +387,7 @@ static bool bind_extent(Sema *s, int v, int64_t extent, Loc loc, const char *why
 static const struct { const char *name; KOp op; } functions[] = {
 	{"exp", KOP_EXP}, {"log", KOP_LOG}, {"sqrt", KOP_SQRT}, {"abs", KOP_ABS},
 	{"tanh", KOP_TANH}, {"sigmoid", KOP_SIGMOID}, {"relu", KOP_RELU},
+	{"stop_gradient", KOP_STOP},
 };
 #define NFUNCTIONS (int)(sizeof functions / sizeof functions[0])
 

@@ -123,7 +123,8 @@ const char *agg_name(AggKind a);
 	X(ABS, "abs", 1) X(TANH, "tanh", 1) X(SIGMOID, "sigmoid", 1) X(RELU, "relu", 1) \
 	X(ADD, "+", 2) X(SUB, "-", 2) X(MUL, "*", 2) X(DIV, "/", 2) X(POW, "**", 2) \
 	X(LT, "<", 2) X(LE, "<=", 2) X(GT, ">", 2) X(GE, ">=", 2) X(EQ, "==", 2) X(NE, "!=", 2) \
-	X(WHERE, "where", 3)
+	X(WHERE, "where", 3) \
+	X(STOP, "stop_gradient", 1)
 typedef enum {
 #define X(n, s, a) KOP_##n,
 	KOPS(X)
@@ -150,6 +151,7 @@ KExpr *kx_subst(Arena *a, const KExpr *e, KExpr *const *repl);  /* KX_IN i -> re
 bool kx_is_product(const KExpr *e);                      /* in0 * in1 */
 KExpr *kx_diff(Arena *a, const KExpr *e, int in);        /* d e / d in<in>, constants folded */
 bool kx_is_zero(const KExpr *e);
+bool kx_equal(const KExpr *a, const KExpr *b);           /* structurally */
 bool kx_uses(const KExpr *e, int in);
 
 /*

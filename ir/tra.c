@@ -230,8 +230,31 @@ KExpr *kx_diff(Arena *a, const KExpr *e, int in)
 		return kx_const(a, 0);
 	case KOP_WHERE:
 		return mk(a, KOP_WHERE, x, dy, kx_diff(a, e->arg[2], in));
+	case KOP_STOP:
+		return kx_const(a, 0);
 	}
 	tr_bug("bad kernel op in kx_diff");
+}
+
+bool kx_equal(const KExpr *a, const KExpr *b)
+{
+	if (a->kind != b->kind)
+		return false;
+	switch (a->kind) {
+	case KX_IN:
+	case KX_IDX:
+		return a->in == b->in;
+	case KX_CONST:
+		return a->val == b->val;
+	case KX_OP:
+		if (a->op != b->op)
+			return false;
+		for (int i = 0; i < kop_arity(a->op); i++)
+			if (!kx_equal(a->arg[i], b->arg[i]))
+				return false;
+		return true;
+	}
+	return false;
 }
 
 bool kx_is_zero(const KExpr *e)

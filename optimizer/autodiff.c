@@ -249,43 +249,68 @@ static void vjp_einsum(Grad *g, TraBuild *b, int u, int G)
 	}
 	TVal Gv = tb_rel(b, G, no, ovar);
 
+	/* which inputs still need their contribution, and their derivatives */
+	KExpr *d[2] = {NULL, NULL};
+	bool need = false;
+	for (int i = 0; i < nin; i++) {
+		int in = un->in[i];
+		if (g->prop[u][i] || g->adj[in] == -2)  /* made, or not on a path from a wrt tensor */
+			continue;
+		g->prop[u][i] = true;
+		d[i] = kx_diff(b->arena, f, i);
+		if (kx_is_zero(d[i]))
+			d[i] = NULL;
+		need |= d[i] != NULL;
+	}
+	if (!need)
+		return;
+
 	/* a max or min sends G to the elements equal to the result */
 	if (un->agg >= 0 && k->red != AGG_ADD) {
 		TVal F = X[0];
 		if (nin == 2)
 			F = tb_join_expr(b, X[0], X[1], f);
-		else
+		else if (!(f->kind == KX_IN && f->in == 0))
 			F.pend = f;
-		F = tb_absorb(b, F);
-		F.fresh = false;
+		if (F.pend || nin == 2) {
+			F = tb_absorb(b, F);
+			F.fresh = false;
+		}
 		TVal out = tb_rel(b, g->map[un->agg], no, ovar);
 		TVal mask = tb_binary(b, KOP_EQ, F, out);
 		Gv = tb_binary(b, KOP_MUL, mask, Gv);
 	}
 
+	TVal shared = {.op = -1};       /* G * d when both inputs' derivatives are one expression */
 	for (int i = 0; i < nin; i++) {
-		int in = un->in[i];
-		if (g->prop[u][i] || g->adj[in] == -2)  /* made, or not on a path from the wrt tensor */
+		if (!d[i])
 			continue;
-		g->prop[u][i] = true;
-		KExpr *d = kx_diff(b->arena, f, i);
-		if (kx_is_zero(d))
-			continue;
-		bool u0 = kx_uses(d, 0), u1 = nin > 1 && kx_uses(d, 1);
+		bool u0 = kx_uses(d[i], 0), u1 = nin > 1 && kx_uses(d[i], 1);
 		TVal T;
-		if (!u0 && !u1) {
-			T = tb_binary(b, KOP_MUL, Gv, (TVal){.op = -1, .pend = d});
+		if (i == 1 && shared.op >= 0 && kx_equal(d[0], d[1])) {
+			T = shared;     /* relu(x + b): d/dx = d/db; made once */
+		} else if (!u0 && !u1) {
+			T = tb_binary(b, KOP_MUL, Gv, (TVal){.op = -1, .pend = d[i]});
 		} else if (u0 && u1) {
-			T = tb_binary(b, KOP_MUL, tb_join_expr(b, X[0], X[1], d), Gv);
+			T = tb_binary(b, KOP_MUL, tb_join_expr(b, X[0], X[1], d[i]), Gv);
 		} else {
 			int j = u0 ? 0 : 1;
 			TVal D = X[j];
-			D.pend = as_in0(b->arena, d, j);
+			D.pend = as_in0(b->arena, d[i], j);
 			T = tb_binary(b, KOP_MUL, D, Gv);
 		}
-		const RelType *ti = &g->old->ops.v[in].type;
+		if (i == 0 && nin == 2 && d[1] && kx_equal(d[0], d[1])) {
+			if (T.pend || T.fresh)
+				T = tb_absorb(b, T);    /* materialised once, read by both */
+			T.fresh = false;
+			shared = T;
+		}
+		const RelType *ti = &g->old->ops.v[un->in[i]].type;
+		b->order = ivar[i];     /* reductions produce the input's order directly */
+		b->norder = ti->nkey;
 		T = fit(b, T, X[i], ti->nkey, ivar[i]);
-		contribute(g, b, in, T, ivar[i]);
+		b->norder = 0;
+		contribute(g, b, un->in[i], T, ivar[i]);
 	}
 }
 
@@ -374,17 +399,23 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 	if (g->loss != loss)
 		reset_cache(g, loss);
 
-	/* the ops between the wrt tensor's leaves and the loss */
+	/* the ops between the loss and the leaves of every tensor some grad of
+	 * this loss asks for: the first grad makes all their contributions, so
+	 * dW and db share what their backward computations have in common */
 	bool *anc = xcalloc(n + 1, sizeof *anc), *rel = xcalloc(n + 1, sizeof *rel);
+	bool *target = xcalloc(o->tensors.n + 1, sizeof *target);
 	mark_ancestors(o, loss, anc);
+	for (int i = 0; i < n; i++)
+		if (o->ops.v[i].kind == TRA_GRAD && o->ops.v[i].u.grad.loss == loss)
+			target[o->ops.v[i].u.grad.tensor] = true;
 	Vec(int) leaves = {0};
 	for (int i = 0; i <= loss; i++) {
 		const TraOp *op = &o->ops.v[i];
-		bool leaf = (op->kind == TRA_LOAD && op->u.init.tensor == wrt) ||
-		            (op->kind == TRA_INPUT && op->u.input.tensor == wrt);
-		if (anc[i] && leaf) {
+		int t = op->kind == TRA_LOAD ? op->u.init.tensor : op->kind == TRA_INPUT ? op->u.input.tensor : -1;
+		if (anc[i] && t >= 0 && target[t]) {
 			rel[i] = true;
-			vec_push(&leaves, i);
+			if (t == wrt)
+				vec_push(&leaves, i);
 		}
 		int in[2];
 		int k = tra_inputs(op, in);
@@ -392,6 +423,7 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 			if (rel[in[j]] && anc[i])
 				rel[i] = true;
 	}
+	free(target);
 
 	int result;
 	if (leaves.n == 0) {
