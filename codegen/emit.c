@@ -281,9 +281,9 @@ static void offset_expr(Buf *b, const char *sname, int n, const int *lab)
  * holding them merge into one group (a dense chunk's dims x, y with y right
  * after x are one dim of length n_x n_y and y's stride), so "abc,bcd->ad"
  * is one gemm with k = n_b n_c.  One group per role is what BLIS sees as m,
- * n and k: the longest, where unit stride in an operand counts as four
- * times the length (BLIS packs unit-stride matrices fastest, but one call
- * per element of a long group costs more).  Every other group
+ * n and k: of all the choices, the one gemm_estimate thinks fastest (BLIS
+ * is slow on matrices without a unit stride, a call costs microseconds,
+ * short dims waste its micro-kernel).  Every other group
  * is a loop around the gemm call: batch, m and n groups index independent
  * products, extra k groups accumulate (beta = 1 after their first index).
  * Transposed operands are strides, never copies; trt_sgemm/trt_dgemm give
@@ -348,6 +348,51 @@ static double label_block(const Kernel *k, const RelType *const *inty, int l)
 	return 1;
 }
 
+/* Whether operand o has unit stride along one of groups x, y (or -1). */
+static bool unit_in(const Kernel *k, const Contraction *c, int o, int x, int y)
+{
+	int g[2] = {x, y};
+	for (int i = 0; i < 2; i++)
+		if (g[i] >= 0 &&
+		    label_pos(k, o, c->g[g[i]].lab[c->g[g[i]].n - 1]) == operand_n(k, o) - 1)
+			return true;
+	return false;
+}
+
+/*
+ * A rough time for a choice of the groups BLIS sees (use[]): every other
+ * group is a loop of calls, each paying a fixed cost, and BLIS runs slower
+ * when a matrix has no unit stride (it packs A and B element by element,
+ * and updates C through a scratch tile), and on short dimensions (a
+ * micro-tile is 32 x 12 and k is unrolled by 4..8).  Only the ranking
+ * matters: it keeps, for instance, a 64 x 64 x 64 product on unit strides
+ * called 4096 times ahead of one call with n = 4096 on a stride-4096 C.
+ */
+static double gemm_estimate(const Kernel *k, const Contraction *c, const int *use)
+{
+	double calls = 1, m = 1, n = 1, kk = 1;
+	for (int i = 0; i < c->ngroup; i++) {
+		double e = c->g[i].ext;
+		if (i == use[ROLE_M])
+			m = e;
+		else if (i == use[ROLE_N])
+			n = e;
+		else if (i == use[ROLE_K])
+			kk = e;
+		else
+			calls *= e;
+	}
+	double rate = 5e10;
+	if (!unit_in(k, c, 0, use[ROLE_M], use[ROLE_K]) && m > 1)
+		rate /= 2;
+	if (!unit_in(k, c, 1, use[ROLE_K], use[ROLE_N]) && n > 1)
+		rate /= 2;
+	if (!unit_in(k, c, 2, use[ROLE_M], use[ROLE_N]) && m > 1 && n > 1)
+		rate /= 4;
+	rate *= (m < 32 ? m / 32 : 1) * (n < 12 ? n / 12 : 1) * (kk < 64 ? (kk + 8) / 72 : 1);
+	return calls * (2e-6 + 2 * m * n * kk / rate);
+}
+
 static bool plan_contraction(const Kernel *k, const RelType *const *inty, DType dt,
                              Contraction *c)
 {
@@ -402,30 +447,26 @@ static bool plan_contraction(const Kernel *k, const RelType *const *inty, DType 
 			}
 	}
 
-	/* the group BLIS sees in each role */
-	for (int r = 0; r < NROLE; r++) {
-		c->use[r] = -1;
-		if (r == ROLE_BATCH)
-			continue;
-		int best = -1;
-		double best_score = 0;
-		for (int i = 0; i < c->ngroup; i++) {
-			const LabGroup *g = &c->g[i];
-			if (g->role != r)
-				continue;
-			bool unit = false;
-			for (int o = 0; o < 3; o++)
-				if (role_in[r][o])
-					unit |= label_pos(k, o, g->lab[g->n - 1]) == operand_n(k, o) - 1;
-			/* unit stride counts as four times the length */
-			double score = g->ext * (unit ? 4 : 1);
-			if (best < 0 || score > best_score) {
-				best = i;
-				best_score = score;
-			}
-		}
-		c->use[r] = best;
+	/* the groups BLIS sees: the choice with the least estimated time */
+	int cand[NROLE][2 * MAXDIM + 1], ncand[NROLE] = {0};
+	for (int r = ROLE_M; r < NROLE; r++) {
+		for (int i = 0; i < c->ngroup; i++)
+			if (c->g[i].role == r)
+				cand[r][ncand[r]++] = i;
+		if (ncand[r] == 0)
+			cand[r][ncand[r]++] = -1;
 	}
+	double best = -1;
+	for (int a = 0; a < ncand[ROLE_M]; a++)
+		for (int b2 = 0; b2 < ncand[ROLE_N]; b2++)
+			for (int d = 0; d < ncand[ROLE_K]; d++) {
+				int use[NROLE] = {-1, cand[ROLE_M][a], cand[ROLE_N][b2], cand[ROLE_K][d]};
+				double t = gemm_estimate(k, c, use);
+				if (best < 0 || t < best) {
+					best = t;
+					memcpy(c->use, use, sizeof use);
+				}
+			}
 	return c->use[ROLE_K] >= 0 && (c->use[ROLE_M] >= 0 || c->use[ROLE_N] >= 0);
 }
 

@@ -298,6 +298,7 @@ TrtRel *trt_bcast(const TrtRel *r)
 	}
 	exchange(cs, cr, TAG_CHUNKS);
 	rt_count_sent(sent * (nr - 1));
+	rt_count_keys((double)(sizeof(int64_t) * (size_t)(r->n * nk)) * (nr - 1));
 
 	sides_free(cs, nr);
 	sides_free(cr, nr);
@@ -390,6 +391,7 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 	}
 	exchange(cs, cr, TAG_CHUNKS);
 	rt_count_sent(sent);
+	rt_count_keys((double)(sizeof(int64_t) * (size_t)((r->n - scount[me]) * nk)));
 
 	sides_free(cs, nr);
 	sides_free(cr, nr);

@@ -32,9 +32,9 @@
 
 #include "rt.h"
 
-static double *op_seconds, *op_wait, *op_sent, *op_recvd, *op_peak;
+static double *op_seconds, *op_wait, *op_sent, *op_keys, *op_recvd, *op_peak;
 static int64_t *op_calls;
-static double op_t0, op_sent0, op_recvd0, t_start;
+static double op_t0, op_sent0, op_keys0, op_recvd0, t_start;
 static int cur_op = -1;
 
 void rt_count_sent(double bytes)
@@ -45,6 +45,11 @@ void rt_count_sent(double bytes)
 void rt_count_recv(double bytes)
 {
 	rt.recvd += bytes;
+}
+
+void rt_count_keys(double bytes)
+{
+	rt.sent_keys += bytes;
 }
 
 void rt_count_buf(double bytes)
@@ -71,6 +76,7 @@ void rt_profile_init(void)
 	op_seconds = zeros(n);
 	op_wait = zeros(n);
 	op_sent = zeros(n);
+	op_keys = zeros(n);
 	op_recvd = zeros(n);
 	op_peak = zeros(n);
 	op_calls = rt_alloc(sizeof *op_calls * (size_t)(n + 1));
@@ -91,6 +97,7 @@ void trt_op_begin(int op)
 	op_t0 = MPI_Wtime();
 	op_wait[op] += op_t0 - t;
 	op_sent0 = rt.sent;
+	op_keys0 = rt.sent_keys;
 	op_recvd0 = rt.recvd;
 	rt.op_peak = rt.live;
 }
@@ -103,6 +110,7 @@ void trt_op_end(int op)
 		rt_bug("trt_op_end(%d) but op %d is open", op, cur_op);
 	op_seconds[op] += MPI_Wtime() - op_t0;
 	op_sent[op] += rt.sent - op_sent0;
+	op_keys[op] += rt.sent_keys - op_keys0;
 	op_recvd[op] += rt.recvd - op_recvd0;
 	if (rt.op_peak > op_peak[op])
 		op_peak[op] = rt.op_peak;
@@ -149,10 +157,11 @@ void rt_profile_report(void)
 	double mine_sum[2] = {rt.sent, rt.recvd}, all_sum[2];
 	int64_t *calls = rt_alloc(sizeof *calls * (size_t)(n + 1));
 	double *secs = zeros(n), *wait = zeros(n), *sent = zeros(n), *recvd = zeros(n);
-	double *peak = zeros(n);
+	double *peak = zeros(n), *keys = zeros(n);
 	MPI_Reduce(op_seconds, secs, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	MPI_Reduce(op_wait, wait, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	MPI_Reduce(op_sent, sent, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+	MPI_Reduce(op_keys, keys, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 	MPI_Reduce(op_recvd, recvd, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 	MPI_Reduce(op_peak, peak, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	MPI_Reduce(op_calls, calls, n, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -199,6 +208,13 @@ void rt_profile_report(void)
 		       "buffers\n", human(h[0], sizeof h[0], all_max[1]),
 		       prog->pred_peak_bytes > 0 ? human(h[1], sizeof h[1], prog->pred_peak_bytes) : "?",
 		       human(h[2], sizeof h[2], all_max[2]));
+		/* exact numbers for the ops that move data: chunk bytes (sent minus
+		 * keys) are what the plan predicts */
+		for (int i = 0; i < n; i++)
+			if (sent[i] > 0 || prog->ops[i].pred_bytes > 0)
+				printf("bytes: op=%d kind=%s sent=%.0f keys=%.0f chunks=%.0f pred=%.0f\n", i,
+				       prog->ops[i].kind ? prog->ops[i].kind : "?", sent[i], keys[i],
+				       sent[i] - keys[i], prog->ops[i].pred_bytes * (calls[i] > 0 ? (double)calls[i] : 1));
 		printf("summary: ranks=%d planned_ranks=%d total_s=%.6f compute_s=%.6f pred_s=%.6f "
 		       "sent=%.0f recvd=%.0f pred_sent=%.0f peak=%.0f pred_peak=%.0f buffers=%.0f "
 		       "blis=%s threads=%d\n", rt.nranks, prog->planned_ranks, all_max[0], compute,
@@ -207,6 +223,7 @@ void rt_profile_report(void)
 		fflush(stdout);
 	}
 	free(secs);
+	free(keys);
 	free(wait);
 	free(sent);
 	free(recvd);

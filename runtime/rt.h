@@ -48,6 +48,7 @@ typedef struct RtState {
 	int quiet;                      /* --quiet: no print output */
 	double sent;                    /* bytes this rank sent to other ranks so far */
 	double recvd;                   /* bytes this rank received from other ranks */
+	double sent_keys;               /* the part of sent that was tuples' keys */
 	double live;                    /* bytes in chunks on this rank now (rel.c) */
 	double peak;                    /* high-water mark of live */
 	double op_peak;                 /* high-water mark of live since trt_op_begin */
@@ -142,6 +143,7 @@ void rt_profile_init(void);
 void rt_profile_report(void);
 void rt_count_sent(double bytes);
 void rt_count_recv(double bytes);
+void rt_count_keys(double bytes);       /* key bytes, already counted in sent */
 void rt_count_buf(double bytes);        /* + when a buffer is allocated, - freed */
 
 #endif

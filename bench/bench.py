@@ -1,0 +1,408 @@
+#!/usr/bin/python3
+"""
+bench.py: trac's runtime at hardware speed, measured side by side.
+
+    make bench                          # everything (about 30 minutes)
+    make bench BENCH='--quick'          # smaller sizes, 3 repetitions
+    make bench BENCH='matmul1 pdgemm'   # only those sections
+
+Sections (bench/README.md has the targets and the results):
+
+    matmul1   trac matmul on 1 rank vs bli_sgemm/bli_dgemm called directly
+    pdgemm    trac matmul on 2 ranks vs ScaLAPACK pdgemm on 2 ranks
+    scaling   trac matmul on 2 ranks vs 1 rank (parallel efficiency)
+    einsum    MTTKRP, a matmul chain, the Tucker product, a batched matmul:
+              trac on 2 ranks vs numpy (einsum optimize=True, or matmul)
+    blocks    trac matmul on 1 rank by --block (what the optimizer should pick)
+    calibrate bench/calibrate: the machine model's constants
+
+Every comparison runs its contenders alternately, repetition by repetition,
+in one session, and compares medians: the machine is shared and noisy, so a
+single run proves nothing.  trac's time is the `compute_s` of --profile: the
+wall time of the ops between reading the inputs and writing the outputs
+(file I/O is not what the libraries it is compared with do either).  Every
+trac run also checks the bytes each op sent against the plan's prediction.
+
+Environment (from make): TRAC, MPICC, MPIRUN, PYTHON, BLIS_CFLAGS, BLIS_LIBS,
+srcdir, builddir.  Work files go to $TRAC_BENCH_DIR (default
+$builddir/bench-work): inputs are made once and kept.
+"""
+import os, re, shlex, statistics, subprocess, sys, time
+
+SRC = os.path.abspath(os.environ.get("srcdir", os.path.dirname(os.path.abspath(__file__)) + "/.."))
+BUILD = os.path.abspath(os.environ.get("builddir", "."))
+TRAC = os.environ.get("TRAC", os.path.join(BUILD, "trac"))
+MPICC = os.environ.get("MPICC", "mpicc")
+MPIRUN = os.environ.get("MPIRUN", "mpirun")
+PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
+BLIS_CFLAGS = os.environ.get("BLIS_CFLAGS", "")
+BLIS_LIBS = os.environ.get("BLIS_LIBS", "-lblis")
+WORK = os.path.abspath(os.environ.get("TRAC_BENCH_DIR", os.path.join(BUILD, "bench-work")))
+LIBDIR = "/usr/lib/x86_64-linux-gnu"
+OPENBLAS = LIBDIR + "/openblas-pthread"        # libopenblas0-pthread's libblas.so.3
+BLISBLAS = LIBDIR + "/blis-openmp"             # libblis4-openmp's libblas.so.3
+
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+ENV.pop("TRAC_PROFILE", None)
+
+QUICK = "--quick" in sys.argv
+REPS = 3 if QUICK else 5
+for a in sys.argv[1:]:
+    if a.startswith("--reps="):
+        REPS = int(a[7:])
+SECTIONS = [a for a in sys.argv[1:] if not a.startswith("--")]
+ALL = ["calibrate", "matmul1", "blocks", "scaling", "pdgemm", "einsum"]
+
+LOG = []              # every line printed, for bench-work/results.txt
+BYTES = []            # (workload, op, kind, chunks, keys, pred) from every trac run
+
+
+def say(s=""):
+    print(s, flush=True)
+    LOG.append(s)
+
+
+def med(v):
+    return statistics.median(v) if v else float("nan")
+
+
+def run(cmd, env=None, cwd=None, check=True):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env or ENV, cwd=cwd or WORK)
+    if check and p.returncode != 0:
+        raise RuntimeError("%s failed (exit %d):\n%s%s" % (" ".join(cmd), p.returncode,
+                                                           p.stdout[-2000:], p.stderr[-2000:]))
+    return p
+
+
+def load():
+    return os.getloadavg()[0]
+
+
+# ---- building ----
+
+def build_helpers():
+    os.makedirs(WORK, exist_ok=True)
+    flags = ["-O2", "-march=native"] + shlex.split(BLIS_CFLAGS)
+    libs = shlex.split(BLIS_LIBS) + ["-lm"]
+    for prog, extra in [("gemm_direct", libs), ("calibrate", libs)]:
+        run([MPICC, *flags, os.path.join(SRC, "bench", prog + ".c"), "-o",
+             os.path.join(WORK, prog), *extra])
+    have = os.path.exists(LIBDIR + "/libscalapack-openmpi.so")
+    if have:
+        run([MPICC, "-O2", os.path.join(SRC, "bench", "pdgemm.c"), "-o",
+             os.path.join(WORK, "pdgemm"), "-lscalapack-openmpi"])
+    return have
+
+
+def compile_tra(src, name, ranks, defines=(), block=None):
+    exe = os.path.join(WORK, name)
+    cmd = [TRAC, "-P", str(ranks)]
+    for d in defines:
+        cmd += ["-D", d]
+    if block:
+        cmd += ["--block", str(block)]
+    run(cmd + [src, "-o", exe])
+    return exe
+
+
+def make_inputs(name, arrays):
+    """arrays: {tensor: (shape, dtype)}; files are made once, kept in WORK."""
+    import numpy as np
+    paths = {}
+    for t, (shape, dt) in arrays.items():
+        p = os.path.join(WORK, "%s-%s-%s-%s.npy" % (name, t, "x".join(map(str, shape)), dt))
+        if not os.path.exists(p):
+            rng = np.random.default_rng(sum(map(ord, name + t)))
+            np.save(p, rng.random(shape, dtype=np.float32).astype({"f32": np.float32,
+                                                                  "f64": np.float64}[dt]))
+        paths[t] = p
+    return paths
+
+
+# ---- running ----
+
+SUMMARY = re.compile(r"^summary: (.*)$", re.M)
+BYTESLINE = re.compile(r"^bytes: op=(\d+) kind=(\S+) sent=(\S+) keys=(\S+) chunks=(\S+) pred=(\S+)$", re.M)
+
+
+def run_trac(exe, ranks, inputs, workload=None):
+    """One run; returns the profile's summary as a dict of floats/strings."""
+    args = ["%s=%s" % (k, v) for k, v in inputs.items()]
+    # the program's outputs go to WORK under their default names
+    p = run([MPIRUN, "-np", str(ranks), "--bind-to", "core", exe, *args, "--profile"])
+    m = SUMMARY.search(p.stdout)
+    if not m:
+        raise RuntimeError("no profile summary from %s:\n%s" % (exe, p.stdout[-3000:]))
+    s = {}
+    for kv in m.group(1).split():
+        k, v = kv.split("=", 1)
+        try:
+            s[k] = float(v)
+        except ValueError:
+            s[k] = v
+    s["bytes"] = [(int(a), b, float(c), float(d), float(e), float(f))
+                  for a, b, c, d, e, f in BYTESLINE.findall(p.stdout)]
+    s["text"] = p.stdout
+    if workload:
+        BYTES.append((workload, ranks, s["bytes"]))
+    return s
+
+
+def gemm_direct(dt, m, n, k):
+    p = run([os.path.join(WORK, "gemm_direct"), dt, str(m), str(n), str(k), "1"])
+    cold = float(re.search(r"cold=(\S+)", p.stdout).group(1))
+    warm = float(re.search(r"warm=(\S+)", p.stdout).group(1))
+    return cold, warm
+
+
+def pdgemm(m, n, k, grid, nb, blas):
+    env = dict(ENV, OMP_NUM_THREADS="1", BLIS_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    if blas == "blis":
+        env.update(LD_LIBRARY_PATH=BLISBLAS, BLIS_ARCH_TYPE="0")
+    else:
+        env.pop("OPENBLAS_CORETYPE", None)
+        env.update(LD_LIBRARY_PATH=OPENBLAS)
+    p = run([MPIRUN, "-np", str(grid[0] * grid[1]), "--bind-to", "core",
+             "-x", "LD_LIBRARY_PATH", "-x", "OMP_NUM_THREADS", "-x", "BLIS_NUM_THREADS",
+             "-x", "OPENBLAS_NUM_THREADS",
+             os.path.join(WORK, "pdgemm"), str(m), str(n), str(k), str(grid[0]), str(grid[1]),
+             str(nb), "2"], env=env)
+    return float(re.findall(r"seconds=(\S+)", p.stdout)[-1])   # the second call: warm
+
+
+NUMPY = r"""
+import sys, time, numpy as np
+kind, reps = sys.argv[1], int(sys.argv[2])
+x = [np.load(p) for p in sys.argv[3:]]
+def einsum():
+    return np.einsum(SPEC, *x, optimize=True)
+def manual():
+    return MANUAL
+f = {"einsum": einsum, "manual": manual}[kind]
+f()
+for r in range(reps):
+    t = time.perf_counter(); f(); print("seconds=%.6f" % (time.perf_counter() - t), flush=True)
+"""
+
+
+def numpy_time(spec, manual, paths, kind):
+    """numpy on OpenBLAS with 2 threads: the median of 3 calls in one process."""
+    env = dict(ENV, LD_LIBRARY_PATH=OPENBLAS, OPENBLAS_NUM_THREADS="2", OMP_NUM_THREADS="2")
+    env.pop("OPENBLAS_CORETYPE", None)      # let OpenBLAS pick its SkylakeX kernels
+    code = NUMPY.replace("SPEC", repr(spec)).replace("MANUAL", manual)
+    p = run([PYTHON, "-c", code, kind, "3", *paths], env=env)
+    return med([float(v) for v in re.findall(r"seconds=(\S+)", p.stdout)])
+
+
+def interleave(fns, reps=REPS):
+    """Runs each function once per repetition, alternating; lists of results."""
+    res = [[] for _ in fns]
+    for r in range(reps):
+        for i, f in enumerate(fns):
+            res[i].append(f())
+    return res
+
+
+# ---- sections ----
+
+def sec_calibrate():
+    say("== calibrate: the machine model (bench/calibrate on 2 ranks)")
+    p = run([MPIRUN, "-np", "2", "--bind-to", "core", os.path.join(WORK, "calibrate")]
+            + (["--quick"] if QUICK else []))
+    with open(os.path.join(WORK, "machine.model"), "w") as f:
+        f.write(p.stdout)
+    for line in p.stdout.splitlines():
+        say("  " + line)
+    say("  (written to %s)" % os.path.join(WORK, "machine.model"))
+
+
+def matmul_inputs(dt, m, k, n):
+    return make_inputs("mm", {"A": ((m, k), dt), "B": ((k, n), dt)})
+
+
+def matmul_src(dt):
+    return os.path.join(SRC, "examples/matmul.tra") if dt == "f32" else os.path.join(SRC, "bench/matmul64.tra")
+
+
+def sec_matmul1():
+    say("== matmul on 1 rank: trac vs bli_%sgemm called directly (target: speed ratio >= 0.95)"
+        % "s/d")
+    say("   speed ratio = direct seconds / trac seconds; direct 'cold' makes a new C, as trac does;")
+    say("   'warm' calls again on the same C.  block: trac's --block (auto: the optimizer's choice)")
+    say("%-4s %5s %6s %9s %9s %9s %8s %8s" % ("", "n", "block", "trac s", "cold s", "warm s",
+                                             "ratio", "ratio/w"))
+    sizes = [1000, 2000] if QUICK else [1000, 2000, 4000]
+    for dt in ["f32", "f64"]:
+        for n in sizes:
+            paths = matmul_inputs(dt, n, n, n)
+            for block in [None, n]:
+                exe = compile_tra(matmul_src(dt), "mm1-%s-%d-%s" % (dt, n, block or "auto"), 1,
+                                  ["I=%d" % n, "J=%d" % n, "K=%d" % n], block)
+                t, d = interleave([lambda: run_trac(exe, 1, paths)["compute_s"],
+                                   lambda: gemm_direct(dt, n, n, n)])
+                tt, cold, warm = med(t), med([c for c, w in d]), med([w for c, w in d])
+                say("%-4s %5d %6s %9.4f %9.4f %9.4f %8.3f %8.3f" % (dt, n, block or "auto", tt, cold,
+                                                                   warm, cold / tt, warm / tt))
+
+
+def sec_blocks():
+    say("== gemm by block size: trac matmul on 1 rank, n = 4000 f64 / f32, by --block")
+    say("   (the optimizer's input: bigger blocks pack less often; see also calibrate's gemm_*)")
+    n = 2000 if QUICK else 4000
+    say("%-4s %6s %9s %8s" % ("", "block", "trac s", "GFLOP/s"))
+    for dt in ["f32", "f64"]:
+        paths = matmul_inputs(dt, n, n, n)
+        blocks = [500, 1000, 2000, n] if n == 4000 else [500, 1000, n]
+        exes = [compile_tra(matmul_src(dt), "mmb-%s-%d-%d" % (dt, n, b), 1,
+                            ["I=%d" % n, "J=%d" % n, "K=%d" % n], b) for b in blocks]
+        res = interleave([(lambda e=e: run_trac(e, 1, paths)["compute_s"]) for e in exes])
+        for b, r in zip(blocks, res):
+            say("%-4s %6d %9.4f %8.1f" % (dt, b, med(r), 2.0 * n ** 3 / med(r) / 1e9))
+
+
+def sec_scaling():
+    say("== matmul, 2 ranks vs 1 rank (target: parallel efficiency >= 0.9)")
+    say("   efficiency = t(1 rank) / (2 t(2 ranks)); each planned for its rank count")
+    say("%-4s %5s %6s %9s %9s %8s" % ("", "n", "block", "1 rank s", "2 ranks s", "effic."))
+    n = 2000 if QUICK else 4000
+    for dt in ["f64", "f32"]:
+        paths = matmul_inputs(dt, n, n, n)
+        for block in [None, n // 2]:
+            e1 = compile_tra(matmul_src(dt), "sc1-%s-%d-%s" % (dt, n, block or "auto"), 1,
+                             ["I=%d" % n, "J=%d" % n, "K=%d" % n], block)
+            e2 = compile_tra(matmul_src(dt), "sc2-%s-%d-%s" % (dt, n, block or "auto"), 2,
+                             ["I=%d" % n, "J=%d" % n, "K=%d" % n], block)
+            r1, r2 = interleave([lambda: run_trac(e1, 1, paths)["compute_s"],
+                                 lambda: run_trac(e2, 2, paths, "matmul %s n=%d block=%s" %
+                                                  (dt, n, block or "auto"))["compute_s"]])
+            say("%-4s %5d %6s %9.4f %9.4f %8.3f" % (dt, n, block or "auto", med(r1), med(r2),
+                                                   med(r1) / (2 * med(r2))))
+
+
+def sec_pdgemm(have):
+    say("== matmul f64 on 2 ranks: trac vs ScaLAPACK pdgemm (target: time ratio <= 1.0)")
+    if not have:
+        say("   skipped: no ScaLAPACK (apt-get install libscalapack-openmpi-dev)")
+        return
+    say("   pdgemm: best median over grids 1x2, 2x1, NB 64..256, BLAS = BLIS skx or OpenBLAS")
+    say("%-15s %6s %9s %9s %-22s %8s" % ("m x k x n", "block", "trac s", "pdgemm s", "(best config)",
+                                        "ratio"))
+    shapes = [(2000, 2000, 2000)] if QUICK else [(2000, 2000, 2000), (4000, 4000, 4000),
+                                                 (8000, 500, 8000)]
+    for (m, k, n) in shapes:
+        paths = make_inputs("mm", {"A": ((m, k), "f64"), "B": ((k, n), "f64")})
+        configs = [(g, nb, blas) for g in [(1, 2), (2, 1)] for nb in [64, 128, 256]
+                   for blas in ["blis", "openblas"]]
+        if QUICK:
+            configs = [(g, nb, blas) for g in [(1, 2), (2, 1)] for nb in [128, 256] for blas in ["blis"]]
+        blocks = [None] + ([] if QUICK else [max(m, n) // 2])
+        exes = [compile_tra(matmul_src("f64"), "pd-%dx%dx%d-%s" % (m, k, n, b or "auto"), 2,
+                            ["I=%d" % m, "K=%d" % k, "J=%d" % n], b) for b in blocks]
+        fns = [(lambda e=e, b=b: run_trac(e, 2, paths, "matmul f64 %dx%dx%d block=%s" %
+                                          (m, k, n, b or "auto"))["compute_s"])
+               for e, b in zip(exes, blocks)]
+        fns += [(lambda c=c: pdgemm(m, n, k, c[0], c[1], c[2])) for c in configs]
+        res = interleave(fns)
+        pd = [(med(r), c) for r, c in zip(res[len(exes):], configs)]
+        best, cfg = min(pd, key=lambda x: x[0])
+        for b, r in zip(blocks, res[:len(exes)]):
+            say("%-15s %6s %9.4f %9.4f %-22s %8.3f" % ("%dx%dx%d" % (m, k, n), b or "auto", med(r), best,
+                                                     "%dx%d NB=%d %s" % (cfg[0][0], cfg[0][1], cfg[1], cfg[2]),
+                                                     med(r) / best))
+
+
+EINSUM = [
+    # name, .tra, {tensor: shape}, quick shape, einsum spec, numpy by hand
+    ("mttkrp", "mttkrp.tra", dict(X=(600, 600, 600), B=(600, 32), C=(600, 32)),
+     dict(X=(300, 300, 300), B=(300, 32), C=(300, 32)),
+     "ijk,jr,kr->ir",
+     "np.einsum('ijr,jr->ir', (x[0].reshape(-1, x[0].shape[2]) @ x[2]).reshape(x[0].shape[0], x[0].shape[1], -1), x[1])"),
+    ("chain", "chain.tra", dict(A=(3000, 3000), B=(3000, 3000), C=(3000, 3000), D=(3000, 3000)),
+     dict(A=(1500, 1500), B=(1500, 1500), C=(1500, 1500), D=(1500, 1500)),
+     "ij,jk,kl,lm->im", "x[0] @ x[1] @ x[2] @ x[3]"),
+    ("tucker", "tucker_staged.tra", dict(A=(96, 96), B=(96, 96), T=(96, 96, 96, 96), C=(96, 96), D=(96, 96)),
+     dict(A=(64, 64), B=(64, 64), T=(64, 64, 64, 64), C=(64, 64), D=(64, 64)),
+     "pi,qj,ijkl,rk,sl->pqrs",
+     "np.einsum('pi,qj,ijkl,rk,sl->pqrs', *x, optimize=True)"),
+    ("bmm", "bmm.tra", dict(X=(64, 512, 512), W=(64, 512, 512)),
+     dict(X=(32, 256, 256), W=(32, 256, 256)),
+     "bmk,bkn->bmn", "x[0] @ x[1]"),
+]
+
+
+def sec_einsum():
+    say("== einsum workloads: trac on 2 ranks vs numpy on OpenBLAS, 2 threads (target: speed ratio >= 1.0)")
+    say("   numpy: the faster of einsum(optimize=True) and a matmul formulation; ratio = numpy s / trac s")
+    say("%-8s %-34s %9s %9s %9s %8s" % ("", "sizes", "trac s", "einsum s", "matmul s", "ratio"))
+    for name, tra, shapes, qshapes, spec, manual in EINSUM:
+        shp = qshapes if QUICK else shapes
+        paths = make_inputs(name, {t: (s, "f32") for t, s in shp.items()})
+        defs = sizes_from(os.path.join(SRC, "bench", tra), shp)
+        exe = compile_tra(os.path.join(SRC, "bench", tra), "es-" + name, 2, defs)
+        order = list(shp.keys())
+        plist = [paths[t] for t in order]
+        t, e, mm = interleave([lambda: run_trac(exe, 2, paths, name)["compute_s"],
+                               lambda: numpy_time(spec, manual, plist, "einsum") if name != "bmm" or QUICK
+                               else float("inf"),
+                               lambda: numpy_time(spec, manual, plist, "manual")])
+        best = min(med(e), med(mm))
+        say("%-8s %-34s %9.4f %9.4f %9.4f %8.3f" % (name, " ".join("%s%s" % (k, list(v)) for k, v in shp.items())[:34],
+                                                   med(t), med(e), med(mm), best / med(t)))
+
+
+def sizes_from(tra, shapes):
+    """-D NAME=VALUE for the size names of a .tra's input declarations."""
+    text = open(tra).read()
+    defs = {}
+    for t, shp in shapes.items():
+        m = re.search(r"input\s+%s\s*\[([^\]]*)\]" % t, text)
+        for nm, v in zip([s.strip() for s in m.group(1).split(",")], shp):
+            defs[nm] = v
+    return ["%s=%d" % kv for kv in defs.items()]
+
+
+def sec_bytes():
+    say("== bytes each op sent, measured by --profile vs the cost model's prediction")
+    say("   chunks = sent - keys (8 bytes per key dim per tuple); the plan predicts chunk bytes")
+    say("%-30s %3s %-8s %14s %10s %14s  %s" % ("workload", "op", "kind", "chunk bytes", "key bytes",
+                                             "predicted", "verdict"))
+    seen = set()
+    for workload, ranks, ops in BYTES:
+        if workload in seen:
+            continue
+        seen.add(workload)
+        for op, kind, sent, keys, chunks, pred in ops:
+            if chunks == pred:
+                verdict = "equal"
+            elif kind == "write":
+                verdict = "output gathered to rank 0: not in the cost model"
+            else:
+                verdict = "DIFFERS by %.0f" % (chunks - pred)
+            say("%-30s %3d %-8s %14.0f %10.0f %14.0f  %s" % (workload[:30], op, kind, chunks, keys, pred,
+                                                           verdict))
+
+
+def main():
+    want = SECTIONS or ALL
+    say("trac bench: %s; %d repetitions; load average %.2f at start" %
+        (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), REPS, load()))
+    have = build_helpers()
+    for s in ALL:
+        if s not in want:
+            continue
+        t0 = time.time()
+        if s == "pdgemm":
+            sec_pdgemm(have)
+        else:
+            globals()["sec_" + s]()
+        say("   (%.0f s, load average %.2f)" % (time.time() - t0, load()))
+        say()
+    if BYTES:
+        sec_bytes()
+    with open(os.path.join(WORK, "results.txt"), "w") as f:
+        f.write("\n".join(LOG) + "\n")
+    say("results also in %s" % os.path.join(WORK, "results.txt"))
+
+
+main()

@@ -1,0 +1,342 @@
+/*
+ * calibrate.c: measure the machine model's constants on this machine and
+ * print them as key=value lines, for the optimizer's cost model to read.
+ *
+ *   mpirun -np 2 bench/calibrate [--quick] > bench/machine.model
+ *
+ * What it measures, each as the median of several repetitions (the machine
+ * is shared and noisy: never trust one run):
+ *
+ *  - collectives on all ranks: MPI_Bcast, MPI_Allgatherv, MPI_Alltoallv,
+ *    MPI_Allreduce and MPI_Reduce_scatter_block.  Each is fitted as
+ *        seconds = latency + bytes / bandwidth
+ *    where bytes is what one rank sends (bcast: the message, from the root;
+ *    allgatherv: its own part times ranks - 1; alltoallv: its parts for the
+ *    other ranks; allreduce and reduce_scatter: the vector).  latency is the
+ *    time of an 8-byte call, bandwidth is taken from the largest message.
+ *  - memcpy bandwidth on one rank (what packing and unpacking tuples cost).
+ *  - gemm GFLOP/s by block size on each rank, one BLIS thread, the kernels
+ *    the runtime would pick (skx on AVX-512): a blocked product of an n x n
+ *    matrix with n/b x n/b separately allocated b x b chunks, accumulating
+ *    into the output chunk (beta = 1) as trac's fused join does.  Every rank
+ *    runs it at once, as in a real run, so memory bandwidth is shared.
+ *  - the generated loops' rate: an elementwise multiply-add (a fused map) on
+ *    a chunk, in flops per second.
+ *
+ * Rank 0 prints; all ranks take part.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <blis.h>
+#include <mpi.h>
+
+static int rank, nranks, quick;
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = NULL;
+	if (posix_memalign(&p, 64, n ? n : 1)) {
+		fprintf(stderr, "calibrate: out of memory (%zu bytes)\n", n);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	memset(p, 1, n);
+	return p;
+}
+
+/* ---- collectives ---- */
+
+enum { BCAST, ALLGATHERV, ALLTOALLV, ALLREDUCE, REDUCE_SCATTER, NCOLL };
+static const char *coll_name[NCOLL] = {"bcast", "allgatherv", "alltoallv", "allreduce",
+                                       "reduce_scatter"};
+
+/* One call moving `bytes` per rank (as defined above); returns seconds, the
+ * max over ranks. */
+static double coll_once(int kind, size_t bytes, char *sbuf, char *rbuf, int *cnt, int *dsp)
+{
+	int per = (int)(bytes / (size_t)(nranks > 1 ? nranks - 1 : 1));
+	MPI_Barrier(MPI_COMM_WORLD);
+	double t = MPI_Wtime();
+	switch (kind) {
+	case BCAST:
+		MPI_Bcast(sbuf, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+		break;
+	case ALLGATHERV:
+		for (int r = 0; r < nranks; r++) {
+			cnt[r] = per;
+			dsp[r] = r * per;
+		}
+		MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rbuf, cnt, dsp, MPI_BYTE,
+		               MPI_COMM_WORLD);
+		break;
+	case ALLTOALLV:
+		for (int r = 0; r < nranks; r++) {
+			cnt[r] = r == rank ? 0 : per;
+			dsp[r] = r * per;
+		}
+		MPI_Alltoallv(sbuf, cnt, dsp, MPI_BYTE, rbuf, cnt, dsp, MPI_BYTE, MPI_COMM_WORLD);
+		break;
+	case ALLREDUCE:
+		MPI_Allreduce(sbuf, rbuf, (int)(bytes / 8), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		break;
+	case REDUCE_SCATTER:
+		MPI_Reduce_scatter_block(sbuf, rbuf, (int)(bytes / 8 / (size_t)nranks), MPI_DOUBLE,
+		                         MPI_SUM, MPI_COMM_WORLD);
+		break;
+	}
+	t = MPI_Wtime() - t;
+	double tmax;
+	MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	return tmax;
+}
+
+static double coll_time(int kind, size_t bytes, int reps)
+{
+	size_t cap = bytes * (size_t)(nranks + 1) + 64;
+	char *sbuf = xmalloc(cap), *rbuf = xmalloc(cap);
+	int *cnt = malloc(sizeof *cnt * (size_t)nranks), *dsp = malloc(sizeof *dsp * (size_t)nranks);
+	double *t = malloc(sizeof *t * (size_t)reps);
+
+	if (kind == ALLREDUCE || kind == REDUCE_SCATTER)
+		for (size_t i = 0; i < cap / 8; i++)
+			((double *)sbuf)[i] = 1.0;
+	coll_once(kind, bytes, sbuf, rbuf, cnt, dsp);  /* warm up */
+	for (int r = 0; r < reps; r++)
+		t[r] = coll_once(kind, bytes, sbuf, rbuf, cnt, dsp);
+	double m = median(t, reps);
+	free(sbuf);
+	free(rbuf);
+	free(cnt);
+	free(dsp);
+	free(t);
+	return m;
+}
+
+static void calibrate_comm(void)
+{
+	size_t big = quick ? (size_t)16 << 20 : (size_t)64 << 20;
+	int reps = quick ? 5 : 11;
+
+	for (int k = 0; k < NCOLL; k++) {
+		double lat = coll_time(k, 8 * (size_t)nranks, reps * 4);
+		double mid = coll_time(k, (size_t)1 << 20, reps);
+		double t = coll_time(k, big, reps);
+		double bw = (double)big / (t > lat ? t - lat : t);
+		if (rank == 0) {
+			printf("%s_latency_s=%.3g\n", coll_name[k], lat);
+			printf("%s_bandwidth_Bps=%.4g\n", coll_name[k], bw);
+			printf("# %s: 1 MiB in %.3g s, %zu MiB in %.3g s\n", coll_name[k], mid,
+			       big >> 20, t);
+		}
+	}
+}
+
+/* ---- memory ---- */
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void calibrate_memcpy(void)
+{
+	size_t n = (size_t)64 << 20;
+	char *a = xmalloc(n), *b = xmalloc(n);
+	double t[7];
+
+	for (int r = 0; r < 7; r++) {
+		MPI_Barrier(MPI_COMM_WORLD);
+		double t0 = now();
+		memcpy(b, a, n);
+		t[r] = now() - t0;
+	}
+	double m = median(t, 7), all;
+	MPI_Allreduce(&m, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	if (rank == 0)
+		printf("memcpy_bandwidth_Bps=%.4g\n", (double)n / all);
+	free(a);
+	free(b);
+}
+
+/* ---- gemm by block size ---- */
+
+/* GFLOP/s of an n x n x n product made of b x b chunk gemms, median of reps,
+ * the slowest rank's. */
+static double blocked_gemm(int f64, int b, int n, int reps)
+{
+	int f = n / b;
+	size_t es = f64 ? 8 : 4, cb = es * (size_t)b * (size_t)b;
+	void **A = malloc(sizeof *A * (size_t)(f * f)), **B = malloc(sizeof *B * (size_t)(f * f));
+	void **C = malloc(sizeof *C * (size_t)(f * f));
+	double *t = malloc(sizeof *t * (size_t)reps);
+
+	for (int i = 0; i < f * f; i++) {
+		A[i] = xmalloc(cb);
+		B[i] = xmalloc(cb);
+		C[i] = xmalloc(cb);
+		for (size_t e = 0; e < (size_t)b * (size_t)b; e++) {
+			if (f64) {
+				((double *)A[i])[e] = 1e-3 * (double)(e % 7);
+				((double *)B[i])[e] = 1e-3 * (double)(e % 5);
+			} else {
+				((float *)A[i])[e] = 1e-3f * (float)(e % 7);
+				((float *)B[i])[e] = 1e-3f * (float)(e % 5);
+			}
+		}
+	}
+	double one = 1, zero = 0;
+	float onef = 1, zerof = 0;
+	for (int r = 0; r < reps; r++) {
+		MPI_Barrier(MPI_COMM_WORLD);
+		double t0 = now();
+		for (int i = 0; i < f; i++)
+			for (int k = 0; k < f; k++)
+				for (int j = 0; j < f; j++) {
+					if (f64)
+						bli_dgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, b, b, b, &one,
+						          A[i * f + k], b, 1, B[k * f + j], b, 1,
+						          k ? &one : &zero, C[i * f + j], b, 1);
+					else
+						bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, b, b, b, &onef,
+						          A[i * f + k], b, 1, B[k * f + j], b, 1,
+						          k ? &onef : &zerof, C[i * f + j], b, 1);
+				}
+		t[r] = now() - t0;
+	}
+	double m = median(t, reps), all;
+	MPI_Allreduce(&m, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	for (int i = 0; i < f * f; i++) {
+		free(A[i]);
+		free(B[i]);
+		free(C[i]);
+	}
+	free(A);
+	free(B);
+	free(C);
+	free(t);
+	return 2.0 * (double)n * (double)n * (double)n / all / 1e9;
+}
+
+static void calibrate_gemm(void)
+{
+	static const int blocks[] = {128, 256, 384, 512, 768, 1000, 1024, 1536, 2000, 3072};
+	int nb = (int)(sizeof blocks / sizeof *blocks);
+	int reps = quick ? 3 : 5;
+
+	for (int f64 = 0; f64 < 2; f64++) {
+		double best = 0;
+		int bestb = 0;
+		for (int i = 0; i < nb; i++) {
+			int b = blocks[i];
+			if (quick && b > 2000)
+				continue;
+			/* about 3000 on a side, at least two chunks per side below 1536 */
+			int f = 3072 / b > 0 ? 3072 / b : 1;
+			if (b <= 1536 && f < 2)
+				f = 2;
+			double g = blocked_gemm(f64, b, b * f, reps);
+			if (rank == 0)
+				printf("gemm_%s_gflops_b%d=%.1f\n", f64 ? "f64" : "f32", b, g);
+			if (g > best) {
+				best = g;
+				bestb = b;
+			}
+			fflush(stdout);
+		}
+		if (rank == 0) {
+			printf("gemm_%s_gflops=%.1f\n", f64 ? "f64" : "f32", best);
+			printf("gemm_%s_best_block=%d\n", f64 ? "f64" : "f32", bestb);
+		}
+	}
+}
+
+/* ---- generated loops ---- */
+
+/* What a fused elementwise kernel looks like: out = x * y + x, one chunk. */
+static void __attribute__((noinline)) fused_f32(const float *restrict x, const float *restrict y,
+                                                float *restrict o, long n)
+{
+	for (long i = 0; i < n; i++)
+		o[i] = x[i] * y[i] + x[i];
+}
+
+static void calibrate_loops(void)
+{
+	long n = 1L << 20;      /* a 1024 x 1024 f32 chunk: 4 MiB per operand */
+	float *x = xmalloc(sizeof *x * (size_t)n), *y = xmalloc(sizeof *y * (size_t)n);
+	float *o = xmalloc(sizeof *o * (size_t)n);
+	double t[9];
+
+	for (int r = 0; r < 9; r++) {
+		MPI_Barrier(MPI_COMM_WORLD);
+		double t0 = now();
+		for (int k = 0; k < 10; k++)
+			fused_f32(x, y, o, n);
+		t[r] = (now() - t0) / 10;
+	}
+	double m = median(t, 9), all;
+	MPI_Allreduce(&m, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	if (rank == 0)
+		printf("loop_rate_flops=%.4g\n", 2.0 * (double)n / all);
+	free(x);
+	free(y);
+	free(o);
+}
+
+int main(int argc, char **argv)
+{
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	for (int a = 1; a < argc; a++)
+		if (!strcmp(argv[a], "--quick"))
+			quick = 1;
+		else if (!strcmp(argv[a], "--comm-only"))
+			quick = 2;
+
+	/* the runtime's kernel choice (runtime/blas.c): skx on AVX-512 */
+	if (!getenv("BLIS_ARCH_TYPE") && __builtin_cpu_supports("avx512f"))
+		setenv("BLIS_ARCH_TYPE", "0", 1);
+	bli_init();
+	bli_thread_set_num_threads(1);
+
+	if (rank == 0) {
+		time_t now_t = time(NULL);
+		char date[64];
+		strftime(date, sizeof date, "%Y-%m-%d %H:%M", gmtime(&now_t));
+		printf("# trac machine model: bench/calibrate on %d rank%s, %s UTC\n", nranks,
+		       nranks == 1 ? "" : "s", date);
+		printf("# seconds = latency + bytes / bandwidth; bytes = what one rank sends\n");
+		printf("ranks=%d\n", nranks);
+		printf("blis_arch=%s\n", bli_arch_string(bli_arch_query_id()));
+		fflush(stdout);
+	}
+	if (nranks > 1)
+		calibrate_comm();
+	fflush(stdout);
+	if (quick != 2) {
+		calibrate_memcpy();
+		calibrate_loops();
+		fflush(stdout);
+		calibrate_gemm();
+	}
+	MPI_Finalize();
+	return 0;
+}
