@@ -85,9 +85,11 @@ def build_helpers():
     os.makedirs(WORK, exist_ok=True)
     flags = ["-O2", "-march=native"] + shlex.split(BLIS_CFLAGS)
     libs = shlex.split(BLIS_LIBS) + ["-lm"]
-    for prog, extra in [("gemm_direct", libs), ("calibrate", libs)]:
-        run([MPICC, *flags, os.path.join(SRC, "bench", prog + ".c"), "-o",
-             os.path.join(WORK, prog), *extra])
+    rt = ["-DWITH_TRACRT", "-I" + os.path.join(SRC, "runtime"),
+          os.path.join(BUILD, "runtime", "libtracrt.a")]
+    for prog, extra in [("gemm_direct", []), ("calibrate", rt)]:
+        src = os.path.join(SRC, "bench", prog + ".c")
+        run([MPICC, *flags, *extra[:2], src, *extra[2:], "-o", os.path.join(WORK, prog), *libs])
     have = os.path.exists(LIBDIR + "/libscalapack-openmpi.so")
     if have:
         run([MPICC, "-O2", os.path.join(SRC, "bench", "pdgemm.c"), "-o",

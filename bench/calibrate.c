@@ -14,25 +14,35 @@
  *    allgatherv: its own part times ranks - 1; alltoallv: its parts for the
  *    other ranks; allreduce and reduce_scatter: the vector).  latency is the
  *    time of an 8-byte call, bandwidth is taken from the largest message.
- *  - memcpy bandwidth on one rank (what packing and unpacking tuples cost).
+ *  - memcpy bandwidth on every rank at once, and the bandwidth of first
+ *    touching fresh memory (the kernel zeroes each page: what a new chunk
+ *    costs before anything is computed into it), with 4 KiB and 2 MiB pages.
  *  - gemm GFLOP/s by block size on each rank, one BLIS thread, the kernels
  *    the runtime would pick (skx on AVX-512): a blocked product of an n x n
  *    matrix with n/b x n/b separately allocated b x b chunks, accumulating
  *    into the output chunk (beta = 1) as trac's fused join does.  Every rank
  *    runs it at once, as in a real run, so memory bandwidth is shared.
  *  - the generated loops' rate: an elementwise multiply-add (a fused map) on
- *    a chunk, in flops per second.
+ *    a chunk, in flops per second;
+ *  - fixed costs: one BLIS call (call_overhead_s), and, when built with
+ *    libtracrt (-DWITH_TRACRT, as bench.py builds it), one runtime op: a
+ *    shuffle (op_overhead_s) and a local map (local_op_overhead_s) of one
+ *    tiny tuple per rank.
  *
  * Rank 0 prints; all ranks take part.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE                    /* MAP_ANONYMOUS, MADV_HUGEPAGE */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <blis.h>
 #include <mpi.h>
+#ifdef WITH_TRACRT
+#include "rt.h"                 /* libtracrt's private header: op overheads */
+#endif
 
 static int rank, nranks, quick;
 
@@ -173,6 +183,29 @@ static void calibrate_memcpy(void)
 		printf("memcpy_bandwidth_Bps=%.4g\n", (double)n / all);
 	free(a);
 	free(b);
+
+	/* fresh memory: the kernel zeroes each page on first touch; runtime
+	 * chunks of 2 MiB and more are huge-page backed (runtime/rel.c) */
+	for (int huge = 0; huge < 2; huge++) {
+		for (int r = 0; r < 5; r++) {
+			char *p = mmap(NULL, n + ((size_t)2 << 20), PROT_READ | PROT_WRITE,
+			               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			char *q = (char *)(((size_t)p + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1));
+#ifdef MADV_HUGEPAGE
+			if (huge)
+				madvise(q, n, MADV_HUGEPAGE);
+#endif
+			MPI_Barrier(MPI_COMM_WORLD);
+			double t0 = now();
+			memset(q, 1, n);
+			t[r] = now() - t0;
+			munmap(p, n + ((size_t)2 << 20));
+		}
+		m = median(t, 5);
+		MPI_Allreduce(&m, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+		if (rank == 0)
+			printf("first_touch%s_bandwidth_Bps=%.4g\n", huge ? "_huge" : "", (double)n / all);
+	}
 }
 
 /* ---- gemm by block size ---- */
@@ -236,7 +269,8 @@ static double blocked_gemm(int f64, int b, int n, int reps)
 
 static void calibrate_gemm(void)
 {
-	static const int blocks[] = {128, 256, 384, 512, 768, 1000, 1024, 1536, 2000, 3072};
+	static const int blocks[] = {32, 64, 128, 256, 384, 500, 512, 768, 1000, 1024, 1536, 2000,
+	                             2048, 3072};
 	int nb = (int)(sizeof blocks / sizeof *blocks);
 	int reps = quick ? 3 : 5;
 
@@ -247,8 +281,9 @@ static void calibrate_gemm(void)
 			int b = blocks[i];
 			if (quick && b > 2000)
 				continue;
-			/* about 3000 on a side, at least two chunks per side below 1536 */
-			int f = 3072 / b > 0 ? 3072 / b : 1;
+			/* about 3000 on a side (1536 below blocks of 128, whose calls
+			 * are many), at least two chunks per side below 1536 */
+			int f = (b < 128 ? 1536 : 3072) / b > 0 ? (b < 128 ? 1536 : 3072) / b : 1;
 			if (b <= 1536 && f < 2)
 				f = 2;
 			double g = blocked_gemm(f64, b, b * f, reps);
@@ -266,6 +301,115 @@ static void calibrate_gemm(void)
 		}
 	}
 }
+
+/* The fixed cost of one BLIS call: a 4 x 4 x 4 product. */
+static void calibrate_call(void)
+{
+	float a[16] = {0}, b[16] = {0}, c[16] = {0}, one = 1;
+	double t[9];
+
+	for (int r = 0; r < 9; r++) {
+		double t0 = now();
+		for (int i = 0; i < 10000; i++)
+			bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, 4, 4, 4, &one, a, 4, 1, b, 4, 1, &one,
+			          c, 4, 1);
+		t[r] = (now() - t0) / 10000;
+	}
+	double m = median(t, 9), all;
+	MPI_Allreduce(&m, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	if (rank == 0)
+		printf("call_overhead_s=%.3g\n", all);
+}
+
+#ifdef WITH_TRACRT
+/*
+ * The runtime's own exchanges (zero copy, runtime/comm.c) on a relation of
+ * 1 MiB chunks, 16 MiB per rank: trt_shuffle moving every tuple, and
+ * trt_bcast.  bytes = what one rank sends, as for the collectives.  The
+ * receiving chunks come from the runtime's chunk cache after the first
+ * repetition, as in a program's steady state; fresh memory costs more (see
+ * first_touch_bandwidth_Bps).
+ */
+static void calibrate_trac_comm(void)
+{
+	enum { PER = 16, ELEMS = 131072 };      /* chunks per rank, doubles per chunk */
+	TrtType t = { .dtype = TRT_F64, .nkey = 1, .extent = { (int64_t)nranks * PER * ELEMS },
+	              .block = { ELEMS }, .nchunk = 1, .chunkdim = { 0 } };
+	TrtPlace any = { TRT_ANY, 0, { 0 } }, part = { TRT_PART, 1, { 0 } };
+	TrtRel *off = trt_rel_new(&t, any), *on = trt_rel_new(&t, part);
+	for (int64_t k = 0; k < (int64_t)nranks * PER; k++) {
+		/* off: the tuples whose site is the next rank; on: our own */
+		for (int w = 0; w < 2; w++)
+			if (k % nranks == (rank + (w ? 0 : 1)) % nranks) {
+				Chunk *c = rt_chunk_new((size_t)ELEMS * 8);
+				memset(rt_chunk_data(c), 1, (size_t)ELEMS * 8);
+				rt_rel_push(w ? on : off, &k, c);
+			}
+	}
+	int reps = quick ? 5 : 11;
+	double *tsh = malloc(sizeof *tsh * (size_t)reps), *tbc = malloc(sizeof *tbc * (size_t)reps);
+	for (int i = 0; i < reps; i++) {
+		MPI_Barrier(MPI_COMM_WORLD);
+		double t0 = MPI_Wtime();
+		TrtRel *s = trt_shuffle(off, part);
+		MPI_Barrier(MPI_COMM_WORLD);
+		tsh[i] = MPI_Wtime() - t0;
+		trt_free(s);
+		MPI_Barrier(MPI_COMM_WORLD);
+		t0 = MPI_Wtime();
+		TrtRel *b = trt_bcast(on);
+		MPI_Barrier(MPI_COMM_WORLD);
+		tbc[i] = MPI_Wtime() - t0;
+		trt_free(b);
+	}
+	double bytes = (double)PER * ELEMS * 8;
+	if (rank == 0) {
+		printf("trac_shuffle_bandwidth_Bps=%.4g\n", bytes / median(tsh, reps));
+		printf("trac_bcast_bandwidth_Bps=%.4g\n", bytes * (nranks - 1) / median(tbc, reps));
+	}
+	free(tsh);
+	free(tbc);
+	trt_free(off);
+	trt_free(on);
+}
+
+/* The fixed cost of a runtime op: a shuffle and a map of one tiny tuple per
+ * rank, through libtracrt as compiled programs call it. */
+static void calibrate_ops(void)
+{
+	TrtType t = { .dtype = TRT_F64, .nkey = 1, .extent = { nranks }, .block = { 1 },
+	              .nchunk = 1, .chunkdim = { 0 } };
+	TrtPlace mine = { TRT_PART, 1, { 0 } }, none = { TRT_PART, 0, { 0 } };
+	TrtRel *r = trt_rel_new(&t, mine);
+	int64_t key = rank;
+	Chunk *c = rt_chunk_new(8);
+	*(double *)rt_chunk_data(c) = 1;
+	rt_rel_push(r, &key, c);
+	double ts[41], tm[41];
+	int keymap[1] = { 0 };
+
+	for (int i = 0; i < 41; i++) {
+		MPI_Barrier(MPI_COMM_WORLD);
+		double t0 = now();
+		TrtRel *s = trt_shuffle(r, none);
+		ts[i] = now() - t0;
+		t0 = now();
+		TrtRel *m = trt_map(r, 1, keymap, NULL, &t, mine);
+		tm[i] = now() - t0;
+		trt_free(s);
+		trt_free(m);
+	}
+	double v[2] = { median(ts, 41), median(tm, 41) }, all[2];
+	MPI_Allreduce(v, all, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	if (rank == 0) {
+		printf("op_overhead_s=%.3g\n", all[0]);
+		printf("local_op_overhead_s=%.3g\n", all[1]);
+	}
+	trt_free(r);
+	if (nranks > 1)
+		calibrate_trac_comm();
+}
+#endif
 
 /* ---- generated loops ---- */
 
@@ -305,6 +449,12 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+#ifdef WITH_TRACRT
+	static const TrtProgram prog = { TRT_ABI, "calibrate", NULL, 0, NULL, 0, 0, 0, 0 };
+	int one = 1;
+	char *args[] = { argv[0], NULL }, **av = args;
+	trt_init(&one, &av, &prog);     /* BLIS as the runtime sets it up */
+#endif
 	for (int a = 1; a < argc; a++)
 		if (!strcmp(argv[a], "--quick"))
 			quick = 1;
@@ -331,12 +481,20 @@ int main(int argc, char **argv)
 	if (nranks > 1)
 		calibrate_comm();
 	fflush(stdout);
+#ifdef WITH_TRACRT
+	calibrate_ops();
+#endif
 	if (quick != 2) {
+		calibrate_call();
 		calibrate_memcpy();
 		calibrate_loops();
 		fflush(stdout);
 		calibrate_gemm();
 	}
+#ifdef WITH_TRACRT
+	return trt_finish();
+#else
 	MPI_Finalize();
 	return 0;
+#endif
 }

@@ -8,14 +8,16 @@
  * touched that the result does not keep.  Fresh memory is dear (the kernel
  * zeroes every page on first touch, at about the speed of a memcpy), so a
  * packing buffer and its unpacking cost three times what the data's own
- * copy does.  An exchange has three rounds:
+ * copy does.  An exchange has three steps:
  *
  *   1. tuple counts: one MPI_Alltoall (shuffle) or MPI_Allgather (bcast) of
  *      an int64 per rank;
- *   2. keys: one message per peer, nkey int64s per tuple;
- *   3. chunks: the receiver knows each incoming chunk's size from its key
- *      and allocates it; both sides cut the same messages from the same
- *      sequence of chunk sizes (plan_messages).
+ *   2. keys: one message per peer, nkey int64s per tuple, and at once,
+ *      without waiting, the chunks;
+ *   3. each receiver, once a peer's keys are in, knows each incoming chunk's
+ *      size, allocates it and posts its receive; both sides cut the same
+ *      messages from the same sequence of chunk sizes (plan_messages).
+ * So an exchange costs the counts' collective and one round trip.
  *
  * Message shapes.  A chunk of SMALL bytes or more travels alone, as one
  * contiguous message (what CMA copies in one go).  A run of smaller chunks
@@ -166,19 +168,19 @@ static void plan_messages(Reqs *rq, int send, int peer, int tag, const Side *s)
 	}
 }
 
-/* Every rank sends send[d] to rank d and receives recv[s] from rank s
- * (the own rank's sides must be empty).  Receives are posted first. */
-static void exchange(const Side *send, const Side *recv, int tag)
+/* Posts the sends (or receives) of sides[d] for every peer d; the own
+ * rank's side is empty. */
+static void post_all(Reqs *rq, int send, const Side *sides, int tag)
 {
-	Reqs rq = {0};
-	int nr = rt.nranks;
+	for (int d = 0; d < rt.nranks; d++)
+		plan_messages(rq, send, d, tag, &sides[d]);
+}
 
-	for (int s = 0; s < nr; s++)
-		plan_messages(&rq, 0, s, tag, &recv[s]);
-	for (int d = 0; d < nr; d++)
-		plan_messages(&rq, 1, d, tag, &send[d]);
-	MPI_Waitall(rq.n, rq.v, MPI_STATUSES_IGNORE);
-	free(rq.v);
+static void wait_all(Reqs *rq)
+{
+	MPI_Waitall(rq->n, rq->v, MPI_STATUSES_IGNORE);
+	free(rq->v);
+	memset(rq, 0, sizeof *rq);
 }
 
 /* ---- point to point, for trt_write ---- */
@@ -276,30 +278,38 @@ TrtRel *trt_bcast(const TrtRel *r)
 		side_add(&kr[s], keys[s], sizeof(int64_t) * (size_t)(ntup[s] * nk));
 		side_add(&ks[s], r->keys, sizeof(int64_t) * (size_t)(r->n * nk));
 	}
-	exchange(ks, kr, TAG_KEYS);
-	sides_free(ks, nr);
-	sides_free(kr, nr);
-
-	/* 3. chunks, straight into the output's new chunks; ours are shared */
+	/* 3. chunks: ours leave with the keys, without waiting for a round
+	 * trip; theirs land straight in the output's new chunks once their
+	 * keys say how big they are.  Our own tuples are shared. */
 	Side *cs = sides_new(nr), *cr = sides_new(nr);
+	for (int s = 0; s < nr; s++)
+		if (s != me)
+			for (int64_t i = 0; i < r->n; i++)
+				side_add(&cs[s], rt_chunk_data(r->chunks[i]), rt_chunk_bytes(t, r->keys + i * nk));
+	Reqs keys_in = {0}, rest = {0};
+	post_all(&keys_in, 0, kr, TAG_KEYS);
+	post_all(&rest, 1, ks, TAG_KEYS);
+	post_all(&rest, 1, cs, TAG_CHUNKS);
+	wait_all(&keys_in);
+
 	TrtRel *out = trt_rel_new(t, all);
 	double sent = 0;
 	for (int64_t i = 0; i < r->n; i++)
 		sent += tuple_bytes(t, r->keys + i * nk);
 	for (int s = 0; s < nr; s++) {
-		if (s == me) {
+		if (s == me)
 			for (int64_t i = 0; i < r->n; i++)
 				rt_rel_push(out, r->keys + i * nk, rt_chunk_ref(r->chunks[i]));
-			continue;
-		}
-		receive_into(out, keys[s], ntup[s], &cr[s]);
-		for (int64_t i = 0; i < r->n; i++)
-			side_add(&cs[s], rt_chunk_data(r->chunks[i]), rt_chunk_bytes(t, r->keys + i * nk));
+		else
+			receive_into(out, keys[s], ntup[s], &cr[s]);
 	}
-	exchange(cs, cr, TAG_CHUNKS);
+	post_all(&rest, 0, cr, TAG_CHUNKS);
+	wait_all(&rest);
 	rt_count_sent(sent * (nr - 1));
 	rt_count_keys((double)(sizeof(int64_t) * (size_t)(r->n * nk)) * (nr - 1));
 
+	sides_free(ks, nr);
+	sides_free(kr, nr);
 	sides_free(cs, nr);
 	sides_free(cr, nr);
 	for (int s = 0; s < nr; s++)
@@ -365,11 +375,7 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 		if (d != me)
 			memcpy(skeys[d] + fill[d]++ * nk, r->keys + i * nk, sizeof(int64_t) * (size_t)nk);
 	}
-	exchange(ks, kr, TAG_KEYS);
-	sides_free(ks, nr);
-	sides_free(kr, nr);
-
-	/* 3. chunks */
+	/* 3. chunks: ours leave with the keys (see trt_bcast) */
 	Side *cs = sides_new(nr), *cr = sides_new(nr);
 	double sent = 0;
 	for (int64_t i = 0; i < r->n; i++) {
@@ -379,6 +385,12 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 		side_add(&cs[site[i]], rt_chunk_data(r->chunks[i]), rt_chunk_bytes(t, key));
 		sent += tuple_bytes(t, key);
 	}
+	Reqs keys_in = {0}, rest = {0};
+	post_all(&keys_in, 0, kr, TAG_KEYS);
+	post_all(&rest, 1, ks, TAG_KEYS);
+	post_all(&rest, 1, cs, TAG_CHUNKS);
+	wait_all(&keys_in);
+
 	TrtRel *out = trt_rel_new(t, p);
 	for (int s = 0; s < nr; s++) {
 		if (s == me) {
@@ -389,10 +401,13 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 			receive_into(out, rkeys[s], rcount[s], &cr[s]);
 		}
 	}
-	exchange(cs, cr, TAG_CHUNKS);
+	post_all(&rest, 0, cr, TAG_CHUNKS);
+	wait_all(&rest);
 	rt_count_sent(sent);
 	rt_count_keys((double)(sizeof(int64_t) * (size_t)((r->n - scount[me]) * nk)));
 
+	sides_free(ks, nr);
+	sides_free(kr, nr);
 	sides_free(cs, nr);
 	sides_free(cr, nr);
 	for (int d = 0; d < nr; d++) {
