@@ -215,10 +215,36 @@ void ast_print(Buf *b, const Ast *ast)
 
 /* ---- source files ---- */
 
+/* The biggest source file trac reads: locations are 32-bit byte offsets,
+ * and no real program comes near it. */
+#define MAX_SOURCE_BYTES (64u << 20)
+
+/* The offset of the first byte that is not part of well-formed UTF-8, or
+ * len if there is none. */
+static size_t utf8_check(const unsigned char *s, size_t len)
+{
+	for (size_t i = 0; i < len;) {
+		unsigned c = s[i];
+		size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+		if (n == 0 || i + n > len || (n == 2 && c < 0xC2) || (n == 4 && c > 0xF4))
+			return i;
+		for (size_t k = 1; k < n; k++)
+			if ((s[i + k] & 0xC0) != 0x80)
+				return i;
+		i += n;
+	}
+	return len;
+}
+
+/* Reads a .tra file.  A source is text: no NUL bytes, well-formed UTF-8
+ * (comments and strings may hold any), at most MAX_SOURCE_BYTES.  Reading
+ * stops at the first sign that it is not, so /dev/zero or a huge binary is
+ * refused at once. */
 int fe_load(const char *path, const char **err)
 {
 	struct stat st;
 	FILE *f;
+	static char why[128];
 
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		*err = "is a directory";
@@ -231,7 +257,17 @@ int fe_load(const char *path, const char **err)
 	Buf b = {0};
 	char chunk[65536];
 	size_t n;
-	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+	*err = NULL;
+	while (!*err && (n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+		if (memchr(chunk, 0, n)) {
+			*err = "is not a text file (it contains NUL bytes)";
+			break;
+		}
+		if (b.len + n > MAX_SOURCE_BYTES) {
+			snprintf(why, sizeof why, "is too big for a program (more than %u MiB)", MAX_SOURCE_BYTES >> 20);
+			*err = why;
+			break;
+		}
 		if (b.len + n + 1 > b.cap) {
 			b.cap = (b.len + n + 1) * 2;
 			b.s = xrealloc(b.s, b.cap);
@@ -239,18 +275,24 @@ int fe_load(const char *path, const char **err)
 		memcpy(b.s + b.len, chunk, n);
 		b.len += n;
 	}
-	if (ferror(f)) {
+	if (!*err && ferror(f))
 		*err = strerror(errno);
-		fclose(f);
-		free(b.s);
-		return -1;
-	}
 	fclose(f);
-	if (!b.s)
-		b.s = xcalloc(1, 1);
-	b.s[b.len] = 0;
-	if (memchr(b.s, 0, b.len)) {
-		*err = "is not a text file (it contains NUL bytes)";
+	if (!*err) {
+		if (!b.s)
+			b.s = xcalloc(1, 1);
+		b.s[b.len] = 0;
+		size_t bad = utf8_check((const unsigned char *)b.s, b.len);
+		if (bad < b.len) {
+			int line = 1;
+			for (size_t i = 0; i < bad; i++)
+				line += b.s[i] == '\n';
+			snprintf(why, sizeof why, "is not a text file (byte 0x%02x on line %d is not UTF-8)",
+			         (unsigned char)b.s[bad], line);
+			*err = why;
+		}
+	}
+	if (*err) {
 		free(b.s);
 		return -1;
 	}

@@ -53,6 +53,7 @@ struct Node {
 	NodeKind kind;
 	Loc loc;
 	DType dtype;            /* sema: element type of the value */
+	int height;             /* parser: levels of nodes below, at most MAX_DEPTH */
 	int nvar;               /* sema: the free index vars of the value, in order */
 	int var[MAXDIM];
 	union {

@@ -27,6 +27,8 @@
 #include "optimizer/opt.h"
 #include "codegen/codegen.h"
 
+#define MAX_RANKS 1000000       /* the most ranks trac plans for (-P) */
+
 typedef struct Options {
 	const char *input;
 	const char *output;
@@ -229,8 +231,8 @@ static void parse_args(int argc, char **argv, Options *o)
 		} else if (is_opt(a, "-P") || is_opt(a, "--ranks")) {
 			const char *v = a[1] == 'P' ? optarg_of(argc, argv, &i, "-P", 2) : optarg_of(argc, argv, &i, "--ranks", 7);
 			o->opt.nranks = (int)parse_count("--ranks", v, 1);
-			if (o->opt.nranks > 1000000)
-				usage_error("--ranks %d is more than trac plans for (1000000)", o->opt.nranks);
+			if (o->opt.nranks > MAX_RANKS)
+				usage_error("--ranks %d is more than trac plans for (%d)", o->opt.nranks, MAX_RANKS);
 		} else if (is_opt(a, "--mem-per-rank")) {
 			o->opt.mem_per_rank = parse_size("--mem-per-rank", optarg_of(argc, argv, &i, "--mem-per-rank", 14));
 		} else if (is_opt(a, "--block")) {
@@ -261,6 +263,27 @@ static char *program_name(const char *path)
 {
 	const char *base = strrchr(path, '/');
 	return strip_ext(base ? base + 1 : path, "");
+}
+
+/* A tensor bigger than --mem-per-rank on each of MAX_RANKS ranks fits on no
+ * rank count: no plan can hold it, so say so before planning. */
+static bool tensors_fit(const TraProg *p, double mem_per_rank)
+{
+	bool ok = true;
+	if (mem_per_rank <= 0)
+		return true;
+	for (int i = 0; i < p->tensors.n; i++) {
+		const Tensor *t = &p->tensors.v[i];
+		double bytes = dtype_size(t->dtype);
+		for (int d = 0; d < t->rank; d++)
+			bytes *= (double)t->shape[d];
+		if (bytes / MAX_RANKS > mem_per_rank) {
+			diag(DIAG_ERROR, t->loc, "'%s' needs %.3g bytes: more than --mem-per-rank %.3g on each of %d ranks, "
+			     "so it fits on no rank count", t->name, bytes, mem_per_rank, MAX_RANKS);
+			ok = false;
+		}
+	}
+	return ok;
 }
 
 static void check_tra(const TraProg *p, const char *after)
@@ -401,6 +424,8 @@ int main(int argc, char **argv)
 		return 1;
 	if (o.deps.print)
 		return 0;
+	if (!tensors_fit(prog, o.opt.mem_per_rank))
+		return 1;
 	if (o.syntax_only)
 		return 0;
 

@@ -26,6 +26,7 @@ struct Parse {
 	int file;
 	Vec(Item *) items;
 	int depth;              /* expression nesting, limited */
+	bool too_deep;          /* the nesting error was reported */
 };
 
 /* Lists built by the grammar: growable arrays in the heap, copied into the
@@ -59,13 +60,40 @@ int yylex(YYSTYPE *lval, Loc *lloc, yyscan_t scanner);
 
 static void yyerror(Loc *loc, yyscan_t scanner, struct Parse *ps, const char *msg)
 {
+	/* bison's stack is YYMAXDEPTH deep; past it, parsing stops */
+	if (!strcmp(msg, "memory exhausted")) {
+		if (ps->too_deep)
+			return;         /* said already */
+		msg = "program nested too deeply for the parser (parentheses, operators or blocks)";
+	}
 	diag(DIAG_ERROR, *loc, "%s", msg);
+}
+
+/* Every pass walks expressions recursively (Lua's enterlevel, STYLE.md), so
+ * the parser keeps expression trees at most MAX_DEPTH nodes high: a node
+ * over the limit is reported once and becomes a leaf, and no later pass
+ * ever sees a deeper tree. */
+static Node *grown(struct Parse *ps, Node *n, int nkids, Node **kids)
+{
+	int h = 0;
+	for (int i = 0; i < nkids; i++)
+		if (kids[i] && kids[i]->height > h)
+			h = kids[i]->height;
+	n->height = h + 1;
+	if (n->height <= MAX_DEPTH)
+		return n;
+	if (!ps->too_deep)
+		diag(DIAG_ERROR, n->loc, "expression nested too deeply (more than %d levels)", MAX_DEPTH);
+	ps->too_deep = true;
+	Node *leaf = ast_node(ps->arena, N_NUM, n->loc);
+	return leaf;
 }
 
 static Node **nodes_copy(struct Parse *ps, NodeList *l, int *n)
 {
 	Node **v = arena_alloc(ps->arena, (l->n + 1) * sizeof *v);
-	memcpy(v, l->v, l->n * sizeof *v);
+	if (l->n)       /* l->v is NULL for an empty list (error recovery) */
+		memcpy(v, l->v, l->n * sizeof *v);
 	*n = l->n;
 	free(l->v);
 	return v;
@@ -74,7 +102,8 @@ static Node **nodes_copy(struct Parse *ps, NodeList *l, int *n)
 static Item **items_copy(struct Parse *ps, ItemList *l, int *n)
 {
 	Item **v = arena_alloc(ps->arena, (l->n + 1) * sizeof *v);
-	memcpy(v, l->v, l->n * sizeof *v);
+	if (l->n)
+		memcpy(v, l->v, l->n * sizeof *v);
 	*n = l->n;
 	free(l->v);
 	return v;
@@ -84,8 +113,10 @@ static const char **names_copy(struct Parse *ps, NameList *l, Loc **loc, int *n)
 {
 	const char **v = arena_alloc(ps->arena, (l->n + 1) * sizeof *v);
 	*loc = arena_alloc(ps->arena, (l->n + 1) * sizeof **loc);
-	memcpy(v, l->v, l->n * sizeof *v);
-	memcpy(*loc, l->loc, l->n * sizeof **loc);
+	if (l->n) {
+		memcpy(v, l->v, l->n * sizeof *v);
+		memcpy(*loc, l->loc, l->n * sizeof **loc);
+	}
 	*n = l->n;
 	free(l->v);
 	free(l->loc);
@@ -109,7 +140,7 @@ static Node *binary(struct Parse *ps, BinOp op, Node *a, Node *b, Loc loc)
 	n->u.binary.op = op;
 	n->u.binary.a = a;
 	n->u.binary.b = b;
-	return n;
+	return grown(ps, n, 2, (Node *[]){a, b});
 }
 
 static Node *number(struct Parse *ps, Number v, Loc loc)
@@ -127,7 +158,7 @@ static Node *reduce(struct Parse *ps, RedKind r, NameList *names, Node *body, Lo
 	n->u.reduce.red = r;
 	n->u.reduce.names = names_copy(ps, names, &n->u.reduce.nameloc, &n->u.reduce.nnames);
 	n->u.reduce.body = body;
-	return n;
+	return grown(ps, n, 1, &body);
 }
 
 /* mean[i, j](e): reductions with a name rather than a keyword; the index
@@ -157,8 +188,10 @@ static Node *named_reduce(struct Parse *ps, const char *name, Loc nameloc, NodeL
 
 static void enter(struct Parse *ps, Loc loc)
 {
-	if (++ps->depth == MAX_DEPTH)
+	if (++ps->depth == MAX_DEPTH && !ps->too_deep) {
 		diag(DIAG_ERROR, loc, "expression nested too deeply (more than %d levels)", MAX_DEPTH);
+		ps->too_deep = true;
+	}
 }
 
 static Item *decl(struct Parse *ps, ItemKind kind, const char *name, Loc nameloc, NodeList *dims, bool has_dims, Loc loc)
@@ -275,7 +308,8 @@ item:
 	                                  $$ = ast_item(ps->arena, I_DEF, @$);
 	                                  $$->name = $2; $$->nameloc = @2;
 	                                  $$->u.def.params = arena_alloc(ps->arena, ($4.n + 1) * sizeof(Formal));
-	                                  memcpy($$->u.def.params, $4.v, $4.n * sizeof(Formal));
+	                                  if ($4.n)
+	                                          memcpy($$->u.def.params, $4.v, $4.n * sizeof(Formal));
 	                                  $$->u.def.nparams = $4.n; free($4.v);
 	                                  $$->u.def.result = $7;
 	                                  $$->u.def.body = items_copy(ps, &$9, &$$->u.def.nbody);
@@ -386,7 +420,7 @@ expr:
 	| expr GE expr                  { $$ = binary(ps, B_GE, $1, $3, @$); }
 	| expr EQ expr                  { $$ = binary(ps, B_EQ, $1, $3, @$); }
 	| expr NE expr                  { $$ = binary(ps, B_NE, $1, $3, @$); }
-	| '-' expr %prec UMINUS         { $$ = ast_node(ps->arena, N_UNARY, @$); $$->u.unary.a = $2; }
+	| '-' expr %prec UMINUS         { $$ = ast_node(ps->arena, N_UNARY, @$); $$->u.unary.a = $2; $$ = grown(ps, $$, 1, &$2); }
 	;
 
 primary:
@@ -397,6 +431,7 @@ primary:
 	                                  $$ = ast_node(ps->arena, N_ACCESS, @$);
 	                                  $$->u.access.name = $1; $$->u.access.nameloc = @1;
 	                                  $$->u.access.idx = nodes_copy(ps, &$3, &$$->u.access.nidx);
+	                                  $$ = grown(ps, $$, $$->u.access.nidx, $$->u.access.idx);
 	                                }
 	| IDENT '[' indices ']' '(' { enter(ps, @1); } expr ')'
 	                                {
@@ -410,19 +445,23 @@ primary:
 	                                  $$ = ast_node(ps->arena, N_CALL, @$);
 	                                  $$->u.call.name = $1; $$->u.call.nameloc = @1;
 	                                  $$->u.call.args = nodes_copy(ps, &$4, &$$->u.call.nargs);
+	                                  $$ = grown(ps, $$, $$->u.call.nargs, $$->u.call.args);
 	                                }
 	| F32 '(' expr ')'              {
 	                                  $$ = ast_node(ps->arena, N_CALL, @$); $$->u.call.name = "f32"; $$->u.call.nameloc = @1;
 	                                  $$->u.call.args = arena_alloc(ps->arena, sizeof(Node *)); $$->u.call.args[0] = $3; $$->u.call.nargs = 1;
+	                                  $$ = grown(ps, $$, 1, &$3);
 	                                }
 	| F64 '(' expr ')'              {
 	                                  $$ = ast_node(ps->arena, N_CALL, @$); $$->u.call.name = "f64"; $$->u.call.nameloc = @1;
 	                                  $$->u.call.args = arena_alloc(ps->arena, sizeof(Node *)); $$->u.call.args[0] = $3; $$->u.call.nargs = 1;
+	                                  $$ = grown(ps, $$, 1, &$3);
 	                                }
 	| WHERE '(' expr ',' expr ',' expr ')'
 	                                {
 	                                  $$ = ast_node(ps->arena, N_WHERE, @$);
 	                                  $$->u.where.cond = $3; $$->u.where.a = $5; $$->u.where.b = $7;
+	                                  $$ = grown(ps, $$, 3, (Node *[]){$3, $5, $7});
 	                                }
 	| red '[' names ']' '(' { enter(ps, @1); } expr ')'
 	                                { ps->depth--; $$ = reduce(ps, $1, &$3, $7, @$); }
@@ -526,7 +565,7 @@ Ast *fe_parse(Arena *arena, int file)
 {
 	const SrcFile *f = src_get(file);
 	struct LexState ls = {file, 0, arena, 0, 0, false};
-	struct Parse ps = {arena, file, {0}, 0};
+	struct Parse ps = {arena, file, {0}, 0, false};
 	yyscan_t scanner;
 	Ast *ast = arena_alloc(arena, sizeof *ast);
 

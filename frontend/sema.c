@@ -29,6 +29,8 @@
 #include "frontend/frontend.h"
 
 #define MAX_DEPTH 200           /* nesting in recursive walks, as the parser's */
+#define MAX_STATEMENTS 10000    /* after inlining defs: compile time grows faster than linearly */
+#define MAX_LOOP_DEPTH 32       /* repeat blocks inside one another */
 
 typedef enum { SYM_SIZE, SYM_CONST, SYM_TENSOR, SYM_DEF } SymKind;
 
@@ -75,6 +77,7 @@ typedef struct Sema {
 	Vec(int) files;                 /* source file of the items being checked */
 	int depth;
 	int nerr_before;
+	bool too_many;                  /* MAX_STATEMENTS was reported */
 } Sema;
 
 /* ---- names ---- */
@@ -583,6 +586,9 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		} else if (sym->kind == SYM_CONST) {
 			n->kind = N_NUM;
 			n->u.num = sym->value;
+		} else if (sym->kind == SYM_DEF) {
+			diag(DIAG_ERROR, n->loc, "'%s' is a def; call it, as in %s(...)", n->u.name.name, n->u.name.name);
+			ok = false;
 		} else {
 			const Tensor *t = &s->prog->tensors.v[sym->tensor];
 			if (t->rank != 0) {
@@ -957,6 +963,7 @@ static void check_assign(Sema *s, Item *it)
 	bool ok = true;
 	for (int i = 0; i < nlhs; i++) {
 		Node *ix = it->u.assign.idx[i];
+		lhs[i] = -1;            /* until it is a var: the loop below skips it */
 		if (ix->kind != N_NAME) {
 			diag(DIAG_ERROR, ix->loc, "an index on the left must be a plain name such as 'i'");
 			ok = false;
@@ -969,7 +976,7 @@ static void check_assign(Sema *s, Item *it)
 			continue;
 		}
 		for (int j = 0; j < i; j++)
-			if (!strcmp(s->vars.v[lhs[j]].name, ix->u.name.name)) {
+			if (lhs[j] >= 0 && !strcmp(s->vars.v[lhs[j]].name, ix->u.name.name)) {
 				diag(DIAG_ERROR, ix->loc, "index '%s' appears twice on the left", ix->u.name.name);
 				ok = false;
 			}
@@ -1043,7 +1050,7 @@ static void check_assign(Sema *s, Item *it)
 		int64_t total = 1;
 		for (int i = 0; i < nlhs; i++) {
 			t.shape[i] = s->vars.v[lhs[i]].extent;
-			if (!mul_ok(total, t.shape[i], &total)) {
+			if (!mul_ok(total, t.shape[i], &total) || !mul_ok(total, dtype_size(t.dtype), &(int64_t){0})) {
 				diag(DIAG_ERROR, it->nameloc, "'%s' has more elements than fit in 64 bits", it->name);
 				return;
 			}
@@ -1085,7 +1092,7 @@ static void check_param(Sema *s, Item *it)
 		} else if (t.shape[d] < 1) {
 			diag(DIAG_ERROR, it->u.decl.dims[d]->loc, "extent %" PRId64 " is not positive", t.shape[d]);
 			ok = false;
-		} else if (!mul_ok(total, t.shape[d], &total)) {
+		} else if (!mul_ok(total, t.shape[d], &total) || !mul_ok(total, dtype_size(t.dtype), &(int64_t){0})) {
 			diag(DIAG_ERROR, it->nameloc, "'%s' has more elements than fit in 64 bits", it->name);
 			ok = false;
 		}
@@ -1161,6 +1168,10 @@ static void check_repeat(Sema *s, Item *it)
 		return;
 	if (n < 0) {
 		diag(DIAG_ERROR, it->u.repeat.count->loc, "a repeat count cannot be negative");
+		return;
+	}
+	if (s->loop_depth >= MAX_LOOP_DEPTH) {
+		diag(DIAG_ERROR, it->loc, "repeat blocks nested more than %d deep", MAX_LOOP_DEPTH);
 		return;
 	}
 	int first = s->syms.n;
@@ -1560,6 +1571,13 @@ static void poison_on_error(Sema *s, Item *it)
 static void check_item(Sema *s, Item *it)
 {
 	s->nerr_before = diag_errors();
+	if (s->prog->stmts.n >= MAX_STATEMENTS) {
+		if (!s->too_many)
+			diag(DIAG_ERROR, it->loc, "the program has more than %d statements (a def's body counts once per call); "
+			     "trac compiles at most that many", MAX_STATEMENTS);
+		s->too_many = true;
+		return;
+	}
 	switch (it->kind) {
 	case I_SIZE: {
 		int64_t v;
@@ -1651,6 +1669,8 @@ static void check_items(Sema *s, Item **items, int n)
 /* Outputs: each names a tensor that has a value at the end. */
 static void check_outputs(Sema *s, Ast *ast)
 {
+	if (s->too_many)
+		return;         /* the statements after the limit were never checked */
 	for (int i = 0; i < ast->nitems; i++) {
 		Item *it = ast->items[i];
 		if (it->kind != I_OUTPUT)

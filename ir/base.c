@@ -296,7 +296,25 @@ static void show_line(FILE *out, const SrcFile *f, size_t off, size_t len, DiagK
 		start--;
 	while (end < f->len && f->text[end] != '\n')
 		end++;
-	fprintf(out, "    %.*s\n    ", (int)(end - start), f->text + start);
+	/* A long line shows a window of it around the caret, "..." for the rest. */
+	enum { WIDTH = 120, BEFORE = 40 };
+	bool cut_left = false, cut_right = false;
+	if (end - start > WIDTH) {
+		if (off - start > BEFORE) {
+			start = off - BEFORE;
+			cut_left = true;
+		}
+		if (end - start > WIDTH) {
+			end = start + WIDTH;
+			cut_right = true;
+		}
+		while (cut_left && start < off && (f->text[start] & 0xC0) == 0x80)
+			start++;        /* never split a UTF-8 character */
+		while (cut_right && end > off && (f->text[end] & 0xC0) == 0x80)
+			end--;
+	}
+	fprintf(out, "    %s%.*s%s\n    %s", cut_left ? "..." : "", (int)(end - start), f->text + start,
+	        cut_right ? "..." : "", cut_left ? "   " : "");
 	for (size_t i = start; i < off; i++) {
 		if ((f->text[i] & 0xC0) != 0x80)
 			fputc(f->text[i] == '\t' ? '\t' : ' ', out);

@@ -1,7 +1,10 @@
 /*
  * fuzz_trac.c: one fuzz input through the whole compiler up to C emission.
  *
- *   text -> fe_parse -> fe_compile -> opt_block -> opt_plan -> cg_emit
+ *   text -> fe_parse -> fe_compile -> opt_autodiff -> opt_block -> opt_plan
+ *        -> cg_emit
+ *
+ * (the driver's pipeline, frontend/main.c; keep the two in step)
  *
  * The C compiler is not run: the harness checks that no input crashes trac,
  * trips a sanitizer or a verifier (tr_bug exits 4, which libFuzzer reports
@@ -80,6 +83,11 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	Buf err = {0};
 	if (!tra_verify(prog, &err))
 		tr_bug("TRA program invalid after lowering: %s", err.s);
+	opt_autodiff(prog);
+	if (diag_errors())
+		goto done;
+	if (!tra_verify(prog, &err))
+		tr_bug("TRA program invalid after autodiff: %s", err.s);
 	opt_block(prog, &opt);
 	if (!tra_verify(prog, &err))
 		tr_bug("TRA program invalid after blocking: %s", err.s);
