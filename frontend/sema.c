@@ -1728,9 +1728,10 @@ TraProg *fe_compile(Ast *ast, FeOptions *opt)
 	if (opt->warnings && diag_errors() == 0) {
 		for (int i = 0; i < s.syms.n; i++) {
 			Sym *sym = &s.syms.v[i];
-			if (sym->kind == SYM_TENSOR && !sym->poisoned && !sym->used &&
-			    s.prog->tensors.v[sym->tensor].role == TENSOR_INPUT)
-				diag(DIAG_WARNING, sym->loc, "input '%s' is never used", sym->name);
+			if (sym->kind == SYM_TENSOR && !sym->poisoned && !sym->used && sym->tensor >= 0 &&
+			    s.prog->tensors.v[sym->tensor].role != TENSOR_TEMP)
+				diag(DIAG_WARNING, sym->loc, "%s '%s' is never used",
+				     s.prog->tensors.v[sym->tensor].role == TENSOR_INPUT ? "input" : "param", sym->name);
 		}
 		if (!any_output && s.prog->tensors.n > 0)
 			diag(DIAG_WARNING, NOLOC, "the program has no output; declare one with 'output NAME;'");
