@@ -4,6 +4,7 @@
  *   fe_load, fe_parse      file -> AST
  *   fe_compile             sema + lowering: AST -> TRA
  *   opt_autodiff           grad(loss, W) -> backward TRA
+ *   opt_hoist              loop-invariant code out of repeat blocks
  *   opt_block              chunk shapes
  *   opt_plan               TRA -> IA (Table 1), rewritten and costed
  *   ia_explain             --explain: print the plan and stop
@@ -42,8 +43,6 @@ typedef struct Options {
 	uint64_t seed;
 	FeOptions fe;
 	OptOptions opt;
-	Vec(Define) defines;
-	Vec(const char *) incdirs;
 	struct {
 		bool print;             /* -M, -MM: print the rule and stop */
 		bool write;             /* -MD, -MMD: write it and go on */
@@ -52,6 +51,12 @@ typedef struct Options {
 		const char *file;       /* -MF */
 		Vec(const char *) targets;      /* -MT, -MQ (already quoted) */
 	} deps;
+	Vec(Define) defines;
+	Vec(const char *) incdirs;
+	Vec(const char *) blockspecs;   /* --block NAME=B..., resolved after sema */
+	Vec(const char *) placespecs;   /* --place NAME=PLACEMENT */
+	Vec(const char *) stratspecs;   /* --strategy LINE=STRATEGY */
+	const char *machine;            /* --machine FILE (or TRAC_MACHINE) */
 } Options;
 
 static const char usage[] =
@@ -68,10 +73,23 @@ static const char usage[] =
 	"  -P N, --ranks N         plan for N ranks (default 4); the program runs on any count\n"
 	"  --mem-per-rank SIZE     memory budget per rank for planning (512M, 8G)\n"
 	"  -O0, -O1, -O2           -O0: the initial plan of Table 1; -O2 (default): optimized\n"
-	"  --explain[=text|json|dot]\n"
-	"                          print the chosen plan and exit without compiling\n"
+	"  --explain[=text|json|dot|all]\n"
+	"                          print the chosen plan and exit without compiling;\n"
+	"                          all: text, and each statement's other strategies\n"
+	"                          with their costs and why they lost\n"
 	"  --no-costs              with --explain, leave out costs (for golden tests)\n"
-	"  --block N               chunk size along every index (default: automatic)\n"
+	"  --block N               chunk size along every index (default: chosen with\n"
+	"                          the plan)\n"
+	"  --block NAME=B          tensor NAME (input, param or output) blocked B along\n"
+	"  --block NAME=B0xB1x...  every dim, or Bi along dim i (* automatic); a block\n"
+	"                          holds for every index its dim meets (repeatable)\n"
+	"  --place NAME=PLACEMENT  pin an input's or param's placement: all, part(0),\n"
+	"                          part(1,0), ... (default: chosen with the plan)\n"
+	"  --strategy LINE=S       force the statement on LINE to strategy S: broadcast,\n"
+	"                          broadcast-left, broadcast-right (which operand is\n"
+	"                          everywhere), co-partition, replicate or local\n"
+	"  --machine FILE          the machine model (bench/calibrate's output; default\n"
+	"                          $TRAC_MACHINE, else built in)\n"
 	"  --seed N                default random seed baked into the executable\n"
 	"  -fsyntax-only           check the program and exit\n"
 	"  -M, -MM                 print a make rule: the output depends on the source\n"
@@ -209,8 +227,10 @@ static void parse_args(int argc, char **argv, Options *o)
 				o->explain_format = EXPLAIN_JSON;
 			else if (!strcmp(f, "dot"))
 				o->explain_format = EXPLAIN_DOT;
+			else if (!strcmp(f, "all"))
+				o->explain_format = EXPLAIN_ALL;
 			else
-				usage_error("unknown --explain format '%s'; use text, json or dot", f);
+				usage_error("unknown --explain format '%s'; use text, json, dot or all", f);
 		} else if (!strncmp(a, "--dump-after", 12)) {
 			o->dump_after = optarg_of(argc, argv, &i, "--dump-after", 12);
 			if (strcmp(o->dump_after, "parse") && strcmp(o->dump_after, "tra") &&
@@ -236,7 +256,17 @@ static void parse_args(int argc, char **argv, Options *o)
 		} else if (is_opt(a, "--mem-per-rank")) {
 			o->opt.mem_per_rank = parse_size("--mem-per-rank", optarg_of(argc, argv, &i, "--mem-per-rank", 14));
 		} else if (is_opt(a, "--block")) {
-			o->opt.block = parse_count("--block", optarg_of(argc, argv, &i, "--block", 7), 1);
+			const char *v = optarg_of(argc, argv, &i, "--block", 7);
+			if (strchr(v, '='))
+				vec_push(&o->blockspecs, v);
+			else
+				o->opt.block = parse_count("--block", v, 1);
+		} else if (is_opt(a, "--strategy")) {
+			vec_push(&o->stratspecs, optarg_of(argc, argv, &i, "--strategy", 10));
+		} else if (is_opt(a, "--place")) {
+			vec_push(&o->placespecs, optarg_of(argc, argv, &i, "--place", 7));
+		} else if (is_opt(a, "--machine")) {
+			o->machine = optarg_of(argc, argv, &i, "--machine", 9);
 		} else if (is_opt(a, "--seed")) {
 			o->seed = (uint64_t)parse_count("--seed", optarg_of(argc, argv, &i, "--seed", 6), 0);
 		} else {
@@ -284,6 +314,116 @@ static bool tensors_fit(const TraProg *p, double mem_per_rank)
 		}
 	}
 	return ok;
+}
+
+static int tensor_named(const TraProg *p, const char *name, size_t len)
+{
+	for (int i = 0; i < p->tensors.n; i++)
+		if (strlen(p->tensors.v[i].name) == len && !strncmp(p->tensors.v[i].name, name, len))
+			return i;
+	return -1;
+}
+
+/* --block NAME=B[xB...] and --place NAME=PLACEMENT, now that the tensors
+ * are known. */
+static void resolve_pins(Options *o, const TraProg *p)
+{
+	Vec(BlockPin) bp = {0};
+	Vec(PlacePin) pp = {0};
+	for (int i = 0; i < o->blockspecs.n; i++) {
+		const char *spec = o->blockspecs.v[i], *eq = strchr(spec, '=');
+		int t = tensor_named(p, spec, (size_t)(eq - spec));
+		if (t < 0)
+			usage_error("--block %s: no tensor named '%.*s'", spec, (int)(eq - spec), spec);
+		const Tensor *ten = &p->tensors.v[t];
+		if (ten->role == TENSOR_TEMP && !ten->output)
+			usage_error("--block %s: '%s' is computed inside the program; block an input, param "
+			            "or output it meets instead", spec, ten->name);
+		const char *v = eq + 1;
+		int d = 0;
+		bool each = !strchr(v, 'x');
+		while (*v) {
+			int64_t b = 0;
+			if (*v == '*') {
+				v++;
+			} else {
+				char *end;
+				long long x = strtoll(v, &end, 10);
+				if (end == v || x < 1)
+					usage_error("--block %s: blocks are positive integers or *", spec);
+				b = x;
+				v = end;
+			}
+			if (!each && d >= ten->rank)
+				usage_error("--block %s: '%s' has %d dims", spec, ten->name, ten->rank);
+			BlockPin pin = {t, each ? -1 : d, b};
+			vec_push(&bp, pin);
+			d++;
+			if (*v == 'x')
+				v++;
+			else if (*v)
+				usage_error("--block %s: expected NAME=B or NAME=B0xB1x...", spec);
+		}
+		if (!each && d != ten->rank)
+			usage_error("--block %s: '%s' has %d dims, %d blocks given", spec, ten->name, ten->rank, d);
+	}
+	for (int i = 0; i < o->placespecs.n; i++) {
+		const char *spec = o->placespecs.v[i], *eq = strchr(spec, '=');
+		if (!eq)
+			usage_error("--place needs NAME=PLACEMENT, not '%s'", spec);
+		int t = tensor_named(p, spec, (size_t)(eq - spec));
+		if (t < 0)
+			usage_error("--place %s: no tensor named '%.*s'", spec, (int)(eq - spec), spec);
+		const Tensor *ten = &p->tensors.v[t];
+		if (ten->role == TENSOR_TEMP)
+			usage_error("--place %s: only inputs and params have a placement to pin", spec);
+		PlacePin pin = {t, place_all()};
+		if (!opt_parse_place(eq + 1, &pin.place))
+			usage_error("--place %s: use all, part(D) or part(D,E), D and E dims of '%s'", spec, ten->name);
+		for (int k = 0; k < pin.place.ndims; k++)
+			if (pin.place.dims[k] >= ten->rank)
+				usage_error("--place %s: '%s' has %d dims", spec, ten->name, ten->rank);
+		vec_push(&pp, pin);
+	}
+	Vec(StratPin) sp = {0};
+	for (int i = 0; i < o->stratspecs.n; i++) {
+		const char *spec = o->stratspecs.v[i], *eq = strchr(spec, '=');
+		char *end;
+		long line = strtol(spec, &end, 10);
+		if (!eq || end != eq || line < 1)
+			usage_error("--strategy needs LINE=STRATEGY, not '%s'", spec);
+		static const struct { const char *name; Strategy st; int side; } names[] = {
+			{"broadcast", STRAT_BROADCAST, -1}, {"broadcast-left", STRAT_BROADCAST, 0},
+			{"broadcast-right", STRAT_BROADCAST, 1}, {"co-partition", STRAT_COPARTITION, -1},
+			{"replicate", STRAT_REPLICATE, -1}, {"local", STRAT_LOCAL, -1},
+		};
+		int k = 0, nn = (int)(sizeof names / sizeof *names);
+		while (k < nn && strcmp(names[k].name, eq + 1))
+			k++;
+		if (k == nn)
+			usage_error("--strategy %s: use broadcast, broadcast-left, broadcast-right, co-partition, "
+			            "replicate or local", spec);
+		int stmt = -1;
+		for (int st = 0; st < p->stmts.n && stmt < 0; st++) {
+			int l, c;
+			loc_linecol(p->stmts.v[st].loc, &l, &c);
+			if (l == line)
+				stmt = st;
+		}
+		if (stmt < 0)
+			usage_error("--strategy %s: no statement on line %ld", spec, line);
+		StratPin pin = {stmt, names[k].st, names[k].side};
+		vec_push(&sp, pin);
+	}
+	o->opt.stratpins = sp.v;
+	o->opt.nstratpins = sp.n;
+	o->opt.blockpins = bp.v;
+	o->opt.nblockpins = bp.n;
+	o->opt.placepins = pp.v;
+	o->opt.nplacepins = pp.n;
+	Buf err = {0};
+	if (!opt_check_blocks(p, &o->opt, &err))
+		usage_error("%s", err.s);
 }
 
 static void check_tra(const TraProg *p, const char *after)
@@ -394,6 +534,17 @@ int main(int argc, char **argv)
 			fprintf(stderr, " %s", o.incdirs.v[i]);
 		fprintf(stderr, " %s\n", fe_stdlib_dir());
 	}
+	static Machine machine;
+	machine_default(&machine);
+	if (!o.machine && getenv("TRAC_MACHINE") && *getenv("TRAC_MACHINE"))
+		o.machine = getenv("TRAC_MACHINE");
+	if (o.machine) {
+		Buf merr = {0};
+		if (!machine_load(&machine, o.machine, &merr))
+			usage_error("%s", merr.s);
+	}
+	o.opt.machine = &machine;
+	o.opt.alternatives = o.explain && (o.explain_format == EXPLAIN_ALL || o.explain_format == EXPLAIN_JSON);
 
 	/* text -> AST */
 	const char *err;
@@ -434,6 +585,12 @@ int main(int argc, char **argv)
 	if (diag_errors())
 		return 1;
 	check_tra(prog, "autodiff");
+
+	/* loop-invariant computation out of repeat blocks */
+	if (o.opt.level > 0) {
+		opt_hoist(prog);
+		check_tra(prog, "hoisting");
+	}
 	phase_end(&clock, "autodiff");
 	if (o.dump_after && !strcmp(o.dump_after, "tra")) {
 		Buf b = {0};
@@ -441,6 +598,12 @@ int main(int argc, char **argv)
 		fputs(b.s ? b.s : "", stdout);
 		return 0;
 	}
+
+	/* sums of products in the cheapest order of pairwise contractions */
+	resolve_pins(&o, prog);
+	if (o.opt.level > 0)
+		opt_contract(prog, &o.opt);
+	check_tra(prog, "contraction order");
 
 	/* chunk shapes */
 	opt_block(prog, &o.opt);
@@ -463,8 +626,13 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (o.opt.mem_per_rank > 0 && plan->peak_bytes > o.opt.mem_per_rank) {
-		diag(DIAG_ERROR, NOLOC, "the plan needs %.3g bytes per rank at its peak, more than --mem-per-rank %.3g; "
-		     "give more memory or more ranks (-P)", plan->peak_bytes, o.opt.mem_per_rank);
+		if (plan->leanest_peak > 0 && plan->leanest_peak < plan->peak_bytes)
+			diag(DIAG_ERROR, NOLOC, "no plan fits --mem-per-rank %.3g: the cheapest plan needs %.3g bytes per "
+			     "rank at its peak, the leanest found %.3g; give more memory or more ranks (-P)",
+			     o.opt.mem_per_rank, plan->peak_bytes, plan->leanest_peak);
+		else
+			diag(DIAG_ERROR, NOLOC, "no plan fits --mem-per-rank %.3g: the cheapest plan needs %.3g bytes per "
+			     "rank at its peak; give more memory or more ranks (-P)", o.opt.mem_per_rank, plan->peak_bytes);
 		return 1;
 	}
 	if (o.explain) {

@@ -110,6 +110,7 @@ void ia_free(IaPlan *p)
 	vec_free(&p->ops);
 	vec_free(&p->strategy);
 	vec_free(&p->varplace);
+	vec_free(&p->alts);
 	arena_free(p->arena);
 	free(p);
 }
@@ -188,6 +189,25 @@ int ia_join_out_dim(int nleft, int nmatch, const int *rkey, int rdim, const int 
 			pos++;
 	}
 	return pos;
+}
+
+/* The type of a join's key space (its output before any fused grouping):
+ * left key ++ right key minus the matched dims.  No chunk dims. */
+RelType ia_join_type(const RelType *l, const RelType *r, int nmatch, const int *lkey, const int *rkey)
+{
+	RelType jt = {.dtype = l->dtype, .nkey = l->nkey};
+	memcpy(jt.extent, l->extent, sizeof jt.extent);
+	memcpy(jt.block, l->block, sizeof jt.block);
+	for (int d = 0; d < r->nkey; d++) {
+		int o = ia_join_out_dim(l->nkey, nmatch, rkey, d, lkey);
+		if (o >= MAXDIM)
+			continue;
+		jt.extent[o] = r->extent[d];
+		jt.block[o] = r->block[d];
+		if (o >= jt.nkey)
+			jt.nkey = o + 1;
+	}
+	return jt;
 }
 
 /* ---- placement rules ---- */
@@ -332,16 +352,7 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 			return true;
 		}
 		/* the join's own output type, to know which dims are singletons */
-		RelType jt = {.nkey = a->type.nkey};
-		memcpy(jt.extent, a->type.extent, sizeof jt.extent);
-		memcpy(jt.block, a->type.block, sizeof jt.block);
-		for (int d = 0; d < b->type.nkey; d++) {
-			int o = ia_join_out_dim(a->type.nkey, op->u.join.nmatch, op->u.join.rkey, d, op->u.join.lkey);
-			jt.extent[o] = b->type.extent[d];
-			jt.block[o] = b->type.block[d];
-			if (o >= jt.nkey)
-				jt.nkey = o + 1;
-		}
+		RelType jt = ia_join_type(&a->type, &b->type, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey);
 		return agg_place(&j, &jt, op->u.join.ngroup, op->u.join.group, out);
 	}
 	}

@@ -362,6 +362,7 @@ typedef struct IaOp {
 	double bytes_sent;              /* exact bytes that leave their site */
 	double flops;
 	double seconds;                 /* predicted */
+	double live_bytes;              /* per rank, held while this op runs */
 	union {
 		struct { int tensor; } read;
 		struct { int in; } bcast;
@@ -375,7 +376,11 @@ typedef struct IaOp {
 			Kernel *kernel;
 		} join;
 		struct { int in; int ngroup; int group[MAXDIM]; AggKind agg; } agg;
-		struct { int in; int nkey; int keymap[MAXDIM]; Kernel *kernel; } map;  /* kernel NULL: rekey only */
+		/* kernel NULL: a rekey, output dim i = input dim keymap[i]; an
+		 * entry -1 inserts a dim and duplicates every tuple along it, one
+		 * copy per key value below its frontier (the paper's insertDim and
+		 * duplicate, a map of arity > 1: replication-based matmul) */
+		struct { int in; int nkey; int keymap[MAXDIM]; Kernel *kernel; } map;
 		struct { int in; KeyPred pred; } filter;
 		struct { int in; int tensor; } write;
 		struct { int tensor; } init;            /* INIT, LOAD */
@@ -383,6 +388,16 @@ typedef struct IaOp {
 		struct { int64_t count; } loop;
 	} u;
 } IaOp;
+
+/* Another strategy for one statement, as the search costed it (the whole
+ * program's plan with that strategy there), for --explain=all. */
+typedef struct IaAlt {
+	int stmt;
+	Strategy strategy;
+	bool feasible;                  /* false: no plan of this strategy applies */
+	double seconds, floats, peak_bytes;
+	const char *why;                /* why it lost or does not apply */
+} IaAlt;
 
 typedef struct IaPlan {
 	Arena *arena;
@@ -395,7 +410,12 @@ typedef struct IaPlan {
 	double total_bytes_sent;
 	double total_flops;
 	double peak_bytes;              /* per rank */
+	int peak_op;                    /* the op at that peak */
 	double predicted_seconds;
+	/* from the search, for --explain (zero or empty at -O0) */
+	Vec(IaAlt) alts;
+	const char *machine;            /* the machine model's source */
+	double leanest_peak;            /* the smallest peak of the plans tried */
 } IaPlan;
 
 IaPlan *ia_new(const TraProg *tra, int nranks);
@@ -403,6 +423,7 @@ void ia_free(IaPlan *p);
 int ia_push(IaPlan *p, IaOp op);
 int ia_inputs(const IaOp *op, int *in);
 int ia_join_out_dim(int nleft, int nmatch, const int *rkey, int rdim, const int *lkey);
+RelType ia_join_type(const RelType *l, const RelType *r, int nmatch, const int *lkey, const int *rkey);
 bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why);
 
 
@@ -412,7 +433,7 @@ IaPlan *ia_from_tra(const TraProg *tra, int nranks);
 
 /* ---- print.c: --explain and dumps ---- */
 
-typedef enum { EXPLAIN_TEXT, EXPLAIN_JSON, EXPLAIN_DOT } ExplainFormat;
+typedef enum { EXPLAIN_TEXT, EXPLAIN_JSON, EXPLAIN_DOT, EXPLAIN_ALL } ExplainFormat;   /* ALL: text + alternatives */
 void ia_print(Buf *b, const IaPlan *p, bool costs);       /* indented tree per statement */
 void ia_explain(Buf *b, const IaPlan *p, ExplainFormat f, bool costs);
 

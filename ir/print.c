@@ -127,8 +127,16 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 			kernel_print(b, op->u.map.kernel);
 			buf_puts(b, "]");
 		} else {
-			buf_puts(b, " rekey ");
-			keys_print(b, op->u.map.nkey, op->u.map.keymap);
+			bool dup = false;
+			for (int i = 0; i < op->u.map.nkey; i++)
+				dup |= op->u.map.keymap[i] < 0;
+			buf_puts(b, dup ? " replicate <" : " rekey <");
+			for (int i = 0; i < op->u.map.nkey; i++)
+				if (op->u.map.keymap[i] < 0)
+					buf_printf(b, "%s*", i ? "," : "");
+				else
+					buf_printf(b, "%s%d", i ? "," : "", op->u.map.keymap[i]);
+			buf_puts(b, ">");
 		}
 		break;
 	case IA_FILTER:
@@ -172,7 +180,27 @@ typedef struct Tree {
 	bool *shown;
 	Buf *b;
 	bool costs;
+	bool alts;              /* --explain=all: the other strategies too */
 } Tree;
+
+/* A statement's totals over its ops. */
+typedef struct StmtCost {
+	double moved, flops, seconds, peak;
+} StmtCost;
+
+static StmtCost stmt_cost(const IaPlan *p, int s)
+{
+	StmtCost c = {0};
+	for (int i = 0; i < p->ops.n; i++)
+		if (p->ops.v[i].stmt == s) {
+			c.moved += p->ops.v[i].floats_moved;
+			c.flops += p->ops.v[i].flops;
+			c.seconds += p->ops.v[i].seconds;
+			if (p->ops.v[i].live_bytes > c.peak)
+				c.peak = p->ops.v[i].live_bytes;
+		}
+	return c;
+}
 
 static void tree_print(Tree *t, int i, int depth, int stmt)
 {
@@ -204,6 +232,46 @@ static void header_print(Buf *b, const IaPlan *p, bool costs)
 		buf_printf(b, ": %.3g floats moved, %.3g flops, peak %.3g bytes per rank, predicted %.3g s",
 		           p->total_floats_moved, p->total_flops, p->peak_bytes, p->predicted_seconds);
 	buf_puts(b, "\n");
+	if (costs && p->machine)
+		buf_printf(b, "machine model: %s\n", p->machine);
+	/* the blocks chosen, per input, param and output */
+	bool first = true;
+	for (int t = 0; t < p->tra->tensors.n; t++) {
+		const Tensor *ten = &p->tra->tensors.v[t];
+		for (int i = 0; i < p->ops.n; i++) {
+			const IaOp *op = &p->ops.v[i];
+			int who = op->kind == IA_READ ? op->u.read.tensor : op->kind == IA_INIT ? op->u.init.tensor
+			          : op->kind == IA_WRITE ? op->u.write.tensor : -1;
+			if (who != t || ten->rank == 0)
+				continue;
+			buf_puts(b, first ? "blocks:" : ",");
+			first = false;
+			buf_printf(b, " %s ", ten->name);
+			for (int d = 0; d < op->type.nkey; d++)
+				buf_printf(b, "%s%" PRId64, d ? "x" : "", op->type.block[d]);
+			break;
+		}
+	}
+	if (!first)
+		buf_puts(b, "\n");
+}
+
+static void alts_print(Tree *t, int s, int depth)
+{
+	const IaPlan *p = t->p;
+	for (int i = 0; i < p->alts.n; i++) {
+		const IaAlt *a = &p->alts.v[i];
+		if (a->stmt != s)
+			continue;
+		buf_printf(t->b, "%*s  also considered: %s", 4 * depth, "", strategy_name(a->strategy));
+		if (!a->feasible)
+			buf_printf(t->b, " (%s)\n", a->why ? a->why : "does not apply");
+		else if (t->costs)
+			buf_printf(t->b, ", %.3g floats moved, predicted %.3g s, peak %.3g bytes per rank: %s\n",
+			           a->floats, a->seconds, a->peak_bytes, a->why ? a->why : "");
+		else
+			buf_printf(t->b, " (%s)\n", a->seconds >= p->predicted_seconds ? "costlier" : "over the memory budget");
+	}
 }
 
 /* Print statement s's ops as trees from their roots, at indent `depth`. */
@@ -224,15 +292,13 @@ static void stmt_print(Tree *t, int s, int first, int depth)
 	buf_printf(b, "\n%*sstatement %d (line %d): %s\n", 4 * depth, "", s + 1, line, p->tra->stmts.v[s].text);
 	buf_printf(b, "%*s  strategy %s", 4 * depth, "", strategy_name(p->strategy.v[s]));
 	if (t->costs) {
-		double moved = 0, flops = 0;
-		for (int i = 0; i < n; i++)
-			if (p->ops.v[i].stmt == s) {
-				moved += p->ops.v[i].floats_moved;
-				flops += p->ops.v[i].flops;
-			}
-		buf_printf(b, ", %.3g floats moved, %.3g flops", moved, flops);
+		StmtCost c = stmt_cost(p, s);
+		buf_printf(b, ", %.3g floats moved, %.3g flops, predicted %.3g s, peak %.3g bytes per rank",
+		           c.moved, c.flops, c.seconds, c.peak);
 	}
 	buf_puts(b, "\n");
+	if (t->alts)
+		alts_print(t, s, depth);
 	for (int i = n - 1; i >= 0; i--)
 		if (p->ops.v[i].stmt == s && t->users[i] == 0)
 			tree_print(t, i, depth, s);
@@ -240,10 +306,10 @@ static void stmt_print(Tree *t, int s, int first, int depth)
 
 /* The plan in program order: statements as trees of their ops, inputs and
  * outputs as they come, repeat blocks indented. */
-void ia_print(Buf *b, const IaPlan *p, bool costs)
+static void print_plan(Buf *b, const IaPlan *p, bool costs, bool alts)
 {
 	int n = p->ops.n;
-	Tree t = {p, xcalloc(n + 1, sizeof(int)), xcalloc(n + 1, sizeof(bool)), b, costs};
+	Tree t = {p, xcalloc(n + 1, sizeof(int)), xcalloc(n + 1, sizeof(bool)), b, costs, alts};
 	bool *done = xcalloc(p->tra->stmts.n + 1, sizeof(bool));
 	for (int i = 0; i < n; i++) {
 		int in[2];
@@ -281,6 +347,11 @@ void ia_print(Buf *b, const IaPlan *p, bool costs)
 	free(t.shown);
 }
 
+void ia_print(Buf *b, const IaPlan *p, bool costs)
+{
+	print_plan(b, p, costs, false);
+}
+
 /* ---- JSON ---- */
 
 static void json_str(Buf *b, const char *s)
@@ -314,25 +385,67 @@ static void json_explain(Buf *b, const IaPlan *p)
 	json_num(b, p->predicted_seconds);
 	buf_puts(b, ",\n  \"peak_bytes_per_rank\": ");
 	json_num(b, p->peak_bytes);
-	buf_puts(b, ",\n  \"statements\": [");
+	if (p->leanest_peak > 0) {
+		buf_puts(b, ",\n  \"leanest_peak_bytes_per_rank\": ");
+		json_num(b, p->leanest_peak);
+	}
+	buf_puts(b, ",\n  \"machine\": ");
+	json_str(b, p->machine ? p->machine : "built-in");
+	buf_puts(b, ",\n  \"params\": [");
+	bool firstp = true;
+	for (int t = 0; t < p->tra->tensors.n && t < p->varplace.n; t++) {
+		if (p->tra->tensors.v[t].role != TENSOR_PARAM)
+			continue;
+		Buf pl = {0};
+		place_print(&pl, &p->varplace.v[t]);
+		buf_printf(b, "%s{ \"name\": ", firstp ? "" : ", ");
+		json_str(b, p->tra->tensors.v[t].name);
+		buf_puts(b, ", \"placement\": ");
+		json_str(b, pl.s);
+		buf_puts(b, " }");
+		buf_free(&pl);
+		firstp = false;
+	}
+	buf_puts(b, "],\n  \"statements\": [");
 	for (int s = 0; s < p->tra->stmts.n; s++) {
-		double moved = 0, flops = 0;
+		StmtCost c = stmt_cost(p, s);
 		int line, col;
-		for (int i = 0; i < p->ops.n; i++)
-			if (p->ops.v[i].stmt == s) {
-				moved += p->ops.v[i].floats_moved;
-				flops += p->ops.v[i].flops;
-			}
 		loc_linecol(p->tra->stmts.v[s].loc, &line, &col);
 		buf_printf(b, "%s\n    { \"line\": %d, \"text\": ", s ? "," : "", line);
 		json_str(b, p->tra->stmts.v[s].text);
 		buf_puts(b, ", \"strategy\": ");
 		json_str(b, strategy_name(p->strategy.v[s]));
 		buf_puts(b, ", \"floats_moved\": ");
-		json_num(b, moved);
+		json_num(b, c.moved);
 		buf_puts(b, ", \"flops\": ");
-		json_num(b, flops);
-		buf_puts(b, " }");
+		json_num(b, c.flops);
+		buf_puts(b, ", \"predicted_seconds\": ");
+		json_num(b, c.seconds);
+		buf_puts(b, ", \"peak_bytes_per_rank\": ");
+		json_num(b, c.peak);
+		buf_puts(b, ", \"alternatives\": [");
+		bool firsta = true;
+		for (int i = 0; i < p->alts.n; i++) {
+			const IaAlt *a = &p->alts.v[i];
+			if (a->stmt != s)
+				continue;
+			buf_printf(b, "%s{ \"strategy\": ", firsta ? "" : ", ");
+			json_str(b, strategy_name(a->strategy));
+			buf_printf(b, ", \"feasible\": %s", a->feasible ? "true" : "false");
+			if (a->feasible) {
+				buf_puts(b, ", \"total_floats_moved\": ");
+				json_num(b, a->floats);
+				buf_puts(b, ", \"predicted_seconds\": ");
+				json_num(b, a->seconds);
+				buf_puts(b, ", \"peak_bytes_per_rank\": ");
+				json_num(b, a->peak_bytes);
+			}
+			buf_puts(b, ", \"why\": ");
+			json_str(b, a->why ? a->why : "");
+			buf_puts(b, " }");
+			firsta = false;
+		}
+		buf_puts(b, "] }");
 	}
 	buf_puts(b, "\n  ],\n  \"ops\": [");
 	for (int i = 0; i < p->ops.n; i++) {
@@ -352,6 +465,8 @@ static void json_explain(Buf *b, const IaPlan *p)
 		json_num(b, op->bytes_sent);
 		buf_puts(b, ", \"flops\": ");
 		json_num(b, op->flops);
+		buf_puts(b, ", \"predicted_seconds\": ");
+		json_num(b, op->seconds);
 		buf_puts(b, ", \"placement\": ");
 		json_str(b, pl.s);
 		buf_puts(b, ", \"type\": ");
@@ -829,7 +944,10 @@ void ia_explain(Buf *b, const IaPlan *p, ExplainFormat f, bool costs)
 {
 	switch (f) {
 	case EXPLAIN_TEXT:
-		ia_print(b, p, costs);
+		print_plan(b, p, costs, false);
+		return;
+	case EXPLAIN_ALL:
+		print_plan(b, p, costs, true);
 		return;
 	case EXPLAIN_JSON:
 		json_explain(b, p);

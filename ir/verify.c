@@ -204,6 +204,8 @@ static void check_rekey(Ctx *c, const RelType *in, int nkey, const int *keymap, 
 		return fail(c, "rekey to %d dims, output has %d", nkey, out->nkey);
 	for (int i = 0; i < nkey; i++) {
 		int d = keymap[i];
+		if (d == -1)
+			continue;       /* an inserted dim, tuples duplicated along it */
 		if (d < 0 || d >= in->nkey || (seen & 1u << d))
 			return fail(c, "bad key map entry %d", d);
 		seen |= 1u << d;

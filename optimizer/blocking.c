@@ -3,19 +3,28 @@
  *
  * Lowering leaves each tensor as a single chunk.  Here the key dims of all
  * TRA ops are put into classes with union-find: dims a join matches, the
- * dims an aggregation or rekey carries through, a filter's equated dims.
- * Dims of one class must be blocked alike, or chunks that meet in a kernel
- * would not line up; every class has one extent (sema checked it), and gets
- * one block size.
+ * dims an aggregation or rekey carries through, a filter's equated dims, the
+ * dims of every value of one param.  Dims of one class must be blocked
+ * alike, or chunks that meet in a kernel would not line up; every class has
+ * one extent (sema checked it), and gets one block size.
  *
- * The choice is simple for now: the --block size if given, else blocks of
- * at most 512 split evenly over the extent, so edge chunks are not slivers.
+ * The automatic block aims at chunks BLIS runs near its best rate (the
+ * smallest block the machine model rates within 10% of its best), with a
+ * number of blocks the ranks divide evenly: at least one per rank when the
+ * extent allows blocks of 128, else a multiple of the rank count when that
+ * changes the block by little.  The search (search.c) then tries coarser
+ * blocks class by class, jointly with the plan (a replication matmul wants
+ * few blocks along its free dims), and keeps what predicts fastest.
+ *
+ * Overrides (--block): N for every dim (all classes pinned), or per tensor
+ * NAME=B (every dim) or NAME=B0xB1x... (per dim, `*` automatic).  A tensor
+ * dim's block is its class's: two overrides that give one class different
+ * blocks are an error naming both.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "optimizer/opt.h"
-
-#define AUTO_BLOCK 512
 
 static int find(int *parent, int x)
 {
@@ -32,27 +41,21 @@ static void unite(int *parent, int a, int b)
 		parent[a < b ? b : a] = a < b ? a : b;
 }
 
-static int64_t choose_block(int64_t extent, const OptOptions *o)
-{
-	if (o->block > 0)
-		return o->block < extent ? o->block : extent;
-	int64_t nblocks = ceil_div(extent, AUTO_BLOCK);
-	return ceil_div(extent, nblocks);
-}
-
-void opt_block(TraProg *p, const OptOptions *o)
+BlockClasses *opt_block_classes(const TraProg *p)
 {
 	int n = p->ops.n;
-	int *base = xcalloc(n + 1, sizeof *base);
+	BlockClasses *c = xcalloc(1, sizeof *c);
+	c->base = xcalloc(n + 1, sizeof *c->base);
 	for (int i = 0; i < n; i++)
-		base[i + 1] = base[i] + p->ops.v[i].type.nkey;
-	int total = base[n];
+		c->base[i + 1] = c->base[i] + p->ops.v[i].type.nkey;
+	int total = c->nslot = c->base[n];
 	int *parent = xcalloc(total + 1, sizeof *parent);
 	for (int i = 0; i < total; i++)
 		parent[i] = i;
 	int *first = xcalloc(p->tensors.n + 1, sizeof *first);   /* per param: an op carrying it */
 	for (int t = 0; t < p->tensors.n; t++)
 		first[t] = -1;
+	const int *base = c->base;
 
 	for (int i = 0; i < n; i++) {
 		const TraOp *op = &p->ops.v[i];
@@ -80,7 +83,8 @@ void opt_block(TraProg *p, const OptOptions *o)
 			break;
 		case TRA_REKEY:
 			for (int d = 0; d < op->u.rekey.nkey; d++)
-				unite(parent, base[op->u.rekey.in] + op->u.rekey.keymap[d], base[i] + d);
+				if (op->u.rekey.keymap[d] >= 0)
+					unite(parent, base[op->u.rekey.in] + op->u.rekey.keymap[d], base[i] + d);
 			break;
 		case TRA_FILTER:
 			for (int d = 0; d < op->type.nkey; d++)
@@ -92,9 +96,8 @@ void opt_block(TraProg *p, const OptOptions *o)
 		case TRA_PRINT:
 		case TRA_LOOP:
 		case TRA_ENDLOOP:
+		case TRA_GRAD:          /* autodiff replaced it before blocking */
 			break;
-		case TRA_GRAD:
-			tr_bug("a grad op reached blocking: autodiff did not run");
 		case TRA_INIT:
 		case TRA_LOAD:
 		case TRA_STORE: {
@@ -111,17 +114,158 @@ void opt_block(TraProg *p, const OptOptions *o)
 		}
 	}
 
-	int64_t *block = xcalloc(total + 1, sizeof *block);
+	/* number the classes in order of first appearance */
+	int *num = xcalloc(total + 1, sizeof *num);
+	for (int i = 0; i < total; i++)
+		num[i] = -1;
+	c->of = xcalloc(total + 1, sizeof *c->of);
+	for (int i = 0; i < total; i++) {
+		int r = find(parent, i);
+		if (num[r] < 0)
+			num[r] = c->n++;
+		c->of[i] = num[r];
+	}
+	c->extent = xcalloc(c->n + 1, sizeof *c->extent);
+	c->block = xcalloc(c->n + 1, sizeof *c->block);
+	c->pinned = xcalloc(c->n + 1, sizeof *c->pinned);
+	c->dtype = xcalloc(c->n + 1, sizeof *c->dtype);
+	for (int i = 0; i < n; i++) {
+		const RelType *t = &p->ops.v[i].type;
+		for (int d = 0; d < t->nkey; d++) {
+			int k = c->of[base[i] + d];
+			if (!c->extent[k]) {
+				c->extent[k] = t->extent[d];
+				c->dtype[k] = t->dtype;
+			} else if (c->extent[k] != t->extent[d]) {
+				tr_bug("blocking class %d mixes extents %" PRId64 " and %" PRId64, k, c->extent[k], t->extent[d]);
+			}
+		}
+	}
+	free(num);
+	free(first);
+	free(parent);
+	return c;
+}
+
+void opt_block_classes_free(BlockClasses *c)
+{
+	if (!c)
+		return;
+	free(c->of);
+	free(c->base);
+	free(c->extent);
+	free(c->block);
+	free(c->pinned);
+	free(c->dtype);
+	free(c);
+}
+
+/* The smallest block the machine rates within 10% of its best gemm rate. */
+static int64_t target_block(const Machine *m, DType t)
+{
+	double best = 0;
+	for (int i = 0; i < m->ngemm; i++)
+		best = m->gemm_rate[t == DT_F64][i] > best ? m->gemm_rate[t == DT_F64][i] : best;
+	for (int i = 0; i < m->ngemm; i++)
+		if (m->gemm_rate[t == DT_F64][i] >= 0.9 * best)
+			return m->gemm_block[i] > 64 ? m->gemm_block[i] : 64;
+	return 512;
+}
+
+int64_t opt_auto_block(int64_t extent, int nranks, const Machine *m, DType t)
+{
+	Machine dflt;
+	if (!m) {
+		machine_default(&dflt);
+		m = &dflt;
+	}
+	int64_t b = target_block(m, t);
+	int64_t f = ceil_div(extent, b);
+	int64_t s = nranks > 0 ? nranks : 1;
+	if (f < s && extent / s >= 128)
+		f = s;                          /* one block per rank at least */
+	else if (f > s && f % s) {
+		int64_t g = (f / s + 1) * s;    /* a multiple of the ranks, if close */
+		if ((double)g <= 1.25 * (double)f)
+			f = g;
+	}
+	if (f > extent)
+		f = extent;
+	return ceil_div(extent, f);
+}
+
+/* The ops that carry tensor t's own value (key dim d = tensor dim d). */
+static bool carries(const TraOp *op, int t)
+{
+	switch (op->kind) {
+	case TRA_INPUT: return op->u.input.tensor == t;
+	case TRA_INIT: case TRA_LOAD: return op->u.init.tensor == t;
+	case TRA_OUTPUT: return op->u.output.tensor == t;
+	case TRA_STORE: return op->u.store.tensor == t;
+	default: return false;
+	}
+}
+
+bool opt_block_choose(BlockClasses *c, const TraProg *p, const OptOptions *o, Buf *err)
+{
+	const Machine *m = o->machine;
+	for (int k = 0; k < c->n; k++) {
+		if (o->block > 0) {
+			c->block[k] = o->block < c->extent[k] ? o->block : c->extent[k];
+			c->pinned[k] = true;
+		} else {
+			c->block[k] = opt_auto_block(c->extent[k], o->nranks, m, c->dtype[k]);
+			c->pinned[k] = false;
+		}
+	}
+	/* per-tensor overrides; who set each class, for messages */
+	int *who = xcalloc(c->n + 1, sizeof *who), *whodim = xcalloc(c->n + 1, sizeof *whodim);
+	for (int k = 0; k < c->n; k++)
+		who[k] = -1;
+	bool ok = true;
+	for (int i = 0; i < o->nblockpins && ok; i++) {
+		const BlockPin *pin = &o->blockpins[i];
+		const Tensor *ten = &p->tensors.v[pin->tensor];
+		for (int d = 0; d < ten->rank && ok; d++) {
+			if (pin->dim >= 0 && pin->dim != d)
+				continue;
+			if (pin->block <= 0)
+				continue;       /* `*`: automatic */
+			for (int op = 0; op < p->ops.n && ok; op++) {
+				const TraOp *x = &p->ops.v[op];
+				if (!carries(x, pin->tensor))
+					continue;
+				int src = x->kind == TRA_OUTPUT ? x->u.output.in : x->kind == TRA_STORE ? x->u.store.in : op;
+				if (d >= p->ops.v[src].type.nkey)
+					continue;
+				int k = c->of[c->base[src] + d];
+				int64_t b = pin->block < c->extent[k] ? pin->block : c->extent[k];
+				if (who[k] >= 0 && c->block[k] != b) {
+					buf_printf(err, "--block gives %s's dim %d a block of %" PRId64 " but %s's dim %d, "
+					           "which meets it, a block of %" PRId64,
+					           ten->name, d, b, p->tensors.v[who[k]].name, whodim[k], c->block[k]);
+					ok = false;
+					break;
+				}
+				c->block[k] = b;
+				c->pinned[k] = true;
+				who[k] = pin->tensor;
+				whodim[k] = d;
+			}
+		}
+	}
+	free(who);
+	free(whodim);
+	return ok;
+}
+
+void opt_block_apply(TraProg *p, const BlockClasses *c)
+{
+	int n = p->ops.n;
 	for (int i = 0; i < n; i++) {
 		RelType *t = &p->ops.v[i].type;
-		for (int d = 0; d < t->nkey; d++) {
-			int c = find(parent, base[i] + d);
-			if (!block[c])
-				block[c] = choose_block(t->extent[d], o);
-			else if (block[c] > t->extent[d])
-				tr_bug("blocking class %d mixes extents", c);
-			t->block[d] = block[c];
-		}
+		for (int d = 0; d < t->nkey; d++)
+			t->block[d] = c->block[c->of[c->base[i] + d]];
 	}
 	/* an output's, store's or print's type is its input's */
 	for (int i = 0; i < n; i++) {
@@ -131,8 +275,22 @@ void opt_block(TraProg *p, const OptOptions *o)
 		else if (op->kind == TRA_STORE || op->kind == TRA_PRINT)
 			op->type = p->ops.v[op->u.store.in].type;
 	}
-	free(first);
-	free(block);
-	free(parent);
-	free(base);
+}
+
+bool opt_check_blocks(const TraProg *p, const OptOptions *o, Buf *err)
+{
+	BlockClasses *c = opt_block_classes(p);
+	bool ok = opt_block_choose(c, p, o, err);
+	opt_block_classes_free(c);
+	return ok;
+}
+
+void opt_block(TraProg *p, const OptOptions *o)
+{
+	BlockClasses *c = opt_block_classes(p);
+	Buf err = {0};
+	opt_block_choose(c, p, o, &err);
+	buf_free(&err);
+	opt_block_apply(p, c);
+	opt_block_classes_free(c);
 }

@@ -3,14 +3,28 @@
  *
  * Section 5.3 of the TRA paper: because frontiers are known exactly, so are
  * the sizes of all relations, and the cost of a plan is the number of floats
- * it moves: a broadcast of f floats over s sites costs f*s, a shuffle f.
- * Beside that metric we compute what a run will actually do: bytes that
- * leave their site (exact, from the site function the runtime uses), flops,
- * peak bytes per rank (intermediates freed after their last use), and a
- * predicted time from a small machine model.
+ * it moves: a broadcast of f floats over s sites costs f*s, a shuffle f, a
+ * move that moves nothing (the relation already placed as needed) 0.
+ * Beside that metric we compute what a run will do: bytes that leave their
+ * site (from the site function the runtime uses), flops, the most bytes a
+ * rank holds at once (intermediates freed after their last use), and
+ * predicted seconds from the machine model (machine.c): per op, the most
+ * loaded rank's share of the work at the kernel's rate, and each move as the
+ * collective the runtime makes of it (a broadcast is an allgather, a
+ * shuffle an all-to-all).
  *
- * A relation of partial aggregates (PL_PARTIAL) holds each key on up to r
- * sites; `copies` tracks that r (s for PL_ALL, 1 for PL_PART).
+ * Balance.  A relation partitioned on dims D puts each combination of D's
+ * key values on one rank (row-major index modulo the rank count), so the
+ * most loaded rank's share is known exactly by enumerating those
+ * combinations (weighted by their chunks' lengths, edge chunks being short).
+ *
+ * Partials.  A relation of partial aggregates (PL_PARTIAL) holds each key on
+ * up to r sites, r = `copies`: the sites its grouped-away partitioning dims
+ * spread it over.  Its floats, moved or held, count r times: a co-partition
+ * matmul ships s partial results of I x J (the paper's CMM = I*J*s).
+ *
+ * The primitives (cost_move, cost_join, ...) are what the search costs its
+ * candidates with; opt_cost applies the same ones to a whole plan.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -18,58 +32,206 @@
 
 #include "optimizer/opt.h"
 
-/* The machine model: shared-memory MPI on one node, one BLIS thread per rank. */
-static const struct {
-	double latency;         /* seconds per message */
-	double bandwidth;       /* bytes per second, per rank */
-	double gemm_rate;       /* flop/s per rank in BLIS */
-	double loop_rate;       /* flop/s per rank in generated loops */
-} machine = {2e-6, 4e9, 5e10, 2e9};
+#define ENUM_LIMIT 200000       /* key combinations enumerated exactly; above, estimates */
 
-#define ENUM_LIMIT 1000000      /* tuples enumerated exactly; above, estimates */
-
-/* The runtime's site function (trt_site): row-major index over the
- * partitioning dims' frontiers, modulo the rank count. */
-static int site_of(const Place *p, const RelType *t, const int64_t *key, int s)
+Cost cost_add(Cost a, Cost b)
 {
-	int64_t lin = 0;
-	for (int i = 0; i < p->ndims; i++) {
-		int d = p->dims[i];
-		lin = lin * rel_frontier(t, d) + key[d];
-	}
-	return (int)(lin % s);
+	return (Cost){a.seconds + b.seconds, a.floats + b.floats, a.bytes + b.bytes, a.flops + b.flops};
 }
 
-/* Bytes of the chunk at key (edge chunks are short). */
-static double chunk_bytes(const RelType *t, const int64_t *key)
+Cost cost_scale(Cost a, double k)
 {
-	double n = dtype_size(t->dtype);
-	for (int c = 0; c < t->nchunk; c++) {
-		int d = t->chunkdim[c];
-		int64_t len = t->extent[d] - key[d] * t->block[d];
-		n *= (double)(len < t->block[d] ? len : t->block[d]);
-	}
-	return n;
+	return (Cost){a.seconds * k, a.floats * k, a.bytes * k, a.flops * k};
 }
 
-/* Per-site bytes of a relation placed by p; false if too many tuples. */
-static bool per_site_bytes(const RelType *t, const Place *p, int s, double *site)
+int cost_cmp(Cost a, Cost b)
 {
-	int64_t n = rel_ntuples(t);
-	int64_t key[MAXDIM] = {0};
-	if (n > ENUM_LIMIT)
+	if (isinf(a.seconds) || isinf(b.seconds))
+		return isinf(a.seconds) ? (isinf(b.seconds) ? 0 : 1) : -1;
+	double tol = 1e-6 * fmax(fabs(a.seconds), fabs(b.seconds));
+	if (a.seconds < b.seconds - tol)
+		return -1;
+	if (a.seconds > b.seconds + tol)
+		return 1;
+	double ftol = 1e-9 * fmax(a.floats, b.floats);
+	if (a.floats < b.floats - ftol)
+		return -1;
+	if (a.floats > b.floats + ftol)
+		return 1;
+	return 0;
+}
+
+/* ---- a memo of enumerations ---- */
+
+/* Shares and moving fractions depend only on the partitioning dims'
+ * extents, blocks and chunking, and on the site count: the search asks
+ * for the same ones many times.  Keys are small int64 arrays. */
+#define MEMO_KEY 40
+
+typedef struct MemoEnt {
+	int n;
+	int64_t key[MEMO_KEY];
+	double val;
+} MemoEnt;
+
+static MemoEnt *memo;
+static size_t memo_cap, memo_used;
+
+static uint64_t memo_hash(const int64_t *k, int n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (int i = 0; i < n; i++) {
+		h ^= (uint64_t)k[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static MemoEnt *memo_find(const int64_t *k, int n)
+{
+	if (memo_used * 2 >= memo_cap) {
+		size_t oc = memo_cap;
+		MemoEnt *old = memo;
+		memo_cap = oc ? 2 * oc : 4096;
+		memo = xcalloc(memo_cap, sizeof *memo);
+		memo_used = 0;
+		for (size_t i = 0; i < oc; i++)
+			if (old[i].n) {
+				MemoEnt *e = memo_find(old[i].key, old[i].n);
+				*e = old[i];
+				memo_used++;
+			}
+		free(old);
+	}
+	size_t i = memo_hash(k, n) & (memo_cap - 1);
+	for (;; i = (i + 1) & (memo_cap - 1)) {
+		MemoEnt *e = &memo[i];
+		if (!e->n || (e->n == n && !memcmp(e->key, k, (size_t)n * sizeof *k)))
+			return e;
+	}
+}
+
+static bool memo_get(const int64_t *k, int n, double *v)
+{
+	if (n > MEMO_KEY)
 		return false;
-	for (int i = 0; i < s; i++)
-		site[i] = 0;
-	for (int64_t k = 0; k < n; k++) {
-		int64_t rest = k;
-		for (int d = t->nkey - 1; d >= 0; d--) {
-			key[d] = rest % rel_frontier(t, d);
-			rest /= rel_frontier(t, d);
-		}
-		site[site_of(p, t, key, s)] += chunk_bytes(t, key);
-	}
+	MemoEnt *e = memo_find(k, n);
+	if (!e->n)
+		return false;
+	*v = e->val;
 	return true;
+}
+
+static void memo_put(const int64_t *k, int n, double v)
+{
+	if (n > MEMO_KEY)
+		return;
+	MemoEnt *e = memo_find(k, n);
+	if (!e->n) {
+		e->n = n;
+		memcpy(e->key, k, (size_t)n * sizeof *k);
+		memo_used++;
+	}
+	e->val = v;
+}
+
+/* The key of a dim: extent, block, chunked. */
+static int dim_key(const RelType *t, int d, int64_t *k)
+{
+	k[0] = t->extent[d];
+	k[1] = t->block[d];
+	k[2] = rel_chunkpos(t, d) >= 0;
+	return 3;
+}
+
+/* ---- sizes and balance ---- */
+
+/* Fraction of dim d's volume at key value k (edge chunks are short; a dim
+ * no chunk spans weighs its key values alike). */
+static double dim_weight(const RelType *t, int d, int64_t k)
+{
+	int64_t f = rel_frontier(t, d);
+	if (rel_chunkpos(t, d) < 0)
+		return 1.0 / (double)f;
+	int64_t len = t->extent[d] - k * t->block[d];
+	if (len > t->block[d])
+		len = t->block[d];
+	return (double)len / (double)t->extent[d];
+}
+
+double cost_share(const CostCtx *c, const RelType *t, const Place *p)
+{
+	int s = c->s;
+	switch (p->kind) {
+	case PL_ALL:
+		return 1;
+	case PL_PARTIAL:
+		return 1.0 / s;
+	case PL_PART:
+		break;
+	}
+	if (s == 1 || p->ndims == 0)
+		return 1;
+	int64_t mk[MEMO_KEY];
+	int nk = 0;
+	mk[nk++] = 1;           /* kind: a share */
+	mk[nk++] = s;
+	for (int i = 0; i < p->ndims && nk + 3 <= MEMO_KEY; i++)
+		nk += dim_key(t, p->dims[i], mk + nk);
+	double memoed;
+	if (p->ndims <= (MEMO_KEY - 2) / 3 && memo_get(mk, nk, &memoed))
+		return memoed;
+	double combos = 1;
+	for (int i = 0; i < p->ndims; i++)
+		combos *= (double)rel_frontier(t, p->dims[i]);
+	if (combos > ENUM_LIMIT) {
+		double per = ceil(combos / s);
+		return per / combos;
+	}
+	/* load per site over the combinations of the partitioning dims */
+	double load[4096];
+	double *site = s <= 4096 ? load : xcalloc((size_t)s, sizeof *site);
+	for (int i = 0; i < s && i < 4096; i++)
+		load[i] = 0;
+	int64_t key[MAXDIM] = {0};
+	int64_t n = (int64_t)combos;
+	for (int64_t k = 0; k < n; k++) {
+		int64_t rest = k, lin = 0;
+		double w = 1;
+		for (int i = p->ndims - 1; i >= 0; i--) {
+			int64_t f = rel_frontier(t, p->dims[i]);
+			key[i] = rest % f;
+			rest /= f;
+		}
+		for (int i = 0; i < p->ndims; i++) {
+			lin = lin * rel_frontier(t, p->dims[i]) + key[i];
+			w *= dim_weight(t, p->dims[i], key[i]);
+		}
+		site[lin % s] += w;
+	}
+	double m = 0;
+	for (int i = 0; i < s; i++)
+		m = site[i] > m ? site[i] : m;
+	if (site != load)
+		free(site);
+	if (p->ndims <= (MEMO_KEY - 2) / 3)
+		memo_put(mk, nk, m);
+	return m;
+}
+
+double cost_partial_copies(const CostCtx *c, const RelType *t, const Place *p, int ngroup, const int *group)
+{
+	if (p->kind != PL_PART)
+		return 1;
+	double spread = 1;
+	for (int i = 0; i < p->ndims; i++) {
+		bool kept = false;
+		for (int g = 0; g < ngroup; g++)
+			kept |= group[g] == p->dims[i];
+		if (!kept)
+			spread *= (double)rel_frontier(t, p->dims[i]);
+	}
+	return spread < c->s ? spread : c->s;
 }
 
 static double rel_bytes(const RelType *t)
@@ -77,47 +239,126 @@ static double rel_bytes(const RelType *t)
 	return rel_floats(t) * dtype_size(t->dtype);
 }
 
-/* The most bytes one rank holds of a relation. */
-static double max_rank_bytes(const IaOp *op, double copies, int s, double *scratch)
+double cost_rank_bytes(const CostCtx *c, const RelType *t, const Place *p, double copies)
 {
-	switch (op->place.kind) {
+	double b = rel_bytes(t);
+	switch (p->kind) {
 	case PL_ALL:
-		return rel_bytes(&op->type);
+		return b;
 	case PL_PARTIAL:
-		return rel_bytes(&op->type) * copies / s;
+		return b * copies / c->s;
 	case PL_PART:
-		if (per_site_bytes(&op->type, &op->place, s, scratch)) {
-			double m = 0;
-			for (int i = 0; i < s; i++)
-				m = scratch[i] > m ? scratch[i] : m;
-			return m;
-		}
-		return rel_bytes(&op->type) / s;
+		return b * cost_share(c, t, p);
 	}
-	return 0;
+	return b;
 }
 
-/* Bytes a shuffle sends: tuples whose site changes. */
-static double shuffle_bytes(const IaOp *in, double in_copies, const Place *to, int s)
+/* The fraction of a relation's volume whose site changes from `from` to
+ * `to` (both partitionings). */
+static double moving_fraction(const CostCtx *c, const RelType *t, const Place *from, const Place *to)
 {
-	const RelType *t = &in->type;
-	if (in->place.kind == PL_ALL)
-		return 0;               /* every site keeps its own part */
-	if (in->place.kind == PL_PARTIAL || rel_ntuples(t) > ENUM_LIMIT)
-		return rel_bytes(t) * in_copies * (s - 1) / s;
-	double sent = 0;
-	int64_t n = rel_ntuples(t), key[MAXDIM] = {0};
-	for (int64_t k = 0; k < n; k++) {
-		int64_t rest = k;
-		for (int d = t->nkey - 1; d >= 0; d--) {
-			key[d] = rest % rel_frontier(t, d);
-			rest /= rel_frontier(t, d);
+	int s = c->s, dims[2 * MAXDIM], nd = 0;
+	if (s == 1)
+		return 0;
+	for (int pass = 0; pass < 2; pass++) {
+		const Place *p = pass ? to : from;
+		for (int i = 0; i < p->ndims; i++) {
+			bool seen = false;
+			for (int j = 0; j < nd; j++)
+				seen |= dims[j] == p->dims[i];
+			if (!seen)
+				dims[nd++] = p->dims[i];
 		}
-		if (site_of(&in->place, t, key, s) != site_of(to, t, key, s))
-			sent += chunk_bytes(t, key);
 	}
-	return sent;
+	double combos = 1;
+	for (int i = 0; i < nd; i++)
+		combos *= (double)rel_frontier(t, dims[i]);
+	if (combos > ENUM_LIMIT)
+		return (double)(s - 1) / s;
+	/* key: the union's dims, then each placement as positions in it */
+	int64_t mk[MEMO_KEY];
+	int nk = 0;
+	bool memoable = 3 + 3 * nd + from->ndims + to->ndims + 2 <= MEMO_KEY;
+	if (memoable) {
+		mk[nk++] = 2;   /* kind: a moving fraction */
+		mk[nk++] = s;
+		for (int i = 0; i < nd; i++)
+			nk += dim_key(t, dims[i], mk + nk);
+		for (int pass = 0; pass < 2; pass++) {
+			const Place *p = pass ? to : from;
+			mk[nk++] = 100 + p->ndims;
+			for (int i = 0; i < p->ndims; i++)
+				for (int j = 0; j < nd; j++)
+					if (dims[j] == p->dims[i])
+						mk[nk++] = j;
+		}
+		double v;
+		if (memo_get(mk, nk, &v))
+			return v;
+	}
+	int64_t key[MAXDIM] = {0};
+	double moved = 0;
+	for (int64_t k = 0; k < (int64_t)combos; k++) {
+		int64_t rest = k;
+		double w = 1;
+		for (int i = nd - 1; i >= 0; i--) {
+			int64_t f = rel_frontier(t, dims[i]);
+			key[dims[i]] = rest % f;
+			rest /= f;
+			w *= dim_weight(t, dims[i], key[dims[i]]);
+		}
+		int64_t a = 0, b = 0;
+		for (int i = 0; i < from->ndims; i++)
+			a = a * rel_frontier(t, from->dims[i]) + key[from->dims[i]];
+		for (int i = 0; i < to->ndims; i++)
+			b = b * rel_frontier(t, to->dims[i]) + key[to->dims[i]];
+		if (a % s != b % s)
+			moved += w;
+	}
+	if (memoable)
+		memo_put(mk, nk, moved);
+	return moved;
 }
+
+Cost cost_move(const CostCtx *c, const RelType *t, const Place *from, double copies, const Place *to)
+{
+	const Machine *m = c->m;
+	int s = c->s;
+	double size = dtype_size(t->dtype);
+	double f = rel_floats(t) * (from->kind == PL_PARTIAL ? copies : 1);
+	Cost k = {0};
+
+	if (to->kind == PL_ALL) {
+		if (from->kind == PL_ALL)
+			return k;               /* already everywhere (R2-1) */
+		k.floats = f * s;
+		k.bytes = f * size * (s - 1);
+		/* every rank sends its part to every other: an allgather */
+		double share = from->kind == PL_PART ? cost_share(c, t, from) : copies / s;
+		if (share > 1)
+			share = 1;
+		double send = f * size * share * (s - 1), recv = f * size * (s - 1) / s;
+		k.seconds = s > 1 ? machine_coll(m, COLL_ALLGATHER, send > recv ? send : recv) + m->op_overhead : 0;
+		return k;
+	}
+	if (from->kind == PL_ALL) {
+		/* each rank keeps its share: nothing moves */
+		k.seconds = m->op_overhead / 4;
+		return k;
+	}
+	if (from->kind == PL_PART && place_eq(from, to))
+		return k;                       /* already partitioned so (R2-4) */
+	k.floats = f;
+	double frac = from->kind == PL_PARTIAL ? (double)(s - 1) / s : moving_fraction(c, t, from, to);
+	k.bytes = f * size * frac;
+	double sshare = from->kind == PL_PART ? cost_share(c, t, from) : 1.0 / s;
+	double rshare = cost_share(c, t, to);
+	double send = k.bytes * sshare, recv = k.bytes * rshare;
+	k.seconds = s > 1 ? machine_coll(m, COLL_ALLTOALL, send > recv ? send : recv) + m->op_overhead : 0;
+	return k;
+}
+
+/* ---- kernels ---- */
 
 static int kexpr_ops(const KExpr *e)
 {
@@ -129,28 +370,106 @@ static int kexpr_ops(const KExpr *e)
 	return n;
 }
 
-/* Flops of a kernel over a whole relation: every label's full extent,
- * times the work per element. */
-static double kernel_flops(const Kernel *k, int nin, const RelType *const *in)
+/* The extent of kernel label l in input i's chunk dims, or 0. */
+static double label_block(const Kernel *k, int nin, const RelType *const *in, int l)
 {
+	for (int i = 0; i < nin; i++)
+		for (int ch = 0; ch < in[i]->nchunk && ch < k->nindim[i]; ch++)
+			if (k->inlab[i][ch] == l)
+				return (double)in[i]->block[in[i]->chunkdim[ch]];
+	return 0;
+}
+
+/* Flops of a kernel over a relation's key space `sp`: per element of the
+ * labels' space, the expression's ops (and one for a reduction); key dims
+ * no chunk spans multiply by their frontier (one kernel call each). */
+static double kernel_flops(const Kernel *k, int nin, const RelType *const *in, const RelType *sp,
+                           const int inmap[2][MAXDIM])
+{
+	bool covered[MAXDIM] = {0};
+	for (int i = 0; i < nin; i++)
+		for (int ch = 0; ch < in[i]->nchunk; ch++)
+			covered[inmap[i][in[i]->chunkdim[ch]]] = true;
 	double n = 1;
-	for (int l = 0; l < k->nlab; l++) {
-		double ext = 1;
-		for (int i = 0; i < nin && ext == 1; i++)
-			for (int c = 0; c < in[i]->nchunk; c++)
-				if (k->inlab[i][c] == l)
-					ext = (double)in[i]->extent[in[i]->chunkdim[c]];
-		n *= ext;
-	}
+	for (int d = 0; d < sp->nkey; d++)
+		n *= covered[d] ? (double)sp->extent[d] : (double)rel_frontier(sp, d);
 	int per = kexpr_ops(k->expr) + (k->reduces ? 1 : 0);
 	return n * (per ? per : 1);
 }
 
-void opt_cost(IaPlan *p)
+/* The kernel's rate: BLIS for a gemm (by its smallest block), else the
+ * generated loops'. */
+static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in, DType t)
 {
-	int s = p->nranks, n = p->ops.n;
+	if (!kernel_is_gemm(k))
+		return c->m->loop_rate;
+	double b = 1e18;
+	for (int l = 0; l < k->nlab; l++) {
+		double e = label_block(k, nin, in, l);
+		if (e > 0 && e < b)
+			b = e;
+	}
+	if (b > 1e17)
+		b = 1;
+	return machine_gemm_rate(c->m, t, b);
+}
+
+Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r,
+               int nmatch, const int *lkey, const int *rkey, const Place *jp)
+{
+	int inmap[2][MAXDIM];
+	const RelType *in[2] = {l, r};
+	RelType jt = ia_join_type(l, r, nmatch, lkey, rkey);
+	for (int d = 0; d < l->nkey; d++)
+		inmap[0][d] = d;
+	for (int d = 0; d < r->nkey; d++)
+		inmap[1][d] = ia_join_out_dim(l->nkey, nmatch, rkey, d, lkey);
+	Cost x = {0};
+	x.flops = kernel_flops(k, 2, in, &jt, inmap);
+	double share = cost_share(c, &jt, jp);
+	double rate = kernel_rate(c, k, 2, in, jt.dtype);
+	x.seconds = x.flops * share / rate + (double)rel_ntuples(&jt) * share * c->m->call_overhead;
+	return x;
+}
+
+Cost cost_agg(const CostCtx *c, const RelType *in, const Place *p, double copies, const RelType *out)
+{
+	(void)out;
+	Cost x = {0};
+	double elems = rel_floats(in) * (p->kind == PL_PARTIAL ? copies : 1);
+	x.flops = elems;
+	double share = p->kind == PL_PARTIAL ? 1.0 / c->s : cost_share(c, in, p);
+	x.seconds = elems * share / c->m->loop_rate + (double)rel_ntuples(in) * share * c->m->call_overhead / 4;
+	return x;
+}
+
+Cost cost_map(const CostCtx *c, const Kernel *k, const RelType *in, const Place *p)
+{
+	Cost x = {0};
+	if (!k)
+		return x;               /* a rekey shares its chunks */
+	int inmap[2][MAXDIM];
+	const RelType *ins[1] = {in};
+	for (int d = 0; d < in->nkey; d++)
+		inmap[0][d] = d;
+	x.flops = kernel_flops(k, 1, ins, in, inmap);
+	double share = cost_share(c, in, p);
+	x.seconds = x.flops * share / c->m->loop_rate + (double)rel_ntuples(in) * share * c->m->call_overhead;
+	return x;
+}
+
+/* ---- a whole plan ---- */
+
+void opt_cost(IaPlan *p, const Machine *mach)
+{
+	Machine dflt;
+	if (!mach) {
+		machine_default(&dflt);
+		mach = &dflt;
+	}
+	CostCtx cc = {mach, p->nranks};
+	int n = p->ops.n;
 	double *copies = xcalloc(n + 1, sizeof *copies);
-	double *scratch = xcalloc(s + 1, sizeof *scratch);
 	int *last = xcalloc(n + 1, sizeof *last);
 	double *held = xcalloc(n + 1, sizeof *held);
 
@@ -162,6 +481,28 @@ void opt_cost(IaPlan *p)
 		for (int j = 0; j < k; j++)
 			last[in[j]] = i;
 		last[i] = last[i] > i ? last[i] : i;
+	}
+	/* a relation read inside a loop it was made outside of lives to the
+	 * loop's end: find each op's loop and each loop's end */
+	int *loopof = xcalloc(n + 1, sizeof *loopof), *endof = xcalloc(n + 1, sizeof *endof);
+	int *parent = xcalloc(n + 1, sizeof *parent);
+	for (int i = 0, cur = -1; i < n; i++) {
+		if (p->ops.v[i].kind == IA_ENDLOOP) {
+			endof[cur] = i;
+			cur = parent[cur];
+		}
+		loopof[i] = cur;
+		if (p->ops.v[i].kind == IA_LOOP) {
+			parent[i] = cur;
+			cur = i;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		int at = last[i], outer = -1;
+		for (int l = loopof[at]; l >= 0 && l != loopof[i]; l = parent[l])
+			outer = l;
+		if (outer >= 0)
+			last[i] = endof[outer];
 	}
 
 	/* ops inside repeat blocks run count times: their costs add up so */
@@ -179,14 +520,10 @@ void opt_cost(IaPlan *p)
 		int in[2];
 		int k = ia_inputs(op, in);
 		const IaOp *a = k > 0 ? &p->ops.v[in[0]] : NULL;
-		double size = dtype_size(op->type.dtype), seconds = 0;
+		const IaOp *b = k > 1 ? &p->ops.v[in[1]] : NULL;
+		Cost c = {0};
 
-		op->floats_moved = op->bytes_sent = op->flops = 0;
-		switch (op->place.kind) {
-		case PL_ALL: copies[i] = s; break;
-		case PL_PART: copies[i] = 1; break;
-		case PL_PARTIAL: copies[i] = 1; break;
-		}
+		copies[i] = 1;
 		switch (op->kind) {
 		case IA_READ:
 		case IA_WRITE:
@@ -198,83 +535,88 @@ void opt_cost(IaPlan *p)
 		case IA_LOOP:
 		case IA_ENDLOOP:
 			break;
-		case IA_BCAST: {
-			double f = rel_floats(&a->type) * (a->place.kind == PL_PARTIAL ? copies[in[0]] : 1);
-			op->floats_moved = f * s;
-			op->bytes_sent = a->place.kind == PL_ALL ? 0 : f * size * (s - 1);
-			seconds = machine.latency * ceil(log2(s > 1 ? s : 2)) + f * size * (s - 1) / s / machine.bandwidth;
+		case IA_BCAST:
+		case IA_SHUFFLE:
+			c = cost_move(&cc, &a->type, &a->place, copies[in[0]], &op->place);
+			if (op->kind == IA_BCAST && a->place.kind == PL_PARTIAL)
+				copies[i] = copies[in[0]];      /* every partial, everywhere */
 			break;
-		}
-		case IA_SHUFFLE: {
-			double f = rel_floats(&a->type) * (a->place.kind == PL_PARTIAL ? copies[in[0]] : 1);
-			op->floats_moved = a->place.kind == PL_ALL ? 0 : f;
-			op->bytes_sent = shuffle_bytes(a, copies[in[0]], &op->place, s);
-			seconds = machine.latency * (s - 1) + op->bytes_sent / s / machine.bandwidth;
-			break;
-		}
 		case IA_JOIN: {
-			const RelType *ts[2] = {&a->type, &p->ops.v[in[1]].type};
-			op->flops = kernel_flops(op->u.join.kernel, 2, ts);
-			bool gemm = kernel_is_gemm(op->u.join.kernel);
-			double per_rank = op->flops / (op->place.kind == PL_ALL ? 1 : s);
-			seconds = per_rank / (gemm ? machine.gemm_rate : machine.loop_rate);
+			/* the join works over its key space, placed as its inputs give */
+			Place jp;
+			if (a->place.kind == PL_ALL && b->place.kind == PL_ALL)
+				jp = place_all();
+			else if (a->place.kind == PL_ALL) {
+				jp = (Place){.kind = PL_PART, .ndims = b->place.ndims};
+				for (int d = 0; d < b->place.ndims; d++)
+					jp.dims[d] = ia_join_out_dim(a->type.nkey, op->u.join.nmatch, op->u.join.rkey,
+					                             b->place.dims[d], op->u.join.lkey);
+			} else
+				jp = a->place;
+			c = cost_join(&cc, op->u.join.kernel, &a->type, &b->type, op->u.join.nmatch,
+			              op->u.join.lkey, op->u.join.rkey, &jp);
+			if (op->place.kind == PL_PARTIAL) {
+				RelType jt = ia_join_type(&a->type, &b->type, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey);
+				copies[i] = cost_partial_copies(&cc, &jt, &jp, op->u.join.ngroup, op->u.join.group);
+			}
 			break;
 		}
 		case IA_AGG:
-			op->flops = rel_floats(&a->type) * (a->place.kind == PL_PARTIAL ? copies[in[0]] : 1);
-			seconds = op->flops / s / machine.loop_rate;
+			c = cost_agg(&cc, &a->type, &a->place, copies[in[0]], &op->type);
+			if (op->place.kind == PL_PARTIAL)
+				copies[i] = a->place.kind == PL_PARTIAL ? copies[in[0]]
+				            : cost_partial_copies(&cc, &a->type, &a->place, op->u.agg.ngroup, op->u.agg.group);
 			break;
 		case IA_MAP:
-			if (op->u.map.kernel) {
-				const RelType *ts[1] = {&a->type};
-				op->flops = kernel_flops(op->u.map.kernel, 1, ts);
-				seconds = op->flops / (op->place.kind == PL_ALL ? 1 : s) / machine.loop_rate;
-			}
+			c = cost_map(&cc, op->u.map.kernel, &a->type, &a->place);
+			if (op->place.kind == PL_PARTIAL)
+				copies[i] = copies[in[0]];
 			break;
 		}
-		/* partial aggregates: each key on up to r sites */
-		if (op->place.kind == PL_PARTIAL) {
-			/* the partitioned input: a key of the output gathers partials
-			 * from as many sites as its grouped-away partition dims span */
-			double r = 1;
-			for (int j = 0; j < k; j++) {
-				const IaOp *x = &p->ops.v[in[j]];
-				if (x->place.kind == PL_PARTIAL)
-					r = copies[in[j]] > r ? copies[in[j]] : r;
-				if (x->place.kind != PL_PART)
-					continue;
-				double span = 1;
-				for (int d = 0; d < x->place.ndims; d++)
-					span *= (double)rel_frontier(&x->type, x->place.dims[d]);
-				r = span > r ? span : r;
-			}
-			copies[i] = r < s ? r : s;
-		}
-		op->seconds = seconds;
-		p->total_floats_moved += op->floats_moved * times;
-		p->total_bytes_sent += op->bytes_sent * times;
-		p->total_flops += op->flops * times;
-		p->predicted_seconds += seconds * times;
+		op->floats_moved = c.floats;
+		op->bytes_sent = c.bytes;
+		op->flops = c.flops;
+		op->seconds = c.seconds;
+		p->total_floats_moved += c.floats * times;
+		p->total_bytes_sent += c.bytes * times;
+		p->total_flops += c.flops * times;
+		p->predicted_seconds += c.seconds * times;
 
 		/* memory: this op's output joins the live set; inputs used for
 		 * the last time leave it after the op */
 		if (op->kind == IA_INIT)
 			last[i] = n;    /* a param's storage lives to the end */
 		if (ia_has_result(op->kind) && op->kind != IA_LOAD) {
-			held[i] = max_rank_bytes(op, copies[i], s, scratch);
+			if (op->kind == IA_MAP && !op->u.map.kernel)
+				/* a rekey or a replication shares its input's chunks:
+				 * it takes them over when the input dies here */
+				held[i] = last[in[0]] == i ? held[in[0]] : 0;
+			else
+				held[i] = cost_rank_bytes(&cc, &op->type, &op->place, copies[i]);
 			live += held[i];
 		}
-		if (live > p->peak_bytes)
+		op->live_bytes = live;
+		if (live > p->peak_bytes) {
 			p->peak_bytes = live;
+			p->peak_op = i;
+		}
 		for (int j = 0; j < k; j++)
-			if (last[in[j]] == i) {
+			if (last[in[j]] == i && held[in[j]] > 0) {
 				live -= held[in[j]];
 				held[in[j]] = 0;
 			}
+		if (op->kind == IA_ENDLOOP)
+			for (int j = 0; j < i; j++)
+				if (last[j] == i && held[j] > 0) {
+					live -= held[j];
+					held[j] = 0;
+				}
 	}
 	vec_free(&loops);
 	free(copies);
-	free(scratch);
 	free(last);
 	free(held);
+	free(loopof);
+	free(endof);
+	free(parent);
 }

@@ -26,6 +26,11 @@ typedef struct OptOptions {
 /* Replace every grad op by the TRA computing the gradient. */
 void opt_autodiff(TraProg *p);
 
+/* ---- hoist.c ---- */
+
+/* Move loop-invariant computation out of repeat blocks. */
+void opt_hoist(TraProg *p);
+
 /* ---- blocking.c ---- */
 
 /* Choose every key dim's block, consistently across joins; rewrites the

@@ -1,43 +1,73 @@
 /*
- * rules.c: equivalence rules over IA plans (TRA paper, Table 2).
+ * rules.c: the equivalence rules of rules.def as rewrites of IA plans.
  *
- * Each rule is a pass that rebuilds the plan, op by op, replacing the ops it
- * matches.  A rebuilt op's placement is derived again from its new inputs
- * (ia_derive_place), so a rule only states what it rewrites.
+ * Each rule has a matcher (does its pattern, with its side condition, sit at
+ * op i?) and a rewriter that emits the right side in place of op i.  A rule
+ * application rebuilds the plan op by op: ops before and after i are copied
+ * (their inputs renumbered), op i is replaced by the rule's ops, and ops no
+ * one reads any more are swept.  Every rebuilt op's placement is derived
+ * again from its new inputs (ia_derive_place), so a rewrite only states what
+ * it computes; one that would make an op invalid on its inputs' placements
+ * fails, and rule_apply returns NULL.  Where a rule changes the placement of
+ * the relation it computes (R2-6, BMM, CMM, RMM), a move back to the old
+ * placement follows, so the rest of the plan is untouched.
  *
- *   R2-4   shuffle(R, D) -> R          when R is already partitioned on D
- *   R2-1   bcast(R) -> R               when R is already on every site
- *   R2-5   agg(shuffle(R)) -> agg(shuffle(agg(R)))
- *                                      two-phase aggregation: a local
- *                                      pre-aggregation before the shuffle
- *   R1-7'  agg(join(L, R)) -> join_agg(L, R)
- *                                      a local join whose only reader is a
- *                                      local aggregation accumulates into its
- *                                      output (gemm with beta = 1)
+ * Two plans are equivalent when they hold the same (key, chunk) pairs once
+ * the site is projected away (the paper's definition); tests/unit/
+ * test_rules.c checks every rule so, by running both sides in the
+ * interpreter (interp.c) on random data over simulated sites.
+ *
+ * The search (search.c) does not rewrite plans: its implementations are
+ * the right sides these rules derive from Table 1's translation, built
+ * directly.  -O1 applies the rules that never make a plan worse.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "optimizer/opt.h"
 
-typedef struct Rebuild {
+static const struct { const char *name, *kind, *meaning, *condition; } rules[] = {
+#define RULE(id, name, kind, meaning, condition) {name, kind, meaning, condition},
+#include "optimizer/rules.def"
+};
+
+const char *rule_name(RuleId r)
+{
+	return rules[r].name;
+}
+
+const char *rule_meaning(RuleId r)
+{
+	return rules[r].meaning;
+}
+
+const char *rule_condition(RuleId r)
+{
+	return rules[r].condition;
+}
+
+/* ---- rebuilding ---- */
+
+typedef struct Rw {
 	const IaPlan *old;
 	IaPlan *new;
 	int *map;               /* old op -> new op */
-	int *users;             /* old op -> readers in the old plan */
-} Rebuild;
+	bool failed;
+	int variant;
+} Rw;
 
-static int emit(Rebuild *r, IaOp op)
+static int emit(Rw *r, IaOp op)
 {
 	Buf why = {0};
 	if (!ia_derive_place(r->new, &op, &op.place, &why))
-		tr_bug("rule made an invalid %s: %s", ia_op_name(op.kind), why.s);
+		r->failed = true;
 	buf_free(&why);
 	return ia_push(r->new, op);
 }
 
-/* The op with its inputs renumbered into the new plan. */
-static IaOp remap(Rebuild *r, const IaOp *op)
+/* The op with its inputs renumbered into the new plan, kernels cloned into
+ * the new plan's arena. */
+static IaOp remap(Rw *r, const IaOp *op)
 {
 	IaOp c = *op;
 	switch (c.kind) {
@@ -47,7 +77,6 @@ static IaOp remap(Rebuild *r, const IaOp *op)
 	case IA_JOIN:
 		c.u.join.left = r->map[c.u.join.left];
 		c.u.join.right = r->map[c.u.join.right];
-		/* kernels live in the plan's arena, which dies with the old plan */
 		c.u.join.kernel = kernel_clone(r->new->arena, c.u.join.kernel);
 		break;
 	case IA_AGG: c.u.agg.in = r->map[c.u.agg.in]; break;
@@ -68,114 +97,14 @@ static IaOp remap(Rebuild *r, const IaOp *op)
 	return c;
 }
 
-typedef bool (*RuleFn)(Rebuild *r, int i);
-
-static IaPlan *sweep(IaPlan *old);
-
-/* Apply a rule to every op, then drop the ops nobody reads any more. */
-static IaPlan *rebuild(IaPlan *old, RuleFn rule)
+static IaPlan *plan_like(const IaPlan *old)
 {
-	int n = old->ops.n;
-	Rebuild r = {old, ia_new(old->tra, old->nranks), xcalloc(n + 1, sizeof(int)), xcalloc(n + 1, sizeof(int))};
-	for (int i = 0; i < n; i++) {
-		int in[2];
-		int k = ia_inputs(&old->ops.v[i], in);
-		for (int j = 0; j < k; j++)
-			r.users[in[j]]++;
-	}
-	for (int i = 0; i < old->tra->stmts.n; i++)
-		r.new->strategy.v[i] = old->strategy.v[i];
+	IaPlan *p = ia_new(old->tra, old->nranks);
+	for (int i = 0; i < old->strategy.n; i++)
+		p->strategy.v[i] = old->strategy.v[i];
 	for (int i = 0; i < old->varplace.n; i++)
-		r.new->varplace.v[i] = old->varplace.v[i];
-	for (int i = 0; i < n; i++)
-		if (!rule(&r, i))
-			r.map[i] = emit(&r, remap(&r, &old->ops.v[i]));
-	free(r.map);
-	free(r.users);
-	ia_free(old);
-	return sweep(r.new);
-}
-
-/* R2-4 and R2-1: a shuffle or broadcast that does not move anything. */
-static bool drop_moves(Rebuild *r, int i)
-{
-	const IaOp *op = &r->old->ops.v[i];
-	if (op->kind == IA_SHUFFLE) {
-		const IaOp *in = &r->new->ops.v[r->map[op->u.shuffle.in]];
-		if (place_eq(&in->place, &op->place)) {
-			r->map[i] = r->map[op->u.shuffle.in];
-			return true;
-		}
-	}
-	if (op->kind == IA_BCAST) {
-		const IaOp *in = &r->new->ops.v[r->map[op->u.bcast.in]];
-		if (in->place.kind == PL_ALL) {
-			r->map[i] = r->map[op->u.bcast.in];
-			return true;
-		}
-	}
-	return false;
-}
-
-/* R2-5: aggregate locally before shuffling for the final aggregation, when
- * the grouping removes a key dim (so the pre-aggregation can shrink data). */
-static bool preaggregate(Rebuild *r, int i)
-{
-	const IaOp *op = &r->old->ops.v[i];
-	if (op->kind != IA_AGG)
-		return false;
-	const IaOp *sh = &r->old->ops.v[op->u.agg.in];
-	if (sh->kind != IA_SHUFFLE || r->users[op->u.agg.in] != 1)
-		return false;
-	const IaOp *src = &r->new->ops.v[r->map[sh->u.shuffle.in]];
-	if (op->u.agg.ngroup == src->type.nkey || src->place.kind == PL_ALL)
-		return false;
-
-	IaOp pre = *op;
-	pre.u.agg.in = r->map[sh->u.shuffle.in];
-	int pi = emit(r, pre);
-
-	IaOp s2 = *sh;
-	s2.type = op->type;
-	s2.u.shuffle.in = pi;
-	s2.place = (Place){.kind = PL_PART, .ndims = sh->place.ndims};
-	for (int d = 0; d < sh->place.ndims; d++)
-		for (int g = 0; g < op->u.agg.ngroup; g++)
-			if (op->u.agg.group[g] == sh->place.dims[d])
-				s2.place.dims[d] = g;
-	int si = emit(r, s2);
-
-	IaOp fin = *op;
-	fin.u.agg.in = si;
-	for (int g = 0; g < op->u.agg.ngroup; g++)
-		fin.u.agg.group[g] = g;
-	r->map[op->u.agg.in] = si;
-	r->map[i] = emit(r, fin);
-	return true;
-}
-
-/* R1-7 (folding an aggregation into the join it reads, when nothing else
- * reads the join): the join accumulates into its output chunks. */
-static bool fuse_join_agg(Rebuild *r, int i)
-{
-	const IaOp *op = &r->old->ops.v[i];
-	if (op->kind != IA_AGG)
-		return false;
-	const IaOp *j = &r->old->ops.v[op->u.agg.in];
-	if (j->kind != IA_JOIN || j->u.join.ngroup >= 0 || r->users[op->u.agg.in] != 1)
-		return false;
-	if (j->u.join.kernel->reduces && j->u.join.kernel->red != op->u.agg.agg)
-		return false;
-	IaOp f = remap(r, j);
-	f.stmt = op->stmt;
-	f.tra = op->tra;
-	f.type = op->type;
-	f.u.join.ngroup = op->u.agg.ngroup;
-	memcpy(f.u.join.group, op->u.agg.group, sizeof f.u.join.group);
-	f.u.join.kernel = kernel_clone(r->new->arena, j->u.join.kernel);
-	f.u.join.kernel->red = op->u.agg.agg;
-	r->map[i] = emit(r, f);
-	return true;
+		p->varplace.v[i] = old->varplace.v[i];
+	return p;
 }
 
 /* Drop ops nobody reads (a join folded into its aggregation). */
@@ -193,26 +122,1023 @@ static IaPlan *sweep(IaPlan *old)
 		for (int j = 0; j < k; j++)
 			live[in[j]] = true;
 	}
-	IaPlan *p = ia_new(old->tra, old->nranks);
-	int *map = xcalloc(n + 1, sizeof *map);
-	Rebuild r = {old, p, map, NULL};
-	for (int i = 0; i < old->tra->stmts.n; i++)
-		p->strategy.v[i] = old->strategy.v[i];
-	for (int i = 0; i < old->varplace.n; i++)
-		p->varplace.v[i] = old->varplace.v[i];
+	Rw r = {old, plan_like(old), xcalloc(n + 1, sizeof(int)), false, 0};
 	for (int i = 0; i < n; i++)
 		if (live[i])
-			map[i] = emit(&r, remap(&r, &old->ops.v[i]));
-	free(map);
+			r.map[i] = emit(&r, remap(&r, &old->ops.v[i]));
+	if (r.failed)
+		tr_bug("sweeping made an invalid plan");
+	free(r.map);
 	free(live);
 	ia_free(old);
+	return r.new;
+}
+
+IaPlan *ia_clone(const IaPlan *p)
+{
+	Rw r = {p, plan_like(p), xcalloc(p->ops.n + 1, sizeof(int)), false, 0};
+	for (int i = 0; i < p->ops.n; i++) {
+		IaOp c = remap(&r, &p->ops.v[i]);
+		r.map[i] = ia_push(r.new, c);
+	}
+	free(r.map);
+	r.new->total_floats_moved = p->total_floats_moved;
+	r.new->total_bytes_sent = p->total_bytes_sent;
+	r.new->total_flops = p->total_flops;
+	r.new->peak_bytes = p->peak_bytes;
+	r.new->predicted_seconds = p->predicted_seconds;
+	return r.new;
+}
+
+/* ---- helpers ---- */
+
+#define OP(p, i) (&(p)->ops.v[(i)])
+
+static int readers(const IaPlan *p, int j)
+{
+	int n = 0;
+	for (int i = 0; i < p->ops.n; i++) {
+		int in[2];
+		int k = ia_inputs(OP(p, i), in);
+		for (int x = 0; x < k; x++)
+			n += in[x] == j;
+	}
+	return n;
+}
+
+static bool is_move(const IaOp *op)
+{
+	return op->kind == IA_BCAST || op->kind == IA_SHUFFLE;
+}
+
+static bool is_dup(const IaOp *op)
+{
+	if (op->kind != IA_MAP || op->u.map.kernel)
+		return false;
+	for (int d = 0; d < op->u.map.nkey; d++)
+		if (op->u.map.keymap[d] < 0)
+			return true;
+	return false;
+}
+
+static int move_in(const IaOp *op)
+{
+	return op->kind == IA_BCAST ? op->u.bcast.in : op->u.shuffle.in;
+}
+
+/* A move of new-plan op `in` to placement `to`. */
+static int move_to(Rw *r, int in, const Place *to, int stmt, int tra)
+{
+	IaOp mv = {.stmt = stmt, .tra = tra, .type = OP(r->new, in)->type};
+	if (to->kind == PL_ALL) {
+		mv.kind = IA_BCAST;
+		mv.u.bcast.in = in;
+	} else if (to->kind == PL_PART) {
+		mv.kind = IA_SHUFFLE;
+		mv.u.shuffle.in = in;
+		mv.place = *to;
+	} else {
+		r->failed = true;
+		return in;
+	}
+	return emit(r, mv);
+}
+
+/* After a rewrite changed where a relation lives: back where the old op
+ * had it.  A partial result of a fused join is first completed. */
+static int restore(Rw *r, int nw, const IaOp *old, const IaOp *fused)
+{
+	const IaOp *n = OP(r->new, nw);
+	if (place_eq(&n->place, &old->place) || old->place.kind == PL_PARTIAL)
+		return nw;
+	if (n->place.kind == PL_PARTIAL) {
+		if (!fused) {
+			r->failed = true;
+			return nw;
+		}
+		int mv = move_to(r, nw, old->place.kind == PL_ALL ? &old->place : &old->place, old->stmt, old->tra);
+		IaOp ag = {.kind = IA_AGG, .stmt = old->stmt, .tra = old->tra, .type = old->type};
+		ag.u.agg.in = mv;
+		ag.u.agg.ngroup = old->type.nkey;
+		for (int g = 0; g < old->type.nkey; g++)
+			ag.u.agg.group[g] = g;
+		ag.u.agg.agg = fused->u.join.kernel->red;
+		return emit(r, ag);
+	}
+	return move_to(r, nw, &old->place, old->stmt, old->tra);
+}
+
+/* A copy of e with inputs replaced and index labels renumbered. */
+static KExpr *kx_rewrite(Arena *a, const KExpr *e, KExpr *const *repl, const int *labmap)
+{
+	switch (e->kind) {
+	case KX_IN:
+		return repl[e->in];
+	case KX_IDX:
+		return kx_idx(a, labmap[e->in]);
+	case KX_CONST:
+		return kx_const(a, e->val);
+	case KX_OP: {
+		KExpr *x[3] = {0};
+		for (int i = 0; i < kop_arity(e->op); i++)
+			x[i] = kx_rewrite(a, e->arg[i], repl, labmap);
+		return kx_op(a, e->op, x[0], x[1], x[2]);
+	}
+	}
+	return NULL;
+}
+
+static KExpr *kx_copy(Arena *a, const KExpr *e, int nin)
+{
+	int ident[2 * MAXDIM];
+	KExpr *repl[2];
+	for (int i = 0; i < 2 * MAXDIM; i++)
+		ident[i] = i;
+	for (int i = 0; i < nin; i++)
+		repl[i] = kx_in(a, i);
+	return kx_rewrite(a, e, repl, ident);
+}
+
+/* outer . inner: a one-input, non-reducing kernel applied to the output of
+ * a non-reducing kernel; the result reads inner's inputs. */
+static Kernel *compose(Arena *a, const Kernel *outer, const Kernel *inner)
+{
+	if (outer->nin != 1 || outer->reduces || inner->reduces)
+		return NULL;
+	int labmap[2 * MAXDIM];
+	for (int l = 0; l < 2 * MAXDIM; l++)
+		labmap[l] = -1;
+	for (int c = 0; c < outer->nindim[0]; c++)
+		labmap[outer->inlab[0][c]] = inner->outlab[c];
+	Kernel *k = kernel_clone(a, inner);
+	k->noutdim = outer->noutdim;
+	for (int c = 0; c < outer->noutdim; c++) {
+		if (labmap[outer->outlab[c]] < 0)
+			return NULL;
+		k->outlab[c] = labmap[outer->outlab[c]];
+	}
+	KExpr *repl[1] = {kx_copy(a, inner->expr, inner->nin)};
+	for (int l = 0; l < 2 * MAXDIM; l++)
+		if (labmap[l] < 0)
+			labmap[l] = 0;
+	k->expr = kx_rewrite(a, outer->expr, repl, labmap);
+	k->red = outer->red;
+	k->reduces = false;
+	return k;
+}
+
+/* Does f(x) distribute over the aggregation (f(a (+) b) = f(a) (+) f(b))? */
+static bool distributes(const KExpr *e, AggKind agg, bool *uses_in)
+{
+	switch (e->kind) {
+	case KX_IN:
+		*uses_in = true;
+		return true;
+	case KX_CONST:
+		return false;   /* a constant alone is not applied per input */
+	case KX_IDX:
+		return false;
+	case KX_OP:
+		break;
+	}
+	const KExpr *x = e->arg[0], *y = kop_arity(e->op) > 1 ? e->arg[1] : NULL;
+	switch (e->op) {
+	case KOP_NEG:
+		return agg == AGG_ADD && distributes(x, agg, uses_in);
+	case KOP_MUL:
+		if (y && y->kind == KX_CONST)
+			return (agg == AGG_ADD || y->val >= 0) && distributes(x, agg, uses_in);
+		if (x->kind == KX_CONST)
+			return (agg == AGG_ADD || x->val >= 0) && distributes(y, agg, uses_in);
+		return false;
+	case KOP_DIV:
+		return y->kind == KX_CONST && (agg == AGG_ADD || y->val > 0) && distributes(x, agg, uses_in);
+	case KOP_ADD:
+	case KOP_SUB:
+		/* x + c is monotone: distributes over max and min, not sum */
+		if (agg == AGG_ADD)
+			return false;
+		if (y->kind == KX_CONST)
+			return distributes(x, agg, uses_in);
+		if (x->kind == KX_CONST && e->op == KOP_ADD)
+			return distributes(y, agg, uses_in);
+		return false;
+	case KOP_RELU: case KOP_EXP: case KOP_SIGMOID: case KOP_TANH:
+		return agg != AGG_ADD && distributes(x, agg, uses_in);
+	default:
+		return false;
+	}
+}
+
+/* ---- the rules: matchers ---- */
+
+static bool m_r1_1(const IaPlan *p, int i)
+{
+	const IaOp *op = OP(p, i);
+	return op->kind == IA_FILTER && OP(p, op->u.filter.in)->kind == IA_FILTER &&
+	       op->u.filter.pred.neq + OP(p, op->u.filter.in)->u.filter.pred.neq <= MAXDIM;
+}
+
+static bool m_r1_2(const IaPlan *p, int i)
+{
+	const IaOp *op = OP(p, i);
+	if (op->kind != IA_MAP || is_dup(op))
+		return false;
+	const IaOp *in = OP(p, op->u.map.in);
+	if (in->kind != IA_MAP || is_dup(in) || !op->u.map.kernel != !in->u.map.kernel)
+		return false;
+	if (!op->u.map.kernel)
+		return true;
+	return op->type.dtype == in->type.dtype && OP(p, in->u.map.in)->type.dtype == in->type.dtype &&
+	       !op->u.map.kernel->reduces && !in->u.map.kernel->reduces;
+}
+
+static bool m_r1_3(const IaPlan *p, int i)
+{
+	const IaOp *op = OP(p, i);
+	if (op->kind == IA_MAP && op->u.map.kernel)
+		return OP(p, op->u.map.in)->kind == IA_FILTER;
+	if (op->kind == IA_FILTER) {
+		const IaOp *in = OP(p, op->u.filter.in);
+		return in->kind == IA_MAP && in->u.map.kernel;
+	}
+	return false;
+}
+
+static bool m_r1_4(const IaPlan *p, int i)
+{
+	const IaOp *op = OP(p, i);
+	if (op->kind != IA_MAP || !op->u.map.kernel || op->u.map.kernel->reduces)
+		return false;
+	const IaOp *in = OP(p, op->u.map.in);
+	if (in->kind != IA_AGG || op->type.dtype != in->type.dtype)
+		return false;
+	bool uses = false;
+	return distributes(op->u.map.kernel->expr, in->u.agg.agg, &uses) && uses;
+}
+
+static bool m_r1_5(const IaPlan *p, int i)
+{
+	const IaOp *op = OP(p, i);
+	return op->kind == IA_FILTER && OP(p, op->u.filter.in)->kind == IA_AGG;
+}
+
+/* Split a predicate over a join's output dims into the inputs' own. */
+static bool split_pred(const IaPlan *p, const IaOp *j, const KeyPred *pred, KeyPred *lp, KeyPred *rp)
+{
+	const IaOp *l = OP(p, j->u.join.left), *r = OP(p, j->u.join.right);
+	int nl = l->type.nkey;
+	int rdim[MAXDIM];       /* output dim -> right dim, or -1 */
+	for (int o = 0; o < MAXDIM; o++)
+		rdim[o] = -1;
+	for (int d = 0; d < r->type.nkey; d++)
+		rdim[ia_join_out_dim(nl, j->u.join.nmatch, j->u.join.rkey, d, j->u.join.lkey)] = d;
+	lp->neq = rp->neq = 0;
+	for (int e = 0; e < pred->neq; e++) {
+		int a = pred->eq[e][0], b = pred->eq[e][1];
+		bool done = false;
+		if (a < nl && b < nl) {
+			lp->eq[lp->neq][0] = a;
+			lp->eq[lp->neq++][1] = b;
+			done = true;
+		}
+		if (rdim[a] >= 0 && rdim[b] >= 0) {
+			rp->eq[rp->neq][0] = rdim[a];
+			rp->eq[rp->neq++][1] = rdim[b];
+			done = true;
+		}
+		if (!done)
+			return false;
+	}
+	return true;
+}
+
+static bool m_r1_6(const IaPlan *p, int i)
+{
+	const IaOp *op = OP(p, i);
+	if (op->kind != IA_FILTER)
+		return false;
+	const IaOp *j = OP(p, op->u.filter.in);
+	if (j->kind != IA_JOIN || j->u.join.ngroup >= 0)
+		return false;
+	KeyPred lp, rp;
+	return split_pred(p, j, &op->u.filter.pred, &lp, &rp);
+}
+
+static bool m_r1_7(const IaPlan *p, int i)
+{
+	const IaOp *op = OP(p, i);
+	if (op->kind != IA_MAP || !op->u.map.kernel || op->u.map.kernel->reduces)
+		return false;
+	const IaOp *j = OP(p, op->u.map.in);
+	return j->kind == IA_JOIN && j->u.join.ngroup < 0 && !j->u.join.kernel->reduces &&
+	       j->type.dtype == op->type.dtype && readers(p, op->u.map.in) == 1;
+}
+
+static bool m_f_1(const IaPlan *p, int i)
+{
+	const IaOp *op = OP(p, i);
+	if (op->kind != IA_AGG)
+		return false;
+	const IaOp *j = OP(p, op->u.agg.in);
+	return j->kind == IA_JOIN && j->u.join.ngroup < 0 && readers(p, op->u.agg.in) == 1 &&
+	       (!j->u.join.kernel->reduces || j->u.join.kernel->red == op->u.agg.agg);
+}
+
+static bool m_r2_1(const IaPlan *p, int i)
+{
+	const IaOp *op = OP(p, i);
+	if (!is_move(op))
+		return false;
+	const IaOp *in = OP(p, move_in(op));
+	if (is_move(in))
+		return true;
+	if (op->kind == IA_BCAST)
+		return in->place.kind == PL_ALL;
+	return in->place.kind == PL_PART && place_eq(&in->place, &op->place);
+}
+
+static bool m_r2_2(const IaPlan *p, int i)
+{
+	const IaOp *op = OP(p, i);
+	if (is_move(op))
+		return OP(p, move_in(op))->kind == IA_FILTER;
+	return op->kind == IA_FILTER && is_move(OP(p, op->u.filter.in));
+}
+
+static bool perm_keymap(const IaOp *m, int nin)
+{
+	if (m->u.map.nkey != nin)
+		return false;
+	for (int d = 0; d < m->u.map.nkey; d++)
+		if (m->u.map.keymap[d] < 0)
+			return false;
+	return true;
+}
+
+static bool m_r2_3(const IaPlan *p, int i)
+{
+	const IaOp *op = OP(p, i);
+	if (is_move(op)) {
+		const IaOp *m = OP(p, move_in(op));
+		if (m->kind != IA_MAP || OP(p, m->u.map.in)->place.kind == PL_PARTIAL)
+			return false;
+		return op->kind == IA_BCAST || m->u.map.kernel || perm_keymap(m, OP(p, m->u.map.in)->type.nkey);
+	}
+	if (op->kind != IA_MAP)
+		return false;
+	const IaOp *mv = OP(p, op->u.map.in);
+	if (!is_move(mv) || OP(p, move_in(mv))->place.kind == PL_PARTIAL)
+		return false;
+	return mv->kind == IA_BCAST || op->u.map.kernel || perm_keymap(op, mv->type.nkey);
+}
+
+static bool m_r2_4(const IaPlan *p, int i)
+{
+	const IaOp *op = OP(p, i);
+	if (op->kind != IA_AGG || OP(p, op->u.agg.in)->kind != IA_SHUFFLE)
+		return false;
+	const IaOp *src = OP(p, OP(p, op->u.agg.in)->u.shuffle.in);
+	if (src->place.kind == PL_ALL)
+		return true;
+	if (src->place.kind != PL_PART)
+		return false;
+	for (int d = 0; d < src->place.ndims; d++) {
+		bool in = false;
+		for (int g = 0; g < op->u.agg.ngroup; g++)
+			in |= op->u.agg.group[g] == src->place.dims[d];
+		if (!in && rel_frontier(&src->type, src->place.dims[d]) > 1)
+			return false;
+	}
+	return true;
+}
+
+static bool m_r2_5(const IaPlan *p, int i)
+{
+	const IaOp *op = OP(p, i);
+	if (op->kind != IA_AGG || OP(p, op->u.agg.in)->kind != IA_SHUFFLE || readers(p, op->u.agg.in) != 1)
+		return false;
+	const IaOp *sh = OP(p, op->u.agg.in);
+	const IaOp *src = OP(p, sh->u.shuffle.in);
+	if (op->u.agg.ngroup == src->type.nkey || src->place.kind == PL_ALL)
+		return false;
+	/* the shuffle's dims must be grouped, to renumber onto the result */
+	for (int d = 0; d < sh->place.ndims; d++) {
+		bool in = false;
+		for (int g = 0; g < op->u.agg.ngroup; g++)
+			in |= op->u.agg.group[g] == sh->place.dims[d];
+		if (!in)
+			return false;
+	}
+	return true;
+}
+
+static bool m_r2_6(const IaPlan *p, int i)
+{
+	return OP(p, i)->kind == IA_JOIN;
+}
+
+static bool m_r2_7(const IaPlan *p, int i)
+{
+	const IaOp *op = OP(p, i);
+	if (op->kind != IA_SHUFFLE)
+		return false;
+	const IaOp *j = OP(p, op->u.shuffle.in);
+	return j->kind == IA_JOIN && place_eq(&j->place, &op->place) &&
+	       OP(p, j->u.join.left)->place.kind == PL_PART && OP(p, j->u.join.right)->place.kind == PL_PART;
+}
+
+/* A contraction at op i: a fused join, or an aggregation of a join (through
+ * a shuffle) that only it reads.  *j is the join, *fuse true if fused. */
+static bool contraction(const IaPlan *p, int i, int *j)
+{
+	const IaOp *op = OP(p, i);
+	if (op->kind == IA_JOIN && op->u.join.ngroup >= 0) {
+		*j = i;
+		return true;
+	}
+	if (op->kind != IA_AGG)
+		return false;
+	int x = op->u.agg.in;
+	if (OP(p, x)->kind == IA_SHUFFLE && readers(p, x) == 1)
+		x = OP(p, x)->u.shuffle.in;
+	const IaOp *jo = OP(p, x);
+	if (jo->kind != IA_JOIN || jo->u.join.ngroup >= 0 || readers(p, x) != 1)
+		return false;
+	if (jo->u.join.kernel->reduces && jo->u.join.kernel->red != op->u.agg.agg)
+		return false;
+	*j = x;
+	return true;
+}
+
+/* The contraction's group over its join space, and the dims only one side
+ * has (not matched), with their frontiers > 1. */
+typedef struct Contr {
+	int j;                  /* the join */
+	int ngroup;
+	int group[MAXDIM];
+	AggKind agg;
+	RelType jt;
+	int nl;
+	int lonly[MAXDIM], nlo, ronly[MAXDIM], nro, summed[MAXDIM], nsum;
+} Contr;
+
+static bool contr_info(const IaPlan *p, int i, Contr *c)
+{
+	if (!contraction(p, i, &c->j))
+		return false;
+	const IaOp *op = OP(p, i), *j = OP(p, c->j);
+	if (op->kind == IA_JOIN) {
+		c->ngroup = op->u.join.ngroup;
+		memcpy(c->group, op->u.join.group, sizeof c->group);
+		c->agg = op->u.join.kernel->red;
+	} else {
+		c->ngroup = op->u.agg.ngroup;
+		memcpy(c->group, op->u.agg.group, sizeof c->group);
+		c->agg = op->u.agg.agg;
+	}
+	const IaOp *l = OP(p, j->u.join.left), *r = OP(p, j->u.join.right);
+	c->jt = ia_join_type(&l->type, &r->type, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+	c->nl = l->type.nkey;
+	c->nlo = c->nro = c->nsum = 0;
+	for (int d = 0; d < c->jt.nkey; d++) {
+		bool matched = false, grouped = false;
+		for (int m = 0; m < j->u.join.nmatch; m++)
+			matched |= j->u.join.lkey[m] == d;
+		for (int g = 0; g < c->ngroup; g++)
+			grouped |= c->group[g] == d;
+		if (rel_frontier(&c->jt, d) == 1)
+			continue;
+		if (!grouped)
+			c->summed[c->nsum++] = d;
+		if (matched || !grouped)
+			continue;
+		if (d < c->nl)
+			c->lonly[c->nlo++] = d;
+		else
+			c->ronly[c->nro++] = d;
+	}
+	return true;
+}
+
+static bool m_bmm(const IaPlan *p, int i)
+{
+	Contr c;
+	return contr_info(p, i, &c) && (c.nlo > 0 || c.nro > 0);
+}
+
+static bool m_cmm(const IaPlan *p, int i)
+{
+	Contr c;
+	if (!contr_info(p, i, &c) || c.nsum == 0)
+		return false;
+	/* a summed dim must be a join key */
+	const IaOp *j = OP(p, c.j);
+	for (int s = 0; s < c.nsum; s++)
+		for (int m = 0; m < j->u.join.nmatch; m++)
+			if (j->u.join.lkey[m] == c.summed[s])
+				return true;
+	return false;
+}
+
+static bool m_rmm(const IaPlan *p, int i)
+{
+	Contr c;
+	if (!contr_info(p, i, &c) || c.nlo != 1 || c.nro != 1)
+		return false;
+	/* every dim of one side only must be grouped (no side's own sums) */
+	const IaOp *j = OP(p, c.j);
+	for (int s = 0; s < c.nsum; s++) {
+		bool matched = false;
+		for (int m = 0; m < j->u.join.nmatch; m++)
+			matched |= j->u.join.lkey[m] == c.summed[s];
+		if (!matched)
+			return false;
+	}
+	return true;
+}
+
+/* ---- the rules: rewriters ---- */
+
+static bool a_r1_1(Rw *r, int i)
+{
+	const IaOp *op = OP(r->old, i), *in = OP(r->old, op->u.filter.in);
+	IaOp f = remap(r, op);
+	f.u.filter.in = r->map[in->u.filter.in];
+	f.u.filter.pred = in->u.filter.pred;
+	for (int e = 0; e < op->u.filter.pred.neq; e++) {
+		f.u.filter.pred.eq[f.u.filter.pred.neq][0] = op->u.filter.pred.eq[e][0];
+		f.u.filter.pred.eq[f.u.filter.pred.neq++][1] = op->u.filter.pred.eq[e][1];
+	}
+	r->map[i] = emit(r, f);
+	return true;
+}
+
+static bool a_r1_2(Rw *r, int i)
+{
+	const IaOp *op = OP(r->old, i), *in = OP(r->old, op->u.map.in);
+	IaOp m = remap(r, op);
+	m.u.map.in = r->map[in->u.map.in];
+	if (!op->u.map.kernel) {
+		for (int d = 0; d < op->u.map.nkey; d++)
+			m.u.map.keymap[d] = in->u.map.keymap[op->u.map.keymap[d]];
+	} else {
+		m.u.map.kernel = compose(r->new->arena, op->u.map.kernel, in->u.map.kernel);
+		if (!m.u.map.kernel)
+			return false;
+	}
+	r->map[i] = emit(r, m);
+	return true;
+}
+
+static bool a_r1_3(Rw *r, int i)
+{
+	const IaOp *op = OP(r->old, i);
+	if (op->kind == IA_MAP) {
+		const IaOp *f = OP(r->old, op->u.map.in);
+		IaOp m = remap(r, op);
+		m.u.map.in = r->map[f->u.filter.in];
+		m.type = op->type;
+		int mi = emit(r, m);
+		IaOp g = remap(r, f);
+		g.u.filter.in = mi;
+		g.type = op->type;
+		r->map[i] = emit(r, g);
+	} else {
+		const IaOp *m = OP(r->old, op->u.filter.in);
+		IaOp g = remap(r, op);
+		g.u.filter.in = r->map[m->u.map.in];
+		g.type = OP(r->old, m->u.map.in)->type;
+		int gi = emit(r, g);
+		IaOp mm = remap(r, m);
+		mm.u.map.in = gi;
+		r->map[i] = emit(r, mm);
+	}
+	return true;
+}
+
+static bool a_r1_4(Rw *r, int i)
+{
+	const IaOp *op = OP(r->old, i), *ag = OP(r->old, op->u.map.in);
+	const IaOp *src = OP(r->old, ag->u.agg.in);
+	IaOp m = remap(r, op);
+	m.u.map.in = r->map[ag->u.agg.in];
+	m.type = src->type;
+	m.type.dtype = op->type.dtype;
+	m.u.map.nkey = src->type.nkey;
+	for (int d = 0; d < src->type.nkey; d++)
+		m.u.map.keymap[d] = d;
+	int mi = emit(r, m);
+	IaOp a = remap(r, ag);
+	a.u.agg.in = mi;
+	a.type = op->type;
+	r->map[i] = emit(r, a);
+	return true;
+}
+
+static bool a_r1_5(Rw *r, int i)
+{
+	const IaOp *op = OP(r->old, i), *ag = OP(r->old, op->u.filter.in);
+	IaOp f = remap(r, op);
+	f.u.filter.in = r->map[ag->u.agg.in];
+	f.type = OP(r->old, ag->u.agg.in)->type;
+	for (int e = 0; e < f.u.filter.pred.neq; e++)
+		for (int k = 0; k < 2; k++)
+			f.u.filter.pred.eq[e][k] = ag->u.agg.group[op->u.filter.pred.eq[e][k]];
+	int fi = emit(r, f);
+	IaOp a = remap(r, ag);
+	a.u.agg.in = fi;
+	r->map[i] = emit(r, a);
+	return true;
+}
+
+static bool a_r1_6(Rw *r, int i)
+{
+	const IaOp *op = OP(r->old, i), *j = OP(r->old, op->u.filter.in);
+	KeyPred lp, rp;
+	if (!split_pred(r->old, j, &op->u.filter.pred, &lp, &rp))
+		return false;
+	IaOp jn = remap(r, j);
+	int side[2] = {j->u.join.left, j->u.join.right};
+	KeyPred *pr[2] = {&lp, &rp};
+	int x[2];
+	for (int s = 0; s < 2; s++) {
+		x[s] = r->map[side[s]];
+		if (pr[s]->neq == 0)
+			continue;
+		IaOp f = {.kind = IA_FILTER, .stmt = op->stmt, .tra = op->tra, .type = OP(r->new, x[s])->type};
+		f.u.filter.in = x[s];
+		f.u.filter.pred = *pr[s];
+		x[s] = emit(r, f);
+	}
+	jn.u.join.left = x[0];
+	jn.u.join.right = x[1];
+	jn.stmt = op->stmt;
+	r->map[i] = emit(r, jn);
+	return true;
+}
+
+static bool a_r1_7(Rw *r, int i)
+{
+	const IaOp *op = OP(r->old, i), *j = OP(r->old, op->u.map.in);
+	IaOp jn = remap(r, j);
+	jn.u.join.kernel = compose(r->new->arena, op->u.map.kernel, j->u.join.kernel);
+	if (!jn.u.join.kernel)
+		return false;
+	jn.type = op->type;
+	jn.stmt = op->stmt;
+	r->map[i] = emit(r, jn);
+	return true;
+}
+
+static bool a_f_1(Rw *r, int i)
+{
+	const IaOp *op = OP(r->old, i), *j = OP(r->old, op->u.agg.in);
+	IaOp f = remap(r, j);
+	f.stmt = op->stmt;
+	f.tra = op->tra;
+	f.type = op->type;
+	f.u.join.ngroup = op->u.agg.ngroup;
+	memcpy(f.u.join.group, op->u.agg.group, sizeof f.u.join.group);
+	f.u.join.kernel->red = op->u.agg.agg;
+	r->map[i] = emit(r, f);
+	return true;
+}
+
+static bool a_r2_1(Rw *r, int i)
+{
+	const IaOp *op = OP(r->old, i), *in = OP(r->old, move_in(op));
+	if (is_move(in)) {
+		IaOp m = remap(r, op);
+		if (m.kind == IA_BCAST)
+			m.u.bcast.in = r->map[move_in(in)];
+		else
+			m.u.shuffle.in = r->map[move_in(in)];
+		r->map[i] = emit(r, m);
+	} else {
+		r->map[i] = r->map[move_in(op)];
+	}
+	return true;
+}
+
+static bool a_r2_2(Rw *r, int i)
+{
+	const IaOp *op = OP(r->old, i);
+	if (is_move(op)) {
+		const IaOp *f = OP(r->old, move_in(op));
+		int mi = move_to(r, r->map[f->u.filter.in], &op->place, op->stmt, op->tra);
+		IaOp g = remap(r, f);
+		g.u.filter.in = mi;
+		r->map[i] = emit(r, g);
+	} else {
+		const IaOp *mv = OP(r->old, op->u.filter.in);
+		IaOp g = remap(r, op);
+		g.u.filter.in = r->map[move_in(mv)];
+		int gi = emit(r, g);
+		r->map[i] = move_to(r, gi, &mv->place, mv->stmt, mv->tra);
+	}
+	return true;
+}
+
+/* A move's target through a map: dims renumbered by the key map (out dim
+ * d is in dim keymap[d]); inverse when going the other way. */
+static Place through_map(const Place *p, const IaOp *m, bool to_input)
+{
+	if (p->kind != PL_PART)
+		return *p;
+	Place q = {.kind = PL_PART, .ndims = p->ndims};
+	for (int i = 0; i < p->ndims; i++) {
+		if (to_input) {
+			q.dims[i] = m->u.map.keymap[p->dims[i]];
+		} else {
+			for (int d = 0; d < m->u.map.nkey; d++)
+				if (m->u.map.keymap[d] == p->dims[i])
+					q.dims[i] = d;
+		}
+	}
+	return q;
+}
+
+static bool a_r2_3(Rw *r, int i)
+{
+	const IaOp *op = OP(r->old, i);
+	if (is_move(op)) {
+		const IaOp *m = OP(r->old, move_in(op));
+		Place to = m->u.map.kernel ? op->place : through_map(&op->place, m, true);
+		int mi = move_to(r, r->map[m->u.map.in], &to, op->stmt, op->tra);
+		IaOp mm = remap(r, m);
+		mm.u.map.in = mi;
+		r->map[i] = emit(r, mm);
+	} else {
+		const IaOp *mv = OP(r->old, op->u.map.in);
+		IaOp mm = remap(r, op);
+		mm.u.map.in = r->map[move_in(mv)];
+		int mi = emit(r, mm);
+		Place to = op->u.map.kernel ? mv->place : through_map(&mv->place, op, false);
+		r->map[i] = move_to(r, mi, &to, mv->stmt, mv->tra);
+	}
+	return true;
+}
+
+static bool a_r2_4(Rw *r, int i)
+{
+	const IaOp *op = OP(r->old, i), *sh = OP(r->old, op->u.agg.in);
+	IaOp a = remap(r, op);
+	a.u.agg.in = r->map[sh->u.shuffle.in];
+	r->map[i] = emit(r, a);
+	return true;
+}
+
+static bool a_r2_5(Rw *r, int i)
+{
+	const IaOp *op = OP(r->old, i), *sh = OP(r->old, op->u.agg.in);
+	IaOp pre = remap(r, op);
+	pre.u.agg.in = r->map[sh->u.shuffle.in];
+	int pi = emit(r, pre);
+	Place to = {.kind = PL_PART, .ndims = sh->place.ndims};
+	for (int d = 0; d < sh->place.ndims; d++)
+		for (int g = 0; g < op->u.agg.ngroup; g++)
+			if (op->u.agg.group[g] == sh->place.dims[d])
+				to.dims[d] = g;
+	int si = move_to(r, pi, &to, sh->stmt, sh->tra);
+	IaOp fin = remap(r, op);
+	fin.u.agg.in = si;
+	for (int g = 0; g < op->u.agg.ngroup; g++)
+		fin.u.agg.group[g] = g;
+	r->map[i] = emit(r, fin);
+	return true;
+}
+
+/* An input of a join without the move in front of it. */
+static int source(Rw *r, int x)
+{
+	const IaOp *op = OP(r->old, x);
+	return r->map[is_move(op) ? move_in(op) : x];
+}
+
+static bool a_r2_6(Rw *r, int i)
+{
+	const IaOp *op = OP(r->old, i);
+	int ls = source(r, op->u.join.left), rs = source(r, op->u.join.right);
+	Place all = place_all();
+	switch (r->variant) {
+	case 0:
+		ls = move_to(r, ls, &all, op->stmt, op->tra);
+		break;
+	case 1:
+		rs = move_to(r, rs, &all, op->stmt, op->tra);
+		break;
+	default: {
+		if (op->u.join.nmatch == 0)
+			return false;
+		Place pl = place_part(op->u.join.nmatch, op->u.join.lkey);
+		Place pr = place_part(op->u.join.nmatch, op->u.join.rkey);
+		ls = move_to(r, ls, &pl, op->stmt, op->tra);
+		rs = move_to(r, rs, &pr, op->stmt, op->tra);
+		break;
+	}
+	}
+	IaOp j = remap(r, op);
+	j.u.join.left = ls;
+	j.u.join.right = rs;
+	int ji = emit(r, j);
+	r->map[i] = restore(r, ji, op, op->u.join.ngroup >= 0 ? op : NULL);
+	return true;
+}
+
+static bool a_r2_7(Rw *r, int i)
+{
+	r->map[i] = r->map[OP(r->old, i)->u.shuffle.in];
+	return true;
+}
+
+/* The fused join of a contraction at i, on new-plan inputs l and r. */
+static IaOp fused_join(Rw *r, int i, const Contr *c, int l, int rr)
+{
+	const IaOp *op = OP(r->old, i), *j = OP(r->old, c->j);
+	IaOp f = remap(r, j);
+	f.stmt = op->stmt;
+	f.tra = op->tra;
+	f.type = op->type;
+	f.u.join.left = l;
+	f.u.join.right = rr;
+	f.u.join.ngroup = c->ngroup;
+	memcpy(f.u.join.group, c->group, sizeof f.u.join.group);
+	f.u.join.kernel->red = c->agg;
+	return f;
+}
+
+static bool a_bmm(Rw *r, int i)
+{
+	Contr c;
+	contr_info(r->old, i, &c);
+	const IaOp *op = OP(r->old, i), *j = OP(r->old, c.j);
+	int ls = source(r, j->u.join.left), rs = source(r, j->u.join.right);
+	Place all = place_all();
+	/* variant 0: the right everywhere, the left on its own kept dim;
+	 * variant 1: the other way round */
+	bool right_everywhere = r->variant == 0 ? c.nlo > 0 : c.nro == 0;
+	if (right_everywhere) {
+		Place pl = place_part(1, &c.lonly[0]);
+		ls = move_to(r, ls, &pl, op->stmt, op->tra);
+		rs = move_to(r, rs, &all, op->stmt, op->tra);
+	} else {
+		int rd = -1;
+		const IaOp *rop = OP(r->old, j->u.join.right);
+		for (int d = 0; d < rop->type.nkey; d++)
+			if (ia_join_out_dim(c.nl, j->u.join.nmatch, j->u.join.rkey, d, j->u.join.lkey) == c.ronly[0])
+				rd = d;
+		Place pr = place_part(1, &rd);
+		ls = move_to(r, ls, &all, op->stmt, op->tra);
+		rs = move_to(r, rs, &pr, op->stmt, op->tra);
+	}
+	IaOp f = fused_join(r, i, &c, ls, rs);
+	int fi = emit(r, f);
+	r->map[i] = restore(r, fi, op, &f);
+	return true;
+}
+
+static bool a_cmm(Rw *r, int i)
+{
+	Contr c;
+	contr_info(r->old, i, &c);
+	const IaOp *op = OP(r->old, i), *j = OP(r->old, c.j);
+	int m = -1;
+	for (int s = 0; s < c.nsum && m < 0; s++)
+		for (int k = 0; k < j->u.join.nmatch; k++)
+			if (j->u.join.lkey[k] == c.summed[s])
+				m = k;
+	Place pl = place_part(1, &j->u.join.lkey[m]), pr = place_part(1, &j->u.join.rkey[m]);
+	int ls = move_to(r, source(r, j->u.join.left), &pl, op->stmt, op->tra);
+	int rs = move_to(r, source(r, j->u.join.right), &pr, op->stmt, op->tra);
+	IaOp f = fused_join(r, i, &c, ls, rs);
+	int fi = emit(r, f);
+	/* the partial sums to where the old result was (or on the group) */
+	if (op->place.kind == PL_PARTIAL || place_eq(&OP(r->new, fi)->place, &op->place)) {
+		r->map[i] = fi;
+		return true;
+	}
+	r->map[i] = restore(r, fi, op, &f);
+	return true;
+}
+
+static bool a_rmm(Rw *r, int i)
+{
+	Contr c;
+	contr_info(r->old, i, &c);
+	const IaOp *op = OP(r->old, i), *j = OP(r->old, c.j);
+	const IaOp *lo = OP(r->old, j->u.join.left), *ro = OP(r->old, j->u.join.right);
+	int lmap[MAXDIM], rmap[MAXDIM];
+	for (int o = 0; o < c.jt.nkey; o++) {
+		lmap[o] = o < c.nl ? o : -1;
+		rmap[o] = -1;
+	}
+	for (int d = 0; d < ro->type.nkey; d++)
+		rmap[ia_join_out_dim(c.nl, j->u.join.nmatch, j->u.join.rkey, d, j->u.join.lkey)] = d;
+	int side[2] = {source(r, j->u.join.left), source(r, j->u.join.right)};
+	const RelType *st[2] = {&lo->type, &ro->type};
+	int *maps[2] = {lmap, rmap};
+	Place P = r->variant ? place_part(2, (int[]){c.ronly[0], c.lonly[0]}) : place_part(2, (int[]){c.lonly[0], c.ronly[0]});
+	for (int s = 0; s < 2; s++) {
+		IaOp d = {.kind = IA_MAP, .stmt = op->stmt, .tra = op->tra, .type = c.jt};
+		d.u.map.in = side[s];
+		d.u.map.nkey = c.jt.nkey;
+		memcpy(d.u.map.keymap, maps[s], sizeof d.u.map.keymap);
+		d.type.dtype = st[s]->dtype;
+		d.type.nchunk = st[s]->nchunk;
+		for (int ch = 0; ch < st[s]->nchunk; ch++)
+			for (int o = 0; o < c.jt.nkey; o++)
+				if (maps[s][o] == st[s]->chunkdim[ch])
+					d.type.chunkdim[ch] = o;
+		side[s] = move_to(r, emit(r, d), &P, op->stmt, op->tra);
+	}
+	IaOp f = fused_join(r, i, &c, side[0], side[1]);
+	f.u.join.nmatch = c.jt.nkey;
+	for (int d = 0; d < c.jt.nkey; d++)
+		f.u.join.lkey[d] = f.u.join.rkey[d] = d;
+	int fi = emit(r, f);
+	r->map[i] = restore(r, fi, op, &f);
+	return true;
+}
+
+typedef bool (*Matcher)(const IaPlan *p, int i);
+typedef bool (*Rewriter)(Rw *r, int i);
+
+static const Matcher matchers[NRULES] = {
+	[RULE_R1_1] = m_r1_1, [RULE_R1_2] = m_r1_2, [RULE_R1_3] = m_r1_3, [RULE_R1_4] = m_r1_4,
+	[RULE_R1_5] = m_r1_5, [RULE_R1_6] = m_r1_6, [RULE_R1_7] = m_r1_7, [RULE_F_1] = m_f_1,
+	[RULE_R2_1] = m_r2_1, [RULE_R2_2] = m_r2_2, [RULE_R2_3] = m_r2_3, [RULE_R2_4] = m_r2_4,
+	[RULE_R2_5] = m_r2_5, [RULE_R2_6] = m_r2_6, [RULE_R2_7] = m_r2_7,
+	[RULE_BMM] = m_bmm, [RULE_CMM] = m_cmm, [RULE_RMM] = m_rmm,
+};
+
+static const Rewriter rewriters[NRULES] = {
+	[RULE_R1_1] = a_r1_1, [RULE_R1_2] = a_r1_2, [RULE_R1_3] = a_r1_3, [RULE_R1_4] = a_r1_4,
+	[RULE_R1_5] = a_r1_5, [RULE_R1_6] = a_r1_6, [RULE_R1_7] = a_r1_7, [RULE_F_1] = a_f_1,
+	[RULE_R2_1] = a_r2_1, [RULE_R2_2] = a_r2_2, [RULE_R2_3] = a_r2_3, [RULE_R2_4] = a_r2_4,
+	[RULE_R2_5] = a_r2_5, [RULE_R2_6] = a_r2_6, [RULE_R2_7] = a_r2_7,
+	[RULE_BMM] = a_bmm, [RULE_CMM] = a_cmm, [RULE_RMM] = a_rmm,
+};
+
+bool rule_match(RuleId r, const IaPlan *p, int i)
+{
+	if (r < 0 || r >= NRULES || i < 0 || i >= p->ops.n)
+		return false;
+	return matchers[r](p, i);
+}
+
+IaPlan *rule_apply(RuleId rule, const IaPlan *p, int i, int variant)
+{
+	if (!rule_match(rule, p, i))
+		return NULL;
+	int n = p->ops.n;
+	Rw r = {p, plan_like(p), xcalloc(n + 1, sizeof(int)), false, variant};
+	for (int k = 0; k < n && !r.failed; k++) {
+		if (k == i) {
+			if (!rewriters[rule](&r, i))
+				r.failed = true;
+			continue;
+		}
+		r.map[k] = emit(&r, remap(&r, OP(p, k)));
+	}
+	free(r.map);
+	if (r.failed) {
+		ia_free(r.new);
+		return NULL;
+	}
+	return sweep(r.new);
+}
+
+/* ---- -O1: the rules that never make a plan worse ---- */
+
+/* Apply a rule wherever it matches, first match first, to a fixpoint. */
+static IaPlan *everywhere(IaPlan *p, RuleId rule)
+{
+	int from = 0;
+	for (int guard = 0; guard < 100000; guard++) {
+		int i = from;
+		while (i < p->ops.n && !rule_match(rule, p, i))
+			i++;
+		if (i >= p->ops.n)
+			return p;
+		IaPlan *q = rule_apply(rule, p, i, 0);
+		if (!q) {
+			from = i + 1;   /* matched but would not apply here: go on */
+			continue;
+		}
+		ia_free(p);
+		p = q;
+		from = 0;
+	}
 	return p;
 }
 
 IaPlan *opt_rewrite_simple(IaPlan *p)
 {
-	p = rebuild(p, drop_moves);
-	p = rebuild(p, preaggregate);
-	p = rebuild(p, drop_moves);
-	return rebuild(p, fuse_join_agg);
+	p = everywhere(p, RULE_R2_1);
+	p = everywhere(p, RULE_R2_4);
+	p = everywhere(p, RULE_R2_5);
+	p = everywhere(p, RULE_R2_1);
+	p = everywhere(p, RULE_F_1);
+	return p;
 }

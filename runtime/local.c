@@ -263,16 +263,38 @@ TrtRel *trt_map(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
 	check_out(out, p);
 	if (nkeymap != out->nkey)
 		rt_bug("map with %d key dims onto %d", nkeymap, out->nkey);
-	for (int i = 0; i < nkeymap; i++)
-		if (keymap[i] < 0 || keymap[i] >= t->nkey)
+	int ndup = 0;
+	for (int i = 0; i < nkeymap; i++) {
+		if (keymap[i] < -1 || keymap[i] >= t->nkey || (keymap[i] == -1 && k))
 			rt_bug("map takes key dim %d of %d", keymap[i], t->nkey);
+		ndup += keymap[i] == -1;
+	}
 
 	TrtRel *o = trt_rel_new(out, p);
 	for (int64_t i = 0; i < r->n; i++) {
 		const int64_t *key = r->keys + i * t->nkey;
 		int64_t ok[TRT_MAXDIM];
 		for (int d = 0; d < nkeymap; d++)
-			ok[d] = key[keymap[d]];
+			ok[d] = keymap[d] >= 0 ? key[keymap[d]] : 0;
+		if (ndup) {
+			/* keymap -1: a new key dim, the tuple duplicated along it
+			 * (chunks shared), as an odometer over the new dims */
+			for (;;) {
+				rt_check_key(out, ok);
+				rt_rel_push(o, ok, rt_chunk_ref(r->chunks[i]));
+				int d = nkeymap - 1;
+				for (; d >= 0; d--) {
+					if (keymap[d] >= 0)
+						continue;
+					if (++ok[d] < rt_frontier(out, d))
+						break;
+					ok[d] = 0;
+				}
+				if (d < 0)
+					break;
+			}
+			continue;
+		}
 		rt_check_key(out, ok);
 		if (!k) {
 			if (rt_chunk_bytes(out, ok) != rt_chunk_bytes(t, key) || out->dtype != t->dtype)

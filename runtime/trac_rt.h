@@ -224,7 +224,9 @@ TrtRel *trt_agg(const TrtRel *r, int ngroup, const int *group, TrtAgg agg,
 
 /* Local map: output key dim i is input key dim keymap[i] (nkeymap = out's
  * nkey); each chunk goes through kernel k, or is shared unchanged when k is
- * NULL (a pure rekey). */
+ * NULL (a pure rekey).  In a rekey, keymap[i] = -1 inserts key dim i and
+ * duplicates every tuple along it, once per value below out's frontier
+ * there, the chunks shared (replication-based matmul). */
 TrtRel *trt_map(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
                 const TrtType *out, TrtPlace p);
 

@@ -1,0 +1,583 @@
+/*
+ * contract.c: the order of pairwise contractions in a sum of products.
+ *
+ * Lowering joins a product's operands left to right and sums each index at
+ * the smallest sub-expression holding it, so `X[p,i]*Y[q,j]*T[i,j,k,l]*
+ * Z[r,k]*W[s,l]` first makes the outer product of X and Y.  Here every
+ * maximal *product-sum tree* is found: joins whose kernel is in0 * in1 and
+ * sum aggregations over them, each intermediate read only inside the tree,
+ * down to leaves that are other ops (inputs, maps, results of other
+ * statements).  The tree is one einsum over index variables: its leaves'
+ * key dims are variables, the root's are the output, the rest are summed.
+ * It is rebuilt as the cheapest binary order of pairwise contractions,
+ * each summing the variables no later operand and not the output needs:
+ *
+ *   cost      flops of each pairwise contraction (the product of the
+ *             extents of every variable either operand has), summed
+ *   search    exact dynamic programming over subsets of operands up to 8
+ *             (3^n splits), greedy beyond (the cheapest pair first)
+ *   memory    an intermediate bigger than the memory of all ranks
+ *             (--mem-per-rank, or the machine model's, times the ranks)
+ *             is never chosen
+ *
+ * It runs on TRA before blocking (blocks are still the whole extents) and
+ * keeps the root's key and chunk order, so nothing downstream changes.  A
+ * tree already in the best order is left alone.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimizer/opt.h"
+
+#define MAXLEAF 32
+#define MAXVAR 64
+#define EXACT 8
+
+typedef struct Leaf {
+	int op;
+	int nvar;
+	int var[MAXDIM];        /* key dim d is variable var[d] */
+} Leaf;
+
+typedef struct Tree {
+	const TraProg *p;
+	const int *uses;
+	int root, stmt;
+	int nleaf;
+	Leaf leaf[MAXLEAF];
+	int nvar;
+	int64_t extent[MAXVAR];
+	int nout;
+	int out[MAXDIM];        /* the root's key dims' variables */
+	RelType roottype;
+	double cur_flops;       /* of the order lowering made */
+	bool ok;
+} Tree;
+
+typedef uint64_t VarSet;        /* bits of variables (MAXVAR = 64) */
+
+static VarSet leaf_vars(const Tree *t, int l)
+{
+	VarSet v = 0;
+	for (int d = 0; d < t->leaf[l].nvar; d++)
+		v |= 1ull << t->leaf[l].var[d];
+	return v;
+}
+
+static double vol(const Tree *t, VarSet v)
+{
+	double x = 1;
+	for (int i = 0; i < t->nvar; i++)
+		if (v >> i & 1)
+			x *= (double)t->extent[i];
+	return x;
+}
+
+static bool product_join(const TraOp *op)
+{
+	return op->kind == TRA_JOIN && kx_is_product(op->u.join.kernel->expr) &&
+	       (!op->u.join.kernel->reduces || op->u.join.kernel->red == AGG_ADD);
+}
+
+/* A sum over a product join only it reads. */
+static bool sum_node(const TraProg *p, const int *uses, const TraOp *op)
+{
+	if (op->kind != TRA_AGG || op->u.agg.agg != AGG_ADD)
+		return false;
+	const TraOp *j = &p->ops.v[op->u.agg.in];
+	return product_join(j) && uses[op->u.agg.in] == 1 && j->stmt == op->stmt;
+}
+
+static int fresh(Tree *t, int64_t extent)
+{
+	if (t->nvar == MAXVAR) {
+		t->ok = false;
+		return 0;
+	}
+	t->extent[t->nvar] = extent;
+	return t->nvar++;
+}
+
+/* Walk op with its key dims named by vars; internal ops are marked.
+ * Returns the variables of op's result; adds the flops of the order
+ * lowering made (each join: its operands' variables) to cur_flops. */
+static VarSet walk(Tree *t, int i, const int *vars, bool top, bool *inner)
+{
+	VarSet mine = 0;
+	for (int d = 0; d < t->p->ops.v[i].type.nkey; d++)
+		mine |= 1ull << vars[d];
+	const TraOp *op = &t->p->ops.v[i];
+	bool expand = top || (t->uses[i] == 1 && op->stmt == t->stmt);
+	if (expand && sum_node(t->p, t->uses, op)) {
+		const TraOp *j = &t->p->ops.v[op->u.agg.in];
+		int jv[MAXDIM];
+		for (int d = 0; d < j->type.nkey; d++)
+			jv[d] = -1;
+		for (int g = 0; g < op->u.agg.ngroup; g++)
+			jv[op->u.agg.group[g]] = vars[g];
+		for (int d = 0; d < j->type.nkey; d++)
+			if (jv[d] < 0)
+				jv[d] = fresh(t, j->type.extent[d]);
+		inner[i] = true;
+		walk(t, op->u.agg.in, jv, true, inner);
+		return mine;
+	}
+	if (expand && product_join(op)) {
+		int L = op->u.join.left, R = op->u.join.right;
+		const TraOp *l = &t->p->ops.v[L], *r = &t->p->ops.v[R];
+		int lv[MAXDIM], rv[MAXDIM];
+		for (int d = 0; d < l->type.nkey; d++)
+			lv[d] = vars[d];
+		for (int d = 0; d < r->type.nkey; d++)
+			rv[d] = vars[ia_join_out_dim(l->type.nkey, op->u.join.nmatch, op->u.join.rkey, d, op->u.join.lkey)];
+		inner[i] = true;
+		VarSet a = walk(t, L, lv, false, inner);
+		VarSet b = walk(t, R, rv, false, inner);
+		t->cur_flops += vol(t, a | b);
+		return mine;
+	}
+	/* a leaf: its chunks must span every key dim (a complete relation) */
+	if (t->nleaf == MAXLEAF || op->type.nchunk != op->type.nkey) {
+		t->ok = false;
+		return mine;
+	}
+	Leaf *lf = &t->leaf[t->nleaf++];
+	lf->op = i;
+	lf->nvar = op->type.nkey;
+	memcpy(lf->var, vars, sizeof lf->var);
+	/* a variable twice in one leaf (a diagonal) is not a plain einsum */
+	for (int a = 0; a < lf->nvar; a++)
+		for (int b = a + 1; b < lf->nvar; b++)
+			if (lf->var[a] == lf->var[b])
+				t->ok = false;
+	return mine;
+}
+
+/* ---- costs over sets of operands (bit masks of leaves) ---- */
+
+typedef struct Order {
+	const Tree *t;
+	VarSet *lv;             /* per leaf */
+	VarSet outv;
+	double limit;           /* elements an intermediate may hold */
+} Order;
+
+/* The variables the contraction of leaves `s` keeps: those the rest of
+ * the operands or the output still need. */
+static VarSet kept(const Order *o, uint32_t s)
+{
+	VarSet in = 0, rest = o->outv;
+	for (int l = 0; l < o->t->nleaf; l++)
+		if (s >> l & 1)
+			in |= o->lv[l];
+		else
+			rest |= o->lv[l];
+	return in & rest;
+}
+
+/* ---- the binary order ---- */
+
+typedef struct Node {
+	int leaf;               /* >= 0: a leaf */
+	int a, b;               /* children (node indices) */
+	uint32_t set;
+} Node;
+
+typedef struct Plan {
+	Node node[2 * MAXLEAF];
+	int n, root;
+	double flops;
+} Plan;
+
+static int plan_leaf(Plan *p, int l)
+{
+	p->node[p->n] = (Node){.leaf = l, .a = -1, .b = -1, .set = 1u << l};
+	return p->n++;
+}
+
+static int plan_pair(Plan *p, int a, int b)
+{
+	p->node[p->n] = (Node){.leaf = -1, .a = a, .b = b, .set = p->node[a].set | p->node[b].set};
+	return p->n++;
+}
+
+static int unfold(Plan *out, const uint32_t *split, uint32_t s)
+{
+	if (!(s & (s - 1)))
+		return plan_leaf(out, __builtin_ctz(s));
+	int a = unfold(out, split, split[s]);
+	int b = unfold(out, split, s ^ split[s]);
+	return plan_pair(out, a, b);
+}
+
+/* Exact: best[s] over all splits of s, by subset DP. */
+static bool order_exact(const Order *o, Plan *out)
+{
+	int n = o->t->nleaf;
+	uint32_t full = (1u << n) - 1;
+	double *best = xcalloc((size_t)full + 1, sizeof *best);
+	uint32_t *split = xcalloc((size_t)full + 1, sizeof *split);
+	for (uint32_t s = 1; s <= full; s++) {
+		if (!(s & (s - 1))) {
+			best[s] = 0;
+			continue;
+		}
+		best[s] = INFINITY;
+		if (vol(o->t, kept(o, s)) > o->limit && s != full)
+			continue;       /* this intermediate does not fit */
+		/* each unordered split once: a holds the lowest leaf */
+		uint32_t low = s & -s;
+		for (uint32_t a = (s - 1) & s; a; a = (a - 1) & s) {
+			if (!(a & low))
+				continue;
+			uint32_t b = s ^ a;
+			if (isinf(best[a]) || isinf(best[b]))
+				continue;
+			double f = vol(o->t, kept(o, a) | kept(o, b));
+			double c = best[a] + best[b] + f;
+			if (c < best[s]) {
+				best[s] = c;
+				split[s] = a;
+			}
+		}
+	}
+	bool ok = !isinf(best[full]);
+	if (ok) {
+		out->n = 0;
+		out->root = unfold(out, split, full);
+		out->flops = best[full];
+	}
+	free(best);
+	free(split);
+	return ok;
+}
+
+/* Greedy: the cheapest pair of current operands first. */
+static bool order_greedy(const Order *o, Plan *out)
+{
+	int n = o->t->nleaf, live[MAXLEAF], nl = 0;
+	out->n = 0;
+	out->flops = 0;
+	for (int l = 0; l < n; l++)
+		live[nl++] = plan_leaf(out, l);
+	while (nl > 1) {
+		int bi = -1, bj = -1;
+		double bf = INFINITY, bsize = INFINITY;
+		for (int i = 0; i < nl; i++)
+			for (int j = i + 1; j < nl; j++) {
+				uint32_t a = out->node[live[i]].set, b = out->node[live[j]].set;
+				double size = vol(o->t, kept(o, a | b));
+				if (size > o->limit && nl > 2)
+					continue;
+				double f = vol(o->t, kept(o, a) | kept(o, b));
+				if (f < bf || (f == bf && size < bsize)) {
+					bf = f;
+					bsize = size;
+					bi = i;
+					bj = j;
+				}
+			}
+		if (bi < 0)
+			return false;
+		out->flops += bf;
+		live[bi] = plan_pair(out, live[bi], live[bj]);
+		live[bj] = live[--nl];
+	}
+	out->root = live[0];
+	return true;
+}
+
+/* ---- rebuilding TRA ---- */
+
+typedef struct Build {
+	TraProg *p;             /* the new program */
+	const Tree *t;
+	const Order *o;
+	const int *map;         /* old op -> new op */
+} Build;
+
+typedef struct Val {
+	int op;
+	int nvar;
+	int var[MAXDIM];
+} Val;
+
+/* Labels are variable ids until here: renumber 0.. by first appearance. */
+static void compact(Kernel *k)
+{
+	int m[MAXVAR], n = 0;
+	for (int i = 0; i < MAXVAR; i++)
+		m[i] = -1;
+	for (int i = 0; i < k->nin; i++)
+		for (int c = 0; c < k->nindim[i]; c++) {
+			int v = k->inlab[i][c];
+			if (m[v] < 0)
+				m[v] = n++;
+			k->inlab[i][c] = m[v];
+		}
+	for (int c = 0; c < k->noutdim; c++)
+		k->outlab[c] = m[k->outlab[c]];
+	k->nlab = n;
+}
+
+/* The join of a and b on their shared variables, kernel in0 * in1 summing
+ * what is not kept; chunks in the order `chunk` (variables), keys kept in
+ * the order `keys`. */
+static Val contract(Build *b, Val x, Val y, VarSet keep, int nchunk, const int *chunk, int nkeys, const int *keys)
+{
+	TraProg *p = b->p;
+	const Tree *t = b->t;
+	const RelType *xt = &p->ops.v[x.op].type, *yt = &p->ops.v[y.op].type;
+	TraOp j = {.kind = TRA_JOIN, .stmt = t->stmt};
+	j.u.join.left = x.op;
+	j.u.join.right = y.op;
+	Val jv = x;
+	for (int d = 0; d < y.nvar; d++) {
+		int shared = -1;
+		for (int e = 0; e < x.nvar; e++)
+			if (x.var[e] == y.var[d])
+				shared = e;
+		if (shared >= 0) {
+			j.u.join.lkey[j.u.join.nmatch] = shared;
+			j.u.join.rkey[j.u.join.nmatch++] = d;
+		} else {
+			jv.var[jv.nvar++] = y.var[d];
+		}
+	}
+	Kernel *k = kernel_new(p->arena, 2);
+	k->nindim[0] = xt->nchunk;
+	for (int c = 0; c < xt->nchunk; c++)
+		k->inlab[0][c] = x.var[xt->chunkdim[c]];
+	k->nindim[1] = yt->nchunk;
+	for (int c = 0; c < yt->nchunk; c++)
+		k->inlab[1][c] = y.var[yt->chunkdim[c]];
+	k->noutdim = nchunk;
+	memcpy(k->outlab, chunk, sizeof(int) * (size_t)nchunk);
+	k->red = AGG_ADD;
+	k->reduces = false;
+	for (int d = 0; d < jv.nvar; d++)
+		if (!(keep >> jv.var[d] & 1))
+			k->reduces = true;
+	compact(k);
+	j.u.join.kernel = k;
+	RelType jt = {.dtype = xt->dtype, .nkey = jv.nvar, .nchunk = nchunk};
+	for (int d = 0; d < jv.nvar; d++)
+		jt.extent[d] = jt.block[d] = t->extent[jv.var[d]];
+	for (int c = 0; c < nchunk; c++)
+		for (int d = 0; d < jv.nvar; d++)
+			if (jv.var[d] == chunk[c])
+				jt.chunkdim[c] = d;
+	j.type = jt;
+	jv.op = tra_push(p, j);
+	if (!k->reduces && nkeys == jv.nvar) {
+		bool same = true;
+		for (int d = 0; d < nkeys; d++)
+			same &= keys[d] == jv.var[d];
+		if (same)
+			return jv;
+	}
+	if (!k->reduces) {
+		/* a rekey puts the keys in order */
+		TraOp rk = {.kind = TRA_REKEY, .stmt = t->stmt};
+		rk.u.rekey.in = jv.op;
+		rk.u.rekey.nkey = nkeys;
+		RelType rt = {.dtype = jt.dtype, .nkey = nkeys, .nchunk = nchunk};
+		for (int d = 0; d < nkeys; d++) {
+			for (int e = 0; e < jv.nvar; e++)
+				if (jv.var[e] == keys[d])
+					rk.u.rekey.keymap[d] = e;
+			rt.extent[d] = rt.block[d] = t->extent[keys[d]];
+		}
+		for (int c = 0; c < nchunk; c++)
+			for (int d = 0; d < nkeys; d++)
+				if (keys[d] == chunk[c])
+					rt.chunkdim[c] = d;
+		rk.type = rt;
+		Val out = {.op = tra_push(p, rk), .nvar = nkeys};
+		memcpy(out.var, keys, sizeof(int) * (size_t)nkeys);
+		return out;
+	}
+	TraOp ag = {.kind = TRA_AGG, .stmt = t->stmt};
+	ag.u.agg.in = jv.op;
+	ag.u.agg.agg = AGG_ADD;
+	ag.u.agg.ngroup = nkeys;
+	RelType at = {.dtype = jt.dtype, .nkey = nkeys, .nchunk = nchunk};
+	for (int g = 0; g < nkeys; g++) {
+		for (int d = 0; d < jv.nvar; d++)
+			if (jv.var[d] == keys[g])
+				ag.u.agg.group[g] = d;
+		at.extent[g] = at.block[g] = t->extent[keys[g]];
+	}
+	for (int c = 0; c < nchunk; c++)
+		for (int g = 0; g < nkeys; g++)
+			if (keys[g] == chunk[c])
+				at.chunkdim[c] = g;
+	ag.type = at;
+	Val out = {.op = tra_push(p, ag), .nvar = nkeys};
+	memcpy(out.var, keys, sizeof(int) * (size_t)nkeys);
+	return out;
+}
+
+/* The variables of a set, in a stable order (ascending). */
+static int vars_of(VarSet v, int *out)
+{
+	int n = 0;
+	for (int i = 0; i < MAXVAR; i++)
+		if (v >> i & 1)
+			out[n++] = i;
+	return n;
+}
+
+static Val build_node(Build *b, const Plan *pl, int ni, bool root)
+{
+	const Node *nd = &pl->node[ni];
+	if (nd->leaf >= 0) {
+		const Leaf *lf = &b->t->leaf[nd->leaf];
+		Val v = {.op = b->map[lf->op], .nvar = lf->nvar};
+		memcpy(v.var, lf->var, sizeof v.var);
+		return v;
+	}
+	Val x = build_node(b, pl, nd->a, false), y = build_node(b, pl, nd->b, false);
+	if (root) {
+		/* the old root's keys and chunk order */
+		const RelType *rt = &b->t->roottype;
+		int chunk[MAXDIM];
+		for (int c = 0; c < rt->nchunk; c++)
+			chunk[c] = b->t->out[rt->chunkdim[c]];
+		return contract(b, x, y, b->o->outv, rt->nchunk, chunk, b->t->nout, b->t->out);
+	}
+	VarSet keep = kept(b->o, nd->set);
+	int vars[MAXVAR];
+	int n = vars_of(keep, vars);
+	return contract(b, x, y, keep, n, vars, n, vars);
+}
+
+/* Inputs of a TRA op renumbered through map. */
+static void remap_inputs(TraOp *op, const int *map)
+{
+	switch (op->kind) {
+	case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_LOOP: case TRA_ENDLOOP:
+		break;
+	case TRA_JOIN:
+		op->u.join.left = map[op->u.join.left];
+		op->u.join.right = map[op->u.join.right];
+		break;
+	case TRA_AGG: op->u.agg.in = map[op->u.agg.in]; break;
+	case TRA_MAP: op->u.map.in = map[op->u.map.in]; break;
+	case TRA_REKEY: op->u.rekey.in = map[op->u.rekey.in]; break;
+	case TRA_FILTER: op->u.filter.in = map[op->u.filter.in]; break;
+	case TRA_OUTPUT: op->u.output.in = map[op->u.output.in]; break;
+	case TRA_STORE: case TRA_PRINT: op->u.store.in = map[op->u.store.in]; break;
+	case TRA_GRAD: op->u.grad.loss = map[op->u.grad.loss]; break;
+	}
+}
+
+int opt_contract(TraProg *p, const OptOptions *o)
+{
+	int n = p->ops.n, done = 0;
+	int *uses = xcalloc(n + 1, sizeof *uses);
+	for (int i = 0; i < n; i++) {
+		int in[2];
+		int k = tra_inputs(&p->ops.v[i], in);
+		for (int j = 0; j < k; j++)
+			uses[in[j]]++;
+	}
+	double limit = INFINITY;
+	double mem = o->mem_per_rank > 0 ? o->mem_per_rank : o->machine ? o->machine->mem_per_rank : 0;
+	if (mem > 0)
+		limit = mem * (o->nranks > 0 ? o->nranks : 1) / 8;    /* elements, f64 at worst */
+
+	/* roots: tree ops no tree op above them absorbs */
+	bool *inner = xcalloc(n + 1, sizeof *inner);
+	Plan *plans = xcalloc(n + 1, sizeof *plans);
+	Tree *trees = xcalloc(n + 1, sizeof *trees);
+	bool *rebuild = xcalloc(n + 1, sizeof *rebuild);
+	Order *orders = xcalloc(n + 1, sizeof *orders);
+	for (int i = n - 1; i >= 0; i--) {
+		const TraOp *op = &p->ops.v[i];
+		if (inner[i] || !(sum_node(p, uses, op) || product_join(op)))
+			continue;
+		Tree *t = &trees[i];
+		*t = (Tree){.p = p, .uses = uses, .root = i, .stmt = op->stmt, .ok = true, .roottype = op->type};
+		int vars[MAXDIM];
+		t->nout = op->type.nkey;
+		for (int d = 0; d < op->type.nkey; d++)
+			vars[d] = t->out[d] = fresh(t, op->type.extent[d]);
+		bool *mark = xcalloc(n + 1, sizeof *mark);
+		walk(t, i, vars, true, mark);
+		if (!t->ok || t->nleaf < 3) {
+			free(mark);
+			continue;
+		}
+		for (int k = 0; k < n; k++)
+			inner[k] |= mark[k] && k != i;
+		/* the best order, against the current one's cost (walk's) */
+		Order *ord = &orders[i];
+		ord->t = t;
+		ord->lv = xcalloc(MAXLEAF, sizeof(VarSet));
+		for (int l = 0; l < t->nleaf; l++)
+			ord->lv[l] = leaf_vars(t, l);
+		ord->outv = 0;
+		for (int d = 0; d < t->nout; d++)
+			ord->outv |= 1ull << t->out[d];
+		ord->limit = limit;
+		Plan *pl = &plans[i];
+		bool ok = t->nleaf <= EXACT ? order_exact(ord, pl) : order_greedy(ord, pl);
+		if (ok && pl->flops < 0.99 * t->cur_flops)
+			rebuild[i] = true;
+		free(mark);
+	}
+
+	bool any = false;
+	for (int i = 0; i < n; i++)
+		any |= rebuild[i];
+	if (any) {
+		/* which ops the rebuilt trees replace */
+		bool *drop = xcalloc(n + 1, sizeof *drop);
+		for (int i = 0; i < n; i++) {
+			if (!rebuild[i])
+				continue;
+			bool *mark = xcalloc(n + 1, sizeof *mark);
+			int vars[MAXDIM];
+			Tree t = {.p = p, .uses = uses, .root = i, .stmt = p->ops.v[i].stmt, .ok = true};
+			for (int d = 0; d < p->ops.v[i].type.nkey; d++)
+				vars[d] = fresh(&t, p->ops.v[i].type.extent[d]);
+			walk(&t, i, vars, true, mark);
+			for (int k = 0; k < n; k++)
+				drop[k] |= mark[k] && k != i;
+			free(mark);
+		}
+		Vec(TraOp) old = {0};
+		for (int i = 0; i < n; i++)
+			vec_push(&old, p->ops.v[i]);
+		p->ops.n = 0;
+		int *map = xcalloc(n + 1, sizeof *map);
+		for (int i = 0; i < n; i++) {
+			if (drop[i])
+				continue;
+			if (rebuild[i]) {
+				Build b = {p, &trees[i], &orders[i], map};
+				Val v = build_node(&b, &plans[i], plans[i].root, true);
+				map[i] = v.op;
+				done++;
+				continue;
+			}
+			TraOp op = old.v[i];
+			remap_inputs(&op, map);
+			map[i] = tra_push(p, op);
+		}
+		free(map);
+		vec_free(&old);
+		free(drop);
+	}
+	for (int i = 0; i < n; i++)
+		free(orders[i].lv);
+	free(orders);
+	free(rebuild);
+	free(trees);
+	free(plans);
+	free(inner);
+	free(uses);
+	return done;
+}

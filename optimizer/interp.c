@@ -1,0 +1,670 @@
+/*
+ * interp.c: an in-process interpreter of IA plans over simulated sites.
+ *
+ * It executes a plan the way the paper defines the IA (section 4): a
+ * physical relation is a set of (key, chunk, site) triples; bcast gives
+ * every tuple every site, shuffle moves each tuple to the site its
+ * partitioning dims give (the runtime's trt_site), local joins pair only
+ * tuples on one site and local aggregations group by key *and* site.  So a
+ * plan that is wrong about where tuples live computes a wrong answer here,
+ * as it would on MPI ranks, and two plans are equivalent when the relations
+ * they write are equal (the site projected away).  The rules' tests run
+ * both sides of each rule here on random data (tests/unit/test_rules.c).
+ *
+ * Everything is f64 and simple: tuples in arrays, kernels evaluated
+ * element by element from their expression trees.  Small data only.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimizer/opt.h"
+
+typedef struct Tup {
+	int64_t key[MAXDIM];
+	int site;
+	double *v;              /* the chunk, dense row-major over its chunk dims */
+} Tup;
+
+typedef struct Rel {
+	RelType type;
+	PlaceKind kind;
+	Vec(Tup) t;
+} Rel;
+
+typedef struct Interp {
+	const IaPlan *p;
+	int s;
+	Rel **rel;              /* per op */
+	Rel **var;              /* per tensor: a param's value */
+	Dense *const *inputs;
+	Buf *err;
+	bool ok;
+} Interp;
+
+static void fail(Interp *in, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(Interp *in, const char *fmt, ...)
+{
+	if (!in->ok)
+		return;
+	in->ok = false;
+	va_list ap;
+	va_start(ap, fmt);
+	buf_vprintf(in->err, fmt, ap);
+	va_end(ap);
+}
+
+void dense_free(Dense *d)
+{
+	if (!d)
+		return;
+	free(d->v);
+	free(d);
+}
+
+/* ---- chunks ---- */
+
+static int64_t chunk_len(const RelType *t, int d, int64_t k)
+{
+	int64_t len = t->extent[d] - k * t->block[d];
+	return len < t->block[d] ? len : t->block[d];
+}
+
+static int64_t chunk_size(const RelType *t, const int64_t *key)
+{
+	int64_t n = 1;
+	for (int c = 0; c < t->nchunk; c++)
+		n *= chunk_len(t, t->chunkdim[c], key[t->chunkdim[c]]);
+	return n;
+}
+
+static Rel *rel_new(const RelType *t, PlaceKind k)
+{
+	Rel *r = xcalloc(1, sizeof *r);
+	r->type = *t;
+	r->kind = k;
+	return r;
+}
+
+static void rel_free(Rel *r)
+{
+	if (!r)
+		return;
+	for (int i = 0; i < r->t.n; i++)
+		free(r->t.v[i].v);
+	vec_free(&r->t);
+	free(r);
+}
+
+static void push(Rel *r, const int64_t *key, int site, const double *v, int64_t n)
+{
+	Tup t = {.site = site, .v = xmalloc((size_t)(n ? n : 1) * sizeof(double))};
+	memcpy(t.key, key, sizeof t.key);
+	if (v)
+		memcpy(t.v, v, (size_t)n * sizeof(double));
+	else
+		memset(t.v, 0, (size_t)(n ? n : 1) * sizeof(double));
+	vec_push(&r->t, t);
+}
+
+/* The runtime's site function. */
+static int site_of(const Place *p, const RelType *t, const int64_t *key, int s)
+{
+	int64_t lin = 0;
+	for (int i = 0; i < p->ndims; i++)
+		lin = lin * rel_frontier(t, p->dims[i]) + key[p->dims[i]];
+	return (int)(lin % s);
+}
+
+static bool same_key(const int64_t *a, const int64_t *b, int n)
+{
+	return !memcmp(a, b, (size_t)n * sizeof *a);
+}
+
+/* Every key below the frontier, in row-major order: returns false at the end. */
+static bool next_key(const RelType *t, int64_t *key)
+{
+	for (int d = t->nkey - 1; d >= 0; d--) {
+		if (++key[d] < rel_frontier(t, d))
+			return true;
+		key[d] = 0;
+	}
+	return false;
+}
+
+/* A relation of a dense tensor (key dims = tensor dims, chunks in order),
+ * tuples placed by p over s sites. */
+static Rel *from_dense(const Dense *x, const RelType *t, const Place *p, int s)
+{
+	Rel *r = rel_new(t, p->kind);
+	int64_t key[MAXDIM] = {0};
+	do {
+		int64_t n = chunk_size(t, key);
+		double *v = xmalloc((size_t)(n ? n : 1) * sizeof *v);
+		/* odometer over the chunk's elements */
+		int64_t idx[MAXDIM] = {0};
+		for (int64_t e = 0; e < n; e++) {
+			int64_t flat = 0;
+			for (int d = 0; d < x->rank; d++) {
+				int c = rel_chunkpos(t, d);
+				int64_t g = key[d] * t->block[d] + (c >= 0 ? idx[c] : 0);
+				flat = flat * x->shape[d] + g;
+			}
+			v[e] = x->v[flat];
+			for (int c = t->nchunk - 1; c >= 0; c--) {
+				if (++idx[c] < chunk_len(t, t->chunkdim[c], key[t->chunkdim[c]]))
+					break;
+				idx[c] = 0;
+			}
+		}
+		if (p->kind == PL_ALL)
+			for (int i = 0; i < s; i++)
+				push(r, key, i, v, n);
+		else
+			push(r, key, site_of(p, t, key, s), v, n);
+		free(v);
+	} while (t->nkey > 0 && next_key(t, key));
+	return r;
+}
+
+/* ---- kernels ---- */
+
+typedef struct KEval {
+	const Kernel *k;
+	const RelType *t[2];
+	const int64_t *key[2];
+	const double *v[2];
+	int64_t ext[2 * MAXDIM];        /* per label: its extent in these chunks */
+	int64_t off[2 * MAXDIM];        /* per label: the chunk's offset in the tensor */
+	int64_t at[2 * MAXDIM];         /* per label: the current index */
+} KEval;
+
+static double in_elem(KEval *e, int i)
+{
+	const Kernel *k = e->k;
+	int64_t flat = 0;
+	for (int c = 0; c < k->nindim[i]; c++)
+		flat = flat * e->ext[k->inlab[i][c]] + e->at[k->inlab[i][c]];
+	return e->v[i][flat];
+}
+
+static double kx_eval(KEval *e, const KExpr *x)
+{
+	switch (x->kind) {
+	case KX_IN:
+		return in_elem(e, x->in);
+	case KX_CONST:
+		return x->val;
+	case KX_IDX:
+		return (double)(e->off[x->in] + e->at[x->in]);
+	case KX_OP:
+		break;
+	}
+	double a = kx_eval(e, x->arg[0]);
+	double b = kop_arity(x->op) > 1 ? kx_eval(e, x->arg[1]) : 0;
+	switch (x->op) {
+	case KOP_NEG: return -a;
+	case KOP_STOP: return a;
+	case KOP_EXP: return exp(a);
+	case KOP_LOG: return log(a);
+	case KOP_SQRT: return sqrt(a);
+	case KOP_ABS: return fabs(a);
+	case KOP_TANH: return tanh(a);
+	case KOP_SIGMOID: return 1 / (1 + exp(-a));
+	case KOP_RELU: return a > 0 ? a : 0;
+	case KOP_ADD: return a + b;
+	case KOP_SUB: return a - b;
+	case KOP_MUL: return a * b;
+	case KOP_DIV: return a / b;
+	case KOP_POW: return pow(a, b);
+	case KOP_LT: return a < b;
+	case KOP_LE: return a <= b;
+	case KOP_GT: return a > b;
+	case KOP_GE: return a >= b;
+	case KOP_EQ: return a == b;
+	case KOP_NE: return a != b;
+	case KOP_WHERE: return a != 0 ? b : kx_eval(e, x->arg[2]);
+	}
+	return NAN;
+}
+
+static double combine(AggKind a, double x, double y)
+{
+	switch (a) {
+	case AGG_ADD: return x + y;
+	case AGG_MAX: return y > x ? y : x;
+	case AGG_MIN: return y < x ? y : x;
+	}
+	return NAN;
+}
+
+/* out (sized by the output's chunk) = the kernel over the inputs' chunks;
+ * acc: combine into out with the kernel's reduction. */
+static void run_kernel(const Kernel *k, int nin, const RelType *const *t, const int64_t *const *key,
+                       const double *const *v, double *out, bool acc)
+{
+	KEval e = {.k = k};
+	for (int l = 0; l < k->nlab; l++)
+		e.ext[l] = 1;
+	for (int i = 0; i < nin; i++) {
+		e.t[i] = t[i];
+		e.key[i] = key[i];
+		e.v[i] = v[i];
+		for (int c = 0; c < k->nindim[i]; c++) {
+			int d = t[i]->chunkdim[c], l = k->inlab[i][c];
+			e.ext[l] = chunk_len(t[i], d, key[i][d]);
+			e.off[l] = key[i][d] * t[i]->block[d];
+		}
+	}
+	bool isout[2 * MAXDIM] = {0};
+	for (int c = 0; c < k->noutdim; c++)
+		isout[k->outlab[c]] = true;
+	int64_t nout = 1, nred = 1;
+	for (int l = 0; l < k->nlab; l++)
+		*(isout[l] ? &nout : &nred) *= e.ext[l];
+	for (int64_t o = 0; o < nout; o++) {
+		int64_t rest = o;
+		for (int c = k->noutdim - 1; c >= 0; c--) {
+			int l = k->outlab[c];
+			e.at[l] = rest % e.ext[l];
+			rest /= e.ext[l];
+		}
+		double r = 0;
+		bool first = true;
+		for (int64_t q = 0; q < nred; q++) {
+			int64_t rr = q;
+			for (int l = k->nlab - 1; l >= 0; l--) {
+				if (isout[l])
+					continue;
+				e.at[l] = rr % e.ext[l];
+				rr /= e.ext[l];
+			}
+			double x = kx_eval(&e, k->expr);
+			r = first ? x : combine(k->red, r, x);
+			first = false;
+		}
+		out[o] = acc ? combine(k->red, out[o], r) : r;
+	}
+}
+
+/* ---- ops ---- */
+
+static Rel *do_move(Interp *in, const Rel *a, const IaOp *op)
+{
+	int s = in->s;
+	Rel *r = rel_new(&a->type, op->place.kind);
+	int64_t n;
+	if (op->kind == IA_BCAST) {
+		r->kind = PL_ALL;
+		if (a->kind == PL_ALL) {
+			for (int i = 0; i < a->t.n; i++)
+				push(r, a->t.v[i].key, a->t.v[i].site, a->t.v[i].v, chunk_size(&a->type, a->t.v[i].key));
+			return r;
+		}
+		for (int i = 0; i < a->t.n; i++) {
+			n = chunk_size(&a->type, a->t.v[i].key);
+			for (int x = 0; x < s; x++)
+				push(r, a->t.v[i].key, x, a->t.v[i].v, n);
+		}
+		if (a->kind == PL_PARTIAL)
+			r->kind = PL_PARTIAL;   /* duplicates still to be combined */
+		return r;
+	}
+	/* shuffle: from everywhere, each site keeps its share */
+	for (int i = 0; i < a->t.n; i++) {
+		const Tup *t = &a->t.v[i];
+		int to = site_of(&op->place, &a->type, t->key, s);
+		if (a->kind == PL_ALL && t->site != to)
+			continue;
+		push(r, t->key, to, t->v, chunk_size(&a->type, t->key));
+	}
+	r->kind = a->kind == PL_PARTIAL ? PL_PARTIAL : PL_PART;
+	return r;
+}
+
+/* Find or add the tuple (key, site) in r; *fresh when added. */
+static Tup *lookup(Rel *r, const int64_t *key, int site, bool *fresh)
+{
+	for (int i = 0; i < r->t.n; i++)
+		if (r->t.v[i].site == site && same_key(r->t.v[i].key, key, r->type.nkey)) {
+			*fresh = false;
+			return &r->t.v[i];
+		}
+	*fresh = true;
+	push(r, key, site, NULL, chunk_size(&r->type, key));
+	return &r->t.v[r->t.n - 1];
+}
+
+static Rel *do_join(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
+{
+	Rel *r = rel_new(&op->type, op->place.kind);
+	int nl = l->type.nkey;
+	for (int i = 0; i < l->t.n; i++)
+		for (int j = 0; j < rr->t.n; j++) {
+			const Tup *a = &l->t.v[i], *b = &rr->t.v[j];
+			if (a->site != b->site)
+				continue;
+			bool match = true;
+			for (int m = 0; m < op->u.join.nmatch; m++)
+				match &= a->key[op->u.join.lkey[m]] == b->key[op->u.join.rkey[m]];
+			if (!match)
+				continue;
+			int64_t jk[MAXDIM] = {0};
+			memcpy(jk, a->key, (size_t)nl * sizeof *jk);
+			for (int d = 0; d < rr->type.nkey; d++)
+				jk[ia_join_out_dim(nl, op->u.join.nmatch, op->u.join.rkey, d, op->u.join.lkey)] = b->key[d];
+			const RelType *ts[2] = {&l->type, &rr->type};
+			const int64_t *ks[2] = {a->key, b->key};
+			const double *vs[2] = {a->v, b->v};
+			if (op->u.join.ngroup < 0) {
+				push(r, jk, a->site, NULL, chunk_size(&r->type, jk));
+				run_kernel(op->u.join.kernel, 2, ts, ks, vs, r->t.v[r->t.n - 1].v, false);
+				continue;
+			}
+			int64_t gk[MAXDIM] = {0};
+			for (int g = 0; g < op->u.join.ngroup; g++)
+				gk[g] = jk[op->u.join.group[g]];
+			bool fresh;
+			Tup *o = lookup(r, gk, a->site, &fresh);
+			run_kernel(op->u.join.kernel, 2, ts, ks, vs, o->v, !fresh);
+		}
+	(void)in;
+	return r;
+}
+
+static Rel *do_agg(const Rel *a, const IaOp *op)
+{
+	Rel *r = rel_new(&op->type, op->place.kind);
+	for (int i = 0; i < a->t.n; i++) {
+		const Tup *t = &a->t.v[i];
+		int64_t gk[MAXDIM] = {0};
+		for (int g = 0; g < op->u.agg.ngroup; g++)
+			gk[g] = t->key[op->u.agg.group[g]];
+		bool fresh;
+		Tup *o = lookup(r, gk, t->site, &fresh);
+		int64_t n = chunk_size(&r->type, gk);
+		for (int64_t e = 0; e < n; e++)
+			o->v[e] = fresh ? t->v[e] : combine(op->u.agg.agg, o->v[e], t->v[e]);
+	}
+	return r;
+}
+
+static Rel *do_map(const Rel *a, const IaOp *op)
+{
+	Rel *r = rel_new(&op->type, op->place.kind);
+	for (int i = 0; i < a->t.n; i++) {
+		const Tup *t = &a->t.v[i];
+		if (op->u.map.kernel) {
+			push(r, t->key, t->site, NULL, chunk_size(&r->type, t->key));
+			const RelType *ts[1] = {&a->type};
+			const int64_t *ks[1] = {t->key};
+			const double *vs[1] = {t->v};
+			run_kernel(op->u.map.kernel, 1, ts, ks, vs, r->t.v[r->t.n - 1].v, false);
+			continue;
+		}
+		int64_t k[MAXDIM] = {0};
+		for (int d = 0; d < op->u.map.nkey; d++)
+			k[d] = op->u.map.keymap[d] >= 0 ? t->key[op->u.map.keymap[d]] : 0;
+		/* inserted dims: one copy per key value (an odometer) */
+		for (;;) {
+			push(r, k, t->site, t->v, chunk_size(&r->type, k));
+			int d = op->u.map.nkey - 1;
+			for (; d >= 0; d--) {
+				if (op->u.map.keymap[d] >= 0)
+					continue;
+				if (++k[d] < rel_frontier(&r->type, d))
+					break;
+				k[d] = 0;
+			}
+			if (d < 0)
+				break;
+		}
+	}
+	return r;
+}
+
+static Rel *do_filter(const Rel *a, const IaOp *op)
+{
+	Rel *r = rel_new(&a->type, a->kind);
+	for (int i = 0; i < a->t.n; i++) {
+		const Tup *t = &a->t.v[i];
+		bool keep = true;
+		for (int e = 0; e < op->u.filter.pred.neq; e++)
+			keep &= t->key[op->u.filter.pred.eq[e][0]] == t->key[op->u.filter.pred.eq[e][1]];
+		if (keep)
+			push(r, t->key, t->site, t->v, chunk_size(&a->type, t->key));
+	}
+	return r;
+}
+
+/* A param's initial value: a deterministic stand-in for the runtime's
+ * random initialisers (only plans are compared here). */
+static Dense *init_dense(const Tensor *t, Dense *const *inputs, int tensor)
+{
+	if (t->init == INIT_FILE && inputs && inputs[tensor])
+		return NULL;
+	Dense *d = xcalloc(1, sizeof *d);
+	d->rank = t->rank;
+	int64_t n = 1;
+	for (int i = 0; i < t->rank; i++) {
+		d->shape[i] = t->shape[i];
+		n *= t->shape[i];
+	}
+	d->v = xcalloc((size_t)(n ? n : 1), sizeof *d->v);
+	for (int64_t e = 0; e < n; e++)
+		d->v[e] = t->init == INIT_ZEROS ? 0 : t->init == INIT_ONES ? 1 : sin(1.0 + (double)e * 0.7) * 0.5;
+	return d;
+}
+
+/* The dense tensor a written relation holds; false if its tuples are not
+ * one per key (copies under all must agree). */
+static Dense *to_dense(Interp *in, const Rel *r, const Tensor *ten)
+{
+	if (r->kind == PL_PARTIAL) {
+		fail(in, "%s is written from partial aggregates", ten->name);
+		return NULL;
+	}
+	Dense *d = xcalloc(1, sizeof *d);
+	d->rank = ten->rank;
+	int64_t n = 1;
+	for (int i = 0; i < ten->rank; i++) {
+		d->shape[i] = ten->shape[i];
+		n *= ten->shape[i];
+	}
+	d->v = xcalloc((size_t)(n ? n : 1), sizeof *d->v);
+	char *seen = xcalloc((size_t)(n ? n : 1), 1);
+	const RelType *t = &r->type;
+	for (int i = 0; i < r->t.n; i++) {
+		const Tup *tp = &r->t.v[i];
+		int64_t m = chunk_size(t, tp->key);
+		int64_t idx[MAXDIM] = {0};
+		for (int64_t e = 0; e < m; e++) {
+			int64_t flat = 0;
+			for (int dd = 0; dd < ten->rank; dd++) {
+				int c = rel_chunkpos(t, dd);
+				flat = flat * ten->shape[dd] + tp->key[dd] * t->block[dd] + (c >= 0 ? idx[c] : 0);
+			}
+			if (seen[flat] && d->v[flat] != tp->v[e] && !(isnan(d->v[flat]) && isnan(tp->v[e])))
+				fail(in, "%s holds two values at one element (tuples on several sites disagree)", ten->name);
+			seen[flat] = 1;
+			d->v[flat] = tp->v[e];
+			for (int c = t->nchunk - 1; c >= 0; c--) {
+				if (++idx[c] < chunk_len(t, t->chunkdim[c], tp->key[t->chunkdim[c]]))
+					break;
+				idx[c] = 0;
+			}
+		}
+	}
+	for (int64_t e = 0; e < n; e++)
+		if (!seen[e])
+			fail(in, "%s has no value at element %" PRId64, ten->name, e);
+	free(seen);
+	return d;
+}
+
+static Rel *rel_copy(const Rel *a)
+{
+	Rel *r = rel_new(&a->type, a->kind);
+	for (int i = 0; i < a->t.n; i++)
+		push(r, a->t.v[i].key, a->t.v[i].site, a->t.v[i].v, chunk_size(&a->type, a->t.v[i].key));
+	return r;
+}
+
+/* The placement an op claims must be where its tuples are: partitioned
+ * tuples on their site, one per key; everywhere, every key on every site. */
+static void check_place(Interp *in, const Rel *r, const IaOp *op, int i)
+{
+	const RelType *t = &r->type;
+	if (op->place.kind == PL_PART) {
+		bool partials = r->kind == PL_PARTIAL;  /* shuffled partials: a key repeats until aggregated */
+		for (int k = 0; k < r->t.n; k++) {
+			const Tup *a = &r->t.v[k];
+			if (a->site != site_of(&op->place, t, a->key, in->s)) {
+				fail(in, "op %d claims a partitioning its tuples do not have", i);
+				return;
+			}
+			for (int j = k + 1; j < r->t.n && !partials; j++)
+				if (same_key(a->key, r->t.v[j].key, t->nkey)) {
+					fail(in, "op %d holds one key twice but claims a partitioning", i);
+					return;
+				}
+		}
+	} else if (op->place.kind == PL_ALL && r->kind != PL_PARTIAL) {
+		/* every key it holds (a filter leaves holes) on each site once */
+		for (int k = 0; k < r->t.n; k++) {
+			int copies = 0;
+			unsigned long long seen = 0;
+			for (int j = 0; j < r->t.n; j++)
+				if (same_key(r->t.v[k].key, r->t.v[j].key, t->nkey)) {
+					copies++;
+					if (r->t.v[j].site < 64)
+						seen |= 1ull << r->t.v[j].site;
+				}
+			if (copies != in->s || (in->s <= 64 && seen != (in->s == 64 ? ~0ull : (1ull << in->s) - 1))) {
+				fail(in, "op %d claims every site but a key is on %d sites of %d", i, copies, in->s);
+				return;
+			}
+		}
+	}
+}
+
+bool ia_interpret(const IaPlan *p, int sites, Dense *const *inputs, Dense **outputs, Buf *err)
+{
+	int n = p->ops.n, nt = p->tra->tensors.n;
+	Interp in = {p, sites, xcalloc(n + 1, sizeof(Rel *)), xcalloc(nt + 1, sizeof(Rel *)), inputs, err, true};
+	Vec(int) loopstart = {0};
+	Vec(int64_t) left = {0};
+	for (int i = 0; i < n && in.ok; i++) {
+		const IaOp *op = &p->ops.v[i];
+		int x[2] = {-1, -1};
+		ia_inputs(op, x);
+		Rel *a = x[0] >= 0 ? in.rel[x[0]] : NULL, *b = x[1] >= 0 ? in.rel[x[1]] : NULL;
+		if ((x[0] >= 0 && !a) || (x[1] >= 0 && !b)) {
+			fail(&in, "op %d reads op %d, which has no value", i, !a ? x[0] : x[1]);
+			break;
+		}
+		Rel *r = NULL;
+		switch (op->kind) {
+		case IA_READ: {
+			const Dense *d = inputs ? inputs[op->u.read.tensor] : NULL;
+			if (!d) {
+				fail(&in, "no value for input %s", p->tra->tensors.v[op->u.read.tensor].name);
+				break;
+			}
+			r = from_dense(d, &op->type, &op->place, sites);
+			break;
+		}
+		case IA_INIT: {
+			const Tensor *t = &p->tra->tensors.v[op->u.init.tensor];
+			Dense *d = init_dense(t, inputs, op->u.init.tensor);
+			if (!d && (!inputs || !inputs[op->u.init.tensor])) {
+				fail(&in, "no value for param %s", t->name);
+				break;
+			}
+			r = from_dense(d ? d : inputs[op->u.init.tensor], &op->type, &op->place, sites);
+			dense_free(d);
+			break;
+		}
+		case IA_LOAD:
+			if (!in.var[op->u.init.tensor]) {
+				fail(&in, "param %s loaded before it has a value", p->tra->tensors.v[op->u.init.tensor].name);
+				break;
+			}
+			r = rel_copy(in.var[op->u.init.tensor]);
+			break;
+		case IA_STORE:
+			rel_free(in.var[op->u.store.tensor]);
+			in.var[op->u.store.tensor] = rel_copy(a);
+			break;
+		case IA_PRINT:
+			break;
+		case IA_BCAST:
+		case IA_SHUFFLE:
+			r = do_move(&in, a, op);
+			break;
+		case IA_JOIN:
+			if (a->kind == PL_PARTIAL || b->kind == PL_PARTIAL)
+				fail(&in, "op %d joins partial aggregates", i);
+			r = do_join(&in, a, b, op);
+			break;
+		case IA_AGG:
+			r = do_agg(a, op);
+			break;
+		case IA_MAP:
+			r = do_map(a, op);
+			break;
+		case IA_FILTER:
+			r = do_filter(a, op);
+			break;
+		case IA_WRITE: {
+			int t = op->u.write.tensor;
+			Dense *d = to_dense(&in, a, &p->tra->tensors.v[t]);
+			if (outputs) {
+				dense_free(outputs[t]);
+				outputs[t] = d;
+			} else {
+				dense_free(d);
+			}
+			break;
+		}
+		case IA_LOOP:
+			vec_push(&loopstart, i);
+			vec_push(&left, op->u.loop.count);
+			if (op->u.loop.count <= 0) {
+				/* skip to the matching endloop */
+				int depth = 0;
+				for (i++; i < n; i++) {
+					if (p->ops.v[i].kind == IA_LOOP)
+						depth++;
+					else if (p->ops.v[i].kind == IA_ENDLOOP && depth-- == 0)
+						break;
+				}
+				loopstart.n--;
+				left.n--;
+			}
+			break;
+		case IA_ENDLOOP:
+			if (--left.v[left.n - 1] > 0) {
+				i = loopstart.v[loopstart.n - 1];
+			} else {
+				loopstart.n--;
+				left.n--;
+			}
+			break;
+		}
+		if (r) {
+			check_place(&in, r, op, i);
+			rel_free(in.rel[i]);
+			in.rel[i] = r;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		rel_free(in.rel[i]);
+	for (int i = 0; i < nt; i++)
+		rel_free(in.var[i]);
+	free(in.rel);
+	free(in.var);
+	vec_free(&loopstart);
+	vec_free(&left);
+	return in.ok;
+}

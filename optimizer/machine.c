@@ -1,0 +1,198 @@
+/*
+ * machine.c: the machine model the cost model predicts seconds with.
+ *
+ * Every collective is `latency + bytes / bandwidth`, bytes being what one
+ * rank sends (bench/calibrate's convention); kernels run at a gemm rate
+ * that depends on the block size, or at the generated loops' rate.  The
+ * constants are built in (measured on the development machine, one node,
+ * shared-memory MPI) and can be replaced by bench/calibrate's output:
+ *
+ *   mpirun -np 4 bench/calibrate > machine.model
+ *   trac --machine machine.model ...        (or TRAC_MACHINE=machine.model)
+ *
+ * Keys read (others are ignored, so newer calibrate files still load):
+ *
+ *   bcast_latency_s, bcast_bandwidth_Bps        and likewise for allgatherv,
+ *   alltoallv, allreduce, reduce_scatter;  memcpy_bandwidth_Bps;
+ *   loop_rate_flops;  gemm_f32_gflops_bB, gemm_f64_gflops_bB (by block B);
+ *   call_overhead_s, op_overhead_s, mem_per_rank_bytes (trac's own).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimizer/opt.h"
+
+static const char *coll_key[NCOLL] = {"bcast", "allgatherv", "alltoallv", "allreduce", "reduce_scatter"};
+
+void machine_default(Machine *m)
+{
+	static const int blocks[] = {32, 64, 128, 256, 512, 1024, 2048, 4096};
+	/* GFLOP/s of one BLIS thread by block: small blocks pay the packing */
+	static const double f32[] = {4, 10, 20, 27, 31, 33, 34, 34};
+	static const double f64[] = {2, 5, 10, 13.5, 15.5, 16.5, 17, 17};
+	memset(m, 0, sizeof *m);
+	for (int c = 0; c < NCOLL; c++) {
+		m->latency[c] = 2e-6;
+		m->bandwidth[c] = 2e9;
+	}
+	m->bandwidth[COLL_BCAST] = 4e9;
+	/* an allreduce or a reduce-scatter costs 2-3 sends here */
+	m->bandwidth[COLL_ALLREDUCE] = 1e9;
+	m->bandwidth[COLL_REDUCE_SCATTER] = 8e8;
+	m->memcpy_bw = 3e9;
+	m->loop_rate = 8e8;
+	m->ngemm = (int)(sizeof blocks / sizeof *blocks);
+	for (int i = 0; i < m->ngemm; i++) {
+		m->gemm_block[i] = blocks[i];
+		m->gemm_rate[0][i] = f32[i] * 1e9;
+		m->gemm_rate[1][i] = f64[i] * 1e9;
+	}
+	m->call_overhead = 2e-6;
+	m->op_overhead = 2e-5;
+	m->mem_per_rank = 0;
+	snprintf(m->source, sizeof m->source, "built-in");
+}
+
+/* Insert or replace a gemm rate measured at block b. */
+static void set_gemm(Machine *m, int which, int b, double rate)
+{
+	int i = 0;
+	while (i < m->ngemm && m->gemm_block[i] < b)
+		i++;
+	if (i < m->ngemm && m->gemm_block[i] == b) {
+		m->gemm_rate[which][i] = rate;
+		return;
+	}
+	if (m->ngemm == MAXGEMM)
+		return;
+	memmove(&m->gemm_block[i + 1], &m->gemm_block[i], (size_t)(m->ngemm - i) * sizeof m->gemm_block[0]);
+	for (int w = 0; w < 2; w++)
+		memmove(&m->gemm_rate[w][i + 1], &m->gemm_rate[w][i], (size_t)(m->ngemm - i) * sizeof m->gemm_rate[w][0]);
+	m->ngemm++;
+	m->gemm_block[i] = b;
+	/* the other precision at this block: interpolated from its neighbours */
+	int o = 1 - which;
+	double lo = i > 0 ? m->gemm_rate[o][i - 1] : (i + 1 < m->ngemm ? m->gemm_rate[o][i + 1] : rate);
+	double hi = i + 1 < m->ngemm ? m->gemm_rate[o][i + 1] : lo;
+	m->gemm_rate[o][i] = (lo + hi) / 2;
+	m->gemm_rate[which][i] = rate;
+}
+
+bool machine_load(Machine *m, const char *path, Buf *err)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		buf_printf(err, "cannot read machine model '%s': %s", path, strerror(errno));
+		return false;
+	}
+	char line[512];
+	int lineno = 0;
+	bool ok = true;
+	while (ok && fgets(line, sizeof line, f)) {
+		lineno++;
+		char *s = line;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (*s == '#' || *s == '\n' || !*s)
+			continue;
+		char *eq = strchr(s, '=');
+		if (!eq) {
+			buf_printf(err, "%s:%d: expected key=value", path, lineno);
+			ok = false;
+			break;
+		}
+		*eq = 0;
+		char *key = s, *val = eq + 1, *end;
+		for (char *t = eq - 1; t >= key && (*t == ' ' || *t == '\t'); t--)
+			*t = 0;
+		errno = 0;
+		double v = strtod(val, &end);
+		bool num = end != val && !errno;
+		while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
+			end++;
+		num &= !*end;
+		bool known = false;
+		for (int c = 0; c < NCOLL; c++) {
+			size_t n = strlen(coll_key[c]);
+			if (strncmp(key, coll_key[c], n) || key[n] != '_')
+				continue;
+			if (!strcmp(key + n, "_latency_s")) {
+				known = true;
+				if (num && v >= 0)
+					m->latency[c] = v;
+				else
+					ok = false;
+			} else if (!strcmp(key + n, "_bandwidth_Bps")) {
+				known = true;
+				if (num && v > 0)
+					m->bandwidth[c] = v;
+				else
+					ok = false;
+			}
+		}
+		int b;
+		char prec[8];
+		if (known) {
+		} else if (!strcmp(key, "memcpy_bandwidth_Bps")) {
+			known = true;
+			ok = num && v > 0;
+			if (ok)
+				m->memcpy_bw = v;
+		} else if (!strcmp(key, "loop_rate_flops")) {
+			known = true;
+			ok = num && v > 0;
+			if (ok)
+				m->loop_rate = v;
+		} else if (!strcmp(key, "call_overhead_s")) {
+			known = true;
+			ok = num && v >= 0;
+			if (ok)
+				m->call_overhead = v;
+		} else if (!strcmp(key, "op_overhead_s")) {
+			known = true;
+			ok = num && v >= 0;
+			if (ok)
+				m->op_overhead = v;
+		} else if (!strcmp(key, "mem_per_rank_bytes")) {
+			known = true;
+			ok = num && v >= 0;
+			if (ok)
+				m->mem_per_rank = v;
+		} else if (sscanf(key, "gemm_%3[f0-9]_gflops_b%d", prec, &b) == 2 && b > 0 &&
+		           (!strcmp(prec, "f32") || !strcmp(prec, "f64"))) {
+			known = true;
+			ok = num && v > 0;
+			if (ok)
+				set_gemm(m, !strcmp(prec, "f64"), b, v * 1e9);
+		}
+		if (known && !ok)
+			buf_printf(err, "%s:%d: '%s' needs a positive number", path, lineno, key);
+	}
+	fclose(f);
+	if (ok)
+		snprintf(m->source, sizeof m->source, "%s", path);
+	return ok;
+}
+
+double machine_coll(const Machine *m, Coll c, double bytes)
+{
+	return m->latency[c] + bytes / m->bandwidth[c];
+}
+
+/* Linear in log(block) between the measured blocks; flat outside. */
+double machine_gemm_rate(const Machine *m, DType t, double b)
+{
+	int w = t == DT_F64;
+	if (m->ngemm == 0)
+		return 1e10;
+	if (b <= m->gemm_block[0])
+		return m->gemm_rate[w][0] * (b >= 1 ? b / m->gemm_block[0] : 1.0 / m->gemm_block[0]);
+	for (int i = 1; i < m->ngemm; i++)
+		if (b <= m->gemm_block[i]) {
+			double x = (log(b) - log(m->gemm_block[i - 1])) / (log(m->gemm_block[i]) - log(m->gemm_block[i - 1]));
+			return m->gemm_rate[w][i - 1] + x * (m->gemm_rate[w][i] - m->gemm_rate[w][i - 1]);
+		}
+	return m->gemm_rate[w][m->ngemm - 1];
+}

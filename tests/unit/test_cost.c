@@ -1,0 +1,230 @@
+/*
+ * test_cost.c: the cost model's arithmetic.  Frontiers and sizes (edge
+ * chunks short), the most loaded rank's share under a partitioning (the
+ * runtime's site function), the paper's metric for moves (broadcast f*s,
+ * shuffle f, nothing when already placed), partial copies, the machine
+ * model's file and interpolation, and the paper's predicted costs of its
+ * matmul plans (Table 4) under the layouts it states.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "frontend/frontend.h"
+#include "optimizer/opt.h"
+
+static RelType type2(int64_t e0, int64_t b0, int64_t e1, int64_t b1)
+{
+	RelType t = {.dtype = DT_F32, .nkey = 2, .nchunk = 2, .chunkdim = {0, 1}};
+	t.extent[0] = e0;
+	t.block[0] = b0;
+	t.extent[1] = e1;
+	t.block[1] = b1;
+	return t;
+}
+
+static void test_sizes(void **state)
+{
+	(void)state;
+	RelType t = type2(10, 4, 7, 4);
+	assert_int_equal(rel_frontier(&t, 0), 3);
+	assert_int_equal(rel_frontier(&t, 1), 2);
+	assert_int_equal(rel_ntuples(&t), 6);
+	assert_true(rel_floats(&t) == 70);
+	/* a key dim no chunk spans counts its frontier (the k of a blocked
+	 * matmul's join before its sum) */
+	RelType j = {.dtype = DT_F32, .nkey = 3, .nchunk = 2, .chunkdim = {0, 2}};
+	j.extent[0] = 10, j.block[0] = 5;
+	j.extent[1] = 8, j.block[1] = 2;
+	j.extent[2] = 6, j.block[2] = 6;
+	assert_true(rel_floats(&j) == 10 * 4 * 6);
+}
+
+static void test_shares(void **state)
+{
+	(void)state;
+	Machine m;
+	machine_default(&m);
+	CostCtx c2 = {&m, 2}, c3 = {&m, 3};
+	RelType t = type2(10, 4, 7, 4);        /* dim 0: blocks 4, 4, 2 */
+	int d0 = 0, d1 = 1;
+	Place p0 = place_part(1, &d0), p1 = place_part(1, &d1), all = place_all();
+	/* two sites: blocks 0 and 2 (6 rows of 10) on site 0 */
+	assert_true(fabs(cost_share(&c2, &t, &p0) - 0.6) < 1e-12);
+	/* three sites: one block each, the largest 4 of 10 */
+	assert_true(fabs(cost_share(&c3, &t, &p0) - 0.4) < 1e-12);
+	/* dim 1 (blocks 4, 3) on two sites: 4 of 7 */
+	assert_true(fabs(cost_share(&c2, &t, &p1) - 4.0 / 7) < 1e-12);
+	assert_true(cost_share(&c3, &t, &all) == 1);
+	/* both dims on three sites: combos (0,0) (1,1) (2,0)? row-major index
+	 * mod 3 over 3 x 2 combos: sites 0,1,2,0,1,2 */
+	Place p01 = place_part(2, (int[]){0, 1});
+	double want = 0;
+	for (int s = 0; s < 3; s++) {
+		double load = 0;
+		for (int a = 0; a < 3; a++)
+			for (int b = 0; b < 2; b++)
+				if ((a * 2 + b) % 3 == s)
+					load += (a == 2 ? 2.0 : 4.0) / 10 * (b == 1 ? 3.0 : 4.0) / 7;
+		want = load > want ? load : want;
+	}
+	assert_true(fabs(cost_share(&c3, &t, &p01) - want) < 1e-12);
+	/* bytes one rank holds */
+	assert_true(fabs(cost_rank_bytes(&c2, &t, &p0, 1) - 0.6 * 70 * 4) < 1e-9);
+	assert_true(cost_rank_bytes(&c2, &t, &all, 1) == 70 * 4);
+}
+
+static void test_moves(void **state)
+{
+	(void)state;
+	Machine m;
+	machine_default(&m);
+	CostCtx c = {&m, 4};
+	RelType t = type2(16, 4, 8, 4);        /* 128 floats */
+	int d0 = 0, d1 = 1;
+	Place p0 = place_part(1, &d0), p1 = place_part(1, &d1), all = place_all(), partial = place_partial();
+	Cost b = cost_move(&c, &t, &p0, 1, &all);
+	assert_true(b.floats == 128 * 4);                /* broadcast: f * s */
+	assert_true(b.bytes == 128 * 4 * 3);             /* every tuple to 3 other ranks */
+	Cost s = cost_move(&c, &t, &p0, 1, &p1);
+	assert_true(s.floats == 128);                    /* shuffle: f */
+	/* part(0) -> part(1): 4 x 2 blocks, site (i mod 4) -> (j mod 4) */
+	double moved = 0;
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 2; j++)
+			if (i % 4 != j % 4)
+				moved += 16;
+	assert_true(s.bytes == moved * 4);
+	Cost none = cost_move(&c, &t, &p0, 1, &p0);     /* already so */
+	assert_true(none.floats == 0 && none.bytes == 0 && none.seconds == 0);
+	Cost from_all = cost_move(&c, &t, &all, 1, &p1); /* each keeps its share */
+	assert_true(from_all.floats == 0 && from_all.bytes == 0);
+	Cost again = cost_move(&c, &t, &all, 1, &all);
+	assert_true(again.floats == 0);
+	/* partial sums held on 3 sites: every copy moves */
+	Cost ps = cost_move(&c, &t, &partial, 3, &p0);
+	assert_true(ps.floats == 128 * 3);
+	/* partial copies: part(k) grouped away over 5 blocks, on 4 sites */
+	RelType j = {.dtype = DT_F32, .nkey = 3, .nchunk = 2, .chunkdim = {0, 2}};
+	j.extent[0] = 8, j.block[0] = 4;
+	j.extent[1] = 10, j.block[1] = 2;
+	j.extent[2] = 8, j.block[2] = 4;
+	Place pk = place_part(1, &d1);
+	int group[2] = {0, 2};
+	assert_true(cost_partial_copies(&c, &j, &pk, 2, group) == 4);
+	assert_true(cost_partial_copies(&c, &j, &p0, 2, group) == 1);
+	/* seconds grow with bytes */
+	RelType big = type2(1600, 400, 800, 400);
+	assert_true(cost_move(&c, &big, &p0, 1, &all).seconds > b.seconds);
+}
+
+static void test_machine(void **state)
+{
+	(void)state;
+	Machine m;
+	machine_default(&m);
+	char path[] = "/tmp/trac-machine-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	fputs("# a calibrate file\nranks=4\nblis_arch=skx\nalltoallv_latency_s=1e-5\n"
+	      "alltoallv_bandwidth_Bps=1e9\nloop_rate_flops=2e9\ngemm_f32_gflops_b256=20\n"
+	      "gemm_f32_gflops_b1024=40\nsome_new_key=7\n", f);
+	fclose(f);
+	Buf err = {0};
+	assert_true(machine_load(&m, path, &err));
+	assert_true(m.latency[COLL_ALLTOALL] == 1e-5);
+	assert_true(m.bandwidth[COLL_ALLTOALL] == 1e9);
+	assert_true(m.loop_rate == 2e9);
+	assert_true(fabs(machine_gemm_rate(&m, DT_F32, 256) - 20e9) < 1);
+	assert_true(fabs(machine_gemm_rate(&m, DT_F32, 1024) - 40e9) < 1);
+	double mid = machine_gemm_rate(&m, DT_F32, 512);
+	assert_true(mid > 20e9 && mid < 40e9);
+	assert_true(fabs(machine_coll(&m, COLL_ALLTOALL, 1e9) - (1e-5 + 1)) < 1e-9);
+	f = fopen(path, "w");
+	fputs("alltoallv_bandwidth_Bps=fast\n", f);
+	fclose(f);
+	assert_false(machine_load(&m, path, &err));
+	assert_non_null(strstr(err.s, "alltoallv_bandwidth_Bps"));
+	unlink(path);
+	buf_free(&err);
+}
+
+/* ---- Table 4 of the TRA paper ---- */
+
+static TraProg *compile(const char *text)
+{
+	diag_reset();
+	int file = src_add("t.tra", xstrdup(text), strlen(text));
+	Arena *a = arena_new();
+	FeOptions fo = {.warnings = false};
+	TraProg *p = fe_compile(fe_parse(a, file), &fo);
+	assert_non_null(p);
+	return p;
+}
+
+/* The floats moved by matmul planned on 10 sites, I and J cut in ni and
+ * nj blocks (RMM's Front(X)[0] and Front(Y)[1]; 5 x 5 fits Table 4), K in
+ * 10, with the layout the thesis states for the strategy, which is forced. */
+static double mm_cost(int64_t I, int64_t K, int64_t J, int ni, int nj, Strategy st, int side, const char *la,
+                      const char *lb)
+{
+	char src[256];
+	snprintf(src, sizeof src, "size I = %lld, K = %lld, J = %lld;\ninput A[I, K];\ninput B[K, J];\n"
+	         "C[i, j] = A[i, k] * B[k, j];\noutput C;\n", (long long)I, (long long)K, (long long)J);
+	TraProg *p = compile(src);
+	BlockPin bp[] = {{0, 0, I / ni}, {0, 1, K / 10}, {1, 1, J / nj}};
+	PlacePin pp[2] = {{0, place_all()}, {1, place_all()}};
+	assert_true(opt_parse_place(la, &pp[0].place));
+	assert_true(opt_parse_place(lb, &pp[1].place));
+	StratPin sp = {0, st, side};
+	OptOptions o = {.nranks = 10, .level = 2, .verify = true, .blockpins = bp, .nblockpins = 3,
+	                .placepins = pp, .nplacepins = 2, .stratpins = &sp, .nstratpins = 1};
+	opt_block(p, &o);
+	IaPlan *plan = opt_plan(p, &o);
+	assert_int_equal(plan->strategy.v[0], st);
+	double f = plan->total_floats_moved;
+	ia_free(plan);
+	tra_free(p);
+	return f;
+}
+
+static void test_table4(void **state)
+{
+	(void)state;
+	static const struct { int64_t I, K, J; double bmm, cmm, rmm; } rows[] = {
+		{40000, 40000, 40000, 1.6e10, 1.6e10, 1.6e10},          /* two general matrices */
+		{10000, 640000, 10000, 6.4e10, 1.0e9, 6.4e10},          /* a common large dim */
+		{80000, 10000, 80000, 8.0e9, 6.4e10, 8.0e9},            /* two large dims */
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+		/* BMM: both partitioned on dim 0, B broadcast; CMM: A on dim 1,
+		 * B on dim 0; RMM: both on dim 0 (the thesis's layouts) */
+		double bmm = mm_cost(rows[i].I, rows[i].K, rows[i].J, 10, 5, STRAT_BROADCAST, 1, "part(0)", "part(0)");
+		double cmm = mm_cost(rows[i].I, rows[i].K, rows[i].J, 5, 5, STRAT_COPARTITION, -1, "part(1)", "part(0)");
+		double rmm = mm_cost(rows[i].I, rows[i].K, rows[i].J, 5, 5, STRAT_REPLICATE, -1, "part(0)", "part(0)");
+		if (fabs(bmm - rows[i].bmm) > 1e-9 * rows[i].bmm || fabs(cmm - rows[i].cmm) > 1e-9 * rows[i].cmm ||
+		    fabs(rmm - rows[i].rmm) > 1e-9 * rows[i].rmm)
+			fail_msg("row %zu: BMM %.3g CMM %.3g RMM %.3g, Table 4 says %.3g %.3g %.3g", i, bmm, cmm, rmm,
+			         rows[i].bmm, rows[i].cmm, rows[i].rmm);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_shares),
+		cmocka_unit_test(test_moves),
+		cmocka_unit_test(test_machine),
+		cmocka_unit_test(test_table4),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

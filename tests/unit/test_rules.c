@@ -1,0 +1,456 @@
+/*
+ * test_rules.c: every equivalence rule of optimizer/rules.def, checked the
+ * way the paper defines equivalence: both sides run (the in-process IA
+ * interpreter, optimizer/interp.c) on random data over several simulated
+ * sites, and the relations they write must hold the same values once the
+ * site is projected away.  Each rule is tried on 1 to 4 sites and on
+ * blocks that do not divide the extents; the rewritten plan must also pass
+ * the IA verifier.  Then the searched plans of a few programs against
+ * their Table 1 plans, the same way.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "frontend/frontend.h"
+#include "optimizer/opt.h"
+
+static TraProg *compile(const char *text)
+{
+	diag_reset();
+	int file = src_add("t.tra", xstrdup(text), strlen(text));
+	Arena *a = arena_new();
+	FeOptions fo = {.warnings = false};
+	TraProg *p = fe_compile(fe_parse(a, file), &fo);
+	if (!p)
+		fail_msg("does not compile:\n%s", text);
+	opt_autodiff(p);
+	return p;
+}
+
+/* Random values for every input and file-initialised param. */
+static Dense **random_inputs(const TraProg *p, unsigned seed)
+{
+	Dense **in = xcalloc(p->tensors.n + 1, sizeof *in);
+	uint64_t x = seed * 2654435761u + 12345;
+	for (int t = 0; t < p->tensors.n; t++) {
+		const Tensor *ten = &p->tensors.v[t];
+		if (ten->role != TENSOR_INPUT)
+			continue;
+		Dense *d = xcalloc(1, sizeof *d);
+		d->rank = ten->rank;
+		int64_t n = 1;
+		for (int i = 0; i < ten->rank; i++) {
+			d->shape[i] = ten->shape[i];
+			n *= ten->shape[i];
+		}
+		d->v = xcalloc((size_t)n, sizeof *d->v);
+		for (int64_t e = 0; e < n; e++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			d->v[e] = (double)((x >> 11) % 2001) / 1000.0 - 1.0;
+		}
+		in[t] = d;
+	}
+	return in;
+}
+
+static void free_dense_all(Dense **d, int n)
+{
+	for (int i = 0; i < n; i++)
+		dense_free(d[i]);
+	free(d);
+}
+
+/* Run both plans on the same random data over `sites` sites; their
+ * outputs must agree. */
+static void expect_equivalent(const IaPlan *a, const IaPlan *b, int sites, const char *what)
+{
+	const TraProg *p = a->tra;
+	Buf err = {0};
+	if (!ia_verify(a, &err) || !ia_verify(b, &err))
+		fail_msg("%s: a plan fails the verifier: %s", what, err.s);
+	Dense **in = random_inputs(p, (unsigned)sites * 7 + 1);
+	Dense **oa = xcalloc(p->tensors.n + 1, sizeof *oa), **ob = xcalloc(p->tensors.n + 1, sizeof *ob);
+	if (!ia_interpret(a, sites, in, oa, &err))
+		fail_msg("%s: the left side fails on %d sites: %s", what, sites, err.s);
+	if (!ia_interpret(b, sites, in, ob, &err))
+		fail_msg("%s: the right side fails on %d sites: %s", what, sites, err.s);
+	int outputs = 0;
+	for (int t = 0; t < p->tensors.n; t++) {
+		if (!p->tensors.v[t].output)
+			continue;
+		outputs++;
+		if (!oa[t] || !ob[t])
+			fail_msg("%s: output %s missing", what, p->tensors.v[t].name);
+		int64_t n = 1;
+		for (int d = 0; d < oa[t]->rank; d++)
+			n *= oa[t]->shape[d];
+		for (int64_t e = 0; e < n; e++) {
+			double x = oa[t]->v[e], y = ob[t]->v[e];
+			if (fabs(x - y) > 1e-9 * (1 + fabs(x)))
+				fail_msg("%s on %d sites: %s[%lld] is %.17g on the left, %.17g on the right", what, sites,
+				         p->tensors.v[t].name, (long long)e, x, y);
+		}
+	}
+	assert_true(outputs > 0);
+	free_dense_all(in, p->tensors.n);
+	free_dense_all(oa, p->tensors.n);
+	free_dense_all(ob, p->tensors.n);
+	buf_free(&err);
+}
+
+/* ---- plan surgery, to make a rule's left side where lowering does not ---- */
+
+/* Every reader of op `from` (at or after `after`) reads `to` instead. */
+static void redirect(IaPlan *p, int from, int to, int after)
+{
+	for (int i = after; i < p->ops.n; i++) {
+		IaOp *op = &p->ops.v[i];
+		switch (op->kind) {
+		case IA_BCAST: if (op->u.bcast.in == from) op->u.bcast.in = to; break;
+		case IA_SHUFFLE: if (op->u.shuffle.in == from) op->u.shuffle.in = to; break;
+		case IA_JOIN:
+			if (op->u.join.left == from) op->u.join.left = to;
+			if (op->u.join.right == from) op->u.join.right = to;
+			break;
+		case IA_AGG: if (op->u.agg.in == from) op->u.agg.in = to; break;
+		case IA_MAP: if (op->u.map.in == from) op->u.map.in = to; break;
+		case IA_FILTER: if (op->u.filter.in == from) op->u.filter.in = to; break;
+		case IA_WRITE: if (op->u.write.in == from) op->u.write.in = to; break;
+		case IA_STORE: case IA_PRINT: if (op->u.store.in == from) op->u.store.in = to; break;
+		default: break;
+		}
+	}
+}
+
+/* Insert `op` right after op i (reading what it says), every later reader
+ * of i made to read it when `reroute`; placements derived again. */
+static IaPlan *insert_after(const IaPlan *p, int i, IaOp op, bool reroute)
+{
+	IaPlan *q = ia_clone(p);
+	IaOp none = {0};
+	vec_push(&q->ops, none);
+	memmove(&q->ops.v[i + 2], &q->ops.v[i + 1], sizeof(IaOp) * (size_t)(q->ops.n - i - 2));
+	/* renumber references to ops after i */
+	for (int k = 0; k < q->ops.n; k++) {
+		if (k == i + 1)
+			continue;
+		IaOp *o = &q->ops.v[k];
+		int *refs[2] = {NULL, NULL};
+		switch (o->kind) {
+		case IA_BCAST: refs[0] = &o->u.bcast.in; break;
+		case IA_SHUFFLE: refs[0] = &o->u.shuffle.in; break;
+		case IA_JOIN: refs[0] = &o->u.join.left; refs[1] = &o->u.join.right; break;
+		case IA_AGG: refs[0] = &o->u.agg.in; break;
+		case IA_MAP: refs[0] = &o->u.map.in; break;
+		case IA_FILTER: refs[0] = &o->u.filter.in; break;
+		case IA_WRITE: refs[0] = &o->u.write.in; break;
+		case IA_STORE: case IA_PRINT: refs[0] = &o->u.store.in; break;
+		default: break;
+		}
+		for (int r = 0; r < 2; r++)
+			if (refs[r] && *refs[r] > i)
+				(*refs[r])++;
+	}
+	q->ops.v[i + 1] = op;
+	if (reroute)
+		redirect(q, i, i + 1, i + 2);
+	Buf why = {0};
+	for (int k = i + 1; k < q->ops.n; k++)
+		if (!ia_derive_place(q, &q->ops.v[k], &q->ops.v[k].place, &why))
+			fail_msg("surgery made an invalid plan at op %d: %s", k, why.s);
+	return q;
+}
+
+static int find(const IaPlan *p, IaOpKind k, int from)
+{
+	for (int i = from; i < p->ops.n; i++)
+		if (p->ops.v[i].kind == k)
+			return i;
+	return -1;
+}
+
+/* ---- the cases ---- */
+
+typedef IaPlan *(*Prep)(IaPlan *p);
+
+typedef struct Case {
+	RuleId rule;
+	int variants;
+	const char *src;
+	Prep prep;              /* makes the left side from Table 1's plan, or NULL */
+} Case;
+
+/* d[i] = X[i,i,i]'s filter of two pairs, split into two filters. */
+static IaPlan *split_filter(IaPlan *p)
+{
+	int f = find(p, IA_FILTER, 0);
+	assert_true(f >= 0 && p->ops.v[f].u.filter.pred.neq == 2);
+	IaOp second = p->ops.v[f];
+	second.u.filter.in = f;
+	second.u.filter.pred.neq = 1;
+	second.u.filter.pred.eq[0][0] = p->ops.v[f].u.filter.pred.eq[1][0];
+	second.u.filter.pred.eq[0][1] = p->ops.v[f].u.filter.pred.eq[1][1];
+	p->ops.v[f].u.filter.pred.neq = 1;
+	IaPlan *q = insert_after(p, f, second, true);
+	ia_free(p);
+	return q;
+}
+
+/* A broadcast inserted after the first filter (every reader reads it). */
+static IaPlan *bcast_after_filter(IaPlan *p)
+{
+	int f = find(p, IA_FILTER, 0);
+	assert_true(f >= 0);
+	IaOp b = {.kind = IA_BCAST, .stmt = p->ops.v[f].stmt, .tra = -1, .type = p->ops.v[f].type};
+	b.u.bcast.in = f;
+	IaPlan *q = insert_after(p, f, b, true);
+	ia_free(p);
+	return q;
+}
+
+/* A shuffle inserted after the first filter, onto key dim 0. */
+static IaPlan *shuffle_after_filter(IaPlan *p)
+{
+	int f = find(p, IA_FILTER, 0);
+	assert_true(f >= 0);
+	int d0 = 0;
+	IaOp b = {.kind = IA_SHUFFLE, .stmt = p->ops.v[f].stmt, .tra = -1, .type = p->ops.v[f].type,
+	          .place = place_part(1, &d0)};
+	b.u.shuffle.in = f;
+	IaPlan *q = insert_after(p, f, b, true);
+	ia_free(p);
+	return q;
+}
+
+/* A shuffle, onto its own placement, after the first co-partitioned join. */
+static IaPlan *coshuffle_then_reshuffle(IaPlan *p)
+{
+	int j = find(p, IA_JOIN, 0);
+	IaPlan *q = rule_apply(RULE_R2_6, p, j, 2);
+	assert_non_null(q);
+	ia_free(p);
+	j = find(q, IA_JOIN, 0);
+	IaOp s = {.kind = IA_SHUFFLE, .stmt = q->ops.v[j].stmt, .tra = -1, .type = q->ops.v[j].type,
+	          .place = q->ops.v[j].place};
+	s.u.shuffle.in = j;
+	IaPlan *r = insert_after(q, j, s, true);
+	ia_free(q);
+	return r;
+}
+
+/* Table 1's needless shuffles dropped first (R2-1, R2-4 everywhere). */
+static IaPlan *drop_moves(IaPlan *p)
+{
+	for (int guard = 0; guard < 100; guard++) {
+		int i = 0;
+		while (i < p->ops.n && !rule_match(RULE_R2_1, p, i) && !rule_match(RULE_R2_4, p, i))
+			i++;
+		if (i == p->ops.n)
+			return p;
+		IaPlan *q = rule_apply(rule_match(RULE_R2_1, p, i) ? RULE_R2_1 : RULE_R2_4, p, i, 0);
+		assert_non_null(q);
+		ia_free(p);
+		p = q;
+	}
+	return p;
+}
+
+/* Fused joins (F-1) where Table 1's aggregation follows a join. */
+static IaPlan *fuse(IaPlan *p)
+{
+	p = drop_moves(p);
+	int i = 0;
+	while (i < p->ops.n && !rule_match(RULE_F_1, p, i))
+		i++;
+	if (i < p->ops.n) {
+		IaPlan *q = rule_apply(RULE_F_1, p, i, 0);
+		ia_free(p);
+		p = q;
+	}
+	return p;
+}
+
+static const char mm[] =
+	"size I = 7, K = 5, J = 6;\n"
+	"input A[I, K];\ninput B[K, J];\n"
+	"C[i, j] = A[i, k] * B[k, j];\noutput C;\n";
+
+static const Case cases[] = {
+	{RULE_R1_1, 1, "size N = 5;\ninput X[N, N, N];\nd[i] = X[i, i, i];\noutput d;\n", split_filter},
+	{RULE_R1_2, 1, "size N = 5, M = 4;\ninput X[N, M];\nC[i, j] = relu(X[i, j]);\nD[i, j] = exp(C[i, j]);\noutput D;\n", NULL},
+	{RULE_R1_3, 1, "size N = 5;\ninput X[N, N];\nd[i] = X[i, i];\noutput d;\n", NULL},
+	{RULE_R1_4, 1, "size N = 5, M = 4;\ninput X[N, M];\ns[i] = X[i, j];\nt[i] = 2 * s[i];\noutput t;\n", NULL},
+	{RULE_R1_4, 1, "size N = 5, M = 4;\ninput X[N, M];\nm[i] = max[j](X[i, j]);\nt[i] = relu(m[i]) + 1;\noutput t;\n", NULL},
+	{RULE_R1_5, 1, "size N = 5, K = 3;\ninput X[N, N, K];\nY[i, j] = X[i, j, k];\nd[i] = Y[i, i];\noutput d;\n", NULL},
+	{RULE_R1_6, 1, "size N = 5;\ninput X[N, N];\ninput W[N, N];\nZ[i, j] = X[i, j] * W[i, j];\nd[i] = Z[i, i];\noutput d;\n", NULL},
+	{RULE_R1_7, 1, "size N = 5, M = 4;\ninput X[N, M];\ninput W[N, M];\nZ[i, j] = X[i, j] * W[i, j];\nT[i, j] = exp(Z[i, j]);\noutput T;\n", NULL},
+	{RULE_F_1, 1, "size N = 5, M = 4;\ninput X[N, M];\ninput W[N, M];\ns[i] = X[i, j] * W[i, j];\noutput s;\n", drop_moves},
+	{RULE_R2_1, 1, "size N = 5, M = 4;\ninput X[N, M];\ninput W[N, M];\ns[i] = X[i, j] * W[i, j];\noutput s;\n", NULL},
+	{RULE_R2_2, 2, "size N = 5;\ninput X[N, N];\nd[i] = X[i, i];\noutput d;\n", bcast_after_filter},
+	{RULE_R2_2, 2, "size N = 5;\ninput X[N, N];\nd[i] = X[i, i];\noutput d;\n", shuffle_after_filter},
+	{RULE_R2_3, 2, "size N = 5, M = 4;\ninput X[N, M];\ninput W[N, M];\nE[i, j] = exp(X[i, j]);\nY[i, j] = E[i, j] * W[i, j];\noutput Y;\n", NULL},
+	{RULE_R2_4, 1, "size N = 5, M = 4;\ninput X[N, M];\ninput W[N, M];\ns[i] = X[i, j] * W[i, j];\noutput s;\n", NULL},
+	{RULE_R2_5, 1, mm, NULL},
+	{RULE_R2_6, 3, mm, NULL},
+	{RULE_R2_6, 3, "size N = 5, M = 4;\ninput X[N, M];\ninput W[N, M];\nZ[i, j] = X[i, j] * W[i, j];\noutput Z;\n", NULL},
+	{RULE_R2_6, 3, mm, fuse},
+	{RULE_R2_7, 1, "size N = 5, M = 4;\ninput X[N, M];\ninput W[N, M];\nZ[i, j] = X[i, j] * W[i, j];\noutput Z;\n",
+	 coshuffle_then_reshuffle},
+	{RULE_BMM, 2, mm, NULL},
+	{RULE_BMM, 2, mm, fuse},
+	{RULE_CMM, 1, mm, NULL},
+	{RULE_CMM, 1, mm, fuse},
+	{RULE_RMM, 2, mm, NULL},
+	{RULE_RMM, 2, mm, fuse},
+	{RULE_RMM, 2, "size B = 3, I = 5, K = 4, J = 6;\ninput A[B, I, K];\ninput X[B, K, J];\n"
+	              "C[b, i, j] = A[b, i, k] * X[b, k, j];\noutput C;\n", NULL},
+};
+
+static void run_case(const Case *c, int64_t block, int sites)
+{
+	TraProg *p = compile(c->src);
+	OptOptions o = {.nranks = sites, .block = block};
+	opt_block(p, &o);
+	IaPlan *base = ia_from_tra(p, sites);
+	if (c->prep)
+		base = c->prep(base);
+	int at = 0;
+	while (at < base->ops.n && !rule_match(c->rule, base, at))
+		at++;
+	if (at == base->ops.n) {
+		Buf b = {0};
+		ia_print(&b, base, false);
+		fail_msg("%s does not match anywhere in\n%s", rule_name(c->rule), b.s);
+	}
+	for (int v = 0; v < c->variants; v++) {
+		IaPlan *q = rule_apply(c->rule, base, at, v);
+		if (!q)
+			fail_msg("%s variant %d matched op %d but did not apply", rule_name(c->rule), v, at);
+		char what[64];
+		snprintf(what, sizeof what, "%s variant %d, block %lld", rule_name(c->rule), v, (long long)block);
+		expect_equivalent(base, q, sites, what);
+		ia_free(q);
+	}
+	ia_free(base);
+	tra_free(p);
+}
+
+static void test_rules(void **state)
+{
+	(void)state;
+	bool covered[NRULES] = {0};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		covered[cases[i].rule] = true;
+		for (int sites = 1; sites <= 4; sites++) {
+			run_case(&cases[i], 2, sites);
+			run_case(&cases[i], 3, sites);
+		}
+	}
+	for (int r = 0; r < NRULES; r++)
+		if (!covered[r])
+			fail_msg("rule %s has no test", rule_name(r));
+}
+
+/* Every rule has a name, a meaning and a condition (the explain vocabulary). */
+static void test_table(void **state)
+{
+	(void)state;
+	for (int r = 0; r < NRULES; r++) {
+		assert_non_null(rule_name(r));
+		assert_true(strlen(rule_meaning(r)) > 10);
+		assert_true(strlen(rule_condition(r)) > 2);
+	}
+	assert_string_equal(rule_name(RULE_R2_6), "R2-6");
+}
+
+/* A rule whose side condition fails does not match: R2-4 on an
+ * aggregation whose input is partitioned on a dim it groups away. */
+static void test_conditions(void **state)
+{
+	(void)state;
+	TraProg *p = compile(mm);
+	OptOptions o = {.nranks = 3, .block = 2};
+	opt_block(p, &o);
+	IaPlan *t1 = ia_from_tra(p, 3);
+	int agg = find(t1, IA_AGG, 0);
+	assert_false(rule_match(RULE_R2_4, t1, agg));     /* partials over k */
+	assert_true(rule_match(RULE_R2_5, t1, agg));
+	assert_false(rule_match(RULE_R1_1, t1, agg));
+	ia_free(t1);
+	tra_free(p);
+}
+
+/* The searched plans against Table 1's: the same outputs on 1 to 4 sites. */
+static const char *programs[] = {
+	mm,
+	"size N = 9, D = 7;\ninput xq[D];\ninput X[N, D];\ninput A[D, D];\n"
+	"diff[n, d] = X[n, d] - xq[d];\nproj[n, e] = diff[n, d] * A[d, e];\n"
+	"dist[n] = proj[n, e] * diff[n, e];\nbest = argmin[n](dist[n]);\noutput best;\noutput dist;\n",
+	"size N = 6, D = 5, H = 7, L = 3;\nconst eta = 0.1;\ninput X[N, D];\ninput Y[N, L];\n"
+	"param W1[D, H] = normal(0, 0.1);\nparam W2[H, L] = normal(0, 0.1);\n"
+	"repeat 2 {\n"
+	"a1[n, h] = relu(X[n, d] * W1[d, h]);\na2[n, l] = sigmoid(a1[n, h] * W2[h, l]);\n"
+	"g2[n, l] = a2[n, l] - Y[n, l];\ngW2[h, l] = a1[n, h] * g2[n, l];\n"
+	"g1[n, h] = g2[n, l] * W2[h, l];\ng1b[n, h] = where(a1[n, h] > 0, g1[n, h], 0);\n"
+	"gW1[d, h] = X[n, d] * g1b[n, h];\nW2[h, l] -= eta * gW2[h, l];\nW1[d, h] -= eta * gW1[d, h];\n"
+	"}\noutput W1;\noutput W2;\n",
+	"size I = 6, J = 5, K = 4, A = 3;\ninput X[I, J, K];\ninput B[J, A];\ninput C[K, A];\n"
+	"M[i, a] = X[i, j, k] * B[j, a] * C[k, a];\noutput M;\n",
+	"size P = 3, Q = 2, R = 3, S = 2, I = 4, J = 3, K = 4, L = 3;\n"
+	"input X[P, I];\ninput Y[Q, J];\ninput T[I, J, K, L];\ninput Z[R, K];\ninput W[S, L];\n"
+	"O[p, q, r, s] = X[p, i] * Y[q, j] * T[i, j, k, l] * Z[r, k] * W[s, l];\noutput O;\n",
+	/* nine operands: the greedy order */
+	"size A = 5, B = 2, C = 6, D = 3, E = 7, F = 2, G = 5, H = 3, I = 4, J = 2;\n"
+	"input M1[A, B];\ninput M2[B, C];\ninput M3[C, D];\ninput M4[D, E];\ninput M5[E, F];\n"
+	"input M6[F, G];\ninput M7[G, H];\ninput M8[H, I];\ninput M9[I, J];\n"
+	"R[a, j] = M1[a, b] * M2[b, c] * M3[c, d] * M4[d, e] * M5[e, f] * M6[f, g] * M7[g, h] * M8[h, i] * M9[i, j];\n"
+	"output R;\n",
+};
+
+static void test_search(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof programs / sizeof *programs; i++)
+		for (int sites = 1; sites <= 4; sites++)
+			for (int64_t block = 2; block <= 3; block++) {
+				TraProg *p0 = compile(programs[i]), *p = compile(programs[i]);
+				OptOptions o = {.nranks = sites, .block = block, .verify = true, .level = 2, .contract = true};
+				opt_block(p0, &o);
+				IaPlan *t1 = ia_from_tra(p0, sites);
+				opt_contract(p, &o);
+				Buf terr = {0};
+				if (!tra_verify(p, &terr))
+					fail_msg("program %zu: contraction order made invalid TRA: %s", i, terr.s);
+				opt_block(p, &o);
+				IaPlan *best = opt_plan(p, &o);
+				char what[64];
+				snprintf(what, sizeof what, "program %zu, block %lld", i, (long long)block);
+				expect_equivalent(t1, best, sites, what);
+				/* the searched plan moves no more than Table 1's */
+				opt_cost(t1, NULL);
+				if (best->total_bytes_sent > t1->total_bytes_sent * (1 + 1e-9) + 64)
+					fail_msg("%s on %d sites: the searched plan sends %.6g bytes, Table 1's %.6g", what, sites,
+					         best->total_bytes_sent, t1->total_bytes_sent);
+				ia_free(t1);
+				ia_free(best);
+				tra_free(p);
+				tra_free(p0);
+			}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_conditions),
+		cmocka_unit_test(test_rules),
+		cmocka_unit_test(test_search),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
