@@ -1,29 +1,108 @@
 /*
  * opt.h: the one header of the optimizer/ layer.
  *
+ *   autodiff.c   grad(loss, W): the backward computation, as more TRA
+ *   contract.c   contraction order: product-sum trees of the TRA program
+ *                rebuilt as the cheapest sequence of pairwise contractions
  *   blocking.c   chunk shape per index: one block size per class of key dims
- *                that meet in joins, aggregations and rekeys
- *   rules.c      equivalence rules of the TRA paper over IA plans
+ *                that meet in joins, aggregations and rekeys; overrides
+ *   machine.c    the machine model: collectives, gemm and loop rates, read
+ *                from a bench/calibrate file or built in
  *   cost.c       the cost model: floats moved (the paper's metric), bytes
  *                sent, flops, peak memory per rank, predicted seconds
- *   search.c     from the TRA program to the plan that is run
+ *   rules.def    the equivalence rules of the TRA paper, one row each
+ *   rules.c      the rules as rewrites of IA plans (matchers, rewriters)
+ *   search.c     from the TRA program to the plan that is run: a search
+ *                over physical implementations and placements
+ *   interp.c     an in-process IA interpreter over simulated sites (tests)
  */
 #ifndef TRAC_OPT_H
 #define TRAC_OPT_H
 
 #include "ir/ir.h"
 
+/* ---- machine.c: the machine model ---- */
+
+/* The collectives the runtime's moves are made of. */
+typedef enum { COLL_BCAST, COLL_ALLGATHER, COLL_ALLTOALL, COLL_ALLREDUCE, COLL_REDUCE_SCATTER, NCOLL } Coll;
+
+#define MAXGEMM 16
+
+typedef struct Machine {
+	double latency[NCOLL];          /* seconds per call */
+	double bandwidth[NCOLL];        /* bytes per second one rank sends */
+	double memcpy_bw;               /* bytes per second, one rank */
+	double loop_rate;               /* flop/s of generated loops, one rank */
+	int ngemm;
+	int gemm_block[MAXGEMM];        /* block sizes measured, increasing */
+	double gemm_rate[2][MAXGEMM];   /* flop/s by block size: f32, f64 */
+	double call_overhead;           /* seconds per kernel call (one tuple) */
+	double op_overhead;             /* seconds per IA op that communicates */
+	double local_op_overhead;       /* seconds per local IA op */
+	double mem_per_rank;            /* bytes; 0: unknown */
+	char source[256];               /* "built-in", or the file read */
+} Machine;
+
+/* The built-in model (measured on the development machine). */
+void machine_default(Machine *m);
+
+/* Read key=value lines (bench/calibrate's output) over *m; false with a
+ * message in *err when the file cannot be read or a line is malformed.
+ * Unknown keys are ignored, so newer calibrate files still load. */
+bool machine_load(Machine *m, const char *path, Buf *err);
+
+/* Seconds of a collective moving `bytes` per rank. */
+double machine_coll(const Machine *m, Coll c, double bytes);
+
+/* Flop/s of a gemm whose smallest dimension is b (interpolated). */
+double machine_gemm_rate(const Machine *m, DType t, double b);
+
+/* ---- options ---- */
+
+/* A --block override: every dim of a tensor, or one dim (dim >= 0). */
+typedef struct BlockPin {
+	int tensor;
+	int dim;                /* -1: every dim */
+	int64_t block;          /* 0: automatic */
+} BlockPin;
+
+/* A --place pin: an input's or param's placement, fixed for the search. */
+typedef struct PlacePin {
+	int tensor;
+	Place place;
+} PlacePin;
+
+/* A --strategy pin: the strategy a statement's joins must use (side:
+ * for broadcast, 0 the left operand everywhere, 1 the right, -1 either). */
+typedef struct StratPin {
+	int stmt;
+	Strategy strategy;
+	int side;
+} StratPin;
+
 typedef struct OptOptions {
-	int level;              /* 0: Table 1 plan; 2: searched */
+	int level;              /* 0: Table 1 plan; 1: never-worse rules; 2: search */
 	int nranks;             /* sites planned for */
 	int64_t block;          /* chunk size along every index; 0: automatic */
+	const BlockPin *blockpins;
+	int nblockpins;
+	const PlacePin *placepins;
+	int nplacepins;
+	const StratPin *stratpins;
+	int nstratpins;
 	double mem_per_rank;    /* bytes; 0: no limit */
 	bool verify;            /* run the verifiers after every pass */
+	bool alternatives;      /* cost each statement's other strategies (--explain=all, json) */
+	bool contract;          /* reorder contractions (on unless -O0) */
+	const Machine *machine; /* NULL: the built-in model */
 } OptOptions;
+
+/* Parse "all", "part(0)", "part(1,0)" into *p; false if malformed. */
+bool opt_parse_place(const char *s, Place *p);
 
 /* ---- autodiff.c ---- */
 
-/* Replace every grad op by the TRA computing the gradient. */
+/* Replace every grad op by the TRA computing the gradient (reverse mode). */
 void opt_autodiff(TraProg *p);
 
 /* ---- hoist.c ---- */
@@ -31,26 +110,141 @@ void opt_autodiff(TraProg *p);
 /* Move loop-invariant computation out of repeat blocks. */
 void opt_hoist(TraProg *p);
 
+/* ---- contract.c ---- */
+
+/* Rebuild every maximal product-sum tree (joins of product kernels under
+ * sum aggregations) as the cheapest order of pairwise contractions: exact
+ * up to 8 operands, greedy beyond; intermediates over the memory of all
+ * ranks are never chosen.  Returns the number of trees reordered. */
+int opt_contract(TraProg *p, const OptOptions *o);
+
 /* ---- blocking.c ---- */
 
+/* The classes of key dims that must share a block size: dims a join
+ * matches, dims an aggregation or rekey carries through, the values of one
+ * param.  Every class has one extent. */
+typedef struct BlockClasses {
+	int n;                  /* classes */
+	int nslot;
+	int *of;                /* per (op, key dim) slot: its class */
+	int *base;              /* per op: its first slot */
+	int64_t *extent;        /* per class */
+	int64_t *block;         /* per class: the block chosen */
+	bool *pinned;           /* per class: set by an override */
+	DType *dtype;           /* per class: the element type of an op carrying it */
+} BlockClasses;
+
+BlockClasses *opt_block_classes(const TraProg *p);
+void opt_block_classes_free(BlockClasses *c);
+/* Automatic blocks for every class, then the overrides; false (message in
+ * *err) when two overrides give one class different blocks. */
+bool opt_block_choose(BlockClasses *c, const TraProg *p, const OptOptions *o, Buf *err);
+/* Write the classes' blocks into every op's type. */
+void opt_block_apply(TraProg *p, const BlockClasses *c);
+/* The automatic block of an extent planned for nranks. */
+int64_t opt_auto_block(int64_t extent, int nranks, const Machine *m, DType t);
+
 /* Choose every key dim's block, consistently across joins; rewrites the
- * program's types. */
+ * program's types.  Overrides that contradict each other are reported by
+ * opt_check_blocks; here the first one wins. */
 void opt_block(TraProg *p, const OptOptions *o);
-
-/* ---- rules.c ---- */
-
-/* The rules that never make a plan worse: drop no-op moves (R2-1, R2-4),
- * aggregate before shuffling (R2-5), fold aggregations into joins (R1-7). */
-IaPlan *opt_rewrite_simple(IaPlan *p);
+bool opt_check_blocks(const TraProg *p, const OptOptions *o, Buf *err);
 
 /* ---- cost.c ---- */
 
-/* Fill every op's costs and the plan's totals. */
-void opt_cost(IaPlan *p);
+/* The cost of one op or fragment. */
+typedef struct Cost {
+	double seconds;         /* predicted, the search's objective */
+	double floats;          /* the paper's metric */
+	double bytes;           /* bytes that leave their site */
+	double flops;
+} Cost;
+
+Cost cost_add(Cost a, Cost b);
+Cost cost_scale(Cost a, double k);
+/* -1, 0, 1: by seconds (within a relative 1e-6), then floats moved */
+int cost_cmp(Cost a, Cost b);
+
+typedef struct CostCtx {
+	const Machine *m;
+	int s;                  /* sites */
+} CostCtx;
+
+/* The most of a relation one rank holds, as a fraction of the whole
+ * (by volume: edge chunks are short).  PL_ALL is 1. */
+double cost_share(const CostCtx *c, const RelType *t, const Place *p);
+/* Sites that hold partials of one key when a relation partitioned on p is
+ * grouped onto `group` (1 when no partitioning dim is grouped away). */
+double cost_partial_copies(const CostCtx *c, const RelType *t, const Place *p, int ngroup, const int *group);
+/* Bytes one rank holds of a relation: copies > 1 for partials. */
+double cost_rank_bytes(const CostCtx *c, const RelType *t, const Place *p, double copies);
+/* Moving a relation (copies: its partial copies) from `from` to `to`
+ * (PL_ALL: a broadcast; PL_PART: a shuffle). */
+Cost cost_move(const CostCtx *c, const RelType *t, const Place *from, double copies, const Place *to);
+/* A local join (fused with its aggregation when grouped), computing over
+ * its key space (ia_join_type) placed by `jp`. */
+Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r,
+               int nmatch, const int *lkey, const int *rkey, const Place *jp);
+/* A local aggregation of a relation placed by p (copies: partials). */
+Cost cost_agg(const CostCtx *c, const RelType *in, const Place *p, double copies, const RelType *out);
+/* A local map with a kernel (NULL: a rekey, free). */
+Cost cost_map(const CostCtx *c, const Kernel *k, const RelType *in, const Place *p);
+
+/* Fill every op's costs and the plan's totals (peak memory included). */
+void opt_cost(IaPlan *p, const Machine *m);
+
+/* ---- rules.def, rules.c: the equivalence rules ---- */
+
+typedef enum {
+#define RULE(id, name, kind, meaning, condition) RULE_##id,
+#include "optimizer/rules.def"
+	NRULES
+} RuleId;
+
+const char *rule_name(RuleId r);        /* "R2-6" */
+const char *rule_meaning(RuleId r);
+const char *rule_condition(RuleId r);
+
+/* Does rule r apply at op i of p (its side condition holds)? */
+bool rule_match(RuleId r, const IaPlan *p, int i);
+/* The plan with rule r applied at op i (a new plan; p is left alone);
+ * NULL when it does not match.  `variant` picks among a rule's right sides
+ * (R2-6: 0 bcast the left, 1 bcast the right, 2 co-shuffle). */
+IaPlan *rule_apply(RuleId r, const IaPlan *p, int i, int variant);
+
+/* The rules that never make a plan worse, to a fixpoint: drop moves that
+ * move nothing (R2-1, R2-4), two-phase aggregation (R2-5), joins fused
+ * with their aggregation.  -O1, and the search's final cleanup. */
+IaPlan *opt_rewrite_simple(IaPlan *p);
+
+/* A copy of a plan (new arena, kernels cloned). */
+IaPlan *ia_clone(const IaPlan *p);
 
 /* ---- search.c ---- */
 
-/* The plan to run: Table 1's at -O0, rewritten at higher levels. */
-IaPlan *opt_plan(const TraProg *tra, const OptOptions *o);
+/* The plan to run: Table 1's at -O0, rewritten at -O1, searched at -O2
+ * (jointly with the blocks of classes not pinned, which it writes back
+ * into the program).  With --mem-per-rank, the cheapest plan that fits;
+ * when none does, the cheapest plan (the caller reports its peak).  With
+ * o->alternatives, plan->alts holds each statement's other strategies. */
+IaPlan *opt_plan(TraProg *tra, const OptOptions *o);
+
+/* ---- interp.c: the IA interpreter ---- */
+
+/* A dense tensor, row-major, f64. */
+typedef struct Dense {
+	int rank;
+	int64_t shape[MAXDIM];
+	double *v;
+} Dense;
+
+/* Run plan p over `sites` simulated sites: inputs[t] is tensor t's value
+ * for inputs (and params read from files); outputs[t] is filled for every
+ * written tensor (allocated).  Params start from their initialisers'
+ * deterministic stand-ins (zeros, ones, or a hash of the index).  False
+ * with a message when the plan breaks an invariant at run time (a join of
+ * tuples on different sites, a partial relation written, ...). */
+bool ia_interpret(const IaPlan *p, int sites, Dense *const *inputs, Dense **outputs, Buf *err);
+void dense_free(Dense *d);
 
 #endif
