@@ -5,6 +5,7 @@ bench.py: trac's runtime at hardware speed, measured side by side.
     make bench                          # everything (about 30 minutes)
     make bench BENCH='--quick'          # smaller sizes, 3 repetitions
     make bench BENCH='matmul1 pdgemm'   # only those sections
+    make bench BENCH='--wait-quiet'     # wait for the load to drop before each section
 
 Sections (bench/README.md has the targets and the results):
 
@@ -14,6 +15,7 @@ Sections (bench/README.md has the targets and the results):
     einsum    MTTKRP, a matmul chain, the Tucker product, a batched matmul:
               trac on 2 ranks vs numpy (einsum optimize=True, or matmul)
     blocks    trac matmul on 1 rank by --block (what the optimizer should pick)
+    vector    gcc -fopt-info-vec: the generated loop kernels vectorise
     calibrate bench/calibrate: the machine model's constants
 
 Every comparison runs its contenders alternately, repetition by repetition,
@@ -52,7 +54,7 @@ for a in sys.argv[1:]:
     if a.startswith("--reps="):
         REPS = int(a[7:])
 SECTIONS = [a for a in sys.argv[1:] if not a.startswith("--")]
-ALL = ["calibrate", "matmul1", "blocks", "scaling", "pdgemm", "einsum"]
+ALL = ["calibrate", "vector", "matmul1", "blocks", "scaling", "pdgemm", "einsum"]
 
 LOG = []              # every line printed, for bench-work/results.txt
 BYTES = []            # (workload, op, kind, chunks, keys, pred) from every trac run
@@ -132,7 +134,7 @@ def run_trac(exe, ranks, inputs, workload=None):
     """One run; returns the profile's summary as a dict of floats/strings."""
     args = ["%s=%s" % (k, v) for k, v in inputs.items()]
     # the program's outputs go to WORK under their default names
-    p = run([MPIRUN, "-np", str(ranks), "--bind-to", "core", exe, *args, "--profile"])
+    p = run([MPIRUN, "-np", str(ranks), "--bind-to", "none", exe, *args, "--profile"])
     m = SUMMARY.search(p.stdout)
     if not m:
         raise RuntimeError("no profile summary from %s:\n%s" % (exe, p.stdout[-3000:]))
@@ -152,10 +154,10 @@ def run_trac(exe, ranks, inputs, workload=None):
 
 
 def gemm_direct(dt, m, n, k):
+    """(cold wall, warm wall, cold cpu, warm cpu) seconds of one bli_?gemm call"""
     p = run([os.path.join(WORK, "gemm_direct"), dt, str(m), str(n), str(k), "1"])
-    cold = float(re.search(r"cold=(\S+)", p.stdout).group(1))
-    warm = float(re.search(r"warm=(\S+)", p.stdout).group(1))
-    return cold, warm
+    return tuple(float(re.search(r"\b%s=(\S+)" % f, p.stdout).group(1))
+                 for f in ("cold", "warm", "cold_cpu", "warm_cpu"))
 
 
 def pdgemm(m, n, k, grid, nb, blas):
@@ -165,7 +167,7 @@ def pdgemm(m, n, k, grid, nb, blas):
     else:
         env.pop("OPENBLAS_CORETYPE", None)
         env.update(LD_LIBRARY_PATH=OPENBLAS)
-    p = run([MPIRUN, "-np", str(grid[0] * grid[1]), "--bind-to", "core",
+    p = run([MPIRUN, "-np", str(grid[0] * grid[1]), "--bind-to", "none",
              "-x", "LD_LIBRARY_PATH", "-x", "OMP_NUM_THREADS", "-x", "BLIS_NUM_THREADS",
              "-x", "OPENBLAS_NUM_THREADS",
              os.path.join(WORK, "pdgemm"), str(m), str(n), str(k), str(grid[0]), str(grid[1]),
@@ -210,7 +212,7 @@ def interleave(fns, reps=REPS):
 
 def sec_calibrate():
     say("== calibrate: the machine model (bench/calibrate on 2 ranks)")
-    p = run([MPIRUN, "-np", "2", "--bind-to", "core", os.path.join(WORK, "calibrate")]
+    p = run([MPIRUN, "-np", "2", "--bind-to", "none", os.path.join(WORK, "calibrate")]
             + (["--quick"] if QUICK else []))
     with open(os.path.join(WORK, "machine.model"), "w") as f:
         f.write(p.stdout)
@@ -232,8 +234,9 @@ def sec_matmul1():
         % "s/d")
     say("   speed ratio = direct seconds / trac seconds; direct 'cold' makes a new C, as trac does;")
     say("   'warm' calls again on the same C.  block: trac's --block (auto: the optimizer's choice)")
-    say("%-4s %5s %6s %9s %9s %9s %8s %8s" % ("", "n", "block", "trac s", "cold s", "warm s",
-                                             "ratio", "ratio/w"))
+    say("   cpu: the same from CPU seconds (trac: compute_cpu_s), steadier when other jobs run")
+    say("%-4s %5s %6s %9s %9s %9s %8s %8s %8s" % ("", "n", "block", "trac s", "cold s", "warm s",
+                                                 "ratio", "ratio/w", "cpu"))
     sizes = [1000, 2000] if QUICK else [1000, 2000, 4000]
     for dt in ["f32", "f64"]:
         for n in sizes:
@@ -241,26 +244,29 @@ def sec_matmul1():
             for block in [None, n]:
                 exe = compile_tra(matmul_src(dt), "mm1-%s-%d-%s" % (dt, n, block or "auto"), 1,
                                   ["I=%d" % n, "J=%d" % n, "K=%d" % n], block)
-                t, d = interleave([lambda: run_trac(exe, 1, paths)["compute_s"],
+                t, d = interleave([lambda: run_trac(exe, 1, paths),
                                    lambda: gemm_direct(dt, n, n, n)])
-                tt, cold, warm = med(t), med([c for c, w in d]), med([w for c, w in d])
-                say("%-4s %5d %6s %9.4f %9.4f %9.4f %8.3f %8.3f" % (dt, n, block or "auto", tt, cold,
-                                                                   warm, cold / tt, warm / tt))
+                tt = med([x["compute_s"] for x in t])
+                tc = med([x["compute_cpu_s"] for x in t])
+                cold, warm, ccpu = (med([x[i] for x in d]) for i in (0, 1, 2))
+                say("%-4s %5d %6s %9.4f %9.4f %9.4f %8.3f %8.3f %8.3f" % (
+                    dt, n, block or "auto", tt, cold, warm, cold / tt, warm / tt, ccpu / tc))
 
 
 def sec_blocks():
     say("== gemm by block size: trac matmul on 1 rank, n = 4000 f64 / f32, by --block")
     say("   (the optimizer's input: bigger blocks pack less often; see also calibrate's gemm_*)")
     n = 2000 if QUICK else 4000
-    say("%-4s %6s %9s %8s" % ("", "block", "trac s", "GFLOP/s"))
+    say("%-4s %6s %9s %8s %8s" % ("", "block", "trac s", "GFLOP/s", "per cpu s"))
     for dt in ["f32", "f64"]:
         paths = matmul_inputs(dt, n, n, n)
         blocks = [500, 1000, 2000, n] if n == 4000 else [500, 1000, n]
         exes = [compile_tra(matmul_src(dt), "mmb-%s-%d-%d" % (dt, n, b), 1,
                             ["I=%d" % n, "J=%d" % n, "K=%d" % n], b) for b in blocks]
-        res = interleave([(lambda e=e: run_trac(e, 1, paths)["compute_s"]) for e in exes])
+        res = interleave([(lambda e=e: run_trac(e, 1, paths)) for e in exes])
         for b, r in zip(blocks, res):
-            say("%-4s %6d %9.4f %8.1f" % (dt, b, med(r), 2.0 * n ** 3 / med(r) / 1e9))
+            t, c = med([x["compute_s"] for x in r]), med([x["compute_cpu_s"] for x in r])
+            say("%-4s %6d %9.4f %8.1f %8.1f" % (dt, b, t, 2.0 * n ** 3 / t / 1e9, 2.0 * n ** 3 / c / 1e9))
 
 
 def sec_scaling():
@@ -353,6 +359,47 @@ def sec_einsum():
                                                    med(t), med(e), med(mm), best / med(t)))
 
 
+VECTOR_TRA = """
+size N = 300, M = 200;
+input A[N, M];
+input B[N, M];
+input v[M];
+C[i, j] = relu(A[i, j] * B[i, j]) * 2 - A[i, j];
+D[i, j] = A[i, j] + v[j];
+E[i, j] = exp(A[i, j]) + sqrt(abs(B[i, j]));
+s[i] = A[i, j] * B[i, j];
+m[i] = max[j](A[i, j] - B[i, j]);
+c[j] = sum[i](A[i, j] * A[i, j]);
+T[j, i] = A[i, j] * 3;
+output C; output D; output E; output s; output m; output c; output T;
+"""
+
+
+def sec_vector():
+    say("== generated loops vectorise: gcc -fopt-info-vec on the innermost loop of every loop kernel")
+    src = os.path.join(WORK, "vector.tra")
+    with open(src, "w") as f:
+        f.write(VECTOR_TRA)
+    c = os.path.join(WORK, "vector.c")
+    run([TRAC, "-S", "-P", "2", src, "-o", c])
+    cflags = os.environ.get("CFLAGS", "-O3 -march=native -fno-math-errno")
+    p = run([MPICC, *shlex.split(cflags), "-fopt-info-vec-optimized", "-c", c, "-o",
+             os.path.join(WORK, "vector.o"), "-I" + os.path.join(SRC, "runtime")])
+    done = {int(m) for m in re.findall(r"vector\.c:(\d+):\d+: optimized: loop vectorized", p.stderr)}
+    lines = open(c).read().splitlines()
+    kernel, ok, bad = None, 0, 0
+    for i, line in enumerate(lines, 1):
+        m = re.match(r"/\* op (\d+): (.*) \*/", line)
+        if m:
+            kernel = m.group(2)
+        if "#pragma GCC ivdep" in line:
+            hit = (i + 1) in done
+            ok += hit
+            bad += not hit
+            say("   %-12s line %4d  %-45s" % ("vectorised" if hit else "NOT VECTORISED", i + 1, kernel))
+    say("   %d of %d innermost loops vectorised (%s)" % (ok, ok + bad, cflags))
+
+
 def sizes_from(tra, shapes):
     """-D NAME=VALUE for the size names of a .tra's input declarations."""
     text = open(tra).read()
@@ -385,15 +432,34 @@ def sec_bytes():
                                                            verdict))
 
 
+def wait_quiet():
+    """With --wait-quiet[=L], wait (up to 10 minutes) for the 1-minute load
+    average to drop below L (default 0.5) before a section: other jobs on a
+    2-core machine distort everything."""
+    arg = [a for a in sys.argv if a.startswith("--wait-quiet")]
+    if not arg:
+        return
+    limit = float(arg[0].split("=")[1]) if "=" in arg[0] else 0.5
+    t0 = time.time()
+    while load() >= limit and time.time() - t0 < 600:
+        time.sleep(10)
+    if load() >= limit:
+        say("   (still busy after 10 minutes: load average %.2f)" % load())
+
+
 def main():
     want = SECTIONS or ALL
-    say("trac bench: %s; %d repetitions; load average %.2f at start" %
-        (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), REPS, load()))
+    rev = subprocess.run(["git", "-C", SRC, "describe", "--always", "--dirty"], capture_output=True,
+                         text=True).stdout.strip()
+    say("trac bench: %s; trac %s (%s); %d repetitions; load average %.2f at start" %
+        (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), TRAC, rev or "?", REPS, load()))
     have = build_helpers()
     for s in ALL:
         if s not in want:
             continue
+        wait_quiet()
         t0 = time.time()
+        say("   (load average %.2f)" % load())
         if s == "pdgemm":
             sec_pdgemm(have)
         else:

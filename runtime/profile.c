@@ -24,17 +24,19 @@
  *  - compute seconds: the seconds of the ops other than read, write, init
  *    and print, and the waits between two such ops.  With the barriers, it
  *    is the wall time of the computation: what a benchmark compares with a
- *    library call on data already in memory.
+ *    library call on data already in memory.  compute_cpu_s sums the ops' CPU
+ *    time (max over ranks per op), the steadier figure on a shared machine.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rt.h"
 
-static double *op_seconds, *op_wait, *op_sent, *op_keys, *op_recvd, *op_peak;
+static double *op_seconds, *op_cpu, *op_wait, *op_sent, *op_keys, *op_recvd, *op_peak;
 static int64_t *op_calls;
-static double op_t0, op_sent0, op_keys0, op_recvd0, t_start;
+static double op_t0, op_cpu0, op_sent0, op_keys0, op_recvd0, t_start;
 static int cur_op = -1;
 
 void rt_count_sent(double bytes)
@@ -59,6 +61,17 @@ void rt_count_buf(double bytes)
 		rt.buf_peak = rt.buf_live;
 }
 
+/* This thread's CPU time: unlike wall time, it does not count the time
+ * other jobs on the machine run instead of this rank (on a shared machine
+ * the ratio of two CPU times is the steadier measure of compute-bound
+ * work; MPI's waits spin, so they count as CPU time too). */
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static double *zeros(int n)
 {
 	double *v = rt_alloc(sizeof *v * (size_t)(n + 1));
@@ -74,6 +87,7 @@ void rt_profile_init(void)
 	if (!rt.profile)
 		return;
 	op_seconds = zeros(n);
+	op_cpu = zeros(n);
 	op_wait = zeros(n);
 	op_sent = zeros(n);
 	op_keys = zeros(n);
@@ -95,6 +109,7 @@ void trt_op_begin(int op)
 	double t = MPI_Wtime();
 	MPI_Barrier(MPI_COMM_WORLD);
 	op_t0 = MPI_Wtime();
+	op_cpu0 = cpu_seconds();
 	op_wait[op] += op_t0 - t;
 	op_sent0 = rt.sent;
 	op_keys0 = rt.sent_keys;
@@ -109,6 +124,7 @@ void trt_op_end(int op)
 	if (op != cur_op)
 		rt_bug("trt_op_end(%d) but op %d is open", op, cur_op);
 	op_seconds[op] += MPI_Wtime() - op_t0;
+	op_cpu[op] += cpu_seconds() - op_cpu0;
 	op_sent[op] += rt.sent - op_sent0;
 	op_keys[op] += rt.sent_keys - op_keys0;
 	op_recvd[op] += rt.recvd - op_recvd0;
@@ -157,9 +173,11 @@ void rt_profile_report(void)
 	double mine_sum[2] = {rt.sent, rt.recvd}, all_sum[2];
 	int64_t *calls = rt_alloc(sizeof *calls * (size_t)(n + 1));
 	double *secs = zeros(n), *wait = zeros(n), *sent = zeros(n), *recvd = zeros(n);
+	double *cpu = zeros(n);
 	double *peak = zeros(n), *keys = zeros(n);
 	MPI_Reduce(op_seconds, secs, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	MPI_Reduce(op_wait, wait, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	MPI_Reduce(op_cpu, cpu, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	MPI_Reduce(op_sent, sent, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 	MPI_Reduce(op_keys, keys, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 	MPI_Reduce(op_recvd, recvd, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -170,7 +188,7 @@ void rt_profile_report(void)
 
 	if (rt.rank == 0) {
 		char h[6][32];
-		double pred_bytes = 0, pred_secs = 0, compute = 0;
+		double pred_bytes = 0, pred_secs = 0, compute = 0, compute_cpu = 0;
 		printf("profile: %s on %d rank%s, %.6f s; BLIS %s kernels, %d thread%s per rank\n",
 		       prog->name, rt.nranks, rt.nranks == 1 ? "" : "s", all_max[0], rt_blas_arch(),
 		       rt_blas_threads(), rt_blas_threads() == 1 ? "" : "s");
@@ -195,8 +213,10 @@ void rt_profile_report(void)
 			pred_secs += o->pred_seconds * c;
 			/* a wait between two compute ops is the computation's own
 			 * imbalance; one after reading the inputs is not */
-			if (!is_io(o->kind))
+			if (!is_io(o->kind)) {
 				compute += secs[i] + (i > 0 && !is_io(prog->ops[i - 1].kind) ? wait[i] : 0);
+				compute_cpu += cpu[i];
+			}
 			printf("%4d  %-8s %-28s %6lld %10.6f %10.6f %9.6f %9s %9s %9s %9s %8s %9s\n", i,
 			       o->kind ? o->kind : "?", label, (long long)calls[i], secs[i],
 			       o->pred_seconds * c, wait[i], human(h[0], sizeof h[0], sent[i]),
@@ -215,14 +235,15 @@ void rt_profile_report(void)
 				printf("bytes: op=%d kind=%s sent=%.0f keys=%.0f chunks=%.0f pred=%.0f\n", i,
 				       prog->ops[i].kind ? prog->ops[i].kind : "?", sent[i], keys[i],
 				       sent[i] - keys[i], prog->ops[i].pred_bytes * (calls[i] > 0 ? (double)calls[i] : 1));
-		printf("summary: ranks=%d planned_ranks=%d total_s=%.6f compute_s=%.6f pred_s=%.6f "
+		printf("summary: ranks=%d planned_ranks=%d total_s=%.6f compute_s=%.6f compute_cpu_s=%.6f pred_s=%.6f "
 		       "sent=%.0f recvd=%.0f pred_sent=%.0f peak=%.0f pred_peak=%.0f buffers=%.0f "
-		       "blis=%s threads=%d\n", rt.nranks, prog->planned_ranks, all_max[0], compute,
+		       "blis=%s threads=%d\n", rt.nranks, prog->planned_ranks, all_max[0], compute, compute_cpu,
 		       pred_secs, all_sum[0], all_sum[1], pred_bytes, all_max[1], prog->pred_peak_bytes,
 		       all_max[2], rt_blas_arch(), rt_blas_threads());
 		fflush(stdout);
 	}
 	free(secs);
+	free(cpu);
 	free(keys);
 	free(wait);
 	free(sent);
