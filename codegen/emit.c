@@ -121,8 +121,13 @@ static void emit_tables(Emit *e, const CgOptions *o)
 	buf_puts(b, "};\n\n");
 	buf_puts(b, "static const TrtProgram program = {TRT_ABI, ");
 	c_string(b, o->program);
-	buf_printf(b, ", tensors, %d, ops, %d, %" PRIu64 "u, %d, %.17g};\n\n", ntensors, e->p->ops.n,
-	           o->seed, e->p->nranks, e->p->peak_bytes);
+	int nloops = 0, depth = 0;      /* outermost repeat blocks, for checkpoints */
+	for (int i = 0; i < e->p->ops.n; i++) {
+		nloops += e->p->ops.v[i].kind == IA_LOOP && depth == 0;
+		depth += e->p->ops.v[i].kind == IA_LOOP ? 1 : e->p->ops.v[i].kind == IA_ENDLOOP ? -1 : 0;
+	}
+	buf_printf(b, ", tensors, %d, ops, %d, %" PRIu64 "u, %d, %.17g, %d, %d};\n\n", ntensors, e->p->ops.n,
+	           o->seed, e->p->nranks, e->p->peak_bytes, e->p->peak_op, nloops);
 }
 
 static void emit_type(Emit *e, int i)
@@ -781,6 +786,20 @@ static void emit_main(Emit *e)
 	for (int t = 0; t < p->tra->tensors.n; t++)
 		if (p->tra->tensors.v[t].role == TENSOR_PARAM)
 			buf_printf(b, "\tTrtRel *var%d = NULL;\t/* param %s */\n", t, p->tra->tensors.v[t].name);
+	/* the params, for checkpoints: their runtime table indices and variables */
+	int nparams = 0;
+	buf_puts(b, "\tstatic const int param_tensors[] = {");
+	for (int t = 0; t < p->tra->tensors.n; t++)
+		if (p->tra->tensors.v[t].role == TENSOR_PARAM)
+			buf_printf(b, "%s%d", nparams++ ? ", " : "", e->tensor_index[t]);
+	buf_printf(b, "%s};\n\tTrtRel **const param_vars[] = {", nparams ? "" : "-1");
+	nparams = 0;
+	for (int t = 0; t < p->tra->tensors.n; t++)
+		if (p->tra->tensors.v[t].role == TENSOR_PARAM)
+			buf_printf(b, "%s&var%d", nparams++ ? ", " : "", t);
+	buf_printf(b, "%s};\n\tconst TrtParams params = {%d, param_tensors, param_vars};\n",
+	           nparams ? "" : "NULL", nparams);
+	int nloop = 0;                  /* outermost repeat blocks so far */
 	for (int i = 0; i < n; i++) {
 		const IaOp *op = &p->ops.v[i];
 		buf_printf(b, "\n\t/* #%d %s */\n\ttrt_op_begin(%d);\n", i, ia_op_name(op->kind), i);
@@ -872,8 +891,13 @@ static void emit_main(Emit *e)
 			break;
 		case IA_LOOP:
 			buf_printf(b, "\ttrt_op_end(%d);\n\ttrt_loop_begin(%" PRId64 ");\n", i, op->u.loop.count);
-			buf_printf(b, "\tfor (int64_t it%d = 0; it%d < %" PRId64 "; it%d++) {\n\ttrt_loop_iter(it%d);\n",
-			           i, i, op->u.loop.count, i, i);
+			if (loopof[i] < 0)      /* outermost: where --resume may start */
+				buf_printf(b, "\tfor (int64_t it%d = trt_resume(%d, %" PRId64 ", &params); it%d < %" PRId64
+				           "; it%d++) {\n\ttrt_loop_iter(it%d);\n", i, nloop, op->u.loop.count, i,
+				           op->u.loop.count, i, i);
+			else
+				buf_printf(b, "\tfor (int64_t it%d = 0; it%d < %" PRId64 "; it%d++) {\n\ttrt_loop_iter(it%d);\n",
+				           i, i, op->u.loop.count, i, i);
 			continue;
 		case IA_ENDLOOP:
 			buf_printf(b, "\ttrt_op_end(%d);\n", i);
@@ -884,6 +908,13 @@ static void emit_main(Emit *e)
 		for (int j = 0; j < n; j++)
 			if (free_at[j] == i)
 				buf_printf(b, "\ttrt_free(r%d);\n", j);
+		int closes = -1;        /* the repeat block an ENDLOOP closes */
+		for (int k = 0; op->kind == IA_ENDLOOP && k < i; k++)
+			if (p->ops.v[k].kind == IA_LOOP && endof[k] == i)
+				closes = k;
+		if (closes >= 0 && loopof[closes] < 0)        /* the end of an outermost iteration */
+			buf_printf(b, "\ttrt_checkpoint(%d, it%d, %" PRId64 ", &params);\n", nloop++, closes,
+			           p->ops.v[closes].u.loop.count);
 		if (op->kind == IA_ENDLOOP)
 			buf_puts(b, "\t}\n\ttrt_loop_end();\n");
 		for (int j = 0; j < n; j++)

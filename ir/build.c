@@ -49,7 +49,8 @@ int tb_var(TraBuild *l, int64_t extent)
 TVal tb_rel(TraBuild *l, int op, int nvar, const int *var)
 {
 	TVal v = {.op = op, .nvar = nvar};
-	memcpy(v.var, var, nvar * sizeof *var);
+	if (nvar)       /* var may be NULL for a scalar */
+		memcpy(v.var, var, nvar * sizeof *var);
 	return v;
 }
 

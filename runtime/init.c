@@ -112,8 +112,7 @@ void *rt_alloc(size_t nbytes)
 	void *p = malloc(nbytes ? nbytes : 1);
 
 	if (!p)
-		trt_fatal("out of memory: cannot allocate %zu bytes on rank %d",
-		          nbytes, rt.rank);
+		rt_oom(nbytes, "a buffer");
 	return p;
 }
 
@@ -122,8 +121,7 @@ void *rt_realloc(void *p, size_t nbytes)
 	void *q = realloc(p, nbytes ? nbytes : 1);
 
 	if (!q)
-		trt_fatal("out of memory: cannot allocate %zu bytes on rank %d",
-		          nbytes, rt.rank);
+		rt_oom(nbytes, "a buffer");
 	return q;
 }
 
@@ -148,7 +146,8 @@ static void print_help(const TrtProgram *prog)
 {
 	char shape[256];
 
-	printf("usage: [mpirun -np N] %s NAME=path.npy ... [--seed N] [--profile] [--quiet] [--help]\n\n",
+	printf("usage: [mpirun -np N] %s NAME=path.npy ... [--seed N] [--profile] [--quiet]\n"
+	       "       [--checkpoint FILE [--checkpoint-every N]] [--resume FILE] [--help]\n\n",
 	       rt_progname());
 	printf("tensors:\n");
 	for (int i = 0; i < prog->ntensors; i++) {
@@ -169,6 +168,7 @@ static void print_help(const TrtProgram *prog)
 	       (unsigned long long)prog->seed);
 	printf("  --profile    print each op's time and bytes sent at exit (or TRAC_PROFILE=1)\n");
 	printf("  --quiet      do not print the values the program prints (its 'print' statements)\n");
+	rt_ckpt_help();
 	printf("  --help       print this help and exit\n");
 	printf("\nenvironment:\n");
 	printf("  TRAC_BLIS_ARCH=auto|native|ID  BLIS kernels: auto picks skx on AVX-512 CPUs\n");
@@ -214,6 +214,9 @@ static const char *parse_args(int argc, char **argv, const TrtProgram *prog,
 			rt.profile = 1;
 		} else if (!strcmp(arg, "--quiet")) {
 			rt.quiet = 1;
+		} else if (rt_ckpt_arg(argc, argv, &a, msg, len)) {
+			if (*msg)
+				return msg;
 		} else if (!strcmp(arg, "--seed") || !strncmp(arg, "--seed=", 7)) {
 			const char *v = arg[6] == '=' ? arg + 7 : (a + 1 < argc ? argv[++a] : "");
 			if (!parse_seed(v, &rt.seed)) {
@@ -249,7 +252,8 @@ static const char *parse_args(int argc, char **argv, const TrtProgram *prog,
 			rt.paths[i] = eq + 1;
 		} else {
 			snprintf(msg, len, "%s: unexpected argument '%s' (expected NAME=path.npy, "
-			         "--seed N, --profile, --quiet or --help)", pn, arg);
+			         "--seed N, --profile, --quiet, --checkpoint FILE, --checkpoint-every N, "
+			         "--resume FILE or --help)", pn, arg);
 			return msg;
 		}
 	}
@@ -285,6 +289,7 @@ void trt_init(int *argc, char ***argv, const TrtProgram *prog)
 	MPI_Comm_rank(MPI_COMM_WORLD, &rt.rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &rt.nranks);
 	rt.prog = prog;
+	rt.op = -1;
 	if (*argc > 0 && (*argv)[0] && *(*argv)[0]) {
 		const char *slash = strrchr((*argv)[0], '/');
 		rt.progname = slash ? slash + 1 : (*argv)[0];
@@ -316,6 +321,8 @@ void trt_init(int *argc, char ***argv, const TrtProgram *prog)
 
 	rt_blas_init();
 	rt_profile_init();
+	rt_mem_check();
+	rt_ckpt_init();
 }
 
 int trt_finish(void)

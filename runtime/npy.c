@@ -336,13 +336,22 @@ int rt_npy_open(const TrtTensor *t, const char *path, NpyHeader *h, char *msg, s
 	struct stat st;
 	unsigned char head[12];
 
-	int fd = open(path, O_RDONLY);
+	/* O_NONBLOCK: opening a FIFO for reading would wait for a writer */
+	int fd = open(path, O_RDONLY | O_NONBLOCK);
 	if (fd < 0) {
 		tensor_msg(msg, len, t, path, errstr(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
-		tensor_msg(msg, len, t, path, errstr(S_ISDIR(st.st_mode) ? EISDIR : errno));
+	if (fstat(fd, &st) < 0) {
+		tensor_msg(msg, len, t, path, errstr(errno));
+		close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		/* every rank reads its chunks at their offsets: a file it must be */
+		tensor_msg(msg, len, t, path, S_ISDIR(st.st_mode) ? errstr(EISDIR) :
+		           S_ISFIFO(st.st_mode) ? "a named pipe, not a file; every rank reads its part of the file at its offset" :
+		           "not a regular file");
 		close(fd);
 		return -1;
 	}
@@ -619,24 +628,35 @@ TrtRel *trt_read(int tensor, const TrtType *t, TrtPlace p)
 	fd = rt_npy_open(x, path, &h, msg, sizeof msg);
 	rt_agree(fd < 0 ? msg : NULL);
 
+	const char *err = NULL;
+	TrtRel *r = rt_read_rel(fd, h.data_offset, t, p);
+	if (!r) {
+		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
+		err = msg;
+	}
+	close(fd);
+	rt_agree(err);
+	return r;
+}
+
+TrtRel *rt_read_rel(int fd, int64_t data_offset, const TrtType *t, TrtPlace p)
+{
 	TrtRel *r = trt_rel_new(t, p);
 	int64_t nk = rt_nkeys(t), key[TRT_MAXDIM];
-	const char *err = NULL;
-	for (int64_t lin = 0; lin < nk && !err; lin++) {
+	for (int64_t lin = 0; lin < nk; lin++) {
 		rt_key_from_linear(t, lin, key);
 		if (p.kind == TRT_PART && trt_site(&p, t, key) != rt.rank)
 			continue;
 		Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
-		if (!read_chunk(fd, h.data_offset, t, key, c)) {
-			tensor_msg(msg, sizeof msg, x, path, errstr(errno));
-			err = msg;
+		if (!read_chunk(fd, data_offset, t, key, c)) {
+			int e = errno;
 			rt_chunk_unref(c);
-			break;
+			trt_free(r);
+			errno = e;
+			return NULL;
 		}
 		rt_rel_push(r, key, c);
 	}
-	close(fd);
-	rt_agree(err);
 	return r;
 }
 
@@ -666,7 +686,7 @@ static void check_complete(const TrtRel *r, const TrtTensor *x)
 }
 
 /* The temporary file beside path: <dir>/.<base>.XXXXXX. */
-static int make_temp(const char *path, char **tmpname)
+int rt_make_temp(const char *path, char **tmpname)
 {
 	const char *slash = strrchr(path, '/');
 	size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
@@ -705,7 +725,7 @@ void trt_write(int tensor, const TrtRel *r)
 	if (!hlen)
 		rt_bug("npy header of %s does not fit", x->name);
 	if (rt.rank == 0) {
-		fd = make_temp(path, &tmpname);
+		fd = rt_make_temp(path, &tmpname);
 		if (fd < 0 || !pwrite_full(fd, head, hlen, 0)) {
 			tensor_msg(msg, sizeof msg, x, path, errstr(errno));
 			err = msg;
@@ -717,13 +737,44 @@ void trt_write(int tensor, const TrtRel *r)
 	}
 	rt_agree(err);
 
+	int e = rt_write_rel(fd, (int64_t)hlen, r);
+	if (rt.rank != 0) {
+		rt_agree(NULL);
+		return;
+	}
+	if (e) {
+		tensor_msg(msg, sizeof msg, x, path, errstr(e));
+		err = msg;
+	}
+	if (!err && fsync(fd) < 0) {
+		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
+		err = msg;
+	}
+	if (close(fd) < 0 && !err) {
+		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
+		err = msg;
+	}
+	if (!err && rename(tmpname, path) < 0) {
+		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
+		err = msg;
+	}
+	if (err)
+		unlink(tmpname);
+	free(tmpname);
+	rt_agree(err);
+}
+
+int rt_write_rel(int fd, int64_t data_offset, const TrtRel *r)
+{
+	const TrtType *t = &r->type;
+	int err = 0;
+
 	if (rt.rank != 0) {
 		if (r->place.kind == TRT_PART)
 			for (int64_t i = 0; i < r->n; i++)
 				rt_send_bytes(rt_chunk_data(r->chunks[i]),
 				              rt_chunk_bytes(t, r->keys + i * t->nkey), 0, TAG_WRITE);
-		rt_agree(NULL);
-		return;
+		return 0;
 	}
 
 	/* Rank 0: every key in order, from its own tuples or from their owner.
@@ -750,26 +801,9 @@ void trt_write(int tensor, const TrtRel *r)
 			rt_recv_bytes(buf, nb, site, TAG_WRITE);
 			data = buf;
 		}
-		if (!err && !write_chunk(fd, (int64_t)hlen, t, key, data, nb)) {
-			tensor_msg(msg, sizeof msg, x, path, errstr(errno));
-			err = msg;
-		}
+		if (!err && !write_chunk(fd, data_offset, t, key, data, nb))
+			err = errno ? errno : EIO;
 	}
 	free(buf);
-	if (!err && fsync(fd) < 0) {
-		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
-		err = msg;
-	}
-	if (close(fd) < 0 && !err) {
-		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
-		err = msg;
-	}
-	if (!err && rename(tmpname, path) < 0) {
-		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
-		err = msg;
-	}
-	if (err)
-		unlink(tmpname);
-	free(tmpname);
-	rt_agree(err);
+	return err;
 }

@@ -99,6 +99,7 @@ void rt_profile_init(void)
 
 void trt_op_begin(int op)
 {
+	rt.op = op;             /* for out-of-memory messages */
 	if (!rt.profile)
 		return;
 	if (op < 0 || op >= rt.prog->nops || cur_op >= 0)

@@ -178,8 +178,7 @@ Chunk *rt_chunk_new(size_t nbytes)
 	else if (posix_memalign(&p, RT_ALIGN, RT_ALIGN + nbytes))
 		p = NULL;
 	if (!p)
-		trt_fatal("out of memory: cannot allocate a chunk of %zu bytes on rank %d",
-		          nbytes, rt.rank);
+		rt_oom(nbytes, "a chunk");
 	Chunk *c = p;
 	c->refs = 1;
 	c->nbytes = nbytes;

@@ -53,6 +53,7 @@ typedef struct RtState {
 	double peak;                    /* high-water mark of live */
 	double op_peak;                 /* high-water mark of live since trt_op_begin */
 	double buf_live, buf_peak;      /* communication buffers (comm.c), likewise */
+	int op;                         /* the IA op running (trt_op_begin), -1 before any */
 } RtState;
 
 extern RtState rt;
@@ -128,8 +129,28 @@ int rt_npy_check(const NpyHeader *h, const TrtTensor *t, int64_t filesize,
                  char *why, size_t whylen);
 int rt_npy_open(const TrtTensor *t, const char *path, NpyHeader *h,
                 char *msg, size_t msglen);
+/* A tensor stored in global C order at data_offset of fd: each rank reads
+ * the chunks placement p gives it (NULL and errno on failure, this rank
+ * alone); rank 0 writes r, receiving the chunks others hold (collective;
+ * 0, or an errno on rank 0). */
+TrtRel *rt_read_rel(int fd, int64_t data_offset, const TrtType *t, TrtPlace p);
+int rt_write_rel(int fd, int64_t data_offset, const TrtRel *r);
+int rt_make_temp(const char *path, char **tmpname);
 size_t rt_npy_header(const TrtTensor *t, char *buf, size_t buflen);
 void rt_shape_str(char *buf, size_t len, int rank, const int64_t *shape);
+
+/* ---- checkpoint.c ---- */
+
+/* A checkpoint option at argv[*a] (consuming its value): 1 and msg "" if
+ * taken, 1 and the error line in msg if malformed, 0 if not one. */
+int rt_ckpt_arg(int argc, char **argv, int *a, char *msg, size_t len);
+void rt_ckpt_help(void);
+void rt_ckpt_init(void);                /* collective: checks --resume's file */
+
+/* ---- guard.c ---- */
+
+void rt_mem_check(void);                /* collective: refuse a plan that cannot fit */
+void rt_oom(size_t nbytes, const char *what) __attribute__((noreturn));
 
 /* ---- blas.c ---- */
 

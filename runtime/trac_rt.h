@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #define TRT_MAXDIM 8            /* most key dims and chunk dims of a relation */
-#define TRT_ABI 2               /* bumped when this interface changes */
+#define TRT_ABI 3               /* bumped when this interface changes */
 
 typedef enum { TRT_F32, TRT_F64 } TrtDtype;
 
@@ -131,6 +131,8 @@ typedef struct TrtProgram {
 	uint64_t seed;                  /* default seed (--seed overrides) */
 	int planned_ranks;              /* the rank count the plan was made for, 0 unknown */
 	double pred_peak_bytes;         /* the plan's peak bytes per rank, 0 unknown */
+	int pred_peak_op;               /* the op at that peak, -1 unknown */
+	int nloops;                     /* outermost repeat blocks (checkpoints) */
 } TrtProgram;
 
 /* Initialise MPI and BLIS, parse NAME=path, --seed, --profile, --help.
@@ -187,6 +189,27 @@ void trt_print(const TrtRel *r, const char *name);
 void trt_loop_begin(int64_t count);
 void trt_loop_iter(int64_t i);
 void trt_loop_end(void);
+
+/* ---- checkpoints (--checkpoint FILE --checkpoint-every N, --resume FILE) ---- */
+
+/* The params, for the two calls below: tensors[i] is param i's index in
+ * TrtProgram.tensors and *vars[i] its relation (replaced on resume). */
+typedef struct TrtParams {
+	int n;
+	const int *tensors;
+	TrtRel **const *vars;
+} TrtParams;
+
+/* Before outermost repeat block `loop` (0, 1, ... in program order) of
+ * `count` iterations: the first iteration to run.  0, unless --resume: then
+ * count for a block the checkpoint is past, and for the block it was written
+ * in, the iteration after it, with every param restored from it. */
+int64_t trt_resume(int loop, int64_t count, const TrtParams *params);
+
+/* At the end of iteration `iter` of outermost block `loop`: with
+ * --checkpoint, every --checkpoint-every iterations, write the params (and
+ * where the run is) to the checkpoint file, atomically.  Every rank calls it. */
+void trt_checkpoint(int loop, int64_t iter, int64_t count, const TrtParams *params);
 
 /* ---- communication ---- */
 
