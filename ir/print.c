@@ -289,7 +289,14 @@ static void stmt_print(Tree *t, int s, int first, int depth)
 	}
 	int line, col;
 	loc_linecol(p->tra->stmts.v[s].loc, &line, &col);
-	buf_printf(b, "\n%*sstatement %d (line %d): %s\n", 4 * depth, "", s + 1, line, p->tra->stmts.v[s].text);
+	/* a def's statement, inlined from an imported file, says which file */
+	const SrcFile *f = src_get(p->tra->stmts.v[s].loc.file);
+	const char *base = f && p->tra->stmts.v[s].loc.file > 0 ? strrchr(f->path, '/') : NULL;
+	if (f && p->tra->stmts.v[s].loc.file > 0)
+		buf_printf(b, "\n%*sstatement %d (%s:%d): %s\n", 4 * depth, "", s + 1, base ? base + 1 : f->path, line,
+		           p->tra->stmts.v[s].text);
+	else
+		buf_printf(b, "\n%*sstatement %d (line %d): %s\n", 4 * depth, "", s + 1, line, p->tra->stmts.v[s].text);
 	buf_printf(b, "%*s  strategy %s", 4 * depth, "", strategy_name(p->strategy.v[s]));
 	if (t->costs) {
 		StmtCost c = stmt_cost(p, s);
@@ -302,6 +309,18 @@ static void stmt_print(Tree *t, int s, int first, int depth)
 	for (int i = n - 1; i >= 0; i--)
 		if (p->ops.v[i].stmt == s && t->users[i] == 0)
 			tree_print(t, i, depth, s);
+}
+
+/* Per statement: the index of its last op (-1 if it has none). */
+static int *stmt_last_ops(const IaPlan *p)
+{
+	int *last = xcalloc(p->tra->stmts.n + 1, sizeof *last);
+	for (int s = 0; s < p->tra->stmts.n; s++)
+		last[s] = -1;
+	for (int i = 0; i < p->ops.n; i++)
+		if (p->ops.v[i].stmt >= 0)
+			last[p->ops.v[i].stmt] = i;
+	return last;
 }
 
 /* The plan in program order: statements as trees of their ops, inputs and
@@ -321,6 +340,9 @@ static void print_plan(Buf *b, const IaPlan *p, bool costs, bool alts)
 	header_print(b, p, costs);
 	int depth = 0;
 	bool blank = false;
+	/* a statement is shown where its last op runs: some of its ops may
+	 * run earlier, hoisted out of the loop it is in */
+	int *last = stmt_last_ops(p);
 	for (int i = 0; i < n; i++) {
 		const IaOp *op = &p->ops.v[i];
 		if (op->kind == IA_LOOP) {
@@ -890,6 +912,7 @@ static void dot_explain(Buf *b, const IaPlan *p, bool costs)
 	 * them; invisible edges keep each statement below the one before it,
 	 * and what the program does after a statement below that statement */
 	bool *done = xcalloc(p->tra->stmts.n + 1, sizeof(bool));
+	int *dlast = stmt_last_ops(p);
 	Buf top = {0}, order = {0};
 	int depth = 1, loops = 0, anchor = -1;
 	for (int i = 0; i < n; i++) {
@@ -908,7 +931,7 @@ static void dot_explain(Buf *b, const IaPlan *p, bool costs)
 				buf_printf(&top, " op%d;", i);       /* the inputs on top */
 			else if (anchor >= 0 && dot_drawn(&d, i))
 				buf_printf(&order, "  op%d -> op%d [style=invis];\n", anchor, i);
-		} else if (!done[op->stmt]) {
+		} else if (!done[op->stmt] && i == dlast[op->stmt]) {
 			done[op->stmt] = true;
 			dot_stmt(&d, op->stmt, depth);
 			if (anchor >= 0)
@@ -925,6 +948,7 @@ static void dot_explain(Buf *b, const IaPlan *p, bool costs)
 	buf_free(&top);
 	buf_free(&order);
 	free(done);
+	free(dlast);
 
 	/* edges: into every op but the moves drawn as edges themselves */
 	for (int i = 0; i < n; i++) {
