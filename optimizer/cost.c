@@ -34,33 +34,6 @@
 
 #define ENUM_LIMIT 200000       /* key combinations enumerated exactly; above, estimates */
 
-Cost cost_add(Cost a, Cost b)
-{
-	return (Cost){a.seconds + b.seconds, a.floats + b.floats, a.bytes + b.bytes, a.flops + b.flops};
-}
-
-Cost cost_scale(Cost a, double k)
-{
-	return (Cost){a.seconds * k, a.floats * k, a.bytes * k, a.flops * k};
-}
-
-int cost_cmp(Cost a, Cost b)
-{
-	if (isinf(a.seconds) || isinf(b.seconds))
-		return isinf(a.seconds) ? (isinf(b.seconds) ? 0 : 1) : -1;
-	double tol = 1e-6 * fmax(fabs(a.seconds), fabs(b.seconds));
-	if (a.seconds < b.seconds - tol)
-		return -1;
-	if (a.seconds > b.seconds + tol)
-		return 1;
-	double ftol = 1e-9 * fmax(a.floats, b.floats);
-	if (a.floats < b.floats - ftol)
-		return -1;
-	if (a.floats > b.floats + ftol)
-		return 1;
-	return 0;
-}
-
 /* ---- a memo of enumerations ---- */
 
 /* Shares and moving fractions depend only on the partitioning dims'
@@ -397,21 +370,41 @@ static double kernel_flops(const Kernel *k, int nin, const RelType *const *in, c
 	return n * (per ? per : 1);
 }
 
-/* The kernel's rate: BLIS for a gemm (by its smallest block), else the
- * generated loops'. */
+/* The kernel's rate: a gemm at BLIS's rate for the cube of its m n k's
+ * volume, bounded by its arithmetic intensity times the memory bandwidth
+ * (a skinny product streams its operands); else the generated loops'. */
 static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in, DType t)
 {
 	if (!kernel_is_gemm(k))
 		return c->m->loop_rate;
-	double b = 1e18;
+	double mnk = 1, m = 1, n = 1, kk = 1;
 	for (int l = 0; l < k->nlab; l++) {
 		double e = label_block(k, nin, in, l);
-		if (e > 0 && e < b)
-			b = e;
+		if (e <= 0)
+			continue;
+		bool in0 = false, in1 = false;
+		for (int ch = 0; ch < k->nindim[0]; ch++)
+			in0 |= k->inlab[0][ch] == l;
+		for (int ch = 0; ch < k->nindim[1]; ch++)
+			in1 |= k->inlab[1][ch] == l;
+		bool out = false;
+		for (int ch = 0; ch < k->noutdim; ch++)
+			out |= k->outlab[ch] == l;
+		if (in0 && in1 && out)
+			continue;       /* a batch label: gemms in a loop */
+		mnk *= e;
+		if (in0 && in1)
+			kk *= e;
+		else if (in0)
+			m *= e;
+		else
+			n *= e;
 	}
-	if (b > 1e17)
-		b = 1;
-	return machine_gemm_rate(c->m, t, b);
+	double size = dtype_size(t);
+	double intensity = 2 * m * n * kk / (size * (m * kk + kk * n + m * n));
+	double r = machine_gemm_rate(c->m, t, cbrt(mnk));
+	double bound = intensity * c->m->memcpy_bw;
+	return bound < r ? bound : r;
 }
 
 Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r,
@@ -428,7 +421,8 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	x.flops = kernel_flops(k, 2, in, &jt, inmap);
 	double share = cost_share(c, &jt, jp);
 	double rate = kernel_rate(c, k, 2, in, jt.dtype);
-	x.seconds = x.flops * share / rate + (double)rel_ntuples(&jt) * share * c->m->call_overhead;
+	x.seconds = x.flops * share / rate + (double)rel_ntuples(&jt) * share * c->m->call_overhead +
+	            c->m->local_op_overhead;
 	return x;
 }
 
@@ -439,7 +433,8 @@ Cost cost_agg(const CostCtx *c, const RelType *in, const Place *p, double copies
 	double elems = rel_floats(in) * (p->kind == PL_PARTIAL ? copies : 1);
 	x.flops = elems;
 	double share = p->kind == PL_PARTIAL ? 1.0 / c->s : cost_share(c, in, p);
-	x.seconds = elems * share / c->m->loop_rate + (double)rel_ntuples(in) * share * c->m->call_overhead / 4;
+	x.seconds = elems * share / c->m->loop_rate + (double)rel_ntuples(in) * share * c->m->call_overhead / 4 +
+	            c->m->local_op_overhead;
 	return x;
 }
 
@@ -454,7 +449,8 @@ Cost cost_map(const CostCtx *c, const Kernel *k, const RelType *in, const Place 
 		inmap[0][d] = d;
 	x.flops = kernel_flops(k, 1, ins, in, inmap);
 	double share = cost_share(c, in, p);
-	x.seconds = x.flops * share / c->m->loop_rate + (double)rel_ntuples(in) * share * c->m->call_overhead;
+	x.seconds = x.flops * share / c->m->loop_rate + (double)rel_ntuples(in) * share * c->m->call_overhead +
+	            c->m->local_op_overhead;
 	return x;
 }
 

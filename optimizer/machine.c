@@ -15,7 +15,10 @@
  *   bcast_latency_s, bcast_bandwidth_Bps        and likewise for allgatherv,
  *   alltoallv, allreduce, reduce_scatter;  memcpy_bandwidth_Bps;
  *   loop_rate_flops;  gemm_f32_gflops_bB, gemm_f64_gflops_bB (by block B);
- *   call_overhead_s, op_overhead_s, mem_per_rank_bytes (trac's own).
+ *   call_overhead_s, op_overhead_s, local_op_overhead_s;
+ *   trac_shuffle_bandwidth_Bps, trac_bcast_bandwidth_Bps: the runtime's own
+ *   exchanges, which shuffles and broadcasts are costed with when given
+ *   (else alltoallv's and allgatherv's);  mem_per_rank_bytes.
  */
 #include <errno.h>
 #include <math.h>
@@ -51,6 +54,7 @@ void machine_default(Machine *m)
 	}
 	m->call_overhead = 2e-6;
 	m->op_overhead = 2e-5;
+	m->local_op_overhead = 3e-6;
 	m->mem_per_rank = 0;
 	snprintf(m->source, sizeof m->source, "built-in");
 }
@@ -90,6 +94,7 @@ bool machine_load(Machine *m, const char *path, Buf *err)
 	char line[512];
 	int lineno = 0;
 	bool ok = true;
+	double trac_shuffle = 0, trac_bcast = 0;
 	while (ok && fgets(line, sizeof line, f)) {
 		lineno++;
 		char *s = line;
@@ -150,6 +155,16 @@ bool machine_load(Machine *m, const char *path, Buf *err)
 			ok = num && v >= 0;
 			if (ok)
 				m->call_overhead = v;
+		} else if (!strcmp(key, "local_op_overhead_s")) {
+			known = true;
+			ok = num && v >= 0;
+			if (ok)
+				m->local_op_overhead = v;
+		} else if (!strcmp(key, "trac_shuffle_bandwidth_Bps") || !strcmp(key, "trac_bcast_bandwidth_Bps")) {
+			known = true;
+			ok = num && v > 0;
+			if (ok)
+				*(key[5] == 's' ? &trac_shuffle : &trac_bcast) = v;
 		} else if (!strcmp(key, "op_overhead_s")) {
 			known = true;
 			ok = num && v >= 0;
@@ -171,6 +186,11 @@ bool machine_load(Machine *m, const char *path, Buf *err)
 			buf_printf(err, "%s:%d: '%s' needs a positive number", path, lineno, key);
 	}
 	fclose(f);
+	/* the runtime's own exchanges, measured, over the MPI collectives */
+	if (trac_shuffle > 0)
+		m->bandwidth[COLL_ALLTOALL] = trac_shuffle;
+	if (trac_bcast > 0)
+		m->bandwidth[COLL_ALLGATHER] = trac_bcast;
 	if (ok)
 		snprintf(m->source, sizeof m->source, "%s", path);
 	return ok;

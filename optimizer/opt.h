@@ -19,6 +19,8 @@
 #ifndef TRAC_OPT_H
 #define TRAC_OPT_H
 
+#include <math.h>
+
 #include "ir/ir.h"
 
 /* ---- machine.c: the machine model ---- */
@@ -160,10 +162,34 @@ typedef struct Cost {
 	double flops;
 } Cost;
 
-Cost cost_add(Cost a, Cost b);
-Cost cost_scale(Cost a, double k);
-/* -1, 0, 1: by seconds (within a relative 1e-6), then floats moved */
-int cost_cmp(Cost a, Cost b);
+static inline Cost cost_add(Cost a, Cost b)
+{
+	return (Cost){a.seconds + b.seconds, a.floats + b.floats, a.bytes + b.bytes, a.flops + b.flops};
+}
+
+static inline Cost cost_scale(Cost a, double k)
+{
+	return (Cost){a.seconds * k, a.floats * k, a.bytes * k, a.flops * k};
+}
+
+/* -1, 0, 1: by seconds (within a relative 1e-6; infinite is worst), then
+ * floats moved */
+static inline int cost_cmp(Cost a, Cost b)
+{
+	if (isinf(a.seconds) || isinf(b.seconds))
+		return isinf(a.seconds) ? (isinf(b.seconds) ? 0 : 1) : -1;
+	double tol = 1e-6 * fmax(fabs(a.seconds), fabs(b.seconds));
+	if (a.seconds < b.seconds - tol)
+		return -1;
+	if (a.seconds > b.seconds + tol)
+		return 1;
+	double ftol = 1e-9 * fmax(a.floats, b.floats);
+	if (a.floats < b.floats - ftol)
+		return -1;
+	if (a.floats > b.floats + ftol)
+		return 1;
+	return 0;
+}
 
 typedef struct CostCtx {
 	const Machine *m;

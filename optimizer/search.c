@@ -171,6 +171,13 @@ typedef struct Search {
 	bool *anyreq;
 	/* moves between placements, per op (lazily) */
 	Cost **move;
+	/* the implementations of ops that depend on neither params'
+	 * placements nor forcing, made once per budget (gen_all: unfiltered) */
+	Impls *cache;
+	double *cache_budget;
+	bool *cached;
+	bool gen_all;
+	bool quick;             /* choosing blocks: no two-phase schedules (their planning is dear) */
 	int evals;
 } Search;
 
@@ -217,7 +224,7 @@ static double rank_bytes(Search *s, const RelType *t, const Place *p, double cop
 
 static void push_impl(Search *s, int t, Impl im)
 {
-	if (s->budget > 0 && im.mem > s->budget)
+	if (!s->gen_all && s->budget > 0 && im.mem > s->budget)
 		return;
 	im.cost = cost_scale(im.cost, s->times[t]);
 	vec_push(&s->impls[t], im);
@@ -321,7 +328,7 @@ static bool agg_complete(const RelType *it, const Place *p, int ngroup, const in
 static bool allowed(Search *s, int t, Strategy st, int side)
 {
 	int stmt = s->tra->ops.v[t].stmt;
-	if (stmt < 0 || s->force[stmt] == STRAT_NONE)
+	if (s->gen_all || stmt < 0 || s->force[stmt] == STRAT_NONE)
 		return true;
 	return st == s->force[stmt] && (s->forceside[stmt] < 0 || s->forceside[stmt] == side);
 }
@@ -589,11 +596,45 @@ static const PlacePin *place_pin(Search *s, int tensor)
 	return NULL;
 }
 
+static void gen_impls(Search *s, int t);
+
+/* Every op's implementations for the current params' placements, forcing
+ * and budget: joins, aggregations and maps from their cache. */
 static void make_impls(Search *s)
 {
 	for (int t = 0; t < s->n; t++) {
-		const TraOp *op = &s->tra->ops.v[t];
+		TraOpKind k = s->tra->ops.v[t].kind;
 		s->impls[t].n = 0;
+		if (k != TRA_JOIN && k != TRA_AGG && k != TRA_MAP && k != TRA_REKEY && k != TRA_FILTER) {
+			gen_impls(s, t);
+			continue;
+		}
+		if (!s->cached[t] || s->cache_budget[t] != s->budget) {
+			s->gen_all = true;
+			gen_impls(s, t);
+			s->gen_all = false;
+			vec_free(&s->cache[t]);
+			s->cache[t] = s->impls[t];
+			s->impls[t] = (Impls){0};
+			s->cached[t] = true;
+			s->cache_budget[t] = s->budget;
+		}
+		/* joins and contractions obey --strategy; aggregations, maps do not */
+		const TraOp *op = &s->tra->ops.v[t];
+		bool forceable = k == TRA_JOIN || (k == TRA_AGG && s->absorbed[op->u.agg.in] == t);
+		for (int c = 0; c < s->cache[t].n; c++) {
+			const Impl *im = &s->cache[t].v[c];
+			if ((s->budget > 0 && im->mem > s->budget) || (forceable && !allowed(s, t, im->strat, im->side)))
+				continue;
+			vec_push(&s->impls[t], *im);
+		}
+	}
+}
+
+static void gen_impls(Search *s, int t)
+{
+	{
+		const TraOp *op = &s->tra->ops.v[t];
 		switch (op->kind) {
 		case TRA_INPUT: {
 			const PlacePin *pin = place_pin(s, op->u.input.tensor);
@@ -691,7 +732,7 @@ static Cost in_cost(Search *s, int v, int q)
 static void dp(Search *s)
 {
 	for (int t = 0; t < s->n; t++) {
-		for (int i = 0; i < MAXDOM; i++)
+		for (int i = 0; i < s->dom[t].n; i++)
 			*at(s->best, t, i) = *at(s->avail, t, i) = inf_cost();
 		s->home[t] = inf_cost();
 		int in[2];
@@ -712,11 +753,13 @@ static void dp(Search *s)
 			if (cost_cmp(b, s->home[t]) < 0)
 				s->home[t] = b;
 		}
+		if (isinf(s->home[t].seconds))
+			continue;       /* no result (a sink), or none possible */
 		for (int p = 0; p < d->n; p++) {
 			Cost b = *at(s->best, t, p);
 			for (int q = 0; q < d->n; q++) {
 				Cost bq = *at(s->best, t, q);
-				if (isinf(bq.seconds) || q == p)
+				if (q == p || isinf(bq.seconds) || bq.seconds >= b.seconds)
 					continue;
 				Cost c = cost_add(bq, move_cost(s, t, q, p));
 				if (cost_cmp(c, b) < 0)
@@ -1168,6 +1211,9 @@ static void search_init(Search *s, TraProg *tra, const OptOptions *o, const Mach
 	s->req = xcalloc(n + 1, sizeof(uint64_t));
 	s->anyreq = xcalloc(n + 1, sizeof(bool));
 	s->move = xcalloc(n + 1, sizeof(Cost *));
+	s->cache = xcalloc(n + 1, sizeof(Impls));
+	s->cache_budget = xcalloc(n + 1, sizeof(double));
+	s->cached = xcalloc(n + 1, sizeof(bool));
 	s->force = xcalloc(tra->stmts.n + 1, sizeof(Strategy));
 	s->forceside = xcalloc(tra->stmts.n + 1, sizeof(int));
 	for (int i = 0; i < tra->stmts.n; i++)
@@ -1248,8 +1294,12 @@ static void search_free(Search *s)
 {
 	for (int t = 0; t < s->n; t++) {
 		vec_free(&s->impls[t]);
+		vec_free(&s->cache[t]);
 		free(s->move[t]);
 	}
+	free(s->cache);
+	free(s->cache_budget);
+	free(s->cached);
 	free(s->uses);
 	free(s->absorbed);
 	free(s->times);
@@ -1303,6 +1353,11 @@ static Cost plan_cost(const IaPlan *p)
 	return (Cost){p->predicted_seconds, p->total_floats_moved, p->total_bytes_sent, p->total_flops};
 }
 
+/* Whole plans within this fraction of each other's predicted time are a
+ * tie, which the bytes they send break: the machine model is coarse, and
+ * the network is what a cluster runs short of. */
+#define TIE 0.10
+
 /* Is plan a better than plan b (plans over the budget lim lose)? */
 static bool better_plan(double lim, const IaPlan *a, const IaPlan *b)
 {
@@ -1316,6 +1371,12 @@ static bool better_plan(double lim, const IaPlan *a, const IaPlan *b)
 			return fa;
 		if (!fa)
 			return a->peak_bytes < b->peak_bytes;
+	}
+	double ta = a->predicted_seconds, tb = b->predicted_seconds;
+	if (fabs(ta - tb) <= TIE * fmin(ta, tb)) {
+		double ba = a->total_bytes_sent, bb = b->total_bytes_sent;
+		if (fabs(ba - bb) > 1e-9 * fmax(ba, bb))
+			return ba < bb;
 	}
 	return cost_cmp(plan_cost(a), plan_cost(b)) < 0;
 }
@@ -1479,6 +1540,13 @@ static void alternatives(Search *s, IaPlan *chosen)
 				double lim = s->o->mem_per_rank;
 				if (lim > 0 && p->peak_bytes > lim)
 					alt.why = arena_strdup(chosen->arena, "needs more memory per rank than --mem-per-rank");
+				else if (fabs(p->predicted_seconds - chosen->predicted_seconds) <=
+				         TIE * fmin(p->predicted_seconds, chosen->predicted_seconds))
+					alt.why = arena_strdup(chosen->arena, xprintf("a tie on time (%+.3g s predicted); "
+					                       "%+.3g bytes sent, %+.3g floats moved",
+					                       p->predicted_seconds - chosen->predicted_seconds,
+					                       p->total_bytes_sent - chosen->total_bytes_sent,
+					                       p->total_floats_moved - chosen->total_floats_moved));
 				else
 					alt.why = arena_strdup(chosen->arena, xprintf("%+.3g s predicted, %+.3g floats moved",
 					                       p->predicted_seconds - chosen->predicted_seconds,
@@ -1534,6 +1602,7 @@ static IaPlan *plan_at(TraProg *tra, const OptOptions *o, const Machine *m, cons
 	if (descend) {
 		p = search_budget(&s, leanest);
 	} else {
+		s.quick = true;
 		p = plan_once(&s);
 		if (p && p->peak_bytes < *leanest)
 			*leanest = p->peak_bytes;
@@ -1574,9 +1643,12 @@ IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
 	IaPlan *best = plan_at(tra, o, m, bc, NULL, true, &leanest);
 	if (!best)
 		tr_bug("the search found no plan");
-	int64_t *chosen = xcalloc(bc->n + 1, sizeof(int64_t));
+	int64_t *initial = xcalloc(bc->n + 1, sizeof(int64_t)), *chosen = xcalloc(bc->n + 1, sizeof(int64_t));
+	memcpy(initial, bc->block, sizeof(int64_t) * (size_t)bc->n);
 	memcpy(chosen, bc->block, sizeof(int64_t) * (size_t)bc->n);
-	int budget = tra->ops.n > 400 ? 0 : tra->ops.n > 100 ? 20 : 60;
+	/* the descent compares quick plans (no two-phase schedules) */
+	IaPlan *quick = plan_at(tra, o, m, bc, best->varplace.v, false, &leanest);
+	int budget = !quick || tra->ops.n > 400 ? 0 : tra->ops.n > 100 ? 20 : 60;
 	bool moved = false;
 	for (int round = 0; round < 2 && budget > 0; round++) {
 		bool improved = false;
@@ -1591,10 +1663,10 @@ IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
 				memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
 				bc->block[c] = cand[i];
 				budget--;
-				IaPlan *p = plan_at(tra, o, m, bc, best->varplace.v, false, &leanest);
-				if (better_plan(o->mem_per_rank, p, best)) {
-					ia_free(best);
-					best = p;
+				IaPlan *p = plan_at(tra, o, m, bc, quick->varplace.v, false, &leanest);
+				if (better_plan(o->mem_per_rank, p, quick)) {
+					ia_free(quick);
+					quick = p;
 					chosen[c] = cand[i];
 					improved = moved = true;
 				} else {
@@ -1605,29 +1677,33 @@ IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
 		if (!improved)
 			break;
 	}
-	memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
-	opt_block_apply(tra, bc);
-	free(chosen);
-
-	/* at the chosen blocks: params again, then each statement's
-	 * strategies tried whole (small programs), then the alternatives */
-	Search s;
-	search_init(&s, tra, o, m);
-	for (int i = 0; i < tra->tensors.n; i++)
-		if (!param_pinned(&s, i))
-			s.varplace[i] = best->varplace.v[i];
+	/* at the blocks the descent chose: the full search, against the
+	 * first one's plan (at the automatic blocks) */
 	if (moved) {
-		IaPlan *p = search_budget(&s, &leanest);
+		memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
+		IaPlan *p = plan_at(tra, o, m, bc, quick->varplace.v, true, &leanest);
 		if (better_plan(o->mem_per_rank, p, best)) {
 			ia_free(best);
 			best = p;
 		} else {
 			ia_free(p);
+			memcpy(bc->block, initial, sizeof(int64_t) * (size_t)bc->n);
 		}
-		for (int i = 0; i < tra->tensors.n; i++)
-			if (!param_pinned(&s, i))
-				s.varplace[i] = best->varplace.v[i];
+	} else {
+		memcpy(bc->block, initial, sizeof(int64_t) * (size_t)bc->n);
 	}
+	ia_free(quick);
+	opt_block_apply(tra, bc);
+	free(chosen);
+	free(initial);
+
+	/* at the chosen blocks: each statement's strategies tried whole
+	 * (small programs), then the alternatives */
+	Search s;
+	search_init(&s, tra, o, m);
+	for (int i = 0; i < tra->tensors.n; i++)
+		if (!param_pinned(&s, i))
+			s.varplace[i] = best->varplace.v[i];
 	if (tra->stmts.n <= 40)
 		best = improve_strategies(&s, best);
 	if (o->alternatives && tra->stmts.n <= 60)
