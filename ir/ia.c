@@ -36,7 +36,8 @@ Place place_all(void)
 Place place_part(int ndims, const int *dims)
 {
 	Place p = {.kind = PL_PART, .ndims = ndims};
-	memcpy(p.dims, dims, ndims * sizeof *dims);
+	if (ndims)      /* dims may be NULL for a scalar */
+		memcpy(p.dims, dims, ndims * sizeof *dims);
 	return p;
 }
 

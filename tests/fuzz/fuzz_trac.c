@@ -1,8 +1,8 @@
 /*
  * fuzz_trac.c: one fuzz input through the whole compiler up to C emission.
  *
- *   text -> fe_parse -> fe_compile -> opt_autodiff -> opt_block -> opt_plan
- *        -> cg_emit
+ *   text -> fe_parse -> fe_compile -> opt_autodiff -> opt_hoist -> opt_contract
+ *        -> opt_block -> opt_plan -> ia_explain, cg_emit
  *
  * (the driver's pipeline, frontend/main.c; keep the two in step)
  *
@@ -66,10 +66,14 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	const char *inc[1] = {fe_stdlib_dir()};
 	fe.incdirs = inc;
 	fe.nincdirs = 1;
+	static Machine machine;
+	machine_default(&machine);
 	OptOptions opt = {0};
 	opt.level = (h >> 8) % 3 == 0 ? 0 : 2;
 	opt.nranks = fe.nranks;
 	opt.verify = true;
+	opt.machine = &machine;
+	opt.alternatives = (h >> 12) % 4 == 0;
 
 	Arena *arena = arena_new();
 	Ast *ast = fe_parse(arena, file);
@@ -88,12 +92,23 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		goto done;
 	if (!tra_verify(prog, &err))
 		tr_bug("TRA program invalid after autodiff: %s", err.s);
+	if (opt.level > 0) {
+		opt_hoist(prog);
+		if (!tra_verify(prog, &err))
+			tr_bug("TRA program invalid after hoisting: %s", err.s);
+		opt_contract(prog, &opt);
+		if (!tra_verify(prog, &err))
+			tr_bug("TRA program invalid after contraction order: %s", err.s);
+	}
 	opt_block(prog, &opt);
 	if (!tra_verify(prog, &err))
 		tr_bug("TRA program invalid after blocking: %s", err.s);
 	plan = opt_plan(prog, &opt);
 	if (diag_errors())
 		goto done;
+	Buf x = {0};
+	ia_explain(&x, plan, opt.alternatives ? EXPLAIN_ALL : (ExplainFormat)((h >> 16) % 3), (h >> 20) & 1);
+	buf_free(&x);
 	Buf c = {0};
 	CgOptions cg = {"fuzz", "fuzz.tra", 0};
 	cg_emit(&c, plan, &cg);
