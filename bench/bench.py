@@ -87,8 +87,11 @@ def build_helpers():
     os.makedirs(WORK, exist_ok=True)
     flags = ["-O2", "-march=native"] + shlex.split(BLIS_CFLAGS)
     libs = shlex.split(BLIS_LIBS) + ["-lm"]
-    rt = ["-DWITH_TRACRT", "-I" + os.path.join(SRC, "runtime"),
-          os.path.join(BUILD, "runtime", "libtracrt.a")]
+    # the runtime's headers beside the library they go with
+    rtinc = os.path.join(BUILD, "runtime")
+    if not os.path.exists(os.path.join(rtinc, "rt.h")):
+        rtinc = os.path.join(SRC, "runtime")
+    rt = ["-DWITH_TRACRT", "-I" + rtinc, os.path.join(BUILD, "runtime", "libtracrt.a")]
     for prog, extra in [("gemm_direct", []), ("calibrate", rt)]:
         src = os.path.join(SRC, "bench", prog + ".c")
         run([MPICC, *flags, *extra[:2], src, *extra[2:], "-o", os.path.join(WORK, prog), *libs])
@@ -172,7 +175,9 @@ def pdgemm(m, n, k, grid, nb, blas):
              "-x", "OPENBLAS_NUM_THREADS",
              os.path.join(WORK, "pdgemm"), str(m), str(n), str(k), str(grid[0]), str(grid[1]),
              str(nb), "2"], env=env)
-    return float(re.findall(r"seconds=(\S+)", p.stdout)[-1])   # the second call: warm
+    last = p.stdout.strip().splitlines()[-1]              # the second call: warm
+    return (float(re.search(r"seconds=(\S+)", last).group(1)),
+            float(re.search(r"cpu=(\S+)", last).group(1)))
 
 
 NUMPY = r"""
@@ -186,7 +191,9 @@ def manual():
 f = {"einsum": einsum, "manual": manual}[kind]
 f()
 for r in range(reps):
-    t = time.perf_counter(); f(); print("seconds=%.6f" % (time.perf_counter() - t), flush=True)
+    t, c = time.perf_counter(), time.process_time()
+    f()
+    print("seconds=%.6f cpu=%.6f" % (time.perf_counter() - t, time.process_time() - c), flush=True)
 """
 
 
@@ -196,7 +203,8 @@ def numpy_time(spec, manual, paths, kind):
     env.pop("OPENBLAS_CORETYPE", None)      # let OpenBLAS pick its SkylakeX kernels
     code = NUMPY.replace("SPEC", repr(spec)).replace("MANUAL", manual)
     p = run([PYTHON, "-c", code, kind, "3", *paths], env=env)
-    return med([float(v) for v in re.findall(r"seconds=(\S+)", p.stdout)])
+    return (med([float(v) for v in re.findall(r"seconds=(\S+)", p.stdout)]),
+            med([float(v) for v in re.findall(r"cpu=(\S+)", p.stdout)]))
 
 
 def interleave(fns, reps=REPS):
@@ -272,7 +280,8 @@ def sec_blocks():
 def sec_scaling():
     say("== matmul, 2 ranks vs 1 rank (target: parallel efficiency >= 0.9)")
     say("   efficiency = t(1 rank) / (2 t(2 ranks)); each planned for its rank count")
-    say("%-4s %5s %6s %9s %9s %8s" % ("", "n", "block", "1 rank s", "2 ranks s", "effic."))
+    say("   cpu: t and efficiency from CPU seconds (per rank), steadier when other jobs run")
+    say("%-4s %5s %6s %9s %9s %8s %8s" % ("", "n", "block", "1 rank s", "2 ranks s", "effic.", "cpu"))
     n = 2000 if QUICK else 4000
     for dt in ["f64", "f32"]:
         paths = matmul_inputs(dt, n, n, n)
@@ -281,11 +290,13 @@ def sec_scaling():
                              ["I=%d" % n, "J=%d" % n, "K=%d" % n], block)
             e2 = compile_tra(matmul_src(dt), "sc2-%s-%d-%s" % (dt, n, block or "auto"), 2,
                              ["I=%d" % n, "J=%d" % n, "K=%d" % n], block)
-            r1, r2 = interleave([lambda: run_trac(e1, 1, paths)["compute_s"],
+            r1, r2 = interleave([lambda: run_trac(e1, 1, paths),
                                  lambda: run_trac(e2, 2, paths, "matmul %s n=%d block=%s" %
-                                                  (dt, n, block or "auto"))["compute_s"]])
-            say("%-4s %5d %6s %9.4f %9.4f %8.3f" % (dt, n, block or "auto", med(r1), med(r2),
-                                                   med(r1) / (2 * med(r2))))
+                                                  (dt, n, block or "auto"))])
+            t1, t2 = med([x["compute_s"] for x in r1]), med([x["compute_s"] for x in r2])
+            c1, c2 = med([x["compute_cpu_s"] for x in r1]), med([x["compute_cpu_s"] for x in r2])
+            say("%-4s %5d %6s %9.4f %9.4f %8.3f %8.3f" % (dt, n, block or "auto", t1, t2,
+                                                         t1 / (2 * t2), c1 / (2 * c2)))
 
 
 def sec_pdgemm(have):
@@ -293,9 +304,11 @@ def sec_pdgemm(have):
     if not have:
         say("   skipped: no ScaLAPACK (apt-get install libscalapack-openmpi-dev)")
         return
-    say("   pdgemm: best median over grids 1x2, 2x1, NB 64..256, BLAS = BLIS skx or OpenBLAS")
-    say("%-15s %6s %9s %9s %-22s %8s" % ("m x k x n", "block", "trac s", "pdgemm s", "(best config)",
-                                        "ratio"))
+    say("   pdgemm: grids 1x2, 2x1, NB 64..256, BLAS = BLIS skx or OpenBLAS, each run once;")
+    say("   the two fastest (by CPU time) run side by side with trac; the best median counts")
+    say("   cpu: the ratio of the most CPU seconds a rank spent (pdgemm's best config by that)")
+    say("%-15s %6s %9s %9s %-22s %8s %8s" % ("m x k x n", "block", "trac s", "pdgemm s", "(best config)",
+                                            "ratio", "cpu"))
     shapes = [(2000, 2000, 2000)] if QUICK else [(2000, 2000, 2000), (4000, 4000, 4000),
                                                  (8000, 500, 8000)]
     for (m, k, n) in shapes:
@@ -304,20 +317,26 @@ def sec_pdgemm(have):
                    for blas in ["blis", "openblas"]]
         if QUICK:
             configs = [(g, nb, blas) for g in [(1, 2), (2, 1)] for nb in [128, 256] for blas in ["blis"]]
+        # screening: every config once; the two fastest then run side by side
+        # with trac for all repetitions
+        screen = sorted(((pdgemm(m, n, k, *c), c) for c in configs), key=lambda x: x[0][1])
+        configs = [c for _, c in screen[:2]]
         blocks = [None] + ([] if QUICK else [max(m, n) // 2])
         exes = [compile_tra(matmul_src("f64"), "pd-%dx%dx%d-%s" % (m, k, n, b or "auto"), 2,
                             ["I=%d" % m, "K=%d" % k, "J=%d" % n], b) for b in blocks]
         fns = [(lambda e=e, b=b: run_trac(e, 2, paths, "matmul f64 %dx%dx%d block=%s" %
-                                          (m, k, n, b or "auto"))["compute_s"])
+                                          (m, k, n, b or "auto")))
                for e, b in zip(exes, blocks)]
         fns += [(lambda c=c: pdgemm(m, n, k, c[0], c[1], c[2])) for c in configs]
         res = interleave(fns)
-        pd = [(med(r), c) for r, c in zip(res[len(exes):], configs)]
-        best, cfg = min(pd, key=lambda x: x[0])
+        pd = [(med([x[0] for x in r]), med([x[1] for x in r]), c) for r, c in zip(res[len(exes):], configs)]
+        best, _, cfg = min(pd, key=lambda x: x[0])
+        bestc = min(x[1] for x in pd)
         for b, r in zip(blocks, res[:len(exes)]):
-            say("%-15s %6s %9.4f %9.4f %-22s %8.3f" % ("%dx%dx%d" % (m, k, n), b or "auto", med(r), best,
-                                                     "%dx%d NB=%d %s" % (cfg[0][0], cfg[0][1], cfg[1], cfg[2]),
-                                                     med(r) / best))
+            t, c = med([x["compute_s"] for x in r]), med([x["compute_cpu_s"] for x in r])
+            say("%-15s %6s %9.4f %9.4f %-22s %8.3f %8.3f" % (
+                "%dx%dx%d" % (m, k, n), b or "auto", t, best,
+                "%dx%d NB=%d %s" % (cfg[0][0], cfg[0][1], cfg[1], cfg[2]), t / best, c / bestc))
 
 
 EINSUM = [
@@ -342,7 +361,8 @@ EINSUM = [
 def sec_einsum():
     say("== einsum workloads: trac on 2 ranks vs numpy on OpenBLAS, 2 threads (target: speed ratio >= 1.0)")
     say("   numpy: the faster of einsum(optimize=True) and a matmul formulation; ratio = numpy s / trac s")
-    say("%-8s %-34s %9s %9s %9s %8s" % ("", "sizes", "trac s", "einsum s", "matmul s", "ratio"))
+    say("   cpu: numpy's CPU seconds / 2 threads over trac's most CPU seconds of a rank")
+    say("%-8s %-34s %9s %9s %9s %8s %8s" % ("", "sizes", "trac s", "einsum s", "matmul s", "ratio", "cpu"))
     for name, tra, shapes, qshapes, spec, manual in EINSUM:
         shp = qshapes if QUICK else shapes
         paths = make_inputs(name, {t: (s, "f32") for t, s in shp.items()})
@@ -350,13 +370,18 @@ def sec_einsum():
         exe = compile_tra(os.path.join(SRC, "bench", tra), "es-" + name, 2, defs)
         order = list(shp.keys())
         plist = [paths[t] for t in order]
-        t, e, mm = interleave([lambda: run_trac(exe, 2, paths, name)["compute_s"],
+        inf = (float("inf"), float("inf"))
+        t, e, mm = interleave([lambda: run_trac(exe, 2, paths, name),
                                lambda: numpy_time(spec, manual, plist, "einsum") if name != "bmm" or QUICK
-                               else float("inf"),
+                               else inf,
                                lambda: numpy_time(spec, manual, plist, "manual")])
-        best = min(med(e), med(mm))
-        say("%-8s %-34s %9.4f %9.4f %9.4f %8.3f" % (name, " ".join("%s%s" % (k, list(v)) for k, v in shp.items())[:34],
-                                                   med(t), med(e), med(mm), best / med(t)))
+        tt, tc = med([x["compute_s"] for x in t]), med([x["compute_cpu_s"] for x in t])
+        et, ec = med([x[0] for x in e]), med([x[1] for x in e])
+        mt, mc = med([x[0] for x in mm]), med([x[1] for x in mm])
+        best, bestc = min(et, mt), min(ec, mc)
+        say("%-8s %-34s %9.4f %9.4f %9.4f %8.3f %8.3f" % (
+            name, " ".join("%s%s" % (k, list(v)) for k, v in shp.items())[:34], tt, et, mt, best / tt,
+            bestc / 2 / tc))
 
 
 VECTOR_TRA = """
