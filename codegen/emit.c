@@ -797,7 +797,7 @@ static void emit_main(Emit *e)
 	for (int t = 0; t < p->tra->tensors.n; t++)
 		if (p->tra->tensors.v[t].role == TENSOR_PARAM)
 			buf_printf(b, "%s&var%d", nparams++ ? ", " : "", t);
-	buf_printf(b, "%s};\n\tconst TrtParams params = {%d, param_tensors, param_vars};\n",
+	buf_printf(b, "%s};\n\tconst TrtParams params = {%d, param_tensors, param_vars};\n\t(void)params;\n",
 	           nparams ? "" : "NULL", nparams);
 	int nloop = 0;                  /* outermost repeat blocks so far */
 	for (int i = 0; i < n; i++) {

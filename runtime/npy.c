@@ -143,13 +143,18 @@ static int scan_shape(Scan *s, NpyHeader *h)
 		if (eat(s, ')'))
 			return 1;
 		skip_ws(s);
-		char *end;
-		errno = 0;
-		long long v = strtoll(s->p, &end, 10);
-		if (end == s->p || errno || v < 0 || end > s->end || h->rank == NPY_MAXDIM)
+		/* digits only up to s->end: the header is not NUL-terminated */
+		const char *q = s->p;
+		int64_t v = 0;
+		while (q < s->end && *q >= '0' && *q <= '9') {
+			if (v > (INT64_MAX - (*q - '0')) / 10)
+				return 0;
+			v = v * 10 + (*q++ - '0');
+		}
+		if (q == s->p || h->rank == NPY_MAXDIM)
 			return 0;
 		h->shape[h->rank++] = v;
-		s->p = end;
+		s->p = q;
 		if (s->p < s->end && *s->p == 'L')      /* Python 2's long */
 			s->p++;
 		if (!eat(s, ',')) {
