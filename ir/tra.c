@@ -332,10 +332,14 @@ Kernel *kernel_new(Arena *a, int nin)
 	return k;
 }
 
+/* A deep copy: the expression too lives in `a`, so the copy outlives the
+ * arena of the original (a plan rewritten and then freed). */
 Kernel *kernel_clone(Arena *a, const Kernel *k)
 {
 	Kernel *c = arena_alloc(a, sizeof *c);
 	*c = *k;
+	KExpr *repl[2] = {kx_in(a, 0), kx_in(a, 1)};
+	c->expr = kx_subst(a, k->expr, repl);
 	return c;
 }
 

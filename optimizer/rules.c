@@ -353,11 +353,31 @@ static bool m_r1_2(const IaPlan *p, int i)
 	       !op->u.map.kernel->reduces && !in->u.map.kernel->reduces;
 }
 
+/* A kernel that takes a diagonal inside its chunk (a label twice in its
+ * input) reads square chunks only.  A filter on the key diagonal gives it
+ * those; below the filter it sees every chunk, which is square only when
+ * the dims it pairs are cut into equal whole blocks. */
+static bool kernel_fits_every_chunk(const Kernel *k, const RelType *t)
+{
+	for (int a = 0; a < k->nindim[0]; a++)
+		for (int b = a + 1; b < k->nindim[0]; b++) {
+			if (k->inlab[0][a] != k->inlab[0][b])
+				continue;
+			int da = t->chunkdim[a], db = t->chunkdim[b];
+			if (t->block[da] != t->block[db] || t->extent[da] % t->block[da] != 0 ||
+			    t->extent[db] % t->block[db] != 0)
+				return false;
+		}
+	return true;
+}
+
 static bool m_r1_3(const IaPlan *p, int i)
 {
 	const IaOp *op = OP(p, i);
-	if (op->kind == IA_MAP && op->u.map.kernel)
-		return OP(p, op->u.map.in)->kind == IA_FILTER;
+	if (op->kind == IA_MAP && op->u.map.kernel) {
+		const IaOp *f = OP(p, op->u.map.in);
+		return f->kind == IA_FILTER && kernel_fits_every_chunk(op->u.map.kernel, &f->type);
+	}
 	if (op->kind == IA_FILTER) {
 		const IaOp *in = OP(p, op->u.filter.in);
 		return in->kind == IA_MAP && in->u.map.kernel;

@@ -284,7 +284,8 @@ static const char mm[] =
 static const Case cases[] = {
 	{RULE_R1_1, 1, "size N = 5;\ninput X[N, N, N];\nd[i] = X[i, i, i];\noutput d;\n", split_filter},
 	{RULE_R1_2, 1, "size N = 5, M = 4;\ninput X[N, M];\nC[i, j] = relu(X[i, j]);\nD[i, j] = exp(C[i, j]);\noutput D;\n", NULL},
-	{RULE_R1_3, 1, "size N = 5;\ninput X[N, N];\nd[i] = X[i, i];\noutput d;\n", NULL},
+	{RULE_R1_3, 1, "size N = 6;\ninput X[N, N];\nd[i] = X[i, i];\noutput d;\n", NULL},
+	{RULE_R1_3, 1, "size N = 5;\ninput X[N, N];\nY[i, j] = relu(X[i, j]);\nd[i] = Y[i, i];\noutput d;\n", NULL},
 	{RULE_R1_4, 1, "size N = 5, M = 4;\ninput X[N, M];\ns[i] = X[i, j];\nt[i] = 2 * s[i];\noutput t;\n", NULL},
 	{RULE_R1_4, 1, "size N = 5, M = 4;\ninput X[N, M];\nm[i] = max[j](X[i, j]);\nt[i] = relu(m[i]) + 1;\noutput t;\n", NULL},
 	{RULE_R1_5, 1, "size N = 5, K = 3;\ninput X[N, N, K];\nY[i, j] = X[i, j, k];\nd[i] = Y[i, i];\noutput d;\n", NULL},
@@ -384,6 +385,24 @@ static void test_conditions(void **state)
 	assert_false(rule_match(RULE_R1_1, t1, agg));
 	ia_free(t1);
 	tra_free(p);
+
+	/* R1-3 does not move a diagonal kernel below its filter when the
+	 * blocks are ragged: the off-diagonal chunks are not square */
+	for (int n = 5; n <= 6; n++) {
+		char src[96];
+		snprintf(src, sizeof src, "size N = %d;\ninput X[N, N];\nd[i] = X[i, i];\noutput d;\n", n);
+		p = compile(src);
+		opt_block(p, &o);
+		t1 = ia_from_tra(p, 3);
+		int f = find(t1, IA_FILTER, 0), m = -1;
+		for (int i = f + 1; i < t1->ops.n && m < 0; i++)
+			if (t1->ops.v[i].kind == IA_MAP && t1->ops.v[i].u.map.in == f)
+				m = i;
+		assert_true(f >= 0 && m >= 0);
+		assert_int_equal(rule_match(RULE_R1_3, t1, m), n == 6);
+		ia_free(t1);
+		tra_free(p);
+	}
 }
 
 /* The searched plans against Table 1's: the same outputs on 1 to 4 sites. */
