@@ -730,6 +730,40 @@ static void emit_pred(Emit *e, int i, const KeyPred *p)
 	buf_puts(e->b, ";\n}\n\n");
 }
 
+/* ---- two-phase schedules ---- */
+
+/* Op i's schedule as per-rank tables: the join groups each rank runs, in
+ * increasing order (trt_twophase works out the messages from them). */
+static void emit_schedule(Emit *e, int i)
+{
+	Buf *b = e->b;
+	const IaOp *op = &e->p->ops.v[i];
+	const TpSched *ts = op->u.twophase.sched;
+	static const char *aggs[] = {"TRT_AGG_ADD", "TRT_AGG_MAX", "TRT_AGG_MIN"};
+	int64_t *n = xcalloc((size_t)ts->nranks + 1, sizeof *n);
+	buf_printf(b, "/* op %d: a two-phase schedule, %" PRId64 " join groups on %d ranks (%s plan) */\n", i,
+	           ts->njoin, ts->nranks, ts->variant);
+	for (int r = 0; r < ts->nranks; r++) {
+		buf_printf(b, "static const int64_t twophase%d_rank%d[] = {", i, r);
+		for (int64_t j = 0; j < ts->njoin; j++) {
+			if (ts->site[j] != r)
+				continue;
+			buf_printf(b, "%s%s%" PRId64, n[r] ? "," : "", n[r] % 16 ? " " : "\n\t", j);
+			n[r]++;
+		}
+		buf_puts(b, n[r] ? "\n};\n" : "0};\n");
+	}
+	buf_printf(b, "static const int64_t *const twophase%d_jobs[] = {", i);
+	for (int r = 0; r < ts->nranks; r++)
+		buf_printf(b, "%stwophase%d_rank%d", r ? ", " : "", i, r);
+	buf_printf(b, "};\nstatic const int64_t twophase%d_njobs[] = {", i);
+	for (int r = 0; r < ts->nranks; r++)
+		buf_printf(b, "%s%" PRId64, r ? ", " : "", n[r]);
+	buf_printf(b, "};\nstatic const TrtTwoPhase twophase%d = {%d, %" PRId64 ", twophase%d_jobs, twophase%d_njobs, %s};\n\n",
+	           i, ts->nranks, ts->njoin, i, i, aggs[op->u.twophase.kernel->red]);
+	free(n);
+}
+
 /* ---- main ---- */
 
 static void emit_main(Emit *e)
@@ -829,6 +863,19 @@ static void emit_main(Emit *e)
 			           op->u.join.left, op->u.join.right, i, i, i);
 			place_literal(b, &op->place);
 			buf_puts(b, ");\n");
+			break;
+		case IA_TWOPHASE:
+			buf_printf(b, "\tstatic const TrtJoin join%d = {%d, ", i, op->u.twophase.nmatch);
+			int_list(b, op->u.twophase.nmatch, op->u.twophase.lkey);
+			buf_puts(b, ", ");
+			int_list(b, op->u.twophase.nmatch, op->u.twophase.rkey);
+			buf_printf(b, ", %d, ", op->u.twophase.ngroup);
+			int_list(b, op->u.twophase.ngroup, op->u.twophase.group);
+			buf_puts(b, "};\n");
+			buf_printf(b, "\tTrtRel *r%d = trt_twophase(r%d, r%d, &join%d, kernel%d, &type%d, ", i,
+			           op->u.twophase.left, op->u.twophase.right, i, i, i);
+			place_literal(b, &op->place);
+			buf_printf(b, ", &twophase%d);\n", i);
 			break;
 		case IA_AGG: {
 			static const char *aggs[] = {"TRT_AGG_ADD", "TRT_AGG_MAX", "TRT_AGG_MIN"};
@@ -951,7 +998,10 @@ void cg_emit(Buf *out, const IaPlan *p, const CgOptions *o)
 		const IaOp *op = &p->ops.v[i];
 		if (op->kind == IA_JOIN)
 			emit_kernel(&e, i, op->u.join.kernel);
-		else if (op->kind == IA_MAP && op->u.map.kernel)
+		else if (op->kind == IA_TWOPHASE) {
+			emit_kernel(&e, i, op->u.twophase.kernel);
+			emit_schedule(&e, i);
+		} else if (op->kind == IA_MAP && op->u.map.kernel)
 			emit_kernel(&e, i, op->u.map.kernel);
 		else if (op->kind == IA_FILTER)
 			emit_pred(&e, i, &op->u.filter.pred);

@@ -87,7 +87,8 @@ static const char usage[] =
 	"                          part(1,0), ... (default: chosen with the plan)\n"
 	"  --strategy LINE=S       force the statement on LINE to strategy S: broadcast,\n"
 	"                          broadcast-left, broadcast-right (which operand is\n"
-	"                          everywhere), co-partition, replicate or local\n"
+	"                          everywhere), co-partition, replicate, local or\n"
+	"                          two-phase (a per-chunk schedule)\n"
 	"  --machine FILE          the machine model (bench/calibrate's output; default\n"
 	"                          $TRAC_MACHINE, else built in)\n"
 	"  --seed N                default random seed baked into the executable\n"
@@ -396,13 +397,14 @@ static void resolve_pins(Options *o, const TraProg *p)
 			{"broadcast", STRAT_BROADCAST, -1}, {"broadcast-left", STRAT_BROADCAST, 0},
 			{"broadcast-right", STRAT_BROADCAST, 1}, {"co-partition", STRAT_COPARTITION, -1},
 			{"replicate", STRAT_REPLICATE, -1}, {"local", STRAT_LOCAL, -1},
+			{"two-phase", STRAT_TWOPHASE, -1},
 		};
 		int k = 0, nn = (int)(sizeof names / sizeof *names);
 		while (k < nn && strcmp(names[k].name, eq + 1))
 			k++;
 		if (k == nn)
 			usage_error("--strategy %s: use broadcast, broadcast-left, broadcast-right, co-partition, "
-			            "replicate or local", spec);
+			            "replicate, local or two-phase", spec);
 		int stmt = -1;
 		for (int st = 0; st < p->stmts.n && stmt < 0; st++) {
 			int l, c;

@@ -82,6 +82,7 @@ const char *strategy_name(Strategy s)
 	case STRAT_COPARTITION: return "co-partition";
 	case STRAT_REPLICATE: return "replicate";
 	case STRAT_OTHER: return "other";
+	case STRAT_TWOPHASE: return "two-phase";
 	}
 	return "?";
 }
@@ -137,6 +138,10 @@ int ia_inputs(const IaOp *op, int *in)
 		in[0] = op->u.join.left;
 		in[1] = op->u.join.right;
 		return 2;
+	case IA_TWOPHASE:
+		in[0] = op->u.twophase.left;
+		in[1] = op->u.twophase.right;
+		return 2;
 	case IA_AGG:
 		in[0] = op->u.agg.in;
 		return 1;
@@ -168,7 +173,7 @@ bool ia_has_result(IaOpKind k)
 	case IA_WRITE: case IA_STORE: case IA_PRINT: case IA_LOOP: case IA_ENDLOOP:
 		return false;
 	case IA_READ: case IA_BCAST: case IA_SHUFFLE: case IA_JOIN: case IA_AGG: case IA_MAP:
-	case IA_FILTER: case IA_INIT: case IA_LOAD:
+	case IA_FILTER: case IA_INIT: case IA_LOAD: case IA_TWOPHASE:
 		return true;
 	}
 	return false;
@@ -356,6 +361,20 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 		RelType jt = ia_join_type(&a->type, &b->type, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey);
 		return agg_place(&j, &jt, op->u.join.ngroup, op->u.join.group, out);
 	}
+	case IA_TWOPHASE:
+		/* the schedule sends every chunk where it is needed, so any
+		 * placement of complete tuples will do; the result ends
+		 * partitioned on the group as the op says */
+		if (a->place.kind == PL_PARTIAL || b->place.kind == PL_PARTIAL) {
+			buf_puts(why, "runs a two-phase schedule over partial aggregates");
+			return false;
+		}
+		if (op->place.kind != PL_PART) {
+			buf_puts(why, "ends a two-phase schedule in a placement other than a partitioning");
+			return false;
+		}
+		*out = op->place;
+		return true;
 	}
 	tr_bug("bad IA op");
 }

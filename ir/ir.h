@@ -348,8 +348,32 @@ bool place_eq(const Place *a, const Place *b);
 void place_print(Buf *b, const Place *p);                 /* "all", "part(0,2)", "partial" */
 
 /* What a statement's plan chose, for --explain. */
-typedef enum { STRAT_NONE, STRAT_LOCAL, STRAT_BROADCAST, STRAT_COPARTITION, STRAT_REPLICATE, STRAT_OTHER } Strategy;
+typedef enum { STRAT_NONE, STRAT_LOCAL, STRAT_BROADCAST, STRAT_COPARTITION, STRAT_REPLICATE, STRAT_OTHER,
+               STRAT_TWOPHASE } Strategy;
 const char *strategy_name(Strategy s);
+
+/*
+ * A two-phase schedule (optimizer/twophase.c): the per-group plan of one
+ * contraction, after Jankov et al., "Two-phase execution of aggregated join
+ * trees".  Join groups are the tuples of the join's key space, numbered
+ * row-major over its frontiers; each runs, whole, on one rank.  Aggregation
+ * groups are the output's tuples; each ends on the rank the output's
+ * placement (PL_PART) gives it.  The lineage follows from the blocking, so
+ * the schedule is made at compile time; immutable once made.
+ */
+typedef struct TpSched {
+	int nranks;                     /* the rank count it was planned for */
+	int64_t njoin, nagg;
+	const int *site;                /* per join group: its rank */
+	const char *variant;            /* the greedy plan kept: "greedy", "rule 1 only", "rule 2 only" */
+	double variant_seconds[3];      /* predicted T of each of the three */
+	int64_t by_rule[2];             /* in the greedy plan: aggregation groups placed by rule 1, rule 2 */
+	/* the prediction: the four stages of Eq. 6 (most loaded rank each) */
+	double t_in, t_kernel, t_partial, t_combine;
+	double seconds, bytes, floats, flops;
+	double mem;                     /* most bytes a rank holds for it beyond its inputs */
+	int64_t in_msgs, part_msgs;     /* chunks sent: inputs, partial sums */
+} TpSched;
 
 typedef struct IaOp {
 	IaOpKind kind;
@@ -386,6 +410,18 @@ typedef struct IaOp {
 		struct { int tensor; } init;            /* INIT, LOAD */
 		struct { int in; int tensor; } store;   /* STORE, PRINT */
 		struct { int64_t count; } loop;
+		/* a contraction run by a two-phase schedule: the fields of a
+		 * join fused with its aggregation (ngroup >= 0), the kernel's
+		 * red the aggregation; the result is placed by `place` */
+		struct {
+			int left, right;
+			int nmatch;
+			int lkey[MAXDIM], rkey[MAXDIM];
+			int ngroup;
+			int group[MAXDIM];
+			Kernel *kernel;
+			const TpSched *sched;
+		} twophase;
 	} u;
 } IaOp;
 

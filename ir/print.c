@@ -117,6 +117,20 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 		kernel_print(b, op->u.join.kernel);
 		buf_puts(b, "]");
 		break;
+	case IA_TWOPHASE: {
+		const TpSched *ts = op->u.twophase.sched;
+		buf_puts(b, " on ");
+		keys_print(b, op->u.twophase.nmatch, op->u.twophase.lkey);
+		buf_puts(b, "=");
+		keys_print(b, op->u.twophase.nmatch, op->u.twophase.rkey);
+		buf_printf(b, " %s group ", agg_name(op->u.twophase.kernel->red));
+		keys_print(b, op->u.twophase.ngroup, op->u.twophase.group);
+		buf_puts(b, " [");
+		kernel_print(b, op->u.twophase.kernel);
+		buf_printf(b, "] %" PRId64 " join groups, %" PRId64 " aggregation groups, %s plan", ts->njoin, ts->nagg,
+		           ts->variant);
+		break;
+	}
 	case IA_AGG:
 		buf_printf(b, " %s group ", agg_name(op->u.agg.agg));
 		keys_print(b, op->u.agg.ngroup, op->u.agg.group);
@@ -174,6 +188,31 @@ static void ia_op_costs(Buf *b, const IaOp *op)
 		buf_printf(b, "  %.3g flops", op->flops);
 }
 
+/* A two-phase op's schedule under it: what it sends, the stages of its
+ * predicted time, and where its lineage came from. */
+static void twophase_detail(Buf *b, const IaOp *op, int indent, bool costs)
+{
+	const TpSched *ts = op->u.twophase.sched;
+	int64_t *jobs = xcalloc((size_t)ts->nranks + 1, sizeof *jobs);
+	for (int64_t j = 0; j < ts->njoin; j++)
+		jobs[ts->site[j]]++;
+	buf_printf(b, "%*sjoin groups per rank:", indent, "");
+	for (int r = 0; r < ts->nranks; r++)
+		buf_printf(b, "%s%" PRId64, r ? "/" : " ", jobs[r]);
+	free(jobs);
+	buf_printf(b, "; chunks sent: %" PRId64 " inputs, %" PRId64 " partial sums\n", ts->in_msgs, ts->part_msgs);
+	if (costs) {
+		buf_printf(b, "%*sstages: inputs %.3g s + kernels %.3g s + partial sums %.3g s + combining %.3g s; "
+		           "%.3g bytes sent, %.3g bytes per rank beyond its inputs\n", indent, "", ts->t_in,
+		           ts->t_kernel, ts->t_partial, ts->t_combine, ts->bytes, ts->mem);
+		buf_printf(b, "%*sgreedy (rule 1 for %" PRId64 " groups, rule 2 for %" PRId64 ") %.3g s, rule 1 only %.3g s, "
+		           "rule 2 only %.3g s\n", indent, "", ts->by_rule[0], ts->by_rule[1], ts->variant_seconds[0],
+		           ts->variant_seconds[1], ts->variant_seconds[2]);
+	}
+	buf_printf(b, "%*slineage from the blocking at compile time (dense chunks, static placements): no pilot run\n",
+	           indent, "");
+}
+
 typedef struct Tree {
 	const IaPlan *p;
 	int *users;             /* per op: how many ops read it */
@@ -219,6 +258,8 @@ static void tree_print(Tree *t, int i, int depth, int stmt)
 	if (t->costs)
 		ia_op_costs(t->b, op);
 	buf_puts(t->b, "\n");
+	if (op->kind == IA_TWOPHASE)
+		twophase_detail(t->b, op, 6 + 4 * depth, t->costs);
 	int in[2];
 	int n = ia_inputs(op, in);
 	for (int j = 0; j < n; j++)
@@ -358,12 +399,13 @@ static void print_plan(Buf *b, const IaPlan *p, bool costs, bool alts)
 			blank = true;
 			if (t.users[i] == 0)
 				tree_print(&t, i, depth, -1);
-		} else if (!done[op->stmt]) {
+		} else if (!done[op->stmt] && i == last[op->stmt]) {
 			done[op->stmt] = true;
 			stmt_print(&t, op->stmt, i, depth);
 			blank = false;
 		}
 	}
+	free(last);
 	free(done);
 	free(t.users);
 	free(t.shown);
@@ -495,6 +537,28 @@ static void json_explain(Buf *b, const IaPlan *p)
 		json_str(b, ty.s);
 		buf_printf(b, ", \"tuples\": %" PRId64 ", \"statement\": %d, \"text\": ", rel_ntuples(&op->type), op->stmt);
 		json_str(b, desc.s);
+		if (op->kind == IA_TWOPHASE) {
+			const TpSched *ts = op->u.twophase.sched;
+			buf_printf(b, ", \"two_phase\": { \"join_groups\": %" PRId64 ", \"aggregation_groups\": %" PRId64
+			           ", \"planned_ranks\": %d, \"plan\": ", ts->njoin, ts->nagg, ts->nranks);
+			json_str(b, ts->variant);
+			buf_puts(b, ", \"greedy_seconds\": ");
+			json_num(b, ts->variant_seconds[0]);
+			buf_puts(b, ", \"rule1_only_seconds\": ");
+			json_num(b, ts->variant_seconds[1]);
+			buf_puts(b, ", \"rule2_only_seconds\": ");
+			json_num(b, ts->variant_seconds[2]);
+			buf_printf(b, ", \"by_rule\": [%" PRId64 ", %" PRId64 "], \"stages\": [", ts->by_rule[0], ts->by_rule[1]);
+			double st[4] = {ts->t_in, ts->t_kernel, ts->t_partial, ts->t_combine};
+			for (int k = 0; k < 4; k++) {
+				buf_puts(b, k ? ", " : "");
+				json_num(b, st[k]);
+			}
+			buf_printf(b, "], \"input_chunks_sent\": %" PRId64 ", \"partial_sums_sent\": %" PRId64 ", \"mem\": ",
+			           ts->in_msgs, ts->part_msgs);
+			json_num(b, ts->mem);
+			buf_puts(b, ", \"pilot\": \"none: lineage from the blocking (dense chunks, static placements)\" }");
+		}
 		buf_puts(b, " }");
 		buf_free(&desc);
 		buf_free(&pl);
@@ -646,6 +710,17 @@ static void dot_what(Buf *b, const IaPlan *p, const IaOp *op)
 		buf_puts(&k, ": ");
 		kernel_print(&k, op->u.join.kernel);
 		break;
+	case IA_TWOPHASE:
+		buf_puts(&k, " on ");
+		keys_print(&k, op->u.twophase.nmatch, op->u.twophase.lkey);
+		buf_puts(&k, "=");
+		keys_print(&k, op->u.twophase.nmatch, op->u.twophase.rkey);
+		buf_printf(&k, ", %s into ", agg_name(op->u.twophase.kernel->red));
+		keys_print(&k, op->u.twophase.ngroup, op->u.twophase.group);
+		buf_printf(&k, ": ");
+		kernel_print(&k, op->u.twophase.kernel);
+		buf_printf(&k, ", %" PRId64 " join groups by a two-phase schedule", op->u.twophase.sched->njoin);
+		break;
 	case IA_AGG:
 		buf_printf(&k, " %s into ", agg_name(op->u.agg.agg));
 		keys_print(&k, op->u.agg.ngroup, op->u.agg.group);
@@ -727,7 +802,7 @@ static void dot_node(Dot *d, int i, int depth)
 	if (!dot_drawn(d, i))
 		return;
 	buf_printf(b, "%*sop%d [", 2 * depth, "", i);
-	if (ia_op_moves(op->kind)) {
+	if (ia_op_moves(op->kind) && op->kind != IA_TWOPHASE) {
 		bool bc = op->kind == IA_BCAST;
 		buf_printf(b, "shape=ellipse, style=\"filled%s\", color=\"%s\", fillcolor=white, penwidth=2, label=<%s",
 		           bc ? "" : ",dashed", bc ? "#c0392b" : "#2471a3", bc ? "broadcast" : "shuffle");
@@ -776,7 +851,7 @@ static void dot_edge(Dot *d, int from, int to)
 	Buf *b = d->b;
 	if (!dot_is_edge(d, from)) {
 		buf_printf(b, "  op%d -> op%d", from, to);
-		if (ia_op_moves(mv->kind))
+		if (ia_op_moves(mv->kind) && mv->kind != IA_TWOPHASE)
 			buf_printf(b, " [color=\"%s\", penwidth=2%s]", mv->kind == IA_BCAST ? "#c0392b" : "#2471a3",
 			           mv->kind == IA_BCAST ? "" : ", style=dashed");
 		buf_puts(b, ";\n");

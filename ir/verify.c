@@ -446,6 +446,21 @@ bool ia_verify(const IaPlan *p, Buf *err)
 			check_join(&c, a, b, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey,
 			           op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);
 			break;
+		case IA_TWOPHASE: {
+			const TpSched *ts = op->u.twophase.sched;
+			if (op->u.twophase.ngroup < 0)
+				fail(&c, "a two-phase schedule without its aggregation");
+			else
+				check_join(&c, a, b, op->u.twophase.nmatch, op->u.twophase.lkey, op->u.twophase.rkey,
+				           op->u.twophase.kernel, &op->type, op->u.twophase.ngroup, op->u.twophase.group);
+			RelType jt = ia_join_type(a, b, op->u.twophase.nmatch, op->u.twophase.lkey, op->u.twophase.rkey);
+			if (c.ok && (!ts || !ts->site || ts->njoin != rel_ntuples(&jt) || ts->nagg != rel_ntuples(&op->type)))
+				fail(&c, "a two-phase schedule that does not fit its join's key space");
+			for (int64_t j = 0; c.ok && j < ts->njoin; j++)
+				if (ts->site[j] < 0 || ts->site[j] >= ts->nranks)
+					fail(&c, "join group %" PRId64 " on rank %d of %d", j, ts->site[j], ts->nranks);
+			break;
+		}
 		case IA_AGG:
 			check_agg(&c, a, op->u.agg.ngroup, op->u.agg.group, &op->type);
 			break;

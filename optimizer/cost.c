@@ -568,6 +568,12 @@ void opt_cost(IaPlan *p, const Machine *mach)
 			if (op->place.kind == PL_PARTIAL)
 				copies[i] = copies[in[0]];
 			break;
+		case IA_TWOPHASE: {
+			/* planned with the schedule (twophase.c) */
+			const TpSched *ts = op->u.twophase.sched;
+			c = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops};
+			break;
+		}
 		}
 		op->floats_moved = c.floats;
 		op->bytes_sent = c.bytes;
@@ -591,9 +597,12 @@ void opt_cost(IaPlan *p, const Machine *mach)
 				held[i] = cost_rank_bytes(&cc, &op->type, &op->place, copies[i]);
 			live += held[i];
 		}
-		op->live_bytes = live;
-		if (live > p->peak_bytes) {
-			p->peak_bytes = live;
+		/* a two-phase schedule holds chunks received and sums beyond
+		 * its inputs and result while it runs */
+		double transient = op->kind == IA_TWOPHASE ? op->u.twophase.sched->mem : 0;
+		op->live_bytes = live + transient;
+		if (live + transient > p->peak_bytes) {
+			p->peak_bytes = live + transient;
 			p->peak_op = i;
 		}
 		for (int j = 0; j < k; j++)

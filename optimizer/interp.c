@@ -372,6 +372,60 @@ static Rel *do_join(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
 	return r;
 }
 
+/* A two-phase schedule: each join group's chunks meet on the site the
+ * schedule gives it (a copy of each sent there), the site sums its join
+ * groups per aggregation group, and each sum goes to the site the output's
+ * partitioning gives the group.  Run on another site count, schedule site
+ * s runs on s modulo the count, as in the runtime. */
+static Rel *do_twophase(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
+{
+	const TpSched *ts = op->u.twophase.sched;
+	int nl = l->type.nkey, nm = op->u.twophase.nmatch;
+	RelType jt = ia_join_type(&l->type, &rr->type, nm, op->u.twophase.lkey, op->u.twophase.rkey);
+	Rel *part = rel_new(&op->type, PL_PARTIAL);
+	int64_t jk[MAXDIM] = {0};
+	for (int64_t j = 0; j < ts->njoin && in->ok; j++) {
+		int64_t rest = j;
+		for (int d = jt.nkey - 1; d >= 0; d--) {
+			jk[d] = rest % rel_frontier(&jt, d);
+			rest /= rel_frontier(&jt, d);
+		}
+		int64_t rk[MAXDIM] = {0}, gk[MAXDIM] = {0};
+		for (int d = 0; d < rr->type.nkey; d++)
+			rk[d] = jk[ia_join_out_dim(nl, nm, op->u.twophase.rkey, d, op->u.twophase.lkey)];
+		for (int g = 0; g < op->u.twophase.ngroup; g++)
+			gk[g] = jk[op->u.twophase.group[g]];
+		const Tup *a = NULL, *b = NULL;
+		for (int i = 0; i < l->t.n && !a; i++)
+			if (same_key(l->t.v[i].key, jk, nl))
+				a = &l->t.v[i];
+		for (int i = 0; i < rr->t.n && !b; i++)
+			if (same_key(rr->t.v[i].key, rk, rr->type.nkey))
+				b = &rr->t.v[i];
+		if (!a || !b) {
+			fail(in, "two-phase join group %" PRId64 " lacks a chunk", j);
+			break;
+		}
+		const RelType *tys[2] = {&l->type, &rr->type};
+		const int64_t *ks[2] = {a->key, b->key};
+		const double *vs[2] = {a->v, b->v};
+		bool fresh;
+		Tup *o = lookup(part, gk, ts->site[j] % in->s, &fresh);
+		run_kernel(op->u.twophase.kernel, 2, tys, ks, vs, o->v, !fresh);
+	}
+	Rel *r = rel_new(&op->type, PL_PART);
+	for (int i = 0; i < part->t.n; i++) {
+		const Tup *t = &part->t.v[i];
+		bool fresh;
+		Tup *o = lookup(r, t->key, site_of(&op->place, &op->type, t->key, in->s), &fresh);
+		int64_t n = chunk_size(&r->type, t->key);
+		for (int64_t e = 0; e < n; e++)
+			o->v[e] = fresh ? t->v[e] : combine(op->u.twophase.kernel->red, o->v[e], t->v[e]);
+	}
+	rel_free(part);
+	return r;
+}
+
 static Rel *do_agg(const Rel *a, const IaOp *op)
 {
 	Rel *r = rel_new(&op->type, op->place.kind);
@@ -609,6 +663,11 @@ bool ia_interpret(const IaPlan *p, int sites, Dense *const *inputs, Dense **outp
 			break;
 		case IA_AGG:
 			r = do_agg(a, op);
+			break;
+		case IA_TWOPHASE:
+			if (a->kind == PL_PARTIAL || b->kind == PL_PARTIAL)
+				fail(&in, "op %d runs a two-phase schedule over partial aggregates", i);
+			r = do_twophase(&in, a, b, op);
 			break;
 		case IA_MAP:
 			r = do_map(a, op);

@@ -246,6 +246,80 @@ IaPlan *opt_rewrite_simple(IaPlan *p);
 /* A copy of a plan (new arena, kernels cloned). */
 IaPlan *ia_clone(const IaPlan *p);
 
+/* ---- twophase.c: two-phase execution of a contraction (Jankov et al.) ---- */
+
+/*
+ * The planner's input, the paper's lineage (section 5.1) with its costs:
+ * join groups of one chunk from each of two inputs, each in one aggregation
+ * group.  Chunks are numbered per input, groups from 0.  Times in seconds.
+ */
+typedef struct TpProblem {
+	int nsite;
+	int64_t njoin, nagg, nchunk[2];
+	int64_t *jin;                   /* [2 * njoin]: join group j reads chunks jin[2j], jin[2j+1] */
+	int64_t *jagg;                  /* per join group: its aggregation group */
+	int *holder[2];                 /* per chunk: the site holding it; -1 every site */
+	double *tf[2];                  /* per chunk: t_F, sending it */
+	double *chunk_bytes[2];
+	double *tpi;                    /* per join group: t_pi, its kernel */
+	double *tg;                     /* per aggregation group: t_g, sending its (partial) result */
+	double *tsig;                   /* per aggregation group: t_Sigma, one combine */
+	double *gbytes;                 /* per aggregation group: its result's bytes */
+	int *gsite;                     /* per aggregation group: its site when fixed, else -1 */
+	double flops;                   /* of every join group */
+	double mem_limit;               /* bytes a site may hold for the schedule; 0: none */
+	double elem_bytes;              /* for floats moved */
+	bool paper;                     /* exactly Eq. 6: no pre-aggregation, receivers only */
+} TpProblem;
+
+typedef enum { TP_GREEDY, TP_RULE1, TP_RULE2, TP_NVARIANT } TpVariant;
+
+/* A plan: the paper's X and Y as a site per group, and its cost. */
+typedef struct TpPlan {
+	int *x;                         /* per join group */
+	int *y;                         /* per aggregation group */
+	int64_t by_rule[2];             /* aggregation groups the greedy placed by rule 1, rule 2 */
+	double t_in, t_kernel, t_partial, t_combine;    /* Eq. 6's four maxima */
+	double seconds;                 /* their sum */
+	double bytes, mem;              /* bytes sent; most bytes a site holds for it */
+	int64_t in_msgs, part_msgs;
+	bool fits;                      /* mem within mem_limit */
+} TpPlan;
+
+TpProblem *tp_problem_new(int nsite, int64_t njoin, int64_t nagg, int64_t nchunk0, int64_t nchunk1);
+void tp_problem_free(TpProblem *pb);
+/* The greedy of the paper's Fig. 5 (completed-group comparison), or one
+ * rule alone. */
+TpPlan *tp_plan_greedy(const TpProblem *pb, TpVariant v);
+/* Fill a plan's costs from its x and y (-1: not placed, left out). */
+void tp_plan_cost(const TpProblem *pb, TpPlan *pl);
+void tp_plan_free(TpPlan *pl);
+
+/* A contraction's lineage from its blocking: the join of l and r fused
+ * with its aggregation onto `out`, inputs placed by pl and pr, aggregation
+ * groups fixed where po puts them (NULL: free).  NULL when it has more join
+ * groups than a schedule may have. */
+TpProblem *tp_lineage(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, int nmatch,
+                      const int *lkey, const int *rkey, int ngroup, const int *group, const RelType *out,
+                      const Place *pl, const Place *pr, const Place *po);
+
+/* The search's two-phase candidate for a contraction: the cheapest of the
+ * greedy's three plans for inputs placed by pl, pr and the result by po (a
+ * partitioning of the output), within mem_limit bytes per rank (0: none).
+ * Memoised; the schedule lives to the end of the process.  NULL when none
+ * applies. */
+const TpSched *opt_twophase_candidate(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r,
+                                      int nmatch, const int *lkey, const int *rkey, int ngroup, const int *group,
+                                      const RelType *out, const Place *pl, const Place *pr, const Place *po,
+                                      double mem_limit);
+/* Whether TRA op t's relation has a chunk at every key below its frontier
+ * (no filter upstream): what a two-phase schedule assumes. */
+bool opt_twophase_dense(const TraProg *p, int t);
+/* Free every schedule once the memo holds more than `bytes`: only where no
+ * plan made before refers to one (opt_plan calls it before it plans, so a
+ * plan must not outlive the next opt_plan when memos grow that big). */
+void opt_twophase_trim(double bytes);
+
 /* ---- search.c ---- */
 
 /* The plan to run: Table 1's at -O0, rewritten at -O1, searched at -O2

@@ -86,6 +86,11 @@ static IaOp remap(Rw *r, const IaOp *op)
 			c.u.map.kernel = kernel_clone(r->new->arena, c.u.map.kernel);
 		break;
 	case IA_FILTER: c.u.filter.in = r->map[c.u.filter.in]; break;
+	case IA_TWOPHASE:
+		c.u.twophase.left = r->map[c.u.twophase.left];
+		c.u.twophase.right = r->map[c.u.twophase.right];
+		c.u.twophase.kernel = kernel_clone(r->new->arena, c.u.twophase.kernel);
+		break;
 	case IA_WRITE: c.u.write.in = r->map[c.u.write.in]; break;
 	case IA_STORE:
 	case IA_PRINT: c.u.store.in = r->map[c.u.store.in]; break;

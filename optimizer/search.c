@@ -127,6 +127,7 @@ typedef enum {
 	IM_CONTRACT_SHUF,       /* fused join to partial sums, shuffled, aggregated */
 	IM_CONTRACT_BCAST,      /* fused join to partial sums, broadcast, aggregated */
 	IM_RMM,                 /* both sides replicated and partitioned on the free keys */
+	IM_TWOPHASE,            /* a two-phase schedule, per chunk (twophase.c) */
 } ImplKind;
 
 typedef struct Impl {
@@ -139,6 +140,7 @@ typedef struct Impl {
 	Strategy strat;
 	int side;               /* broadcast: the input everywhere (0 left, 1 right) */
 	unsigned rules;         /* the rules that derive it (bits of RuleId) */
+	const TpSched *tp;      /* IM_TWOPHASE: its schedule */
 } Impl;
 
 #define RB(r) (1u << RULE_##r)
@@ -390,6 +392,52 @@ static RelType rep_type(const RelType *jt, const RelType *st, const int *keymap)
 	return r;
 }
 
+/* Where a two-phase schedule takes its inputs from: everywhere, or
+ * partitioned on one dim (the schedule moves what it needs). */
+static bool twophase_input(const Place *p)
+{
+	return p->kind == PL_ALL || (p->kind == PL_PART && p->ndims == 1);
+}
+
+/* Two-phase schedules of a contraction (twophase.c): the paper's greedy
+ * decides per chunk what moves where, for inputs in each placement above
+ * and the result in each partitioning of up to two dims. */
+static void twophase_impls(Search *s, int t, const TraOp *op, const TraOp *j)
+{
+	int L = j->u.join.left, R = j->u.join.right;
+	if (s->quick || s->cc.s < 2 || !allowed(s, t, STRAT_TWOPHASE, -1) || !opt_twophase_dense(s->tra, L) ||
+	    !opt_twophase_dense(s->tra, R))
+		return;
+	const RelType *lt = type_of(s, L), *rt = type_of(s, R), *ot = &op->type;
+	Kernel k = *j->u.join.kernel;
+	k.red = op->u.agg.agg;
+	const Dom *dl = &s->dom[L], *dr = &s->dom[R], *dt = &s->dom[t];
+	for (int a = 0; a < dl->n; a++)
+		for (int b = 0; b < dr->n; b++) {
+			const Place *pl = &dl->p[a], *pr = &dr->p[b];
+			if (!twophase_input(pl) || !twophase_input(pr) || (pl->kind == PL_ALL && pr->kind == PL_ALL))
+				continue;
+			for (int o = 0; o < dt->n; o++) {
+				const Place *po = &dt->p[o];
+				if (po->kind != PL_PART || po->ndims > 2 || (po->ndims == 0 && rel_ntuples(ot) > 1))
+					continue;
+				double fixed = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1) + rank_bytes(s, ot, po, 1);
+				if (s->budget > 0 && fixed >= s->budget)
+					continue;
+				const TpSched *ts = opt_twophase_candidate(&s->cc, &k, lt, rt, j->u.join.nmatch, j->u.join.lkey,
+				                                           j->u.join.rkey, op->u.agg.ngroup, op->u.agg.group,
+				                                           ot, pl, pr, po, s->budget > 0 ? s->budget - fixed : 0);
+				if (!ts)
+					continue;
+				Impl im = {.kind = IM_TWOPHASE, .inpl = {a, b}, .out = o, .strat = STRAT_TWOPHASE,
+				           .rules = RB(R1_7), .tp = ts};
+				im.cost = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops};
+				im.mem = fixed + ts->mem;
+				push_impl(s, t, im);
+			}
+		}
+}
+
 /* Implementations of a contraction: aggregation t of join j. */
 static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 {
@@ -430,6 +478,8 @@ static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 			partial_targets(s, t, im, copies, ot, IM_CONTRACT_SHUF, IM_CONTRACT_BCAST);
 		}
 	}
+
+	twophase_impls(s, t, op, j);
 
 	/* RMM: the dims only one side has must all be grouped on and make the
 	 * partitioning, one from each side */
@@ -1082,6 +1132,21 @@ static void build_unit(Build *b, int t)
 			res = emit(b, f);
 			break;
 		}
+		case IM_TWOPHASE: {
+			IaOp tp = {.kind = IA_TWOPHASE, .stmt = op->stmt, .tra = t, .type = op->type,
+			           .place = s->dom[t].p[im->out]};
+			tp.u.twophase.left = x[0];
+			tp.u.twophase.right = x[1];
+			tp.u.twophase.nmatch = f.u.join.nmatch;
+			memcpy(tp.u.twophase.lkey, f.u.join.lkey, sizeof tp.u.twophase.lkey);
+			memcpy(tp.u.twophase.rkey, f.u.join.rkey, sizeof tp.u.twophase.rkey);
+			tp.u.twophase.ngroup = f.u.join.ngroup;
+			memcpy(tp.u.twophase.group, f.u.join.group, sizeof tp.u.twophase.group);
+			tp.u.twophase.kernel = f.u.join.kernel;
+			tp.u.twophase.sched = im->tp;
+			res = emit(b, tp);
+			break;
+		}
 		default:
 			tr_bug("contraction implementation %d", (int)im->kind);
 		}
@@ -1151,6 +1216,11 @@ static void classify(IaPlan *p)
 	}
 	for (int i = 0; i < p->ops.n; i++) {
 		const IaOp *op = &p->ops.v[i];
+		if (op->stmt >= 0 && op->kind == IA_TWOPHASE && op->flops >= flops[op->stmt]) {
+			flops[op->stmt] = op->flops;
+			p->strategy.v[op->stmt] = STRAT_TWOPHASE;
+			continue;
+		}
 		if (op->stmt < 0 || op->kind != IA_JOIN)
 			continue;
 		if (p->strategy.v[op->stmt] != STRAT_NONE && op->flops <= flops[op->stmt])
@@ -1468,7 +1538,8 @@ static IaPlan *search_budget(Search *s, double *leanest)
 
 /* ---- strategies tried whole, and alternatives for --explain=all ---- */
 
-static const Strategy alt_strategies[] = {STRAT_BROADCAST, STRAT_COPARTITION, STRAT_REPLICATE, STRAT_LOCAL};
+static const Strategy alt_strategies[] = {STRAT_BROADCAST, STRAT_COPARTITION, STRAT_REPLICATE, STRAT_LOCAL,
+                                          STRAT_TWOPHASE};
 #define NALT ((int)(sizeof alt_strategies / sizeof *alt_strategies))
 
 /* Statements with a join, whose strategy is a choice. */
@@ -1561,19 +1632,31 @@ static void alternatives(Search *s, IaPlan *chosen)
 	free(has);
 }
 
+/* TRAC_DEBUG_SEARCH=1: the search's phases on stderr. */
+static void trace(const char *what, const IaPlan *p)
+{
+	static int on = -1;
+	if (on < 0)
+		on = getenv("TRAC_DEBUG_SEARCH") && *getenv("TRAC_DEBUG_SEARCH") == '1';
+	if (on)
+		fprintf(stderr, "search: %-28s %s\n", what,
+		        p ? xprintf("%.4g s, %.4g floats, %.4g bytes, peak %.4g", p->predicted_seconds,
+		                    p->total_floats_moved, p->total_bytes_sent, p->peak_bytes) : "no plan");
+}
+
 /* ---- blocks chosen with the plan ---- */
 
-/* Candidate blocks for one class: the automatic one, and coarse ones
- * that partition well (as many blocks as ranks, its square root, two,
- * twice the ranks). */
+/* Candidate blocks for one class: the automatic one, and ones that
+ * partition well (as many blocks as ranks, half as many, its square root,
+ * two, twice and four times the ranks). */
 static int class_candidates(const BlockClasses *bc, int c, int s, int64_t *out)
 {
 	int n = 0;
 	int64_t ext = bc->extent[c];
 	int64_t cand[8] = {bc->block[c]};
 	int nc = 1;
-	int64_t fs[4] = {s, 2, (int64_t)ceil(sqrt((double)s)), 2 * (int64_t)s};
-	for (int i = 0; i < 4; i++)
+	int64_t fs[6] = {s, 2, (int64_t)ceil(sqrt((double)s)), 2 * (int64_t)s, s / 2, 4 * (int64_t)s};
+	for (int i = 0; i < 6; i++)
 		if (fs[i] >= 1 && fs[i] <= ext)
 			cand[nc++] = ceil_div(ext, fs[i]);
 	for (int i = 0; i < nc; i++) {
@@ -1582,6 +1665,61 @@ static int class_candidates(const BlockClasses *bc, int c, int s, int64_t *out)
 			dup |= out[j] == cand[i];
 		if (!dup && cand[i] >= 1)
 			out[n++] = cand[i];
+	}
+	return n;
+}
+
+/* The classes of the two free dims (one each side, both kept) of the
+ * costliest contractions, neither pinned: at most max pairs. */
+static int contraction_grids(const TraProg *tra, const BlockClasses *bc, int (*out)[2], int max)
+{
+	int n = 0;
+	double flops[8] = {0};
+	for (int t = 0; t < tra->ops.n; t++) {
+		const TraOp *op = &tra->ops.v[t];
+		if (op->kind != TRA_AGG)
+			continue;
+		const TraOp *j = &tra->ops.v[op->u.agg.in];
+		if (j->kind != TRA_JOIN)
+			continue;
+		const RelType *lt = &tra->ops.v[j->u.join.left].type, *rt = &tra->ops.v[j->u.join.right].type;
+		RelType jt = ia_join_type(lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+		int lo = -1, ro = -1, nlo = 0, nro = 0;
+		double vol = 1;
+		for (int d = 0; d < jt.nkey; d++) {
+			vol *= (double)jt.extent[d];
+			bool matched = false, grouped = false;
+			for (int m = 0; m < j->u.join.nmatch; m++)
+				matched |= j->u.join.lkey[m] == d;
+			for (int g = 0; g < op->u.agg.ngroup; g++)
+				grouped |= op->u.agg.group[g] == d;
+			if (matched || !grouped)
+				continue;
+			if (d < lt->nkey) {
+				lo = d;
+				nlo++;
+			} else {
+				ro = d;
+				nro++;
+			}
+		}
+		if (nlo != 1 || nro != 1)
+			continue;
+		int ci = bc->of[bc->base[op->u.agg.in] + lo], cj = bc->of[bc->base[op->u.agg.in] + ro];
+		if (ci == cj || bc->pinned[ci] || bc->pinned[cj])
+			continue;
+		/* keep the costliest max, by the join's volume */
+		int at = n < max ? n++ : -1;
+		if (at < 0) {
+			for (int k = 0; k < max; k++)
+				if (flops[k] < vol && (at < 0 || flops[k] < flops[at]))
+					at = k;
+			if (at < 0)
+				continue;
+		}
+		out[at][0] = ci;
+		out[at][1] = cj;
+		flops[at] = vol;
 	}
 	return n;
 }
@@ -1604,6 +1742,11 @@ static IaPlan *plan_at(TraProg *tra, const OptOptions *o, const Machine *m, cons
 	} else {
 		s.quick = true;
 		p = plan_once(&s);
+		if (!p && s.budget > 0) {
+			/* nothing fits: the plan regardless, to compare peaks */
+			s.budget = 0;
+			p = plan_once(&s);
+		}
 		if (p && p->peak_bytes < *leanest)
 			*leanest = p->peak_bytes;
 	}
@@ -1619,6 +1762,7 @@ IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
 		machine_default(&dflt);
 		m = &dflt;
 	}
+	opt_twophase_trim(64e6);        /* earlier plans' schedules, when many (fuzzing) */
 	if (o->level < 2) {
 		IaPlan *p = ia_from_tra(tra, o->nranks);
 		verify(p, "Table 1", o);
@@ -1647,9 +1791,46 @@ IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
 	memcpy(initial, bc->block, sizeof(int64_t) * (size_t)bc->n);
 	memcpy(chosen, bc->block, sizeof(int64_t) * (size_t)bc->n);
 	/* the descent compares quick plans (no two-phase schedules) */
+	trace("automatic blocks", best);
 	IaPlan *quick = plan_at(tra, o, m, bc, best->varplace.v, false, &leanest);
-	int budget = !quick || tra->ops.n > 400 ? 0 : tra->ops.n > 100 ? 20 : 60;
+	trace("automatic blocks, quick", quick);
+	int budget = tra->ops.n > 400 ? 0 : tra->ops.n > 100 ? 20 : 60;
+	/* params' placements for the quick plans: the quick plan's, or the
+	 * first search's when nothing quick fits the budget */
+#define QVAR (quick ? quick->varplace.v : best->varplace.v)
 	bool moved = false;
+	/* grids: a contraction's two free dims blocked together, a x b blocks
+	 * for the ranks (replication wants few blocks along both, which no
+	 * one class's change finds) */
+	int grids[2][2];
+	int ngrid = contraction_grids(tra, bc, grids, 2);
+	for (int g = 0; g < ngrid && budget > 0; g++) {
+		int ci = grids[g][0], cj = grids[g][1];
+		for (int a = 1; a <= o->nranks && budget > 0; a++) {
+			int b = (o->nranks + a - 1) / a;
+			if (a > 1 && (o->nranks + a - 2) / (a - 1) == b)
+				continue;       /* the same b as a - 1 gave: a worse grid */
+			if (a > bc->extent[ci] || b > bc->extent[cj])
+				continue;
+			memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
+			bc->block[ci] = ceil_div(bc->extent[ci], a);
+			bc->block[cj] = ceil_div(bc->extent[cj], b);
+			if (bc->block[ci] == chosen[ci] && bc->block[cj] == chosen[cj])
+				continue;
+			budget--;
+			IaPlan *p = plan_at(tra, o, m, bc, QVAR, false, &leanest);
+			trace(xprintf("grid %d x %d, quick", a, b), p);
+			if (better_plan(o->mem_per_rank, p, quick)) {
+				ia_free(quick);
+				quick = p;
+				chosen[ci] = bc->block[ci];
+				chosen[cj] = bc->block[cj];
+				moved = true;
+			} else {
+				ia_free(p);
+			}
+		}
+	}
 	for (int round = 0; round < 2 && budget > 0; round++) {
 		bool improved = false;
 		for (int c = 0; c < bc->n && budget > 0; c++) {
@@ -1663,7 +1844,7 @@ IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
 				memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
 				bc->block[c] = cand[i];
 				budget--;
-				IaPlan *p = plan_at(tra, o, m, bc, quick->varplace.v, false, &leanest);
+				IaPlan *p = plan_at(tra, o, m, bc, QVAR, false, &leanest);
 				if (better_plan(o->mem_per_rank, p, quick)) {
 					ia_free(quick);
 					quick = p;
@@ -1681,7 +1862,17 @@ IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
 	 * first one's plan (at the automatic blocks) */
 	if (moved) {
 		memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
-		IaPlan *p = plan_at(tra, o, m, bc, quick->varplace.v, true, &leanest);
+		IaPlan *p = plan_at(tra, o, m, bc, QVAR, true, &leanest);
+#undef QVAR
+		trace("chosen blocks", p);
+		trace("chosen blocks, quick", quick);
+		/* the quick plan stays a candidate: the full search's estimates
+		 * of two-phase schedules' memory may put it over the budget */
+		if (better_plan(o->mem_per_rank, quick, p)) {
+			ia_free(p);
+			p = quick;
+			quick = NULL;
+		}
 		if (better_plan(o->mem_per_rank, p, best)) {
 			ia_free(best);
 			best = p;
@@ -1712,6 +1903,18 @@ IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
 	opt_block_classes_free(bc);
 	best->machine = arena_strdup(best->arena, m->source);
 	best->leanest_peak = leanest;
+	trace("final", best);
+	if (o->mem_per_rank > 0 && best->peak_bytes > o->mem_per_rank) {
+		/* nothing fits: the cheapest plan regardless of memory, for the
+		 * driver to say what it needs, beside the leanest one found */
+		OptOptions free = *o;
+		free.mem_per_rank = 0;
+		free.alternatives = false;
+		IaPlan *cheapest = opt_plan(tra, &free);
+		cheapest->leanest_peak = fmin(leanest, best->peak_bytes);
+		ia_free(best);
+		return cheapest;
+	}
 	return best;
 }
 

@@ -256,6 +256,34 @@ TrtRel *trt_map(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
 /* Local filter on keys. */
 TrtRel *trt_filter(const TrtRel *r, TrtKeyPred pred, TrtPlace p);
 
+/* ---- two-phase execution of a contraction ---- */
+
+/* A two-phase schedule (made by trac's optimizer/twophase.c): the join
+ * groups of a join, one per tuple of its key space (the left key, then the
+ * right key's dims that are not matched), numbered row-major over their
+ * frontiers, each run on one rank.  jobs[r] lists, increasing, the groups
+ * rank r runs.  On another rank count than planned, planned rank r's groups
+ * run on rank r modulo the count. */
+typedef struct TrtTwoPhase {
+	int planned;                    /* ranks planned for: jobs has as many lists */
+	int64_t njoin;                  /* join groups */
+	const int64_t *const *jobs;     /* per planned rank: its join groups, increasing */
+	const int64_t *njobs;           /* per planned rank: how many */
+	TrtAgg agg;                     /* how the sums of one output tuple combine */
+} TrtTwoPhase;
+
+/* A join fused with its aggregation (j->ngroup >= 0) by a two-phase
+ * schedule.  Each rank sends each of its chunks, once, to every rank whose
+ * join groups need it (nonblocking, one message per chunk per
+ * destination); a rank runs a join group's kernel as soon as both of its
+ * chunks are in, accumulating the groups of one output tuple into one chunk
+ * in join-group order, and sends that sum to the tuple's rank under p (a
+ * TRT_PART placement), which combines the sums it gets in rank order.  So
+ * results never depend on message timing.  l and r are TRT_PART or TRT_ALL
+ * and hold every key below their frontiers. */
+TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKernel k,
+                     const TrtType *out, TrtPlace p, const TrtTwoPhase *s);
+
 /* ---- kernels' helpers ---- */
 
 /* C = alpha * op(A) op(B) + beta * C on strided views (BLIS's general

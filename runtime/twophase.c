@@ -1,0 +1,639 @@
+/*
+ * twophase.c: trt_twophase, a contraction run by a two-phase schedule.
+ *
+ * The compiler planned, per join group (one chunk of each input meeting in
+ * the kernel), the rank that runs it (optimizer/twophase.c, after Jankov et
+ * al.'s two-phase execution of aggregated join trees).  Here every rank
+ * works out from that table, the inputs' placements and the output's, the
+ * same communication schedule, and runs its part:
+ *
+ *   1. each chunk a rank holds goes, once, to every other rank that runs a
+ *      join group reading it: one nonblocking message per chunk per
+ *      destination (no keys travel: both ends know which chunk comes next);
+ *   2. a counter per join group of the chunks it still lacks; at zero the
+ *      join group's kernel runs, accumulating (acc = 1 after the first) into
+ *      one chunk per output tuple (local pre-aggregation);
+ *   3. when all of a rank's join groups of an output tuple have run, the sum
+ *      goes to the tuple's rank under the output's placement, which combines
+ *      the sums of all ranks once they are in.
+ *
+ * Receives are posted before anything is sent, so no message is ever
+ * unexpected and big ones go straight into their chunks.  Messages between
+ * two ranks match in the order posted (MPI's non-overtaking rule): both ends
+ * enumerate the chunks in the same order (input, then chunk number), and
+ * partial sums to one rank are posted in output-tuple order even when they
+ * are ready in another.
+ *
+ * Determinism.  Kernels fire as chunks arrive, but the join groups of one
+ * output tuple accumulate in join-group order (a group that is ready waits
+ * for the ones before it), and sums are combined in rank order: the result
+ * depends on the data and the rank count only, never on message timing.
+ *
+ * Bytes counted for --profile are chunk bytes only: the plan's prediction
+ * exactly, when run on the rank count it was planned for.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+enum { TAG_TP_IN = 7301, TAG_TP_SUM = 7302 };
+
+/* A message being received: an input chunk (side 0, 1) or a partial sum
+ * (side 2, chunk = output tuple, from = the sending rank). */
+typedef struct Msg {
+	int side;
+	int from;
+	int64_t chunk;
+	Chunk *c;
+	int pieces;                     /* still to arrive */
+} Msg;
+
+/* Posts n bytes at p in pieces of at most rt_msg_limit; returns the count. */
+static int post_pieces(MPI_Request **reqs, int64_t *nreq, int64_t *cap, int64_t **owner, int64_t who,
+                       int send, char *p, size_t n, int peer, int tag)
+{
+	int pieces = 0;
+	size_t lim = (size_t)rt_msg_limit;
+	for (size_t off = 0; off < n; off += lim) {
+		size_t len = n - off < lim ? n - off : lim;
+		if (*nreq == *cap) {
+			*cap = *cap ? 2 * *cap : 64;
+			*reqs = rt_realloc(*reqs, sizeof **reqs * (size_t)*cap);
+			if (owner)
+				*owner = rt_realloc(*owner, sizeof **owner * (size_t)*cap);
+		}
+		if (owner)
+			(*owner)[*nreq] = who;
+		if (send)
+			MPI_Isend(p + off, (int)len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &(*reqs)[*nreq]);
+		else
+			MPI_Irecv(p + off, (int)len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &(*reqs)[*nreq]);
+		(*nreq)++;
+		pieces++;
+	}
+	return pieces;
+}
+
+/* a[i] = agg(a[i], b[i]), as trt_agg combines */
+static void combine(TrtDtype dt, void *a, const void *b, int64_t n, TrtAgg agg)
+{
+	if (dt == TRT_F32) {
+		float *x = a;
+		const float *y = b;
+		for (int64_t i = 0; i < n; i++)
+			x[i] = agg == TRT_AGG_ADD ? x[i] + y[i]
+			       : agg == TRT_AGG_MAX ? (y[i] > x[i] || y[i] != y[i] ? y[i] : x[i])
+			       : (y[i] < x[i] || y[i] != y[i] ? y[i] : x[i]);
+	} else {
+		double *x = a;
+		const double *y = b;
+		for (int64_t i = 0; i < n; i++)
+			x[i] = agg == TRT_AGG_ADD ? x[i] + y[i]
+			       : agg == TRT_AGG_MAX ? (y[i] > x[i] || y[i] != y[i] ? y[i] : x[i])
+			       : (y[i] < x[i] || y[i] != y[i] ? y[i] : x[i]);
+	}
+}
+
+/* The whole state of one call. */
+typedef struct Tp {
+	const TrtRel *in[2];
+	const TrtJoin *j;
+	TrtKernel k;
+	const TrtType *out;
+	TrtPlace p;
+	TrtAgg agg;
+	int me, nr;
+	int nl, nfree, rfree[TRT_MAXDIM], jn;
+	int64_t jf[TRT_MAXDIM];         /* join-space frontiers */
+	int64_t njoin, nagg, nchunk[2];
+	int *jsite;                     /* per join group: its rank */
+	int *holder[2];                 /* per chunk: its rank, -1 every rank */
+	Chunk **have[2];                /* per chunk: here (held or received), else NULL */
+	int *uses[2];                   /* per received chunk: my join groups still to read it */
+	/* my join groups, by output tuple: mine[gfirst[g] .. gfirst[g+1]) */
+	int64_t *mine, *gfirst, *gnext;
+	int *missing;                   /* per join group (all, only mine used) */
+	int64_t *rev_first[2], *rev;    /* per chunk: my join groups reading it, when received */
+	Chunk **acc;                    /* per output tuple: my sum */
+	int *ysite;                     /* per output tuple: its rank */
+	int *nsum;                      /* per output tuple of mine (ysite == me): sums still to come */
+	Chunk ***sums;                  /* per output tuple of mine: per rank, its sum */
+	char *contrib;                  /* [g * nr + rank]: the rank runs a join group of g */
+	/* sums to send, per destination in output-tuple order */
+	int64_t **outq, *outn, *outpos;
+	char *done;                     /* per output tuple: my join groups of it have run */
+	int64_t left;                   /* output tuples of mine not yet final */
+	TrtRel *res;
+	MPI_Request *sreq;
+	int64_t nsreq, csreq;
+	/* receives: requests (several per message when it comes in pieces),
+	 * the message each belongs to, how many are still open */
+	MPI_Request *rreq;
+	int64_t nrreq, crreq, *rown, pending;
+	Msg *msg;
+	int64_t nmsg, cmsg;
+	int *idx;
+	int64_t nmine;
+	/* output tuples whose next join group of mine may have become
+	 * runnable: a ring, each tuple in it at most once */
+	int64_t *ring, rhead, rlen;
+	char *queued;
+} Tp;
+
+static void key_of(const int64_t *f, int n, int64_t lin, int64_t *key)
+{
+	for (int d = n - 1; d >= 0; d--) {
+		key[d] = lin % f[d];
+		lin /= f[d];
+	}
+}
+
+/* The chunks of join group jg: left key, right key, output key. */
+static void group_keys(const Tp *t, int64_t jg, int64_t *lk, int64_t *rk, int64_t *ok)
+{
+	int64_t jk[TRT_MAXDIM];
+	key_of(t->jf, t->jn, jg, jk);
+	memcpy(lk, jk, sizeof *lk * (size_t)t->nl);
+	const TrtJoin *j = t->j;
+	for (int d = 0, f = 0; d < t->in[1]->type.nkey; d++) {
+		int m = -1;
+		for (int i = 0; i < j->nmatch; i++)
+			if (j->rkey[i] == d)
+				m = i;
+		rk[d] = m >= 0 ? jk[j->lkey[m]] : jk[t->nl + f++];
+	}
+	for (int g = 0; g < j->ngroup; g++)
+		ok[g] = jk[j->group[g]];
+}
+
+/* Output tuple g is complete here: combine the ranks' sums in rank order. */
+static void finish_tuple(Tp *t, int64_t g)
+{
+	int64_t key[TRT_MAXDIM];
+	rt_key_from_linear(t->out, g, key);
+	int64_t n = rt_chunk_shape(t->out, key, NULL);
+	Chunk *res = NULL;
+	for (int q = 0; q < t->nr; q++) {
+		Chunk *c = q == t->me ? t->acc[g] : t->sums[g] ? t->sums[g][q] : NULL;
+		if (!t->contrib[g * t->nr + q])
+			continue;
+		if (!res) {
+			res = c;
+			continue;
+		}
+		combine(t->out->dtype, rt_chunk_data(res), rt_chunk_data(c), n, t->agg);
+		rt_chunk_unref(c);
+	}
+	if (t->sums[g])
+		free(t->sums[g]);
+	t->sums[g] = NULL;
+	t->acc[g] = NULL;
+	rt_rel_push(t->res, key, res);
+	t->left--;
+}
+
+/* Post the sums to rank d that are ready, in output-tuple order. */
+static void flush_sums(Tp *t, int d)
+{
+	while (t->outpos[d] < t->outn[d] && t->done[t->outq[d][t->outpos[d]]]) {
+		int64_t g = t->outq[d][t->outpos[d]++];
+		Chunk *c = t->acc[g];
+		int64_t key[TRT_MAXDIM];
+		rt_key_from_linear(t->out, g, key);
+		size_t nb = rt_chunk_bytes(t->out, key);
+		post_pieces(&t->sreq, &t->nsreq, &t->csreq, NULL, 0, 1, rt_chunk_data(c), nb, d, TAG_TP_SUM);
+		rt_count_sent((double)nb);
+	}
+}
+
+/* My join groups of output tuple g have all run. */
+static void tuple_done(Tp *t, int64_t g)
+{
+	t->done[g] = 1;
+	if (t->ysite[g] != t->me) {
+		flush_sums(t, t->ysite[g]);
+		return;
+	}
+	if (t->nsum[g] == 0)
+		finish_tuple(t, g);
+}
+
+static void poll_arrivals(Tp *t, int block);
+
+/* Run g's join groups that are next in order and ready, looking for
+ * arrivals after each (so messages progress while kernels run). */
+static void advance(Tp *t, int64_t g)
+{
+	int64_t end = t->gfirst[g + 1];
+	while (t->gnext[g] < end && t->missing[t->mine[t->gnext[g]]] == 0) {
+		int64_t jg = t->mine[t->gnext[g]];
+		int acc = t->gnext[g] > t->gfirst[g];
+		int64_t lk[TRT_MAXDIM], rk[TRT_MAXDIM], ok[TRT_MAXDIM];
+		group_keys(t, jg, lk, rk, ok);
+		int64_t c[2] = {rt_key_linear(&t->in[0]->type, lk), rt_key_linear(&t->in[1]->type, rk)};
+		if (!acc)
+			t->acc[g] = rt_chunk_new(rt_chunk_bytes(t->out, ok));
+		TrtView in[2] = {
+			rt_view(&t->in[0]->type, lk, t->have[0][c[0]]),
+			rt_view(&t->in[1]->type, rk, t->have[1][c[1]]),
+		};
+		TrtView ov = rt_view(t->out, ok, t->acc[g]);
+		t->k(in, &ov, acc);
+		t->gnext[g]++;
+		poll_arrivals(t, 0);
+		/* a received chunk is freed after its last reader here */
+		for (int i = 0; i < 2; i++)
+			if (t->uses[i][c[i]] > 0 && --t->uses[i][c[i]] == 0) {
+				rt_chunk_unref(t->have[i][c[i]]);
+				t->have[i][c[i]] = NULL;
+			}
+	}
+	if (t->gnext[g] == end && end > t->gfirst[g] && !t->done[g])
+		tuple_done(t, g);
+}
+
+static void enqueue(Tp *t, int64_t g)
+{
+	if (t->queued[g] || t->gfirst[g] == t->gfirst[g + 1])
+		return;
+	t->queued[g] = 1;
+	t->ring[(t->rhead + t->rlen++) % t->nagg] = g;
+}
+
+/* A message is in: an input chunk counts down its join groups, a sum may
+ * finish its output tuple. */
+static void arrived(Tp *t, Msg *m)
+{
+	int nr = t->nr;
+	if (m->side == 2) {
+		int64_t g = m->chunk;
+		if (!t->sums[g]) {
+			t->sums[g] = rt_alloc(sizeof *t->sums[g] * (size_t)nr);
+			memset(t->sums[g], 0, sizeof *t->sums[g] * (size_t)nr);
+		}
+		t->sums[g][m->from] = m->c;
+		if (--t->nsum[g] == 0 && (t->done[g] || !t->contrib[g * nr + t->me]))
+			finish_tuple(t, g);
+		return;
+	}
+	int i = m->side;
+	int64_t c = m->chunk;
+	t->have[i][c] = m->c;
+	for (int64_t q = t->rev_first[i][c]; q < t->rev_first[i][c + 1]; q++) {
+		int64_t jg = t->rev[i * t->nmine + q];
+		if (--t->missing[jg] == 0) {
+			int64_t lk[TRT_MAXDIM], rk[TRT_MAXDIM], ok[TRT_MAXDIM];
+			group_keys(t, jg, lk, rk, ok);
+			enqueue(t, rt_key_linear(t->out, ok));
+		}
+	}
+}
+
+/* Take in what has arrived; with block, wait for at least one message
+ * piece when any is still to come. */
+static void poll_arrivals(Tp *t, int block)
+{
+	if (t->pending == 0)
+		return;
+	int outcount;
+	if (block)
+		MPI_Waitsome((int)t->nrreq, t->rreq, &outcount, t->idx, MPI_STATUSES_IGNORE);
+	else
+		MPI_Testsome((int)t->nrreq, t->rreq, &outcount, t->idx, MPI_STATUSES_IGNORE);
+	if (outcount == MPI_UNDEFINED)
+		rt_bug("two-phase schedule waits for nothing");
+	t->pending -= outcount;
+	for (int n = 0; n < outcount; n++) {
+		Msg *m = &t->msg[t->rown[t->idx[n]]];
+		if (--m->pieces == 0)
+			arrived(t, m);
+	}
+}
+
+TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKernel k,
+                     const TrtType *out, TrtPlace p, const TrtTwoPhase *s)
+{
+	Tp t;
+	memset(&t, 0, sizeof t);
+	t.in[0] = l;
+	t.in[1] = r;
+	t.j = j;
+	t.k = k;
+	t.out = out;
+	t.p = p;
+	t.agg = s->agg;
+	t.me = rt.rank;
+	t.nr = rt.nranks;
+	rt_check_type(out);
+	if (!k || j->ngroup < 0 || out->nkey != j->ngroup || p.kind != TRT_PART || s->planned < 1)
+		rt_bug("two-phase schedule without a kernel, an aggregation or a partitioned result");
+	for (int i = 0; i < 2; i++)
+		if (t.in[i]->place.kind == TRT_ANY)
+			rt_bug("two-phase schedule over partial aggregates");
+
+	/* the join's key space: the left key, then the right's free dims */
+	const TrtType *lt = &l->type, *rtt = &r->type;
+	t.nl = lt->nkey;
+	for (int d = 0; d < rtt->nkey; d++) {
+		int matched = 0;
+		for (int i = 0; i < j->nmatch; i++)
+			matched |= j->rkey[i] == d;
+		if (!matched)
+			t.rfree[t.nfree++] = d;
+	}
+	t.jn = t.nl + t.nfree;
+	if (t.jn > TRT_MAXDIM)
+		rt_bug("join key of %d dims", t.jn);
+	t.njoin = 1;
+	for (int d = 0; d < t.jn; d++) {
+		t.jf[d] = d < t.nl ? rt_frontier(lt, d) : rt_frontier(rtt, t.rfree[d - t.nl]);
+		t.njoin *= t.jf[d];
+	}
+	if (t.njoin != s->njoin)
+		rt_bug("two-phase schedule for %lld join groups, the join has %lld", (long long)s->njoin,
+		       (long long)t.njoin);
+	t.nagg = rt_nkeys(out);
+	t.nchunk[0] = rt_nkeys(lt);
+	t.nchunk[1] = rt_nkeys(rtt);
+	int me = t.me, nr = t.nr;
+
+	/* who runs what: planned rank q's groups on q modulo the ranks */
+	t.jsite = rt_alloc(sizeof *t.jsite * (size_t)(t.njoin + 1));
+	for (int64_t g = 0; g < t.njoin; g++)
+		t.jsite[g] = -1;
+	for (int q = 0; q < s->planned; q++)
+		for (int64_t i = 0; i < s->njobs[q]; i++) {
+			int64_t g = s->jobs[q][i];
+			if (g < 0 || g >= t.njoin || t.jsite[g] >= 0)
+				rt_bug("two-phase schedule names join group %lld twice or out of range", (long long)g);
+			t.jsite[g] = q % nr;
+		}
+	for (int64_t g = 0; g < t.njoin; g++)
+		if (t.jsite[g] < 0)
+			rt_bug("two-phase schedule leaves join group %lld out", (long long)g);
+
+	/* where every chunk is, and the ones here */
+	for (int i = 0; i < 2; i++) {
+		const TrtRel *x = t.in[i];
+		int64_t nc = t.nchunk[i], expect = 0;
+		t.holder[i] = rt_alloc(sizeof *t.holder[i] * (size_t)(nc + 1));
+		t.have[i] = rt_alloc(sizeof *t.have[i] * (size_t)(nc + 1));
+		t.uses[i] = rt_alloc(sizeof *t.uses[i] * (size_t)(nc + 1));
+		memset(t.have[i], 0, sizeof *t.have[i] * (size_t)(nc + 1));
+		memset(t.uses[i], 0, sizeof *t.uses[i] * (size_t)(nc + 1));
+		int64_t key[TRT_MAXDIM];
+		for (int64_t c = 0; c < nc; c++) {
+			rt_key_from_linear(&x->type, c, key);
+			t.holder[i][c] = x->place.kind == TRT_ALL ? -1 : trt_site(&x->place, &x->type, key);
+			expect += t.holder[i][c] < 0 || t.holder[i][c] == me;
+		}
+		for (int64_t n = 0; n < x->n; n++) {
+			int64_t c = rt_key_linear(&x->type, x->keys + n * x->type.nkey);
+			if (t.have[i][c])
+				rt_bug("two-phase input holds a key twice");
+			t.have[i][c] = x->chunks[n];
+		}
+		if (x->n != expect)
+			rt_bug("two-phase input has %lld tuples here, its placement %lld: not dense",
+			       (long long)x->n, (long long)expect);
+	}
+
+	/* the transfers: chunk c of input i to rank d, once, in this order */
+	char *want[2];
+	for (int i = 0; i < 2; i++) {
+		want[i] = rt_alloc((size_t)(t.nchunk[i] * nr + 1));
+		memset(want[i], 0, (size_t)(t.nchunk[i] * nr + 1));
+	}
+	t.contrib = rt_alloc((size_t)(t.nagg * nr + 1));
+	memset(t.contrib, 0, (size_t)(t.nagg * nr + 1));
+	t.missing = rt_alloc(sizeof *t.missing * (size_t)(t.njoin + 1));
+	int64_t nmine = 0;
+	for (int64_t g = 0; g < t.njoin; g++) {
+		int64_t lk[TRT_MAXDIM], rk[TRT_MAXDIM], ok[TRT_MAXDIM];
+		group_keys(&t, g, lk, rk, ok);
+		int64_t c[2] = {rt_key_linear(lt, lk), rt_key_linear(rtt, rk)};
+		int d = t.jsite[g];
+		t.missing[g] = 0;
+		for (int i = 0; i < 2; i++) {
+			int h = t.holder[i][c[i]];
+			if (h >= 0 && h != d)
+				want[i][c[i] * nr + d] = 1;
+			if (d == me && h >= 0 && h != me) {
+				t.missing[g]++;
+				t.uses[i][c[i]]++;
+			}
+		}
+		t.contrib[rt_key_linear(out, ok) * nr + d] = 1;
+		nmine += d == me;
+	}
+
+	/* my join groups by output tuple, in join-group order; and by the
+	 * received chunk they read */
+	t.gfirst = rt_alloc(sizeof *t.gfirst * (size_t)(t.nagg + 2));
+	t.gnext = rt_alloc(sizeof *t.gnext * (size_t)(t.nagg + 1));
+	t.nmine = nmine;
+	t.mine = rt_alloc(sizeof *t.mine * (size_t)(nmine + 1));
+	memset(t.gfirst, 0, sizeof *t.gfirst * (size_t)(t.nagg + 2));
+	int64_t *jout = rt_alloc(sizeof *jout * (size_t)(nmine + 1));
+	int64_t *jcs = rt_alloc(sizeof *jcs * (size_t)(2 * nmine + 1));
+	for (int64_t g = 0, m = 0; g < t.njoin; g++) {
+		if (t.jsite[g] != me)
+			continue;
+		int64_t lk[TRT_MAXDIM], rk[TRT_MAXDIM], ok[TRT_MAXDIM];
+		group_keys(&t, g, lk, rk, ok);
+		jout[m] = rt_key_linear(out, ok);
+		jcs[2 * m] = rt_key_linear(lt, lk);
+		jcs[2 * m + 1] = rt_key_linear(rtt, rk);
+		t.gfirst[jout[m] + 1]++;
+		m++;
+	}
+	for (int64_t g = 0; g < t.nagg; g++)
+		t.gfirst[g + 1] += t.gfirst[g];
+	for (int64_t g = 0; g < t.nagg; g++)
+		t.gnext[g] = t.gfirst[g];
+	for (int64_t g = 0, m = 0; g < t.njoin; g++)
+		if (t.jsite[g] == me) {
+			t.mine[t.gnext[jout[m]]++] = g;
+			m++;
+		}
+	for (int64_t g = 0; g < t.nagg; g++)
+		t.gnext[g] = t.gfirst[g];
+	for (int i = 0; i < 2; i++) {
+		t.rev_first[i] = rt_alloc(sizeof *t.rev_first[i] * (size_t)(t.nchunk[i] + 2));
+		memset(t.rev_first[i], 0, sizeof *t.rev_first[i] * (size_t)(t.nchunk[i] + 2));
+		for (int64_t m = 0; m < nmine; m++)
+			t.rev_first[i][jcs[2 * m + i] + 1]++;
+		for (int64_t c = 0; c < t.nchunk[i]; c++)
+			t.rev_first[i][c + 1] += t.rev_first[i][c];
+	}
+	int64_t *fill[2];
+	t.rev = rt_alloc(sizeof *t.rev * (size_t)(2 * nmine + 1));
+	for (int i = 0; i < 2; i++) {
+		fill[i] = rt_alloc(sizeof *fill[i] * (size_t)(t.nchunk[i] + 1));
+		memcpy(fill[i], t.rev_first[i], sizeof *fill[i] * (size_t)t.nchunk[i]);
+	}
+	for (int64_t g = 0, m = 0; g < t.njoin; g++)
+		if (t.jsite[g] == me) {
+			for (int i = 0; i < 2; i++)
+				t.rev[i * nmine + fill[i][jcs[2 * m + i]]++] = g;
+			m++;
+		}
+	free(fill[0]);
+	free(fill[1]);
+	free(jout);
+	free(jcs);
+
+	/* output tuples: their ranks, the sums each of mine waits for, the
+	 * sums I send, per destination in tuple order */
+	t.ysite = rt_alloc(sizeof *t.ysite * (size_t)(t.nagg + 1));
+	t.nsum = rt_alloc(sizeof *t.nsum * (size_t)(t.nagg + 1));
+	t.acc = rt_alloc(sizeof *t.acc * (size_t)(t.nagg + 1));
+	t.sums = rt_alloc(sizeof *t.sums * (size_t)(t.nagg + 1));
+	t.done = rt_alloc((size_t)(t.nagg + 1));
+	t.outq = rt_alloc(sizeof *t.outq * (size_t)nr);
+	t.outn = rt_alloc(sizeof *t.outn * (size_t)nr);
+	t.outpos = rt_alloc(sizeof *t.outpos * (size_t)nr);
+	memset(t.outn, 0, sizeof *t.outn * (size_t)nr);
+	memset(t.outpos, 0, sizeof *t.outpos * (size_t)nr);
+	memset(t.done, 0, (size_t)(t.nagg + 1));
+	for (int64_t g = 0; g < t.nagg; g++) {
+		int64_t key[TRT_MAXDIM];
+		rt_key_from_linear(out, g, key);
+		t.ysite[g] = trt_site(&p, out, key);
+		t.nsum[g] = 0;
+		t.acc[g] = NULL;
+		t.sums[g] = NULL;
+		if (t.ysite[g] == me) {
+			t.left++;
+			for (int q = 0; q < nr; q++)
+				t.nsum[g] += q != me && t.contrib[g * nr + q];
+		} else if (t.contrib[g * nr + me]) {
+			t.outn[t.ysite[g]]++;
+		}
+	}
+	for (int d = 0; d < nr; d++) {
+		t.outq[d] = rt_alloc(sizeof *t.outq[d] * (size_t)(t.outn[d] + 1));
+		t.outn[d] = 0;
+	}
+	for (int64_t g = 0; g < t.nagg; g++)
+		if (t.ysite[g] != me && t.contrib[g * nr + me])
+			t.outq[t.ysite[g]][t.outn[t.ysite[g]]++] = g;
+
+	/* 1. receives, all posted before any send: input chunks, then sums */
+	for (int i = 0; i < 3; i++) {
+		int64_t nc = i < 2 ? t.nchunk[i] : t.nagg;
+		for (int64_t c = 0; c < nc; c++) {
+			int64_t key[TRT_MAXDIM];
+			for (int q = 0; q < (i < 2 ? 1 : nr); q++) {
+				int from;
+				const TrtType *ty = i < 2 ? &t.in[i]->type : out;
+				if (i < 2) {
+					from = t.holder[i][c];
+					if (from < 0 || from == me || !want[i][c * nr + me])
+						continue;
+				} else {
+					if (t.ysite[c] != me || q == me || !t.contrib[c * nr + q])
+						continue;
+					from = q;
+				}
+				rt_key_from_linear(ty, c, key);
+				size_t nb = rt_chunk_bytes(ty, key);
+				if (t.nmsg == t.cmsg) {
+					t.cmsg = t.cmsg ? 2 * t.cmsg : 64;
+					t.msg = rt_realloc(t.msg, sizeof *t.msg * (size_t)t.cmsg);
+				}
+				Msg *m = &t.msg[t.nmsg];
+				m->side = i;
+				m->from = from;
+				m->chunk = c;
+				m->c = rt_chunk_new(nb);
+				m->pieces = post_pieces(&t.rreq, &t.nrreq, &t.crreq, &t.rown, t.nmsg, 0, rt_chunk_data(m->c), nb,
+				                        from, i < 2 ? TAG_TP_IN : TAG_TP_SUM);
+				rt_count_recv((double)nb);
+				t.nmsg++;
+			}
+		}
+	}
+	t.pending = t.nrreq;
+	t.idx = rt_alloc(sizeof *t.idx * (size_t)(t.nrreq + 1));
+	/* 2. my chunks to every rank that needs them, in the same order */
+	t.res = trt_rel_new(out, p);
+	for (int i = 0; i < 2; i++)
+		for (int64_t c = 0; c < t.nchunk[i]; c++) {
+			if (t.holder[i][c] != me)
+				continue;
+			int64_t key[TRT_MAXDIM];
+			rt_key_from_linear(&t.in[i]->type, c, key);
+			size_t nb = rt_chunk_bytes(&t.in[i]->type, key);
+			for (int d = 0; d < nr; d++)
+				if (d != me && want[i][c * nr + d]) {
+					post_pieces(&t.sreq, &t.nsreq, &t.csreq, NULL, 0, 1, rt_chunk_data(t.have[i][c]), nb, d,
+					            TAG_TP_IN);
+					rt_count_sent((double)nb);
+				}
+		}
+	free(want[0]);
+	free(want[1]);
+	/* 3. what can run on chunks here runs while the rest travels; each
+	 * arrival queues the output tuples whose join groups it completes */
+	t.ring = rt_alloc(sizeof *t.ring * (size_t)(t.nagg + 1));
+	t.queued = rt_alloc((size_t)(t.nagg + 1));
+	memset(t.queued, 0, (size_t)(t.nagg + 1));
+	for (int64_t g = 0; g < t.nagg; g++)
+		enqueue(&t, g);
+	for (;;) {
+		while (t.rlen > 0) {
+			int64_t g = t.ring[t.rhead];
+			t.rhead = (t.rhead + 1) % t.nagg;
+			t.rlen--;
+			t.queued[g] = 0;
+			advance(&t, g);
+		}
+		if (t.pending == 0)
+			break;
+		poll_arrivals(&t, 1);
+	}
+	for (int64_t g = 0; g < t.nagg; g++)
+		if (t.gnext[g] != t.gfirst[g + 1])
+			rt_bug("two-phase schedule ends with join groups not run");
+	if (t.left != 0)
+		rt_bug("two-phase schedule ends with %lld output tuples unfinished", (long long)t.left);
+	MPI_Waitall((int)t.nsreq, t.sreq, MPI_STATUSES_IGNORE);
+
+	for (int64_t g = 0; g < t.nagg; g++)
+		if (t.acc[g])
+			rt_chunk_unref(t.acc[g]);       /* sums sent */
+	for (int i = 0; i < 2; i++) {
+		free(t.holder[i]);
+		free(t.have[i]);
+		free(t.uses[i]);
+		free(t.rev_first[i]);
+	}
+	for (int d = 0; d < nr; d++)
+		free(t.outq[d]);
+	free(t.outq);
+	free(t.outn);
+	free(t.outpos);
+	free(t.done);
+	free(t.ysite);
+	free(t.nsum);
+	free(t.acc);
+	free(t.sums);
+	free(t.contrib);
+	free(t.missing);
+	free(t.mine);
+	free(t.gfirst);
+	free(t.gnext);
+	free(t.rev);
+	free(t.jsite);
+	free(t.sreq);
+	free(t.rreq);
+	free(t.rown);
+	free(t.msg);
+	free(t.idx);
+	free(t.ring);
+	free(t.queued);
+	rt_rel_sort(t.res);
+	return t.res;
+}

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Two-phase schedules (issue 9): the runtime's trt_twophase on random
+# schedules under mpirun -np 1..4 (tests/unit/test_twophase_rt), then
+# contractions compiled with --strategy LINE=two-phase against numpy,
+# planned for 2 to 4 ranks and run on 1 to 4, with the bytes --profile
+# measures checked against the plan's (tests/e2e/twophase.py).
+RT=$(cd "${top_builddir:-.}" && pwd)/tests/unit/test_twophase_rt
+. "${srcdir:-.}/tests/e2e/lib.sh"
+
+if [ ! -x "$RT" ]; then
+	echo "twophase: $RT is not built (make tests/unit/test_twophase_rt)"
+	exit 99
+fi
+for np in 1 2 3 4; do
+	if out=$(run "$np" "$RT" 2>&1); then
+		pass "trt_twophase on $np rank(s): $(echo "$out" | tail -1)"
+	else
+		fail "trt_twophase on $np rank(s):"
+		echo "$out" | tail -20
+	fi
+done
+
+if "$PYTHON" "$TOP/tests/e2e/twophase.py"; then
+	pass "contractions by two-phase schedules against numpy"
+else
+	fail "contractions by two-phase schedules against numpy"
+fi
+finish
