@@ -100,13 +100,13 @@ rm -f hc.npy .hc.npy.*
 
 # ---- 3. a rank killed: the whole job ends within seconds ----
 cat >train.tra <<'EOF'
-size N = 50, D = 7, H = 5;
+size N = 50, D = 7, H = 5, T = 40000;
 input X[N, D];
 input Y[N];
 param W[D, H] = normal(0, 0.3);
 param v[H] = uniform(-0.5, 0.5);
 param c = zeros;
-repeat 4000 {
+repeat T {
     Z[n, h] = tanh(X[n, d] * W[d, h]);
     p[n] = Z[n, h] * v[h] + c;
     loss = sum[n]((p[n] - Y[n]) * (p[n] - Y[n])) / N;
@@ -120,20 +120,23 @@ repeat 4000 {
 output W; output v; output c;
 EOF
 "$TRAC" -P 2 train.tra -o rbtrain || fail "trac train.tra"
+# the rank-death run must still be going when a rank is killed, however
+# fast the machine: far more iterations (it never runs to the end)
+"$TRAC" -P 2 -D T=100000000 train.tra -o rbdeath || fail "trac -D T=... train.tra"
 "$PYTHON" -c '
 import numpy as np
 r = np.random.default_rng(1)
 np.save("x.npy", r.standard_normal((50, 7)).astype(np.float32))
 np.save("y.npy", r.standard_normal(50).astype(np.float32))' || exit 1
 args="X=x.npy Y=y.npy"
-ranks_up() { [ "$(pgrep -P $job -x rbtrain | wc -l)" -ge 3 ]; }
-"$MPIRUN" -np 3 ./rbtrain $args W=kw.npy v=kv.npy c=kc.npy >out 2>err &
+ranks_up() { [ "$(pgrep -P $job -x rbdeath | wc -l)" -ge 3 ]; }
+"$MPIRUN" -np 3 ./rbdeath $args W=kw.npy v=kv.npy c=kc.npy >out 2>err &
 job=$!
 if ! wait_for 60 ranks_up; then
 	fail "rank death: the ranks never started"
 else
 	sleep 0.5
-	victim=$(pgrep -P $job -x rbtrain | sed -n 2p)
+	victim=$(pgrep -P $job -x rbdeath | sed -n 2p)
 	start=$(date +%s)
 	kill -9 "$victim"
 	ended=no
@@ -142,7 +145,7 @@ else
 	status=$?
 	if [ $ended != yes ]; then
 		fail "rank death: the job still runs 20 s after a rank died"
-		kill -9 $(pgrep -P $job -x rbtrain) $job
+		kill -9 $(pgrep -P $job -x rbdeath) $job
 	elif [ $status = 0 ]; then
 		fail "rank death: exit status 0"
 	elif [ -e kw.npy ]; then
@@ -170,7 +173,7 @@ fi
 status=$?
 if [ $status != 0 ]; then
 	fail "resume: exit status $status"; cat err
-elif ! grep -q "^resumed from ck after iteration [0-9]*00 of 4000 (written on 2 ranks)" out; then
+elif ! grep -q "^resumed from ck after iteration [0-9]*00 of 40000 (written on 2 ranks)" out; then
 	fail "resume: no resume message"; cat out
 elif ! cmp -s fw.npy rw.npy || ! cmp -s fv.npy rv.npy || ! cmp -s fc.npy rc.npy; then
 	fail "resume: the params differ from the uninterrupted run's"
