@@ -317,7 +317,8 @@ const TpSched *opt_twophase_candidate(const CostCtx *c, const Kernel *k, const R
 bool opt_twophase_dense(const TraProg *p, int t);
 /* Free every schedule once the memo holds more than `bytes`: only where no
  * plan made before refers to one (opt_plan calls it before it plans, so a
- * plan must not outlive the next opt_plan when memos grow that big). */
+ * plan must not outlive the next opt_plan when memos grow that big).  It
+ * also renews the greedy's work budget for the plan to come. */
 void opt_twophase_trim(double bytes);
 
 /* ---- search.c ---- */

@@ -75,7 +75,13 @@
  * this: the greedy's work grows with it, and the search asks for one
  * schedule per placement of inputs and output.  Beyond it the chunks are
  * small next to the sites' share, and the IA plans do as well. */
-#define TP_SEARCH_WORK (1 << 16)
+#define TP_SEARCH_WORK (1 << 14)
+/* ... and while the schedules planned for one opt_plan stay below this in
+ * all (about half a second of greedy): a program with many contractions
+ * still plans fast.  Schedules planned already (the memo) cost nothing. */
+#define TP_PLAN_WORK (1 << 20)
+
+static double work_left = TP_PLAN_WORK;
 
 static inline double dmax(double a, double b)
 {
@@ -786,6 +792,7 @@ void opt_twophase_trim(double bytes)
 {
 	if (memo_bytes > bytes)
 		memo_free_all();
+	work_left = TP_PLAN_WORK;
 }
 
 static uint64_t hash_key(const int64_t *k, int n)
@@ -980,11 +987,17 @@ const TpSched *opt_twophase_candidate(const CostCtx *cc, const Kernel *k, const 
 		vec_free(&key);
 		return memo.v[*slot - 1].sched;
 	}
-	TpProblem *pb = tp_lineage(cc, k, l, r, nmatch, lkey, rkey, ngroup, group, out, pl, pr, po);
-	if (pb && (double)pb->njoin * pb->nsite > TP_SEARCH_WORK) {
-		tp_problem_free(pb);
-		pb = NULL;
+	RelType jt = ia_join_type(l, r, nmatch, lkey, rkey);
+	double work = cc->s;
+	for (int d = 0; d < jt.nkey; d++)
+		work *= (double)rel_frontier(&jt, d);
+	if (work > TP_SEARCH_WORK || work > work_left) {
+		/* not planned, and not remembered: a later opt_plan may afford it */
+		vec_free(&key);
+		return NULL;
 	}
+	work_left -= work;
+	TpProblem *pb = tp_lineage(cc, k, l, r, nmatch, lkey, rkey, ngroup, group, out, pl, pr, po);
 	TpSched *ts = NULL;
 	if (pb) {
 		pb->mem_limit = mem_limit;
