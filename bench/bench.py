@@ -16,6 +16,7 @@ Sections (bench/README.md has the targets and the results):
               trac on 2 ranks vs numpy (einsum optimize=True, or matmul)
     blocks    trac matmul on 1 rank by --block (what the optimizer should pick)
     vector    gcc -fopt-info-vec: the generated loop kernels vectorise
+    plantime  how long trac plans a 100-statement program and the paper's workloads
     calibrate bench/calibrate: the machine model's constants
 
 Every comparison runs its contenders alternately, repetition by repetition,
@@ -54,7 +55,7 @@ for a in sys.argv[1:]:
     if a.startswith("--reps="):
         REPS = int(a[7:])
 SECTIONS = [a for a in sys.argv[1:] if not a.startswith("--")]
-ALL = ["calibrate", "vector", "matmul1", "blocks", "scaling", "pdgemm", "einsum"]
+ALL = ["calibrate", "vector", "plantime", "matmul1", "blocks", "scaling", "pdgemm", "einsum"]
 
 LOG = []              # every line printed, for bench-work/results.txt
 BYTES = []            # (workload, op, kind, chunks, keys, pred) from every trac run
@@ -423,6 +424,44 @@ def sec_vector():
             bad += not hit
             say("   %-12s line %4d  %-45s" % ("vectorised" if hit else "NOT VECTORISED", i + 1, kernel))
     say("   %d of %d innermost loops vectorised (%s)" % (ok, ok + bad, cflags))
+
+
+def plan_program(nstat):
+    """A program of nstat statements: a chain of layers, each a matmul and
+    an elementwise statement, the layers' widths alternating."""
+    lines = ["size N = 4000, D = 512, H = 1024;", "input X[N, D];"]
+    prev, dim = "X", "D"
+    for i in range(nstat // 2):
+        nd = "H" if dim == "D" else "D"
+        lines += ["input W%d[%s, %s];" % (i, dim, nd),
+                  "A%d[n, h] = %s[n, d] * W%d[d, h];" % (i, prev, i),
+                  "B%d[n, h] = relu(A%d[n, h]) + 0.5 * A%d[n, h];" % (i, i, i)]
+        prev, dim = "B%d" % i, nd
+    lines.append("output %s;" % prev)
+    return "\n".join(lines) + "\n"
+
+
+def sec_plantime():
+    say("== planning time: trac --explain=json on a 100-statement program (target: under 1 s)")
+    say("   and on the TRA paper's workloads at their cluster sizes; medians of %d runs" % REPS)
+    src = os.path.join(WORK, "plan100.tra")
+    with open(src, "w") as f:
+        f.write(plan_program(100))
+    cases = [("100 statements", src, ["-P", str(p)]) for p in (2, 4, 10)]
+    gold = os.path.join(SRC, "tests", "golden")
+    for name in sorted(os.listdir(gold)):
+        if name.startswith("paper_") and name.endswith(".tra"):
+            text = open(os.path.join(gold, name)).read()
+            m = re.search(r"^# args: (.*)$", text, re.M)
+            cases.append((name[:-4], os.path.join(gold, name), shlex.split(m.group(1)) if m else []))
+    say("%-22s %-28s %9s" % ("program", "options", "seconds"))
+    for name, path, args in cases:
+        ts = []
+        for _ in range(REPS):
+            t0 = time.time()
+            run([TRAC, "--explain=json", *args, path], cwd=gold)
+            ts.append(time.time() - t0)
+        say("%-22s %-28s %9.3f" % (name, " ".join(args), med(ts)))
 
 
 def sizes_from(tra, shapes):
