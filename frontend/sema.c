@@ -1031,11 +1031,18 @@ static void check_assign(Sema *s, Item *it)
 	free_vars(it->u.assign.value);
 	if (!check_rank(s, it->u.assign.value) || diag_errors() > s->nerr_before)
 		return;
+	if (!param && nlhs == 0 && !reads_tensor(it->u.assign.value)) {
+		/* s = 3 * N: a rank-0 tensor whose value is known at compile
+		 * time is a const; every use folds it */
+		double v;
+		if (eval_num(s, it->u.assign.value, &v))
+			declare(s, (Sym){.kind = SYM_CONST, .name = it->name, .loc = it->nameloc, .value = v});
+		return;
+	}
 	if (!reads_tensor(it->u.assign.value) || (param && it->u.assign.value->nvar < nlhs)) {
-		diag(DIAG_ERROR, it->u.assign.value->loc, "%s; the right side must read a tensor%s",
+		diag(DIAG_ERROR, it->u.assign.value->loc, "%s; the right side must read a tensor",
 		     param ? "a param can only be set from tensors indexed by all its indices"
-		           : "assigning a constant to a tensor is not supported yet",
-		     param ? "" : " (use a const declaration for a compile-time scalar)");
+		           : "a tensor with indices needs a right side that reads a tensor");
 		return;
 	}
 

@@ -68,6 +68,16 @@ case("compare_where", """
     H=np.where(x["A"] < 0, x["P"], x["A"] * 3),
     K=np.where(x["A"] >= 0, 1.0, 0.0).astype(np.float32)))
 
+case("scalar_constant", """
+    size I = 7, J = 5;
+    const c = 0.5;
+    input A[I, J];
+    s = J * c + 1;
+    t = s ** 2 - (s > 3);
+    C[i, j] = A[i, j] * s + t;
+    output C;
+""", dict(A=A), lambda x: dict(C=x["A"] * 3.5 + (3.5 ** 2 - 1)))
+
 # ---- implicit and explicit sums, broadcasting ----
 case("matmul_bias", """
     size I = 7, K = 5, J = 4;
