@@ -1612,13 +1612,18 @@ static void alternatives(Search *s, IaPlan *chosen)
 				if (lim > 0 && p->peak_bytes > lim)
 					alt.why = arena_strdup(chosen->arena, "needs more memory per rank than --mem-per-rank");
 				else if (fabs(p->predicted_seconds - chosen->predicted_seconds) <=
-				         TIE * fmin(p->predicted_seconds, chosen->predicted_seconds))
-					alt.why = arena_strdup(chosen->arena, xprintf("a tie on time (%+.3g s predicted); "
-					                       "%+.3g bytes sent, %+.3g floats moved",
-					                       p->predicted_seconds - chosen->predicted_seconds,
-					                       p->total_bytes_sent - chosen->total_bytes_sent,
-					                       p->total_floats_moved - chosen->total_floats_moved));
-				else
+				         TIE * fmin(p->predicted_seconds, chosen->predicted_seconds)) {
+					double db = p->total_bytes_sent - chosen->total_bytes_sent;
+					if (fabs(db) <= 1e-9 * fmax(p->total_bytes_sent, chosen->total_bytes_sent))
+						alt.why = arena_strdup(chosen->arena, xprintf("a tie on time (%+.3g s predicted) "
+						                       "and on bytes sent; slower", p->predicted_seconds -
+						                       chosen->predicted_seconds));
+					else
+						alt.why = arena_strdup(chosen->arena, xprintf("a tie on time (%+.3g s predicted); "
+						                       "%+.3g bytes sent, %+.3g floats moved",
+						                       p->predicted_seconds - chosen->predicted_seconds, db,
+						                       p->total_floats_moved - chosen->total_floats_moved));
+				} else
 					alt.why = arena_strdup(chosen->arena, xprintf("%+.3g s predicted, %+.3g floats moved",
 					                       p->predicted_seconds - chosen->predicted_seconds,
 					                       p->total_floats_moved - chosen->total_floats_moved));
