@@ -337,10 +337,35 @@ static bool eval_num(Sema *s, Node *n, double *out)
 		case B_NE: *out = a != b; return true;
 		}
 		break;
+	case N_CALL: {
+		/* the elementwise functions, on numbers */
+		static const struct { const char *name; int fn; } fns[] = {
+			{"exp", 0}, {"log", 1}, {"sqrt", 2}, {"abs", 3}, {"tanh", 4}, {"sigmoid", 5}, {"relu", 6},
+		};
+		int fn = -1;
+		for (size_t i = 0; i < sizeof fns / sizeof *fns; i++)
+			if (!strcmp(n->u.call.name, fns[i].name))
+				fn = fns[i].fn;
+		if (fn < 0 || n->u.call.nargs != 1)
+			break;
+		if (!eval_num(s, n->u.call.args[0], &a))
+			return false;
+		switch (fn) {
+		case 0: *out = exp(a); break;
+		case 1: *out = log(a); break;
+		case 2: *out = sqrt(a); break;
+		case 3: *out = fabs(a); break;
+		case 4: *out = tanh(a); break;
+		case 5: *out = 1 / (1 + exp(-a)); break;
+		default: *out = a > 0 ? a : 0; break;
+		}
+		return true;
+	}
 	default:
 		break;
 	}
-	diag(DIAG_ERROR, n->loc, "a const must be a number or an arithmetic expression of numbers, sizes and consts");
+	diag(DIAG_ERROR, n->loc, "a const must be a number or an expression of numbers, sizes and consts "
+	     "(arithmetic, comparisons, exp log sqrt abs tanh sigmoid relu)");
 	return false;
 }
 

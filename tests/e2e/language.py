@@ -70,7 +70,7 @@ case("compare_where", """
 
 case("scalar_constant", """
     size I = 7, J = 5;
-    const c = 0.5;
+    const c = sqrt(J * 0.05) + relu(-1);
     input A[I, J];
     s = J * c + 1;
     t = s ** 2 - (s > 3);
