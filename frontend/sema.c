@@ -1174,6 +1174,9 @@ static void check_print(Sema *s, Item *it)
 	if (!sym || sym->kind != SYM_TENSOR) {
 		if (!sym)
 			diag(DIAG_ERROR, n->loc, "unknown tensor '%s'", n->u.name.name);
+		else if (sym->kind == SYM_CONST)
+			diag(DIAG_ERROR, n->loc, "'%s' is a const, %g when the program compiles; print takes a tensor "
+			     "computed when it runs", n->u.name.name, sym->value);
 		else
 			diag(DIAG_ERROR, n->loc, "'%s' is %s; print takes a tensor", n->u.name.name, sym_what(sym, s->prog));
 		return;
@@ -1661,6 +1664,11 @@ static void check_item(Sema *s, Item *it)
 		Sym *sym = lookup(s, it->name);
 		if (!sym) {
 			/* outputs may be declared before their statement: resolved at the end */
+			return;
+		}
+		if (sym->kind == SYM_CONST) {
+			diag(DIAG_ERROR, it->nameloc, "'%s' is a const, %g when the program compiles; only tensors "
+			     "computed when it runs can be outputs", it->name, sym->value);
 			return;
 		}
 		if (sym->kind != SYM_TENSOR) {
