@@ -46,6 +46,18 @@ Place place_partial(void)
 	return (Place){.kind = PL_PARTIAL};
 }
 
+int place_site(const Place *p, const RelType *t, const int64_t *key, int nsites)
+{
+	if (p->kind != PL_PART)
+		return -1;
+	int64_t lin = 0;
+	for (int i = 0; i < p->ndims; i++) {
+		int d = p->dims[i];
+		lin = (lin * (rel_frontier(t, d) % nsites) + key[d] % nsites) % nsites;
+	}
+	return (int)lin;
+}
+
 bool place_eq(const Place *a, const Place *b)
 {
 	if (a->kind != b->kind)

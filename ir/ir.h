@@ -346,6 +346,10 @@ Place place_part(int ndims, const int *dims);
 Place place_partial(void);
 bool place_eq(const Place *a, const Place *b);
 void place_print(Buf *b, const Place *p);                 /* "all", "part(0,2)", "partial" */
+/* The rank a PL_PART relation keeps the tuple with this key on, among
+ * nsites: the runtime's trt_site (row-major over the partitioning dims'
+ * frontiers, modulo nsites); -1 for any other placement. */
+int place_site(const Place *p, const RelType *t, const int64_t *key, int nsites);
 
 /* What a statement's plan chose, for --explain. */
 typedef enum { STRAT_NONE, STRAT_LOCAL, STRAT_BROADCAST, STRAT_COPARTITION, STRAT_REPLICATE, STRAT_OTHER,

@@ -107,15 +107,6 @@ static void push(Rel *r, const int64_t *key, int site, const double *v, int64_t 
 	vec_push(&r->t, t);
 }
 
-/* The runtime's site function. */
-static int site_of(const Place *p, const RelType *t, const int64_t *key, int s)
-{
-	int64_t lin = 0;
-	for (int i = 0; i < p->ndims; i++)
-		lin = lin * rel_frontier(t, p->dims[i]) + key[p->dims[i]];
-	return (int)(lin % s);
-}
-
 static bool same_key(const int64_t *a, const int64_t *b, int n)
 {
 	return !memcmp(a, b, (size_t)n * sizeof *a);
@@ -161,7 +152,7 @@ static Rel *from_dense(const Dense *x, const RelType *t, const Place *p, int s)
 			for (int i = 0; i < s; i++)
 				push(r, key, i, v, n);
 		else
-			push(r, key, site_of(p, t, key, s), v, n);
+			push(r, key, place_site(p, t, key, s), v, n);
 		free(v);
 	} while (t->nkey > 0 && next_key(t, key));
 	return r;
@@ -313,7 +304,7 @@ static Rel *do_move(Interp *in, const Rel *a, const IaOp *op)
 	/* shuffle: from everywhere, each site keeps its share */
 	for (int i = 0; i < a->t.n; i++) {
 		const Tup *t = &a->t.v[i];
-		int to = site_of(&op->place, &a->type, t->key, s);
+		int to = place_site(&op->place, &a->type, t->key, s);
 		if (a->kind == PL_ALL && t->site != to)
 			continue;
 		push(r, t->key, to, t->v, chunk_size(&a->type, t->key));
@@ -417,7 +408,7 @@ static Rel *do_twophase(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
 	for (int i = 0; i < part->t.n; i++) {
 		const Tup *t = &part->t.v[i];
 		bool fresh;
-		Tup *o = lookup(r, t->key, site_of(&op->place, &op->type, t->key, in->s), &fresh);
+		Tup *o = lookup(r, t->key, place_site(&op->place, &op->type, t->key, in->s), &fresh);
 		int64_t n = chunk_size(&r->type, t->key);
 		for (int64_t e = 0; e < n; e++)
 			o->v[e] = fresh ? t->v[e] : combine(op->u.twophase.kernel->red, o->v[e], t->v[e]);
@@ -573,7 +564,7 @@ static void check_place(Interp *in, const Rel *r, const IaOp *op, int i)
 		bool partials = r->kind == PL_PARTIAL;  /* shuffled partials: a key repeats until aggregated */
 		for (int k = 0; k < r->t.n; k++) {
 			const Tup *a = &r->t.v[k];
-			if (a->site != site_of(&op->place, t, a->key, in->s)) {
+			if (a->site != place_site(&op->place, t, a->key, in->s)) {
 				fail(in, "op %d claims a partitioning its tuples do not have", i);
 				return;
 			}

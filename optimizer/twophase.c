@@ -630,19 +630,6 @@ static void key_of(const RelType *t, int64_t lin, int64_t *key)
 	}
 }
 
-/* The runtime's trt_site; -1 for every site. */
-static int site_of(const Place *p, const RelType *t, const int64_t *key, int s)
-{
-	if (p->kind != PL_PART)
-		return -1;
-	int64_t lin = 0;
-	for (int i = 0; i < p->ndims; i++) {
-		int d = p->dims[i];
-		lin = (lin * (rel_frontier(t, d) % s) + key[d] % s) % s;
-	}
-	return (int)lin;
-}
-
 static double chunk_elems(const RelType *t, const int64_t *key)
 {
 	double n = 1;
@@ -702,7 +689,7 @@ TpProblem *tp_lineage(const CostCtx *cc, const Kernel *k, const RelType *l, cons
 		int64_t key[MAXDIM] = {0};
 		for (int64_t c = 0; c < pb->nchunk[i]; c++) {
 			key_of(t, c, key);
-			pb->holder[i][c] = site_of(p, t, key, ns);
+			pb->holder[i][c] = place_site(p, t, key, ns);
 			pb->chunk_bytes[i][c] = chunk_elems(t, key) * dtype_size(t->dtype);
 			pb->tf[i][c] = pb->chunk_bytes[i][c] / bw + lat;
 		}
@@ -714,7 +701,7 @@ TpProblem *tp_lineage(const CostCtx *cc, const Kernel *k, const RelType *l, cons
 		pb->gbytes[g] = elems * size;
 		pb->tg[g] = pb->gbytes[g] / bw + lat;
 		pb->tsig[g] = oelems > 0 ? sall.seconds * elems / oelems : 0;
-		pb->gsite[g] = po ? site_of(po, out, key, ns) : -1;
+		pb->gsite[g] = po ? place_site(po, out, key, ns) : -1;
 	}
 	int64_t jk[MAXDIM] = {0}, lk[MAXDIM], rk[MAXDIM], gk[MAXDIM];
 	for (int64_t j = 0; j < pb->njoin; j++) {
