@@ -153,6 +153,7 @@ KExpr *kx_diff(Arena *a, const KExpr *e, int in);        /* d e / d in<in>, cons
 bool kx_is_zero(const KExpr *e);
 bool kx_equal(const KExpr *a, const KExpr *b);           /* structurally */
 bool kx_uses(const KExpr *e, int in);
+int kx_nops(const KExpr *e);                             /* operators in e */
 
 /*
  * A block kernel: out[outlab] = red over the other labels of expr(in[inlab]).
@@ -191,6 +192,8 @@ typedef struct RelType {
 } RelType;
 
 int64_t rel_frontier(const RelType *t, int keydim);       /* ceil(extent / block) */
+int64_t rel_chunk_len(const RelType *t, int keydim, int64_t k);   /* chunk k's length along keydim: the last may be short */
+int64_t rel_chunk_elems(const RelType *t, const int64_t *key);    /* elements in the chunk at key */
 int64_t rel_ntuples(const RelType *t);
 double rel_floats(const RelType *t);                      /* exact element count over all tuples */
 int rel_chunkpos(const RelType *t, int keydim);           /* chunk dim spanning keydim, or -1 */

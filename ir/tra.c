@@ -257,6 +257,16 @@ bool kx_equal(const KExpr *a, const KExpr *b)
 	return false;
 }
 
+int kx_nops(const KExpr *e)
+{
+	if (e->kind != KX_OP)
+		return 0;
+	int n = 1;
+	for (int i = 0; i < kop_arity(e->op); i++)
+		n += kx_nops(e->arg[i]);
+	return n;
+}
+
 bool kx_is_zero(const KExpr *e)
 {
 	return is_const(e, 0);
@@ -398,6 +408,20 @@ void kernel_print(Buf *b, const Kernel *k)
 int64_t rel_frontier(const RelType *t, int d)
 {
 	return ceil_div(t->extent[d], t->block[d]);
+}
+
+int64_t rel_chunk_len(const RelType *t, int d, int64_t k)
+{
+	int64_t len = t->extent[d] - k * t->block[d];
+	return len < t->block[d] ? len : t->block[d];
+}
+
+int64_t rel_chunk_elems(const RelType *t, const int64_t *key)
+{
+	int64_t n = 1;
+	for (int c = 0; c < t->nchunk; c++)
+		n *= rel_chunk_len(t, t->chunkdim[c], key[t->chunkdim[c]]);
+	return n;
 }
 
 int64_t rel_ntuples(const RelType *t)

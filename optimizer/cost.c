@@ -333,15 +333,6 @@ Cost cost_move(const CostCtx *c, const RelType *t, const Place *from, double cop
 
 /* ---- kernels ---- */
 
-static int kexpr_ops(const KExpr *e)
-{
-	if (e->kind != KX_OP)
-		return 0;
-	int n = 1;
-	for (int i = 0; i < kop_arity(e->op); i++)
-		n += kexpr_ops(e->arg[i]);
-	return n;
-}
 
 /* The extent of kernel label l in input i's chunk dims, or 0. */
 static double label_block(const Kernel *k, int nin, const RelType *const *in, int l)
@@ -366,7 +357,7 @@ static double kernel_flops(const Kernel *k, int nin, const RelType *const *in, c
 	double n = 1;
 	for (int d = 0; d < sp->nkey; d++)
 		n *= covered[d] ? (double)sp->extent[d] : (double)rel_frontier(sp, d);
-	int per = kexpr_ops(k->expr) + (k->reduces ? 1 : 0);
+	int per = kx_nops(k->expr) + (k->reduces ? 1 : 0);
 	return n * (per ? per : 1);
 }
 

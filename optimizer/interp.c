@@ -64,19 +64,6 @@ void dense_free(Dense *d)
 
 /* ---- chunks ---- */
 
-static int64_t chunk_len(const RelType *t, int d, int64_t k)
-{
-	int64_t len = t->extent[d] - k * t->block[d];
-	return len < t->block[d] ? len : t->block[d];
-}
-
-static int64_t chunk_size(const RelType *t, const int64_t *key)
-{
-	int64_t n = 1;
-	for (int c = 0; c < t->nchunk; c++)
-		n *= chunk_len(t, t->chunkdim[c], key[t->chunkdim[c]]);
-	return n;
-}
 
 static Rel *rel_new(const RelType *t, PlaceKind k)
 {
@@ -130,7 +117,7 @@ static Rel *from_dense(const Dense *x, const RelType *t, const Place *p, int s)
 	Rel *r = rel_new(t, p->kind);
 	int64_t key[MAXDIM] = {0};
 	do {
-		int64_t n = chunk_size(t, key);
+		int64_t n = rel_chunk_elems(t, key);
 		double *v = xmalloc((size_t)(n ? n : 1) * sizeof *v);
 		/* odometer over the chunk's elements */
 		int64_t idx[MAXDIM] = {0};
@@ -143,7 +130,7 @@ static Rel *from_dense(const Dense *x, const RelType *t, const Place *p, int s)
 			}
 			v[e] = x->v[flat];
 			for (int c = t->nchunk - 1; c >= 0; c--) {
-				if (++idx[c] < chunk_len(t, t->chunkdim[c], key[t->chunkdim[c]]))
+				if (++idx[c] < rel_chunk_len(t, t->chunkdim[c], key[t->chunkdim[c]]))
 					break;
 				idx[c] = 0;
 			}
@@ -243,7 +230,7 @@ static void run_kernel(const Kernel *k, int nin, const RelType *const *t, const 
 		e.v[i] = v[i];
 		for (int c = 0; c < k->nindim[i]; c++) {
 			int d = t[i]->chunkdim[c], l = k->inlab[i][c];
-			e.ext[l] = chunk_len(t[i], d, key[i][d]);
+			e.ext[l] = rel_chunk_len(t[i], d, key[i][d]);
 			e.off[l] = key[i][d] * t[i]->block[d];
 		}
 	}
@@ -289,11 +276,11 @@ static Rel *do_move(Interp *in, const Rel *a, const IaOp *op)
 		r->kind = PL_ALL;
 		if (a->kind == PL_ALL) {
 			for (int i = 0; i < a->t.n; i++)
-				push(r, a->t.v[i].key, a->t.v[i].site, a->t.v[i].v, chunk_size(&a->type, a->t.v[i].key));
+				push(r, a->t.v[i].key, a->t.v[i].site, a->t.v[i].v, rel_chunk_elems(&a->type, a->t.v[i].key));
 			return r;
 		}
 		for (int i = 0; i < a->t.n; i++) {
-			n = chunk_size(&a->type, a->t.v[i].key);
+			n = rel_chunk_elems(&a->type, a->t.v[i].key);
 			for (int x = 0; x < s; x++)
 				push(r, a->t.v[i].key, x, a->t.v[i].v, n);
 		}
@@ -307,7 +294,7 @@ static Rel *do_move(Interp *in, const Rel *a, const IaOp *op)
 		int to = place_site(&op->place, &a->type, t->key, s);
 		if (a->kind == PL_ALL && t->site != to)
 			continue;
-		push(r, t->key, to, t->v, chunk_size(&a->type, t->key));
+		push(r, t->key, to, t->v, rel_chunk_elems(&a->type, t->key));
 	}
 	r->kind = a->kind == PL_PARTIAL ? PL_PARTIAL : PL_PART;
 	return r;
@@ -322,7 +309,7 @@ static Tup *lookup(Rel *r, const int64_t *key, int site, bool *fresh)
 			return &r->t.v[i];
 		}
 	*fresh = true;
-	push(r, key, site, NULL, chunk_size(&r->type, key));
+	push(r, key, site, NULL, rel_chunk_elems(&r->type, key));
 	return &r->t.v[r->t.n - 1];
 }
 
@@ -348,7 +335,7 @@ static Rel *do_join(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
 			const int64_t *ks[2] = {a->key, b->key};
 			const double *vs[2] = {a->v, b->v};
 			if (op->u.join.ngroup < 0) {
-				push(r, jk, a->site, NULL, chunk_size(&r->type, jk));
+				push(r, jk, a->site, NULL, rel_chunk_elems(&r->type, jk));
 				run_kernel(op->u.join.kernel, 2, ts, ks, vs, r->t.v[r->t.n - 1].v, false);
 				continue;
 			}
@@ -409,7 +396,7 @@ static Rel *do_twophase(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
 		const Tup *t = &part->t.v[i];
 		bool fresh;
 		Tup *o = lookup(r, t->key, place_site(&op->place, &op->type, t->key, in->s), &fresh);
-		int64_t n = chunk_size(&r->type, t->key);
+		int64_t n = rel_chunk_elems(&r->type, t->key);
 		for (int64_t e = 0; e < n; e++)
 			o->v[e] = fresh ? t->v[e] : combine(op->u.twophase.kernel->red, o->v[e], t->v[e]);
 	}
@@ -427,7 +414,7 @@ static Rel *do_agg(const Rel *a, const IaOp *op)
 			gk[g] = t->key[op->u.agg.group[g]];
 		bool fresh;
 		Tup *o = lookup(r, gk, t->site, &fresh);
-		int64_t n = chunk_size(&r->type, gk);
+		int64_t n = rel_chunk_elems(&r->type, gk);
 		for (int64_t e = 0; e < n; e++)
 			o->v[e] = fresh ? t->v[e] : combine(op->u.agg.agg, o->v[e], t->v[e]);
 	}
@@ -440,7 +427,7 @@ static Rel *do_map(const Rel *a, const IaOp *op)
 	for (int i = 0; i < a->t.n; i++) {
 		const Tup *t = &a->t.v[i];
 		if (op->u.map.kernel) {
-			push(r, t->key, t->site, NULL, chunk_size(&r->type, t->key));
+			push(r, t->key, t->site, NULL, rel_chunk_elems(&r->type, t->key));
 			const RelType *ts[1] = {&a->type};
 			const int64_t *ks[1] = {t->key};
 			const double *vs[1] = {t->v};
@@ -452,7 +439,7 @@ static Rel *do_map(const Rel *a, const IaOp *op)
 			k[d] = op->u.map.keymap[d] >= 0 ? t->key[op->u.map.keymap[d]] : 0;
 		/* inserted dims: one copy per key value (an odometer) */
 		for (;;) {
-			push(r, k, t->site, t->v, chunk_size(&r->type, k));
+			push(r, k, t->site, t->v, rel_chunk_elems(&r->type, k));
 			int d = op->u.map.nkey - 1;
 			for (; d >= 0; d--) {
 				if (op->u.map.keymap[d] >= 0)
@@ -477,7 +464,7 @@ static Rel *do_filter(const Rel *a, const IaOp *op)
 		for (int e = 0; e < op->u.filter.pred.neq; e++)
 			keep &= t->key[op->u.filter.pred.eq[e][0]] == t->key[op->u.filter.pred.eq[e][1]];
 		if (keep)
-			push(r, t->key, t->site, t->v, chunk_size(&a->type, t->key));
+			push(r, t->key, t->site, t->v, rel_chunk_elems(&a->type, t->key));
 	}
 	return r;
 }
@@ -521,7 +508,7 @@ static Dense *to_dense(Interp *in, const Rel *r, const Tensor *ten)
 	const RelType *t = &r->type;
 	for (int i = 0; i < r->t.n; i++) {
 		const Tup *tp = &r->t.v[i];
-		int64_t m = chunk_size(t, tp->key);
+		int64_t m = rel_chunk_elems(t, tp->key);
 		int64_t idx[MAXDIM] = {0};
 		for (int64_t e = 0; e < m; e++) {
 			int64_t flat = 0;
@@ -534,7 +521,7 @@ static Dense *to_dense(Interp *in, const Rel *r, const Tensor *ten)
 			seen[flat] = 1;
 			d->v[flat] = tp->v[e];
 			for (int c = t->nchunk - 1; c >= 0; c--) {
-				if (++idx[c] < chunk_len(t, t->chunkdim[c], tp->key[t->chunkdim[c]]))
+				if (++idx[c] < rel_chunk_len(t, t->chunkdim[c], tp->key[t->chunkdim[c]]))
 					break;
 				idx[c] = 0;
 			}
@@ -551,7 +538,7 @@ static Rel *rel_copy(const Rel *a)
 {
 	Rel *r = rel_new(&a->type, a->kind);
 	for (int i = 0; i < a->t.n; i++)
-		push(r, a->t.v[i].key, a->t.v[i].site, a->t.v[i].v, chunk_size(&a->type, a->t.v[i].key));
+		push(r, a->t.v[i].key, a->t.v[i].site, a->t.v[i].v, rel_chunk_elems(&a->type, a->t.v[i].key));
 	return r;
 }
 

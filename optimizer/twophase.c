@@ -606,12 +606,6 @@ void tp_plan_cost(const TpProblem *pb, TpPlan *pl)
 
 /* ---- the lineage of a contraction, from its blocking ---- */
 
-static int64_t chunk_len(const RelType *t, int d, int64_t k)
-{
-	int64_t len = t->extent[d] - k * t->block[d];
-	return len < t->block[d] ? len : t->block[d];
-}
-
 /* Row-major index of key over t's frontiers, and back. */
 static int64_t key_index(const RelType *t, const int64_t *key)
 {
@@ -630,23 +624,6 @@ static void key_of(const RelType *t, int64_t lin, int64_t *key)
 	}
 }
 
-static double chunk_elems(const RelType *t, const int64_t *key)
-{
-	double n = 1;
-	for (int c = 0; c < t->nchunk; c++)
-		n *= (double)chunk_len(t, t->chunkdim[c], key[t->chunkdim[c]]);
-	return n;
-}
-
-static int kexpr_ops(const KExpr *e)
-{
-	if (e->kind != KX_OP)
-		return 0;
-	int n = 1;
-	for (int i = 0; i < kop_arity(e->op); i++)
-		n += kexpr_ops(e->arg[i]);
-	return n;
-}
 
 TpProblem *tp_lineage(const CostCtx *cc, const Kernel *k, const RelType *l, const RelType *r, int nmatch,
                       const int *lkey, const int *rkey, int ngroup, const int *group, const RelType *out,
@@ -674,7 +651,7 @@ TpProblem *tp_lineage(const CostCtx *cc, const Kernel *k, const RelType *l, cons
 		covered[l->chunkdim[c]] = true;
 	for (int c = 0; c < r->nchunk; c++)
 		covered[rmap[r->chunkdim[c]]] = true;
-	int per = kexpr_ops(k->expr) + (k->reduces ? 1 : 0);
+	int per = kx_nops(k->expr) + (k->reduces ? 1 : 0);
 	const RelType *ins[2] = {l, r};
 	/* kernels and combines take what cost.c says the whole join and a
 	 * whole aggregation take on one rank, shared by flops and elements */
@@ -690,14 +667,14 @@ TpProblem *tp_lineage(const CostCtx *cc, const Kernel *k, const RelType *l, cons
 		for (int64_t c = 0; c < pb->nchunk[i]; c++) {
 			key_of(t, c, key);
 			pb->holder[i][c] = place_site(p, t, key, ns);
-			pb->chunk_bytes[i][c] = chunk_elems(t, key) * dtype_size(t->dtype);
+			pb->chunk_bytes[i][c] = (double)rel_chunk_elems(t, key) * dtype_size(t->dtype);
 			pb->tf[i][c] = pb->chunk_bytes[i][c] / bw + lat;
 		}
 	}
 	for (int64_t g = 0; g < pb->nagg; g++) {
 		int64_t key[MAXDIM] = {0};
 		key_of(out, g, key);
-		double elems = chunk_elems(out, key);
+		double elems = (double)rel_chunk_elems(out, key);
 		pb->gbytes[g] = elems * size;
 		pb->tg[g] = pb->gbytes[g] / bw + lat;
 		pb->tsig[g] = oelems > 0 ? sall.seconds * elems / oelems : 0;
@@ -718,7 +695,7 @@ TpProblem *tp_lineage(const CostCtx *cc, const Kernel *k, const RelType *l, cons
 		double f = per ? per : 1;
 		for (int d = 0; d < jt.nkey; d++)
 			if (covered[d])
-				f *= (double)chunk_len(&jt, d, jk[d]);
+				f *= (double)rel_chunk_len(&jt, d, jk[d]);
 		pb->flops += f;
 		pb->tpi[j] = f;
 	}
