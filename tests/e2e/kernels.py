@@ -14,8 +14,12 @@ above and below a tile, with blocks that do not divide them.
 Environment: TRAC, MPIRUN (from make check).  Arguments: case names to run
 only those.
 """
-import os, subprocess, sys, tempfile, textwrap
+import os, subprocess, sys, textwrap
 import numpy as np
+sys.dont_write_bytecode = True     # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cases import run_cases
+
 
 TRAC = os.environ.get("TRAC", "trac")
 MPIRUN = os.environ.get("MPIRUN", "mpirun")
@@ -164,23 +168,4 @@ def run(c, tmp):
     return errors
 
 
-def main():
-    only = sys.argv[1:]
-    fails = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        for c in CASES:
-            if only and c["name"] not in only:
-                continue
-            errs = run(c, tmp)
-            if errs:
-                fails += 1
-                print("FAIL %s" % c["name"])
-                for e in errs:
-                    print("  " + e.replace("\n", "\n  "))
-            else:
-                print("ok %s" % c["name"])
-    print("%d case(s) failed" % fails if fails else "all cases passed")
-    return 1 if fails else 0
-
-
-sys.exit(main())
+sys.exit(run_cases(CASES, run))
