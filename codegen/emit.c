@@ -771,47 +771,23 @@ static void emit_main(Emit *e)
 	Buf *b = e->b;
 	const IaPlan *p = e->p;
 	int n = p->ops.n;
-	int *last = xcalloc(n + 1, sizeof *last);
-
-	for (int i = 0; i < n; i++) {
-		last[i] = -1;
-		int in[2];
-		int k = ia_inputs(&p->ops.v[i], in);
-		for (int j = 0; j < k; j++)
-			last[in[j]] = i;
-	}
 
 	/* where each relation is freed: after its last reader, or, when that
 	 * reader is inside a loop the relation is not, after that loop ends
 	 * (free_after_loop: past the closing brace).  Loads are borrowed from
 	 * the param's variable and never freed here. */
-	int *loopof = xcalloc(n + 1, sizeof *loopof), *parent = xcalloc(n + 1, sizeof *parent);
-	int *endof = xcalloc(n + 1, sizeof *endof);
+	IaLoops life;
+	ia_loops(p, &life);
+	const int *loopof = life.loopof, *endof = life.endof;
 	int *free_at = xcalloc(n + 1, sizeof *free_at), *free_after_loop = xcalloc(n + 1, sizeof *free_after_loop);
-	Vec(int) stack = {0};
-	for (int i = 0, cur = -1; i < n; i++) {
-		if (p->ops.v[i].kind == IA_ENDLOOP) {
-			endof[cur] = i;
-			cur = parent[cur];
-		}
-		loopof[i] = cur;
-		if (p->ops.v[i].kind == IA_LOOP) {
-			parent[i] = cur;
-			cur = i;
-		}
-	}
-	vec_free(&stack);
 	for (int i = 0; i < n; i++) {
 		free_at[i] = free_after_loop[i] = -1;
 		const IaOp *op = &p->ops.v[i];
 		if (!ia_has_result(op->kind) || op->kind == IA_LOAD)
 			continue;
-		int at = last[i] < 0 ? i : last[i];
-		int outer = -1;      /* the outermost loop around `at` that is not around i */
-		for (int l = loopof[at]; l >= 0 && l != loopof[i]; l = parent[l])
-			outer = l;
-		if (outer >= 0)
-			free_after_loop[i] = endof[outer];
+		int at = life.dead_after[i];
+		if (p->ops.v[at].kind == IA_ENDLOOP)    /* only a loop's end, never a reader, is an ENDLOOP */
+			free_after_loop[i] = at;
 		else
 			free_at[i] = at;
 	}
@@ -972,10 +948,7 @@ static void emit_main(Emit *e)
 		if (p->tra->tensors.v[t].role == TENSOR_PARAM)
 			buf_printf(b, "\ttrt_free(var%d);\n", t);
 	buf_puts(b, "\treturn trt_finish();\n}\n");
-	free(last);
-	free(loopof);
-	free(parent);
-	free(endof);
+	ia_loops_free(&life);
 	free(free_at);
 	free(free_after_loop);
 }

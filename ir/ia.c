@@ -135,6 +135,48 @@ int ia_push(IaPlan *p, IaOp op)
 	return p->ops.n - 1;
 }
 
+void ia_loops(const IaPlan *p, IaLoops *l)
+{
+	int n = p->ops.n;
+	l->loopof = xcalloc(n + 1, sizeof *l->loopof);
+	l->parent = xcalloc(n + 1, sizeof *l->parent);
+	l->endof = xcalloc(n + 1, sizeof *l->endof);
+	l->dead_after = xcalloc(n + 1, sizeof *l->dead_after);
+	for (int i = 0, cur = -1; i < n; i++) {
+		if (p->ops.v[i].kind == IA_ENDLOOP) {
+			l->endof[cur] = i;
+			cur = l->parent[cur];
+		}
+		l->loopof[i] = cur;
+		if (p->ops.v[i].kind == IA_LOOP) {
+			l->parent[i] = cur;
+			cur = i;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		l->dead_after[i] = i;
+		int in[2];
+		int k = ia_inputs(&p->ops.v[i], in);
+		for (int j = 0; j < k; j++)
+			l->dead_after[in[j]] = i;
+	}
+	for (int i = 0; i < n; i++) {
+		int outer = -1;         /* the outermost loop around the last reader that is not around i */
+		for (int lp = l->loopof[l->dead_after[i]]; lp >= 0 && lp != l->loopof[i]; lp = l->parent[lp])
+			outer = lp;
+		if (outer >= 0)
+			l->dead_after[i] = l->endof[outer];
+	}
+}
+
+void ia_loops_free(IaLoops *l)
+{
+	free(l->loopof);
+	free(l->parent);
+	free(l->endof);
+	free(l->dead_after);
+}
+
 int ia_inputs(const IaOp *op, int *in)
 {
 	switch (op->kind) {

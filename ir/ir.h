@@ -465,6 +465,21 @@ IaPlan *ia_new(const TraProg *tra, int nranks);
 void ia_free(IaPlan *p);
 int ia_push(IaPlan *p, IaOp op);
 int ia_inputs(const IaOp *op, int *in);
+
+/* The repeat blocks of a plan and how long each result lives, shared by
+ * the cost model (peak memory) and codegen (where trt_free goes), so the
+ * predicted peak and the program's own agree. */
+typedef struct IaLoops {
+	int *loopof;                    /* per op: the innermost LOOP around it, -1 outside all */
+	int *parent;                    /* per LOOP: the LOOP around it, or -1 */
+	int *endof;                     /* per LOOP: its ENDLOOP */
+	int *dead_after;                /* per op: the op after which its result is not read
+	                                 * again: its last reader, or the ENDLOOP of the outermost
+	                                 * loop around that reader but not around the op; the op
+	                                 * itself when nothing reads it */
+} IaLoops;
+void ia_loops(const IaPlan *p, IaLoops *l);
+void ia_loops_free(IaLoops *l);
 int ia_join_out_dim(int nleft, int nmatch, const int *rkey, int rdim, const int *lkey);
 RelType ia_join_type(const RelType *l, const RelType *r, int nmatch, const int *lkey, const int *rkey);
 bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why);

@@ -457,41 +457,15 @@ void opt_cost(IaPlan *p, const Machine *mach)
 	CostCtx cc = {mach, p->nranks};
 	int n = p->ops.n;
 	double *copies = xcalloc(n + 1, sizeof *copies);
-	int *last = xcalloc(n + 1, sizeof *last);
 	double *held = xcalloc(n + 1, sizeof *held);
+	/* a relation read inside a loop it was made outside of lives to the
+	 * loop's end, as the generated program frees it */
+	IaLoops life;
+	ia_loops(p, &life);
+	int *last = life.dead_after;     /* changed below for params, which live to the end */
 
 	p->total_floats_moved = p->total_bytes_sent = p->total_flops = 0;
 	p->peak_bytes = p->predicted_seconds = 0;
-	for (int i = 0; i < n; i++) {
-		int in[2];
-		int k = ia_inputs(&p->ops.v[i], in);
-		for (int j = 0; j < k; j++)
-			last[in[j]] = i;
-		last[i] = last[i] > i ? last[i] : i;
-	}
-	/* a relation read inside a loop it was made outside of lives to the
-	 * loop's end: find each op's loop and each loop's end */
-	int *loopof = xcalloc(n + 1, sizeof *loopof), *endof = xcalloc(n + 1, sizeof *endof);
-	int *parent = xcalloc(n + 1, sizeof *parent);
-	for (int i = 0, cur = -1; i < n; i++) {
-		if (p->ops.v[i].kind == IA_ENDLOOP) {
-			endof[cur] = i;
-			cur = parent[cur];
-		}
-		loopof[i] = cur;
-		if (p->ops.v[i].kind == IA_LOOP) {
-			parent[i] = cur;
-			cur = i;
-		}
-	}
-	for (int i = 0; i < n; i++) {
-		int at = last[i], outer = -1;
-		for (int l = loopof[at]; l >= 0 && l != loopof[i]; l = parent[l])
-			outer = l;
-		if (outer >= 0)
-			last[i] = endof[outer];
-	}
-
 	/* ops inside repeat blocks run count times: their costs add up so */
 	double times = 1;
 	Vec(double) loops = {0};
@@ -610,9 +584,6 @@ void opt_cost(IaPlan *p, const Machine *mach)
 	}
 	vec_free(&loops);
 	free(copies);
-	free(last);
 	free(held);
-	free(loopof);
-	free(endof);
-	free(parent);
+	ia_loops_free(&life);
 }
