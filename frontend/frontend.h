@@ -7,7 +7,9 @@
  *   sema.c              names, imports, defs, indices, extents, element types,
  *                       placement of implicit sums; annotates the AST
  *   lower.c             annotated AST -> TRA (ir/)
- *   main.c              the driver: the pipeline, top to bottom
+ *
+ * The driver (main.c, cmdline.c, pipeline.c) sits above every layer and has
+ * its own header, driver.h.
  *
  * The AST is allocated in one arena that dies with the frontend.
  */
@@ -164,8 +166,6 @@ typedef struct FeOptions {
 	int ndefines;
 	const char **incdirs;   /* -I DIR, then the stdlib */
 	int nincdirs;
-	int64_t block;          /* chunk size along every index (0: automatic) */
-	int nranks;             /* planned rank count, for automatic blocking */
 	bool warnings;
 	const char **deps;      /* sema fills: every file read (for -M) */
 	int ndeps;

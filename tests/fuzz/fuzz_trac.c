@@ -1,10 +1,8 @@
 /*
  * fuzz_trac.c: one fuzz input through the whole compiler up to C emission.
  *
- *   text -> fe_parse -> fe_compile -> opt_autodiff -> opt_hoist -> opt_contract
- *        -> opt_block -> opt_plan -> ia_explain, cg_emit
- *
- * (the driver's pipeline, frontend/main.c; keep the two in step)
+ *   trac_pipeline (frontend/pipeline.c: parse ... opt_plan, as trac runs it)
+ *   -> ia_explain, cg_emit
  *
  * The C compiler is not run: the harness checks that no input crashes trac,
  * trips a sanitizer or a verifier (tr_bug exits 4, which libFuzzer reports
@@ -20,9 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/frontend.h"
-#include "optimizer/opt.h"
-#include "codegen/codegen.h"
+#include "frontend/driver.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
@@ -60,67 +56,28 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	for (size_t i = 0; i < size; i++)
 		h = h * 31 + data[i];
 
-	FeOptions fe = {0};
-	fe.warnings = true;
-	fe.nranks = 1 + (int)(h % 5);
+	Pipeline pl = {0};
+	pl.fe.warnings = true;
 	const char *inc[1] = {fe_stdlib_dir()};
-	fe.incdirs = inc;
-	fe.nincdirs = 1;
+	pl.fe.incdirs = inc;
+	pl.fe.nincdirs = 1;
 	static Machine machine;
 	machine_default(&machine);
-	OptOptions opt = {0};
-	opt.level = (h >> 8) % 3 == 0 ? 0 : 2;
-	opt.nranks = fe.nranks;
-	opt.verify = true;
-	opt.machine = &machine;
-	opt.alternatives = (h >> 12) % 4 == 0;
+	pl.opt.level = (h >> 8) % 3 == 0 ? 0 : 2;
+	pl.opt.nranks = 1 + (int)(h % 5);
+	pl.opt.verify = true;
+	pl.opt.machine = &machine;
+	pl.opt.alternatives = (h >> 12) % 4 == 0;
 
-	Arena *arena = arena_new();
-	Ast *ast = fe_parse(arena, file);
-	TraProg *prog = NULL;
-	IaPlan *plan = NULL;
-	if (diag_errors())
-		goto done;
-	prog = fe_compile(ast, &fe);
-	if (!prog)
-		goto done;
-	Buf err = {0};
-	if (!tra_verify(prog, &err))
-		tr_bug("TRA program invalid after lowering: %s", err.s);
-	opt_autodiff(prog);
-	if (diag_errors())
-		goto done;
-	if (!tra_verify(prog, &err))
-		tr_bug("TRA program invalid after autodiff: %s", err.s);
-	if (opt.level > 0) {
-		opt_hoist(prog);
-		if (!tra_verify(prog, &err))
-			tr_bug("TRA program invalid after hoisting: %s", err.s);
-		opt_contract(prog, &opt);
-		if (!tra_verify(prog, &err))
-			tr_bug("TRA program invalid after contraction order: %s", err.s);
+	if (trac_pipeline(&pl, file, devnull) < 0) {
+		Buf x = {0};
+		ia_explain(&x, pl.plan, pl.opt.alternatives ? EXPLAIN_ALL : (ExplainFormat)((h >> 16) % 3), (h >> 20) & 1);
+		buf_free(&x);
+		Buf c = {0};
+		CgOptions cg = {"fuzz", "fuzz.tra", 0};
+		cg_emit(&c, pl.plan, &cg);
+		buf_free(&c);
 	}
-	opt_block(prog, &opt);
-	if (!tra_verify(prog, &err))
-		tr_bug("TRA program invalid after blocking: %s", err.s);
-	plan = opt_plan(prog, &opt);
-	if (diag_errors())
-		goto done;
-	Buf x = {0};
-	ia_explain(&x, plan, opt.alternatives ? EXPLAIN_ALL : (ExplainFormat)((h >> 16) % 3), (h >> 20) & 1);
-	buf_free(&x);
-	Buf c = {0};
-	CgOptions cg = {"fuzz", "fuzz.tra", 0};
-	cg_emit(&c, plan, &cg);
-	buf_free(&c);
-done:
-	if (plan)
-		ia_free(plan);
-	if (prog)
-		tra_free(prog);
-	for (int i = 0; i < fe.ndeps; i++)
-		free((char *)fe.deps[i]);
-	free(fe.deps);
-	arena_free(arena);
+	trac_pipeline_free(&pl);
 	return 0;
 }
