@@ -134,7 +134,7 @@ static double dim_weight(const RelType *t, int d, int64_t k)
 
 double cost_share(const CostCtx *c, const RelType *t, const Place *p)
 {
-	int s = c->s;
+	int s = c->nsites;
 	switch (p->kind) {
 	case PL_ALL:
 		return 1;
@@ -204,7 +204,7 @@ double cost_partial_copies(const CostCtx *c, const RelType *t, const Place *p, i
 		if (!kept)
 			spread *= (double)rel_frontier(t, p->dims[i]);
 	}
-	return spread < c->s ? spread : c->s;
+	return spread < c->nsites ? spread : c->nsites;
 }
 
 static double rel_bytes(const RelType *t)
@@ -219,7 +219,7 @@ double cost_rank_bytes(const CostCtx *c, const RelType *t, const Place *p, doubl
 	case PL_ALL:
 		return b;
 	case PL_PARTIAL:
-		return b * copies / c->s;
+		return b * copies / c->nsites;
 	case PL_PART:
 		return b * cost_share(c, t, p);
 	}
@@ -230,7 +230,7 @@ double cost_rank_bytes(const CostCtx *c, const RelType *t, const Place *p, doubl
  * `to` (both partitionings). */
 static double moving_fraction(const CostCtx *c, const RelType *t, const Place *from, const Place *to)
 {
-	int s = c->s, dims[2 * MAXDIM], nd = 0;
+	int s = c->nsites, dims[2 * MAXDIM], nd = 0;
 	if (s == 1)
 		return 0;
 	for (int pass = 0; pass < 2; pass++) {
@@ -296,7 +296,7 @@ static double moving_fraction(const CostCtx *c, const RelType *t, const Place *f
 Cost cost_move(const CostCtx *c, const RelType *t, const Place *from, double copies, const Place *to)
 {
 	const Machine *m = c->m;
-	int s = c->s;
+	int s = c->nsites;
 	double size = dtype_size(t->dtype);
 	double f = rel_floats(t) * (from->kind == PL_PARTIAL ? copies : 1);
 	Cost k = {0};
@@ -423,7 +423,7 @@ Cost cost_agg(const CostCtx *c, const RelType *in, const Place *p, double copies
 	Cost x = {0};
 	double elems = rel_floats(in) * (p->kind == PL_PARTIAL ? copies : 1);
 	x.flops = elems;
-	double share = p->kind == PL_PARTIAL ? 1.0 / c->s : cost_share(c, in, p);
+	double share = p->kind == PL_PARTIAL ? 1.0 / c->nsites : cost_share(c, in, p);
 	x.seconds = elems * share / c->m->loop_rate + (double)rel_ntuples(in) * share * c->m->call_overhead / 4 +
 	            c->m->local_op_overhead;
 	return x;

@@ -95,7 +95,6 @@ typedef struct OptOptions {
 	double mem_per_rank;    /* bytes; 0: no limit */
 	bool verify;            /* run the verifiers after every pass */
 	bool alternatives;      /* cost each statement's other strategies (--explain=all, json) */
-	bool contract;          /* reorder contractions (on unless -O0) */
 	const Machine *machine; /* NULL: the built-in model */
 } OptOptions;
 
@@ -193,7 +192,7 @@ static inline int cost_cmp(Cost a, Cost b)
 
 typedef struct CostCtx {
 	const Machine *m;
-	int s;                  /* sites */
+	int nsites;             /* sites (ranks) planned for */
 } CostCtx;
 
 /* The most of a relation one rank holds, as a fraction of the whole
@@ -240,7 +239,7 @@ IaPlan *rule_apply(RuleId r, const IaPlan *p, int i, int variant);
 
 /* The rules that never make a plan worse, to a fixpoint: drop moves that
  * move nothing (R2-1, R2-4), two-phase aggregation (R2-5), joins fused
- * with their aggregation.  -O1, and the search's final cleanup. */
+ * with their aggregation.  This is -O1. */
 IaPlan *opt_rewrite_simple(IaPlan *p);
 
 /* A copy of a plan (new arena, kernels cloned). */

@@ -180,7 +180,6 @@ typedef struct Search {
 	bool *cached;
 	bool gen_all;
 	bool quick;             /* choosing blocks: no two-phase schedules (their planning is dear) */
-	int evals;
 } Search;
 
 static const RelType *type_of(Search *s, int t)
@@ -405,7 +404,7 @@ static bool twophase_input(const Place *p)
 static void twophase_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 {
 	int L = j->u.join.left, R = j->u.join.right;
-	if (s->quick || s->cc.s < 2 || !allowed(s, t, STRAT_TWOPHASE, -1) || !opt_twophase_dense(s->tra, L) ||
+	if (s->quick || s->cc.nsites < 2 || !allowed(s, t, STRAT_TWOPHASE, -1) || !opt_twophase_dense(s->tra, L) ||
 	    !opt_twophase_dense(s->tra, R))
 		return;
 	const RelType *lt = type_of(s, L), *rt = type_of(s, R), *ot = &op->type;
@@ -1403,7 +1402,6 @@ static void norm_varplace(Search *s)
  * extraction, the IA plan, its exact cost.  NULL when nothing fits. */
 static IaPlan *plan_once(Search *s)
 {
-	s->evals++;
 	norm_varplace(s);
 	for (int t = 0; t < s->n; t++)
 		vec_free(&s->impls[t]);
@@ -1730,6 +1728,13 @@ static int contraction_grids(const TraProg *tra, const BlockClasses *bc, int (*o
 }
 
 /* One search at the current blocks: params by descent (or as given). */
+/* Params' placements for the block descent's quick plans: the best quick
+ * plan's, or the first search's when nothing quick fits the budget. */
+static const Place *descent_varplace(const IaPlan *quick, const IaPlan *best)
+{
+	return quick ? quick->varplace.v : best->varplace.v;
+}
+
 static IaPlan *plan_at(TraProg *tra, const OptOptions *o, const Machine *m, const BlockClasses *bc,
                        const Place *varplace, bool descend, double *leanest)
 {
@@ -1800,9 +1805,6 @@ IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
 	IaPlan *quick = plan_at(tra, o, m, bc, best->varplace.v, false, &leanest);
 	trace("automatic blocks, quick", quick);
 	int budget = tra->ops.n > 400 ? 0 : tra->ops.n > 100 ? 20 : 60;
-	/* params' placements for the quick plans: the quick plan's, or the
-	 * first search's when nothing quick fits the budget */
-#define QVAR (quick ? quick->varplace.v : best->varplace.v)
 	bool moved = false;
 	/* grids: a contraction's two free dims blocked together, a x b blocks
 	 * for the ranks (replication wants few blocks along both, which no
@@ -1823,7 +1825,7 @@ IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
 			if (bc->block[ci] == chosen[ci] && bc->block[cj] == chosen[cj])
 				continue;
 			budget--;
-			IaPlan *p = plan_at(tra, o, m, bc, QVAR, false, &leanest);
+			IaPlan *p = plan_at(tra, o, m, bc, descent_varplace(quick, best), false, &leanest);
 			trace(xprintf("grid %d x %d, quick", a, b), p);
 			if (better_plan(o->mem_per_rank, p, quick)) {
 				ia_free(quick);
@@ -1849,7 +1851,7 @@ IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
 				memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
 				bc->block[c] = cand[i];
 				budget--;
-				IaPlan *p = plan_at(tra, o, m, bc, QVAR, false, &leanest);
+				IaPlan *p = plan_at(tra, o, m, bc, descent_varplace(quick, best), false, &leanest);
 				if (better_plan(o->mem_per_rank, p, quick)) {
 					ia_free(quick);
 					quick = p;
@@ -1867,8 +1869,7 @@ IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
 	 * first one's plan (at the automatic blocks) */
 	if (moved) {
 		memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
-		IaPlan *p = plan_at(tra, o, m, bc, QVAR, true, &leanest);
-#undef QVAR
+		IaPlan *p = plan_at(tra, o, m, bc, descent_varplace(quick, best), true, &leanest);
 		trace("chosen blocks", p);
 		trace("chosen blocks, quick", quick);
 		/* the quick plan stays a candidate: the full search's estimates
@@ -1912,10 +1913,10 @@ IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
 	if (o->mem_per_rank > 0 && best->peak_bytes > o->mem_per_rank) {
 		/* nothing fits: the cheapest plan regardless of memory, for the
 		 * driver to say what it needs, beside the leanest one found */
-		OptOptions free = *o;
-		free.mem_per_rank = 0;
-		free.alternatives = false;
-		IaPlan *cheapest = opt_plan(tra, &free);
+		OptOptions unbounded = *o;
+		unbounded.mem_per_rank = 0;
+		unbounded.alternatives = false;
+		IaPlan *cheapest = opt_plan(tra, &unbounded);
 		cheapest->leanest_peak = fmin(leanest, best->peak_bytes);
 		ia_free(best);
 		return cheapest;

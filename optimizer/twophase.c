@@ -630,7 +630,7 @@ TpProblem *tp_lineage(const CostCtx *cc, const Kernel *k, const RelType *l, cons
                       const Place *pl, const Place *pr, const Place *po)
 {
 	const Machine *m = cc->m;
-	int ns = cc->s;
+	int ns = cc->nsites;
 	RelType jt = ia_join_type(l, r, nmatch, lkey, rkey);
 	double nj = 1;
 	for (int d = 0; d < jt.nkey; d++)
@@ -914,7 +914,7 @@ const TpSched *opt_twophase_candidate(const CostCtx *cc, const Kernel *k, const 
 	if (pl->kind == PL_PARTIAL || pr->kind == PL_PARTIAL || po->kind != PL_PART || ngroup < 0)
 		return NULL;
 	Key key = {0};
-	vec_push(&key, cc->s);
+	vec_push(&key, cc->nsites);
 	vec_push(&key, machine_hash(cc->m));
 	int64_t lim;
 	memcpy(&lim, &mem_limit, sizeof lim);
@@ -952,7 +952,7 @@ const TpSched *opt_twophase_candidate(const CostCtx *cc, const Kernel *k, const 
 		return memo.v[*slot - 1].sched;
 	}
 	RelType jt = ia_join_type(l, r, nmatch, lkey, rkey);
-	double work = cc->s;
+	double work = cc->nsites;
 	for (int d = 0; d < jt.nkey; d++)
 		work *= (double)rel_frontier(&jt, d);
 	if (work > TP_SEARCH_WORK || work > work_left) {

@@ -439,7 +439,7 @@ static void test_search(void **state)
 		for (int sites = 1; sites <= 4; sites++)
 			for (int64_t block = 2; block <= 3; block++) {
 				TraProg *p0 = compile(programs[i]), *p = compile(programs[i]);
-				OptOptions o = {.nranks = sites, .block = block, .verify = true, .level = 2, .contract = true};
+				OptOptions o = {.nranks = sites, .block = block, .verify = true, .level = 2};
 				opt_block(p0, &o);
 				IaPlan *t1 = ia_from_tra(p0, sites);
 				opt_contract(p, &o);
