@@ -432,3 +432,67 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 	}
 	tr_bug("bad IA op");
 }
+
+/* ---- copies ---- */
+
+/* The op with its inputs renumbered by map, kernels cloned into arena a. */
+IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a)
+{
+	IaOp c = *op;
+	switch (c.kind) {
+	case IA_READ: break;
+	case IA_BCAST: c.u.bcast.in = map[c.u.bcast.in]; break;
+	case IA_SHUFFLE: c.u.shuffle.in = map[c.u.shuffle.in]; break;
+	case IA_JOIN:
+		c.u.join.left = map[c.u.join.left];
+		c.u.join.right = map[c.u.join.right];
+		c.u.join.kernel = kernel_clone(a, c.u.join.kernel);
+		break;
+	case IA_AGG: c.u.agg.in = map[c.u.agg.in]; break;
+	case IA_MAP:
+		c.u.map.in = map[c.u.map.in];
+		if (c.u.map.kernel)
+			c.u.map.kernel = kernel_clone(a, c.u.map.kernel);
+		break;
+	case IA_FILTER: c.u.filter.in = map[c.u.filter.in]; break;
+	case IA_TWOPHASE:
+		c.u.twophase.left = map[c.u.twophase.left];
+		c.u.twophase.right = map[c.u.twophase.right];
+		c.u.twophase.kernel = kernel_clone(a, c.u.twophase.kernel);
+		break;
+	case IA_WRITE: c.u.write.in = map[c.u.write.in]; break;
+	case IA_STORE:
+	case IA_PRINT: c.u.store.in = map[c.u.store.in]; break;
+	case IA_INIT:
+	case IA_LOAD:
+	case IA_LOOP:
+	case IA_ENDLOOP: break;
+	}
+	return c;
+}
+
+IaPlan *ia_plan_like(const IaPlan *old)
+{
+	IaPlan *p = ia_new(old->tra, old->nranks);
+	for (int i = 0; i < old->strategy.n; i++)
+		p->strategy.v[i] = old->strategy.v[i];
+	for (int i = 0; i < old->varplace.n; i++)
+		p->varplace.v[i] = old->varplace.v[i];
+	return p;
+}
+
+/* A copy of a plan (new arena, kernels cloned), costs and all. */
+IaPlan *ia_clone(const IaPlan *p)
+{
+	IaPlan *c = ia_plan_like(p);
+	int *map = xcalloc(p->ops.n + 1, sizeof(int));
+	for (int i = 0; i < p->ops.n; i++)
+		map[i] = ia_push(c, ia_op_remap(&p->ops.v[i], map, c->arena));
+	free(map);
+	c->total_floats_moved = p->total_floats_moved;
+	c->total_bytes_sent = p->total_bytes_sent;
+	c->total_flops = p->total_flops;
+	c->peak_bytes = p->peak_bytes;
+	c->predicted_seconds = p->predicted_seconds;
+	return c;
+}

@@ -178,6 +178,14 @@ Kernel *kernel_new(Arena *a, int nin);
 Kernel *kernel_clone(Arena *a, const Kernel *k);
 bool kernel_is_gemm(const Kernel *k);
 void kernel_print(Buf *b, const Kernel *k);                /* "relu(in0) ik,kj->ij sum" */
+/* e with input i replaced by repl[i] and label l renumbered labmap[l]. */
+KExpr *kx_relabel(Arena *a, const KExpr *e, KExpr *const *repl, const int *labmap);
+/* outer . inner: a one-input, non-reducing kernel applied to the output of
+ * a non-reducing kernel, reading inner's inputs; NULL when they do not compose. */
+Kernel *kernel_compose(Arena *a, const Kernel *outer, const Kernel *inner);
+/* Does e distribute over the aggregation agg (f(a (+) b) = f(a) (+) f(b))?
+ * *uses_in: e reads its input at all. */
+bool kx_distributes(const KExpr *e, AggKind agg, bool *uses_in);
 
 /* ---- relation types ---- */
 
@@ -465,6 +473,9 @@ IaPlan *ia_new(const TraProg *tra, int nranks);
 void ia_free(IaPlan *p);
 int ia_push(IaPlan *p, IaOp op);
 int ia_inputs(const IaOp *op, int *in);
+IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a);     /* inputs renumbered by map, kernels cloned into a */
+IaPlan *ia_plan_like(const IaPlan *old);       /* empty, with old's program, ranks, strategies and params' placements */
+IaPlan *ia_clone(const IaPlan *p);             /* a copy (new arena, kernels cloned), costs and all */
 
 /* The repeat blocks of a plan and how long each result lives, shared by
  * the cost model (peak memory) and codegen (where trt_free goes), so the

@@ -564,3 +564,108 @@ bool tra_has_result(TraOpKind k)
 	}
 	return false;
 }
+
+/* ---- kernel algebra (the rules R1-2, R1-4 and R1-7 use it) ---- */
+
+/* A copy of e with inputs replaced and index labels renumbered. */
+KExpr *kx_relabel(Arena *a, const KExpr *e, KExpr *const *repl, const int *labmap)
+{
+	switch (e->kind) {
+	case KX_IN:
+		return repl[e->in];
+	case KX_IDX:
+		return kx_idx(a, labmap[e->in]);
+	case KX_CONST:
+		return kx_const(a, e->val);
+	case KX_OP: {
+		KExpr *x[3] = {0};
+		for (int i = 0; i < kop_arity(e->op); i++)
+			x[i] = kx_relabel(a, e->arg[i], repl, labmap);
+		return kx_op(a, e->op, x[0], x[1], x[2]);
+	}
+	}
+	return NULL;
+}
+
+static KExpr *kx_copy(Arena *a, const KExpr *e, int nin)
+{
+	int ident[2 * MAXDIM];
+	KExpr *repl[2];
+	for (int i = 0; i < 2 * MAXDIM; i++)
+		ident[i] = i;
+	for (int i = 0; i < nin; i++)
+		repl[i] = kx_in(a, i);
+	return kx_relabel(a, e, repl, ident);
+}
+
+/* outer . inner: a one-input, non-reducing kernel applied to the output of
+ * a non-reducing kernel; the result reads inner's inputs. */
+Kernel *kernel_compose(Arena *a, const Kernel *outer, const Kernel *inner)
+{
+	if (outer->nin != 1 || outer->reduces || inner->reduces)
+		return NULL;
+	int labmap[2 * MAXDIM];
+	for (int l = 0; l < 2 * MAXDIM; l++)
+		labmap[l] = -1;
+	for (int c = 0; c < outer->nindim[0]; c++)
+		labmap[outer->inlab[0][c]] = inner->outlab[c];
+	Kernel *k = kernel_clone(a, inner);
+	k->noutdim = outer->noutdim;
+	for (int c = 0; c < outer->noutdim; c++) {
+		if (labmap[outer->outlab[c]] < 0)
+			return NULL;
+		k->outlab[c] = labmap[outer->outlab[c]];
+	}
+	KExpr *repl[1] = {kx_copy(a, inner->expr, inner->nin)};
+	for (int l = 0; l < 2 * MAXDIM; l++)
+		if (labmap[l] < 0)
+			labmap[l] = 0;
+	k->expr = kx_relabel(a, outer->expr, repl, labmap);
+	k->red = outer->red;
+	k->reduces = false;
+	return k;
+}
+
+/* Does f(x) distribute over the aggregation (f(a (+) b) = f(a) (+) f(b))?
+ * *uses_in: f reads its input at all. */
+bool kx_distributes(const KExpr *e, AggKind agg, bool *uses_in)
+{
+	switch (e->kind) {
+	case KX_IN:
+		*uses_in = true;
+		return true;
+	case KX_CONST:
+		return false;   /* a constant alone is not applied per input */
+	case KX_IDX:
+		return false;
+	case KX_OP:
+		break;
+	}
+	const KExpr *x = e->arg[0], *y = kop_arity(e->op) > 1 ? e->arg[1] : NULL;
+	switch (e->op) {
+	case KOP_NEG:
+		return agg == AGG_ADD && kx_distributes(x, agg, uses_in);
+	case KOP_MUL:
+		if (y && y->kind == KX_CONST)
+			return (agg == AGG_ADD || y->val >= 0) && kx_distributes(x, agg, uses_in);
+		if (x->kind == KX_CONST)
+			return (agg == AGG_ADD || x->val >= 0) && kx_distributes(y, agg, uses_in);
+		return false;
+	case KOP_DIV:
+		return y->kind == KX_CONST && (agg == AGG_ADD || y->val > 0) && kx_distributes(x, agg, uses_in);
+	case KOP_ADD:
+	case KOP_SUB:
+		/* x + c is monotone: distributes over max and min, not sum */
+		if (agg == AGG_ADD)
+			return false;
+		if (y->kind == KX_CONST)
+			return kx_distributes(x, agg, uses_in);
+		if (x->kind == KX_CONST && e->op == KOP_ADD)
+			return kx_distributes(y, agg, uses_in);
+		return false;
+	case KOP_RELU: case KOP_EXP: case KOP_SIGMOID: case KOP_TANH:
+		return agg != AGG_ADD && kx_distributes(x, agg, uses_in);
+	default:
+		return false;
+	}
+}

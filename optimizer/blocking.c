@@ -12,7 +12,7 @@
  * smallest block the machine model rates within 10% of its best), with a
  * number of blocks the ranks divide evenly: at least one per rank when the
  * extent allows blocks of 128, else a multiple of the rank count when that
- * changes the block by little.  The search (search.c) then tries coarser
+ * changes the block by little.  The search (tune.c) then tries coarser
  * blocks class by class, jointly with the plan (a replication matmul wants
  * few blocks along its free dims), and keeps what predicts fastest.
  *

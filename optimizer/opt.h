@@ -12,8 +12,10 @@
  *                sent, flops, peak memory per rank, predicted seconds
  *   rules.def    the equivalence rules of the TRA paper, one row each
  *   rules.c      the rules as rewrites of IA plans (matchers, rewriters)
- *   search.c     from the TRA program to the plan that is run: a search
- *                over physical implementations and placements
+ *   impls.c      the search's candidates: physical implementations of TRA ops
+ *   search.c     one search over implementations and placements (search.h)
+ *   tune.c       opt_plan: params, memory budget, strategies and blocks
+ *                tuned around the search, by whole plans
  *   interp.c     an in-process IA interpreter over simulated sites (tests)
  */
 #ifndef TRAC_OPT_H
@@ -242,8 +244,6 @@ IaPlan *rule_apply(RuleId r, const IaPlan *p, int i, int variant);
  * with their aggregation.  This is -O1. */
 IaPlan *opt_rewrite_simple(IaPlan *p);
 
-/* A copy of a plan (new arena, kernels cloned). */
-IaPlan *ia_clone(const IaPlan *p);
 
 /* ---- twophase.c: two-phase execution of a contraction (Jankov et al.) ---- */
 
@@ -320,7 +320,7 @@ bool opt_twophase_dense(const TraProg *p, int t);
  * also renews the greedy's work budget for the plan to come. */
 void opt_twophase_trim(double bytes);
 
-/* ---- search.c ---- */
+/* ---- tune.c ---- */
 
 /* The plan to run: Table 1's at -O0, rewritten at -O1, searched at -O2
  * (jointly with the blocks of classes not pinned, which it writes back

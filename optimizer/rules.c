@@ -17,7 +17,7 @@
  * test_rules.c checks every rule so, by running both sides in the
  * interpreter (interp.c) on random data over simulated sites.
  *
- * The search (search.c) does not rewrite plans: its implementations are
+ * The search (impls.c, search.c) does not rewrite plans: its implementations are
  * the right sides these rules derive from Table 1's translation, built
  * directly.  -O1 applies the rules that never make a plan worse.
  */
@@ -25,26 +25,6 @@
 #include <string.h>
 
 #include "optimizer/opt.h"
-
-static const struct { const char *name, *kind, *meaning, *condition; } rules[] = {
-#define RULE(id, name, kind, meaning, condition) {name, kind, meaning, condition},
-#include "optimizer/rules.def"
-};
-
-const char *rule_name(RuleId r)
-{
-	return rules[r].name;
-}
-
-const char *rule_meaning(RuleId r)
-{
-	return rules[r].meaning;
-}
-
-const char *rule_condition(RuleId r)
-{
-	return rules[r].condition;
-}
 
 /* ---- rebuilding ---- */
 
@@ -65,51 +45,10 @@ static int emit(Rw *r, IaOp op)
 	return ia_push(r->new, op);
 }
 
-/* The op with its inputs renumbered into the new plan, kernels cloned into
- * the new plan's arena. */
+/* The op with its inputs renumbered into the new plan. */
 static IaOp remap(Rw *r, const IaOp *op)
 {
-	IaOp c = *op;
-	switch (c.kind) {
-	case IA_READ: break;
-	case IA_BCAST: c.u.bcast.in = r->map[c.u.bcast.in]; break;
-	case IA_SHUFFLE: c.u.shuffle.in = r->map[c.u.shuffle.in]; break;
-	case IA_JOIN:
-		c.u.join.left = r->map[c.u.join.left];
-		c.u.join.right = r->map[c.u.join.right];
-		c.u.join.kernel = kernel_clone(r->new->arena, c.u.join.kernel);
-		break;
-	case IA_AGG: c.u.agg.in = r->map[c.u.agg.in]; break;
-	case IA_MAP:
-		c.u.map.in = r->map[c.u.map.in];
-		if (c.u.map.kernel)
-			c.u.map.kernel = kernel_clone(r->new->arena, c.u.map.kernel);
-		break;
-	case IA_FILTER: c.u.filter.in = r->map[c.u.filter.in]; break;
-	case IA_TWOPHASE:
-		c.u.twophase.left = r->map[c.u.twophase.left];
-		c.u.twophase.right = r->map[c.u.twophase.right];
-		c.u.twophase.kernel = kernel_clone(r->new->arena, c.u.twophase.kernel);
-		break;
-	case IA_WRITE: c.u.write.in = r->map[c.u.write.in]; break;
-	case IA_STORE:
-	case IA_PRINT: c.u.store.in = r->map[c.u.store.in]; break;
-	case IA_INIT:
-	case IA_LOAD:
-	case IA_LOOP:
-	case IA_ENDLOOP: break;
-	}
-	return c;
-}
-
-static IaPlan *plan_like(const IaPlan *old)
-{
-	IaPlan *p = ia_new(old->tra, old->nranks);
-	for (int i = 0; i < old->strategy.n; i++)
-		p->strategy.v[i] = old->strategy.v[i];
-	for (int i = 0; i < old->varplace.n; i++)
-		p->varplace.v[i] = old->varplace.v[i];
-	return p;
+	return ia_op_remap(op, r->map, r->new->arena);
 }
 
 /* Drop ops nobody reads (a join folded into its aggregation). */
@@ -127,7 +66,7 @@ static IaPlan *sweep(IaPlan *old)
 		for (int j = 0; j < k; j++)
 			live[in[j]] = true;
 	}
-	Rw r = {old, plan_like(old), xcalloc(n + 1, sizeof(int)), false, 0};
+	Rw r = {old, ia_plan_like(old), xcalloc(n + 1, sizeof(int)), false, 0};
 	for (int i = 0; i < n; i++)
 		if (live[i])
 			r.map[i] = emit(&r, remap(&r, &old->ops.v[i]));
@@ -136,22 +75,6 @@ static IaPlan *sweep(IaPlan *old)
 	free(r.map);
 	free(live);
 	ia_free(old);
-	return r.new;
-}
-
-IaPlan *ia_clone(const IaPlan *p)
-{
-	Rw r = {p, plan_like(p), xcalloc(p->ops.n + 1, sizeof(int)), false, 0};
-	for (int i = 0; i < p->ops.n; i++) {
-		IaOp c = remap(&r, &p->ops.v[i]);
-		r.map[i] = ia_push(r.new, c);
-	}
-	free(r.map);
-	r.new->total_floats_moved = p->total_floats_moved;
-	r.new->total_bytes_sent = p->total_bytes_sent;
-	r.new->total_flops = p->total_flops;
-	r.new->peak_bytes = p->peak_bytes;
-	r.new->predicted_seconds = p->predicted_seconds;
 	return r.new;
 }
 
@@ -233,118 +156,16 @@ static int restore(Rw *r, int nw, const IaOp *old, const IaOp *fused)
 	return move_to(r, nw, &old->place, old->stmt, old->tra);
 }
 
-/* A copy of e with inputs replaced and index labels renumbered. */
-static KExpr *kx_rewrite(Arena *a, const KExpr *e, KExpr *const *repl, const int *labmap)
-{
-	switch (e->kind) {
-	case KX_IN:
-		return repl[e->in];
-	case KX_IDX:
-		return kx_idx(a, labmap[e->in]);
-	case KX_CONST:
-		return kx_const(a, e->val);
-	case KX_OP: {
-		KExpr *x[3] = {0};
-		for (int i = 0; i < kop_arity(e->op); i++)
-			x[i] = kx_rewrite(a, e->arg[i], repl, labmap);
-		return kx_op(a, e->op, x[0], x[1], x[2]);
-	}
-	}
-	return NULL;
-}
-
-static KExpr *kx_copy(Arena *a, const KExpr *e, int nin)
-{
-	int ident[2 * MAXDIM];
-	KExpr *repl[2];
-	for (int i = 0; i < 2 * MAXDIM; i++)
-		ident[i] = i;
-	for (int i = 0; i < nin; i++)
-		repl[i] = kx_in(a, i);
-	return kx_rewrite(a, e, repl, ident);
-}
-
-/* outer . inner: a one-input, non-reducing kernel applied to the output of
- * a non-reducing kernel; the result reads inner's inputs. */
-static Kernel *compose(Arena *a, const Kernel *outer, const Kernel *inner)
-{
-	if (outer->nin != 1 || outer->reduces || inner->reduces)
-		return NULL;
-	int labmap[2 * MAXDIM];
-	for (int l = 0; l < 2 * MAXDIM; l++)
-		labmap[l] = -1;
-	for (int c = 0; c < outer->nindim[0]; c++)
-		labmap[outer->inlab[0][c]] = inner->outlab[c];
-	Kernel *k = kernel_clone(a, inner);
-	k->noutdim = outer->noutdim;
-	for (int c = 0; c < outer->noutdim; c++) {
-		if (labmap[outer->outlab[c]] < 0)
-			return NULL;
-		k->outlab[c] = labmap[outer->outlab[c]];
-	}
-	KExpr *repl[1] = {kx_copy(a, inner->expr, inner->nin)};
-	for (int l = 0; l < 2 * MAXDIM; l++)
-		if (labmap[l] < 0)
-			labmap[l] = 0;
-	k->expr = kx_rewrite(a, outer->expr, repl, labmap);
-	k->red = outer->red;
-	k->reduces = false;
-	return k;
-}
-
-/* Does f(x) distribute over the aggregation (f(a (+) b) = f(a) (+) f(b))? */
-static bool distributes(const KExpr *e, AggKind agg, bool *uses_in)
-{
-	switch (e->kind) {
-	case KX_IN:
-		*uses_in = true;
-		return true;
-	case KX_CONST:
-		return false;   /* a constant alone is not applied per input */
-	case KX_IDX:
-		return false;
-	case KX_OP:
-		break;
-	}
-	const KExpr *x = e->arg[0], *y = kop_arity(e->op) > 1 ? e->arg[1] : NULL;
-	switch (e->op) {
-	case KOP_NEG:
-		return agg == AGG_ADD && distributes(x, agg, uses_in);
-	case KOP_MUL:
-		if (y && y->kind == KX_CONST)
-			return (agg == AGG_ADD || y->val >= 0) && distributes(x, agg, uses_in);
-		if (x->kind == KX_CONST)
-			return (agg == AGG_ADD || x->val >= 0) && distributes(y, agg, uses_in);
-		return false;
-	case KOP_DIV:
-		return y->kind == KX_CONST && (agg == AGG_ADD || y->val > 0) && distributes(x, agg, uses_in);
-	case KOP_ADD:
-	case KOP_SUB:
-		/* x + c is monotone: distributes over max and min, not sum */
-		if (agg == AGG_ADD)
-			return false;
-		if (y->kind == KX_CONST)
-			return distributes(x, agg, uses_in);
-		if (x->kind == KX_CONST && e->op == KOP_ADD)
-			return distributes(y, agg, uses_in);
-		return false;
-	case KOP_RELU: case KOP_EXP: case KOP_SIGMOID: case KOP_TANH:
-		return agg != AGG_ADD && distributes(x, agg, uses_in);
-	default:
-		return false;
-	}
-}
-
 /* ---- the rules: matchers ---- */
 
-static bool m_r1_1(const IaPlan *p, int i)
+static bool m_R1_1(const IaPlan *p, int i)
 {
 	const IaOp *op = OP(p, i);
 	return op->kind == IA_FILTER && OP(p, op->u.filter.in)->kind == IA_FILTER &&
 	       op->u.filter.pred.neq + OP(p, op->u.filter.in)->u.filter.pred.neq <= MAXDIM;
 }
 
-static bool m_r1_2(const IaPlan *p, int i)
+static bool m_R1_2(const IaPlan *p, int i)
 {
 	const IaOp *op = OP(p, i);
 	if (op->kind != IA_MAP || is_dup(op))
@@ -376,7 +197,7 @@ static bool kernel_fits_every_chunk(const Kernel *k, const RelType *t)
 	return true;
 }
 
-static bool m_r1_3(const IaPlan *p, int i)
+static bool m_R1_3(const IaPlan *p, int i)
 {
 	const IaOp *op = OP(p, i);
 	if (op->kind == IA_MAP && op->u.map.kernel) {
@@ -390,7 +211,7 @@ static bool m_r1_3(const IaPlan *p, int i)
 	return false;
 }
 
-static bool m_r1_4(const IaPlan *p, int i)
+static bool m_R1_4(const IaPlan *p, int i)
 {
 	const IaOp *op = OP(p, i);
 	if (op->kind != IA_MAP || !op->u.map.kernel || op->u.map.kernel->reduces)
@@ -399,10 +220,10 @@ static bool m_r1_4(const IaPlan *p, int i)
 	if (in->kind != IA_AGG || op->type.dtype != in->type.dtype)
 		return false;
 	bool uses = false;
-	return distributes(op->u.map.kernel->expr, in->u.agg.agg, &uses) && uses;
+	return kx_distributes(op->u.map.kernel->expr, in->u.agg.agg, &uses) && uses;
 }
 
-static bool m_r1_5(const IaPlan *p, int i)
+static bool m_R1_5(const IaPlan *p, int i)
 {
 	const IaOp *op = OP(p, i);
 	return op->kind == IA_FILTER && OP(p, op->u.filter.in)->kind == IA_AGG;
@@ -438,7 +259,7 @@ static bool split_pred(const IaPlan *p, const IaOp *j, const KeyPred *pred, KeyP
 	return true;
 }
 
-static bool m_r1_6(const IaPlan *p, int i)
+static bool m_R1_6(const IaPlan *p, int i)
 {
 	const IaOp *op = OP(p, i);
 	if (op->kind != IA_FILTER)
@@ -450,7 +271,7 @@ static bool m_r1_6(const IaPlan *p, int i)
 	return split_pred(p, j, &op->u.filter.pred, &lp, &rp);
 }
 
-static bool m_r1_7(const IaPlan *p, int i)
+static bool m_R1_7(const IaPlan *p, int i)
 {
 	const IaOp *op = OP(p, i);
 	if (op->kind != IA_MAP || !op->u.map.kernel || op->u.map.kernel->reduces)
@@ -460,7 +281,7 @@ static bool m_r1_7(const IaPlan *p, int i)
 	       j->type.dtype == op->type.dtype && readers(p, op->u.map.in) == 1;
 }
 
-static bool m_f_1(const IaPlan *p, int i)
+static bool m_F_1(const IaPlan *p, int i)
 {
 	const IaOp *op = OP(p, i);
 	if (op->kind != IA_AGG)
@@ -470,7 +291,7 @@ static bool m_f_1(const IaPlan *p, int i)
 	       (!j->u.join.kernel->reduces || j->u.join.kernel->red == op->u.agg.agg);
 }
 
-static bool m_r2_1(const IaPlan *p, int i)
+static bool m_R2_1(const IaPlan *p, int i)
 {
 	const IaOp *op = OP(p, i);
 	if (!is_move(op))
@@ -483,7 +304,7 @@ static bool m_r2_1(const IaPlan *p, int i)
 	return in->place.kind == PL_PART && place_eq(&in->place, &op->place);
 }
 
-static bool m_r2_2(const IaPlan *p, int i)
+static bool m_R2_2(const IaPlan *p, int i)
 {
 	const IaOp *op = OP(p, i);
 	if (is_move(op))
@@ -501,7 +322,7 @@ static bool perm_keymap(const IaOp *m, int nin)
 	return true;
 }
 
-static bool m_r2_3(const IaPlan *p, int i)
+static bool m_R2_3(const IaPlan *p, int i)
 {
 	const IaOp *op = OP(p, i);
 	if (is_move(op)) {
@@ -518,7 +339,7 @@ static bool m_r2_3(const IaPlan *p, int i)
 	return mv->kind == IA_BCAST || op->u.map.kernel || perm_keymap(op, mv->type.nkey);
 }
 
-static bool m_r2_4(const IaPlan *p, int i)
+static bool m_R2_4(const IaPlan *p, int i)
 {
 	const IaOp *op = OP(p, i);
 	if (op->kind != IA_AGG || OP(p, op->u.agg.in)->kind != IA_SHUFFLE)
@@ -538,7 +359,7 @@ static bool m_r2_4(const IaPlan *p, int i)
 	return true;
 }
 
-static bool m_r2_5(const IaPlan *p, int i)
+static bool m_R2_5(const IaPlan *p, int i)
 {
 	const IaOp *op = OP(p, i);
 	if (op->kind != IA_AGG || OP(p, op->u.agg.in)->kind != IA_SHUFFLE || readers(p, op->u.agg.in) != 1)
@@ -558,12 +379,12 @@ static bool m_r2_5(const IaPlan *p, int i)
 	return true;
 }
 
-static bool m_r2_6(const IaPlan *p, int i)
+static bool m_R2_6(const IaPlan *p, int i)
 {
 	return OP(p, i)->kind == IA_JOIN;
 }
 
-static bool m_r2_7(const IaPlan *p, int i)
+static bool m_R2_7(const IaPlan *p, int i)
 {
 	const IaOp *op = OP(p, i);
 	if (op->kind != IA_SHUFFLE)
@@ -646,13 +467,13 @@ static bool contr_info(const IaPlan *p, int i, Contr *c)
 	return true;
 }
 
-static bool m_bmm(const IaPlan *p, int i)
+static bool m_BMM(const IaPlan *p, int i)
 {
 	Contr c;
 	return contr_info(p, i, &c) && (c.nlo > 0 || c.nro > 0);
 }
 
-static bool m_cmm(const IaPlan *p, int i)
+static bool m_CMM(const IaPlan *p, int i)
 {
 	Contr c;
 	if (!contr_info(p, i, &c) || c.nsum == 0)
@@ -666,7 +487,7 @@ static bool m_cmm(const IaPlan *p, int i)
 	return false;
 }
 
-static bool m_rmm(const IaPlan *p, int i)
+static bool m_RMM(const IaPlan *p, int i)
 {
 	Contr c;
 	if (!contr_info(p, i, &c) || c.nlo != 1 || c.nro != 1)
@@ -685,7 +506,7 @@ static bool m_rmm(const IaPlan *p, int i)
 
 /* ---- the rules: rewriters ---- */
 
-static bool a_r1_1(Rw *r, int i)
+static bool a_R1_1(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i), *in = OP(r->old, op->u.filter.in);
 	IaOp f = remap(r, op);
@@ -699,7 +520,7 @@ static bool a_r1_1(Rw *r, int i)
 	return true;
 }
 
-static bool a_r1_2(Rw *r, int i)
+static bool a_R1_2(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i), *in = OP(r->old, op->u.map.in);
 	IaOp m = remap(r, op);
@@ -708,7 +529,7 @@ static bool a_r1_2(Rw *r, int i)
 		for (int d = 0; d < op->u.map.nkey; d++)
 			m.u.map.keymap[d] = in->u.map.keymap[op->u.map.keymap[d]];
 	} else {
-		m.u.map.kernel = compose(r->new->arena, op->u.map.kernel, in->u.map.kernel);
+		m.u.map.kernel = kernel_compose(r->new->arena, op->u.map.kernel, in->u.map.kernel);
 		if (!m.u.map.kernel)
 			return false;
 	}
@@ -716,7 +537,7 @@ static bool a_r1_2(Rw *r, int i)
 	return true;
 }
 
-static bool a_r1_3(Rw *r, int i)
+static bool a_R1_3(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i);
 	if (op->kind == IA_MAP) {
@@ -742,7 +563,7 @@ static bool a_r1_3(Rw *r, int i)
 	return true;
 }
 
-static bool a_r1_4(Rw *r, int i)
+static bool a_R1_4(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i), *ag = OP(r->old, op->u.map.in);
 	const IaOp *src = OP(r->old, ag->u.agg.in);
@@ -761,7 +582,7 @@ static bool a_r1_4(Rw *r, int i)
 	return true;
 }
 
-static bool a_r1_5(Rw *r, int i)
+static bool a_R1_5(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i), *ag = OP(r->old, op->u.filter.in);
 	IaOp f = remap(r, op);
@@ -777,7 +598,7 @@ static bool a_r1_5(Rw *r, int i)
 	return true;
 }
 
-static bool a_r1_6(Rw *r, int i)
+static bool a_R1_6(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i), *j = OP(r->old, op->u.filter.in);
 	KeyPred lp, rp;
@@ -803,11 +624,11 @@ static bool a_r1_6(Rw *r, int i)
 	return true;
 }
 
-static bool a_r1_7(Rw *r, int i)
+static bool a_R1_7(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i), *j = OP(r->old, op->u.map.in);
 	IaOp jn = remap(r, j);
-	jn.u.join.kernel = compose(r->new->arena, op->u.map.kernel, j->u.join.kernel);
+	jn.u.join.kernel = kernel_compose(r->new->arena, op->u.map.kernel, j->u.join.kernel);
 	if (!jn.u.join.kernel)
 		return false;
 	jn.type = op->type;
@@ -816,7 +637,7 @@ static bool a_r1_7(Rw *r, int i)
 	return true;
 }
 
-static bool a_f_1(Rw *r, int i)
+static bool a_F_1(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i), *j = OP(r->old, op->u.agg.in);
 	IaOp f = remap(r, j);
@@ -830,7 +651,7 @@ static bool a_f_1(Rw *r, int i)
 	return true;
 }
 
-static bool a_r2_1(Rw *r, int i)
+static bool a_R2_1(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i), *in = OP(r->old, move_in(op));
 	if (is_move(in)) {
@@ -846,7 +667,7 @@ static bool a_r2_1(Rw *r, int i)
 	return true;
 }
 
-static bool a_r2_2(Rw *r, int i)
+static bool a_R2_2(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i);
 	if (is_move(op)) {
@@ -884,7 +705,7 @@ static Place through_map(const Place *p, const IaOp *m, bool to_input)
 	return q;
 }
 
-static bool a_r2_3(Rw *r, int i)
+static bool a_R2_3(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i);
 	if (is_move(op)) {
@@ -905,7 +726,7 @@ static bool a_r2_3(Rw *r, int i)
 	return true;
 }
 
-static bool a_r2_4(Rw *r, int i)
+static bool a_R2_4(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i), *sh = OP(r->old, op->u.agg.in);
 	IaOp a = remap(r, op);
@@ -914,7 +735,7 @@ static bool a_r2_4(Rw *r, int i)
 	return true;
 }
 
-static bool a_r2_5(Rw *r, int i)
+static bool a_R2_5(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i), *sh = OP(r->old, op->u.agg.in);
 	IaOp pre = remap(r, op);
@@ -941,7 +762,7 @@ static int source(Rw *r, int x)
 	return r->map[is_move(op) ? move_in(op) : x];
 }
 
-static bool a_r2_6(Rw *r, int i)
+static bool a_R2_6(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i);
 	int ls = source(r, op->u.join.left), rs = source(r, op->u.join.right);
@@ -971,7 +792,7 @@ static bool a_r2_6(Rw *r, int i)
 	return true;
 }
 
-static bool a_r2_7(Rw *r, int i)
+static bool a_R2_7(Rw *r, int i)
 {
 	r->map[i] = r->map[OP(r->old, i)->u.shuffle.in];
 	return true;
@@ -993,7 +814,7 @@ static IaOp fused_join(Rw *r, int i, const Contr *c, int l, int rr)
 	return f;
 }
 
-static bool a_bmm(Rw *r, int i)
+static bool a_BMM(Rw *r, int i)
 {
 	Contr c;
 	contr_info(r->old, i, &c);
@@ -1023,7 +844,7 @@ static bool a_bmm(Rw *r, int i)
 	return true;
 }
 
-static bool a_cmm(Rw *r, int i)
+static bool a_CMM(Rw *r, int i)
 {
 	Contr c;
 	contr_info(r->old, i, &c);
@@ -1047,7 +868,7 @@ static bool a_cmm(Rw *r, int i)
 	return true;
 }
 
-static bool a_rmm(Rw *r, int i)
+static bool a_RMM(Rw *r, int i)
 {
 	Contr c;
 	contr_info(r->old, i, &c);
@@ -1086,30 +907,37 @@ static bool a_rmm(Rw *r, int i)
 	return true;
 }
 
-typedef bool (*Matcher)(const IaPlan *p, int i);
-typedef bool (*Rewriter)(Rw *r, int i);
+/* ---- the table: rules.def's rows with their matchers and rewriters ---- */
 
-static const Matcher matchers[NRULES] = {
-	[RULE_R1_1] = m_r1_1, [RULE_R1_2] = m_r1_2, [RULE_R1_3] = m_r1_3, [RULE_R1_4] = m_r1_4,
-	[RULE_R1_5] = m_r1_5, [RULE_R1_6] = m_r1_6, [RULE_R1_7] = m_r1_7, [RULE_F_1] = m_f_1,
-	[RULE_R2_1] = m_r2_1, [RULE_R2_2] = m_r2_2, [RULE_R2_3] = m_r2_3, [RULE_R2_4] = m_r2_4,
-	[RULE_R2_5] = m_r2_5, [RULE_R2_6] = m_r2_6, [RULE_R2_7] = m_r2_7,
-	[RULE_BMM] = m_bmm, [RULE_CMM] = m_cmm, [RULE_RMM] = m_rmm,
+static const struct {
+	const char *name, *kind, *meaning, *condition;
+	bool (*match)(const IaPlan *p, int i);
+	bool (*apply)(Rw *r, int i);
+} rules[NRULES] = {
+#define RULE(id, name, kind, meaning, condition) [RULE_##id] = {name, kind, meaning, condition, m_##id, a_##id},
+#include "optimizer/rules.def"
 };
 
-static const Rewriter rewriters[NRULES] = {
-	[RULE_R1_1] = a_r1_1, [RULE_R1_2] = a_r1_2, [RULE_R1_3] = a_r1_3, [RULE_R1_4] = a_r1_4,
-	[RULE_R1_5] = a_r1_5, [RULE_R1_6] = a_r1_6, [RULE_R1_7] = a_r1_7, [RULE_F_1] = a_f_1,
-	[RULE_R2_1] = a_r2_1, [RULE_R2_2] = a_r2_2, [RULE_R2_3] = a_r2_3, [RULE_R2_4] = a_r2_4,
-	[RULE_R2_5] = a_r2_5, [RULE_R2_6] = a_r2_6, [RULE_R2_7] = a_r2_7,
-	[RULE_BMM] = a_bmm, [RULE_CMM] = a_cmm, [RULE_RMM] = a_rmm,
-};
+const char *rule_name(RuleId r)
+{
+	return rules[r].name;
+}
+
+const char *rule_meaning(RuleId r)
+{
+	return rules[r].meaning;
+}
+
+const char *rule_condition(RuleId r)
+{
+	return rules[r].condition;
+}
 
 bool rule_match(RuleId r, const IaPlan *p, int i)
 {
 	if (r < 0 || r >= NRULES || i < 0 || i >= p->ops.n)
 		return false;
-	return matchers[r](p, i);
+	return rules[r].match(p, i);
 }
 
 IaPlan *rule_apply(RuleId rule, const IaPlan *p, int i, int variant)
@@ -1117,10 +945,10 @@ IaPlan *rule_apply(RuleId rule, const IaPlan *p, int i, int variant)
 	if (!rule_match(rule, p, i))
 		return NULL;
 	int n = p->ops.n;
-	Rw r = {p, plan_like(p), xcalloc(n + 1, sizeof(int)), false, variant};
+	Rw r = {p, ia_plan_like(p), xcalloc(n + 1, sizeof(int)), false, variant};
 	for (int k = 0; k < n && !r.failed; k++) {
 		if (k == i) {
-			if (!rewriters[rule](&r, i))
+			if (!rules[rule].apply(&r, i))
 				r.failed = true;
 			continue;
 		}

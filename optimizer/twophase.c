@@ -56,7 +56,7 @@
  * maximum over sites of each stage, O(sites).  Everything is in index order
  * and ties go to the lower site: plans are reproducible.
  *
- * For the search (search.c), opt_twophase_candidate plans a contraction for
+ * For the search (impls.c), opt_twophase_candidate plans a contraction for
  * given input and output placements, with the aggregation groups fixed on
  * the sites the output's partitioning gives them (so the result is an
  * ordinary PL_PART relation the next op can use), and keeps the schedule in

@@ -1,0 +1,623 @@
+/*
+ * impls.c: the candidates of the plan search.
+ *
+ * For every TRA op (a unit: a join only a sum reads goes with it), the
+ * implementations the rules derive from its Table 1 translation, each with
+ * the placements it needs of its inputs, the one it gives its result, its
+ * cost and the memory it holds (search.c's top comment lists them); and
+ * the placements a relation may have (its Dom).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimizer/search.h"
+
+/* ---- placements of one relation ---- */
+
+/* Partitioning dims of frontier 1 never change a tuple's site. */
+Place place_norm(const RelType *t, Place p)
+{
+	if (p.kind != PL_PART)
+		return p;
+	Place q = {.kind = PL_PART};
+	for (int i = 0; i < p.ndims; i++)
+		if (p.dims[i] < t->nkey && rel_frontier(t, p.dims[i]) > 1)
+			q.dims[q.ndims++] = p.dims[i];
+	return q;
+}
+
+int dom_find(const Dom *d, const RelType *t, Place p)
+{
+	p = place_norm(t, p);
+	for (int i = 0; i < d->n; i++)
+		if (place_eq(&d->p[i], &p))
+			return i;
+	return -1;
+}
+
+void dom_add(Dom *d, Place p)
+{
+	for (int i = 0; i < d->n; i++)
+		if (place_eq(&d->p[i], &p))
+			return;
+	if (d->n < MAXDOM)
+		d->p[d->n++] = p;
+}
+
+/* all; part on each dim; part on ordered pairs (small key arities); part()
+ * (everything on rank 0, for scalars). */
+void dom_make(Dom *d, const RelType *t)
+{
+	d->n = 0;
+	dom_add(d, place_all());
+	for (int a = 0; a < t->nkey; a++)
+		if (rel_frontier(t, a) > 1)
+			dom_add(d, place_part(1, &a));
+	if (t->nkey <= 4)
+		for (int a = 0; a < t->nkey; a++)
+			for (int b = 0; b < t->nkey; b++)
+				if (a != b && rel_frontier(t, a) > 1 && rel_frontier(t, b) > 1)
+					dom_add(d, place_part(2, (int[]){a, b}));
+	dom_add(d, place_part(0, NULL));
+}
+
+
+/* Moving op t's result from placement q to p (dom indices), times its count. */
+Cost move_cost(Search *s, int t, int q, int p)
+{
+	if (q == p)
+		return (Cost){0};
+	if (!s->move[t]) {
+		s->move[t] = xcalloc((size_t)MAXDOM * MAXDOM, sizeof(Cost));
+		for (int i = 0; i < MAXDOM * MAXDOM; i++)
+			s->move[t][i].seconds = -1;
+	}
+	Cost *c = &s->move[t][q * MAXDOM + p];
+	if (c->seconds < 0)
+		*c = cost_scale(cost_move(&s->cc, type_of(s, t), &s->dom[t].p[q], 1, &s->dom[t].p[p]), s->times[t]);
+	return *c;
+}
+
+int find_out(Search *s, int t, Place p)
+{
+	return dom_find(&s->dom[t], type_of(s, t), p);
+}
+
+static double rank_bytes(Search *s, const RelType *t, const Place *p, double copies)
+{
+	return cost_rank_bytes(&s->cc, t, p, copies);
+}
+
+static void push_impl(Search *s, int t, Impl im)
+{
+	if (!s->gen_all && s->budget > 0 && im.mem > s->budget)
+		return;
+	im.cost = cost_scale(im.cost, s->times[t]);
+	vec_push(&s->impls[t], im);
+}
+
+/* The placement of a local join's key space given its inputs', or false
+ * when matching tuples would not meet (ia_derive_place's join rule). */
+static bool join_place(const TraOp *j, const RelType *lt, const Place *l, const Place *r, Place *jp)
+{
+	if (l->kind == PL_ALL && r->kind == PL_ALL) {
+		*jp = place_all();
+		return true;
+	}
+	if (l->kind == PL_ALL) {
+		*jp = (Place){.kind = PL_PART, .ndims = r->ndims};
+		for (int i = 0; i < r->ndims; i++)
+			jp->dims[i] = ia_join_out_dim(lt->nkey, j->u.join.nmatch, j->u.join.rkey, r->dims[i], j->u.join.lkey);
+		return true;
+	}
+	if (r->kind == PL_ALL) {
+		*jp = *l;
+		return true;
+	}
+	if (l->ndims != r->ndims)
+		return false;
+	for (int i = 0; i < l->ndims; i++) {
+		bool matched = false;
+		for (int m = 0; m < j->u.join.nmatch; m++)
+			matched |= j->u.join.lkey[m] == l->dims[i] && j->u.join.rkey[m] == r->dims[i];
+		if (!matched)
+			return false;
+	}
+	*jp = *l;
+	return true;
+}
+
+/* Pairs of input placements under which a local join works: (all, all),
+ * (all, any), (any, all), and co-partitionings on the join keys. */
+typedef struct Pair {
+	int l, r;
+	Place jp;
+} Pair;
+
+static int join_pairs(Search *s, const TraOp *j, Pair *out, int max)
+{
+	int L = j->u.join.left, R = j->u.join.right, n = 0;
+	const Dom *dl = &s->dom[L], *dr = &s->dom[R];
+	const RelType *lt = type_of(s, L);
+	RelType jt = ia_join_type(lt, type_of(s, R), j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+	for (int a = 0; a < dl->n; a++)
+		for (int b = 0; b < dr->n; b++) {
+			const Place *pl = &dl->p[a], *pr = &dr->p[b];
+			/* (part, part) pairs only when co-partitioned; skip the
+			 * rest quickly */
+			if (pl->kind == PL_PART && pr->kind == PL_PART && pl->ndims != pr->ndims)
+				continue;
+			Place jp;
+			if (!join_place(j, lt, pl, pr, &jp))
+				continue;
+			if (n < max)
+				out[n++] = (Pair){a, b, place_norm(&jt, jp)};
+		}
+	return n;
+}
+
+/* The strategy a contraction's (or join's) input placements make. */
+static Strategy pair_strategy(const Place *l, const Place *r)
+{
+	if (l->kind == PL_ALL && r->kind == PL_ALL)
+		return STRAT_LOCAL;
+	if (l->kind == PL_ALL || r->kind == PL_ALL)
+		return STRAT_BROADCAST;
+	return STRAT_COPARTITION;
+}
+
+/* Aggregating a relation of type it placed by p onto `group`: the result's
+ * placement if complete (true), or false when partials remain. */
+static bool agg_complete(const RelType *it, const Place *p, int ngroup, const int *group, Place *out)
+{
+	if (p->kind == PL_ALL) {
+		*out = place_all();
+		return true;
+	}
+	Place q = {.kind = PL_PART};
+	for (int i = 0; i < p->ndims; i++) {
+		int pos = -1;
+		for (int g = 0; g < ngroup; g++)
+			if (group[g] == p->dims[i])
+				pos = g;
+		if (pos < 0) {
+			if (rel_frontier(it, p->dims[i]) == 1)
+				continue;
+			return false;
+		}
+		q.dims[q.ndims++] = pos;
+	}
+	*out = q;
+	return true;
+}
+
+static bool allowed(Search *s, int t, Strategy st, int side)
+{
+	int stmt = s->tra->ops.v[t].stmt;
+	if (s->gen_all || stmt < 0 || s->force[stmt] == STRAT_NONE)
+		return true;
+	return st == s->force[stmt] && (s->forceside[stmt] < 0 || s->forceside[stmt] == side);
+}
+
+/* The aggregation's result after partial sums: a shuffle to every
+ * partitioning of the result, or a broadcast to all sites. */
+static void partial_targets(Search *s, int t, Impl base, double partial_floats_copies, const RelType *ot,
+                            ImplKind shuf, ImplKind bc)
+{
+	const Dom *d = &s->dom[t];
+	for (int i = 0; i < d->n; i++) {
+		Impl im = base;
+		Place pp = place_partial();
+		Cost mv = cost_move(&s->cc, ot, &pp, partial_floats_copies, &d->p[i]);
+		Cost ag;
+		if (d->p[i].kind == PL_ALL) {
+			im.kind = bc;
+			Place all = place_all();
+			ag = cost_agg(&s->cc, ot, &all, 1, ot);
+			ag = cost_scale(ag, partial_floats_copies);
+			im.mem += rank_bytes(s, ot, &all, 1) * partial_floats_copies;
+		} else {
+			im.kind = shuf;
+			Place in = place_partial();
+			ag = cost_agg(&s->cc, ot, &in, partial_floats_copies, ot);
+			im.mem += rank_bytes(s, ot, &d->p[i], 1) * 2;
+			im.rules |= RB(R2_5);
+		}
+		im.cost = cost_add(cost_add(im.cost, mv), ag);
+		im.out = i;
+		im.mid = d->p[i];
+		push_impl(s, t, im);
+	}
+}
+
+/* RMM's key maps: join-space dim o is the left's dim lmap[o] and the
+ * right's rmap[o], or -1 where the side is duplicated along it. */
+void rmm_keymaps(const TraOp *j, const RelType *lt, const RelType *rt, const RelType *jt, int *lmap, int *rmap)
+{
+	for (int o = 0; o < jt->nkey; o++) {
+		lmap[o] = o < lt->nkey ? o : -1;
+		rmap[o] = -1;
+	}
+	for (int d = 0; d < rt->nkey; d++)
+		rmap[ia_join_out_dim(lt->nkey, j->u.join.nmatch, j->u.join.rkey, d, j->u.join.lkey)] = d;
+}
+
+/* A side replicated into the join space: its key dims placed by keymap,
+ * its chunks unchanged. */
+RelType rep_type(const RelType *jt, const RelType *st, const int *keymap)
+{
+	RelType r = *jt;
+	r.dtype = st->dtype;
+	r.nchunk = st->nchunk;
+	for (int c = 0; c < st->nchunk; c++)
+		for (int o = 0; o < jt->nkey; o++)
+			if (keymap[o] == st->chunkdim[c])
+				r.chunkdim[c] = o;
+	return r;
+}
+
+/* Where a two-phase schedule takes its inputs from: everywhere, or
+ * partitioned on one dim (the schedule moves what it needs). */
+static bool twophase_input(const Place *p)
+{
+	return p->kind == PL_ALL || (p->kind == PL_PART && p->ndims == 1);
+}
+
+/* Two-phase schedules of a contraction (twophase.c): the paper's greedy
+ * decides per chunk what moves where, for inputs in each placement above
+ * and the result in each partitioning of up to two dims. */
+static void twophase_impls(Search *s, int t, const TraOp *op, const TraOp *j)
+{
+	int L = j->u.join.left, R = j->u.join.right;
+	if (s->quick || s->cc.nsites < 2 || !allowed(s, t, STRAT_TWOPHASE, -1) || !opt_twophase_dense(s->tra, L) ||
+	    !opt_twophase_dense(s->tra, R))
+		return;
+	const RelType *lt = type_of(s, L), *rt = type_of(s, R), *ot = &op->type;
+	Kernel k = *j->u.join.kernel;
+	k.red = op->u.agg.agg;
+	const Dom *dl = &s->dom[L], *dr = &s->dom[R], *dt = &s->dom[t];
+	for (int a = 0; a < dl->n; a++)
+		for (int b = 0; b < dr->n; b++) {
+			const Place *pl = &dl->p[a], *pr = &dr->p[b];
+			if (!twophase_input(pl) || !twophase_input(pr) || (pl->kind == PL_ALL && pr->kind == PL_ALL))
+				continue;
+			for (int o = 0; o < dt->n; o++) {
+				const Place *po = &dt->p[o];
+				if (po->kind != PL_PART || po->ndims > 2 || (po->ndims == 0 && rel_ntuples(ot) > 1))
+					continue;
+				double fixed = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1) + rank_bytes(s, ot, po, 1);
+				if (s->budget > 0 && fixed >= s->budget)
+					continue;
+				const TpSched *ts = opt_twophase_candidate(&s->cc, &k, lt, rt, j->u.join.nmatch, j->u.join.lkey,
+				                                           j->u.join.rkey, op->u.agg.ngroup, op->u.agg.group,
+				                                           ot, pl, pr, po, s->budget > 0 ? s->budget - fixed : 0);
+				if (!ts)
+					continue;
+				Impl im = {.kind = IM_TWOPHASE, .inpl = {a, b}, .out = o, .strat = STRAT_TWOPHASE,
+				           .rules = RB(R1_7), .tp = ts};
+				im.cost = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops};
+				im.mem = fixed + ts->mem;
+				push_impl(s, t, im);
+			}
+		}
+}
+
+/* Implementations of a contraction: aggregation t of join j. */
+static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
+{
+	int L = j->u.join.left, R = j->u.join.right;
+	const RelType *lt = type_of(s, L), *rt = type_of(s, R), *ot = &op->type;
+	RelType jt = ia_join_type(lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+	Pair pairs[MAXDOM * MAXDOM];
+	int np = join_pairs(s, j, pairs, MAXDOM * MAXDOM);
+	const int ng = op->u.agg.ngroup;
+	const int *group = op->u.agg.group;
+
+	for (int k = 0; k < np; k++) {
+		const Place *pl = &s->dom[L].p[pairs[k].l], *pr = &s->dom[R].p[pairs[k].r];
+		Impl im = {.inpl = {pairs[k].l, pairs[k].r}, .strat = pair_strategy(pl, pr), .rules = RB(R1_7),
+		           .side = pl->kind == PL_ALL ? 0 : 1};
+		if (!allowed(s, t, im.strat, im.side))
+			continue;
+		if (im.strat == STRAT_BROADCAST)
+			im.rules |= RB(BMM);
+		Place jp = pairs[k].jp;
+		im.cost = cost_join(&s->cc, j->u.join.kernel, lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey, &jp);
+		im.mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1);
+		Place outp;
+		if (agg_complete(&jt, &jp, ng, group, &outp)) {
+			im.kind = IM_CONTRACT;
+			im.out = find_out(s, t, outp);
+			if (im.out < 0)
+				continue;
+			im.mem += rank_bytes(s, ot, &s->dom[t].p[im.out], 1);
+			if (im.strat == STRAT_COPARTITION)
+				im.rules |= RB(R2_4);
+			push_impl(s, t, im);
+		} else {
+			double copies = cost_partial_copies(&s->cc, &jt, &jp, ng, group);
+			im.mem += rank_bytes(s, ot, &(Place){.kind = PL_PARTIAL}, copies);
+			if (im.strat == STRAT_COPARTITION)
+				im.rules |= RB(CMM);
+			partial_targets(s, t, im, copies, ot, IM_CONTRACT_SHUF, IM_CONTRACT_BCAST);
+		}
+	}
+
+	twophase_impls(s, t, op, j);
+
+	/* RMM: the dims only one side has must all be grouped on and make the
+	 * partitioning, one from each side */
+	if (!allowed(s, t, STRAT_REPLICATE, -1))
+		return;
+	int lonly[MAXDIM], nlo = 0, ronly[MAXDIM], nro = 0;
+	for (int d = 0; d < jt.nkey; d++) {
+		bool inl = d < lt->nkey, matched = false;
+		for (int m = 0; m < j->u.join.nmatch; m++)
+			matched |= j->u.join.lkey[m] == d;
+		if (inl && matched)
+			continue;
+		bool grouped = false;
+		for (int g = 0; g < ng; g++)
+			grouped |= group[g] == d;
+		if (rel_frontier(&jt, d) == 1)
+			continue;
+		if (!grouped)
+			return;         /* a side's own dim is summed: no RMM */
+		if (inl)
+			lonly[nlo++] = d;
+		else
+			ronly[nro++] = d;
+	}
+	if (nlo != 1 || nro != 1)
+		return;
+	for (int order = 0; order < 2; order++) {
+		Place P = place_part(2, order ? (int[]){ronly[0], lonly[0]} : (int[]){lonly[0], ronly[0]});
+		Place outp;
+		if (!agg_complete(&jt, &P, ng, group, &outp))
+			continue;
+		int oi = find_out(s, t, outp);
+		if (oi < 0)
+			continue;
+		Impl im = {.kind = IM_RMM, .inpl = {ANYPL, ANYPL}, .out = oi, .mid = P,
+		           .strat = STRAT_REPLICATE, .rules = RB(RMM) | RB(R1_7) | RB(R2_4)};
+		/* the shuffles of the replicated sides (their floats count every
+		 * copy: the paper's Front(Y)[1] |X| + Front(X)[0] |Y|) */
+		int lmap[MAXDIM], rmap[MAXDIM];
+		rmm_keymaps(j, lt, rt, &jt, lmap, rmap);
+		RelType ls = rep_type(&jt, lt, lmap), rs = rep_type(&jt, rt, rmap);
+		Place src = place_partial();
+		Cost mvl = cost_move(&s->cc, &ls, &src, 1, &P);
+		Cost mvr = cost_move(&s->cc, &rs, &src, 1, &P);
+		im.cost = cost_add(mvl, mvr);
+		im.cost = cost_add(im.cost, cost_join(&s->cc, j->u.join.kernel, lt, rt, j->u.join.nmatch, j->u.join.lkey,
+		                                      j->u.join.rkey, &P));
+		im.mem = rank_bytes(s, &ls, &P, 1) + rank_bytes(s, &rs, &P, 1) + rank_bytes(s, ot, &s->dom[t].p[oi], 1);
+		push_impl(s, t, im);
+	}
+}
+
+/* Implementations of an aggregation that absorbs no join. */
+static void agg_impls(Search *s, int t, const TraOp *op)
+{
+	int in = op->u.agg.in;
+	const RelType *it = type_of(s, in), *ot = &op->type;
+	const Dom *di = &s->dom[in];
+	for (int a = 0; a < di->n; a++) {
+		const Place *p = &di->p[a];
+		Place outp;
+		Impl im = {.inpl = {a}, .strat = STRAT_LOCAL};
+		im.cost = cost_agg(&s->cc, it, p, 1, ot);
+		im.mem = rank_bytes(s, it, p, 1);
+		if (agg_complete(it, p, op->u.agg.ngroup, op->u.agg.group, &outp)) {
+			im.kind = IM_LOCAL;
+			im.out = find_out(s, t, outp);
+			im.rules = RB(R2_4);
+			if (im.out >= 0) {
+				im.mem += rank_bytes(s, ot, &s->dom[t].p[im.out], 1);
+				push_impl(s, t, im);
+			}
+			continue;
+		}
+		/* partials: two-phase (R2-5), or Table 1's shuffle first */
+		double copies = cost_partial_copies(&s->cc, it, p, op->u.agg.ngroup, op->u.agg.group);
+		im.strat = STRAT_OTHER;
+		partial_targets(s, t, im, copies, ot, IM_AGG_TWOPHASE, IM_AGG_ALLRED);
+		const Dom *d = &s->dom[t];
+		for (int i = 0; i < d->n; i++) {
+			if (d->p[i].kind != PL_PART || d->p[i].ndims == 0)
+				continue;
+			Place tin = {.kind = PL_PART, .ndims = d->p[i].ndims};
+			for (int k = 0; k < d->p[i].ndims; k++)
+				tin.dims[k] = op->u.agg.group[d->p[i].dims[k]];
+			Impl sh = {.kind = IM_AGG_SHUFFLE, .inpl = {a}, .out = i, .mid = tin, .strat = STRAT_OTHER};
+			sh.cost = cost_add(cost_move(&s->cc, it, p, 1, &tin), cost_agg(&s->cc, it, &tin, 1, ot));
+			sh.mem = rank_bytes(s, it, p, 1) + rank_bytes(s, it, &tin, 1) + rank_bytes(s, ot, &d->p[i], 1);
+			push_impl(s, t, sh);
+		}
+	}
+}
+
+/* A local join that no aggregation absorbs. */
+static void join_impls(Search *s, int t, const TraOp *op)
+{
+	int L = op->u.join.left, R = op->u.join.right;
+	const RelType *lt = type_of(s, L), *rt = type_of(s, R);
+	Pair pairs[MAXDOM * MAXDOM];
+	int np = join_pairs(s, op, pairs, MAXDOM * MAXDOM);
+	for (int k = 0; k < np; k++) {
+		const Place *pl = &s->dom[L].p[pairs[k].l], *pr = &s->dom[R].p[pairs[k].r];
+		Impl im = {.kind = IM_LOCAL, .inpl = {pairs[k].l, pairs[k].r}, .strat = pair_strategy(pl, pr),
+		           .rules = RB(R2_6), .side = pl->kind == PL_ALL ? 0 : 1};
+		if (!allowed(s, t, im.strat, im.side))
+			continue;
+		im.out = find_out(s, t, pairs[k].jp);
+		if (im.out < 0)
+			continue;
+		im.cost = cost_join(&s->cc, op->u.join.kernel, lt, rt, op->u.join.nmatch, op->u.join.lkey,
+		                    op->u.join.rkey, &pairs[k].jp);
+		im.mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1) +
+		         rank_bytes(s, &op->type, &s->dom[t].p[im.out], 1);
+		push_impl(s, t, im);
+	}
+}
+
+/* A map, rekey or filter: each input placement, carried through. */
+static void unary_impls(Search *s, int t, const TraOp *op, int in)
+{
+	const Dom *di = &s->dom[in];
+	for (int a = 0; a < di->n; a++) {
+		Place p = di->p[a];
+		if (op->kind == TRA_REKEY && p.kind == PL_PART) {
+			Place q = {.kind = PL_PART};
+			bool ok = true;
+			for (int i = 0; i < p.ndims; i++) {
+				int pos = -1;
+				for (int k = 0; k < op->u.rekey.nkey; k++)
+					if (op->u.rekey.keymap[k] == p.dims[i])
+						pos = k;
+				if (pos < 0)
+					ok = false;
+				else
+					q.dims[q.ndims++] = pos;
+			}
+			if (!ok)
+				continue;
+			p = q;
+		}
+		Impl im = {.kind = IM_LOCAL, .inpl = {a}, .strat = STRAT_LOCAL};
+		im.out = find_out(s, t, p);
+		if (im.out < 0)
+			continue;
+		if (op->kind == TRA_MAP)
+			im.cost = cost_map(&s->cc, op->u.map.kernel, type_of(s, in), &di->p[a]);
+		im.mem = rank_bytes(s, type_of(s, in), &di->p[a], 1) * (op->kind == TRA_MAP ? 2 : 1);
+		push_impl(s, t, im);
+	}
+}
+
+/* A layout an input or param may start in for free: partitioned on some
+ * key dims (everything on rank 0 only when it is one tuple anyway). */
+bool free_layout(const RelType *t, const Place *p)
+{
+	return p->kind == PL_PART && (p->ndims > 0 || rel_ntuples(t) == 1);
+}
+
+static const PlacePin *place_pin(Search *s, int tensor)
+{
+	for (int i = 0; i < s->o->nplacepins; i++)
+		if (s->o->placepins[i].tensor == tensor)
+			return &s->o->placepins[i];
+	return NULL;
+}
+
+static void gen_impls(Search *s, int t);
+
+/* Every op's implementations for the current params' placements, forcing
+ * and budget: joins, aggregations and maps from their cache. */
+void make_impls(Search *s)
+{
+	for (int t = 0; t < s->n; t++) {
+		TraOpKind k = s->tra->ops.v[t].kind;
+		s->impls[t].n = 0;
+		if (k != TRA_JOIN && k != TRA_AGG && k != TRA_MAP && k != TRA_REKEY && k != TRA_FILTER) {
+			gen_impls(s, t);
+			continue;
+		}
+		if (!s->cached[t] || s->cache_budget[t] != s->budget) {
+			s->gen_all = true;
+			gen_impls(s, t);
+			s->gen_all = false;
+			vec_free(&s->cache[t]);
+			s->cache[t] = s->impls[t];
+			s->impls[t] = (Impls){0};
+			s->cached[t] = true;
+			s->cache_budget[t] = s->budget;
+		}
+		/* joins and contractions obey --strategy; aggregations, maps do not */
+		const TraOp *op = &s->tra->ops.v[t];
+		bool forceable = k == TRA_JOIN || (k == TRA_AGG && s->absorbed[op->u.agg.in] == t);
+		for (int c = 0; c < s->cache[t].n; c++) {
+			const Impl *im = &s->cache[t].v[c];
+			if ((s->budget > 0 && im->mem > s->budget) || (forceable && !allowed(s, t, im->strat, im->side)))
+				continue;
+			vec_push(&s->impls[t], *im);
+		}
+	}
+}
+
+static void gen_impls(Search *s, int t)
+{
+	{
+		const TraOp *op = &s->tra->ops.v[t];
+		switch (op->kind) {
+		case TRA_INPUT: {
+			const PlacePin *pin = place_pin(s, op->u.input.tensor);
+			const Dom *d = &s->dom[t];
+			Place pinned = pin ? place_norm(&op->type, pin->place) : place_all();
+			for (int i = 0; i < d->n; i++) {
+				if (pin ? !place_eq(&pinned, &d->p[i]) : !free_layout(&op->type, &d->p[i]))
+					continue;
+				Impl im = {.kind = IM_SOURCE, .inpl = {ANYPL, ANYPL}, .out = i, .strat = STRAT_LOCAL};
+				/* read everywhere only when pinned so: a broadcast from disk */
+				if (d->p[i].kind == PL_ALL) {
+					Place one = place_part(0, NULL);
+					im.cost = cost_move(&s->cc, &op->type, &one, 1, &d->p[i]);
+				}
+				im.mem = rank_bytes(s, &op->type, &d->p[i], 1);
+				push_impl(s, t, im);
+			}
+			break;
+		}
+		case TRA_INIT:
+		case TRA_LOAD: {
+			int i = find_out(s, t, s->varplace[op->u.init.tensor]);
+			if (i < 0)
+				tr_bug("param placement outside its domain");
+			Impl im = {.kind = IM_SOURCE, .inpl = {ANYPL, ANYPL}, .out = i, .strat = STRAT_LOCAL};
+			im.mem = rank_bytes(s, &op->type, &s->dom[t].p[i], 1);
+			vec_push(&s->impls[t], im);     /* never over budget: it is the param */
+			break;
+		}
+		case TRA_JOIN:
+			if (s->absorbed[t] < 0)
+				join_impls(s, t, op);
+			break;
+		case TRA_AGG:
+			for (int j = 0; j < s->n; j++)
+				if (s->absorbed[j] == t)
+					contraction_impls(s, t, op, &s->tra->ops.v[j]);
+			if (s->tra->ops.v[op->u.agg.in].kind != TRA_JOIN || s->absorbed[op->u.agg.in] != t)
+				agg_impls(s, t, op);
+			break;
+		case TRA_MAP:
+			unary_impls(s, t, op, op->u.map.in);
+			break;
+		case TRA_REKEY:
+			unary_impls(s, t, op, op->u.rekey.in);
+			break;
+		case TRA_FILTER:
+			unary_impls(s, t, op, op->u.filter.in);
+			break;
+		case TRA_OUTPUT:
+		case TRA_PRINT: {
+			Impl im = {.kind = IM_LOCAL, .inpl = {ANYPL, ANYPL}, .out = -1, .strat = STRAT_LOCAL};
+			vec_push(&s->impls[t], im);
+			break;
+		}
+		case TRA_STORE: {
+			int in = op->u.store.in;
+			int i = dom_find(&s->dom[in], type_of(s, in), s->varplace[op->u.store.tensor]);
+			if (i < 0)
+				tr_bug("param placement outside its value's domain");
+			Impl im = {.kind = IM_LOCAL, .inpl = {i, ANYPL}, .out = -1, .strat = STRAT_LOCAL};
+			vec_push(&s->impls[t], im);
+			break;
+		}
+		case TRA_LOOP:
+		case TRA_ENDLOOP:
+			break;
+		case TRA_GRAD:
+			tr_bug("a grad op reached the search");
+		}
+	}
+}

@@ -1,0 +1,138 @@
+/*
+ * search.h: what the three files of the plan search share; included by
+ * them alone (the optimizer's interface is opt.h).
+ *
+ *   impls.c    the candidates: each TRA op's implementations, their
+ *              placements and their costs
+ *   search.c   one search: the dynamic program over placements, the
+ *              choice of implementations from the sinks back, the IA plan
+ *   tune.c     around it: params' placements, the memory budget,
+ *              strategies tried whole, alternatives for --explain=all,
+ *              block sizes; opt_plan
+ *
+ * search.c's top comment describes the whole.
+ */
+#ifndef TRAC_SEARCH_H
+#define TRAC_SEARCH_H
+
+#include <math.h>
+
+#include "optimizer/opt.h"
+
+#define MAXDOM 40               /* placements considered per relation */
+#define ANYPL (-1)              /* an input taken wherever it is */
+
+/* ---- impls.c: placements of one relation ---- */
+
+typedef struct Dom {
+	int n;
+	Place p[MAXDOM];
+} Dom;
+
+Place place_norm(const RelType *t, Place p);
+int dom_find(const Dom *d, const RelType *t, Place p);
+void dom_add(Dom *d, Place p);
+void dom_make(Dom *d, const RelType *t);
+
+/* ---- impls.c: implementations ---- */
+
+typedef enum {
+	IM_SOURCE,              /* read, init, load in a placement */
+	IM_LOCAL,               /* a local op on its inputs as placed */
+	IM_AGG_SHUFFLE,         /* shuffle onto the group, aggregate (Table 1) */
+	IM_AGG_TWOPHASE,        /* aggregate, shuffle the partials, aggregate (R2-5) */
+	IM_AGG_ALLRED,          /* aggregate, broadcast the partials, aggregate */
+	IM_CONTRACT,            /* join fused with its aggregation, complete result */
+	IM_CONTRACT_SHUF,       /* fused join to partial sums, shuffled, aggregated */
+	IM_CONTRACT_BCAST,      /* fused join to partial sums, broadcast, aggregated */
+	IM_RMM,                 /* both sides replicated and partitioned on the free keys */
+	IM_TWOPHASE,            /* a two-phase schedule, per chunk (twophase.c) */
+} ImplKind;
+
+typedef struct Impl {
+	ImplKind kind;
+	int inpl[2];            /* each input's placement (its dom index), or ANYPL */
+	int out;                /* the result's placement (dom index); -1: no result */
+	Place mid;              /* shuffle target over the result, or RMM's over the join space */
+	Cost cost;              /* its own, times the loop count */
+	double mem;             /* bytes per rank it holds at once */
+	Strategy strat;
+	int side;               /* broadcast: the input everywhere (0 left, 1 right) */
+	unsigned rules;         /* the rules that derive it (bits of RuleId) */
+	const TpSched *tp;      /* IM_TWOPHASE: its schedule */
+} Impl;
+
+#define RB(r) (1u << RULE_##r)
+
+typedef Vec(Impl) Impls;
+
+typedef struct Search {
+	TraProg *tra;
+	const OptOptions *o;
+	CostCtx cc;
+	int n;
+	int *uses;              /* per op: readers */
+	int *absorbed;          /* per join: the aggregation that absorbs it, or -1 */
+	double *times;          /* per op: how often it runs */
+	int *loopof;            /* per op: the innermost LOOP around it, or -1 */
+	int *depth;             /* per op: loop depth */
+	Dom *dom;
+	double *share;          /* [n][MAXDOM]: cost_share */
+	Impls *impls;
+	Place *varplace;        /* per tensor (params) */
+	double budget;          /* per-rank bytes an implementation may hold; 0: none */
+	Strategy *force;        /* per statement: the strategy its joins must use, or STRAT_NONE */
+	int *forceside;         /* per statement: for broadcast, the side everywhere, or -1 */
+	/* the dynamic program */
+	Cost *best, *avail;     /* [n][MAXDOM] */
+	Cost *home;             /* [n]: min over best */
+	/* extraction */
+	int *choice;            /* per op: impl index, -1 none */
+	uint64_t *req;          /* per op: placements its readers need */
+	bool *anyreq;
+	/* moves between placements, per op (lazily) */
+	Cost **move;
+	/* the implementations of ops that depend on neither params'
+	 * placements nor forcing, made once per budget (gen_all: unfiltered) */
+	Impls *cache;
+	double *cache_budget;
+	bool *cached;
+	bool gen_all;
+	bool quick;             /* choosing blocks: no two-phase schedules (their planning is dear) */
+} Search;
+
+
+static inline const RelType *type_of(Search *s, int t)
+{
+	return &s->tra->ops.v[t].type;
+}
+
+static inline Cost *at(Cost *a, int t, int i)
+{
+	return &a[(size_t)t * MAXDOM + i];
+}
+
+static inline Cost inf_cost(void)
+{
+	return (Cost){INFINITY, INFINITY, INFINITY, INFINITY};
+}
+
+Cost move_cost(Search *s, int t, int q, int p);  /* op t's result from placement q to p, times its count */
+int find_out(Search *s, int t, Place p);
+bool free_layout(const RelType *t, const Place *p);
+void make_impls(Search *s);
+/* RMM: join-space dim o is the left's lmap[o] and the right's rmap[o], or -1
+ * where the side is duplicated; a side replicated into the join space. */
+void rmm_keymaps(const TraOp *j, const RelType *lt, const RelType *rt, const RelType *jt, int *lmap, int *rmap);
+RelType rep_type(const RelType *jt, const RelType *st, const int *keymap);
+
+/* ---- search.c ---- */
+
+void search_init(Search *s, TraProg *tra, const OptOptions *o, const Machine *m);
+void search_free(Search *s);
+void norm_varplace(Search *s);
+IaPlan *plan_once(Search *s);   /* the cheapest plan for s's params' placements and budget */
+void classify(IaPlan *p);       /* each statement's strategy, as the plan shows it */
+void verify_plan(const IaPlan *p, const char *after, const OptOptions *o);
+
+#endif

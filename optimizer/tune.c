@@ -1,0 +1,549 @@
+/*
+ * tune.c: around one search (search.c), what opt_plan tunes by whole
+ * plans, each costed exactly: params' placements by coordinate descent,
+ * the per-rank memory budget, each statement's strategies tried whole,
+ * the alternatives --explain=all shows, and block sizes not pinned.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimizer/search.h"
+
+
+static Cost plan_cost(const IaPlan *p)
+{
+	return (Cost){p->predicted_seconds, p->total_floats_moved, p->total_bytes_sent, p->total_flops};
+}
+
+/* Whole plans within this fraction of each other's predicted time are a
+ * tie, which the bytes they send break: the machine model is coarse, and
+ * the network is what a cluster runs short of. */
+#define TIE 0.10
+
+/* Is plan a better than plan b (plans over the budget lim lose)? */
+static bool better_plan(double lim, const IaPlan *a, const IaPlan *b)
+{
+	if (!a)
+		return false;
+	if (!b)
+		return true;
+	if (lim > 0) {
+		bool fa = a->peak_bytes <= lim, fb = b->peak_bytes <= lim;
+		if (fa != fb)
+			return fa;
+		if (!fa)
+			return a->peak_bytes < b->peak_bytes;
+	}
+	double ta = a->predicted_seconds, tb = b->predicted_seconds;
+	if (fabs(ta - tb) <= TIE * fmin(ta, tb)) {
+		double ba = a->total_bytes_sent, bb = b->total_bytes_sent;
+		if (fabs(ba - bb) > 1e-9 * fmax(ba, bb))
+			return ba < bb;
+	}
+	return cost_cmp(plan_cost(a), plan_cost(b)) < 0;
+}
+
+static bool param_pinned(const Search *s, int tensor)
+{
+	for (int k = 0; k < s->o->nplacepins; k++)
+		if (s->o->placepins[k].tensor == tensor)
+			return true;
+	return false;
+}
+
+/* The params' placements by coordinate descent over whole plans. */
+static IaPlan *search_params(Search *s)
+{
+	IaPlan *bestp = plan_once(s);
+	int nt = s->tra->tensors.n;
+	/* a representative value of each param, for its domain */
+	int *rep = xcalloc(nt + 1, sizeof(int));
+	for (int i = 0; i < nt; i++)
+		rep[i] = -1;
+	for (int t = 0; t < s->n; t++) {
+		const TraOp *op = &s->tra->ops.v[t];
+		if ((op->kind == TRA_INIT || op->kind == TRA_LOAD) && rep[op->u.init.tensor] < 0)
+			rep[op->u.init.tensor] = t;
+	}
+	int rounds = s->n > 400 ? 1 : 3;
+	for (int round = 0; round < rounds; round++) {
+		bool improved = false;
+		for (int i = 0; i < nt; i++) {
+			if (rep[i] < 0 || param_pinned(s, i))
+				continue;
+			Place keep = s->varplace[i];
+			Place bestpl = keep;
+			const Dom *d = &s->dom[rep[i]];
+			for (int q = 0; q < d->n; q++) {
+				if (place_eq(&d->p[q], &keep) ||
+				    (d->p[q].kind == PL_PART && !free_layout(type_of(s, rep[i]), &d->p[q])))
+					continue;
+				s->varplace[i] = d->p[q];
+				IaPlan *c = plan_once(s);
+				if (better_plan(s->o->mem_per_rank, c, bestp)) {
+					ia_free(bestp);
+					bestp = c;
+					bestpl = d->p[q];
+					improved = true;
+				} else {
+					ia_free(c);
+				}
+			}
+			s->varplace[i] = bestpl;
+		}
+		if (!improved)
+			break;
+	}
+	free(rep);
+	return bestp;
+}
+
+/* With a memory budget: the budget on each implementation's working set
+ * is tightened until the whole plan's peak fits. */
+static IaPlan *search_budget(Search *s, double *leanest)
+{
+	IaPlan *bestp = NULL;
+	double lim = s->o->mem_per_rank;
+	double factor = 1;
+	for (int tries = 0; tries < (lim > 0 ? 6 : 1); tries++) {
+		s->budget = lim > 0 ? lim * factor : 0;
+		IaPlan *p = search_params(s);
+		if (p && p->peak_bytes < *leanest)
+			*leanest = p->peak_bytes;
+		if (better_plan(s->o->mem_per_rank, p, bestp)) {
+			ia_free(bestp);
+			bestp = p;
+		} else {
+			ia_free(p);
+		}
+		if (!bestp || lim <= 0 || bestp->peak_bytes <= lim)
+			break;
+		factor *= 0.6;
+	}
+	if (!bestp && lim > 0) {
+		/* nothing fits: the cheapest plan, whose peak the driver reports */
+		s->budget = 0;
+		bestp = search_params(s);
+	}
+	return bestp;
+}
+
+/* ---- strategies tried whole, and alternatives for --explain=all ---- */
+
+static const Strategy alt_strategies[] = {STRAT_BROADCAST, STRAT_COPARTITION, STRAT_REPLICATE, STRAT_LOCAL,
+                                          STRAT_TWOPHASE};
+#define NALT ((int)(sizeof alt_strategies / sizeof *alt_strategies))
+
+/* Statements with a join, whose strategy is a choice. */
+static bool *join_stmts(Search *s)
+{
+	bool *has = xcalloc(s->tra->stmts.n + 1, sizeof(bool));
+	for (int t = 0; t < s->n; t++) {
+		const TraOp *op = &s->tra->ops.v[t];
+		if (op->stmt >= 0 && op->kind == TRA_JOIN)
+			has[op->stmt] = true;
+	}
+	return has;
+}
+
+/* The dynamic program costs a statement's implementations one by one and
+ * its estimates of moves are approximate; here each statement's strategies
+ * are tried whole, each plan costed exactly, and the best kept. */
+static IaPlan *improve_strategies(Search *s, IaPlan *best)
+{
+	int ns = s->tra->stmts.n;
+	bool *has = join_stmts(s);
+	for (int st = 0; st < ns; st++) {
+		if (!has[st] || s->force[st] != STRAT_NONE)
+			continue;
+		Strategy keep = s->force[st];
+		for (int a = 0; a < NALT; a++) {
+			if (alt_strategies[a] == best->strategy.v[st])
+				continue;
+			s->force[st] = alt_strategies[a];
+			IaPlan *p = plan_once(s);
+			if (better_plan(s->o->mem_per_rank, p, best)) {
+				ia_free(best);
+				best = p;
+				keep = alt_strategies[a];
+			} else {
+				ia_free(p);
+			}
+		}
+		s->force[st] = keep;
+	}
+	free(has);
+	return best;
+}
+
+static void alternatives(Search *s, IaPlan *chosen)
+{
+	int ns = s->tra->stmts.n;
+	bool *has = join_stmts(s);
+	for (int st = 0; st < ns; st++) {
+		if (!has[st])
+			continue;
+		Strategy keep = s->force[st];
+		int keepside = s->forceside[st];
+		s->forceside[st] = -1;
+		for (int a = 0; a < NALT; a++) {
+			Strategy want = alt_strategies[a];
+			if (want == chosen->strategy.v[st])
+				continue;
+			s->force[st] = want;
+			IaPlan *p = plan_once(s);
+			IaAlt alt = {.stmt = st, .strategy = want};
+			if (!p) {
+				alt.why = "does not apply to this statement";
+			} else {
+				alt.feasible = true;
+				alt.seconds = p->predicted_seconds;
+				alt.floats = p->total_floats_moved;
+				alt.peak_bytes = p->peak_bytes;
+				double lim = s->o->mem_per_rank;
+				if (lim > 0 && p->peak_bytes > lim)
+					alt.why = arena_strdup(chosen->arena, "needs more memory per rank than --mem-per-rank");
+				else if (fabs(p->predicted_seconds - chosen->predicted_seconds) <=
+				         TIE * fmin(p->predicted_seconds, chosen->predicted_seconds)) {
+					double db = p->total_bytes_sent - chosen->total_bytes_sent;
+					if (fabs(db) <= 1e-9 * fmax(p->total_bytes_sent, chosen->total_bytes_sent))
+						alt.why = arena_strdup(chosen->arena, xprintf("a tie on time (%+.3g s predicted) "
+						                       "and on bytes sent; slower", p->predicted_seconds -
+						                       chosen->predicted_seconds));
+					else
+						alt.why = arena_strdup(chosen->arena, xprintf("a tie on time (%+.3g s predicted); "
+						                       "%+.3g bytes sent, %+.3g floats moved",
+						                       p->predicted_seconds - chosen->predicted_seconds, db,
+						                       p->total_floats_moved - chosen->total_floats_moved));
+				} else
+					alt.why = arena_strdup(chosen->arena, xprintf("%+.3g s predicted, %+.3g floats moved",
+					                       p->predicted_seconds - chosen->predicted_seconds,
+					                       p->total_floats_moved - chosen->total_floats_moved));
+				ia_free(p);
+			}
+			vec_push(&chosen->alts, alt);
+		}
+		s->force[st] = keep;
+		s->forceside[st] = keepside;
+	}
+	free(has);
+}
+
+/* TRAC_DEBUG_SEARCH=1: the search's phases on stderr. */
+static void trace(const char *what, const IaPlan *p)
+{
+	static int on = -1;
+	if (on < 0)
+		on = getenv("TRAC_DEBUG_SEARCH") && *getenv("TRAC_DEBUG_SEARCH") == '1';
+	if (on)
+		fprintf(stderr, "search: %-28s %s\n", what,
+		        p ? xprintf("%.4g s, %.4g floats, %.4g bytes, peak %.4g", p->predicted_seconds,
+		                    p->total_floats_moved, p->total_bytes_sent, p->peak_bytes) : "no plan");
+}
+
+/* ---- blocks chosen with the plan ---- */
+
+/* Candidate blocks for one class: the automatic one, and ones that
+ * partition well (as many blocks as ranks, half as many, its square root,
+ * two, twice and four times the ranks). */
+static int class_candidates(const BlockClasses *bc, int c, int s, int64_t *out)
+{
+	int n = 0;
+	int64_t ext = bc->extent[c];
+	int64_t cand[8] = {bc->block[c]};
+	int nc = 1;
+	int64_t fs[6] = {s, 2, (int64_t)ceil(sqrt((double)s)), 2 * (int64_t)s, s / 2, 4 * (int64_t)s};
+	for (int i = 0; i < 6; i++)
+		if (fs[i] >= 1 && fs[i] <= ext)
+			cand[nc++] = ceil_div(ext, fs[i]);
+	for (int i = 0; i < nc; i++) {
+		bool dup = false;
+		for (int j = 0; j < n; j++)
+			dup |= out[j] == cand[i];
+		if (!dup && cand[i] >= 1)
+			out[n++] = cand[i];
+	}
+	return n;
+}
+
+/* The classes of the two free dims (one each side, both kept) of the
+ * costliest contractions, neither pinned: at most max pairs. */
+static int contraction_grids(const TraProg *tra, const BlockClasses *bc, int (*out)[2], int max)
+{
+	int n = 0;
+	double flops[8] = {0};
+	for (int t = 0; t < tra->ops.n; t++) {
+		const TraOp *op = &tra->ops.v[t];
+		if (op->kind != TRA_AGG)
+			continue;
+		const TraOp *j = &tra->ops.v[op->u.agg.in];
+		if (j->kind != TRA_JOIN)
+			continue;
+		const RelType *lt = &tra->ops.v[j->u.join.left].type, *rt = &tra->ops.v[j->u.join.right].type;
+		RelType jt = ia_join_type(lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+		int lo = -1, ro = -1, nlo = 0, nro = 0;
+		double vol = 1;
+		for (int d = 0; d < jt.nkey; d++) {
+			vol *= (double)jt.extent[d];
+			bool matched = false, grouped = false;
+			for (int m = 0; m < j->u.join.nmatch; m++)
+				matched |= j->u.join.lkey[m] == d;
+			for (int g = 0; g < op->u.agg.ngroup; g++)
+				grouped |= op->u.agg.group[g] == d;
+			if (matched || !grouped)
+				continue;
+			if (d < lt->nkey) {
+				lo = d;
+				nlo++;
+			} else {
+				ro = d;
+				nro++;
+			}
+		}
+		if (nlo != 1 || nro != 1)
+			continue;
+		int ci = bc->of[bc->base[op->u.agg.in] + lo], cj = bc->of[bc->base[op->u.agg.in] + ro];
+		if (ci == cj || bc->pinned[ci] || bc->pinned[cj])
+			continue;
+		/* keep the costliest max, by the join's volume */
+		int at = n < max ? n++ : -1;
+		if (at < 0) {
+			for (int k = 0; k < max; k++)
+				if (flops[k] < vol && (at < 0 || flops[k] < flops[at]))
+					at = k;
+			if (at < 0)
+				continue;
+		}
+		out[at][0] = ci;
+		out[at][1] = cj;
+		flops[at] = vol;
+	}
+	return n;
+}
+
+/* One search at the current blocks: params by descent (or as given). */
+/* Params' placements for the block descent's quick plans: the best quick
+ * plan's, or the first search's when nothing quick fits the budget. */
+static const Place *descent_varplace(const IaPlan *quick, const IaPlan *best)
+{
+	return quick ? quick->varplace.v : best->varplace.v;
+}
+
+static IaPlan *plan_at(TraProg *tra, const OptOptions *o, const Machine *m, const BlockClasses *bc,
+                       const Place *varplace, bool descend, double *leanest)
+{
+	opt_block_apply(tra, bc);
+	Search s;
+	search_init(&s, tra, o, m);
+	IaPlan *p;
+	if (varplace) {
+		for (int i = 0; i < tra->tensors.n; i++)
+			if (!param_pinned(&s, i))
+				s.varplace[i] = varplace[i];
+	}
+	if (descend) {
+		p = search_budget(&s, leanest);
+	} else {
+		s.quick = true;
+		p = plan_once(&s);
+		if (!p && s.budget > 0) {
+			/* nothing fits: the plan regardless, to compare peaks */
+			s.budget = 0;
+			p = plan_once(&s);
+		}
+		if (p && p->peak_bytes < *leanest)
+			*leanest = p->peak_bytes;
+	}
+	search_free(&s);
+	return p;
+}
+
+IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
+{
+	Machine dflt;
+	const Machine *m = o->machine;
+	if (!m) {
+		machine_default(&dflt);
+		m = &dflt;
+	}
+	opt_twophase_trim(64e6);        /* earlier plans' schedules, when many (fuzzing) */
+	if (o->level < 2) {
+		IaPlan *p = ia_from_tra(tra, o->nranks);
+		verify_plan(p, "Table 1", o);
+		if (o->level > 0) {
+			p = opt_rewrite_simple(p);
+			verify_plan(p, "rewriting", o);
+		}
+		opt_cost(p, m);
+		classify(p);
+		p->machine = arena_strdup(p->arena, m->source);
+		return p;
+	}
+
+	/* blocks: the automatic ones, then coordinate descent over the
+	 * classes no override pins, within a budget of whole-program plans
+	 * (each at the params' placements found so far) */
+	BlockClasses *bc = opt_block_classes(tra);
+	Buf err = {0};
+	opt_block_choose(bc, tra, o, &err);
+	buf_free(&err);
+	double leanest = INFINITY;
+	IaPlan *best = plan_at(tra, o, m, bc, NULL, true, &leanest);
+	if (!best)
+		tr_bug("the search found no plan");
+	int64_t *initial = xcalloc(bc->n + 1, sizeof(int64_t)), *chosen = xcalloc(bc->n + 1, sizeof(int64_t));
+	memcpy(initial, bc->block, sizeof(int64_t) * (size_t)bc->n);
+	memcpy(chosen, bc->block, sizeof(int64_t) * (size_t)bc->n);
+	/* the descent compares quick plans (no two-phase schedules) */
+	trace("automatic blocks", best);
+	IaPlan *quick = plan_at(tra, o, m, bc, best->varplace.v, false, &leanest);
+	trace("automatic blocks, quick", quick);
+	int budget = tra->ops.n > 400 ? 0 : tra->ops.n > 100 ? 20 : 60;
+	bool moved = false;
+	/* grids: a contraction's two free dims blocked together, a x b blocks
+	 * for the ranks (replication wants few blocks along both, which no
+	 * one class's change finds) */
+	int grids[2][2];
+	int ngrid = contraction_grids(tra, bc, grids, 2);
+	for (int g = 0; g < ngrid && budget > 0; g++) {
+		int ci = grids[g][0], cj = grids[g][1];
+		for (int a = 1; a <= o->nranks && budget > 0; a++) {
+			int b = (o->nranks + a - 1) / a;
+			if (a > 1 && (o->nranks + a - 2) / (a - 1) == b)
+				continue;       /* the same b as a - 1 gave: a worse grid */
+			if (a > bc->extent[ci] || b > bc->extent[cj])
+				continue;
+			memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
+			bc->block[ci] = ceil_div(bc->extent[ci], a);
+			bc->block[cj] = ceil_div(bc->extent[cj], b);
+			if (bc->block[ci] == chosen[ci] && bc->block[cj] == chosen[cj])
+				continue;
+			budget--;
+			IaPlan *p = plan_at(tra, o, m, bc, descent_varplace(quick, best), false, &leanest);
+			trace(xprintf("grid %d x %d, quick", a, b), p);
+			if (better_plan(o->mem_per_rank, p, quick)) {
+				ia_free(quick);
+				quick = p;
+				chosen[ci] = bc->block[ci];
+				chosen[cj] = bc->block[cj];
+				moved = true;
+			} else {
+				ia_free(p);
+			}
+		}
+	}
+	for (int round = 0; round < 2 && budget > 0; round++) {
+		bool improved = false;
+		for (int c = 0; c < bc->n && budget > 0; c++) {
+			if (bc->pinned[c])
+				continue;
+			int64_t cand[8];
+			int nc = class_candidates(bc, c, o->nranks, cand);
+			for (int i = 0; i < nc && budget > 0; i++) {
+				if (cand[i] == chosen[c])
+					continue;
+				memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
+				bc->block[c] = cand[i];
+				budget--;
+				IaPlan *p = plan_at(tra, o, m, bc, descent_varplace(quick, best), false, &leanest);
+				if (better_plan(o->mem_per_rank, p, quick)) {
+					ia_free(quick);
+					quick = p;
+					chosen[c] = cand[i];
+					improved = moved = true;
+				} else {
+					ia_free(p);
+				}
+			}
+		}
+		if (!improved)
+			break;
+	}
+	/* at the blocks the descent chose: the full search, against the
+	 * first one's plan (at the automatic blocks) */
+	if (moved) {
+		memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
+		IaPlan *p = plan_at(tra, o, m, bc, descent_varplace(quick, best), true, &leanest);
+		trace("chosen blocks", p);
+		trace("chosen blocks, quick", quick);
+		/* the quick plan stays a candidate: the full search's estimates
+		 * of two-phase schedules' memory may put it over the budget */
+		if (better_plan(o->mem_per_rank, quick, p)) {
+			ia_free(p);
+			p = quick;
+			quick = NULL;
+		}
+		if (better_plan(o->mem_per_rank, p, best)) {
+			ia_free(best);
+			best = p;
+		} else {
+			ia_free(p);
+			memcpy(bc->block, initial, sizeof(int64_t) * (size_t)bc->n);
+		}
+	} else {
+		memcpy(bc->block, initial, sizeof(int64_t) * (size_t)bc->n);
+	}
+	ia_free(quick);
+	opt_block_apply(tra, bc);
+	free(chosen);
+	free(initial);
+
+	/* at the chosen blocks: each statement's strategies tried whole
+	 * (small programs), then the alternatives */
+	Search s;
+	search_init(&s, tra, o, m);
+	for (int i = 0; i < tra->tensors.n; i++)
+		if (!param_pinned(&s, i))
+			s.varplace[i] = best->varplace.v[i];
+	if (tra->stmts.n <= 40)
+		best = improve_strategies(&s, best);
+	if (o->alternatives && tra->stmts.n <= 60)
+		alternatives(&s, best);
+	search_free(&s);
+	opt_block_classes_free(bc);
+	best->machine = arena_strdup(best->arena, m->source);
+	best->leanest_peak = leanest;
+	trace("final", best);
+	if (o->mem_per_rank > 0 && best->peak_bytes > o->mem_per_rank) {
+		/* nothing fits: the cheapest plan regardless of memory, for the
+		 * driver to say what it needs, beside the leanest one found */
+		OptOptions unbounded = *o;
+		unbounded.mem_per_rank = 0;
+		unbounded.alternatives = false;
+		IaPlan *cheapest = opt_plan(tra, &unbounded);
+		cheapest->leanest_peak = fmin(leanest, best->peak_bytes);
+		ia_free(best);
+		return cheapest;
+	}
+	return best;
+}
+
+/* "all", "part()", "part(0)", "part(1,0)" */
+bool opt_parse_place(const char *s, Place *p)
+{
+	if (!strcmp(s, "all")) {
+		*p = place_all();
+		return true;
+	}
+	if (strncmp(s, "part(", 5))
+		return false;
+	*p = (Place){.kind = PL_PART};
+	s += 5;
+	while (*s && *s != ')') {
+		char *end;
+		long d = strtol(s, &end, 10);
+		if (end == s || d < 0 || d >= MAXDIM || p->ndims == MAXDIM)
+			return false;
+		for (int i = 0; i < p->ndims; i++)
+			if (p->dims[i] == d)
+				return false;
+		p->dims[p->ndims++] = (int)d;
+		s = end;
+		if (*s == ',')
+			s++;
+		else if (*s != ')')
+			return false;
+	}
+	return s[0] == ')' && s[1] == 0;
+}
+
