@@ -107,8 +107,10 @@ IaPlan *ia_new(const TraProg *tra, int nranks)
 	p->arena = arena_new();
 	p->tra = tra;
 	p->nranks = nranks;
-	for (int i = 0; i < tra->stmts.n; i++)
+	for (int i = 0; i < tra->stmts.n; i++) {
 		vec_push(&p->strategy, STRAT_NONE);
+		vec_push(&p->rules, (const char *)NULL);
+	}
 	for (int i = 0; i < tra->tensors.n; i++) {
 		const Tensor *t = &tra->tensors.v[i];
 		int dim0 = 0;
@@ -123,6 +125,7 @@ void ia_free(IaPlan *p)
 		return;
 	vec_free(&p->ops);
 	vec_free(&p->strategy);
+	vec_free(&p->rules);
 	vec_free(&p->varplace);
 	vec_free(&p->alts);
 	arena_free(p->arena);
@@ -474,8 +477,10 @@ IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a)
 IaPlan *ia_plan_like(const IaPlan *old)
 {
 	IaPlan *p = ia_new(old->tra, old->nranks);
-	for (int i = 0; i < old->strategy.n; i++)
+	for (int i = 0; i < old->strategy.n; i++) {
 		p->strategy.v[i] = old->strategy.v[i];
+		p->rules.v[i] = old->rules.v[i] ? arena_strdup(p->arena, old->rules.v[i]) : NULL;
+	}
 	for (int i = 0; i < old->varplace.n; i++)
 		p->varplace.v[i] = old->varplace.v[i];
 	return p;

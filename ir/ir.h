@@ -448,6 +448,7 @@ typedef struct IaAlt {
 	bool feasible;                  /* false: no plan of this strategy applies */
 	double seconds, floats, peak_bytes;
 	const char *why;                /* why it lost or does not apply */
+	const char *rules;              /* its statement's rule chain in that plan, or NULL */
 } IaAlt;
 
 typedef struct IaPlan {
@@ -456,6 +457,9 @@ typedef struct IaPlan {
 	int nranks;                     /* the site count it was planned for */
 	Vec(IaOp) ops;
 	Vec(Strategy) strategy;         /* per statement */
+	Vec(const char *) rules;        /* per statement: the equivalence rules that derive its
+	                                 * implementation from Table 1 ("F-1, BMM"), "" for
+	                                 * Table 1's own; NULL where no search chose it */
 	Vec(Place) varplace;            /* per tensor: a param's placement */
 	double total_floats_moved;
 	double total_bytes_sent;

@@ -297,6 +297,12 @@ static void header_print(Buf *b, const IaPlan *p, bool costs)
 		buf_puts(b, "\n");
 }
 
+/* A statement's rule chain as --explain=all says it. */
+static const char *rule_chain(const char *rules)
+{
+	return *rules ? rules : "Table 1";
+}
+
 static void alts_print(Tree *t, int s, int depth)
 {
 	const IaPlan *p = t->p;
@@ -305,6 +311,8 @@ static void alts_print(Tree *t, int s, int depth)
 		if (a->stmt != s)
 			continue;
 		buf_printf(t->b, "%*s  also considered: %s", 4 * depth, "", strategy_name(a->strategy));
+		if (a->rules)
+			buf_printf(t->b, " (%s)", rule_chain(a->rules));
 		if (!a->feasible)
 			buf_printf(t->b, " (%s)\n", a->why ? a->why : "does not apply");
 		else if (t->costs)
@@ -345,6 +353,8 @@ static void stmt_print(Tree *t, int s, int first, int depth)
 		           c.moved, c.flops, c.seconds, c.peak);
 	}
 	buf_puts(b, "\n");
+	if (t->alts && p->rules.v[s])
+		buf_printf(b, "%*s  derived by %s\n", 4 * depth, "", rule_chain(p->rules.v[s]));
 	if (t->alts)
 		alts_print(t, s, depth);
 	for (int i = n - 1; i >= 0; i--)
@@ -479,6 +489,10 @@ static void json_explain(Buf *b, const IaPlan *p)
 		json_str(b, p->tra->stmts.v[s].text);
 		buf_puts(b, ", \"strategy\": ");
 		json_str(b, strategy_name(p->strategy.v[s]));
+		if (p->rules.v[s]) {
+			buf_puts(b, ", \"rules\": ");
+			json_str(b, p->rules.v[s]);
+		}
 		buf_puts(b, ", \"floats_moved\": ");
 		json_num(b, c.moved);
 		buf_puts(b, ", \"flops\": ");
@@ -496,6 +510,10 @@ static void json_explain(Buf *b, const IaPlan *p)
 			buf_printf(b, "%s{ \"strategy\": ", firsta ? "" : ", ");
 			json_str(b, strategy_name(a->strategy));
 			buf_printf(b, ", \"feasible\": %s", a->feasible ? "true" : "false");
+			if (a->rules) {
+				buf_puts(b, ", \"rules\": ");
+				json_str(b, a->rules);
+			}
 			if (a->feasible) {
 				buf_puts(b, ", \"total_floats_moved\": ");
 				json_num(b, a->floats);

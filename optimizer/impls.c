@@ -294,7 +294,7 @@ static void twophase_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 				if (!ts)
 					continue;
 				Impl im = {.kind = IM_TWOPHASE, .inpl = {a, b}, .out = o, .strat = STRAT_TWOPHASE,
-				           .rules = RB(R1_7), .tp = ts};
+				           .rules = RB(F_1), .tp = ts};
 				im.cost = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops};
 				im.mem = fixed + ts->mem;
 				push_impl(s, t, im);
@@ -315,7 +315,7 @@ static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 
 	for (int k = 0; k < np; k++) {
 		const Place *pl = &s->dom[L].p[pairs[k].l], *pr = &s->dom[R].p[pairs[k].r];
-		Impl im = {.inpl = {pairs[k].l, pairs[k].r}, .strat = pair_strategy(pl, pr), .rules = RB(R1_7),
+		Impl im = {.inpl = {pairs[k].l, pairs[k].r}, .strat = pair_strategy(pl, pr), .rules = RB(F_1),
 		           .side = pl->kind == PL_ALL ? 0 : 1};
 		if (!allowed(s, t, im.strat, im.side))
 			continue;
@@ -379,7 +379,7 @@ static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 		if (oi < 0)
 			continue;
 		Impl im = {.kind = IM_RMM, .inpl = {ANYPL, ANYPL}, .out = oi, .mid = P,
-		           .strat = STRAT_REPLICATE, .rules = RB(RMM) | RB(R1_7) | RB(R2_4)};
+		           .strat = STRAT_REPLICATE, .rules = RB(RMM) | RB(F_1) | RB(R2_4)};
 		/* the shuffles of the replicated sides (their floats count every
 		 * copy: the paper's Front(Y)[1] |X| + Front(X)[0] |Y|) */
 		int lmap[MAXDIM], rmap[MAXDIM];

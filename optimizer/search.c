@@ -456,6 +456,42 @@ static void build_unit(Build *b, int t)
 	early_moves(b, t);
 }
 
+/* Each statement's rule chain: the rules deriving its units' chosen
+ * implementations from Table 1, in rules.def's order. */
+static void record_rules(Search *s, IaPlan *p)
+{
+	int ns = s->tra->stmts.n;
+	unsigned *mask = xcalloc(ns + 1, sizeof *mask);
+	bool *chosen = xcalloc(ns + 1, sizeof *chosen);
+	for (int t = 0; t < s->n; t++) {
+		int st = s->tra->ops.v[t].stmt;
+		if (s->choice[t] < 0 || st < 0)
+			continue;
+		const Impl *im = &s->impls[t].v[s->choice[t]];
+		unsigned r = im->rules;
+		/* a local aggregation whose input is moved to it keeps Table 1's
+		 * shuffle: R2-4 dropped nothing */
+		int in[2];
+		if (im->kind == IM_LOCAL && s->tra->ops.v[t].kind == TRA_AGG && nins(s, t, in) == 1 &&
+		    s->choice[in[0]] >= 0 && s->impls[in[0]].v[s->choice[in[0]]].out != im->inpl[0])
+			r &= ~RB(R2_4);
+		mask[st] |= r;
+		chosen[st] = true;
+	}
+	for (int st = 0; st < ns; st++) {
+		if (!chosen[st])
+			continue;
+		Buf b = {0};
+		for (int r = 0; r < NRULES; r++)
+			if (mask[st] & (1u << r))
+				buf_printf(&b, "%s%s", b.len ? ", " : "", rule_name((RuleId)r));
+		p->rules.v[st] = arena_strdup(p->arena, b.s ? b.s : "");
+		buf_free(&b);
+	}
+	free(mask);
+	free(chosen);
+}
+
 static IaPlan *build(Search *s)
 {
 	int n = s->n;
@@ -489,6 +525,7 @@ static IaPlan *build(Search *s)
 		if (s->choice[t] >= 0)
 			build_unit(&b, t);
 	}
+	record_rules(s, b.p);
 	free(b.homeop);
 	free(b.moved);
 	free(b.first_reader);

@@ -197,6 +197,7 @@ static void alternatives(Search *s, IaPlan *chosen)
 				alt.why = "does not apply to this statement";
 			} else {
 				alt.feasible = true;
+				alt.rules = p->rules.v[st] ? arena_strdup(chosen->arena, p->rules.v[st]) : NULL;
 				alt.seconds = p->predicted_seconds;
 				alt.floats = p->total_floats_moved;
 				alt.peak_bytes = p->peak_bytes;

@@ -30,8 +30,9 @@ for tra in "$TOP"/tests/golden/*.tra "$TOP"/examples/*.tra "$PWD/train.tra"; do
 	args=$(sed -n 's/^# args: //p' "$tra")
 	for costs in "" "--no-costs"; do
 		n=$((n + 1))
-		# in the program's folder, as the golden tests run (--machine FILE)
-		if ! (cd "${tra%/*}" && "$TRAC" --explain=dot $costs $args "$tra") >plan.dot 2>err; then
+		# in the program's folder, as the golden tests run (--machine FILE);
+		# the args first, so an --explain=all among them yields to dot
+		if ! (cd "${tra%/*}" && "$TRAC" $args --explain=dot $costs "$tra") >plan.dot 2>err; then
 			fail "$name $costs: $(cat err)"
 			continue
 		fi
