@@ -738,7 +738,7 @@ static void emit_schedule(Emit *e, int i)
 {
 	Buf *b = e->b;
 	const IaOp *op = &e->p->ops.v[i];
-	const TpSched *ts = op->u.twophase.sched;
+	const TpSched *ts = op->u.join.sched;
 	static const char *aggs[] = {"TRT_AGG_ADD", "TRT_AGG_MAX", "TRT_AGG_MIN"};
 	int64_t *n = xcalloc((size_t)ts->nranks + 1, sizeof *n);
 	buf_printf(b, "/* op %d: a two-phase schedule, %" PRId64 " join groups on %d ranks (%s plan) */\n", i,
@@ -760,7 +760,7 @@ static void emit_schedule(Emit *e, int i)
 	for (int r = 0; r < ts->nranks; r++)
 		buf_printf(b, "%s%" PRId64, r ? ", " : "", n[r]);
 	buf_printf(b, "};\nstatic const TrtTwoPhase twophase%d = {%d, %" PRId64 ", twophase%d_jobs, twophase%d_njobs, %s};\n\n",
-	           i, ts->nranks, ts->njoin, i, i, aggs[op->u.twophase.kernel->red]);
+	           i, ts->nranks, ts->njoin, i, i, aggs[op->u.join.kernel->red]);
 	free(n);
 }
 
@@ -828,6 +828,7 @@ static void emit_main(Emit *e)
 			buf_puts(b, ");\n");
 			break;
 		case IA_JOIN:
+		case IA_TWOPHASE:       /* the same join, run by its schedule */
 			buf_printf(b, "\tstatic const TrtJoin join%d = {%d, ", i, op->u.join.nmatch);
 			int_list(b, op->u.join.nmatch, op->u.join.lkey);
 			buf_puts(b, ", ");
@@ -835,23 +836,13 @@ static void emit_main(Emit *e)
 			buf_printf(b, ", %d, ", op->u.join.ngroup);
 			int_list(b, op->u.join.ngroup > 0 ? op->u.join.ngroup : 0, op->u.join.group);
 			buf_puts(b, "};\n");
-			buf_printf(b, "\tTrtRel *r%d = trt_join(r%d, r%d, &join%d, kernel%d, &type%d, ", i,
-			           op->u.join.left, op->u.join.right, i, i, i);
+			buf_printf(b, "\tTrtRel *r%d = %s(r%d, r%d, &join%d, kernel%d, &type%d, ", i,
+			           op->kind == IA_TWOPHASE ? "trt_twophase" : "trt_join", op->u.join.left, op->u.join.right,
+			           i, i, i);
 			place_literal(b, &op->place);
+			if (op->kind == IA_TWOPHASE)
+				buf_printf(b, ", &twophase%d", i);
 			buf_puts(b, ");\n");
-			break;
-		case IA_TWOPHASE:
-			buf_printf(b, "\tstatic const TrtJoin join%d = {%d, ", i, op->u.twophase.nmatch);
-			int_list(b, op->u.twophase.nmatch, op->u.twophase.lkey);
-			buf_puts(b, ", ");
-			int_list(b, op->u.twophase.nmatch, op->u.twophase.rkey);
-			buf_printf(b, ", %d, ", op->u.twophase.ngroup);
-			int_list(b, op->u.twophase.ngroup, op->u.twophase.group);
-			buf_puts(b, "};\n");
-			buf_printf(b, "\tTrtRel *r%d = trt_twophase(r%d, r%d, &join%d, kernel%d, &type%d, ", i,
-			           op->u.twophase.left, op->u.twophase.right, i, i, i);
-			place_literal(b, &op->place);
-			buf_printf(b, ", &twophase%d);\n", i);
 			break;
 		case IA_AGG: {
 			static const char *aggs[] = {"TRT_AGG_ADD", "TRT_AGG_MAX", "TRT_AGG_MIN"};
@@ -972,7 +963,7 @@ void cg_emit(Buf *out, const IaPlan *p, const CgOptions *o)
 		if (op->kind == IA_JOIN)
 			emit_kernel(&e, i, op->u.join.kernel);
 		else if (op->kind == IA_TWOPHASE) {
-			emit_kernel(&e, i, op->u.twophase.kernel);
+			emit_kernel(&e, i, op->u.join.kernel);
 			emit_schedule(&e, i);
 		} else if (op->kind == IA_MAP && op->u.map.kernel)
 			emit_kernel(&e, i, op->u.map.kernel);

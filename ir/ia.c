@@ -192,12 +192,9 @@ int ia_inputs(const IaOp *op, int *in)
 		in[0] = op->u.shuffle.in;
 		return 1;
 	case IA_JOIN:
+	case IA_TWOPHASE:
 		in[0] = op->u.join.left;
 		in[1] = op->u.join.right;
-		return 2;
-	case IA_TWOPHASE:
-		in[0] = op->u.twophase.left;
-		in[1] = op->u.twophase.right;
 		return 2;
 	case IA_AGG:
 		in[0] = op->u.agg.in;
@@ -446,11 +443,6 @@ IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a)
 	case IA_READ: break;
 	case IA_BCAST: c.u.bcast.in = map[c.u.bcast.in]; break;
 	case IA_SHUFFLE: c.u.shuffle.in = map[c.u.shuffle.in]; break;
-	case IA_JOIN:
-		c.u.join.left = map[c.u.join.left];
-		c.u.join.right = map[c.u.join.right];
-		c.u.join.kernel = kernel_clone(a, c.u.join.kernel);
-		break;
 	case IA_AGG: c.u.agg.in = map[c.u.agg.in]; break;
 	case IA_MAP:
 		c.u.map.in = map[c.u.map.in];
@@ -458,10 +450,11 @@ IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a)
 			c.u.map.kernel = kernel_clone(a, c.u.map.kernel);
 		break;
 	case IA_FILTER: c.u.filter.in = map[c.u.filter.in]; break;
+	case IA_JOIN:
 	case IA_TWOPHASE:
-		c.u.twophase.left = map[c.u.twophase.left];
-		c.u.twophase.right = map[c.u.twophase.right];
-		c.u.twophase.kernel = kernel_clone(a, c.u.twophase.kernel);
+		c.u.join.left = map[c.u.join.left];
+		c.u.join.right = map[c.u.join.right];
+		c.u.join.kernel = kernel_clone(a, c.u.join.kernel);
 		break;
 	case IA_WRITE: c.u.write.in = map[c.u.write.in]; break;
 	case IA_STORE:

@@ -406,6 +406,9 @@ typedef struct IaOp {
 		struct { int tensor; } read;
 		struct { int in; } bcast;
 		struct { int in; } shuffle;     /* target: place */
+		/* IA_JOIN, and IA_TWOPHASE: a contraction run by a two-phase
+		 * schedule, a join fused with its aggregation (ngroup >= 0, the
+		 * kernel's red the aggregation) whose result is placed by `place` */
 		struct {
 			int left, right;
 			int nmatch;
@@ -413,6 +416,7 @@ typedef struct IaOp {
 			int ngroup;                 /* -1: plain join; else fused local aggregation */
 			int group[MAXDIM];
 			Kernel *kernel;
+			const TpSched *sched;       /* IA_TWOPHASE: its schedule; NULL for a join */
 		} join;
 		struct { int in; int ngroup; int group[MAXDIM]; AggKind agg; } agg;
 		/* kernel NULL: a rekey, output dim i = input dim keymap[i]; an
@@ -425,18 +429,6 @@ typedef struct IaOp {
 		struct { int tensor; } init;            /* INIT, LOAD */
 		struct { int in; int tensor; } store;   /* STORE, PRINT */
 		struct { int64_t count; } loop;
-		/* a contraction run by a two-phase schedule: the fields of a
-		 * join fused with its aggregation (ngroup >= 0), the kernel's
-		 * red the aggregation; the result is placed by `place` */
-		struct {
-			int left, right;
-			int nmatch;
-			int lkey[MAXDIM], rkey[MAXDIM];
-			int ngroup;
-			int group[MAXDIM];
-			Kernel *kernel;
-			const TpSched *sched;
-		} twophase;
 	} u;
 } IaOp;
 

@@ -118,15 +118,15 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 		buf_puts(b, "]");
 		break;
 	case IA_TWOPHASE: {
-		const TpSched *ts = op->u.twophase.sched;
+		const TpSched *ts = op->u.join.sched;
 		buf_puts(b, " on ");
-		keys_print(b, op->u.twophase.nmatch, op->u.twophase.lkey);
+		keys_print(b, op->u.join.nmatch, op->u.join.lkey);
 		buf_puts(b, "=");
-		keys_print(b, op->u.twophase.nmatch, op->u.twophase.rkey);
-		buf_printf(b, " %s group ", agg_name(op->u.twophase.kernel->red));
-		keys_print(b, op->u.twophase.ngroup, op->u.twophase.group);
+		keys_print(b, op->u.join.nmatch, op->u.join.rkey);
+		buf_printf(b, " %s group ", agg_name(op->u.join.kernel->red));
+		keys_print(b, op->u.join.ngroup, op->u.join.group);
 		buf_puts(b, " [");
-		kernel_print(b, op->u.twophase.kernel);
+		kernel_print(b, op->u.join.kernel);
 		buf_printf(b, "] %" PRId64 " join groups, %" PRId64 " aggregation groups, %s plan", ts->njoin, ts->nagg,
 		           ts->variant);
 		break;
@@ -192,7 +192,7 @@ static void ia_op_costs(Buf *b, const IaOp *op)
  * predicted time, and where its lineage came from. */
 static void twophase_detail(Buf *b, const IaOp *op, int indent, bool costs)
 {
-	const TpSched *ts = op->u.twophase.sched;
+	const TpSched *ts = op->u.join.sched;
 	int64_t *jobs = xcalloc((size_t)ts->nranks + 1, sizeof *jobs);
 	for (int64_t j = 0; j < ts->njoin; j++)
 		jobs[ts->site[j]]++;
@@ -556,7 +556,7 @@ static void json_explain(Buf *b, const IaPlan *p)
 		buf_printf(b, ", \"tuples\": %" PRId64 ", \"statement\": %d, \"text\": ", rel_ntuples(&op->type), op->stmt);
 		json_str(b, desc.s);
 		if (op->kind == IA_TWOPHASE) {
-			const TpSched *ts = op->u.twophase.sched;
+			const TpSched *ts = op->u.join.sched;
 			buf_printf(b, ", \"two_phase\": { \"join_groups\": %" PRId64 ", \"aggregation_groups\": %" PRId64
 			           ", \"planned_ranks\": %d, \"plan\": ", ts->njoin, ts->nagg, ts->nranks);
 			json_str(b, ts->variant);
@@ -717,6 +717,7 @@ static void dot_what(Buf *b, const IaPlan *p, const IaOp *op)
 	case IA_SHUFFLE:
 		break;
 	case IA_JOIN:
+	case IA_TWOPHASE:       /* a two-phase op always aggregates (ngroup >= 0) */
 		buf_puts(&k, " on ");
 		keys_print(&k, op->u.join.nmatch, op->u.join.lkey);
 		buf_puts(&k, "=");
@@ -727,17 +728,8 @@ static void dot_what(Buf *b, const IaPlan *p, const IaOp *op)
 		}
 		buf_puts(&k, ": ");
 		kernel_print(&k, op->u.join.kernel);
-		break;
-	case IA_TWOPHASE:
-		buf_puts(&k, " on ");
-		keys_print(&k, op->u.twophase.nmatch, op->u.twophase.lkey);
-		buf_puts(&k, "=");
-		keys_print(&k, op->u.twophase.nmatch, op->u.twophase.rkey);
-		buf_printf(&k, ", %s into ", agg_name(op->u.twophase.kernel->red));
-		keys_print(&k, op->u.twophase.ngroup, op->u.twophase.group);
-		buf_printf(&k, ": ");
-		kernel_print(&k, op->u.twophase.kernel);
-		buf_printf(&k, ", %" PRId64 " join groups by a two-phase schedule", op->u.twophase.sched->njoin);
+		if (op->kind == IA_TWOPHASE)
+			buf_printf(&k, ", %" PRId64 " join groups by a two-phase schedule", op->u.join.sched->njoin);
 		break;
 	case IA_AGG:
 		buf_printf(&k, " %s into ", agg_name(op->u.agg.agg));

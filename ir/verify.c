@@ -447,13 +447,13 @@ bool ia_verify(const IaPlan *p, Buf *err)
 			           op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);
 			break;
 		case IA_TWOPHASE: {
-			const TpSched *ts = op->u.twophase.sched;
-			if (op->u.twophase.ngroup < 0)
+			const TpSched *ts = op->u.join.sched;
+			if (op->u.join.ngroup < 0)
 				fail(&c, "a two-phase schedule without its aggregation");
 			else
-				check_join(&c, a, b, op->u.twophase.nmatch, op->u.twophase.lkey, op->u.twophase.rkey,
-				           op->u.twophase.kernel, &op->type, op->u.twophase.ngroup, op->u.twophase.group);
-			RelType jt = ia_join_type(a, b, op->u.twophase.nmatch, op->u.twophase.lkey, op->u.twophase.rkey);
+				check_join(&c, a, b, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey,
+				           op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);
+			RelType jt = ia_join_type(a, b, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey);
 			if (c.ok && (!ts || !ts->site || ts->njoin != rel_ntuples(&jt) || ts->nagg != rel_ntuples(&op->type)))
 				fail(&c, "a two-phase schedule that does not fit its join's key space");
 			for (int64_t j = 0; c.ok && j < ts->njoin; j++)

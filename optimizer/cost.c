@@ -535,7 +535,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 			break;
 		case IA_TWOPHASE: {
 			/* planned with the schedule (twophase.c) */
-			const TpSched *ts = op->u.twophase.sched;
+			const TpSched *ts = op->u.join.sched;
 			c = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops};
 			break;
 		}
@@ -564,7 +564,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		}
 		/* a two-phase schedule holds chunks received and sums beyond
 		 * its inputs and result while it runs */
-		double transient = op->kind == IA_TWOPHASE ? op->u.twophase.sched->mem : 0;
+		double transient = op->kind == IA_TWOPHASE ? op->u.join.sched->mem : 0;
 		op->live_bytes = live + transient;
 		if (live + transient > p->peak_bytes) {
 			p->peak_bytes = live + transient;

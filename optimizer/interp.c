@@ -357,9 +357,9 @@ static Rel *do_join(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
  * s runs on s modulo the count, as in the runtime. */
 static Rel *do_twophase(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
 {
-	const TpSched *ts = op->u.twophase.sched;
-	int nl = l->type.nkey, nm = op->u.twophase.nmatch;
-	RelType jt = ia_join_type(&l->type, &rr->type, nm, op->u.twophase.lkey, op->u.twophase.rkey);
+	const TpSched *ts = op->u.join.sched;
+	int nl = l->type.nkey, nm = op->u.join.nmatch;
+	RelType jt = ia_join_type(&l->type, &rr->type, nm, op->u.join.lkey, op->u.join.rkey);
 	Rel *part = rel_new(&op->type, PL_PARTIAL);
 	int64_t jk[MAXDIM] = {0};
 	for (int64_t j = 0; j < ts->njoin && in->ok; j++) {
@@ -370,9 +370,9 @@ static Rel *do_twophase(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
 		}
 		int64_t rk[MAXDIM] = {0}, gk[MAXDIM] = {0};
 		for (int d = 0; d < rr->type.nkey; d++)
-			rk[d] = jk[ia_join_out_dim(nl, nm, op->u.twophase.rkey, d, op->u.twophase.lkey)];
-		for (int g = 0; g < op->u.twophase.ngroup; g++)
-			gk[g] = jk[op->u.twophase.group[g]];
+			rk[d] = jk[ia_join_out_dim(nl, nm, op->u.join.rkey, d, op->u.join.lkey)];
+		for (int g = 0; g < op->u.join.ngroup; g++)
+			gk[g] = jk[op->u.join.group[g]];
 		const Tup *a = NULL, *b = NULL;
 		for (int i = 0; i < l->t.n && !a; i++)
 			if (same_key(l->t.v[i].key, jk, nl))
@@ -389,7 +389,7 @@ static Rel *do_twophase(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
 		const double *vs[2] = {a->v, b->v};
 		bool fresh;
 		Tup *o = lookup(part, gk, ts->site[j] % in->s, &fresh);
-		run_kernel(op->u.twophase.kernel, 2, tys, ks, vs, o->v, !fresh);
+		run_kernel(op->u.join.kernel, 2, tys, ks, vs, o->v, !fresh);
 	}
 	Rel *r = rel_new(&op->type, PL_PART);
 	for (int i = 0; i < part->t.n; i++) {
@@ -398,7 +398,7 @@ static Rel *do_twophase(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
 		Tup *o = lookup(r, t->key, place_site(&op->place, &op->type, t->key, in->s), &fresh);
 		int64_t n = rel_chunk_elems(&r->type, t->key);
 		for (int64_t e = 0; e < n; e++)
-			o->v[e] = fresh ? t->v[e] : combine(op->u.twophase.kernel->red, o->v[e], t->v[e]);
+			o->v[e] = fresh ? t->v[e] : combine(op->u.join.kernel->red, o->v[e], t->v[e]);
 	}
 	rel_free(part);
 	return r;

@@ -434,15 +434,15 @@ static void build_unit(Build *b, int t)
 		case IM_TWOPHASE: {
 			IaOp tp = {.kind = IA_TWOPHASE, .stmt = op->stmt, .tra = t, .type = op->type,
 			           .place = s->dom[t].p[im->out]};
-			tp.u.twophase.left = x[0];
-			tp.u.twophase.right = x[1];
-			tp.u.twophase.nmatch = f.u.join.nmatch;
-			memcpy(tp.u.twophase.lkey, f.u.join.lkey, sizeof tp.u.twophase.lkey);
-			memcpy(tp.u.twophase.rkey, f.u.join.rkey, sizeof tp.u.twophase.rkey);
-			tp.u.twophase.ngroup = f.u.join.ngroup;
-			memcpy(tp.u.twophase.group, f.u.join.group, sizeof tp.u.twophase.group);
-			tp.u.twophase.kernel = f.u.join.kernel;
-			tp.u.twophase.sched = im->tp;
+			tp.u.join.left = x[0];
+			tp.u.join.right = x[1];
+			tp.u.join.nmatch = f.u.join.nmatch;
+			memcpy(tp.u.join.lkey, f.u.join.lkey, sizeof tp.u.join.lkey);
+			memcpy(tp.u.join.rkey, f.u.join.rkey, sizeof tp.u.join.rkey);
+			tp.u.join.ngroup = f.u.join.ngroup;
+			memcpy(tp.u.join.group, f.u.join.group, sizeof tp.u.join.group);
+			tp.u.join.kernel = f.u.join.kernel;
+			tp.u.join.sched = im->tp;
 			res = emit(b, tp);
 			break;
 		}

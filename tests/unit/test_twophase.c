@@ -197,7 +197,7 @@ static void test_fig4_product(void **state)
 			if (plan->ops.v[i].kind == IA_TWOPHASE)
 				tp = i;
 		assert_true(tp >= 0);
-		assert_int_equal(plan->ops.v[tp].u.twophase.sched->njoin, 8);
+		assert_int_equal(plan->ops.v[tp].u.join.sched->njoin, 8);
 		Buf err = {0};
 		assert_true(ia_verify(plan, &err));
 		Dense *in[3] = {NULL, NULL, NULL}, *out[3] = {NULL, NULL, NULL};
