@@ -51,21 +51,15 @@ bool cg_runtime(const char **incdir, const char **lib)
 	if (env && *env)
 		return try_dirs(env, env, incdir, lib);
 
-	char self[PATH_MAX], build[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n > 0) {
-		self[n] = 0;
-		char *slash = strrchr(self, '/');
-		if (slash)
-			*slash = 0;
-		if (realpath(TRAC_BUILD_DIR, build) && !strcmp(build, self)) {
-			char *rt = xprintf("%s/runtime", TRAC_BUILD_DIR);
-			char *src = xprintf("%s/runtime", TRAC_SOURCE_DIR);
-			if (try_dirs(src, rt, incdir, lib))
-				return true;
-		}
-		char *inc = xprintf("%s/../include", self), *libdir = xprintf("%s/../lib", self);
-		if (try_dirs(inc, libdir, incdir, lib))
+	bool in_build;
+	char *self = tr_exe_dir(&in_build);
+	if (self) {
+		bool found = in_build && try_dirs(xprintf("%s/runtime", TRAC_SOURCE_DIR),
+		                                  xprintf("%s/runtime", TRAC_BUILD_DIR), incdir, lib);
+		if (!found)
+			found = try_dirs(xprintf("%s/../include", self), xprintf("%s/../lib", self), incdir, lib);
+		free(self);
+		if (found)
 			return true;
 	}
 	return try_dirs(TRAC_INCLUDEDIR, TRAC_LIBDIR, incdir, lib);

@@ -108,7 +108,7 @@ static void node_print(Buf *b, const Node *n)
 
 static void items_print(Buf *b, Item **items, int n, int depth);
 
-static void formal_print(Buf *b, const Formal *f)
+void formal_print(Buf *b, const Formal *f)
 {
 	buf_puts(b, f->name);
 	if (f->nidx) {

@@ -144,6 +144,7 @@ Item *ast_item(Arena *a, ItemKind kind, Loc loc);
 const char *binop_name(BinOp op);
 const char *red_name(RedKind r);
 void ast_print(Buf *b, const Ast *ast);     /* for tests and --dump-after=parse */
+void formal_print(Buf *b, const Formal *f);   /* "W[d, h]": a def's parameter or result */
 
 /* ---- parse.c (parser.y): text -> AST ---- */
 

@@ -34,17 +34,12 @@ const char *fe_stdlib_dir(void)
 	const char *env = getenv("TRAC_STDLIB_DIR");
 	if (env && *env)
 		return dir = xstrdup(env);
-	char self[PATH_MAX], build[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n > 0) {
-		self[n] = 0;
-		char *slash = strrchr(self, '/');
-		if (slash)
-			*slash = 0;
-		if (realpath(TRAC_BUILD_DIR, build) && !strcmp(build, self))
-			return dir = xprintf("%s/stdlib", TRAC_SOURCE_DIR);
-		char *rel = xprintf("%s/../share/trac/stdlib", self);
-		if (is_dir(rel))
+	bool in_build;
+	char *self = tr_exe_dir(&in_build);
+	if (self) {
+		char *rel = in_build ? xprintf("%s/stdlib", TRAC_SOURCE_DIR) : xprintf("%s/../share/trac/stdlib", self);
+		free(self);
+		if (in_build || is_dir(rel))
 			return dir = rel;
 		free(rel);
 	}

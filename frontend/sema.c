@@ -1299,17 +1299,6 @@ static void check_grad(Sema *s, Item *it)
 
 /* ---- defs ---- */
 
-static void formal_print(Buf *b, const Formal *f)
-{
-	buf_puts(b, f->name);
-	if (f->nidx) {
-		buf_puts(b, "[");
-		for (int i = 0; i < f->nidx; i++)
-			buf_printf(b, "%s%s", i ? ", " : "", f->idx[i]);
-		buf_puts(b, "]");
-	}
-}
-
 /* "linear(X[n, d], W[d, h], b[h]) -> Y[n, h]" */
 static char *signature(const Item *def)
 {

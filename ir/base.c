@@ -8,6 +8,7 @@
  * Invariants: a Loc stores byte offsets only; line and column are computed
  * when a message is printed.  The source-file table lives for the whole run.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -367,4 +368,21 @@ void diag(DiagKind kind, Loc loc, const char *fmt, ...)
 	va_start(ap, fmt);
 	vdiag(kind, loc, fmt, ap);
 	va_end(ap);
+}
+
+/* ---- where trac runs from ---- */
+
+char *tr_exe_dir(bool *in_build)
+{
+	char self[PATH_MAX], build[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	*in_build = false;
+	if (n <= 0)
+		return NULL;
+	self[n] = 0;
+	char *slash = strrchr(self, '/');
+	if (slash)
+		*slash = 0;
+	*in_build = realpath(TRAC_BUILD_DIR, build) && !strcmp(build, self);
+	return xstrdup(self);
 }

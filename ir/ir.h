@@ -64,6 +64,10 @@ void buf_free(Buf *b);
 #define tr_bug(...) tr_bug_at(__FILE__, __LINE__, __VA_ARGS__)
 _Noreturn void tr_bug_at(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The folder of the running executable (malloc'd), or NULL; *in_build:
+ * it is the build tree's own, which finds its runtime and stdlib in the
+ * source tree rather than beside itself. */
+char *tr_exe_dir(bool *in_build);
 
 /* Overflow-checked arithmetic on extents: false when the result overflows. */
 bool mul_ok(int64_t a, int64_t b, int64_t *r);
