@@ -17,13 +17,12 @@ import os, subprocess, sys, textwrap
 import numpy as np
 sys.dont_write_bytecode = True     # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cases import run_cases
+from cases import mpi_env, run_cases
 
 
 TRAC = os.environ.get("TRAC", "trac")
 MPIRUN = os.environ.get("MPIRUN", "mpirun")
-env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1")
+env = mpi_env()
 r = np.random.default_rng(3)
 CASES = []
 

@@ -10,6 +10,9 @@ TOP=$(cd "$srcdir" && pwd)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/trac-test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 cd "$TMP" || exit 1
+# Open MPI's session directory in this test's own folder: tests run side
+# by side (make -j2 check) otherwise race to create /tmp/ompi.HOST.UID
+export OMPI_MCA_orte_tmpdir_base="$TMP"
 FAILS=0
 
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }

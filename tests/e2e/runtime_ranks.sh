@@ -26,6 +26,9 @@ fi
 # a folder of its own: several runs of the suite may share a build tree
 D=$(mktemp -d "${TMPDIR:-/tmp}/trac-runtime-ranks.XXXXXX") || exit 99
 trap 'rm -rf "$D"' EXIT
+# Open MPI's session directory there too: tests run side by side
+# otherwise race to create /tmp/ompi.HOST.UID
+export OMPI_MCA_orte_tmpdir_base="$D"
 
 fails=0
 fail() {

@@ -20,10 +20,13 @@ except ImportError:
     print("torch not installed (apt-get install python3-torch): skipped")
     sys.exit(77)
 
+sys.dont_write_bytecode = True     # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cases import mpi_env
+
 TRAC = os.environ.get("TRAC", "trac")
 MPIRUN = os.environ.get("MPIRUN", "mpirun")
-env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1")
+env = mpi_env()
 N, D, H, L, STEPS, LR = 96, 40, 24, 6, 20, 0.5
 
 PROGRAM = """
