@@ -496,10 +496,6 @@ RelType ia_join_type(const RelType *l, const RelType *r, int nmatch, const int *
 bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why);
 
 
-/* ---- table1.c: TRA -> IA by Table 1 of the TRA paper ---- */
-
-IaPlan *ia_from_tra(const TraProg *tra, int nranks);
-
 /* ---- print.c: --explain and dumps ---- */
 
 typedef enum { EXPLAIN_TEXT, EXPLAIN_JSON, EXPLAIN_DOT, EXPLAIN_ALL } ExplainFormat;   /* ALL: text + alternatives */

@@ -36,15 +36,15 @@
 
 #include "optimizer/opt.h"
 
-typedef enum { U_NONE, U_EINSUM, U_DIAG, U_REKEY, U_LEAF } UnitKind;
+typedef enum { D_NONE, D_EINSUM, D_DIAG, D_REKEY, D_LEAF } DiffKind;
 
-typedef struct Unit {
-	UnitKind kind;
+typedef struct DiffUnit {
+	DiffKind kind;
 	int prod;               /* einsum: the join or map; diag: the map */
 	int agg;                /* einsum, diag: the aggregation, or -1 */
 	int filter;             /* diag: the filter */
 	int nin, in[2];         /* the unit's input ops */
-} Unit;
+} DiffUnit;
 
 typedef Vec(int) IntVec;
 
@@ -52,7 +52,7 @@ typedef struct Grad {
 	const TraProg *old;     /* the program before this pass */
 	TraProg *p;             /* the program being rebuilt (shares tensors and stmts) */
 	int *map;               /* old op -> new op */
-	Unit *unit;             /* per old op: the unit whose output it is */
+	DiffUnit *unit;             /* per old op: the unit whose output it is */
 	/* the cache for one loss */
 	int loss;
 	int *adj;               /* per old op: its finished adjoint (new op, the op's key order), or -1 */
@@ -67,49 +67,49 @@ static void find_units(Grad *g)
 	const TraProg *o = g->old;
 	for (int i = 0; i < o->ops.n; i++) {
 		const TraOp *op = &o->ops.v[i];
-		Unit *u = &g->unit[i];
-		*u = (Unit){.kind = U_NONE, .prod = -1, .agg = -1, .filter = -1};
+		DiffUnit *u = &g->unit[i];
+		*u = (DiffUnit){.kind = D_NONE, .prod = -1, .agg = -1, .filter = -1};
 		switch (op->kind) {
 		case TRA_INPUT:
 		case TRA_LOAD:
-			u->kind = U_LEAF;
+			u->kind = D_LEAF;
 			break;
 		case TRA_JOIN:
 			if (!op->u.join.kernel->reduces) {
-				u->kind = U_EINSUM;
+				u->kind = D_EINSUM;
 				u->prod = i;
 			}
 			break;
 		case TRA_MAP:
 			if (!op->u.map.kernel->reduces && o->ops.v[op->u.map.in].kind != TRA_FILTER) {
-				u->kind = U_EINSUM;
+				u->kind = D_EINSUM;
 				u->prod = i;
 			}
 			break;
 		case TRA_AGG: {
 			const TraOp *in = &o->ops.v[op->u.agg.in];
 			if (in->kind == TRA_MAP && o->ops.v[in->u.map.in].kind == TRA_FILTER) {
-				u->kind = U_DIAG;
+				u->kind = D_DIAG;
 				u->prod = op->u.agg.in;
 				u->filter = in->u.map.in;
 			} else if ((in->kind == TRA_JOIN && in->u.join.kernel->reduces) ||
 			           (in->kind == TRA_MAP && in->u.map.kernel->reduces)) {
-				u->kind = U_EINSUM;
+				u->kind = D_EINSUM;
 				u->prod = op->u.agg.in;
 			}
 			u->agg = i;
 			break;
 		}
 		case TRA_REKEY:
-			u->kind = U_REKEY;
+			u->kind = D_REKEY;
 			u->prod = i;
 			break;
 		default:
 			break;
 		}
-		if (u->kind == U_EINSUM || u->kind == U_REKEY)
+		if (u->kind == D_EINSUM || u->kind == D_REKEY)
 			u->nin = tra_inputs(&o->ops.v[u->prod], u->in);
-		else if (u->kind == U_DIAG)
+		else if (u->kind == D_DIAG)
 			u->nin = tra_inputs(&o->ops.v[u->filter], u->in);
 	}
 }
@@ -206,7 +206,7 @@ static KExpr *as_in0(Arena *a, const KExpr *e, int from)
 /* An einsum unit's contributions to its inputs. */
 static void vjp_einsum(Grad *g, TraBuild *b, int u, int G)
 {
-	const Unit *un = &g->unit[u];
+	const DiffUnit *un = &g->unit[u];
 	const TraOp *P = &g->old->ops.v[un->prod];
 	const Kernel *k = P->kind == TRA_JOIN ? P->u.join.kernel : P->u.map.kernel;
 	int nin = un->nin;
@@ -318,7 +318,7 @@ static void vjp_einsum(Grad *g, TraBuild *b, int u, int G)
  * like A, zero elsewhere. */
 static void vjp_diag(Grad *g, TraBuild *b, int u, int G)
 {
-	const Unit *un = &g->unit[u];
+	const DiffUnit *un = &g->unit[u];
 	int a = un->in[0];
 	if (g->prop[u][0] || g->adj[a] == -2)
 		return;
@@ -341,7 +341,7 @@ static void vjp_diag(Grad *g, TraBuild *b, int u, int G)
 
 static void vjp_rekey(Grad *g, TraBuild *b, int u, int G)
 {
-	const Unit *un = &g->unit[u];
+	const DiffUnit *un = &g->unit[u];
 	const TraOp *R = &g->old->ops.v[u];
 	int a = un->in[0];
 	if (g->prop[u][0] || g->adj[a] == -2)
@@ -456,30 +456,30 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 
 	/* reverse program order: every consumer of an op comes after it */
 	for (int v = loss; v >= 0; v--) {
-		if (!rel[v] || g->unit[v].kind == U_LEAF)
+		if (!rel[v] || g->unit[v].kind == D_LEAF)
 			continue;
 		const TraOp *op = &o->ops.v[v];
 		switch (g->unit[v].kind) {
-		case U_NONE:
+		case D_NONE:
 			if (op->kind == TRA_GRAD)
 				diag(DIAG_ERROR, loc, "the loss depends on a gradient; second derivatives are not supported");
 			else if (op->kind != TRA_JOIN && op->kind != TRA_MAP && op->kind != TRA_FILTER)
 				tr_bug("autodiff meets a %s op it has no rule for", tra_op_name(op->kind));
 			continue;       /* a reducing kernel or filter inside its unit */
-		case U_LEAF:
+		case D_LEAF:
 			continue;
-		case U_EINSUM:
-		case U_DIAG:
-		case U_REKEY:
+		case D_EINSUM:
+		case D_DIAG:
+		case D_REKEY:
 			break;
 		}
 		int G = adjoint(g, &b, v);
 		if (G < 0)
 			continue;       /* nothing reached it: no contribution */
 		switch (g->unit[v].kind) {
-		case U_EINSUM: vjp_einsum(g, &b, v, G); break;
-		case U_DIAG: vjp_diag(g, &b, v, G); break;
-		case U_REKEY: vjp_rekey(g, &b, v, G); break;
+		case D_EINSUM: vjp_einsum(g, &b, v, G); break;
+		case D_DIAG: vjp_diag(g, &b, v, G); break;
+		case D_REKEY: vjp_rekey(g, &b, v, G); break;
 		default: break;
 		}
 	}
@@ -547,7 +547,7 @@ void opt_autodiff(TraProg *p)
 	p->ops.v = NULL;
 	p->ops.n = p->ops.cap = 0;
 	int n = old.ops.n;
-	Grad g = {&old, p, xcalloc(n + 1, sizeof(int)), xcalloc(n + 1, sizeof(Unit)), -1,
+	Grad g = {&old, p, xcalloc(n + 1, sizeof(int)), xcalloc(n + 1, sizeof(DiffUnit)), -1,
 	          xcalloc(n + 1, sizeof(int)), xcalloc(n + 1, sizeof(*g.contrib)), xcalloc(n + 1, sizeof(*g.prop))};
 	find_units(&g);
 	for (int i = 0; i < n; i++) {

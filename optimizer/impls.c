@@ -88,14 +88,6 @@ static double rank_bytes(Search *s, const RelType *t, const Place *p, double cop
 	return cost_rank_bytes(&s->cc, t, p, copies);
 }
 
-static void push_impl(Search *s, int t, Impl im)
-{
-	if (!s->gen_all && s->budget > 0 && im.mem > s->budget)
-		return;
-	im.cost = cost_scale(im.cost, s->times[t]);
-	vec_push(&s->impls[t], im);
-}
-
 /* The placement of a local join's key space given its inputs', or false
  * when matching tuples would not meet (ia_derive_place's join rule). */
 static bool join_place(const TraOp *j, const RelType *lt, const Place *l, const Place *r, Place *jp)
@@ -199,62 +191,211 @@ static bool allowed(Search *s, int t, Strategy st, int side)
 	return st == s->force[stmt] && (s->forceside[stmt] < 0 || s->forceside[stmt] == side);
 }
 
-/* The aggregation's result after partial sums: a shuffle to every
- * partitioning of the result, or a broadcast to all sites. */
-static void partial_targets(Search *s, int t, Impl base, double partial_floats_copies, const RelType *ot,
-                            ImplKind shuf, ImplKind bc)
+/* ---- costs: impls.def's cost column ---- */
+
+typedef void CostFn(Search *s, int t, Impl *im);
+
+/* Input j's type and placement as im takes it. */
+static const RelType *in_type(Search *s, int t, int j)
 {
-	const Dom *d = &s->dom[t];
-	for (int i = 0; i < d->n; i++) {
-		Impl im = base;
-		Place pp = place_partial();
-		Cost mv = cost_move(&s->cc, ot, &pp, partial_floats_copies, &d->p[i]);
-		Cost ag;
-		if (d->p[i].kind == PL_ALL) {
-			im.kind = bc;
-			Place all = place_all();
-			ag = cost_agg(&s->cc, ot, &all, 1, ot);
-			ag = cost_scale(ag, partial_floats_copies);
-			im.mem += rank_bytes(s, ot, &all, 1) * partial_floats_copies;
-		} else {
-			im.kind = shuf;
-			Place in = place_partial();
-			ag = cost_agg(&s->cc, ot, &in, partial_floats_copies, ot);
-			im.mem += rank_bytes(s, ot, &d->p[i], 1) * 2;
-			im.rules |= RB(R2_5);
-		}
-		im.cost = cost_add(cost_add(im.cost, mv), ag);
-		im.out = i;
-		im.mid = d->p[i];
-		push_impl(s, t, im);
-	}
+	int in[2];
+	unit_inputs(s, t, in);
+	return type_of(s, in[j]);
 }
 
-/* RMM's key maps: join-space dim o is the left's dim lmap[o] and the
- * right's rmap[o], or -1 where the side is duplicated along it. */
-void rmm_keymaps(const TraOp *j, const RelType *lt, const RelType *rt, const RelType *jt, int *lmap, int *rmap)
+static const Place *in_place(Search *s, int t, const Impl *im, int j)
 {
-	for (int o = 0; o < jt->nkey; o++) {
-		lmap[o] = o < lt->nkey ? o : -1;
-		rmap[o] = -1;
-	}
-	for (int d = 0; d < rt->nkey; d++)
-		rmap[ia_join_out_dim(lt->nkey, j->u.join.nmatch, j->u.join.rkey, d, j->u.join.lkey)] = d;
+	int in[2];
+	unit_inputs(s, t, in);
+	return &s->dom[in[j]].p[im->inpl[j]];
 }
 
-/* A side replicated into the join space: its key dims placed by keymap,
- * its chunks unchanged. */
-RelType rep_type(const RelType *jt, const RelType *st, const int *keymap)
+static const Place *out_place(Search *s, int t, const Impl *im)
 {
-	RelType r = *jt;
-	r.dtype = st->dtype;
-	r.nchunk = st->nchunk;
-	for (int c = 0; c < st->nchunk; c++)
-		for (int o = 0; o < jt->nkey; o++)
-			if (keymap[o] == st->chunkdim[c])
-				r.chunkdim[c] = o;
-	return r;
+	return &s->dom[t].p[im->out];
 }
+
+/* The join a unit's costs are about: the op, or a contraction's join. */
+static const TraOp *join_of(Search *s, int t)
+{
+	const TraOp *op = &s->tra->ops.v[t];
+	return op->kind == TRA_AGG ? &s->tra->ops.v[op->u.agg.in] : op;
+}
+
+/* Where a join computes, given its inputs' placements (a pair that
+ * join_pairs admitted). */
+static Place join_at(Search *s, const TraOp *j, const Place *pl, const Place *pr)
+{
+	const RelType *lt = type_of(s, j->u.join.left);
+	RelType jt = ia_join_type(lt, type_of(s, j->u.join.right), j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+	Place jp;
+	if (!join_place(j, lt, pl, pr, &jp))
+		tr_bug("a join's inputs placed where their tuples do not meet");
+	return place_norm(&jt, jp);
+}
+
+static void c_none(Search *s, int t, Impl *im)
+{
+	(void)s, (void)t, (void)im;
+}
+
+static void c_read(Search *s, int t, Impl *im)
+{
+	const RelType *ty = type_of(s, t);
+	const Place *p = out_place(s, t, im);
+	/* read everywhere only when pinned so: a broadcast from disk */
+	if (p->kind == PL_ALL) {
+		Place one = place_part(0, NULL);
+		im->cost = cost_move(&s->cc, ty, &one, 1, p);
+	}
+	im->mem = rank_bytes(s, ty, p, 1);
+}
+
+static void c_param(Search *s, int t, Impl *im)
+{
+	im->mem = rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
+}
+
+static void c_unary(Search *s, int t, Impl *im)
+{
+	const TraOp *op = &s->tra->ops.v[t];
+	const RelType *it = in_type(s, t, 0);
+	const Place *p = in_place(s, t, im, 0);
+	if (op->kind == TRA_MAP)
+		im->cost = cost_map(&s->cc, op->u.map.kernel, it, p);
+	im->mem = rank_bytes(s, it, p, 1) * (op->kind == TRA_MAP ? 2 : 1);
+}
+
+static void c_join(Search *s, int t, Impl *im)
+{
+	const TraOp *j = join_of(s, t);
+	const RelType *lt = in_type(s, t, 0), *rt = in_type(s, t, 1);
+	const Place *pl = in_place(s, t, im, 0), *pr = in_place(s, t, im, 1);
+	Place jp = join_at(s, j, pl, pr);
+	im->cost = cost_join(&s->cc, j->u.join.kernel, lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey, &jp);
+	im->mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1) + rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
+}
+
+static void c_agg_local(Search *s, int t, Impl *im)
+{
+	const RelType *it = in_type(s, t, 0), *ot = type_of(s, t);
+	const Place *p = in_place(s, t, im, 0);
+	im->cost = cost_agg(&s->cc, it, p, 1, ot);
+	im->mem = rank_bytes(s, it, p, 1);
+	im->mem += rank_bytes(s, ot, out_place(s, t, im), 1);
+}
+
+static void c_agg_shuffle(Search *s, int t, Impl *im)
+{
+	const RelType *it = in_type(s, t, 0), *ot = type_of(s, t);
+	const Place *p = in_place(s, t, im, 0);
+	im->cost = cost_add(cost_move(&s->cc, it, p, 1, &im->mid), cost_agg(&s->cc, it, &im->mid, 1, ot));
+	im->mem = rank_bytes(s, it, p, 1) + rank_bytes(s, it, &im->mid, 1) + rank_bytes(s, ot, out_place(s, t, im), 1);
+}
+
+/* Partial results (copies per key) moved to the result's placement and
+ * added up: a shuffle to a partitioning, or a broadcast to all sites. */
+static void partial_tail(Search *s, int t, Impl *im, double copies)
+{
+	const RelType *ot = type_of(s, t);
+	const Place *po = out_place(s, t, im);
+	Place pp = place_partial();
+	Cost mv = cost_move(&s->cc, ot, &pp, copies, po);
+	Cost ag;
+	if (po->kind == PL_ALL) {
+		Place all = place_all();
+		ag = cost_agg(&s->cc, ot, &all, 1, ot);
+		ag = cost_scale(ag, copies);
+		im->mem += rank_bytes(s, ot, &all, 1) * copies;
+	} else {
+		ag = cost_agg(&s->cc, ot, &pp, copies, ot);
+		im->mem += rank_bytes(s, ot, po, 1) * 2;
+	}
+	im->cost = cost_add(cost_add(im->cost, mv), ag);
+}
+
+static void c_agg_partial(Search *s, int t, Impl *im)
+{
+	const TraOp *op = &s->tra->ops.v[t];
+	const RelType *it = in_type(s, t, 0), *ot = &op->type;
+	const Place *p = in_place(s, t, im, 0);
+	im->cost = cost_agg(&s->cc, it, p, 1, ot);
+	im->mem = rank_bytes(s, it, p, 1);
+	partial_tail(s, t, im, cost_partial_copies(&s->cc, it, p, op->u.agg.ngroup, op->u.agg.group));
+}
+
+static void c_fused(Search *s, int t, Impl *im)
+{
+	c_join(s, t, im);
+}
+
+static void c_fused_partial(Search *s, int t, Impl *im)
+{
+	const TraOp *op = &s->tra->ops.v[t], *j = join_of(s, t);
+	const RelType *lt = in_type(s, t, 0), *rt = in_type(s, t, 1);
+	const Place *pl = in_place(s, t, im, 0), *pr = in_place(s, t, im, 1);
+	RelType jt = ia_join_type(lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+	Place jp = join_at(s, j, pl, pr);
+	im->cost = cost_join(&s->cc, j->u.join.kernel, lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey, &jp);
+	im->mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1);
+	double copies = cost_partial_copies(&s->cc, &jt, &jp, op->u.agg.ngroup, op->u.agg.group);
+	im->mem += rank_bytes(s, &op->type, &(Place){.kind = PL_PARTIAL}, copies);
+	partial_tail(s, t, im, copies);
+}
+
+static void c_rmm(Search *s, int t, Impl *im)
+{
+	const TraOp *j = join_of(s, t);
+	const RelType *lt = in_type(s, t, 0), *rt = in_type(s, t, 1);
+	RelType jt = ia_join_type(lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+	/* the shuffles of the replicated sides (their floats count every
+	 * copy: the paper's Front(Y)[1] |X| + Front(X)[0] |Y|) */
+	int lmap[MAXDIM], rmap[MAXDIM];
+	rmm_keymaps(j, lt, rt, &jt, lmap, rmap);
+	RelType ls = rep_type(&jt, lt, lmap), rs = rep_type(&jt, rt, rmap);
+	Place src = place_partial();
+	Cost mvl = cost_move(&s->cc, &ls, &src, 1, &im->mid);
+	Cost mvr = cost_move(&s->cc, &rs, &src, 1, &im->mid);
+	im->cost = cost_add(mvl, mvr);
+	im->cost = cost_add(im->cost, cost_join(&s->cc, j->u.join.kernel, lt, rt, j->u.join.nmatch, j->u.join.lkey,
+	                                        j->u.join.rkey, &im->mid));
+	im->mem = rank_bytes(s, &ls, &im->mid, 1) + rank_bytes(s, &rs, &im->mid, 1) +
+	          rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
+}
+
+/* The bytes a two-phase schedule holds besides its own: its inputs and
+ * result in their placements. */
+static double twophase_fixed(Search *s, int t, const Impl *im)
+{
+	return rank_bytes(s, in_type(s, t, 0), in_place(s, t, im, 0), 1) +
+	       rank_bytes(s, in_type(s, t, 1), in_place(s, t, im, 1), 1) +
+	       rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
+}
+
+static void c_twophase(Search *s, int t, Impl *im)
+{
+	const TpSched *ts = im->tp;
+	im->cost = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops};
+	im->mem = twophase_fixed(s, t, im) + ts->mem;
+}
+
+static CostFn *const costs[NIMPLS] = {
+#define IMPL(id, unit, strat, rules, build, cost, what) [IM_##id] = cost,
+#include "optimizer/impls.def"
+};
+
+/* Cost candidate im of unit t and keep it, unless over the budget (a
+ * param's own placement never is: it is the param). */
+static void offer(Search *s, int t, Impl im)
+{
+	costs[im.kind](s, t, &im);
+	if (!s->gen_all && s->budget > 0 && im.mem > s->budget && im.kind != IM_PARAM)
+		return;
+	im.cost = cost_scale(im.cost, s->times[t]);
+	vec_push(&s->impls[t], im);
+}
+
+/* ---- matching: each unit's rows and the placements they take ---- */
 
 /* Where a two-phase schedule takes its inputs from: everywhere, or
  * partitioned on one dim (the schedule moves what it needs). */
@@ -269,8 +410,7 @@ static bool twophase_input(const Place *p)
 static void twophase_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 {
 	int L = j->u.join.left, R = j->u.join.right;
-	if (s->quick || s->cc.nsites < 2 || !allowed(s, t, STRAT_TWOPHASE, -1) || !opt_twophase_dense(s->tra, L) ||
-	    !opt_twophase_dense(s->tra, R))
+	if (s->quick || s->cc.nsites < 2 || !opt_twophase_dense(s->tra, L) || !opt_twophase_dense(s->tra, R))
 		return;
 	const RelType *lt = type_of(s, L), *rt = type_of(s, R), *ot = &op->type;
 	Kernel k = *j->u.join.kernel;
@@ -285,28 +425,33 @@ static void twophase_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 				const Place *po = &dt->p[o];
 				if (po->kind != PL_PART || po->ndims > 2 || (po->ndims == 0 && rel_ntuples(ot) > 1))
 					continue;
-				double fixed = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1) + rank_bytes(s, ot, po, 1);
+				Impl im = {.kind = IM_TWOPHASE, .inpl = {a, b}, .out = o};
+				double fixed = twophase_fixed(s, t, &im);
 				if (s->budget > 0 && fixed >= s->budget)
 					continue;
-				const TpSched *ts = opt_twophase_candidate(&s->cc, &k, lt, rt, j->u.join.nmatch, j->u.join.lkey,
-				                                           j->u.join.rkey, op->u.agg.ngroup, op->u.agg.group,
-				                                           ot, pl, pr, po, s->budget > 0 ? s->budget - fixed : 0);
-				if (!ts)
-					continue;
-				Impl im = {.kind = IM_TWOPHASE, .inpl = {a, b}, .out = o, .strat = STRAT_TWOPHASE,
-				           .rules = RB(F_1), .tp = ts};
-				im.cost = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops};
-				im.mem = fixed + ts->mem;
-				push_impl(s, t, im);
+				im.tp = opt_twophase_candidate(&s->cc, &k, lt, rt, j->u.join.nmatch, j->u.join.lkey,
+				                               j->u.join.rkey, op->u.agg.ngroup, op->u.agg.group, ot, pl, pr,
+				                               po, s->budget > 0 ? s->budget - fixed : 0);
+				if (im.tp)
+					offer(s, t, im);
 			}
 		}
 }
+
+/* A contraction's rows by its inputs' placements and whether its sums are
+ * complete where it computes. */
+static const int contract_rows[][3] = {
+	/* complete, partials shuffled, partials broadcast */
+	[STRAT_LOCAL] = {IM_CONTRACT_LOCAL, -1, -1},
+	[STRAT_BROADCAST] = {IM_BMM, IM_BMM_SHUF, IM_BMM_ALLRED},
+	[STRAT_COPARTITION] = {IM_COPART, IM_CMM, IM_CMM_ALLRED},
+};
 
 /* Implementations of a contraction: aggregation t of join j. */
 static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 {
 	int L = j->u.join.left, R = j->u.join.right;
-	const RelType *lt = type_of(s, L), *rt = type_of(s, R), *ot = &op->type;
+	const RelType *lt = type_of(s, L), *rt = type_of(s, R);
 	RelType jt = ia_join_type(lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
 	Pair pairs[MAXDOM * MAXDOM];
 	int np = join_pairs(s, j, pairs, MAXDOM * MAXDOM);
@@ -315,31 +460,26 @@ static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 
 	for (int k = 0; k < np; k++) {
 		const Place *pl = &s->dom[L].p[pairs[k].l], *pr = &s->dom[R].p[pairs[k].r];
-		Impl im = {.inpl = {pairs[k].l, pairs[k].r}, .strat = pair_strategy(pl, pr), .rules = RB(F_1),
-		           .side = pl->kind == PL_ALL ? 0 : 1};
-		if (!allowed(s, t, im.strat, im.side))
-			continue;
-		if (im.strat == STRAT_BROADCAST)
-			im.rules |= RB(BMM);
-		Place jp = pairs[k].jp;
-		im.cost = cost_join(&s->cc, j->u.join.kernel, lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey, &jp);
-		im.mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1);
+		const int *rows = contract_rows[pair_strategy(pl, pr)];
+		Impl im = {.inpl = {pairs[k].l, pairs[k].r}, .side = pl->kind == PL_ALL ? 0 : 1};
 		Place outp;
-		if (agg_complete(&jt, &jp, ng, group, &outp)) {
-			im.kind = IM_CONTRACT;
+		if (agg_complete(&jt, &pairs[k].jp, ng, group, &outp)) {
+			im.kind = (ImplKind)rows[0];
 			im.out = find_out(s, t, outp);
-			if (im.out < 0)
-				continue;
-			im.mem += rank_bytes(s, ot, &s->dom[t].p[im.out], 1);
-			if (im.strat == STRAT_COPARTITION)
-				im.rules |= RB(R2_4);
-			push_impl(s, t, im);
-		} else {
-			double copies = cost_partial_copies(&s->cc, &jt, &jp, ng, group);
-			im.mem += rank_bytes(s, ot, &(Place){.kind = PL_PARTIAL}, copies);
-			if (im.strat == STRAT_COPARTITION)
-				im.rules |= RB(CMM);
-			partial_targets(s, t, im, copies, ot, IM_CONTRACT_SHUF, IM_CONTRACT_BCAST);
+			if (im.out >= 0)
+				offer(s, t, im);
+			continue;
+		}
+		/* partial sums: to each placement of the result */
+		const Dom *d = &s->dom[t];
+		for (int i = 0; i < d->n; i++) {
+			int row = rows[d->p[i].kind == PL_ALL ? 2 : 1];
+			if (row < 0)
+				tr_bug("partial sums of a contraction with both inputs everywhere");
+			im.kind = (ImplKind)row;
+			im.out = i;
+			im.mid = d->p[i];
+			offer(s, t, im);
 		}
 	}
 
@@ -347,8 +487,6 @@ static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 
 	/* RMM: the dims only one side has must all be grouped on and make the
 	 * partitioning, one from each side */
-	if (!allowed(s, t, STRAT_REPLICATE, -1))
-		return;
 	int lonly[MAXDIM], nlo = 0, ronly[MAXDIM], nro = 0;
 	for (int d = 0; d < jt.nkey; d++) {
 		bool inl = d < lt->nkey, matched = false;
@@ -376,23 +514,8 @@ static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 		if (!agg_complete(&jt, &P, ng, group, &outp))
 			continue;
 		int oi = find_out(s, t, outp);
-		if (oi < 0)
-			continue;
-		Impl im = {.kind = IM_RMM, .inpl = {ANYPL, ANYPL}, .out = oi, .mid = P,
-		           .strat = STRAT_REPLICATE, .rules = RB(RMM) | RB(F_1) | RB(R2_4)};
-		/* the shuffles of the replicated sides (their floats count every
-		 * copy: the paper's Front(Y)[1] |X| + Front(X)[0] |Y|) */
-		int lmap[MAXDIM], rmap[MAXDIM];
-		rmm_keymaps(j, lt, rt, &jt, lmap, rmap);
-		RelType ls = rep_type(&jt, lt, lmap), rs = rep_type(&jt, rt, rmap);
-		Place src = place_partial();
-		Cost mvl = cost_move(&s->cc, &ls, &src, 1, &P);
-		Cost mvr = cost_move(&s->cc, &rs, &src, 1, &P);
-		im.cost = cost_add(mvl, mvr);
-		im.cost = cost_add(im.cost, cost_join(&s->cc, j->u.join.kernel, lt, rt, j->u.join.nmatch, j->u.join.lkey,
-		                                      j->u.join.rkey, &P));
-		im.mem = rank_bytes(s, &ls, &P, 1) + rank_bytes(s, &rs, &P, 1) + rank_bytes(s, ot, &s->dom[t].p[oi], 1);
-		push_impl(s, t, im);
+		if (oi >= 0)
+			offer(s, t, (Impl){.kind = IM_RMM, .inpl = {ANYPL, ANYPL}, .out = oi, .mid = P});
 	}
 }
 
@@ -400,39 +523,29 @@ static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 static void agg_impls(Search *s, int t, const TraOp *op)
 {
 	int in = op->u.agg.in;
-	const RelType *it = type_of(s, in), *ot = &op->type;
-	const Dom *di = &s->dom[in];
+	const RelType *it = type_of(s, in);
+	const Dom *di = &s->dom[in], *d = &s->dom[t];
 	for (int a = 0; a < di->n; a++) {
-		const Place *p = &di->p[a];
 		Place outp;
-		Impl im = {.inpl = {a}, .strat = STRAT_LOCAL};
-		im.cost = cost_agg(&s->cc, it, p, 1, ot);
-		im.mem = rank_bytes(s, it, p, 1);
-		if (agg_complete(it, p, op->u.agg.ngroup, op->u.agg.group, &outp)) {
-			im.kind = IM_LOCAL;
-			im.out = find_out(s, t, outp);
-			im.rules = RB(R2_4);
-			if (im.out >= 0) {
-				im.mem += rank_bytes(s, ot, &s->dom[t].p[im.out], 1);
-				push_impl(s, t, im);
-			}
+		if (agg_complete(it, &di->p[a], op->u.agg.ngroup, op->u.agg.group, &outp)) {
+			Impl im = {.kind = IM_AGG_LOCAL, .inpl = {a}, .out = find_out(s, t, outp)};
+			if (im.out >= 0)
+				offer(s, t, im);
 			continue;
 		}
-		/* partials: two-phase (R2-5), or Table 1's shuffle first */
-		double copies = cost_partial_copies(&s->cc, it, p, op->u.agg.ngroup, op->u.agg.group);
-		im.strat = STRAT_OTHER;
-		partial_targets(s, t, im, copies, ot, IM_AGG_TWOPHASE, IM_AGG_ALLRED);
-		const Dom *d = &s->dom[t];
+		/* partials: two-phase (R2-5) to each placement of the result, or
+		 * Table 1's shuffle first */
+		for (int i = 0; i < d->n; i++) {
+			ImplKind k = d->p[i].kind == PL_ALL ? IM_AGG_ALLRED : IM_AGG_TWOPHASE;
+			offer(s, t, (Impl){.kind = k, .inpl = {a}, .out = i, .mid = d->p[i]});
+		}
 		for (int i = 0; i < d->n; i++) {
 			if (d->p[i].kind != PL_PART || d->p[i].ndims == 0)
 				continue;
 			Place tin = {.kind = PL_PART, .ndims = d->p[i].ndims};
 			for (int k = 0; k < d->p[i].ndims; k++)
 				tin.dims[k] = op->u.agg.group[d->p[i].dims[k]];
-			Impl sh = {.kind = IM_AGG_SHUFFLE, .inpl = {a}, .out = i, .mid = tin, .strat = STRAT_OTHER};
-			sh.cost = cost_add(cost_move(&s->cc, it, p, 1, &tin), cost_agg(&s->cc, it, &tin, 1, ot));
-			sh.mem = rank_bytes(s, it, p, 1) + rank_bytes(s, it, &tin, 1) + rank_bytes(s, ot, &d->p[i], 1);
-			push_impl(s, t, sh);
+			offer(s, t, (Impl){.kind = IM_AGG_SHUFFLE, .inpl = {a}, .out = i, .mid = tin});
 		}
 	}
 }
@@ -440,24 +553,18 @@ static void agg_impls(Search *s, int t, const TraOp *op)
 /* A local join that no aggregation absorbs. */
 static void join_impls(Search *s, int t, const TraOp *op)
 {
-	int L = op->u.join.left, R = op->u.join.right;
-	const RelType *lt = type_of(s, L), *rt = type_of(s, R);
+	static const ImplKind rows[] = {
+		[STRAT_LOCAL] = IM_JOIN_LOCAL, [STRAT_BROADCAST] = IM_JOIN_BCAST, [STRAT_COPARTITION] = IM_JOIN_COPART,
+	};
 	Pair pairs[MAXDOM * MAXDOM];
 	int np = join_pairs(s, op, pairs, MAXDOM * MAXDOM);
 	for (int k = 0; k < np; k++) {
-		const Place *pl = &s->dom[L].p[pairs[k].l], *pr = &s->dom[R].p[pairs[k].r];
-		Impl im = {.kind = IM_LOCAL, .inpl = {pairs[k].l, pairs[k].r}, .strat = pair_strategy(pl, pr),
-		           .rules = RB(R2_6), .side = pl->kind == PL_ALL ? 0 : 1};
-		if (!allowed(s, t, im.strat, im.side))
-			continue;
+		const Place *pl = &s->dom[op->u.join.left].p[pairs[k].l], *pr = &s->dom[op->u.join.right].p[pairs[k].r];
+		Impl im = {.kind = rows[pair_strategy(pl, pr)], .inpl = {pairs[k].l, pairs[k].r},
+		           .side = pl->kind == PL_ALL ? 0 : 1};
 		im.out = find_out(s, t, pairs[k].jp);
-		if (im.out < 0)
-			continue;
-		im.cost = cost_join(&s->cc, op->u.join.kernel, lt, rt, op->u.join.nmatch, op->u.join.lkey,
-		                    op->u.join.rkey, &pairs[k].jp);
-		im.mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1) +
-		         rank_bytes(s, &op->type, &s->dom[t].p[im.out], 1);
-		push_impl(s, t, im);
+		if (im.out >= 0)
+			offer(s, t, im);
 	}
 }
 
@@ -484,14 +591,9 @@ static void unary_impls(Search *s, int t, const TraOp *op, int in)
 				continue;
 			p = q;
 		}
-		Impl im = {.kind = IM_LOCAL, .inpl = {a}, .strat = STRAT_LOCAL};
-		im.out = find_out(s, t, p);
-		if (im.out < 0)
-			continue;
-		if (op->kind == TRA_MAP)
-			im.cost = cost_map(&s->cc, op->u.map.kernel, type_of(s, in), &di->p[a]);
-		im.mem = rank_bytes(s, type_of(s, in), &di->p[a], 1) * (op->kind == TRA_MAP ? 2 : 1);
-		push_impl(s, t, im);
+		Impl im = {.kind = IM_UNARY, .inpl = {a}, .out = find_out(s, t, p)};
+		if (im.out >= 0)
+			offer(s, t, im);
 	}
 }
 
@@ -510,7 +612,66 @@ static const PlacePin *place_pin(Search *s, int tensor)
 	return NULL;
 }
 
-static void gen_impls(Search *s, int t);
+static void gen_impls(Search *s, int t)
+{
+	const TraOp *op = &s->tra->ops.v[t];
+	switch (op->kind) {
+	case TRA_INPUT: {
+		const PlacePin *pin = place_pin(s, op->u.input.tensor);
+		const Dom *d = &s->dom[t];
+		Place pinned = pin ? place_norm(&op->type, pin->place) : place_all();
+		for (int i = 0; i < d->n; i++)
+			if (pin ? place_eq(&pinned, &d->p[i]) : free_layout(&op->type, &d->p[i]))
+				offer(s, t, (Impl){.kind = IM_READ, .inpl = {ANYPL, ANYPL}, .out = i});
+		break;
+	}
+	case TRA_INIT:
+	case TRA_LOAD: {
+		int i = find_out(s, t, s->varplace[op->u.init.tensor]);
+		if (i < 0)
+			tr_bug("param placement outside its domain");
+		offer(s, t, (Impl){.kind = IM_PARAM, .inpl = {ANYPL, ANYPL}, .out = i});
+		break;
+	}
+	case TRA_JOIN:
+		if (s->absorbed[t] < 0)
+			join_impls(s, t, op);
+		break;
+	case TRA_AGG:
+		for (int j = 0; j < s->n; j++)
+			if (s->absorbed[j] == t)
+				contraction_impls(s, t, op, &s->tra->ops.v[j]);
+		if (s->tra->ops.v[op->u.agg.in].kind != TRA_JOIN || s->absorbed[op->u.agg.in] != t)
+			agg_impls(s, t, op);
+		break;
+	case TRA_MAP:
+		unary_impls(s, t, op, op->u.map.in);
+		break;
+	case TRA_REKEY:
+		unary_impls(s, t, op, op->u.rekey.in);
+		break;
+	case TRA_FILTER:
+		unary_impls(s, t, op, op->u.filter.in);
+		break;
+	case TRA_OUTPUT:
+	case TRA_PRINT:
+		offer(s, t, (Impl){.kind = IM_SINK, .inpl = {ANYPL, ANYPL}, .out = -1});
+		break;
+	case TRA_STORE: {
+		int in = op->u.store.in;
+		int i = dom_find(&s->dom[in], type_of(s, in), s->varplace[op->u.store.tensor]);
+		if (i < 0)
+			tr_bug("param placement outside its value's domain");
+		offer(s, t, (Impl){.kind = IM_SINK, .inpl = {i, ANYPL}, .out = -1});
+		break;
+	}
+	case TRA_LOOP:
+	case TRA_ENDLOOP:
+		break;
+	case TRA_GRAD:
+		tr_bug("a grad op reached the search");
+	}
+}
 
 /* Every op's implementations for the current params' placements, forcing
  * and budget: joins, aggregations and maps from their cache. */
@@ -538,86 +699,10 @@ void make_impls(Search *s)
 		bool forceable = k == TRA_JOIN || (k == TRA_AGG && s->absorbed[op->u.agg.in] == t);
 		for (int c = 0; c < s->cache[t].n; c++) {
 			const Impl *im = &s->cache[t].v[c];
-			if ((s->budget > 0 && im->mem > s->budget) || (forceable && !allowed(s, t, im->strat, im->side)))
+			if ((s->budget > 0 && im->mem > s->budget) || (forceable && !allowed(s, t, impl_strategy(im->kind), im->side)))
 				continue;
 			vec_push(&s->impls[t], *im);
 		}
 	}
 }
 
-static void gen_impls(Search *s, int t)
-{
-	{
-		const TraOp *op = &s->tra->ops.v[t];
-		switch (op->kind) {
-		case TRA_INPUT: {
-			const PlacePin *pin = place_pin(s, op->u.input.tensor);
-			const Dom *d = &s->dom[t];
-			Place pinned = pin ? place_norm(&op->type, pin->place) : place_all();
-			for (int i = 0; i < d->n; i++) {
-				if (pin ? !place_eq(&pinned, &d->p[i]) : !free_layout(&op->type, &d->p[i]))
-					continue;
-				Impl im = {.kind = IM_SOURCE, .inpl = {ANYPL, ANYPL}, .out = i, .strat = STRAT_LOCAL};
-				/* read everywhere only when pinned so: a broadcast from disk */
-				if (d->p[i].kind == PL_ALL) {
-					Place one = place_part(0, NULL);
-					im.cost = cost_move(&s->cc, &op->type, &one, 1, &d->p[i]);
-				}
-				im.mem = rank_bytes(s, &op->type, &d->p[i], 1);
-				push_impl(s, t, im);
-			}
-			break;
-		}
-		case TRA_INIT:
-		case TRA_LOAD: {
-			int i = find_out(s, t, s->varplace[op->u.init.tensor]);
-			if (i < 0)
-				tr_bug("param placement outside its domain");
-			Impl im = {.kind = IM_SOURCE, .inpl = {ANYPL, ANYPL}, .out = i, .strat = STRAT_LOCAL};
-			im.mem = rank_bytes(s, &op->type, &s->dom[t].p[i], 1);
-			vec_push(&s->impls[t], im);     /* never over budget: it is the param */
-			break;
-		}
-		case TRA_JOIN:
-			if (s->absorbed[t] < 0)
-				join_impls(s, t, op);
-			break;
-		case TRA_AGG:
-			for (int j = 0; j < s->n; j++)
-				if (s->absorbed[j] == t)
-					contraction_impls(s, t, op, &s->tra->ops.v[j]);
-			if (s->tra->ops.v[op->u.agg.in].kind != TRA_JOIN || s->absorbed[op->u.agg.in] != t)
-				agg_impls(s, t, op);
-			break;
-		case TRA_MAP:
-			unary_impls(s, t, op, op->u.map.in);
-			break;
-		case TRA_REKEY:
-			unary_impls(s, t, op, op->u.rekey.in);
-			break;
-		case TRA_FILTER:
-			unary_impls(s, t, op, op->u.filter.in);
-			break;
-		case TRA_OUTPUT:
-		case TRA_PRINT: {
-			Impl im = {.kind = IM_LOCAL, .inpl = {ANYPL, ANYPL}, .out = -1, .strat = STRAT_LOCAL};
-			vec_push(&s->impls[t], im);
-			break;
-		}
-		case TRA_STORE: {
-			int in = op->u.store.in;
-			int i = dom_find(&s->dom[in], type_of(s, in), s->varplace[op->u.store.tensor]);
-			if (i < 0)
-				tr_bug("param placement outside its value's domain");
-			Impl im = {.kind = IM_LOCAL, .inpl = {i, ANYPL}, .out = -1, .strat = STRAT_LOCAL};
-			vec_push(&s->impls[t], im);
-			break;
-		}
-		case TRA_LOOP:
-		case TRA_ENDLOOP:
-			break;
-		case TRA_GRAD:
-			tr_bug("a grad op reached the search");
-		}
-	}
-}

@@ -245,6 +245,62 @@ IaPlan *rule_apply(RuleId r, const IaPlan *p, int i, int variant);
 IaPlan *opt_rewrite_simple(IaPlan *p);
 
 
+/* ---- impls.def, build.c, table1.c: the physical implementations ---- */
+
+#define RB(r) (1u << RULE_##r)
+
+typedef enum { U_SOURCE, U_SINK, U_UNARY, U_JOIN, U_AGG, U_CONTRACT } UnitKind;
+
+typedef enum {
+#define IMPL(id, unit, strat, rules, build, cost, what) IM_##id,
+#include "optimizer/impls.def"
+	NIMPLS
+} ImplKind;
+
+const char *impl_name(ImplKind k);      /* "BMM" */
+const char *impl_what(ImplKind k);      /* the IA it builds, in words */
+UnitKind impl_unit(ImplKind k);
+Strategy impl_strategy(ImplKind k);
+unsigned impl_rules(ImplKind k);        /* its rule chain: bits of RuleId */
+
+/* Where IA ops go: a plan, each op's placement derived as it is pushed.
+ * An op whose placement cannot be derived is a bug when `strict`; else it
+ * sets `failed` (a rewrite that does not apply). */
+typedef struct Emit {
+	IaPlan *p;
+	bool strict;
+	bool failed;
+} Emit;
+
+int emit_op(Emit *e, IaOp op);
+/* op `in` moved to placement `to`: a broadcast (PL_ALL) or a shuffle */
+int emit_move(Emit *e, int in, const Place *to, int stmt, int tra);
+
+/* What an implementation is built for: a TRA op, or a contraction (its
+ * aggregation and its join).  The rewrites describe IA ops this way. */
+typedef struct Unit {
+	const TraOp *op;                /* the op; a contraction's aggregation */
+	const TraOp *join;              /* a contraction's join, else NULL */
+	int tra;                        /* the built ops' IaOp.tra */
+} Unit;
+
+/* The IA of implementation k of unit u on inputs x[] (ops of e's plan,
+ * placed as k needs them); `mid` is the shuffle target inside it, `out`
+ * where its result is (the read's partitioning, the two-phase result's),
+ * tp a two-phase schedule.  Returns the op holding the result, or -1. */
+int impl_build(Emit *e, ImplKind k, const Unit *u, const int *x, const Place *mid, const Place *out,
+               const TpSched *tp);
+/* Partial sums at op `part` of unit u's result, moved to mid and added up. */
+int impl_finish_partial(Emit *e, int part, const Place *mid, const Unit *u);
+
+/* RMM: join-space dim o is the left's lmap[o] and the right's rmap[o], or -1
+ * where the side is duplicated; a side replicated into the join space. */
+void rmm_keymaps(const TraOp *j, const RelType *lt, const RelType *rt, const RelType *jt, int *lmap, int *rmap);
+RelType rep_type(const RelType *jt, const RelType *st, const int *keymap);
+
+/* The initial plan: each op by its Table 1 row (table1.c). */
+IaPlan *opt_table1(const TraProg *tra, int nranks);
+
 /* ---- twophase.c: two-phase execution of a contraction (Jankov et al.) ---- */
 
 /*

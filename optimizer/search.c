@@ -59,7 +59,7 @@ void verify_plan(const IaPlan *p, const char *after, const OptOptions *o)
 
 /* ---- the dynamic program ---- */
 
-static int nins(const Search *s, int t, int *in)
+int unit_inputs(const Search *s, int t, int *in)
 {
 	const TraOp *op = &s->tra->ops.v[t];
 	if (op->kind == TRA_AGG && s->absorbed[op->u.agg.in] == t) {
@@ -85,7 +85,7 @@ static void dp(Search *s)
 			*at(s->best, t, i) = *at(s->avail, t, i) = inf_cost();
 		s->home[t] = inf_cost();
 		int in[2];
-		int k = nins(s, t, in);
+		int k = unit_inputs(s, t, in);
 		for (int c = 0; c < s->impls[t].n; c++) {
 			const Impl *im = &s->impls[t].v[c];
 			if (im->out < 0)
@@ -156,7 +156,7 @@ static bool extract(Search *s)
 		if (!is_sink(op->kind) && !s->req[t] && !s->anyreq[t])
 			continue;       /* nobody reads it */
 		int in[2];
-		int k = nins(s, t, in);
+		int k = unit_inputs(s, t, in);
 		Cost bestc = inf_cost();
 		int bi = -1;
 		for (int c = 0; c < s->impls[t].n; c++) {
@@ -193,20 +193,11 @@ static bool extract(Search *s)
 
 typedef struct Build {
 	Search *s;
-	IaPlan *p;
+	Emit e;                 /* into the plan */
 	int *homeop;            /* per TRA op: its IA op */
 	int *moved;             /* [n][MAXDOM]: IA op of the op's result moved there, or -1 */
 	int *first_reader;      /* [n][MAXDOM]: the first reader needing it there */
 } Build;
-
-static int emit(Build *b, IaOp op)
-{
-	Buf why = {0};
-	if (!ia_derive_place(b->p, &op, &op.place, &why))
-		tr_bug("search made an invalid %s: %s", ia_op_name(op.kind), why.s);
-	buf_free(&why);
-	return ia_push(b->p, op);
-}
 
 /* The IA op holding TRA op v's result in placement q (dom index); a move
  * made for it counts toward statement stmt (its first reader's). */
@@ -220,22 +211,13 @@ static int get(Build *b, int v, int q, int stmt)
 		return h;
 	const RelType *t = type_of(s, v);
 	Place want = s->dom[v].p[q];
-	Place have = place_norm(t, b->p->ops.v[h].place);
+	Place have = place_norm(t, b->e.p->ops.v[h].place);
 	if (place_eq(&have, &want))
 		return h;
 	int *m = &b->moved[(size_t)v * MAXDOM + q];
-	if (*m >= 0)
-		return *m;
-	IaOp mv = {.stmt = stmt, .tra = v, .type = b->p->ops.v[h].type};
-	if (want.kind == PL_ALL) {
-		mv.kind = IA_BCAST;
-		mv.u.bcast.in = h;
-	} else {
-		mv.kind = IA_SHUFFLE;
-		mv.u.shuffle.in = h;
-		mv.place = want;
-	}
-	return *m = emit(b, mv);
+	if (*m < 0)
+		*m = emit_move(&b->e, h, &want, stmt, v);
+	return *m;
 }
 
 /* After op v's result is made: moves its readers in deeper loops need are
@@ -250,210 +232,24 @@ static void early_moves(Build *b, int v)
 	}
 }
 
-static IaOp join_op(const TraOp *j, int stmt, int tra, int l, int r, const RelType *type)
-{
-	IaOp op = {.kind = IA_JOIN, .stmt = stmt, .tra = tra, .type = *type};
-	op.u.join.left = l;
-	op.u.join.right = r;
-	op.u.join.nmatch = j->u.join.nmatch;
-	memcpy(op.u.join.lkey, j->u.join.lkey, sizeof op.u.join.lkey);
-	memcpy(op.u.join.rkey, j->u.join.rkey, sizeof op.u.join.rkey);
-	op.u.join.ngroup = -1;
-	op.u.join.kernel = j->u.join.kernel;
-	return op;
-}
-
-static int agg_op(Build *b, int in, const TraOp *t, int tra, bool identity)
-{
-	IaOp op = {.kind = IA_AGG, .stmt = t->stmt, .tra = tra, .type = t->type};
-	op.u.agg.in = in;
-	op.u.agg.ngroup = t->u.agg.ngroup;
-	op.u.agg.agg = t->u.agg.agg;
-	for (int g = 0; g < t->u.agg.ngroup; g++)
-		op.u.agg.group[g] = identity ? g : t->u.agg.group[g];
-	return emit(b, op);
-}
-
-static int move_op(Build *b, int in, const Place *to, int stmt, int tra)
-{
-	IaOp mv = {.stmt = stmt, .tra = tra, .type = b->p->ops.v[in].type};
-	if (to->kind == PL_ALL) {
-		mv.kind = IA_BCAST;
-		mv.u.bcast.in = in;
-	} else {
-		mv.kind = IA_SHUFFLE;
-		mv.u.shuffle.in = in;
-		mv.place = *to;
-	}
-	return emit(b, mv);
-}
-
-/* RMM's replication of one side into the join space. */
-static int replicate(Build *b, int in, const RelType *st, const RelType *jt, const int *keymap, int stmt, int tra)
-{
-	IaOp op = {.kind = IA_MAP, .stmt = stmt, .tra = tra, .type = rep_type(jt, st, keymap)};
-	op.u.map.in = in;
-	op.u.map.nkey = jt->nkey;
-	memcpy(op.u.map.keymap, keymap, sizeof op.u.map.keymap);
-	op.u.map.kernel = NULL;
-	return emit(b, op);
-}
-
+/* Unit t by its chosen implementation, its inputs first moved where it
+ * takes them. */
 static void build_unit(Build *b, int t)
 {
 	Search *s = b->s;
 	const TraOp *op = &s->tra->ops.v[t];
 	const Impl *im = &s->impls[t].v[s->choice[t]];
-	int in[2];
-	int k = nins(s, t, in);
-	int x[2] = {-1, -1};
-	if (im->kind != IM_SOURCE)
-		for (int j = 0; j < k; j++)
-			x[j] = get(b, in[j], im->inpl[j], op->stmt);
-	IaOp ia = {.stmt = op->stmt, .tra = t, .type = op->type};
-	int res = -1;
-
-	switch (op->kind) {
-	case TRA_INPUT:
-		ia.kind = IA_READ;
-		ia.u.read.tensor = op->u.input.tensor;
-		ia.place = s->dom[t].p[im->out];
-		if (ia.place.kind == PL_ALL) {
-			/* pinned everywhere: read on rank 0's share, broadcast */
-			ia.place = place_part(0, NULL);
-			res = move_op(b, emit(b, ia), &(Place){.kind = PL_ALL}, op->stmt, t);
-		} else {
-			res = emit(b, ia);
-		}
-		break;
-	case TRA_INIT:
-	case TRA_LOAD:
-		ia.kind = op->kind == TRA_INIT ? IA_INIT : IA_LOAD;
-		ia.u.init.tensor = op->u.init.tensor;
-		res = emit(b, ia);
-		break;
-	case TRA_JOIN:
-		ia = join_op(op, op->stmt, t, x[0], x[1], &op->type);
-		res = emit(b, ia);
-		break;
-	case TRA_MAP:
-		ia.kind = IA_MAP;
-		ia.u.map.in = x[0];
-		ia.u.map.nkey = op->type.nkey;
-		for (int d = 0; d < op->type.nkey; d++)
-			ia.u.map.keymap[d] = d;
-		ia.u.map.kernel = op->u.map.kernel;
-		res = emit(b, ia);
-		break;
-	case TRA_REKEY:
-		ia.kind = IA_MAP;
-		ia.u.map.in = x[0];
-		ia.u.map.nkey = op->u.rekey.nkey;
-		memcpy(ia.u.map.keymap, op->u.rekey.keymap, sizeof ia.u.map.keymap);
-		ia.u.map.kernel = NULL;
-		res = emit(b, ia);
-		break;
-	case TRA_FILTER:
-		ia.kind = IA_FILTER;
-		ia.u.filter.in = x[0];
-		ia.u.filter.pred = op->u.filter.pred;
-		res = emit(b, ia);
-		break;
-	case TRA_OUTPUT:
-		ia.kind = IA_WRITE;
-		ia.u.write.in = x[0];
-		ia.u.write.tensor = op->u.output.tensor;
-		emit(b, ia);
-		return;
-	case TRA_PRINT:
-	case TRA_STORE:
-		ia.kind = op->kind == TRA_PRINT ? IA_PRINT : IA_STORE;
-		ia.u.store.in = x[0];
-		ia.u.store.tensor = op->u.store.tensor;
-		emit(b, ia);
-		return;
-	case TRA_LOOP:
-	case TRA_ENDLOOP:
-		return;
-	case TRA_GRAD:
-		tr_bug("a grad op reached the search");
-	case TRA_AGG: {
-		bool contraction = s->absorbed[op->u.agg.in] == t;
-		if (!contraction) {
-			switch (im->kind) {
-			case IM_LOCAL:
-				res = agg_op(b, x[0], op, t, false);
-				break;
-			case IM_AGG_SHUFFLE:
-				res = agg_op(b, move_op(b, x[0], &im->mid, op->stmt, t), op, t, false);
-				break;
-			case IM_AGG_TWOPHASE:
-			case IM_AGG_ALLRED: {
-				int pre = agg_op(b, x[0], op, t, false);
-				res = agg_op(b, move_op(b, pre, &im->mid, op->stmt, t), op, t, true);
-				break;
-			}
-			default:
-				tr_bug("aggregation implementation %d", (int)im->kind);
-			}
-			break;
-		}
-		const TraOp *j = &s->tra->ops.v[op->u.agg.in];
-		const RelType *lt = type_of(s, in[0]), *rt = type_of(s, in[1]);
-		RelType jt = ia_join_type(lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
-		IaOp f = join_op(j, op->stmt, t, x[0], x[1], &op->type);
-		f.u.join.ngroup = op->u.agg.ngroup;
-		memcpy(f.u.join.group, op->u.agg.group, sizeof f.u.join.group);
-		f.u.join.kernel = kernel_clone(b->p->arena, j->u.join.kernel);
-		f.u.join.kernel->red = op->u.agg.agg;
-		switch (im->kind) {
-		case IM_CONTRACT:
-			res = emit(b, f);
-			break;
-		case IM_CONTRACT_SHUF:
-		case IM_CONTRACT_BCAST: {
-			int part = emit(b, f);
-			res = agg_op(b, move_op(b, part, &im->mid, op->stmt, t), op, t, true);
-			break;
-		}
-		case IM_RMM: {
-			int lmap[MAXDIM], rmap[MAXDIM];
-			rmm_keymaps(j, lt, rt, &jt, lmap, rmap);
-			int lr = replicate(b, x[0], lt, &jt, lmap, op->stmt, t);
-			int rr = replicate(b, x[1], rt, &jt, rmap, op->stmt, t);
-			int ls = move_op(b, lr, &im->mid, op->stmt, t);
-			int rs = move_op(b, rr, &im->mid, op->stmt, t);
-			f.u.join.left = ls;
-			f.u.join.right = rs;
-			f.u.join.nmatch = jt.nkey;
-			for (int d = 0; d < jt.nkey; d++)
-				f.u.join.lkey[d] = f.u.join.rkey[d] = d;
-			res = emit(b, f);
-			break;
-		}
-		case IM_TWOPHASE: {
-			IaOp tp = {.kind = IA_TWOPHASE, .stmt = op->stmt, .tra = t, .type = op->type,
-			           .place = s->dom[t].p[im->out]};
-			tp.u.join.left = x[0];
-			tp.u.join.right = x[1];
-			tp.u.join.nmatch = f.u.join.nmatch;
-			memcpy(tp.u.join.lkey, f.u.join.lkey, sizeof tp.u.join.lkey);
-			memcpy(tp.u.join.rkey, f.u.join.rkey, sizeof tp.u.join.rkey);
-			tp.u.join.ngroup = f.u.join.ngroup;
-			memcpy(tp.u.join.group, f.u.join.group, sizeof tp.u.join.group);
-			tp.u.join.kernel = f.u.join.kernel;
-			tp.u.join.sched = im->tp;
-			res = emit(b, tp);
-			break;
-		}
-		default:
-			tr_bug("contraction implementation %d", (int)im->kind);
-		}
-		break;
-	}
-	}
-	b->homeop[t] = res;
-	early_moves(b, t);
+	int in[2], x[2] = {-1, -1};
+	int k = unit_inputs(s, t, in);
+	for (int j = 0; j < k; j++)
+		x[j] = get(b, in[j], im->inpl[j], op->stmt);
+	Unit u = {op, NULL, t};
+	if (op->kind == TRA_AGG && s->absorbed[op->u.agg.in] == t)
+		u.join = &s->tra->ops.v[op->u.agg.in];
+	const Place *out = im->out >= 0 ? &s->dom[t].p[im->out] : NULL;
+	b->homeop[t] = impl_build(&b->e, im->kind, &u, x, &im->mid, out, im->tp);
+	if (b->homeop[t] >= 0)
+		early_moves(b, t);
 }
 
 /* Each statement's rule chain: the rules deriving its units' chosen
@@ -468,11 +264,11 @@ static void record_rules(Search *s, IaPlan *p)
 		if (s->choice[t] < 0 || st < 0)
 			continue;
 		const Impl *im = &s->impls[t].v[s->choice[t]];
-		unsigned r = im->rules;
+		unsigned r = impl_rules(im->kind);
 		/* a local aggregation whose input is moved to it keeps Table 1's
 		 * shuffle: R2-4 dropped nothing */
 		int in[2];
-		if (im->kind == IM_LOCAL && s->tra->ops.v[t].kind == TRA_AGG && nins(s, t, in) == 1 &&
+		if (im->kind == IM_AGG_LOCAL && unit_inputs(s, t, in) == 1 &&
 		    s->choice[in[0]] >= 0 && s->impls[in[0]].v[s->choice[in[0]]].out != im->inpl[0])
 			r &= ~RB(R2_4);
 		mask[st] |= r;
@@ -495,21 +291,21 @@ static void record_rules(Search *s, IaPlan *p)
 static IaPlan *build(Search *s)
 {
 	int n = s->n;
-	Build b = {s, ia_new(s->tra, s->o->nranks), xcalloc(n + 1, sizeof(int)),
+	Build b = {s, {ia_new(s->tra, s->o->nranks), .strict = true}, xcalloc(n + 1, sizeof(int)),
 	           xcalloc((size_t)(n + 1) * MAXDOM, sizeof(int)), xcalloc((size_t)(n + 1) * MAXDOM, sizeof(int))};
 	for (int i = 0; i < n; i++)
 		b.homeop[i] = -1;
 	for (size_t i = 0; i < (size_t)(n + 1) * MAXDOM; i++)
 		b.moved[i] = b.first_reader[i] = -1;
 	for (int t = 0; t < s->tra->tensors.n; t++)
-		b.p->varplace.v[t] = s->varplace[t];
+		b.e.p->varplace.v[t] = s->varplace[t];
 	/* the first reader of each (value, placement) */
 	for (int t = 0; t < n; t++) {
 		if (s->choice[t] < 0)
 			continue;
 		const Impl *im = &s->impls[t].v[s->choice[t]];
 		int in[2];
-		int k = nins(s, t, in);
+		int k = unit_inputs(s, t, in);
 		for (int j = 0; j < k; j++)
 			if (im->inpl[j] != ANYPL && b.first_reader[(size_t)in[j] * MAXDOM + im->inpl[j]] < 0)
 				b.first_reader[(size_t)in[j] * MAXDOM + im->inpl[j]] = t;
@@ -519,17 +315,17 @@ static IaPlan *build(Search *s)
 		if (op->kind == TRA_LOOP || op->kind == TRA_ENDLOOP) {
 			IaOp l = {.kind = op->kind == TRA_LOOP ? IA_LOOP : IA_ENDLOOP, .stmt = -1, .tra = t};
 			l.u.loop.count = op->u.loop.count;
-			emit(&b, l);
+			emit_op(&b.e, l);
 			continue;
 		}
 		if (s->choice[t] >= 0)
 			build_unit(&b, t);
 	}
-	record_rules(s, b.p);
+	record_rules(s, b.e.p);
 	free(b.homeop);
 	free(b.moved);
 	free(b.first_reader);
-	return b.p;
+	return b.e.p;
 }
 
 /* ---- strategies, as the plan shows them ---- */

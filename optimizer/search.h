@@ -36,19 +36,7 @@ void dom_make(Dom *d, const RelType *t);
 
 /* ---- impls.c: implementations ---- */
 
-typedef enum {
-	IM_SOURCE,              /* read, init, load in a placement */
-	IM_LOCAL,               /* a local op on its inputs as placed */
-	IM_AGG_SHUFFLE,         /* shuffle onto the group, aggregate (Table 1) */
-	IM_AGG_TWOPHASE,        /* aggregate, shuffle the partials, aggregate (R2-5) */
-	IM_AGG_ALLRED,          /* aggregate, broadcast the partials, aggregate */
-	IM_CONTRACT,            /* join fused with its aggregation, complete result */
-	IM_CONTRACT_SHUF,       /* fused join to partial sums, shuffled, aggregated */
-	IM_CONTRACT_BCAST,      /* fused join to partial sums, broadcast, aggregated */
-	IM_RMM,                 /* both sides replicated and partitioned on the free keys */
-	IM_TWOPHASE,            /* a two-phase schedule, per chunk (twophase.c) */
-} ImplKind;
-
+/* One candidate: a row of impls.def with its placements and cost. */
 typedef struct Impl {
 	ImplKind kind;
 	int inpl[2];            /* each input's placement (its dom index), or ANYPL */
@@ -56,13 +44,9 @@ typedef struct Impl {
 	Place mid;              /* shuffle target over the result, or RMM's over the join space */
 	Cost cost;              /* its own, times the loop count */
 	double mem;             /* bytes per rank it holds at once */
-	Strategy strat;
 	int side;               /* broadcast: the input everywhere (0 left, 1 right) */
-	unsigned rules;         /* the rules that derive it (bits of RuleId) */
 	const TpSched *tp;      /* IM_TWOPHASE: its schedule */
 } Impl;
-
-#define RB(r) (1u << RULE_##r)
 
 typedef Vec(Impl) Impls;
 
@@ -119,12 +103,9 @@ static inline Cost inf_cost(void)
 
 Cost move_cost(Search *s, int t, int q, int p);  /* op t's result from placement q to p, times its count */
 int find_out(Search *s, int t, Place p);
+int unit_inputs(const Search *s, int t, int *in);   /* a contraction's: its join's */
 bool free_layout(const RelType *t, const Place *p);
 void make_impls(Search *s);
-/* RMM: join-space dim o is the left's lmap[o] and the right's rmap[o], or -1
- * where the side is duplicated; a side replicated into the join space. */
-void rmm_keymaps(const TraOp *j, const RelType *lt, const RelType *rt, const RelType *jt, int *lmap, int *rmap);
-RelType rep_type(const RelType *jt, const RelType *st, const int *keymap);
 
 /* ---- search.c ---- */
 

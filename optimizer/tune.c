@@ -369,7 +369,7 @@ IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
 	}
 	opt_twophase_trim(64e6);        /* earlier plans' schedules, when many (fuzzing) */
 	if (o->level < 2) {
-		IaPlan *p = ia_from_tra(tra, o->nranks);
+		IaPlan *p = opt_table1(tra, o->nranks);
 		verify_plan(p, "Table 1", o);
 		if (o->level > 0) {
 			p = opt_rewrite_simple(p);

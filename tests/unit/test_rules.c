@@ -318,7 +318,7 @@ static void run_case(const Case *c, int64_t block, int sites)
 	TraProg *p = compile(c->src);
 	OptOptions o = {.nranks = sites, .block = block};
 	opt_block(p, &o);
-	IaPlan *base = ia_from_tra(p, sites);
+	IaPlan *base = opt_table1(p, sites);
 	if (c->prep)
 		base = c->prep(base);
 	int at = 0;
@@ -378,7 +378,7 @@ static void test_conditions(void **state)
 	TraProg *p = compile(mm);
 	OptOptions o = {.nranks = 3, .block = 2};
 	opt_block(p, &o);
-	IaPlan *t1 = ia_from_tra(p, 3);
+	IaPlan *t1 = opt_table1(p, 3);
 	int agg = find(t1, IA_AGG, 0);
 	assert_false(rule_match(RULE_R2_4, t1, agg));     /* partials over k */
 	assert_true(rule_match(RULE_R2_5, t1, agg));
@@ -393,7 +393,7 @@ static void test_conditions(void **state)
 		snprintf(src, sizeof src, "size N = %d;\ninput X[N, N];\nd[i] = X[i, i];\noutput d;\n", n);
 		p = compile(src);
 		opt_block(p, &o);
-		t1 = ia_from_tra(p, 3);
+		t1 = opt_table1(p, 3);
 		int f = find(t1, IA_FILTER, 0), m = -1;
 		for (int i = f + 1; i < t1->ops.n && m < 0; i++)
 			if (t1->ops.v[i].kind == IA_MAP && t1->ops.v[i].u.map.in == f)
@@ -441,7 +441,7 @@ static void test_search(void **state)
 				TraProg *p0 = compile(programs[i]), *p = compile(programs[i]);
 				OptOptions o = {.nranks = sites, .block = block, .verify = true, .level = 2};
 				opt_block(p0, &o);
-				IaPlan *t1 = ia_from_tra(p0, sites);
+				IaPlan *t1 = opt_table1(p0, sites);
 				opt_contract(p, &o);
 				Buf terr = {0};
 				if (!tra_verify(p, &terr))

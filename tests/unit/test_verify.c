@@ -107,7 +107,7 @@ static void test_ia_ok_and_placement(void **state)
 	TraProg *p = compile(matmul);
 	OptOptions o = {.nranks = 3, .block = 4, .verify = true};
 	opt_block(p, &o);
-	IaPlan *plan = ia_from_tra(p, 3);
+	IaPlan *plan = opt_table1(p, 3);
 	Buf err = {0};
 	assert_true(ia_verify(plan, &err));
 

@@ -1,0 +1,312 @@
+/*
+ * build.c: the IA each implementation of impls.def builds.
+ *
+ * One builder per kind of right side; Table 1 (table1.c), the rewrites
+ * (rules.c) and the search (search.c) all build through impl_build, each
+ * after placing the unit's inputs as the row needs them (the search's
+ * enforcers, Table 1's broadcast of a join's left, a rewrite's moves).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimizer/opt.h"
+
+int emit_op(Emit *e, IaOp op)
+{
+	Buf why = {0};
+	if (!ia_derive_place(e->p, &op, &op.place, &why)) {
+		if (e->strict)
+			tr_bug("an invalid %s: %s", ia_op_name(op.kind), why.s);
+		e->failed = true;
+	}
+	buf_free(&why);
+	return ia_push(e->p, op);
+}
+
+int emit_move(Emit *e, int in, const Place *to, int stmt, int tra)
+{
+	IaOp mv = {.stmt = stmt, .tra = tra, .type = e->p->ops.v[in].type};
+	if (to->kind == PL_ALL) {
+		mv.kind = IA_BCAST;
+		mv.u.bcast.in = in;
+	} else if (to->kind == PL_PART) {
+		mv.kind = IA_SHUFFLE;
+		mv.u.shuffle.in = in;
+		mv.place = *to;
+	} else {
+		if (e->strict)
+			tr_bug("a move to a %s placement", to->kind == PL_PARTIAL ? "partial" : "unknown");
+		e->failed = true;
+		return in;
+	}
+	return emit_op(e, mv);
+}
+
+/* ---- pieces ---- */
+
+static IaOp join_op(const Unit *u, int l, int r)
+{
+	const TraOp *j = u->join ? u->join : u->op;
+	IaOp op = {.kind = IA_JOIN, .stmt = u->op->stmt, .tra = u->tra, .type = u->op->type};
+	op.u.join.left = l;
+	op.u.join.right = r;
+	op.u.join.nmatch = j->u.join.nmatch;
+	memcpy(op.u.join.lkey, j->u.join.lkey, sizeof op.u.join.lkey);
+	memcpy(op.u.join.rkey, j->u.join.rkey, sizeof op.u.join.rkey);
+	op.u.join.ngroup = -1;
+	op.u.join.kernel = j->u.join.kernel;
+	return op;
+}
+
+/* A contraction's join fused with its aggregation (F-1). */
+static IaOp fused_op(Emit *e, const Unit *u, int l, int r)
+{
+	IaOp f = join_op(u, l, r);
+	f.u.join.ngroup = u->op->u.agg.ngroup;
+	memcpy(f.u.join.group, u->op->u.agg.group, sizeof f.u.join.group);
+	f.u.join.kernel = kernel_clone(e->p->arena, f.u.join.kernel);
+	f.u.join.kernel->red = u->op->u.agg.agg;
+	return f;
+}
+
+/* The unit's aggregation of op `in`: on its group, or (identity) on every
+ * key dim of partial results already keyed like the result. */
+static int agg_op(Emit *e, int in, const Unit *u, bool identity)
+{
+	const TraOp *t = u->op;
+	IaOp op = {.kind = IA_AGG, .stmt = t->stmt, .tra = u->tra, .type = t->type};
+	op.u.agg.in = in;
+	op.u.agg.ngroup = t->u.agg.ngroup;
+	op.u.agg.agg = t->u.agg.agg;
+	for (int g = 0; g < t->u.agg.ngroup; g++)
+		op.u.agg.group[g] = identity ? g : t->u.agg.group[g];
+	return emit_op(e, op);
+}
+
+int impl_finish_partial(Emit *e, int part, const Place *mid, const Unit *u)
+{
+	return agg_op(e, emit_move(e, part, mid, u->op->stmt, u->tra), u, true);
+}
+
+/* ---- the builders ---- */
+
+typedef int BuildFn(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp);
+
+static int b_source(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)x, (void)mid, (void)tp;
+	const TraOp *t = u->op;
+	IaOp ia = {.stmt = t->stmt, .tra = u->tra, .type = t->type};
+	if (t->kind != TRA_INPUT) {
+		ia.kind = t->kind == TRA_INIT ? IA_INIT : IA_LOAD;
+		ia.u.init.tensor = t->u.init.tensor;
+		return emit_op(e, ia);
+	}
+	ia.kind = IA_READ;
+	ia.u.read.tensor = t->u.input.tensor;
+	ia.place = *out;
+	if (out->kind != PL_ALL)
+		return emit_op(e, ia);
+	/* pinned everywhere: read on rank 0's share, broadcast */
+	ia.place = place_part(0, NULL);
+	return emit_move(e, emit_op(e, ia), out, t->stmt, u->tra);
+}
+
+static int b_sink(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)mid, (void)out, (void)tp;
+	const TraOp *t = u->op;
+	IaOp ia = {.stmt = t->stmt, .tra = u->tra, .type = t->type};
+	if (t->kind == TRA_OUTPUT) {
+		ia.kind = IA_WRITE;
+		ia.u.write.in = x[0];
+		ia.u.write.tensor = t->u.output.tensor;
+	} else {
+		ia.kind = t->kind == TRA_PRINT ? IA_PRINT : IA_STORE;
+		ia.u.store.in = x[0];
+		ia.u.store.tensor = t->u.store.tensor;
+	}
+	emit_op(e, ia);
+	return -1;
+}
+
+static int b_unary(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)mid, (void)out, (void)tp;
+	const TraOp *t = u->op;
+	IaOp ia = {.stmt = t->stmt, .tra = u->tra, .type = t->type};
+	switch (t->kind) {
+	case TRA_MAP:
+		ia.kind = IA_MAP;
+		ia.u.map.in = x[0];
+		ia.u.map.nkey = t->type.nkey;
+		for (int d = 0; d < t->type.nkey; d++)
+			ia.u.map.keymap[d] = d;
+		ia.u.map.kernel = t->u.map.kernel;
+		break;
+	case TRA_REKEY:
+		ia.kind = IA_MAP;
+		ia.u.map.in = x[0];
+		ia.u.map.nkey = t->u.rekey.nkey;
+		memcpy(ia.u.map.keymap, t->u.rekey.keymap, sizeof ia.u.map.keymap);
+		ia.u.map.kernel = NULL;
+		break;
+	case TRA_FILTER:
+		ia.kind = IA_FILTER;
+		ia.u.filter.in = x[0];
+		ia.u.filter.pred = t->u.filter.pred;
+		break;
+	default:
+		tr_bug("%s is not a unary op", tra_op_name(t->kind));
+	}
+	return emit_op(e, ia);
+}
+
+static int b_join(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)mid, (void)out, (void)tp;
+	return emit_op(e, join_op(u, x[0], x[1]));
+}
+
+static int b_agg_local(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)mid, (void)out, (void)tp;
+	return agg_op(e, x[0], u, false);
+}
+
+static int b_agg_shuffle(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)out, (void)tp;
+	return agg_op(e, emit_move(e, x[0], mid, u->op->stmt, u->tra), u, false);
+}
+
+static int b_agg_partial(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)out, (void)tp;
+	return impl_finish_partial(e, agg_op(e, x[0], u, false), mid, u);
+}
+
+static int b_fused(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)mid, (void)out, (void)tp;
+	return emit_op(e, fused_op(e, u, x[0], x[1]));
+}
+
+static int b_fused_partial(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)out, (void)tp;
+	return impl_finish_partial(e, emit_op(e, fused_op(e, u, x[0], x[1])), mid, u);
+}
+
+/* RMM's key maps: join-space dim o is the left's dim lmap[o] and the
+ * right's rmap[o], or -1 where the side is duplicated along it. */
+void rmm_keymaps(const TraOp *j, const RelType *lt, const RelType *rt, const RelType *jt, int *lmap, int *rmap)
+{
+	for (int o = 0; o < jt->nkey; o++) {
+		lmap[o] = o < lt->nkey ? o : -1;
+		rmap[o] = -1;
+	}
+	for (int d = 0; d < rt->nkey; d++)
+		rmap[ia_join_out_dim(lt->nkey, j->u.join.nmatch, j->u.join.rkey, d, j->u.join.lkey)] = d;
+}
+
+/* A side replicated into the join space: its key dims placed by keymap,
+ * its chunks unchanged. */
+RelType rep_type(const RelType *jt, const RelType *st, const int *keymap)
+{
+	RelType r = *jt;
+	r.dtype = st->dtype;
+	r.nchunk = st->nchunk;
+	for (int c = 0; c < st->nchunk; c++)
+		for (int o = 0; o < jt->nkey; o++)
+			if (keymap[o] == st->chunkdim[c])
+				r.chunkdim[c] = o;
+	return r;
+}
+
+/* RMM's replication of one side (type st) into the join space. */
+static int replicate(Emit *e, const Unit *u, int in, const RelType *st, const RelType *jt, const int *keymap)
+{
+	IaOp op = {.kind = IA_MAP, .stmt = u->op->stmt, .tra = u->tra, .type = rep_type(jt, st, keymap)};
+	op.u.map.in = in;
+	op.u.map.nkey = jt->nkey;
+	memcpy(op.u.map.keymap, keymap, sizeof op.u.map.keymap);
+	op.u.map.kernel = NULL;
+	return emit_op(e, op);
+}
+
+static int b_rmm(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)out, (void)tp;
+	const TraOp *j = u->join;
+	const RelType *lt = &e->p->ops.v[x[0]].type, *rt = &e->p->ops.v[x[1]].type;
+	RelType jt = ia_join_type(lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+	int lmap[MAXDIM], rmap[MAXDIM];
+	rmm_keymaps(j, lt, rt, &jt, lmap, rmap);
+	int lr = replicate(e, u, x[0], lt, &jt, lmap);
+	int rr = replicate(e, u, x[1], rt, &jt, rmap);
+	int ls = emit_move(e, lr, mid, u->op->stmt, u->tra);
+	int rs = emit_move(e, rr, mid, u->op->stmt, u->tra);
+	IaOp f = fused_op(e, u, ls, rs);
+	f.u.join.nmatch = jt.nkey;
+	for (int d = 0; d < jt.nkey; d++)
+		f.u.join.lkey[d] = f.u.join.rkey[d] = d;
+	return emit_op(e, f);
+}
+
+static int b_twophase(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)mid;
+	IaOp f = fused_op(e, u, x[0], x[1]);
+	f.kind = IA_TWOPHASE;
+	f.place = *out;
+	f.u.join.sched = tp;
+	return emit_op(e, f);
+}
+
+/* ---- the table ---- */
+
+static const struct {
+	const char *name, *what;
+	UnitKind unit;
+	Strategy strat;
+	unsigned rules;
+	BuildFn *build;
+} impls[NIMPLS] = {
+#define IMPL(id, unit, strat, rules, build, cost, what) \
+	[IM_##id] = {#id, what, U_##unit, STRAT_##strat, rules, build},
+#include "optimizer/impls.def"
+};
+
+const char *impl_name(ImplKind k)
+{
+	return impls[k].name;
+}
+
+const char *impl_what(ImplKind k)
+{
+	return impls[k].what;
+}
+
+UnitKind impl_unit(ImplKind k)
+{
+	return impls[k].unit;
+}
+
+Strategy impl_strategy(ImplKind k)
+{
+	return impls[k].strat;
+}
+
+unsigned impl_rules(ImplKind k)
+{
+	return impls[k].rules;
+}
+
+int impl_build(Emit *e, ImplKind k, const Unit *u, const int *x, const Place *mid, const Place *out,
+               const TpSched *tp)
+{
+	if ((impls[k].unit == U_CONTRACT) != (u->join != NULL))
+		tr_bug("%s built for a unit that is%s a contraction", impls[k].name, u->join ? "" : " not");
+	return impls[k].build(e, u, x, mid, out, tp);
+}

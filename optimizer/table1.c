@@ -1,0 +1,103 @@
+/*
+ * table1.c: TRA -> IA by Table 1 of the TRA paper, the initial plan.
+ *
+ *   TRA                        IA                              impls.def
+ *   input                      read, partitioned on key dim 0  READ
+ *                              (a scalar: on site 0)
+ *   join(Rl, Rr)               join^L(bcast(Rl), Rr)           JOIN_BCAST
+ *   agg(group)                 agg^L(group) . shuffle(group)   AGG_SHUFFLE
+ *   map(f)                     map^L(id, f)                    UNARY
+ *   rekey(keyfunc)             map^L(keyfunc, id)              UNARY
+ *   filter(pred)               filter^L(pred)                  UNARY
+ *   output                     write                           SINK
+ *   init, load                 init, load in the param's       PARAM
+ *                              placement (partitioned on key
+ *                              dim 0, as inputs)
+ *   store                      store (a shuffle first when     SINK
+ *                              the new value is elsewhere)
+ *   print, loop, endloop       the same
+ *
+ * The paper states no initial layout for inputs; we read them partitioned on
+ * their first key dim, the layout its BMM and RMM experiments start from.
+ * This plan is what -O0 runs and where the optimizer's search starts.
+ */
+#include <stdlib.h>
+
+#include "optimizer/opt.h"
+
+/* Op i's Table 1 row, and where it needs its inputs (moved there first). */
+static ImplKind row(const TraOp *t, const IaPlan *p, Place *need)
+{
+	need[0].kind = need[1].kind = PL_PARTIAL;       /* where they are */
+	switch (t->kind) {
+	case TRA_INPUT:
+		return IM_READ;
+	case TRA_INIT:
+	case TRA_LOAD:
+		return IM_PARAM;
+	case TRA_JOIN:
+		need[0] = place_all();
+		return IM_JOIN_BCAST;
+	case TRA_AGG:
+		return IM_AGG_SHUFFLE;
+	case TRA_MAP:
+	case TRA_REKEY:
+	case TRA_FILTER:
+		return IM_UNARY;
+	case TRA_STORE:
+		/* a param keeps one placement: move the new value there */
+		need[0] = p->varplace.v[t->u.store.tensor];
+		return IM_SINK;
+	case TRA_OUTPUT:
+	case TRA_PRINT:
+		return IM_SINK;
+	case TRA_GRAD:
+		tr_bug("a grad op reached Table 1: autodiff did not run");
+	case TRA_LOOP:
+	case TRA_ENDLOOP:
+		break;
+	}
+	tr_bug("%s has no Table 1 row", tra_op_name(t->kind));
+}
+
+IaPlan *opt_table1(const TraProg *tra, int nranks)
+{
+	IaPlan *p = ia_new(tra, nranks);
+	Emit e = {p, .strict = true};
+	int *map = xcalloc(tra->ops.n ? tra->ops.n : 1, sizeof *map);   /* TRA op -> IA op */
+
+	for (int i = 0; i < tra->ops.n; i++) {
+		const TraOp *t = &tra->ops.v[i];
+		if (t->kind == TRA_LOOP || t->kind == TRA_ENDLOOP) {
+			IaOp op = {.kind = t->kind == TRA_LOOP ? IA_LOOP : IA_ENDLOOP, .stmt = t->stmt, .tra = i};
+			op.u.loop.count = t->u.loop.count;
+			map[i] = emit_op(&e, op);
+			continue;
+		}
+		Place need[2];
+		ImplKind k = row(t, p, need);
+		int in[2], x[2] = {-1, -1};
+		int n = tra_inputs(t, in);
+		for (int j = 0; j < n; j++) {
+			x[j] = map[in[j]];
+			/* the join's left is broadcast as it is, a stored value
+			 * moved only when elsewhere */
+			if (need[j].kind != PL_PARTIAL &&
+			    (t->kind == TRA_JOIN || !place_eq(&p->ops.v[x[j]].place, &need[j])))
+				x[j] = emit_move(&e, x[j], &need[j], t->stmt, i);
+		}
+		Unit u = {t, NULL, i};
+		Place mid = place_part(0, NULL), out = mid;
+		if (t->kind == TRA_AGG)
+			mid = place_part(t->u.agg.ngroup, t->u.agg.group);
+		if (t->kind == TRA_INPUT) {
+			int dim0 = 0;
+			out = place_part(t->type.nkey > 0, &dim0);
+		}
+		map[i] = impl_build(&e, k, &u, x, &mid, &out, NULL);
+		if (t->kind == TRA_JOIN && t->stmt >= 0)
+			p->strategy.v[t->stmt] = impl_strategy(k);
+	}
+	free(map);
+	return p;
+}
