@@ -30,25 +30,20 @@
 
 typedef struct Rw {
 	const IaPlan *old;
-	IaPlan *new;
+	Emit e;                 /* into the new plan; e.failed: the rule does not apply */
 	int *map;               /* old op -> new op */
-	bool failed;
 	int variant;
 } Rw;
 
 static int emit(Rw *r, IaOp op)
 {
-	Buf why = {0};
-	if (!ia_derive_place(r->new, &op, &op.place, &why))
-		r->failed = true;
-	buf_free(&why);
-	return ia_push(r->new, op);
+	return emit_op(&r->e, op);
 }
 
 /* The op with its inputs renumbered into the new plan. */
 static IaOp remap(Rw *r, const IaOp *op)
 {
-	return ia_op_remap(op, r->map, r->new->arena);
+	return ia_op_remap(op, r->map, r->e.p->arena);
 }
 
 /* Drop ops nobody reads (a join folded into its aggregation). */
@@ -66,16 +61,14 @@ static IaPlan *sweep(IaPlan *old)
 		for (int j = 0; j < k; j++)
 			live[in[j]] = true;
 	}
-	Rw r = {old, ia_plan_like(old), xcalloc(n + 1, sizeof(int)), false, 0};
+	Rw r = {old, {ia_plan_like(old), .strict = true}, xcalloc(n + 1, sizeof(int)), 0};
 	for (int i = 0; i < n; i++)
 		if (live[i])
 			r.map[i] = emit(&r, remap(&r, &old->ops.v[i]));
-	if (r.failed)
-		tr_bug("sweeping made an invalid plan");
 	free(r.map);
 	free(live);
 	ia_free(old);
-	return r.new;
+	return r.e.p;
 }
 
 /* ---- helpers ---- */
@@ -117,41 +110,60 @@ static int move_in(const IaOp *op)
 /* A move of new-plan op `in` to placement `to`. */
 static int move_to(Rw *r, int in, const Place *to, int stmt, int tra)
 {
-	IaOp mv = {.stmt = stmt, .tra = tra, .type = OP(r->new, in)->type};
-	if (to->kind == PL_ALL) {
-		mv.kind = IA_BCAST;
-		mv.u.bcast.in = in;
-	} else if (to->kind == PL_PART) {
-		mv.kind = IA_SHUFFLE;
-		mv.u.shuffle.in = in;
-		mv.place = *to;
+	return emit_move(&r->e, in, to, stmt, tra);
+}
+
+/* IA ops as the TRA ops the implementations' builders take: a join (its
+ * kernel in the new plan's arena), and an aggregation (an IA aggregation,
+ * or a fused join's). */
+static TraOp as_join(Rw *r, const IaOp *j)
+{
+	TraOp t = {.kind = TRA_JOIN, .stmt = j->stmt, .type = j->type};
+	t.u.join.left = j->u.join.left;
+	t.u.join.right = j->u.join.right;
+	t.u.join.nmatch = j->u.join.nmatch;
+	memcpy(t.u.join.lkey, j->u.join.lkey, sizeof t.u.join.lkey);
+	memcpy(t.u.join.rkey, j->u.join.rkey, sizeof t.u.join.rkey);
+	t.u.join.kernel = kernel_clone(r->e.p->arena, j->u.join.kernel);
+	return t;
+}
+
+static TraOp as_agg(const IaOp *op)
+{
+	TraOp t = {.kind = TRA_AGG, .stmt = op->stmt, .type = op->type};
+	if (op->kind == IA_AGG) {
+		t.u.agg.in = op->u.agg.in;
+		t.u.agg.ngroup = op->u.agg.ngroup;
+		memcpy(t.u.agg.group, op->u.agg.group, sizeof t.u.agg.group);
+		t.u.agg.agg = op->u.agg.agg;
 	} else {
-		r->failed = true;
-		return in;
+		t.u.agg.ngroup = op->u.join.ngroup;
+		memcpy(t.u.agg.group, op->u.join.group, sizeof t.u.agg.group);
+		t.u.agg.agg = op->u.join.kernel->red;
 	}
-	return emit(r, mv);
+	return t;
+}
+
+/* The contraction's fused row for its inputs' placements (new-plan ops). */
+static ImplKind fused_row(Rw *r, int l, int rr)
+{
+	bool la = r->e.p->ops.v[l].place.kind == PL_ALL, ra = r->e.p->ops.v[rr].place.kind == PL_ALL;
+	return la && ra ? IM_CONTRACT_LOCAL : la || ra ? IM_BMM : IM_COPART;
 }
 
 /* After a rewrite changed where a relation lives: back where the old op
- * had it.  A partial result of a fused join is first completed. */
-static int restore(Rw *r, int nw, const IaOp *old, const IaOp *fused)
+ * had it.  A partial result of a contraction (u) is first completed. */
+static int restore(Rw *r, int nw, const IaOp *old, const Unit *u)
 {
-	const IaOp *n = OP(r->new, nw);
+	const IaOp *n = OP(r->e.p, nw);
 	if (place_eq(&n->place, &old->place) || old->place.kind == PL_PARTIAL)
 		return nw;
 	if (n->place.kind == PL_PARTIAL) {
-		if (!fused) {
-			r->failed = true;
+		if (!u) {
+			r->e.failed = true;
 			return nw;
 		}
-		int mv = move_to(r, nw, old->place.kind == PL_ALL ? &old->place : &old->place, old->stmt, old->tra);
-		IaOp ag = {.kind = IA_AGG, .stmt = old->stmt, .tra = old->tra, .type = old->type};
-		ag.u.agg.in = mv;
-		ag.u.agg.ngroup = old->type.nkey;
-		for (int g = 0; g < old->type.nkey; g++)
-			ag.u.agg.group[g] = g;
-		ag.u.agg.agg = fused->u.join.kernel->red;
-		return emit(r, ag);
+		return impl_finish_partial(&r->e, nw, &old->place, u);
 	}
 	return move_to(r, nw, &old->place, old->stmt, old->tra);
 }
@@ -529,7 +541,7 @@ static bool a_R1_2(Rw *r, int i)
 		for (int d = 0; d < op->u.map.nkey; d++)
 			m.u.map.keymap[d] = in->u.map.keymap[op->u.map.keymap[d]];
 	} else {
-		m.u.map.kernel = kernel_compose(r->new->arena, op->u.map.kernel, in->u.map.kernel);
+		m.u.map.kernel = kernel_compose(r->e.p->arena, op->u.map.kernel, in->u.map.kernel);
 		if (!m.u.map.kernel)
 			return false;
 	}
@@ -612,7 +624,7 @@ static bool a_R1_6(Rw *r, int i)
 		x[s] = r->map[side[s]];
 		if (pr[s]->neq == 0)
 			continue;
-		IaOp f = {.kind = IA_FILTER, .stmt = op->stmt, .tra = op->tra, .type = OP(r->new, x[s])->type};
+		IaOp f = {.kind = IA_FILTER, .stmt = op->stmt, .tra = op->tra, .type = OP(r->e.p, x[s])->type};
 		f.u.filter.in = x[s];
 		f.u.filter.pred = *pr[s];
 		x[s] = emit(r, f);
@@ -628,7 +640,7 @@ static bool a_R1_7(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i), *j = OP(r->old, op->u.map.in);
 	IaOp jn = remap(r, j);
-	jn.u.join.kernel = kernel_compose(r->new->arena, op->u.map.kernel, j->u.join.kernel);
+	jn.u.join.kernel = kernel_compose(r->e.p->arena, op->u.map.kernel, j->u.join.kernel);
 	if (!jn.u.join.kernel)
 		return false;
 	jn.type = op->type;
@@ -640,14 +652,10 @@ static bool a_R1_7(Rw *r, int i)
 static bool a_F_1(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i), *j = OP(r->old, op->u.agg.in);
-	IaOp f = remap(r, j);
-	f.stmt = op->stmt;
-	f.tra = op->tra;
-	f.type = op->type;
-	f.u.join.ngroup = op->u.agg.ngroup;
-	memcpy(f.u.join.group, op->u.agg.group, sizeof f.u.join.group);
-	f.u.join.kernel->red = op->u.agg.agg;
-	r->map[i] = emit(r, f);
+	TraOp agg = as_agg(op), join = as_join(r, j);
+	Unit u = {&agg, &join, op->tra};
+	int x[2] = {r->map[j->u.join.left], r->map[j->u.join.right]};
+	r->map[i] = impl_build(&r->e, fused_row(r, x[0], x[1]), &u, x, NULL, NULL, NULL);
 	return true;
 }
 
@@ -729,29 +737,23 @@ static bool a_R2_3(Rw *r, int i)
 static bool a_R2_4(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i), *sh = OP(r->old, op->u.agg.in);
-	IaOp a = remap(r, op);
-	a.u.agg.in = r->map[sh->u.shuffle.in];
-	r->map[i] = emit(r, a);
+	TraOp agg = as_agg(op);
+	Unit u = {&agg, NULL, op->tra};
+	r->map[i] = impl_build(&r->e, IM_AGG_LOCAL, &u, &r->map[sh->u.shuffle.in], NULL, NULL, NULL);
 	return true;
 }
 
 static bool a_R2_5(Rw *r, int i)
 {
 	const IaOp *op = OP(r->old, i), *sh = OP(r->old, op->u.agg.in);
-	IaOp pre = remap(r, op);
-	pre.u.agg.in = r->map[sh->u.shuffle.in];
-	int pi = emit(r, pre);
 	Place to = {.kind = PL_PART, .ndims = sh->place.ndims};
 	for (int d = 0; d < sh->place.ndims; d++)
 		for (int g = 0; g < op->u.agg.ngroup; g++)
 			if (op->u.agg.group[g] == sh->place.dims[d])
 				to.dims[d] = g;
-	int si = move_to(r, pi, &to, sh->stmt, sh->tra);
-	IaOp fin = remap(r, op);
-	fin.u.agg.in = si;
-	for (int g = 0; g < op->u.agg.ngroup; g++)
-		fin.u.agg.group[g] = g;
-	r->map[i] = emit(r, fin);
+	TraOp agg = as_agg(op);
+	Unit u = {&agg, NULL, op->tra};
+	r->map[i] = impl_build(&r->e, IM_AGG_TWOPHASE, &u, &r->map[sh->u.shuffle.in], &to, NULL, NULL);
 	return true;
 }
 
@@ -784,11 +786,16 @@ static bool a_R2_6(Rw *r, int i)
 		break;
 	}
 	}
-	IaOp j = remap(r, op);
-	j.u.join.left = ls;
-	j.u.join.right = rs;
-	int ji = emit(r, j);
-	r->map[i] = restore(r, ji, op, op->u.join.ngroup >= 0 ? op : NULL);
+	int x[2] = {ls, rs};
+	TraOp agg = as_agg(op), join = as_join(r, op);
+	if (op->u.join.ngroup < 0) {
+		Unit u = {&join, NULL, op->tra};
+		static const ImplKind rows[] = {IM_JOIN_BCAST, IM_JOIN_BCAST, IM_JOIN_COPART};
+		r->map[i] = restore(r, impl_build(&r->e, rows[r->variant], &u, x, NULL, NULL, NULL), op, NULL);
+	} else {
+		Unit u = {&agg, &join, op->tra};
+		r->map[i] = restore(r, impl_build(&r->e, fused_row(r, ls, rs), &u, x, NULL, NULL, NULL), op, &u);
+	}
 	return true;
 }
 
@@ -798,20 +805,21 @@ static bool a_R2_7(Rw *r, int i)
 	return true;
 }
 
-/* The fused join of a contraction at i, on new-plan inputs l and r. */
-static IaOp fused_join(Rw *r, int i, const Contr *c, int l, int rr)
+/* Contraction c at old op i as a unit of the builders. */
+typedef struct CUnit {
+	TraOp agg, join;
+	Unit u;
+} CUnit;
+
+static void cunit(Rw *r, int i, const Contr *c, CUnit *cu)
 {
-	const IaOp *op = OP(r->old, i), *j = OP(r->old, c->j);
-	IaOp f = remap(r, j);
-	f.stmt = op->stmt;
-	f.tra = op->tra;
-	f.type = op->type;
-	f.u.join.left = l;
-	f.u.join.right = rr;
-	f.u.join.ngroup = c->ngroup;
-	memcpy(f.u.join.group, c->group, sizeof f.u.join.group);
-	f.u.join.kernel->red = c->agg;
-	return f;
+	const IaOp *op = OP(r->old, i);
+	cu->agg = (TraOp){.kind = TRA_AGG, .stmt = op->stmt, .type = op->type};
+	cu->agg.u.agg.ngroup = c->ngroup;
+	memcpy(cu->agg.u.agg.group, c->group, sizeof cu->agg.u.agg.group);
+	cu->agg.u.agg.agg = c->agg;
+	cu->join = as_join(r, OP(r->old, c->j));
+	cu->u = (Unit){&cu->agg, &cu->join, op->tra};
 }
 
 static bool a_BMM(Rw *r, int i)
@@ -838,9 +846,10 @@ static bool a_BMM(Rw *r, int i)
 		ls = move_to(r, ls, &all, op->stmt, op->tra);
 		rs = move_to(r, rs, &pr, op->stmt, op->tra);
 	}
-	IaOp f = fused_join(r, i, &c, ls, rs);
-	int fi = emit(r, f);
-	r->map[i] = restore(r, fi, op, &f);
+	CUnit cu;
+	cunit(r, i, &c, &cu);
+	int fi = impl_build(&r->e, IM_BMM, &cu.u, (int[]){ls, rs}, NULL, NULL, NULL);
+	r->map[i] = restore(r, fi, op, &cu.u);
 	return true;
 }
 
@@ -857,14 +866,12 @@ static bool a_CMM(Rw *r, int i)
 	Place pl = place_part(1, &j->u.join.lkey[m]), pr = place_part(1, &j->u.join.rkey[m]);
 	int ls = move_to(r, source(r, j->u.join.left), &pl, op->stmt, op->tra);
 	int rs = move_to(r, source(r, j->u.join.right), &pr, op->stmt, op->tra);
-	IaOp f = fused_join(r, i, &c, ls, rs);
-	int fi = emit(r, f);
-	/* the partial sums to where the old result was (or on the group) */
-	if (op->place.kind == PL_PARTIAL || place_eq(&OP(r->new, fi)->place, &op->place)) {
-		r->map[i] = fi;
-		return true;
-	}
-	r->map[i] = restore(r, fi, op, &f);
+	/* the partial sums to where the old result was (CMM's own shuffle
+	 * and aggregation), unless it held partial sums too */
+	CUnit cu;
+	cunit(r, i, &c, &cu);
+	int fi = impl_build(&r->e, IM_COPART, &cu.u, (int[]){ls, rs}, NULL, NULL, NULL);
+	r->map[i] = restore(r, fi, op, &cu.u);
 	return true;
 }
 
@@ -873,37 +880,11 @@ static bool a_RMM(Rw *r, int i)
 	Contr c;
 	contr_info(r->old, i, &c);
 	const IaOp *op = OP(r->old, i), *j = OP(r->old, c.j);
-	const IaOp *lo = OP(r->old, j->u.join.left), *ro = OP(r->old, j->u.join.right);
-	int lmap[MAXDIM], rmap[MAXDIM];
-	for (int o = 0; o < c.jt.nkey; o++) {
-		lmap[o] = o < c.nl ? o : -1;
-		rmap[o] = -1;
-	}
-	for (int d = 0; d < ro->type.nkey; d++)
-		rmap[ia_join_out_dim(c.nl, j->u.join.nmatch, j->u.join.rkey, d, j->u.join.lkey)] = d;
-	int side[2] = {source(r, j->u.join.left), source(r, j->u.join.right)};
-	const RelType *st[2] = {&lo->type, &ro->type};
-	int *maps[2] = {lmap, rmap};
-	Place P = r->variant ? place_part(2, (int[]){c.ronly[0], c.lonly[0]}) : place_part(2, (int[]){c.lonly[0], c.ronly[0]});
-	for (int s = 0; s < 2; s++) {
-		IaOp d = {.kind = IA_MAP, .stmt = op->stmt, .tra = op->tra, .type = c.jt};
-		d.u.map.in = side[s];
-		d.u.map.nkey = c.jt.nkey;
-		memcpy(d.u.map.keymap, maps[s], sizeof d.u.map.keymap);
-		d.type.dtype = st[s]->dtype;
-		d.type.nchunk = st[s]->nchunk;
-		for (int ch = 0; ch < st[s]->nchunk; ch++)
-			for (int o = 0; o < c.jt.nkey; o++)
-				if (maps[s][o] == st[s]->chunkdim[ch])
-					d.type.chunkdim[ch] = o;
-		side[s] = move_to(r, emit(r, d), &P, op->stmt, op->tra);
-	}
-	IaOp f = fused_join(r, i, &c, side[0], side[1]);
-	f.u.join.nmatch = c.jt.nkey;
-	for (int d = 0; d < c.jt.nkey; d++)
-		f.u.join.lkey[d] = f.u.join.rkey[d] = d;
-	int fi = emit(r, f);
-	r->map[i] = restore(r, fi, op, &f);
+	int x[2] = {source(r, j->u.join.left), source(r, j->u.join.right)};
+	Place P = place_part(2, r->variant ? (int[]){c.ronly[0], c.lonly[0]} : (int[]){c.lonly[0], c.ronly[0]});
+	CUnit cu;
+	cunit(r, i, &c, &cu);
+	r->map[i] = restore(r, impl_build(&r->e, IM_RMM, &cu.u, x, &P, NULL, NULL), op, &cu.u);
 	return true;
 }
 
@@ -945,21 +926,21 @@ IaPlan *rule_apply(RuleId rule, const IaPlan *p, int i, int variant)
 	if (!rule_match(rule, p, i))
 		return NULL;
 	int n = p->ops.n;
-	Rw r = {p, ia_plan_like(p), xcalloc(n + 1, sizeof(int)), false, variant};
-	for (int k = 0; k < n && !r.failed; k++) {
+	Rw r = {p, {ia_plan_like(p), .strict = false}, xcalloc(n + 1, sizeof(int)), variant};
+	for (int k = 0; k < n && !r.e.failed; k++) {
 		if (k == i) {
 			if (!rules[rule].apply(&r, i))
-				r.failed = true;
+				r.e.failed = true;
 			continue;
 		}
 		r.map[k] = emit(&r, remap(&r, OP(p, k)));
 	}
 	free(r.map);
-	if (r.failed) {
-		ia_free(r.new);
+	if (r.e.failed) {
+		ia_free(r.e.p);
 		return NULL;
 	}
-	return sweep(r.new);
+	return sweep(r.e.p);
 }
 
 /* ---- -O1: the rules that never make a plan worse ---- */

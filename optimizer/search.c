@@ -288,7 +288,7 @@ static void record_rules(Search *s, IaPlan *p)
 	free(chosen);
 }
 
-static IaPlan *build(Search *s)
+IaPlan *search_build(Search *s)
 {
 	int n = s->n;
 	Build b = {s, {ia_new(s->tra, s->o->nranks), .strict = true}, xcalloc(n + 1, sizeof(int)),
@@ -542,7 +542,7 @@ IaPlan *plan_once(Search *s)
 	dp(s);
 	if (!extract(s))
 		return NULL;
-	IaPlan *p = build(s);
+	IaPlan *p = search_build(s);
 	verify_plan(p, "search", s->o);
 	opt_cost(p, s->cc.m);
 	classify(p);

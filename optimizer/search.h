@@ -113,6 +113,9 @@ void search_init(Search *s, TraProg *tra, const OptOptions *o, const Machine *m)
 void search_free(Search *s);
 void norm_varplace(Search *s);
 IaPlan *plan_once(Search *s);   /* the cheapest plan for s's params' placements and budget */
+/* The plan of the implementations s->choice names (every unit's input is
+ * moved where its implementation takes it): plan_once's last step. */
+IaPlan *search_build(Search *s);
 void classify(IaPlan *p);       /* each statement's strategy, as the plan shows it */
 void verify_plan(const IaPlan *p, const char *after, const OptOptions *o);
 

@@ -6,7 +6,8 @@
  * site is projected away.  Each rule is tried on 1 to 4 sites and on
  * blocks that do not divide the extents; the rewritten plan must also pass
  * the IA verifier.  Then the searched plans of a few programs against
- * their Table 1 plans, the same way.
+ * their Table 1 plans, the same way, and every row of optimizer/impls.def:
+ * each candidate the search makes, built into a plan, against Table 1.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 
 #include "frontend/frontend.h"
 #include "optimizer/opt.h"
+#include "optimizer/search.h"
 
 static TraProg *compile(const char *text)
 {
@@ -463,6 +465,67 @@ static void test_search(void **state)
 			}
 }
 
+/* Every implementation of impls.def against Table 1: for each unit of a
+ * few programs, each of its candidates (at most a few per row) built into
+ * a plan whose other units take their first candidate; every row must be
+ * tried somewhere. */
+static const char *impl_programs[] = {
+	mm,
+	"size N = 7, M = 5;\ninput X[N, M];\ninput Q[N, N];\ns[m] = sum[n](X[n, m]);\nt[n] = max[m](X[n, m]);\n"
+	"u[n, m] = exp(Q[n, m]);\nd[n] = u[n, n];\noutput s;\noutput t;\noutput d;\n",
+	"size N = 6, M = 5;\ninput X[N, M];\ninput W[N, M];\nZ[i, j] = X[i, j] * W[i, j];\n"
+	"Y[j, i] = Z[i, j];\noutput Y;\n",
+	"size N = 6, D = 5, H = 7;\nconst eta = 0.1;\ninput X[N, D];\nparam W[D, H] = normal(0, 0.1);\n"
+	"repeat 2 {\na[n, h] = X[n, d] * W[d, h];\ng[d, h] = X[n, d] * a[n, h];\nW[d, h] -= eta * g[d, h];\n}\n"
+	"print W;\noutput W;\n",
+};
+
+static void test_impls(void **state)
+{
+	(void)state;
+	int tried[NIMPLS] = {0};
+	for (size_t i = 0; i < sizeof impl_programs / sizeof *impl_programs; i++)
+		for (int sites = 1; sites <= 4; sites++)
+			for (int64_t block = 2; block <= 3; block++) {
+				TraProg *p0 = compile(impl_programs[i]), *p = compile(impl_programs[i]);
+				OptOptions o = {.nranks = sites, .block = block, .verify = true, .level = 2};
+				opt_block(p0, &o);
+				opt_block(p, &o);
+				IaPlan *t1 = opt_table1(p0, sites);
+				Machine m;
+				machine_default(&m);
+				Search s;
+				search_init(&s, p, &o, &m);
+				norm_varplace(&s);
+				make_impls(&s);
+				for (int t = 0; t < s.n; t++) {
+					int per[NIMPLS] = {0};
+					for (int c = 0; c < s.impls[t].n; c++) {
+						ImplKind k = s.impls[t].v[c].kind;
+						if (per[k]++ >= 2)
+							continue;
+						for (int u = 0; u < s.n; u++)
+							s.choice[u] = s.impls[u].n > 0 ? 0 : -1;
+						s.choice[t] = c;
+						IaPlan *q = search_build(&s);
+						char what[96];
+						snprintf(what, sizeof what, "program %zu, op %d by %s, %d sites, block %lld", i, t,
+						         impl_name(k), sites, (long long)block);
+						expect_equivalent(t1, q, sites, what);
+						tried[k]++;
+						ia_free(q);
+					}
+				}
+				search_free(&s);
+				ia_free(t1);
+				tra_free(p);
+				tra_free(p0);
+			}
+	for (int k = 0; k < NIMPLS; k++)
+		if (!tried[k])
+			fail_msg("implementation %s (%s) has no test", impl_name(k), impl_what(k));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -470,6 +533,7 @@ int main(void)
 		cmocka_unit_test(test_conditions),
 		cmocka_unit_test(test_rules),
 		cmocka_unit_test(test_search),
+		cmocka_unit_test(test_impls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
