@@ -135,6 +135,7 @@ BlockClasses *opt_block_classes(const TraProg *p)
 			int k = c->of[base[i] + d];
 			if (!c->extent[k]) {
 				c->extent[k] = t->extent[d];
+				c->block[k] = t->block[d];
 				c->dtype[k] = t->dtype;
 			} else if (c->extent[k] != t->extent[d]) {
 				tr_bug("blocking class %d mixes extents %" PRId64 " and %" PRId64, k, c->extent[k], t->extent[d]);
@@ -208,15 +209,17 @@ static bool carries(const TraOp *op, int t)
 
 bool opt_block_choose(BlockClasses *c, const TraProg *p, const OptOptions *o, Buf *err)
 {
-	const Machine *m = o->machine;
+	for (int k = 0; k < c->n; k++)
+		c->block[k] = opt_auto_block(c->extent[k], o->nranks, o->machine, c->dtype[k]);
+	return opt_block_pins(c, p, o, err);
+}
+
+bool opt_block_pins(BlockClasses *c, const TraProg *p, const OptOptions *o, Buf *err)
+{
 	for (int k = 0; k < c->n; k++) {
-		if (o->block > 0) {
+		c->pinned[k] = o->block > 0;
+		if (o->block > 0)
 			c->block[k] = o->block < c->extent[k] ? o->block : c->extent[k];
-			c->pinned[k] = true;
-		} else {
-			c->block[k] = opt_auto_block(c->extent[k], o->nranks, m, c->dtype[k]);
-			c->pinned[k] = false;
-		}
 	}
 	/* per-tensor overrides; who set each class, for messages */
 	int *who = xcalloc(c->n + 1, sizeof *who), *whodim = xcalloc(c->n + 1, sizeof *whodim);
@@ -259,22 +262,31 @@ bool opt_block_choose(BlockClasses *c, const TraProg *p, const OptOptions *o, Bu
 	return ok;
 }
 
-void opt_block_apply(TraProg *p, const BlockClasses *c)
+void opt_block_types(const TraProg *p, const BlockClasses *c, RelType *types)
 {
 	int n = p->ops.n;
 	for (int i = 0; i < n; i++) {
-		RelType *t = &p->ops.v[i].type;
-		for (int d = 0; d < t->nkey; d++)
-			t->block[d] = c->block[c->of[c->base[i] + d]];
+		types[i] = p->ops.v[i].type;
+		for (int d = 0; c && d < types[i].nkey; d++)
+			types[i].block[d] = c->block[c->of[c->base[i] + d]];
 	}
 	/* an output's, store's or print's type is its input's */
 	for (int i = 0; i < n; i++) {
-		TraOp *op = &p->ops.v[i];
+		const TraOp *op = &p->ops.v[i];
 		if (op->kind == TRA_OUTPUT)
-			op->type = p->ops.v[op->u.output.in].type;
+			types[i] = types[op->u.output.in];
 		else if (op->kind == TRA_STORE || op->kind == TRA_PRINT)
-			op->type = p->ops.v[op->u.store.in].type;
+			types[i] = types[op->u.store.in];
 	}
+}
+
+static void block_apply(TraProg *p, const BlockClasses *c)
+{
+	RelType *types = xcalloc(p->ops.n + 1, sizeof *types);
+	opt_block_types(p, c, types);
+	for (int i = 0; i < p->ops.n; i++)
+		p->ops.v[i].type = types[i];
+	free(types);
 }
 
 bool opt_check_blocks(const TraProg *p, const OptOptions *o, Buf *err)
@@ -291,6 +303,6 @@ void opt_block(TraProg *p, const OptOptions *o)
 	Buf err = {0};
 	opt_block_choose(c, p, o, &err);
 	buf_free(&err);
-	opt_block_apply(p, c);
+	block_apply(p, c);
 	opt_block_classes_free(c);
 }

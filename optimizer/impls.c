@@ -68,7 +68,7 @@ Cost move_cost(Search *s, int t, int q, int p)
 	if (q == p)
 		return (Cost){0};
 	if (!s->move[t]) {
-		s->move[t] = xcalloc((size_t)MAXDOM * MAXDOM, sizeof(Cost));
+		s->move[t] = search_scratch(s, (size_t)MAXDOM * MAXDOM, sizeof(Cost));
 		for (int i = 0; i < MAXDOM * MAXDOM; i++)
 			s->move[t][i].seconds = -1;
 	}
@@ -317,7 +317,7 @@ static void partial_tail(Search *s, int t, Impl *im, double copies)
 static void c_agg_partial(Search *s, int t, Impl *im)
 {
 	const TraOp *op = &s->tra->ops.v[t];
-	const RelType *it = in_type(s, t, 0), *ot = &op->type;
+	const RelType *it = in_type(s, t, 0), *ot = type_of(s, t);
 	const Place *p = in_place(s, t, im, 0);
 	im->cost = cost_agg(&s->cc, it, p, 1, ot);
 	im->mem = rank_bytes(s, it, p, 1);
@@ -339,7 +339,7 @@ static void c_fused_partial(Search *s, int t, Impl *im)
 	im->cost = cost_join(&s->cc, j->u.join.kernel, lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey, &jp);
 	im->mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1);
 	double copies = cost_partial_copies(&s->cc, &jt, &jp, op->u.agg.ngroup, op->u.agg.group);
-	im->mem += rank_bytes(s, &op->type, &(Place){.kind = PL_PARTIAL}, copies);
+	im->mem += rank_bytes(s, type_of(s, t), &(Place){.kind = PL_PARTIAL}, copies);
 	partial_tail(s, t, im, copies);
 }
 
@@ -412,7 +412,7 @@ static void twophase_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 	int L = j->u.join.left, R = j->u.join.right;
 	if (s->quick || s->cc.nsites < 2 || !opt_twophase_dense(s->tra, L) || !opt_twophase_dense(s->tra, R))
 		return;
-	const RelType *lt = type_of(s, L), *rt = type_of(s, R), *ot = &op->type;
+	const RelType *lt = type_of(s, L), *rt = type_of(s, R), *ot = type_of(s, t);
 	Kernel k = *j->u.join.kernel;
 	k.red = op->u.agg.agg;
 	const Dom *dl = &s->dom[L], *dr = &s->dom[R], *dt = &s->dom[t];
@@ -619,9 +619,9 @@ static void gen_impls(Search *s, int t)
 	case TRA_INPUT: {
 		const PlacePin *pin = place_pin(s, op->u.input.tensor);
 		const Dom *d = &s->dom[t];
-		Place pinned = pin ? place_norm(&op->type, pin->place) : place_all();
+		Place pinned = pin ? place_norm(type_of(s, t), pin->place) : place_all();
 		for (int i = 0; i < d->n; i++)
-			if (pin ? place_eq(&pinned, &d->p[i]) : free_layout(&op->type, &d->p[i]))
+			if (pin ? place_eq(&pinned, &d->p[i]) : free_layout(type_of(s, t), &d->p[i]))
 				offer(s, t, (Impl){.kind = IM_READ, .inpl = {ANYPL, ANYPL}, .out = i});
 		break;
 	}

@@ -137,19 +137,25 @@ typedef struct BlockClasses {
 	DType *dtype;           /* per class: the element type of an op carrying it */
 } BlockClasses;
 
+/* The classes of p's key dims, each with the block p's types give it. */
 BlockClasses *opt_block_classes(const TraProg *p);
 void opt_block_classes_free(BlockClasses *c);
-/* Automatic blocks for every class, then the overrides; false (message in
- * *err) when two overrides give one class different blocks. */
+/* Automatic blocks for every class, then the overrides (opt_block_pins). */
 bool opt_block_choose(BlockClasses *c, const TraProg *p, const OptOptions *o, Buf *err);
-/* Write the classes' blocks into every op's type. */
-void opt_block_apply(TraProg *p, const BlockClasses *c);
+/* The classes --block pins, with its blocks; false (message in *err) when
+ * two overrides give one class different blocks. */
+bool opt_block_pins(BlockClasses *c, const TraProg *p, const OptOptions *o, Buf *err);
+/* Every op's type at the classes' blocks (c NULL: as p has them), into
+ * types[] (one per op); p is left alone. */
+void opt_block_types(const TraProg *p, const BlockClasses *c, RelType *types);
 /* The automatic block of an extent planned for nranks. */
 int64_t opt_auto_block(int64_t extent, int nranks, const Machine *m, DType t);
 
-/* Choose every key dim's block, consistently across joins; rewrites the
- * program's types.  Overrides that contradict each other are reported by
- * opt_check_blocks; here the first one wins. */
+/* The blocking pass: every key dim's block, consistently across joins,
+ * written into the program's types; the search (-O2) starts from them and
+ * may choose others for its plan, never writing them back.  Overrides that
+ * contradict each other are reported by opt_check_blocks; here the first
+ * one wins. */
 void opt_block(TraProg *p, const OptOptions *o);
 bool opt_check_blocks(const TraProg *p, const OptOptions *o, Buf *err);
 
@@ -383,7 +389,7 @@ void opt_twophase_trim(double bytes);
  * into the program).  With --mem-per-rank, the cheapest plan that fits;
  * when none does, the cheapest plan (the caller reports its peak).  With
  * o->alternatives, plan->alts holds each statement's other strategies. */
-IaPlan *opt_plan(TraProg *tra, const OptOptions *o);
+IaPlan *opt_plan(const TraProg *tra, const OptOptions *o);
 
 /* ---- interp.c: the IA interpreter ---- */
 

@@ -17,9 +17,11 @@
  * test_rules.c checks every rule so, by running both sides in the
  * interpreter (interp.c) on random data over simulated sites.
  *
- * The search (impls.c, search.c) does not rewrite plans: its implementations are
- * the right sides these rules derive from Table 1's translation, built
- * directly.  -O1 applies the rules that never make a plan worse.
+ * The search (impls.c, search.c) does not rewrite plans: its implementations
+ * (impls.def) are the right sides these rules derive from Table 1's
+ * translation, built directly.  The rewriters here build their right sides
+ * with the same builders (impl_build).  -O1 applies the rules that never
+ * make a plan worse.
  */
 #include <stdlib.h>
 #include <string.h>

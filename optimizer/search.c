@@ -5,8 +5,9 @@
  * never make a plan worse (rules.c).  -O2 searches.  The search works on
  * the TRA program, not on one IA plan: every TRA op (a *unit*; a join whose
  * only reader is a sum over it is taken together with that sum, a
- * contraction) has *implementations*, each the IA fragment that one chain of
- * the paper's equivalence rules derives from the op's Table 1 translation:
+ * contraction) has *implementations*, the rows of impls.def, each the IA
+ * fragment that one chain of the paper's equivalence rules derives from the
+ * op's Table 1 translation (build.c builds them, impls.c costs them):
  *
  *   a join            local join^L on inputs placed so that matching tuples
  *                     meet: one side on every site (R2-6: broadcast the left
@@ -18,7 +19,7 @@
  *                     aggregation (R2-5); the shuffle's target is any
  *                     partitioning of the result (R2-7: the one the next
  *                     statement wants), or all sites
- *   a contraction     the join fused with its aggregation (R1-7), its inputs
+ *   a contraction     the join fused with its aggregation (F-1), its inputs
  *                     placed as for a join: broadcast (BMM), co-partition on
  *                     the summed keys then shuffle the partial sums (CMM), or
  *                     replicate both sides into the 3-D key space and
@@ -243,9 +244,15 @@ static void build_unit(Build *b, int t)
 	int k = unit_inputs(s, t, in);
 	for (int j = 0; j < k; j++)
 		x[j] = get(b, in[j], im->inpl[j], op->stmt);
-	Unit u = {op, NULL, t};
-	if (op->kind == TRA_AGG && s->absorbed[op->u.agg.in] == t)
-		u.join = &s->tra->ops.v[op->u.agg.in];
+	/* the ops at the searched blocks */
+	TraOp at = *op, join;
+	at.type = *type_of(s, t);
+	Unit u = {&at, NULL, t};
+	if (op->kind == TRA_AGG && s->absorbed[op->u.agg.in] == t) {
+		join = s->tra->ops.v[op->u.agg.in];
+		join.type = *type_of(s, op->u.agg.in);
+		u.join = &join;
+	}
 	const Place *out = im->out >= 0 ? &s->dom[t].p[im->out] : NULL;
 	b->homeop[t] = impl_build(&b->e, im->kind, &u, x, &im->mid, out, im->tp);
 	if (b->homeop[t] >= 0)
@@ -390,34 +397,37 @@ void classify(IaPlan *p)
 
 /* ---- the search ---- */
 
-void search_init(Search *s, TraProg *tra, const OptOptions *o, const Machine *m)
+void search_init(Search *s, const TraProg *tra, const OptOptions *o, const Machine *m, const BlockClasses *bc)
 {
 	int n = tra->ops.n;
 	memset(s, 0, sizeof *s);
 	s->tra = tra;
+	s->scratch = arena_new();
+	s->types = search_scratch(s, n + 1, sizeof(RelType));
+	opt_block_types(tra, bc, s->types);
 	s->o = o;
 	s->cc = (CostCtx){m, o->nranks};
 	s->n = n;
-	s->uses = xcalloc(n + 1, sizeof(int));
-	s->absorbed = xcalloc(n + 1, sizeof(int));
-	s->times = xcalloc(n + 1, sizeof(double));
-	s->loopof = xcalloc(n + 1, sizeof(int));
-	s->depth = xcalloc(n + 1, sizeof(int));
-	s->dom = xcalloc(n + 1, sizeof(Dom));
-	s->impls = xcalloc(n + 1, sizeof(Impls));
-	s->varplace = xcalloc(tra->tensors.n + 1, sizeof(Place));
-	s->best = xcalloc((size_t)(n + 1) * MAXDOM, sizeof(Cost));
-	s->avail = xcalloc((size_t)(n + 1) * MAXDOM, sizeof(Cost));
-	s->home = xcalloc(n + 1, sizeof(Cost));
-	s->choice = xcalloc(n + 1, sizeof(int));
-	s->req = xcalloc(n + 1, sizeof(uint64_t));
-	s->anyreq = xcalloc(n + 1, sizeof(bool));
-	s->move = xcalloc(n + 1, sizeof(Cost *));
-	s->cache = xcalloc(n + 1, sizeof(Impls));
-	s->cache_budget = xcalloc(n + 1, sizeof(double));
-	s->cached = xcalloc(n + 1, sizeof(bool));
-	s->force = xcalloc(tra->stmts.n + 1, sizeof(Strategy));
-	s->forceside = xcalloc(tra->stmts.n + 1, sizeof(int));
+	s->uses = search_scratch(s, n + 1, sizeof(int));
+	s->absorbed = search_scratch(s, n + 1, sizeof(int));
+	s->times = search_scratch(s, n + 1, sizeof(double));
+	s->loopof = search_scratch(s, n + 1, sizeof(int));
+	s->depth = search_scratch(s, n + 1, sizeof(int));
+	s->dom = search_scratch(s, n + 1, sizeof(Dom));
+	s->impls = search_scratch(s, n + 1, sizeof(Impls));
+	s->varplace = search_scratch(s, tra->tensors.n + 1, sizeof(Place));
+	s->best = search_scratch(s, (size_t)(n + 1) * MAXDOM, sizeof(Cost));
+	s->avail = search_scratch(s, (size_t)(n + 1) * MAXDOM, sizeof(Cost));
+	s->home = search_scratch(s, n + 1, sizeof(Cost));
+	s->choice = search_scratch(s, n + 1, sizeof(int));
+	s->req = search_scratch(s, n + 1, sizeof(uint64_t));
+	s->anyreq = search_scratch(s, n + 1, sizeof(bool));
+	s->move = search_scratch(s, n + 1, sizeof(Cost *));
+	s->cache = search_scratch(s, n + 1, sizeof(Impls));
+	s->cache_budget = search_scratch(s, n + 1, sizeof(double));
+	s->cached = search_scratch(s, n + 1, sizeof(bool));
+	s->force = search_scratch(s, tra->stmts.n + 1, sizeof(Strategy));
+	s->forceside = search_scratch(s, tra->stmts.n + 1, sizeof(int));
 	for (int i = 0; i < tra->stmts.n; i++)
 		s->forceside[i] = -1;
 	for (int i = 0; i < o->nstratpins; i++)
@@ -470,7 +480,7 @@ void search_init(Search *s, TraProg *tra, const OptOptions *o, const Machine *m)
 	}
 	for (int t = 0; t < n; t++) {
 		const TraOp *op = &tra->ops.v[t];
-		dom_make(&s->dom[t], &op->type);
+		dom_make(&s->dom[t], type_of(s, t));
 		/* a pinned placement is always a choice, even when unusual */
 		int tensor = op->kind == TRA_INPUT ? op->u.input.tensor
 		             : op->kind == TRA_INIT || op->kind == TRA_LOAD ? op->u.init.tensor
@@ -478,7 +488,7 @@ void search_init(Search *s, TraProg *tra, const OptOptions *o, const Machine *m)
 		for (int k = 0; tensor >= 0 && k < o->nplacepins; k++)
 			if (o->placepins[k].tensor == tensor) {
 				int src = op->kind == TRA_STORE ? op->u.store.in : t;
-				dom_add(&s->dom[src], place_norm(&tra->ops.v[src].type, o->placepins[k].place));
+				dom_add(&s->dom[src], place_norm(type_of(s, src), o->placepins[k].place));
 			}
 	}
 	/* params: pinned, else partitioned on their first dim to start */
@@ -497,28 +507,13 @@ void search_free(Search *s)
 	for (int t = 0; t < s->n; t++) {
 		vec_free(&s->impls[t]);
 		vec_free(&s->cache[t]);
-		free(s->move[t]);
 	}
-	free(s->cache);
-	free(s->cache_budget);
-	free(s->cached);
-	free(s->uses);
-	free(s->absorbed);
-	free(s->times);
-	free(s->loopof);
-	free(s->depth);
-	free(s->dom);
-	free(s->impls);
-	free(s->varplace);
-	free(s->best);
-	free(s->avail);
-	free(s->home);
-	free(s->choice);
-	free(s->req);
-	free(s->anyreq);
-	free(s->move);
-	free(s->force);
-	free(s->forceside);
+	arena_free(s->scratch);
+}
+
+void *search_scratch(Search *s, size_t n, size_t size)
+{
+	return arena_alloc(s->scratch, n * size);
 }
 
 /* A param's placement, normalised to what its values' domain holds. */
@@ -527,7 +522,7 @@ void norm_varplace(Search *s)
 	for (int t = 0; t < s->n; t++) {
 		const TraOp *op = &s->tra->ops.v[t];
 		if (op->kind == TRA_INIT || op->kind == TRA_LOAD)
-			s->varplace[op->u.init.tensor] = place_norm(&op->type, s->varplace[op->u.init.tensor]);
+			s->varplace[op->u.init.tensor] = place_norm(type_of(s, t), s->varplace[op->u.init.tensor]);
 	}
 }
 

@@ -51,7 +51,9 @@ typedef struct Impl {
 typedef Vec(Impl) Impls;
 
 typedef struct Search {
-	TraProg *tra;
+	Arena *scratch;         /* what lives as long as the search; search_free frees it */
+	const TraProg *tra;     /* read only: the search's blocks are in `types` */
+	RelType *types;         /* per op: its type at the blocks searched */
 	const OptOptions *o;
 	CostCtx cc;
 	int n;
@@ -88,7 +90,7 @@ typedef struct Search {
 
 static inline const RelType *type_of(Search *s, int t)
 {
-	return &s->tra->ops.v[t].type;
+	return &s->types[t];
 }
 
 static inline Cost *at(Cost *a, int t, int i)
@@ -109,8 +111,10 @@ void make_impls(Search *s);
 
 /* ---- search.c ---- */
 
-void search_init(Search *s, TraProg *tra, const OptOptions *o, const Machine *m);
+/* A search of tra at blocks bc (NULL: the program's own). */
+void search_init(Search *s, const TraProg *tra, const OptOptions *o, const Machine *m, const BlockClasses *bc);
 void search_free(Search *s);
+void *search_scratch(Search *s, size_t n, size_t size);        /* n zeroed elements */
 void norm_varplace(Search *s);
 IaPlan *plan_once(Search *s);   /* the cheapest plan for s's params' placements and budget */
 /* The plan of the implementations s->choice names (every unit's input is

@@ -330,12 +330,11 @@ static const Place *descent_varplace(const IaPlan *quick, const IaPlan *best)
 	return quick ? quick->varplace.v : best->varplace.v;
 }
 
-static IaPlan *plan_at(TraProg *tra, const OptOptions *o, const Machine *m, const BlockClasses *bc,
+static IaPlan *plan_at(const TraProg *tra, const OptOptions *o, const Machine *m, const BlockClasses *bc,
                        const Place *varplace, bool descend, double *leanest)
 {
-	opt_block_apply(tra, bc);
 	Search s;
-	search_init(&s, tra, o, m);
+	search_init(&s, tra, o, m, bc);
 	IaPlan *p;
 	if (varplace) {
 		for (int i = 0; i < tra->tensors.n; i++)
@@ -359,34 +358,16 @@ static IaPlan *plan_at(TraProg *tra, const OptOptions *o, const Machine *m, cons
 	return p;
 }
 
-IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
+/* -O2 within the budget o->mem_per_rank: blocks, params' placements and
+ * implementations, the strategies tried whole, the alternatives. */
+static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machine *m)
 {
-	Machine dflt;
-	const Machine *m = o->machine;
-	if (!m) {
-		machine_default(&dflt);
-		m = &dflt;
-	}
-	opt_twophase_trim(64e6);        /* earlier plans' schedules, when many (fuzzing) */
-	if (o->level < 2) {
-		IaPlan *p = opt_table1(tra, o->nranks);
-		verify_plan(p, "Table 1", o);
-		if (o->level > 0) {
-			p = opt_rewrite_simple(p);
-			verify_plan(p, "rewriting", o);
-		}
-		opt_cost(p, m);
-		classify(p);
-		p->machine = arena_strdup(p->arena, m->source);
-		return p;
-	}
-
 	/* blocks: the automatic ones, then coordinate descent over the
 	 * classes no override pins, within a budget of whole-program plans
 	 * (each at the params' placements found so far) */
 	BlockClasses *bc = opt_block_classes(tra);
 	Buf err = {0};
-	opt_block_choose(bc, tra, o, &err);
+	opt_block_pins(bc, tra, o, &err);
 	buf_free(&err);
 	double leanest = INFINITY;
 	IaPlan *best = plan_at(tra, o, m, bc, NULL, true, &leanest);
@@ -485,14 +466,13 @@ IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
 		memcpy(bc->block, initial, sizeof(int64_t) * (size_t)bc->n);
 	}
 	ia_free(quick);
-	opt_block_apply(tra, bc);
 	free(chosen);
 	free(initial);
 
 	/* at the chosen blocks: each statement's strategies tried whole
 	 * (small programs), then the alternatives */
 	Search s;
-	search_init(&s, tra, o, m);
+	search_init(&s, tra, o, m, bc);
 	for (int i = 0; i < tra->tensors.n; i++)
 		if (!param_pinned(&s, i))
 			s.varplace[i] = best->varplace.v[i];
@@ -505,14 +485,39 @@ IaPlan *opt_plan(TraProg *tra, const OptOptions *o)
 	best->machine = arena_strdup(best->arena, m->source);
 	best->leanest_peak = leanest;
 	trace("final", best);
+	return best;
+}
+
+IaPlan *opt_plan(const TraProg *tra, const OptOptions *o)
+{
+	Machine dflt;
+	const Machine *m = o->machine;
+	if (!m) {
+		machine_default(&dflt);
+		m = &dflt;
+	}
+	opt_twophase_trim(64e6);        /* earlier plans' schedules, when many (fuzzing) */
+	if (o->level < 2) {
+		IaPlan *p = opt_table1(tra, o->nranks);
+		verify_plan(p, "Table 1", o);
+		if (o->level > 0) {
+			p = opt_rewrite_simple(p);
+			verify_plan(p, "rewriting", o);
+		}
+		opt_cost(p, m);
+		classify(p);
+		p->machine = arena_strdup(p->arena, m->source);
+		return p;
+	}
+	IaPlan *best = search_plan(tra, o, m);
 	if (o->mem_per_rank > 0 && best->peak_bytes > o->mem_per_rank) {
 		/* nothing fits: the cheapest plan regardless of memory, for the
 		 * driver to say what it needs, beside the leanest one found */
 		OptOptions unbounded = *o;
 		unbounded.mem_per_rank = 0;
 		unbounded.alternatives = false;
-		IaPlan *cheapest = opt_plan(tra, &unbounded);
-		cheapest->leanest_peak = fmin(leanest, best->peak_bytes);
+		IaPlan *cheapest = search_plan(tra, &unbounded, m);
+		cheapest->leanest_peak = fmin(best->leanest_peak, best->peak_bytes);
 		ia_free(best);
 		return cheapest;
 	}

@@ -495,7 +495,7 @@ static void test_impls(void **state)
 				Machine m;
 				machine_default(&m);
 				Search s;
-				search_init(&s, p, &o, &m);
+				search_init(&s, p, &o, &m, NULL);
 				norm_varplace(&s);
 				make_impls(&s);
 				for (int t = 0; t < s.n; t++) {
