@@ -68,11 +68,12 @@ Cost move_cost(Search *s, int t, int q, int p)
 	if (q == p)
 		return (Cost){0};
 	if (!s->move[t]) {
-		s->move[t] = search_scratch(s, (size_t)MAXDOM * MAXDOM, sizeof(Cost));
-		for (int i = 0; i < MAXDOM * MAXDOM; i++)
+		int nd = s->dom[t].n;
+		s->move[t] = search_scratch(s, (size_t)nd * nd, sizeof(Cost));
+		for (int i = 0; i < nd * nd; i++)
 			s->move[t][i].seconds = -1;
 	}
-	Cost *c = &s->move[t][q * MAXDOM + p];
+	Cost *c = &s->move[t][q * s->dom[t].n + p];
 	if (c->seconds < 0)
 		*c = cost_scale(cost_move(&s->cc, type_of(s, t), &s->dom[t].p[q], 1, &s->dom[t].p[p]), s->times[t]);
 	return *c;

@@ -76,14 +76,14 @@ static Cost in_cost(Search *s, int v, int q)
 {
 	if (q == ANYPL)
 		return s->home[v];
-	return *at(s->avail, v, q);
+	return *at(s, s->avail, v, q);
 }
 
 static void dp(Search *s)
 {
 	for (int t = 0; t < s->n; t++) {
 		for (int i = 0; i < s->dom[t].n; i++)
-			*at(s->best, t, i) = *at(s->avail, t, i) = inf_cost();
+			*at(s, s->best, t, i) = *at(s, s->avail, t, i) = inf_cost();
 		s->home[t] = inf_cost();
 		int in[2];
 		int k = unit_inputs(s, t, in);
@@ -94,28 +94,28 @@ static void dp(Search *s)
 			Cost tot = im->cost;
 			for (int j = 0; j < k; j++)
 				tot = cost_add(tot, in_cost(s, in[j], im->inpl[j]));
-			if (cost_cmp(tot, *at(s->best, t, im->out)) < 0)
-				*at(s->best, t, im->out) = tot;
+			if (cost_cmp(tot, *at(s, s->best, t, im->out)) < 0)
+				*at(s, s->best, t, im->out) = tot;
 		}
 		const Dom *d = &s->dom[t];
 		for (int p = 0; p < d->n; p++) {
-			Cost b = *at(s->best, t, p);
+			Cost b = *at(s, s->best, t, p);
 			if (cost_cmp(b, s->home[t]) < 0)
 				s->home[t] = b;
 		}
 		if (isinf(s->home[t].seconds))
 			continue;       /* no result (a sink), or none possible */
 		for (int p = 0; p < d->n; p++) {
-			Cost b = *at(s->best, t, p);
+			Cost b = *at(s, s->best, t, p);
 			for (int q = 0; q < d->n; q++) {
-				Cost bq = *at(s->best, t, q);
+				Cost bq = *at(s, s->best, t, q);
 				if (q == p || isinf(bq.seconds) || bq.seconds >= b.seconds)
 					continue;
 				Cost c = cost_add(bq, move_cost(s, t, q, p));
 				if (cost_cmp(c, b) < 0)
 					b = c;
 			}
-			*at(s->avail, t, p) = b;
+			*at(s, s->avail, t, p) = b;
 		}
 	}
 }
@@ -130,7 +130,7 @@ static Cost marginal(Search *s, int v, int q)
 		return in_cost(s, v, q);
 	if (q == ANYPL || (s->req[v] >> q & 1))
 		return (Cost){0};
-	Cost a = *at(s->avail, v, q), h = s->home[v];
+	Cost a = *at(s, s->avail, v, q), h = s->home[v];
 	Cost d = {a.seconds - h.seconds, a.floats - h.floats, a.bytes - h.bytes, a.flops - h.flops};
 	if (d.seconds < 0)
 		d.seconds = 0;
@@ -196,8 +196,8 @@ typedef struct Build {
 	Search *s;
 	Emit e;                 /* into the plan */
 	int *homeop;            /* per TRA op: its IA op */
-	int *moved;             /* [n][MAXDOM]: IA op of the op's result moved there, or -1 */
-	int *first_reader;      /* [n][MAXDOM]: the first reader needing it there */
+	int *moved;             /* per (op, placement), at domoff: IA op of the op's result moved there, or -1 */
+	int *first_reader;      /* per (op, placement): the first reader needing it there */
 } Build;
 
 /* The IA op holding TRA op v's result in placement q (dom index); a move
@@ -215,7 +215,7 @@ static int get(Build *b, int v, int q, int stmt)
 	Place have = place_norm(t, b->e.p->ops.v[h].place);
 	if (place_eq(&have, &want))
 		return h;
-	int *m = &b->moved[(size_t)v * MAXDOM + q];
+	int *m = &b->moved[s->domoff[v] + q];
 	if (*m < 0)
 		*m = emit_move(&b->e, h, &want, stmt, v);
 	return *m;
@@ -227,7 +227,7 @@ static void early_moves(Build *b, int v)
 {
 	Search *s = b->s;
 	for (int q = 0; q < s->dom[v].n; q++) {
-		int r = b->first_reader[(size_t)v * MAXDOM + q];
+		int r = b->first_reader[s->domoff[v] + q];
 		if (r >= 0 && s->depth[r] > s->depth[v])
 			get(b, v, q, s->tra->ops.v[r].stmt);
 	}
@@ -299,10 +299,10 @@ IaPlan *search_build(Search *s)
 {
 	int n = s->n;
 	Build b = {s, {ia_new(s->tra, s->o->nranks), .strict = true}, xcalloc(n + 1, sizeof(int)),
-	           xcalloc((size_t)(n + 1) * MAXDOM, sizeof(int)), xcalloc((size_t)(n + 1) * MAXDOM, sizeof(int))};
+	           xcalloc(s->domoff[n] + 1, sizeof(int)), xcalloc(s->domoff[n] + 1, sizeof(int))};
 	for (int i = 0; i < n; i++)
 		b.homeop[i] = -1;
-	for (size_t i = 0; i < (size_t)(n + 1) * MAXDOM; i++)
+	for (size_t i = 0; i < s->domoff[n] + 1; i++)
 		b.moved[i] = b.first_reader[i] = -1;
 	for (int t = 0; t < s->tra->tensors.n; t++)
 		b.e.p->varplace.v[t] = s->varplace[t];
@@ -314,8 +314,8 @@ IaPlan *search_build(Search *s)
 		int in[2];
 		int k = unit_inputs(s, t, in);
 		for (int j = 0; j < k; j++)
-			if (im->inpl[j] != ANYPL && b.first_reader[(size_t)in[j] * MAXDOM + im->inpl[j]] < 0)
-				b.first_reader[(size_t)in[j] * MAXDOM + im->inpl[j]] = t;
+			if (im->inpl[j] != ANYPL && b.first_reader[s->domoff[in[j]] + im->inpl[j]] < 0)
+				b.first_reader[s->domoff[in[j]] + im->inpl[j]] = t;
 	}
 	for (int t = 0; t < n; t++) {
 		const TraOp *op = &s->tra->ops.v[t];
@@ -416,8 +416,6 @@ void search_init(Search *s, const TraProg *tra, const OptOptions *o, const Machi
 	s->dom = search_scratch(s, n + 1, sizeof(Dom));
 	s->impls = search_scratch(s, n + 1, sizeof(Impls));
 	s->varplace = search_scratch(s, tra->tensors.n + 1, sizeof(Place));
-	s->best = search_scratch(s, (size_t)(n + 1) * MAXDOM, sizeof(Cost));
-	s->avail = search_scratch(s, (size_t)(n + 1) * MAXDOM, sizeof(Cost));
 	s->home = search_scratch(s, n + 1, sizeof(Cost));
 	s->choice = search_scratch(s, n + 1, sizeof(int));
 	s->req = search_scratch(s, n + 1, sizeof(uint64_t));
@@ -491,6 +489,12 @@ void search_init(Search *s, const TraProg *tra, const OptOptions *o, const Machi
 				dom_add(&s->dom[src], place_norm(type_of(s, src), o->placepins[k].place));
 			}
 	}
+	/* the dynamic program's tables: one entry per (op, placement) */
+	s->domoff = search_scratch(s, n + 1, sizeof(size_t));
+	for (int t = 0; t < n; t++)
+		s->domoff[t + 1] = s->domoff[t] + (size_t)s->dom[t].n;
+	s->best = search_scratch(s, s->domoff[n] + 1, sizeof(Cost));
+	s->avail = search_scratch(s, s->domoff[n] + 1, sizeof(Cost));
 	/* params: pinned, else partitioned on their first dim to start */
 	for (int i = 0; i < tra->tensors.n; i++) {
 		const Tensor *ten = &tra->tensors.v[i];

@@ -63,20 +63,20 @@ typedef struct Search {
 	int *loopof;            /* per op: the innermost LOOP around it, or -1 */
 	int *depth;             /* per op: loop depth */
 	Dom *dom;
-	double *share;          /* [n][MAXDOM]: cost_share */
 	Impls *impls;
 	Place *varplace;        /* per tensor (params) */
 	double budget;          /* per-rank bytes an implementation may hold; 0: none */
 	Strategy *force;        /* per statement: the strategy its joins must use, or STRAT_NONE */
 	int *forceside;         /* per statement: for broadcast, the side everywhere, or -1 */
 	/* the dynamic program */
-	Cost *best, *avail;     /* [n][MAXDOM] */
+	size_t *domoff;         /* per op: its placements' first entry in best, avail */
+	Cost *best, *avail;     /* per (op, placement) */
 	Cost *home;             /* [n]: min over best */
 	/* extraction */
 	int *choice;            /* per op: impl index, -1 none */
 	uint64_t *req;          /* per op: placements its readers need */
 	bool *anyreq;
-	/* moves between placements, per op (lazily) */
+	/* moves between placements, per op (lazily): [dom.n][dom.n] */
 	Cost **move;
 	/* the implementations of ops that depend on neither params'
 	 * placements nor forcing, made once per budget (gen_all: unfiltered) */
@@ -93,9 +93,9 @@ static inline const RelType *type_of(Search *s, int t)
 	return &s->types[t];
 }
 
-static inline Cost *at(Cost *a, int t, int i)
+static inline Cost *at(const Search *s, Cost *a, int t, int i)
 {
-	return &a[(size_t)t * MAXDOM + i];
+	return &a[s->domoff[t] + (size_t)i];
 }
 
 static inline Cost inf_cost(void)
