@@ -447,24 +447,31 @@ static void json_num(Buf *b, double v)
 	buf_printf(b, "%.6g", v);
 }
 
+/* sep, then "key": and the value */
+static void json_num_field(Buf *b, const char *sep, const char *key, double v)
+{
+	buf_printf(b, "%s\"%s\": ", sep, key);
+	json_num(b, v);
+}
+
+static void json_str_field(Buf *b, const char *sep, const char *key, const char *v)
+{
+	buf_printf(b, "%s\"%s\": ", sep, key);
+	json_str(b, v);
+}
+
 static void json_explain(Buf *b, const IaPlan *p)
 {
 	buf_printf(b, "{\n  \"ranks\": %d,\n  \"total_floats_moved\": ", p->nranks);
 	json_num(b, p->total_floats_moved);
-	buf_puts(b, ",\n  \"total_bytes_sent\": ");
-	json_num(b, p->total_bytes_sent);
-	buf_puts(b, ",\n  \"total_flops\": ");
-	json_num(b, p->total_flops);
-	buf_puts(b, ",\n  \"predicted_seconds\": ");
-	json_num(b, p->predicted_seconds);
-	buf_puts(b, ",\n  \"peak_bytes_per_rank\": ");
-	json_num(b, p->peak_bytes);
+	json_num_field(b, ",\n  ", "total_bytes_sent", p->total_bytes_sent);
+	json_num_field(b, ",\n  ", "total_flops", p->total_flops);
+	json_num_field(b, ",\n  ", "predicted_seconds", p->predicted_seconds);
+	json_num_field(b, ",\n  ", "peak_bytes_per_rank", p->peak_bytes);
 	if (p->leanest_peak > 0) {
-		buf_puts(b, ",\n  \"leanest_peak_bytes_per_rank\": ");
-		json_num(b, p->leanest_peak);
+		json_num_field(b, ",\n  ", "leanest_peak_bytes_per_rank", p->leanest_peak);
 	}
-	buf_puts(b, ",\n  \"machine\": ");
-	json_str(b, p->machine ? p->machine : "built-in");
+	json_str_field(b, ",\n  ", "machine", p->machine ? p->machine : "built-in");
 	buf_puts(b, ",\n  \"params\": [");
 	bool firstp = true;
 	for (int t = 0; t < p->tra->tensors.n && t < p->varplace.n; t++) {
@@ -474,8 +481,7 @@ static void json_explain(Buf *b, const IaPlan *p)
 		place_print(&pl, &p->varplace.v[t]);
 		buf_printf(b, "%s{ \"name\": ", firstp ? "" : ", ");
 		json_str(b, p->tra->tensors.v[t].name);
-		buf_puts(b, ", \"placement\": ");
-		json_str(b, pl.s);
+		json_str_field(b, ", ", "placement", pl.s);
 		buf_puts(b, " }");
 		buf_free(&pl);
 		firstp = false;
@@ -487,20 +493,14 @@ static void json_explain(Buf *b, const IaPlan *p)
 		loc_linecol(p->tra->stmts.v[s].loc, &line, &col);
 		buf_printf(b, "%s\n    { \"line\": %d, \"text\": ", s ? "," : "", line);
 		json_str(b, p->tra->stmts.v[s].text);
-		buf_puts(b, ", \"strategy\": ");
-		json_str(b, strategy_name(p->strategy.v[s]));
+		json_str_field(b, ", ", "strategy", strategy_name(p->strategy.v[s]));
 		if (p->rules.v[s]) {
-			buf_puts(b, ", \"rules\": ");
-			json_str(b, p->rules.v[s]);
+			json_str_field(b, ", ", "rules", p->rules.v[s]);
 		}
-		buf_puts(b, ", \"floats_moved\": ");
-		json_num(b, c.moved);
-		buf_puts(b, ", \"flops\": ");
-		json_num(b, c.flops);
-		buf_puts(b, ", \"predicted_seconds\": ");
-		json_num(b, c.seconds);
-		buf_puts(b, ", \"peak_bytes_per_rank\": ");
-		json_num(b, c.peak);
+		json_num_field(b, ", ", "floats_moved", c.moved);
+		json_num_field(b, ", ", "flops", c.flops);
+		json_num_field(b, ", ", "predicted_seconds", c.seconds);
+		json_num_field(b, ", ", "peak_bytes_per_rank", c.peak);
 		buf_puts(b, ", \"alternatives\": [");
 		bool firsta = true;
 		for (int i = 0; i < p->alts.n; i++) {
@@ -511,19 +511,14 @@ static void json_explain(Buf *b, const IaPlan *p)
 			json_str(b, strategy_name(a->strategy));
 			buf_printf(b, ", \"feasible\": %s", a->feasible ? "true" : "false");
 			if (a->rules) {
-				buf_puts(b, ", \"rules\": ");
-				json_str(b, a->rules);
+				json_str_field(b, ", ", "rules", a->rules);
 			}
 			if (a->feasible) {
-				buf_puts(b, ", \"total_floats_moved\": ");
-				json_num(b, a->floats);
-				buf_puts(b, ", \"predicted_seconds\": ");
-				json_num(b, a->seconds);
-				buf_puts(b, ", \"peak_bytes_per_rank\": ");
-				json_num(b, a->peak_bytes);
+				json_num_field(b, ", ", "total_floats_moved", a->floats);
+				json_num_field(b, ", ", "predicted_seconds", a->seconds);
+				json_num_field(b, ", ", "peak_bytes_per_rank", a->peak_bytes);
 			}
-			buf_puts(b, ", \"why\": ");
-			json_str(b, a->why ? a->why : "");
+			json_str_field(b, ", ", "why", a->why ? a->why : "");
 			buf_puts(b, " }");
 			firsta = false;
 		}
@@ -543,16 +538,11 @@ static void json_explain(Buf *b, const IaPlan *p)
 			buf_printf(b, "%s%d", j ? ", " : "", in[j]);
 		buf_puts(b, "], \"floats_moved\": ");
 		json_num(b, op->floats_moved);
-		buf_puts(b, ", \"bytes_sent\": ");
-		json_num(b, op->bytes_sent);
-		buf_puts(b, ", \"flops\": ");
-		json_num(b, op->flops);
-		buf_puts(b, ", \"predicted_seconds\": ");
-		json_num(b, op->seconds);
-		buf_puts(b, ", \"placement\": ");
-		json_str(b, pl.s);
-		buf_puts(b, ", \"type\": ");
-		json_str(b, ty.s);
+		json_num_field(b, ", ", "bytes_sent", op->bytes_sent);
+		json_num_field(b, ", ", "flops", op->flops);
+		json_num_field(b, ", ", "predicted_seconds", op->seconds);
+		json_str_field(b, ", ", "placement", pl.s);
+		json_str_field(b, ", ", "type", ty.s);
 		buf_printf(b, ", \"tuples\": %" PRId64 ", \"statement\": %d, \"text\": ", rel_ntuples(&op->type), op->stmt);
 		json_str(b, desc.s);
 		if (op->kind == IA_TWOPHASE) {
@@ -560,12 +550,9 @@ static void json_explain(Buf *b, const IaPlan *p)
 			buf_printf(b, ", \"two_phase\": { \"join_groups\": %" PRId64 ", \"aggregation_groups\": %" PRId64
 			           ", \"planned_ranks\": %d, \"plan\": ", ts->njoin, ts->nagg, ts->nranks);
 			json_str(b, ts->variant);
-			buf_puts(b, ", \"greedy_seconds\": ");
-			json_num(b, ts->variant_seconds[0]);
-			buf_puts(b, ", \"rule1_only_seconds\": ");
-			json_num(b, ts->variant_seconds[1]);
-			buf_puts(b, ", \"rule2_only_seconds\": ");
-			json_num(b, ts->variant_seconds[2]);
+			json_num_field(b, ", ", "greedy_seconds", ts->variant_seconds[0]);
+			json_num_field(b, ", ", "rule1_only_seconds", ts->variant_seconds[1]);
+			json_num_field(b, ", ", "rule2_only_seconds", ts->variant_seconds[2]);
 			buf_printf(b, ", \"by_rule\": [%" PRId64 ", %" PRId64 "], \"stages\": [", ts->by_rule[0], ts->by_rule[1]);
 			double st[4] = {ts->t_in, ts->t_kernel, ts->t_partial, ts->t_combine};
 			for (int k = 0; k < 4; k++) {
