@@ -153,46 +153,31 @@ TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
 	return o;
 }
 
-/* a[i] = agg(a[i], b[i]); max and min let a NaN through, as numpy's do. */
-static void combine_f32(float *a, const float *b, int64_t n, TrtAgg agg)
-{
-	switch (agg) {
-	case TRT_AGG_ADD:
-		for (int64_t i = 0; i < n; i++)
-			a[i] += b[i];
-		break;
-	case TRT_AGG_MAX:
-		for (int64_t i = 0; i < n; i++)
-			if (b[i] > a[i] || b[i] != b[i])
-				a[i] = b[i];
-		break;
-	case TRT_AGG_MIN:
-		for (int64_t i = 0; i < n; i++)
-			if (b[i] < a[i] || b[i] != b[i])
-				a[i] = b[i];
-		break;
+/* a[i] = agg(a[i], b[i]); max and min let a NaN through, as numpy's do.
+ * One definition per element type. */
+#define COMBINE(name, T)                                                        \
+	static void name(T *a, const T *b, int64_t n, TrtAgg agg)               \
+	{                                                                       \
+		switch (agg) {                                                  \
+		case TRT_AGG_ADD:                                               \
+			for (int64_t i = 0; i < n; i++)                         \
+				a[i] += b[i];                                   \
+			break;                                                  \
+		case TRT_AGG_MAX:                                               \
+			for (int64_t i = 0; i < n; i++)                         \
+				if (b[i] > a[i] || b[i] != b[i])                \
+					a[i] = b[i];                            \
+			break;                                                  \
+		case TRT_AGG_MIN:                                               \
+			for (int64_t i = 0; i < n; i++)                         \
+				if (b[i] < a[i] || b[i] != b[i])                \
+					a[i] = b[i];                            \
+			break;                                                  \
+		}                                                               \
 	}
-}
-
-static void combine_f64(double *a, const double *b, int64_t n, TrtAgg agg)
-{
-	switch (agg) {
-	case TRT_AGG_ADD:
-		for (int64_t i = 0; i < n; i++)
-			a[i] += b[i];
-		break;
-	case TRT_AGG_MAX:
-		for (int64_t i = 0; i < n; i++)
-			if (b[i] > a[i] || b[i] != b[i])
-				a[i] = b[i];
-		break;
-	case TRT_AGG_MIN:
-		for (int64_t i = 0; i < n; i++)
-			if (b[i] < a[i] || b[i] != b[i])
-				a[i] = b[i];
-		break;
-	}
-}
+COMBINE(combine_f32, float)
+COMBINE(combine_f64, double)
+#undef COMBINE
 
 static void combine(TrtDtype dt, void *a, const void *b, int64_t n, TrtAgg agg)
 {
