@@ -921,68 +921,51 @@ static const char *aop_name(AssignOp op)
  * update, W[d, h] -= e meaning W's new value is W[d, h] - (e), stored back
  * (implicit sums are placed in the whole update, so they land inside e).
  */
-static void check_assign(Sema *s, Item *it)
+/* The left side's name: a param to update (*param), or a new name; false
+ * (reported) when it is neither. */
+static bool assign_target(Sema *s, Item *it, Sym **target, const Tensor **param)
 {
-	int lhs[MAXDIM];
 	int nlhs = it->u.assign.nidx;
-	Sym *target = lookup(s, it->name);
-	const Tensor *param = NULL;
-
-	if (target && target->kind == SYM_TENSOR && !target->poisoned && target->tensor >= 0 &&
-	    s->prog->tensors.v[target->tensor].role == TENSOR_PARAM) {
-		param = &s->prog->tensors.v[target->tensor];
-		if (nlhs != param->rank) {
+	*target = lookup(s, it->name);
+	*param = NULL;
+	Sym *t = *target;
+	if (t && t->kind == SYM_TENSOR && !t->poisoned && t->tensor >= 0 &&
+	    s->prog->tensors.v[t->tensor].role == TENSOR_PARAM) {
+		const Tensor *p = &s->prog->tensors.v[t->tensor];
+		if (nlhs != p->rank) {
 			diag(DIAG_ERROR, it->nameloc, "param '%s' has %d dimension%s; update it as %s[%s] %s ...",
-			     it->name, param->rank, param->rank == 1 ? "" : "s", it->name,
-			     param->rank == 1 ? "i" : param->rank == 2 ? "i, j" : "i, j, ...", aop_name(it->u.assign.op));
-			return;
+			     it->name, p->rank, p->rank == 1 ? "" : "s", it->name,
+			     p->rank == 1 ? "i" : p->rank == 2 ? "i, j" : "i, j, ...", aop_name(it->u.assign.op));
+			return false;
 		}
-		target->used = true;
+		t->used = true;
+		*param = p;
 	} else if (it->u.assign.op != A_SET) {
-		if (target && !target->poisoned)
+		if (t && !t->poisoned)
 			diag(DIAG_ERROR, it->nameloc, "only params can be updated with '%s'; '%s' is %s",
-			     aop_name(it->u.assign.op), it->name, sym_what(target, s->prog));
-		else if (!target)
+			     aop_name(it->u.assign.op), it->name, sym_what(t, s->prog));
+		else if (!t)
 			diag(DIAG_ERROR, it->nameloc, "'%s' is not a param; only params can be updated with '%s'",
 			     it->name, aop_name(it->u.assign.op));
-		return;
-	} else if (target && target >= s->syms.v + s->scope_base) {
+		return false;
+	} else if (t && t >= s->syms.v + s->scope_base) {
 		int line, col;
-		loc_linecol(target->loc, &line, &col);
-		if (target->kind == SYM_TENSOR && target->tensor >= 0 &&
-		    s->prog->tensors.v[target->tensor].role == TENSOR_INPUT)
+		loc_linecol(t->loc, &line, &col);
+		if (t->kind == SYM_TENSOR && t->tensor >= 0 && s->prog->tensors.v[t->tensor].role == TENSOR_INPUT)
 			diag(DIAG_ERROR, it->nameloc, "cannot assign to input '%s' (declared at %d:%d)", it->name, line, col);
 		else
 			diag(DIAG_ERROR, it->nameloc, "'%s' is already defined, as %s at %d:%d; each name is defined once",
-			     it->name, sym_what(target, s->prog), line, col);
-		return;
+			     it->name, sym_what(t, s->prog), line, col);
+		return false;
 	}
-	if (it->u.assign.value->kind == N_GRAD) {
-		if (param) {
-			diag(DIAG_ERROR, it->nameloc, "a gradient cannot update param '%s'; assign it to a new name, "
-			     "as in d%s = grad(loss, %s);", it->name, it->name, it->name);
-			return;
-		}
-		check_grad(s, it);
-		return;
-	}
-	if (it->u.assign.value->kind == N_CALL) {
-		Sym *f = lookup(s, it->u.assign.value->u.call.name);
-		if (f && f->kind == SYM_DEF) {
-			if (param) {
-				diag(DIAG_ERROR, it->nameloc, "a def's result cannot update param '%s'; assign it to a new "
-				     "name and update the param from that", it->name);
-				return;
-			}
-			inline_call(s, it, f->def);
-			return;
-		}
-	}
-	if (nlhs > MAXDIM) {
-		diag(DIAG_ERROR, it->nameloc, "'%s' has %d dimensions; trac supports at most %d", it->name, nlhs, MAXDIM);
-		return;
-	}
+	return true;
+}
 
+/* The left side's indices as fresh vars lhs[] (a param's bound to its
+ * shape); false (reported) when one is not a new plain name. */
+static bool lhs_indices(Sema *s, Item *it, const Tensor *param, int *lhs)
+{
+	int nlhs = it->u.assign.nidx;
 	s->vars.n = 0;
 	s->scope.n = 0;
 	bool ok = true;
@@ -1013,37 +996,45 @@ static void check_assign(Sema *s, Item *it)
 			bind_extent(s, lhs[i], param->shape[i], ix->loc, why);
 		}
 	}
-	if (!ok)
-		return;
+	return ok;
+}
 
-	/* an update's value: the param combined with the right side */
-	if (param && it->u.assign.op != A_SET) {
-		static const BinOp ops[] = {B_ADD, B_ADD, B_SUB, B_MUL, B_DIV};
-		Node *w = ast_node(s->arena, N_ACCESS, it->nameloc);
-		w->u.access.name = it->name;
-		w->u.access.nameloc = it->nameloc;
-		w->u.access.nidx = nlhs;
-		w->u.access.idx = arena_alloc(s->arena, (nlhs + 1) * sizeof(Node *));
-		for (int i = 0; i < nlhs; i++) {
-			w->u.access.idx[i] = ast_node(s->arena, N_NAME, it->u.assign.idx[i]->loc);
-			w->u.access.idx[i]->u.name.name = it->u.assign.idx[i]->u.name.name;
-		}
-		Node *v = ast_node(s->arena, N_BINARY, it->loc);
-		v->u.binary.op = ops[it->u.assign.op];
-		v->u.binary.a = w;
-		v->u.binary.b = it->u.assign.value;
-		it->u.assign.value = v;
-		it->u.assign.op = A_SET;
+/* W[i, j] -= v: the right side becomes W[i, j] - v, the op '='. */
+static void update_value(Sema *s, Item *it)
+{
+	static const BinOp ops[] = {B_ADD, B_ADD, B_SUB, B_MUL, B_DIV};
+	int nlhs = it->u.assign.nidx;
+	Node *w = ast_node(s->arena, N_ACCESS, it->nameloc);
+	w->u.access.name = it->name;
+	w->u.access.nameloc = it->nameloc;
+	w->u.access.nidx = nlhs;
+	w->u.access.idx = arena_alloc(s->arena, (nlhs + 1) * sizeof(Node *));
+	for (int i = 0; i < nlhs; i++) {
+		w->u.access.idx[i] = ast_node(s->arena, N_NAME, it->u.assign.idx[i]->loc);
+		w->u.access.idx[i]->u.name.name = it->u.assign.idx[i]->u.name.name;
 	}
+	Node *v = ast_node(s->arena, N_BINARY, it->loc);
+	v->u.binary.op = ops[it->u.assign.op];
+	v->u.binary.a = w;
+	v->u.binary.b = it->u.assign.value;
+	it->u.assign.value = v;
+	it->u.assign.op = A_SET;
+}
 
-	Ty ty = {0};
-	if (!check_expr(s, it->u.assign.value, &ty))
-		return;
-	if (param && ty.typed && ty.t != param->dtype) {
+/* The right side: types, the left's indices all used, implicit sums, ranks.
+ * False when there is nothing to lower: an error (reported), or a value
+ * known at compile time, declared a const. */
+static bool check_rhs(Sema *s, Item *it, const Tensor *param, const int *lhs, Ty *ty)
+{
+	int nlhs = it->u.assign.nidx;
+	if (!check_expr(s, it->u.assign.value, ty))
+		return false;
+	if (param && ty->typed && ty->t != param->dtype) {
 		diag(DIAG_ERROR, it->u.assign.value->loc, "the new value of %s param '%s' is %s; convert it with %s(...)",
-		     dtype_name(param->dtype), it->name, dtype_name(ty.t), dtype_name(param->dtype));
-		return;
+		     dtype_name(param->dtype), it->name, dtype_name(ty->t), dtype_name(param->dtype));
+		return false;
 	}
+	bool ok = true;
 	for (int i = 0; i < nlhs; i++)
 		if (!param && s->vars.v[lhs[i]].extent < 0) {
 			diag(DIAG_ERROR, it->u.assign.idx[i]->loc, "index '%s' on the left does not occur on the right",
@@ -1051,50 +1042,98 @@ static void check_assign(Sema *s, Item *it)
 			ok = false;
 		}
 	if (!ok)
-		return;
+		return false;
 	place_implicit_sums(s, &it->u.assign.value, nlhs, lhs);
 	free_vars(it->u.assign.value);
 	if (!check_rank(s, it->u.assign.value) || diag_errors() > s->nerr_before)
-		return;
+		return false;
 	if (!param && nlhs == 0 && !reads_tensor(it->u.assign.value)) {
 		/* s = 3 * N: a rank-0 tensor whose value is known at compile
 		 * time is a const; every use folds it */
 		double v;
 		if (eval_num(s, it->u.assign.value, &v))
 			declare(s, (Sym){.kind = SYM_CONST, .name = it->name, .loc = it->nameloc, .value = v});
-		return;
+		return false;
 	}
 	if (!reads_tensor(it->u.assign.value) || (param && it->u.assign.value->nvar < nlhs)) {
 		diag(DIAG_ERROR, it->u.assign.value->loc, "%s; the right side must read a tensor",
 		     param ? "a param can only be set from tensors indexed by all its indices"
 		           : "a tensor with indices needs a right side that reads a tensor");
+		return false;
+	}
+	return true;
+}
+
+/* A new name's tensor, declared; -1 (reported) when it is too large. */
+static int new_tensor(Sema *s, Item *it, const int *lhs, const Ty *ty)
+{
+	int nlhs = it->u.assign.nidx;
+	Tensor t = {.name = local_name(s, it->name), .loc = it->nameloc, .role = TENSOR_TEMP, .rank = nlhs,
+	            .dtype = ty->typed ? ty->t : DT_F32};
+	int64_t total = 1;
+	for (int i = 0; i < nlhs; i++) {
+		t.shape[i] = s->vars.v[lhs[i]].extent;
+		if (!mul_ok(total, t.shape[i], &total) || !mul_ok(total, dtype_size(t.dtype), &(int64_t){0})) {
+			diag(DIAG_ERROR, it->nameloc, "'%s' has more elements than fit in 64 bits", it->name);
+			return -1;
+		}
+	}
+	int id = tra_add_tensor(s->prog, t);
+	vec_push(&s->cur, -1);
+	declare(s, (Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id, .defined = true,
+	                 .loop_depth = s->loop_depth});
+	return id;
+}
+
+/* NAME[i, ...] = expr; or a param's update (+=, -=, *=, /=); a grad or a
+ * def's call on the right goes to check_grad or inline_call. */
+static void check_assign(Sema *s, Item *it)
+{
+	int lhs[MAXDIM];
+	int nlhs = it->u.assign.nidx;
+	Sym *target;
+	const Tensor *param;
+
+	if (!assign_target(s, it, &target, &param))
+		return;
+	if (it->u.assign.value->kind == N_GRAD) {
+		if (param) {
+			diag(DIAG_ERROR, it->nameloc, "a gradient cannot update param '%s'; assign it to a new name, "
+			     "as in d%s = grad(loss, %s);", it->name, it->name, it->name);
+			return;
+		}
+		check_grad(s, it);
 		return;
 	}
-
-	int id;
-	DType dt;
-	if (param) {
-		id = target->tensor;
-		dt = param->dtype;
-	} else {
-		Tensor t = {.name = local_name(s, it->name), .loc = it->nameloc, .role = TENSOR_TEMP, .rank = nlhs,
-		            .dtype = ty.typed ? ty.t : DT_F32};
-		int64_t total = 1;
-		for (int i = 0; i < nlhs; i++) {
-			t.shape[i] = s->vars.v[lhs[i]].extent;
-			if (!mul_ok(total, t.shape[i], &total) || !mul_ok(total, dtype_size(t.dtype), &(int64_t){0})) {
-				diag(DIAG_ERROR, it->nameloc, "'%s' has more elements than fit in 64 bits", it->name);
+	if (it->u.assign.value->kind == N_CALL) {
+		Sym *f = lookup(s, it->u.assign.value->u.call.name);
+		if (f && f->kind == SYM_DEF) {
+			if (param) {
+				diag(DIAG_ERROR, it->nameloc, "a def's result cannot update param '%s'; assign it to a new "
+				     "name and update the param from that", it->name);
 				return;
 			}
+			inline_call(s, it, f->def);
+			return;
 		}
-		id = tra_add_tensor(s->prog, t);
-		vec_push(&s->cur, -1);
-		declare(s, (Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id,
-		                 .defined = true, .loop_depth = s->loop_depth});
-		dt = t.dtype;
 	}
+	if (nlhs > MAXDIM) {
+		diag(DIAG_ERROR, it->nameloc, "'%s' has %d dimensions; trac supports at most %d", it->name, nlhs, MAXDIM);
+		return;
+	}
+	if (!lhs_indices(s, it, param, lhs))
+		return;
+	if (param && it->u.assign.op != A_SET)
+		update_value(s, it);
+	Ty ty = {0};
+	if (!check_rhs(s, it, param, lhs, &ty))
+		return;
+	int id = param ? target->tensor : new_tensor(s, it, lhs, &ty);
+	if (id < 0)
+		return;
 
-	Lowering l = {s->prog, s->cur.v, tra_add_stmt(s->prog, it->loc), s->vars.v, s->vars.n, dt};
+	Lowering l = {s->prog, s->cur.v, tra_add_stmt(s->prog, it->loc), s->vars.v, s->vars.n,
+	              s->prog->tensors.v[id].dtype};
 	int op = lower_assign(&l, it->u.assign.value, nlhs, lhs);
 	if (param) {
 		lower_store(&l, op, id);
