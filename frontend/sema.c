@@ -17,7 +17,8 @@
  *
  * and then hands the statement to lower.c.  Errors are collected (diag caps
  * them); a statement with an error is not lowered, and fe_compile returns
- * NULL if any error occurred.
+ * NULL if any error occurred.  A def's call is checked again in place
+ * (defs.c), an import's items too (imports.c); sema.h is what they share.
  */
 #include <errno.h>
 #include <limits.h>
@@ -28,64 +29,14 @@
 
 #include "frontend/frontend.h"
 
-#define MAX_DEPTH 200           /* nesting in recursive walks, as the parser's */
-#define MAX_STATEMENTS 10000    /* after inlining defs: compile time grows faster than linearly */
-#define MAX_LOOP_DEPTH 32       /* repeat blocks inside one another */
-
-typedef enum { SYM_SIZE, SYM_CONST, SYM_TENSOR, SYM_DEF } SymKind;
-
-typedef struct Sym {
-	SymKind kind;
-	const char *name;
-	Loc loc;
-	int64_t size;           /* SYM_SIZE */
-	double value;           /* SYM_CONST */
-	int tensor;             /* SYM_TENSOR */
-	Item *def;              /* SYM_DEF */
-	bool defined;           /* SYM_TENSOR: has a value (inputs always) */
-	bool used;
-	bool poisoned;          /* its definition had an error: stay quiet about it */
-	int loop_depth;         /* repeat blocks around its definition */
-	bool expired;           /* defined in a repeat block that has ended */
-	Loc expired_loc;
-} Sym;
-
-/* An expression's element type: typed by the tensors it reads, or untyped
- * (constants only), in which case it adopts its context's. */
-typedef struct Ty {
-	bool typed;
-	DType t;
-} Ty;
-
-typedef struct Sema {
-	FeOptions *opt;
-	Arena *arena;
-	TraProg *prog;
-	Vec(Sym) syms;
-	Vec(int) cur;                   /* per tensor: current value op, -1 if none */
-	bool *define_used;
-	/* the statement being checked */
-	Vec(Var) vars;
-	Vec(int) scope;                 /* reduction-bound vars, innermost last */
-	int loop_depth;                 /* repeat blocks around the current item */
-	int scope_base;                 /* syms from here on are the innermost def's */
-	const char *prefix;             /* "linear." inside an inlined def, for tensor names */
-	Vec(Item *) calls;              /* defs being inlined, outermost first */
-	Vec(char *) imports;            /* files imported so far (real paths) */
-	Vec(char *) importing;          /* the import chain being read (real paths) */
-	Vec(char *) shown;              /* the same files, as the user named them */
-	Vec(int) files;                 /* source file of the items being checked */
-	int depth;
-	int nerr_before;
-	bool too_many;                  /* MAX_STATEMENTS was reported */
-} Sema;
+#include "frontend/sema.h"
 
 /* ---- names ---- */
 
 static const char *nearest_of(Sema *s, const char *name, int kind, const char *const *extra, int nextra);
 #define nearest(s, name, extra, nextra) nearest_of(s, name, ANY_SYM, extra, nextra)
 
-static Sym *lookup(Sema *s, const char *name)
+Sym *lookup(Sema *s, const char *name)
 {
 	for (int i = s->syms.n - 1; i >= 0; i--)
 		if (!strcmp(s->syms.v[i].name, name))
@@ -160,7 +111,7 @@ static const char *sym_what(const Sym *sym, const TraProg *p)
 	return "a name";
 }
 
-static void expired_error(Sema *s, const Sym *sym, Loc use)
+void expired_error(Sema *s, const Sym *sym, Loc use)
 {
 	int line, col;
 	loc_linecol(sym->expired_loc, &line, &col);
@@ -170,7 +121,7 @@ static void expired_error(Sema *s, const Sym *sym, Loc use)
 
 /* Declare a name in the innermost scope (a def body's locals shadow the
  * program's names). */
-static bool declare(Sema *s, Sym sym)
+bool declare(Sema *s, Sym sym)
 {
 	Sym *old = lookup(s, sym.name);
 	if (old && old < s->syms.v + s->scope_base)
@@ -897,7 +848,7 @@ static void check_input(Sema *s, Item *it)
 }
 
 /* A tensor's name for explain and print: a def's locals carry the def's name. */
-static const char *local_name(Sema *s, const char *name)
+const char *local_name(Sema *s, const char *name)
 {
 	if (!s->prefix)
 		return name;
@@ -907,7 +858,6 @@ static const char *local_name(Sema *s, const char *name)
 	return n;
 }
 
-static void inline_call(Sema *s, Item *it, Item *def);
 static void check_grad(Sema *s, Item *it);
 
 static const char *aop_name(AssignOp op)
@@ -1232,7 +1182,6 @@ static void check_print(Sema *s, Item *it)
 	lower_print(&l, sym->tensor);
 }
 
-static void check_item(Sema *s, Item *it);
 
 /* repeat N { ... }: the body's temps exist only inside it. */
 static void check_repeat(Sema *s, Item *it)
@@ -1336,291 +1285,6 @@ static void check_grad(Sema *s, Item *it)
 	s->cur.v[id] = lower_grad(&l, loss->tensor, wrt->tensor);
 }
 
-/* ---- defs ---- */
-
-/* "linear(X[n, d], W[d, h], b[h]) -> Y[n, h]" */
-static char *signature(const Item *def)
-{
-	Buf b = {0};
-	buf_printf(&b, "%s(", def->name);
-	for (int i = 0; i < def->u.def.nparams; i++) {
-		if (i)
-			buf_puts(&b, ", ");
-		formal_print(&b, &def->u.def.params[i]);
-	}
-	buf_puts(&b, ") -> ");
-	formal_print(&b, &def->u.def.result);
-	return b.s;
-}
-
-static void check_def(Sema *s, Item *it)
-{
-	const Formal *f = it->u.def.params;
-	for (int i = 0; i < it->u.def.nparams; i++) {
-		for (int j = 0; j < i; j++)
-			if (!strcmp(f[i].name, f[j].name)) {
-				diag(DIAG_ERROR, f[i].loc, "parameter '%s' is listed twice", f[i].name);
-				return;
-			}
-		if (!strcmp(f[i].name, it->u.def.result.name)) {
-			diag(DIAG_ERROR, it->u.def.result.loc, "the result '%s' has the name of a parameter", f[i].name);
-			return;
-		}
-		if (f[i].nidx > MAXDIM) {
-			diag(DIAG_ERROR, f[i].loc, "'%s' has %d dimensions; trac supports at most %d", f[i].name, f[i].nidx, MAXDIM);
-			return;
-		}
-		for (int a = 0; a < f[i].nidx; a++)
-			for (int b = 0; b < a; b++)
-				if (!strcmp(f[i].idx[a], f[i].idx[b])) {
-					diag(DIAG_ERROR, f[i].idxloc[a], "index '%s' appears twice in parameter '%s'",
-					     f[i].idx[a], f[i].name);
-					return;
-				}
-	}
-	declare(s, (Sym){.kind = SYM_DEF, .name = it->name, .loc = it->nameloc, .def = it, .used = true});
-}
-
-#define MAX_CALL_DEPTH 32
-
-/*
- * Z = f(A, B): the def's body, checked and lowered in a scope where its
- * parameters name the arguments; Z takes the value of its result.  Index
- * names in the parameter list fix the arguments' shapes: every use of one
- * name must have one extent.
- */
-static void inline_call(Sema *s, Item *it, Item *def)
-{
-	Node *call = it->u.assign.value;
-	int np = def->u.def.nparams;
-	const Formal *f = def->u.def.params;
-	int before = diag_errors();
-
-	if (it->u.assign.has_idx) {
-		diag(DIAG_ERROR, it->nameloc, "a def's result is assigned whole: write %s = %s(...);", it->name, def->name);
-		return;
-	}
-	if (call->u.call.nargs != np) {
-		char *sig = signature(def);
-		diag(DIAG_ERROR, call->loc, "'%s' takes %d argument%s, not %d", def->name, np, np == 1 ? "" : "s",
-		     call->u.call.nargs);
-		diag(DIAG_NOTE, def->nameloc, "'%s' is defined here as %s", def->name, sig);
-		free(sig);
-		return;
-	}
-	for (int i = 0; i < s->calls.n; i++)
-		if (s->calls.v[i] == def) {
-			diag(DIAG_ERROR, call->loc, "'%s' calls itself; defs cannot be recursive", def->name);
-			return;
-		}
-	if (s->calls.n >= MAX_CALL_DEPTH) {
-		diag(DIAG_ERROR, call->loc, "defs nested more than %d calls deep", MAX_CALL_DEPTH);
-		return;
-	}
-
-	/* arguments: tensors whose shapes agree with the parameter lists */
-	int targ[64];
-	const char *idxname[64 * MAXDIM];
-	int64_t idxext[64 * MAXDIM];
-	Loc idxloc[64 * MAXDIM];
-	int nidx = 0;
-	if (np > 64) {
-		diag(DIAG_ERROR, call->loc, "more than 64 arguments");
-		return;
-	}
-	for (int i = 0; i < np; i++) {
-		Node *a = call->u.call.args[i];
-		Sym *sym = a->kind == N_NAME ? lookup(s, a->u.name.name) : NULL;
-		if (!sym || sym->kind != SYM_TENSOR) {
-			diag(DIAG_ERROR, a->loc, "argument %d of '%s' must be the name of a tensor", i + 1, def->name);
-			return;
-		}
-		if (sym->poisoned)
-			return;
-		if (sym->expired) {
-			expired_error(s, sym, a->loc);
-			return;
-		}
-		sym->used = true;
-		const Tensor *t = &s->prog->tensors.v[sym->tensor];
-		if (t->rank != f[i].nidx) {
-			char *sig = signature(def);
-			diag(DIAG_ERROR, a->loc, "argument %d of '%s' has %d dimension%s, but parameter %s has %d",
-			     i + 1, def->name, t->rank, t->rank == 1 ? "" : "s", f[i].name, f[i].nidx);
-			diag(DIAG_NOTE, def->nameloc, "'%s' is defined here as %s", def->name, sig);
-			free(sig);
-			return;
-		}
-		for (int d = 0; d < t->rank; d++) {
-			int k;
-			for (k = 0; k < nidx; k++)
-				if (!strcmp(idxname[k], f[i].idx[d]))
-					break;
-			if (k == nidx) {
-				idxname[nidx] = f[i].idx[d];
-				idxext[nidx] = t->shape[d];
-				idxloc[nidx++] = a->loc;
-			} else if (idxext[k] != t->shape[d]) {
-				int line, col;
-				loc_linecol(idxloc[k], &line, &col);
-				diag(DIAG_ERROR, a->loc, "argument %d of '%s' has extent %" PRId64 " in dimension %d, where "
-				     "parameter %s's index '%s' is %" PRId64 " (from the argument at %d:%d)", i + 1, def->name,
-				     t->shape[d], d + 1, f[i].name, f[i].idx[d], idxext[k], line, col);
-				diag(DIAG_NOTE, f[i].idxloc[d], "'%s' is used here", f[i].idx[d]);
-				return;
-			}
-		}
-		targ[i] = sym->tensor;
-	}
-
-	/* the body, in its own scope */
-	int mark = s->syms.n, base = s->scope_base;
-	const char *prefix = s->prefix;
-	s->scope_base = mark;
-	s->prefix = xprintf("%s%s.", prefix ? prefix : "", def->name);
-	vec_push(&s->calls, def);
-	for (int i = 0; i < np; i++)
-		vec_push(&s->syms, ((Sym){.kind = SYM_TENSOR, .name = f[i].name, .loc = f[i].loc,
-		                          .tensor = targ[i], .defined = true, .used = true}));
-	int nerr = s->nerr_before;
-	for (int i = 0; i < def->u.def.nbody && diag_errors() < diag_max; i++)
-		check_item(s, def->u.def.body[i]);
-	s->nerr_before = nerr;
-
-	int result = -1;
-	const Formal *r = &def->u.def.result;
-	Sym *rs = lookup(s, r->name);
-	if (diag_errors() == before) {
-		if (!rs || rs < s->syms.v + mark || rs->kind != SYM_TENSOR) {
-			diag(DIAG_ERROR, r->loc, "def '%s' never assigns its result '%s'", def->name, r->name);
-		} else {
-			const Tensor *t = &s->prog->tensors.v[rs->tensor];
-			if (t->rank != r->nidx)
-				diag(DIAG_ERROR, r->loc, "the result '%s' has %d dimension%s, but '%s' declares %d",
-				     r->name, t->rank, t->rank == 1 ? "" : "s", def->name, r->nidx);
-			for (int d = 0; d < r->nidx && d < t->rank; d++)
-				for (int k = 0; k < nidx; k++)
-					if (!strcmp(idxname[k], r->idx[d]) && idxext[k] != t->shape[d])
-						diag(DIAG_ERROR, r->idxloc[d], "the result's index '%s' is %" PRId64 " here but %"
-						     PRId64 " in the arguments", r->idx[d], t->shape[d], idxext[k]);
-			result = rs->tensor;
-		}
-	}
-	if (diag_errors() > before)
-		diag(DIAG_NOTE, call->loc, "in this call of '%s'", def->name);
-	free((char *)s->prefix);
-	s->prefix = prefix;
-	s->calls.n--;
-	s->syms.n = mark;
-	s->scope_base = base;
-	if (diag_errors() > before || result < 0)
-		return;
-
-	/* Z: a tensor of its own holding the result's value */
-	Tensor t = s->prog->tensors.v[result];
-	t.name = local_name(s, it->name);
-	t.loc = it->nameloc;
-	t.role = TENSOR_TEMP;
-	t.output = false;
-	int id = tra_add_tensor(s->prog, t);
-	vec_push(&s->cur, -1);
-	s->cur.v[id] = lower_value(s->prog, s->cur.v, result);
-	declare(s, (Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id,
-	                 .defined = true, .loop_depth = s->loop_depth});
-}
-
-/* ---- imports ---- */
-
-#define MAX_IMPORT_DEPTH 32
-
-static char *find_import(Sema *s, const char *path, int from_file)
-{
-	Vec(char *) tried = {0};
-	char *found = NULL;
-	if (path[0] == '/') {
-		vec_push(&tried, xstrdup(path));
-	} else {
-		const char *from = src_get(from_file)->path;
-		const char *slash = strrchr(from, '/');
-		vec_push(&tried, slash ? xprintf("%.*s/%s", (int)(slash - from), from, path) : xstrdup(path));
-		for (int i = 0; i < s->opt->nincdirs; i++)
-			vec_push(&tried, xprintf("%s/%s", s->opt->incdirs[i], path));
-		vec_push(&tried, xprintf("%s/%s", fe_stdlib_dir(), path));
-	}
-	for (int i = 0; i < tried.n && !found; i++) {
-		struct stat st;
-		if (stat(tried.v[i], &st) == 0 && S_ISREG(st.st_mode))
-			found = xstrdup(tried.v[i]);
-	}
-	for (int i = 0; i < tried.n; i++)
-		free(tried.v[i]);
-	vec_free(&tried);
-	return found;
-}
-
-static void check_items(Sema *s, Item **items, int n);
-
-static void check_import(Sema *s, Item *it)
-{
-	const char *path = it->u.import.path;
-	int from = s->files.v[s->files.n - 1];
-	char *file = find_import(s, path, from);
-	if (!file) {
-		Buf where = {0};
-		buf_puts(&where, "the importing file's folder");
-		for (int i = 0; i < s->opt->nincdirs; i++)
-			buf_printf(&where, ", %s", s->opt->incdirs[i]);
-		buf_printf(&where, " and %s", fe_stdlib_dir());
-		diag(DIAG_ERROR, it->u.import.pathloc, "cannot find '%s' (looked in %s)", path, where.s);
-		buf_free(&where);
-		return;
-	}
-	char real[PATH_MAX];
-	if (!realpath(file, real))
-		snprintf(real, sizeof real, "%s", file);
-	for (int i = 0; i < s->importing.n; i++)
-		if (!strcmp(s->importing.v[i], real)) {
-			Buf chain = {0};
-			for (int j = i; j < s->importing.n; j++)
-				buf_printf(&chain, "%s%s", j > i ? " imports " : "", s->shown.v[j]);
-			diag(DIAG_ERROR, it->u.import.pathloc, "import cycle: %s imports %s", chain.s, file);
-			buf_free(&chain);
-			free(file);
-			return;
-		}
-	for (int i = 0; i < s->imports.n; i++)
-		if (!strcmp(s->imports.v[i], real)) {
-			free(file);
-			return;         /* imported already: once is enough */
-		}
-	if (s->importing.n >= MAX_IMPORT_DEPTH) {
-		diag(DIAG_ERROR, it->u.import.pathloc, "imports nested more than %d deep", MAX_IMPORT_DEPTH);
-		free(file);
-		return;
-	}
-	const char *err;
-	int fid = fe_load(file, &err);
-	if (fid < 0) {
-		diag(DIAG_ERROR, it->u.import.pathloc, "cannot read '%s': %s", file, err);
-		free(file);
-		return;
-	}
-	fe_add_dep(s->opt, file);
-	vec_push(&s->imports, xstrdup(real));
-	Ast *ast = fe_parse(s->arena, fid);
-	if (diag_errors() > s->nerr_before) {
-		free(file);
-		return;
-	}
-	vec_push(&s->importing, xstrdup(real));
-	vec_push(&s->shown, file);
-	vec_push(&s->files, fid);
-	check_items(s, ast->items, ast->nitems);
-	s->files.n--;
-	free(s->importing.v[--s->importing.n]);
-	free(s->shown.v[--s->shown.n]);
-}
-
 /* A definition that failed still declares its name, poisoned, so later uses
  * of it do not each report that it does not exist. */
 static void poison_on_error(Sema *s, Item *it)
@@ -1631,7 +1295,7 @@ static void poison_on_error(Sema *s, Item *it)
 		                          .tensor = -1, .poisoned = true}));
 }
 
-static void check_item(Sema *s, Item *it)
+void check_item(Sema *s, Item *it)
 {
 	s->nerr_before = diag_errors();
 	if (s->prog->stmts.n >= MAX_STATEMENTS) {
@@ -1728,7 +1392,7 @@ static void check_item(Sema *s, Item *it)
 	}
 }
 
-static void check_items(Sema *s, Item **items, int n)
+void check_items(Sema *s, Item **items, int n)
 {
 	for (int i = 0; i < n && diag_errors() < diag_max; i++)
 		check_item(s, items[i]);
