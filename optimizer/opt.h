@@ -12,7 +12,12 @@
  *                sent, flops, peak memory per rank, predicted seconds
  *   rules.def    the equivalence rules of the TRA paper, one row each
  *   rules.c      the rules as rewrites of IA plans (matchers, rewriters)
- *   impls.c      the search's candidates: physical implementations of TRA ops
+ *   impls.def    the physical implementations of TRA units, one row each:
+ *                rule chain, strategy, builder, cost
+ *   build.c      the IA each implementation builds (Table 1, -O1, -O2)
+ *   table1.c     the initial plan: each op by its Table 1 row (-O0)
+ *   impls.c      the search's candidates: which rows match a unit, with
+ *                which placements, at what cost
  *   search.c     one search over implementations and placements (search.h)
  *   tune.c       opt_plan: params, memory budget, strategies and blocks
  *                tuned around the search, by whole plans
