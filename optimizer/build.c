@@ -239,12 +239,13 @@ static int b_rmm(Emit *e, const Unit *u, const int *x, const Place *mid, const P
 {
 	(void)out, (void)tp;
 	const TraOp *j = u->join;
-	const RelType *lt = &e->p->ops.v[x[0]].type, *rt = &e->p->ops.v[x[1]].type;
-	RelType jt = ia_join_type(lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+	/* copies: pushing ops moves the plan's */
+	RelType lt = e->p->ops.v[x[0]].type, rt = e->p->ops.v[x[1]].type;
+	RelType jt = ia_join_type(&lt, &rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
 	int lmap[MAXDIM], rmap[MAXDIM];
-	rmm_keymaps(j, lt, rt, &jt, lmap, rmap);
-	int lr = replicate(e, u, x[0], lt, &jt, lmap);
-	int rr = replicate(e, u, x[1], rt, &jt, rmap);
+	rmm_keymaps(j, &lt, &rt, &jt, lmap, rmap);
+	int lr = replicate(e, u, x[0], &lt, &jt, lmap);
+	int rr = replicate(e, u, x[1], &rt, &jt, rmap);
 	int ls = emit_move(e, lr, mid, u->op->stmt, u->tra);
 	int rs = emit_move(e, rr, mid, u->op->stmt, u->tra);
 	IaOp f = fused_op(e, u, ls, rs);
