@@ -274,12 +274,10 @@ RelType ia_join_type(const RelType *l, const RelType *r, int nmatch, const int *
 
 /* The placement a group-by leaves: a partitioning that survives the grouping
  * is renumbered onto the group; one that is grouped away leaves partials. */
-static bool agg_place(const Place *in, const RelType *t, int ngroup, const int *group, Place *out)
+Place ia_agg_place(const RelType *t, const Place *in, int ngroup, const int *group)
 {
-	if (in->kind != PL_PART) {
-		*out = *in;
-		return true;
-	}
+	if (in->kind != PL_PART)
+		return *in;
 	Place p = {.kind = PL_PART};
 	for (int i = 0; i < in->ndims; i++) {
 		int pos = -1;
@@ -289,12 +287,43 @@ static bool agg_place(const Place *in, const RelType *t, int ngroup, const int *
 		if (pos < 0) {
 			if (rel_frontier(t, in->dims[i]) == 1)
 				continue;       /* a singleton dim never changed the site */
-			*out = place_partial();
-			return true;
+			return place_partial();
 		}
 		p.dims[p.ndims++] = pos;
 	}
-	*out = p;
+	return p;
+}
+
+/* Where a local join computes, given its inputs' placements (neither of
+ * partials): one side everywhere, or both partitioned on matching join
+ * keys; false when matching tuples would not meet. */
+bool ia_join_place(int nleft, int nmatch, const int *lkey, const int *rkey, const Place *l, const Place *r,
+                   Place *out)
+{
+	if (l->kind == PL_ALL && r->kind == PL_ALL) {
+		*out = place_all();
+		return true;
+	}
+	if (l->kind == PL_ALL) {
+		*out = (Place){.kind = PL_PART, .ndims = r->ndims};
+		for (int i = 0; i < r->ndims; i++)
+			out->dims[i] = ia_join_out_dim(nleft, nmatch, rkey, r->dims[i], lkey);
+		return true;
+	}
+	if (r->kind == PL_ALL) {
+		*out = *l;
+		return true;
+	}
+	if (l->ndims != r->ndims)
+		return false;
+	for (int i = 0; i < l->ndims; i++) {
+		bool matched = false;
+		for (int m = 0; m < nmatch; m++)
+			matched |= lkey[m] == l->dims[i] && rkey[m] == r->dims[i];
+		if (!matched)
+			return false;
+	}
+	*out = *l;
 	return true;
 }
 
@@ -357,7 +386,8 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 		*out = a->place;
 		return true;
 	case IA_AGG:
-		return agg_place(&a->place, &a->type, op->u.agg.ngroup, op->u.agg.group, out);
+		*out = ia_agg_place(&a->type, &a->place, op->u.agg.ngroup, op->u.agg.group);
+		return true;
 	case IA_MAP:
 		if (a->place.kind != PL_PART) {
 			*out = a->place;
@@ -384,28 +414,9 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 			buf_puts(why, "joins a relation of partial aggregates");
 			return false;
 		}
-		if (l->kind == PL_ALL && r->kind == PL_ALL) {
-			j = place_all();
-		} else if (l->kind == PL_ALL) {
-			j = (Place){.kind = PL_PART, .ndims = r->ndims};
-			for (int i = 0; i < r->ndims; i++)
-				j.dims[i] = ia_join_out_dim(a->type.nkey, op->u.join.nmatch, op->u.join.rkey,
-				                            r->dims[i], op->u.join.lkey);
-		} else if (r->kind == PL_ALL) {
-			j = *l;
-		} else {
-			bool ok = l->ndims == r->ndims;
-			for (int i = 0; ok && i < l->ndims; i++) {
-				bool matched = false;
-				for (int m = 0; m < op->u.join.nmatch; m++)
-					matched |= op->u.join.lkey[m] == l->dims[i] && op->u.join.rkey[m] == r->dims[i];
-				ok = matched;
-			}
-			if (!ok) {
-				buf_puts(why, "joins two partitioned relations that are not co-partitioned on the join keys");
-				return false;
-			}
-			j = *l;
+		if (!ia_join_place(a->type.nkey, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey, l, r, &j)) {
+			buf_puts(why, "joins two partitioned relations that are not co-partitioned on the join keys");
+			return false;
 		}
 		if (op->u.join.ngroup < 0) {
 			*out = j;
@@ -413,7 +424,8 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 		}
 		/* the join's own output type, to know which dims are singletons */
 		RelType jt = ia_join_type(&a->type, &b->type, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey);
-		return agg_place(&j, &jt, op->u.join.ngroup, op->u.join.group, out);
+		*out = ia_agg_place(&jt, &j, op->u.join.ngroup, op->u.join.group);
+		return true;
 	}
 	case IA_TWOPHASE:
 		/* the schedule sends every chunk where it is needed, so any

@@ -493,6 +493,13 @@ void ia_loops(const IaPlan *p, IaLoops *l);
 void ia_loops_free(IaLoops *l);
 int ia_join_out_dim(int nleft, int nmatch, const int *rkey, int rdim, const int *lkey);
 RelType ia_join_type(const RelType *l, const RelType *r, int nmatch, const int *lkey, const int *rkey);
+/* Where a local join computes given its inputs' placements (neither of
+ * partials); false when matching tuples would not meet. */
+bool ia_join_place(int nleft, int nmatch, const int *lkey, const int *rkey, const Place *l, const Place *r,
+                   Place *out);
+/* The placement a group-by of relation type t placed by `in` leaves (partials
+ * when a partitioning dim is grouped away). */
+Place ia_agg_place(const RelType *t, const Place *in, int ngroup, const int *group);
 bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why);
 
 

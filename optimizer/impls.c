@@ -90,34 +90,10 @@ static double rank_bytes(Search *s, const RelType *t, const Place *p, double cop
 }
 
 /* The placement of a local join's key space given its inputs', or false
- * when matching tuples would not meet (ia_derive_place's join rule). */
+ * when matching tuples would not meet. */
 static bool join_place(const TraOp *j, const RelType *lt, const Place *l, const Place *r, Place *jp)
 {
-	if (l->kind == PL_ALL && r->kind == PL_ALL) {
-		*jp = place_all();
-		return true;
-	}
-	if (l->kind == PL_ALL) {
-		*jp = (Place){.kind = PL_PART, .ndims = r->ndims};
-		for (int i = 0; i < r->ndims; i++)
-			jp->dims[i] = ia_join_out_dim(lt->nkey, j->u.join.nmatch, j->u.join.rkey, r->dims[i], j->u.join.lkey);
-		return true;
-	}
-	if (r->kind == PL_ALL) {
-		*jp = *l;
-		return true;
-	}
-	if (l->ndims != r->ndims)
-		return false;
-	for (int i = 0; i < l->ndims; i++) {
-		bool matched = false;
-		for (int m = 0; m < j->u.join.nmatch; m++)
-			matched |= j->u.join.lkey[m] == l->dims[i] && j->u.join.rkey[m] == r->dims[i];
-		if (!matched)
-			return false;
-	}
-	*jp = *l;
-	return true;
+	return ia_join_place(lt->nkey, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey, l, r, jp);
 }
 
 /* Pairs of input placements under which a local join works: (all, all),
@@ -163,25 +139,8 @@ static Strategy pair_strategy(const Place *l, const Place *r)
  * placement if complete (true), or false when partials remain. */
 static bool agg_complete(const RelType *it, const Place *p, int ngroup, const int *group, Place *out)
 {
-	if (p->kind == PL_ALL) {
-		*out = place_all();
-		return true;
-	}
-	Place q = {.kind = PL_PART};
-	for (int i = 0; i < p->ndims; i++) {
-		int pos = -1;
-		for (int g = 0; g < ngroup; g++)
-			if (group[g] == p->dims[i])
-				pos = g;
-		if (pos < 0) {
-			if (rel_frontier(it, p->dims[i]) == 1)
-				continue;
-			return false;
-		}
-		q.dims[q.ndims++] = pos;
-	}
-	*out = q;
-	return true;
+	*out = ia_agg_place(it, p, ngroup, group);
+	return out->kind != PL_PARTIAL;
 }
 
 static bool allowed(Search *s, int t, Strategy st, int side)
