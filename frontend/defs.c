@@ -105,12 +105,8 @@ void inline_call(Sema *s, Item *it, Item *def)
 			diag(DIAG_ERROR, a->loc, "argument %d of '%s' must be the name of a tensor", i + 1, def->name);
 			return;
 		}
-		if (sym->poisoned)
+		if (!sym_live(sym, a->loc))
 			return;
-		if (sym->expired) {
-			expired_error(s, sym, a->loc);
-			return;
-		}
 		sym->used = true;
 		const Tensor *t = &s->prog->tensors.v[sym->tensor];
 		if (t->rank != f[i].nidx) {

@@ -111,12 +111,20 @@ static const char *sym_what(const Sym *sym, const TraProg *p)
 	return "a name";
 }
 
-void expired_error(Sema *s, const Sym *sym, Loc use)
+/* May a use at `use` read sym?  Not when its definition had an error
+ * (quietly: that was reported) nor when its repeat block has ended. */
+bool sym_live(const Sym *sym, Loc use)
 {
-	int line, col;
-	loc_linecol(sym->expired_loc, &line, &col);
-	diag(DIAG_ERROR, use, "'%s' is defined inside the repeat block at %d:%d and has no value after it; "
-	     "store it in a param to keep it", sym->name, line, col);
+	if (sym->poisoned)
+		return false;
+	if (sym->expired) {
+		int line, col;
+		loc_linecol(sym->expired_loc, &line, &col);
+		diag(DIAG_ERROR, use, "'%s' is defined inside the repeat block at %d:%d and has no value after it; "
+		     "store it in a param to keep it", sym->name, line, col);
+		return false;
+	}
+	return true;
 }
 
 /* Declare a name in the innermost scope (a def body's locals shadow the
@@ -396,12 +404,8 @@ static bool check_access(Sema *s, Node *n, Ty *ty)
 		return false;
 	}
 	sym->used = true;
-	if (sym->poisoned)
+	if (!sym_live(sym, n->loc))
 		return false;
-	if (sym->expired) {
-		expired_error(s, sym, n->loc);
-		return false;
-	}
 	if (sym->kind != SYM_TENSOR) {
 		diag(DIAG_ERROR, n->u.access.nameloc, "'%s' is %s and cannot be indexed", name, sym_what(sym, s->prog));
 		return false;
@@ -1170,12 +1174,8 @@ static void check_print(Sema *s, Item *it)
 			diag(DIAG_ERROR, n->loc, "'%s' is %s; print takes a tensor", n->u.name.name, sym_what(sym, s->prog));
 		return;
 	}
-	if (sym->poisoned)
+	if (!sym_live(sym, n->loc))
 		return;
-	if (sym->expired) {
-		expired_error(s, sym, n->loc);
-		return;
-	}
 	sym->used = true;
 	Lowering l = {s->prog, s->cur.v, tra_add_stmt(s->prog, it->loc), NULL, 0,
 	              s->prog->tensors.v[sym->tensor].dtype};
@@ -1228,12 +1228,8 @@ static Sym *grad_operand(Sema *s, const char *name, Loc loc, const char *what)
 		     near ? near : "", near ? "'?" : "");
 		return NULL;
 	}
-	if (sym->poisoned)
+	if (!sym_live(sym, loc))
 		return NULL;
-	if (sym->expired) {
-		expired_error(s, sym, loc);
-		return NULL;
-	}
 	if (sym->kind != SYM_TENSOR) {
 		diag(DIAG_ERROR, loc, "'%s' is %s; grad takes %s", name, sym_what(sym, s->prog), what);
 		return NULL;
@@ -1414,12 +1410,8 @@ static void check_outputs(Sema *s, Ast *ast)
 			     near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
 			continue;
 		}
-		if (sym->kind != SYM_TENSOR || sym->poisoned)
+		if (sym->kind != SYM_TENSOR || !sym_live(sym, it->nameloc))
 			continue;       /* reported in order */
-		if (sym->expired) {
-			expired_error(s, sym, it->nameloc);
-			continue;
-		}
 		Tensor *t = &s->prog->tensors.v[sym->tensor];
 		if (t->output) {
 			int line, col;

@@ -66,7 +66,7 @@ typedef struct Sema {
 /* sema.c */
 Sym *lookup(Sema *s, const char *name);
 bool declare(Sema *s, Sym sym);                 /* in the innermost scope; false (reported) if taken there */
-void expired_error(Sema *s, const Sym *sym, Loc use);
+bool sym_live(const Sym *sym, Loc use);        /* false: poisoned, or expired (reported) */
 const char *local_name(Sema *s, const char *name);      /* a def's locals carry its name */
 void check_item(Sema *s, Item *it);
 void check_items(Sema *s, Item **items, int n);
