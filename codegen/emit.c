@@ -829,10 +829,10 @@ static void emit_main(Emit *e)
 			break;
 		case IA_JOIN:
 		case IA_TWOPHASE:       /* the same join, run by its schedule */
-			buf_printf(b, "\tstatic const TrtJoin join%d = {%d, ", i, op->u.join.nmatch);
-			int_list(b, op->u.join.nmatch, op->u.join.lkey);
+			buf_printf(b, "\tstatic const TrtJoin join%d = {%d, ", i, op->u.join.on.nmatch);
+			int_list(b, op->u.join.on.nmatch, op->u.join.on.lkey);
 			buf_puts(b, ", ");
-			int_list(b, op->u.join.nmatch, op->u.join.rkey);
+			int_list(b, op->u.join.on.nmatch, op->u.join.on.rkey);
 			buf_printf(b, ", %d, ", op->u.join.ngroup);
 			int_list(b, op->u.join.ngroup > 0 ? op->u.join.ngroup : 0, op->u.join.group);
 			buf_puts(b, "};\n");

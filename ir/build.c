@@ -164,8 +164,7 @@ static void set_output_order(TraBuild *l, int opi, int nvar, const int *var, int
 				int kd = it->chunkdim[ch];
 				int od = kd;
 				if (op->kind == TRA_JOIN && i == 1)
-					od = ia_join_out_dim(op_at(l, in[0])->type.nkey, op->u.join.nmatch,
-					                     op->u.join.rkey, kd, op->u.join.lkey);
+					od = ia_join_out_dim(op_at(l, in[0])->type.nkey, &op->u.join.on, kd);
 				if (od == d) {
 					k->outlab[c] = k->inlab[i][ch];
 					break;
@@ -216,8 +215,8 @@ TVal tb_join_expr(TraBuild *l, TVal a, TVal b, KExpr *e)
 			if (a.var[i] == b.var[j])
 				shared = i;
 		if (shared >= 0) {
-			op.u.join.lkey[op.u.join.nmatch] = shared;
-			op.u.join.rkey[op.u.join.nmatch++] = j;
+			op.u.join.on.lkey[op.u.join.on.nmatch] = shared;
+			op.u.join.on.rkey[op.u.join.on.nmatch++] = j;
 		} else {
 			out.var[out.nvar++] = b.var[j];
 		}

@@ -235,16 +235,16 @@ bool ia_has_result(IaOpKind k)
 
 /* Where right key dim rdim lands in a join's output key: a matched dim is
  * the left's dim it matched; the others follow the left key in order. */
-int ia_join_out_dim(int nleft, int nmatch, const int *rkey, int rdim, const int *lkey)
+int ia_join_out_dim(int nleft, const JoinSpec *on, int rdim)
 {
 	int pos = nleft;
-	for (int i = 0; i < nmatch; i++)
-		if (rkey[i] == rdim)
-			return lkey[i];
+	for (int i = 0; i < on->nmatch; i++)
+		if (on->rkey[i] == rdim)
+			return on->lkey[i];
 	for (int d = 0; d < rdim; d++) {
 		bool matched = false;
-		for (int i = 0; i < nmatch; i++)
-			matched |= rkey[i] == d;
+		for (int i = 0; i < on->nmatch; i++)
+			matched |= on->rkey[i] == d;
 		if (!matched)
 			pos++;
 	}
@@ -253,13 +253,13 @@ int ia_join_out_dim(int nleft, int nmatch, const int *rkey, int rdim, const int 
 
 /* The type of a join's key space (its output before any fused grouping):
  * left key ++ right key minus the matched dims.  No chunk dims. */
-RelType ia_join_type(const RelType *l, const RelType *r, int nmatch, const int *lkey, const int *rkey)
+RelType ia_join_type(const RelType *l, const RelType *r, const JoinSpec *on)
 {
 	RelType jt = {.dtype = l->dtype, .nkey = l->nkey};
 	memcpy(jt.extent, l->extent, sizeof jt.extent);
 	memcpy(jt.block, l->block, sizeof jt.block);
 	for (int d = 0; d < r->nkey; d++) {
-		int o = ia_join_out_dim(l->nkey, nmatch, rkey, d, lkey);
+		int o = ia_join_out_dim(l->nkey, on, d);
 		if (o >= MAXDIM)
 			continue;
 		jt.extent[o] = r->extent[d];
@@ -297,8 +297,7 @@ Place ia_agg_place(const RelType *t, const Place *in, int ngroup, const int *gro
 /* Where a local join computes, given its inputs' placements (neither of
  * partials): one side everywhere, or both partitioned on matching join
  * keys; false when matching tuples would not meet. */
-bool ia_join_place(int nleft, int nmatch, const int *lkey, const int *rkey, const Place *l, const Place *r,
-                   Place *out)
+bool ia_join_place(int nleft, const JoinSpec *on, const Place *l, const Place *r, Place *out)
 {
 	if (l->kind == PL_ALL && r->kind == PL_ALL) {
 		*out = place_all();
@@ -307,7 +306,7 @@ bool ia_join_place(int nleft, int nmatch, const int *lkey, const int *rkey, cons
 	if (l->kind == PL_ALL) {
 		*out = (Place){.kind = PL_PART, .ndims = r->ndims};
 		for (int i = 0; i < r->ndims; i++)
-			out->dims[i] = ia_join_out_dim(nleft, nmatch, rkey, r->dims[i], lkey);
+			out->dims[i] = ia_join_out_dim(nleft, on, r->dims[i]);
 		return true;
 	}
 	if (r->kind == PL_ALL) {
@@ -318,8 +317,8 @@ bool ia_join_place(int nleft, int nmatch, const int *lkey, const int *rkey, cons
 		return false;
 	for (int i = 0; i < l->ndims; i++) {
 		bool matched = false;
-		for (int m = 0; m < nmatch; m++)
-			matched |= lkey[m] == l->dims[i] && rkey[m] == r->dims[i];
+		for (int m = 0; m < on->nmatch; m++)
+			matched |= on->lkey[m] == l->dims[i] && on->rkey[m] == r->dims[i];
 		if (!matched)
 			return false;
 	}
@@ -414,7 +413,7 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 			buf_puts(why, "joins a relation of partial aggregates");
 			return false;
 		}
-		if (!ia_join_place(a->type.nkey, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey, l, r, &j)) {
+		if (!ia_join_place(a->type.nkey, &op->u.join.on, l, r, &j)) {
 			buf_puts(why, "joins two partitioned relations that are not co-partitioned on the join keys");
 			return false;
 		}
@@ -423,7 +422,7 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 			return true;
 		}
 		/* the join's own output type, to know which dims are singletons */
-		RelType jt = ia_join_type(&a->type, &b->type, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey);
+		RelType jt = ia_join_type(&a->type, &b->type, &op->u.join.on);
 		*out = ia_agg_place(&jt, &j, op->u.join.ngroup, op->u.join.group);
 		return true;
 	}

@@ -253,6 +253,14 @@ typedef struct KeyPred {
 	int eq[MAXDIM][2];
 } KeyPred;
 
+/* What a join matches: left key dim lkey[i] equals right key dim rkey[i],
+ * for i < nmatch.  The output key is the left key followed by the right
+ * key's unmatched dims (ia_join_out_dim). */
+typedef struct JoinSpec {
+	int nmatch;
+	int lkey[MAXDIM], rkey[MAXDIM];
+} JoinSpec;
+
 typedef struct TraOp {
 	TraOpKind kind;
 	int stmt;                       /* index into stmts, or -1 */
@@ -261,8 +269,7 @@ typedef struct TraOp {
 		struct { int tensor; } input;
 		struct {
 			int left, right;
-			int nmatch;
-			int lkey[MAXDIM], rkey[MAXDIM];
+			JoinSpec on;
 			Kernel *kernel;
 		} join;
 		struct { int in; int ngroup; int group[MAXDIM]; AggKind agg; } agg;
@@ -415,8 +422,7 @@ typedef struct IaOp {
 		 * kernel's red the aggregation) whose result is placed by `place` */
 		struct {
 			int left, right;
-			int nmatch;
-			int lkey[MAXDIM], rkey[MAXDIM];
+			JoinSpec on;
 			int ngroup;                 /* -1: plain join; else fused local aggregation */
 			int group[MAXDIM];
 			Kernel *kernel;
@@ -491,12 +497,11 @@ typedef struct IaLoops {
 } IaLoops;
 void ia_loops(const IaPlan *p, IaLoops *l);
 void ia_loops_free(IaLoops *l);
-int ia_join_out_dim(int nleft, int nmatch, const int *rkey, int rdim, const int *lkey);
-RelType ia_join_type(const RelType *l, const RelType *r, int nmatch, const int *lkey, const int *rkey);
+int ia_join_out_dim(int nleft, const JoinSpec *on, int rdim);
+RelType ia_join_type(const RelType *l, const RelType *r, const JoinSpec *on);
 /* Where a local join computes given its inputs' placements (neither of
  * partials); false when matching tuples would not meet. */
-bool ia_join_place(int nleft, int nmatch, const int *lkey, const int *rkey, const Place *l, const Place *r,
-                   Place *out);
+bool ia_join_place(int nleft, const JoinSpec *on, const Place *l, const Place *r, Place *out);
 /* The placement a group-by of relation type t placed by `in` leaves (partials
  * when a partitioning dim is grouped away). */
 Place ia_agg_place(const RelType *t, const Place *in, int ngroup, const int *group);

@@ -39,9 +39,9 @@ void tra_print(Buf *b, const TraProg *p)
 			break;
 		case TRA_JOIN:
 			buf_printf(b, " %%%d %%%d on ", op->u.join.left, op->u.join.right);
-			keys_print(b, op->u.join.nmatch, op->u.join.lkey);
+			keys_print(b, op->u.join.on.nmatch, op->u.join.on.lkey);
 			buf_puts(b, "=");
-			keys_print(b, op->u.join.nmatch, op->u.join.rkey);
+			keys_print(b, op->u.join.on.nmatch, op->u.join.on.rkey);
 			buf_puts(b, " ");
 			kernel_print(b, op->u.join.kernel);
 			break;
@@ -106,9 +106,9 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 		break;
 	case IA_JOIN:
 		buf_puts(b, " on ");
-		keys_print(b, op->u.join.nmatch, op->u.join.lkey);
+		keys_print(b, op->u.join.on.nmatch, op->u.join.on.lkey);
 		buf_puts(b, "=");
-		keys_print(b, op->u.join.nmatch, op->u.join.rkey);
+		keys_print(b, op->u.join.on.nmatch, op->u.join.on.rkey);
 		if (op->u.join.ngroup >= 0) {
 			buf_printf(b, " %s group ", agg_name(op->u.join.kernel->red));
 			keys_print(b, op->u.join.ngroup, op->u.join.group);
@@ -120,9 +120,9 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 	case IA_TWOPHASE: {
 		const TpSched *ts = op->u.join.sched;
 		buf_puts(b, " on ");
-		keys_print(b, op->u.join.nmatch, op->u.join.lkey);
+		keys_print(b, op->u.join.on.nmatch, op->u.join.on.lkey);
 		buf_puts(b, "=");
-		keys_print(b, op->u.join.nmatch, op->u.join.rkey);
+		keys_print(b, op->u.join.on.nmatch, op->u.join.on.rkey);
 		buf_printf(b, " %s group ", agg_name(op->u.join.kernel->red));
 		keys_print(b, op->u.join.ngroup, op->u.join.group);
 		buf_puts(b, " [");
@@ -706,9 +706,9 @@ static void dot_what(Buf *b, const IaPlan *p, const IaOp *op)
 	case IA_JOIN:
 	case IA_TWOPHASE:       /* a two-phase op always aggregates (ngroup >= 0) */
 		buf_puts(&k, " on ");
-		keys_print(&k, op->u.join.nmatch, op->u.join.lkey);
+		keys_print(&k, op->u.join.on.nmatch, op->u.join.on.lkey);
 		buf_puts(&k, "=");
-		keys_print(&k, op->u.join.nmatch, op->u.join.rkey);
+		keys_print(&k, op->u.join.on.nmatch, op->u.join.on.rkey);
 		if (op->u.join.ngroup >= 0) {
 			buf_printf(&k, ", %s into ", agg_name(op->u.join.kernel->red));
 			keys_print(&k, op->u.join.ngroup, op->u.join.group);

@@ -114,19 +114,20 @@ static void check_kernel(Ctx *c, const Kernel *k, int nin, const RelType *const 
 }
 
 /* A join's output type: left key ++ right key minus the matched dims. */
-static void check_join(Ctx *c, const RelType *l, const RelType *r, int nmatch, const int *lkey,
-                       const int *rkey, const Kernel *k, const RelType *out, int ngroup, const int *group)
+static void check_join(Ctx *c, const RelType *l, const RelType *r, const JoinSpec *on, const Kernel *k,
+                       const RelType *out, int ngroup, const int *group)
 {
 	int inmap[2][MAXDIM];
 	RelType jt = {.dtype = out->dtype, .nkey = l->nkey};
 
 	if (l->dtype != r->dtype || l->dtype != out->dtype)
 		return fail(c, "mixed element types");
-	for (int m = 0; m < nmatch; m++) {
-		if (lkey[m] < 0 || lkey[m] >= l->nkey || rkey[m] < 0 || rkey[m] >= r->nkey)
-			return fail(c, "join key pair %d (%d, %d) out of range", m, lkey[m], rkey[m]);
-		if (!same_dim(l, lkey[m], r, rkey[m]))
-			return fail(c, "join keys %d and %d differ in extent or block", lkey[m], rkey[m]);
+	for (int m = 0; m < on->nmatch; m++) {
+		int lk = on->lkey[m], rk = on->rkey[m];
+		if (lk < 0 || lk >= l->nkey || rk < 0 || rk >= r->nkey)
+			return fail(c, "join key pair %d (%d, %d) out of range", m, lk, rk);
+		if (!same_dim(l, lk, r, rk))
+			return fail(c, "join keys %d and %d differ in extent or block", lk, rk);
 	}
 	for (int d = 0; d < l->nkey; d++) {
 		inmap[0][d] = d;
@@ -134,7 +135,7 @@ static void check_join(Ctx *c, const RelType *l, const RelType *r, int nmatch, c
 		jt.block[d] = l->block[d];
 	}
 	for (int d = 0; d < r->nkey; d++) {
-		int o = ia_join_out_dim(l->nkey, nmatch, rkey, d, lkey);
+		int o = ia_join_out_dim(l->nkey, on, d);
 		inmap[1][d] = o;
 		if (o >= MAXDIM)
 			return fail(c, "join output has more than %d key dims", MAXDIM);
@@ -336,7 +337,7 @@ bool tra_verify(const TraProg *p, Buf *err)
 			break;
 		}
 		case TRA_JOIN:
-			check_join(&c, a, b, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey,
+			check_join(&c, a, b, &op->u.join.on,
 			           op->u.join.kernel, &op->type, -1, NULL);
 			break;
 		case TRA_AGG:
@@ -443,7 +444,7 @@ bool ia_verify(const IaPlan *p, Buf *err)
 					fail(&c, "partitions on key dim %d", op->place.dims[d]);
 			break;
 		case IA_JOIN:
-			check_join(&c, a, b, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey,
+			check_join(&c, a, b, &op->u.join.on,
 			           op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);
 			break;
 		case IA_TWOPHASE: {
@@ -451,9 +452,9 @@ bool ia_verify(const IaPlan *p, Buf *err)
 			if (op->u.join.ngroup < 0)
 				fail(&c, "a two-phase schedule without its aggregation");
 			else
-				check_join(&c, a, b, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey,
+				check_join(&c, a, b, &op->u.join.on,
 				           op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);
-			RelType jt = ia_join_type(a, b, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey);
+			RelType jt = ia_join_type(a, b, &op->u.join.on);
 			if (c.ok && (!ts || !ts->site || ts->njoin != rel_ntuples(&jt) || ts->nagg != rel_ntuples(&op->type)))
 				fail(&c, "a two-phase schedule that does not fit its join's key space");
 			for (int64_t j = 0; c.ok && j < ts->njoin; j++)

@@ -221,9 +221,9 @@ static void vjp_einsum(Grad *g, TraBuild *b, int u, int G)
 		const RelType *t1 = &g->old->ops.v[un->in[1]].type;
 		for (int d = 0; d < t1->nkey; d++) {
 			ivar[1][d] = -1;
-			for (int m = 0; m < P->u.join.nmatch; m++)
-				if (P->u.join.rkey[m] == d)
-					ivar[1][d] = ivar[0][P->u.join.lkey[m]];
+			for (int m = 0; m < P->u.join.on.nmatch; m++)
+				if (P->u.join.on.rkey[m] == d)
+					ivar[1][d] = ivar[0][P->u.join.on.lkey[m]];
 			if (ivar[1][d] < 0)
 				ivar[1][d] = pvar[np++] = tb_var(b, t1->extent[d]);
 		}

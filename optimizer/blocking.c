@@ -68,7 +68,7 @@ BlockClasses *opt_block_classes(const TraProg *p)
 			for (int d = 0; d < nl; d++)
 				unite(parent, base[l] + d, base[i] + d);
 			for (int d = 0; d < p->ops.v[r].type.nkey; d++) {
-				int o2 = ia_join_out_dim(nl, op->u.join.nmatch, op->u.join.rkey, d, op->u.join.lkey);
+				int o2 = ia_join_out_dim(nl, &op->u.join.on, d);
 				unite(parent, base[r] + d, base[i] + o2);
 			}
 			break;

@@ -50,9 +50,9 @@ static IaOp join_op(const Unit *u, int l, int r)
 	IaOp op = {.kind = IA_JOIN, .stmt = u->op->stmt, .tra = u->tra, .type = u->op->type};
 	op.u.join.left = l;
 	op.u.join.right = r;
-	op.u.join.nmatch = j->u.join.nmatch;
-	memcpy(op.u.join.lkey, j->u.join.lkey, sizeof op.u.join.lkey);
-	memcpy(op.u.join.rkey, j->u.join.rkey, sizeof op.u.join.rkey);
+	op.u.join.on.nmatch = j->u.join.on.nmatch;
+	memcpy(op.u.join.on.lkey, j->u.join.on.lkey, sizeof op.u.join.on.lkey);
+	memcpy(op.u.join.on.rkey, j->u.join.on.rkey, sizeof op.u.join.on.rkey);
 	op.u.join.ngroup = -1;
 	op.u.join.kernel = j->u.join.kernel;
 	return op;
@@ -207,7 +207,7 @@ void rmm_keymaps(const TraOp *j, const RelType *lt, const RelType *rt, const Rel
 		rmap[o] = -1;
 	}
 	for (int d = 0; d < rt->nkey; d++)
-		rmap[ia_join_out_dim(lt->nkey, j->u.join.nmatch, j->u.join.rkey, d, j->u.join.lkey)] = d;
+		rmap[ia_join_out_dim(lt->nkey, &j->u.join.on, d)] = d;
 }
 
 /* A side replicated into the join space: its key dims placed by keymap,
@@ -241,7 +241,7 @@ static int b_rmm(Emit *e, const Unit *u, const int *x, const Place *mid, const P
 	const TraOp *j = u->join;
 	/* copies: pushing ops moves the plan's */
 	RelType lt = e->p->ops.v[x[0]].type, rt = e->p->ops.v[x[1]].type;
-	RelType jt = ia_join_type(&lt, &rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+	RelType jt = ia_join_type(&lt, &rt, &j->u.join.on);
 	int lmap[MAXDIM], rmap[MAXDIM];
 	rmm_keymaps(j, &lt, &rt, &jt, lmap, rmap);
 	int lr = replicate(e, u, x[0], &lt, &jt, lmap);
@@ -249,9 +249,9 @@ static int b_rmm(Emit *e, const Unit *u, const int *x, const Place *mid, const P
 	int ls = emit_move(e, lr, mid, u->op->stmt, u->tra);
 	int rs = emit_move(e, rr, mid, u->op->stmt, u->tra);
 	IaOp f = fused_op(e, u, ls, rs);
-	f.u.join.nmatch = jt.nkey;
+	f.u.join.on.nmatch = jt.nkey;
 	for (int d = 0; d < jt.nkey; d++)
-		f.u.join.lkey[d] = f.u.join.rkey[d] = d;
+		f.u.join.on.lkey[d] = f.u.join.on.rkey[d] = d;
 	return emit_op(e, f);
 }
 

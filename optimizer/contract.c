@@ -130,7 +130,7 @@ static VarSet walk(Tree *t, int i, const int *vars, bool top, bool *inner)
 		for (int d = 0; d < l->type.nkey; d++)
 			lv[d] = vars[d];
 		for (int d = 0; d < r->type.nkey; d++)
-			rv[d] = vars[ia_join_out_dim(l->type.nkey, op->u.join.nmatch, op->u.join.rkey, d, op->u.join.lkey)];
+			rv[d] = vars[ia_join_out_dim(l->type.nkey, &op->u.join.on, d)];
 		inner[i] = true;
 		VarSet a = walk(t, L, lv, false, inner);
 		VarSet b = walk(t, R, rv, false, inner);
@@ -339,8 +339,8 @@ static Val contract(Build *b, Val x, Val y, VarSet keep, int nchunk, const int *
 			if (x.var[e] == y.var[d])
 				shared = e;
 		if (shared >= 0) {
-			j.u.join.lkey[j.u.join.nmatch] = shared;
-			j.u.join.rkey[j.u.join.nmatch++] = d;
+			j.u.join.on.lkey[j.u.join.on.nmatch] = shared;
+			j.u.join.on.rkey[j.u.join.on.nmatch++] = d;
 		} else {
 			jv.var[jv.nvar++] = y.var[d];
 		}

@@ -398,16 +398,16 @@ static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelT
 	return bound < r ? bound : r;
 }
 
-Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r,
-               int nmatch, const int *lkey, const int *rkey, const Place *jp)
+Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
+               const Place *jp)
 {
 	int inmap[2][MAXDIM];
 	const RelType *in[2] = {l, r};
-	RelType jt = ia_join_type(l, r, nmatch, lkey, rkey);
+	RelType jt = ia_join_type(l, r, on);
 	for (int d = 0; d < l->nkey; d++)
 		inmap[0][d] = d;
 	for (int d = 0; d < r->nkey; d++)
-		inmap[1][d] = ia_join_out_dim(l->nkey, nmatch, rkey, d, lkey);
+		inmap[1][d] = ia_join_out_dim(l->nkey, on, d);
 	Cost x = {0};
 	x.flops = kernel_flops(k, 2, in, &jt, inmap);
 	double share = cost_share(c, &jt, jp);
@@ -510,14 +510,12 @@ void opt_cost(IaPlan *p, const Machine *mach)
 			else if (a->place.kind == PL_ALL) {
 				jp = (Place){.kind = PL_PART, .ndims = b->place.ndims};
 				for (int d = 0; d < b->place.ndims; d++)
-					jp.dims[d] = ia_join_out_dim(a->type.nkey, op->u.join.nmatch, op->u.join.rkey,
-					                             b->place.dims[d], op->u.join.lkey);
+					jp.dims[d] = ia_join_out_dim(a->type.nkey, &op->u.join.on, b->place.dims[d]);
 			} else
 				jp = a->place;
-			c = cost_join(&cc, op->u.join.kernel, &a->type, &b->type, op->u.join.nmatch,
-			              op->u.join.lkey, op->u.join.rkey, &jp);
+			c = cost_join(&cc, op->u.join.kernel, &a->type, &b->type, &op->u.join.on, &jp);
 			if (op->place.kind == PL_PARTIAL) {
-				RelType jt = ia_join_type(&a->type, &b->type, op->u.join.nmatch, op->u.join.lkey, op->u.join.rkey);
+				RelType jt = ia_join_type(&a->type, &b->type, &op->u.join.on);
 				copies[i] = cost_partial_copies(&cc, &jt, &jp, op->u.join.ngroup, op->u.join.group);
 			}
 			break;

@@ -93,7 +93,7 @@ static double rank_bytes(Search *s, const RelType *t, const Place *p, double cop
  * when matching tuples would not meet. */
 static bool join_place(const TraOp *j, const RelType *lt, const Place *l, const Place *r, Place *jp)
 {
-	return ia_join_place(lt->nkey, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey, l, r, jp);
+	return ia_join_place(lt->nkey, &j->u.join.on, l, r, jp);
 }
 
 /* Pairs of input placements under which a local join works: (all, all),
@@ -108,7 +108,7 @@ static int join_pairs(Search *s, const TraOp *j, Pair *out, int max)
 	int L = j->u.join.left, R = j->u.join.right, n = 0;
 	const Dom *dl = &s->dom[L], *dr = &s->dom[R];
 	const RelType *lt = type_of(s, L);
-	RelType jt = ia_join_type(lt, type_of(s, R), j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+	RelType jt = ia_join_type(lt, type_of(s, R), &j->u.join.on);
 	for (int a = 0; a < dl->n; a++)
 		for (int b = 0; b < dr->n; b++) {
 			const Place *pl = &dl->p[a], *pr = &dr->p[b];
@@ -187,7 +187,7 @@ static const TraOp *join_of(Search *s, int t)
 static Place join_at(Search *s, const TraOp *j, const Place *pl, const Place *pr)
 {
 	const RelType *lt = type_of(s, j->u.join.left);
-	RelType jt = ia_join_type(lt, type_of(s, j->u.join.right), j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+	RelType jt = ia_join_type(lt, type_of(s, j->u.join.right), &j->u.join.on);
 	Place jp;
 	if (!join_place(j, lt, pl, pr, &jp))
 		tr_bug("a join's inputs placed where their tuples do not meet");
@@ -232,7 +232,7 @@ static void c_join(Search *s, int t, Impl *im)
 	const RelType *lt = in_type(s, t, 0), *rt = in_type(s, t, 1);
 	const Place *pl = in_place(s, t, im, 0), *pr = in_place(s, t, im, 1);
 	Place jp = join_at(s, j, pl, pr);
-	im->cost = cost_join(&s->cc, j->u.join.kernel, lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey, &jp);
+	im->cost = cost_join(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, &jp);
 	im->mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1) + rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
 }
 
@@ -294,9 +294,9 @@ static void c_fused_partial(Search *s, int t, Impl *im)
 	const TraOp *op = &s->tra->ops.v[t], *j = join_of(s, t);
 	const RelType *lt = in_type(s, t, 0), *rt = in_type(s, t, 1);
 	const Place *pl = in_place(s, t, im, 0), *pr = in_place(s, t, im, 1);
-	RelType jt = ia_join_type(lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+	RelType jt = ia_join_type(lt, rt, &j->u.join.on);
 	Place jp = join_at(s, j, pl, pr);
-	im->cost = cost_join(&s->cc, j->u.join.kernel, lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey, &jp);
+	im->cost = cost_join(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, &jp);
 	im->mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1);
 	double copies = cost_partial_copies(&s->cc, &jt, &jp, op->u.agg.ngroup, op->u.agg.group);
 	im->mem += rank_bytes(s, type_of(s, t), &(Place){.kind = PL_PARTIAL}, copies);
@@ -307,7 +307,7 @@ static void c_rmm(Search *s, int t, Impl *im)
 {
 	const TraOp *j = join_of(s, t);
 	const RelType *lt = in_type(s, t, 0), *rt = in_type(s, t, 1);
-	RelType jt = ia_join_type(lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+	RelType jt = ia_join_type(lt, rt, &j->u.join.on);
 	/* the shuffles of the replicated sides (their floats count every
 	 * copy: the paper's Front(Y)[1] |X| + Front(X)[0] |Y|) */
 	int lmap[MAXDIM], rmap[MAXDIM];
@@ -317,8 +317,7 @@ static void c_rmm(Search *s, int t, Impl *im)
 	Cost mvl = cost_move(&s->cc, &ls, &src, 1, &im->mid);
 	Cost mvr = cost_move(&s->cc, &rs, &src, 1, &im->mid);
 	im->cost = cost_add(mvl, mvr);
-	im->cost = cost_add(im->cost, cost_join(&s->cc, j->u.join.kernel, lt, rt, j->u.join.nmatch, j->u.join.lkey,
-	                                        j->u.join.rkey, &im->mid));
+	im->cost = cost_add(im->cost, cost_join(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, &im->mid));
 	im->mem = rank_bytes(s, &ls, &im->mid, 1) + rank_bytes(s, &rs, &im->mid, 1) +
 	          rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
 }
@@ -389,8 +388,7 @@ static void twophase_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 				double fixed = twophase_fixed(s, t, &im);
 				if (s->budget > 0 && fixed >= s->budget)
 					continue;
-				im.tp = opt_twophase_candidate(&s->cc, &k, lt, rt, j->u.join.nmatch, j->u.join.lkey,
-				                               j->u.join.rkey, op->u.agg.ngroup, op->u.agg.group, ot, pl, pr,
+				im.tp = opt_twophase_candidate(&s->cc, &k, lt, rt, &j->u.join.on, op->u.agg.ngroup, op->u.agg.group, ot, pl, pr,
 				                               po, s->budget > 0 ? s->budget - fixed : 0);
 				if (im.tp)
 					offer(s, t, im);
@@ -412,7 +410,7 @@ static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 {
 	int L = j->u.join.left, R = j->u.join.right;
 	const RelType *lt = type_of(s, L), *rt = type_of(s, R);
-	RelType jt = ia_join_type(lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+	RelType jt = ia_join_type(lt, rt, &j->u.join.on);
 	Pair pairs[MAXDOM * MAXDOM];
 	int np = join_pairs(s, j, pairs, MAXDOM * MAXDOM);
 	const int ng = op->u.agg.ngroup;
@@ -450,8 +448,8 @@ static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 	int lonly[MAXDIM], nlo = 0, ronly[MAXDIM], nro = 0;
 	for (int d = 0; d < jt.nkey; d++) {
 		bool inl = d < lt->nkey, matched = false;
-		for (int m = 0; m < j->u.join.nmatch; m++)
-			matched |= j->u.join.lkey[m] == d;
+		for (int m = 0; m < j->u.join.on.nmatch; m++)
+			matched |= j->u.join.on.lkey[m] == d;
 		if (inl && matched)
 			continue;
 		bool grouped = false;

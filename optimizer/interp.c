@@ -323,14 +323,14 @@ static Rel *do_join(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
 			if (a->site != b->site)
 				continue;
 			bool match = true;
-			for (int m = 0; m < op->u.join.nmatch; m++)
-				match &= a->key[op->u.join.lkey[m]] == b->key[op->u.join.rkey[m]];
+			for (int m = 0; m < op->u.join.on.nmatch; m++)
+				match &= a->key[op->u.join.on.lkey[m]] == b->key[op->u.join.on.rkey[m]];
 			if (!match)
 				continue;
 			int64_t jk[MAXDIM] = {0};
 			memcpy(jk, a->key, (size_t)nl * sizeof *jk);
 			for (int d = 0; d < rr->type.nkey; d++)
-				jk[ia_join_out_dim(nl, op->u.join.nmatch, op->u.join.rkey, d, op->u.join.lkey)] = b->key[d];
+				jk[ia_join_out_dim(nl, &op->u.join.on, d)] = b->key[d];
 			const RelType *ts[2] = {&l->type, &rr->type};
 			const int64_t *ks[2] = {a->key, b->key};
 			const double *vs[2] = {a->v, b->v};
@@ -358,8 +358,8 @@ static Rel *do_join(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
 static Rel *do_twophase(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
 {
 	const TpSched *ts = op->u.join.sched;
-	int nl = l->type.nkey, nm = op->u.join.nmatch;
-	RelType jt = ia_join_type(&l->type, &rr->type, nm, op->u.join.lkey, op->u.join.rkey);
+	int nl = l->type.nkey;
+	RelType jt = ia_join_type(&l->type, &rr->type, &op->u.join.on);
 	Rel *part = rel_new(&op->type, PL_PARTIAL);
 	int64_t jk[MAXDIM] = {0};
 	for (int64_t j = 0; j < ts->njoin && in->ok; j++) {
@@ -370,7 +370,7 @@ static Rel *do_twophase(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
 		}
 		int64_t rk[MAXDIM] = {0}, gk[MAXDIM] = {0};
 		for (int d = 0; d < rr->type.nkey; d++)
-			rk[d] = jk[ia_join_out_dim(nl, nm, op->u.join.rkey, d, op->u.join.lkey)];
+			rk[d] = jk[ia_join_out_dim(nl, &op->u.join.on, d)];
 		for (int g = 0; g < op->u.join.ngroup; g++)
 			gk[g] = jk[op->u.join.group[g]];
 		const Tup *a = NULL, *b = NULL;

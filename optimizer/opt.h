@@ -221,8 +221,8 @@ double cost_rank_bytes(const CostCtx *c, const RelType *t, const Place *p, doubl
 Cost cost_move(const CostCtx *c, const RelType *t, const Place *from, double copies, const Place *to);
 /* A local join (fused with its aggregation when grouped), computing over
  * its key space (ia_join_type) placed by `jp`. */
-Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r,
-               int nmatch, const int *lkey, const int *rkey, const Place *jp);
+Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
+               const Place *jp);
 /* A local aggregation of a relation placed by p (copies: partials). */
 Cost cost_agg(const CostCtx *c, const RelType *in, const Place *p, double copies, const RelType *out);
 /* A local map with a kernel (NULL: a rekey, free). */
@@ -365,9 +365,9 @@ void tp_plan_free(TpPlan *pl);
  * with its aggregation onto `out`, inputs placed by pl and pr, aggregation
  * groups fixed where po puts them (NULL: free).  NULL when it has more join
  * groups than a schedule may have. */
-TpProblem *tp_lineage(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, int nmatch,
-                      const int *lkey, const int *rkey, int ngroup, const int *group, const RelType *out,
-                      const Place *pl, const Place *pr, const Place *po);
+TpProblem *tp_lineage(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r,
+                      const JoinSpec *on, int ngroup, const int *group, const RelType *out, const Place *pl,
+                      const Place *pr, const Place *po);
 
 /* The search's two-phase candidate for a contraction: the cheapest of the
  * greedy's three plans for inputs placed by pl, pr and the result by po (a
@@ -375,8 +375,8 @@ TpProblem *tp_lineage(const CostCtx *c, const Kernel *k, const RelType *l, const
  * Memoised; the schedule lives to the end of the process.  NULL when none
  * applies. */
 const TpSched *opt_twophase_candidate(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r,
-                                      int nmatch, const int *lkey, const int *rkey, int ngroup, const int *group,
-                                      const RelType *out, const Place *pl, const Place *pr, const Place *po,
+                                      const JoinSpec *on, int ngroup, const int *group, const RelType *out,
+                                      const Place *pl, const Place *pr, const Place *po,
                                       double mem_limit);
 /* Whether TRA op t's relation has a chunk at every key below its frontier
  * (no filter upstream): what a two-phase schedule assumes. */

@@ -123,9 +123,9 @@ static TraOp as_join(Rw *r, const IaOp *j)
 	TraOp t = {.kind = TRA_JOIN, .stmt = j->stmt, .type = j->type};
 	t.u.join.left = j->u.join.left;
 	t.u.join.right = j->u.join.right;
-	t.u.join.nmatch = j->u.join.nmatch;
-	memcpy(t.u.join.lkey, j->u.join.lkey, sizeof t.u.join.lkey);
-	memcpy(t.u.join.rkey, j->u.join.rkey, sizeof t.u.join.rkey);
+	t.u.join.on.nmatch = j->u.join.on.nmatch;
+	memcpy(t.u.join.on.lkey, j->u.join.on.lkey, sizeof t.u.join.on.lkey);
+	memcpy(t.u.join.on.rkey, j->u.join.on.rkey, sizeof t.u.join.on.rkey);
 	t.u.join.kernel = kernel_clone(r->e.p->arena, j->u.join.kernel);
 	return t;
 }
@@ -252,7 +252,7 @@ static bool split_pred(const IaPlan *p, const IaOp *j, const KeyPred *pred, KeyP
 	for (int o = 0; o < MAXDIM; o++)
 		rdim[o] = -1;
 	for (int d = 0; d < r->type.nkey; d++)
-		rdim[ia_join_out_dim(nl, j->u.join.nmatch, j->u.join.rkey, d, j->u.join.lkey)] = d;
+		rdim[ia_join_out_dim(nl, &j->u.join.on, d)] = d;
 	lp->neq = rp->neq = 0;
 	for (int e = 0; e < pred->neq; e++) {
 		int a = pred->eq[e][0], b = pred->eq[e][1];
@@ -458,13 +458,13 @@ static bool contr_info(const IaPlan *p, int i, Contr *c)
 		c->agg = op->u.agg.agg;
 	}
 	const IaOp *l = OP(p, j->u.join.left), *r = OP(p, j->u.join.right);
-	c->jt = ia_join_type(&l->type, &r->type, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+	c->jt = ia_join_type(&l->type, &r->type, &j->u.join.on);
 	c->nl = l->type.nkey;
 	c->nlo = c->nro = c->nsum = 0;
 	for (int d = 0; d < c->jt.nkey; d++) {
 		bool matched = false, grouped = false;
-		for (int m = 0; m < j->u.join.nmatch; m++)
-			matched |= j->u.join.lkey[m] == d;
+		for (int m = 0; m < j->u.join.on.nmatch; m++)
+			matched |= j->u.join.on.lkey[m] == d;
 		for (int g = 0; g < c->ngroup; g++)
 			grouped |= c->group[g] == d;
 		if (rel_frontier(&c->jt, d) == 1)
@@ -495,8 +495,8 @@ static bool m_CMM(const IaPlan *p, int i)
 	/* a summed dim must be a join key */
 	const IaOp *j = OP(p, c.j);
 	for (int s = 0; s < c.nsum; s++)
-		for (int m = 0; m < j->u.join.nmatch; m++)
-			if (j->u.join.lkey[m] == c.summed[s])
+		for (int m = 0; m < j->u.join.on.nmatch; m++)
+			if (j->u.join.on.lkey[m] == c.summed[s])
 				return true;
 	return false;
 }
@@ -510,8 +510,8 @@ static bool m_RMM(const IaPlan *p, int i)
 	const IaOp *j = OP(p, c.j);
 	for (int s = 0; s < c.nsum; s++) {
 		bool matched = false;
-		for (int m = 0; m < j->u.join.nmatch; m++)
-			matched |= j->u.join.lkey[m] == c.summed[s];
+		for (int m = 0; m < j->u.join.on.nmatch; m++)
+			matched |= j->u.join.on.lkey[m] == c.summed[s];
 		if (!matched)
 			return false;
 	}
@@ -779,10 +779,10 @@ static bool a_R2_6(Rw *r, int i)
 		rs = move_to(r, rs, &all, op->stmt, op->tra);
 		break;
 	default: {
-		if (op->u.join.nmatch == 0)
+		if (op->u.join.on.nmatch == 0)
 			return false;
-		Place pl = place_part(op->u.join.nmatch, op->u.join.lkey);
-		Place pr = place_part(op->u.join.nmatch, op->u.join.rkey);
+		Place pl = place_part(op->u.join.on.nmatch, op->u.join.on.lkey);
+		Place pr = place_part(op->u.join.on.nmatch, op->u.join.on.rkey);
 		ls = move_to(r, ls, &pl, op->stmt, op->tra);
 		rs = move_to(r, rs, &pr, op->stmt, op->tra);
 		break;
@@ -842,7 +842,7 @@ static bool a_BMM(Rw *r, int i)
 		int rd = -1;
 		const IaOp *rop = OP(r->old, j->u.join.right);
 		for (int d = 0; d < rop->type.nkey; d++)
-			if (ia_join_out_dim(c.nl, j->u.join.nmatch, j->u.join.rkey, d, j->u.join.lkey) == c.ronly[0])
+			if (ia_join_out_dim(c.nl, &j->u.join.on, d) == c.ronly[0])
 				rd = d;
 		Place pr = place_part(1, &rd);
 		ls = move_to(r, ls, &all, op->stmt, op->tra);
@@ -862,10 +862,10 @@ static bool a_CMM(Rw *r, int i)
 	const IaOp *op = OP(r->old, i), *j = OP(r->old, c.j);
 	int m = -1;
 	for (int s = 0; s < c.nsum && m < 0; s++)
-		for (int k = 0; k < j->u.join.nmatch; k++)
-			if (j->u.join.lkey[k] == c.summed[s])
+		for (int k = 0; k < j->u.join.on.nmatch; k++)
+			if (j->u.join.on.lkey[k] == c.summed[s])
 				m = k;
-	Place pl = place_part(1, &j->u.join.lkey[m]), pr = place_part(1, &j->u.join.rkey[m]);
+	Place pl = place_part(1, &j->u.join.on.lkey[m]), pr = place_part(1, &j->u.join.on.rkey[m]);
 	int ls = move_to(r, source(r, j->u.join.left), &pl, op->stmt, op->tra);
 	int rs = move_to(r, source(r, j->u.join.right), &pr, op->stmt, op->tra);
 	/* the partial sums to where the old result was (CMM's own shuffle

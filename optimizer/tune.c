@@ -281,14 +281,14 @@ static int contraction_grids(const TraProg *tra, const BlockClasses *bc, int (*o
 		if (j->kind != TRA_JOIN)
 			continue;
 		const RelType *lt = &tra->ops.v[j->u.join.left].type, *rt = &tra->ops.v[j->u.join.right].type;
-		RelType jt = ia_join_type(lt, rt, j->u.join.nmatch, j->u.join.lkey, j->u.join.rkey);
+		RelType jt = ia_join_type(lt, rt, &j->u.join.on);
 		int lo = -1, ro = -1, nlo = 0, nro = 0;
 		double vol = 1;
 		for (int d = 0; d < jt.nkey; d++) {
 			vol *= (double)jt.extent[d];
 			bool matched = false, grouped = false;
-			for (int m = 0; m < j->u.join.nmatch; m++)
-				matched |= j->u.join.lkey[m] == d;
+			for (int m = 0; m < j->u.join.on.nmatch; m++)
+				matched |= j->u.join.on.lkey[m] == d;
 			for (int g = 0; g < op->u.agg.ngroup; g++)
 				grouped |= op->u.agg.group[g] == d;
 			if (matched || !grouped)

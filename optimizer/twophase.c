@@ -625,13 +625,13 @@ static void key_of(const RelType *t, int64_t lin, int64_t *key)
 }
 
 
-TpProblem *tp_lineage(const CostCtx *cc, const Kernel *k, const RelType *l, const RelType *r, int nmatch,
-                      const int *lkey, const int *rkey, int ngroup, const int *group, const RelType *out,
-                      const Place *pl, const Place *pr, const Place *po)
+TpProblem *tp_lineage(const CostCtx *cc, const Kernel *k, const RelType *l, const RelType *r,
+                      const JoinSpec *on, int ngroup, const int *group, const RelType *out, const Place *pl,
+                      const Place *pr, const Place *po)
 {
 	const Machine *m = cc->m;
 	int ns = cc->nsites;
-	RelType jt = ia_join_type(l, r, nmatch, lkey, rkey);
+	RelType jt = ia_join_type(l, r, on);
 	double nj = 1;
 	for (int d = 0; d < jt.nkey; d++)
 		nj *= (double)rel_frontier(&jt, d);
@@ -639,7 +639,7 @@ TpProblem *tp_lineage(const CostCtx *cc, const Kernel *k, const RelType *l, cons
 		return NULL;
 	int rmap[MAXDIM];               /* right dim -> join-space dim */
 	for (int d = 0; d < r->nkey; d++)
-		rmap[d] = ia_join_out_dim(l->nkey, nmatch, rkey, d, lkey);
+		rmap[d] = ia_join_out_dim(l->nkey, on, d);
 	TpProblem *pb = tp_problem_new(ns, (int64_t)nj, rel_ntuples(out), rel_ntuples(l), rel_ntuples(r));
 	double size = dtype_size(out->dtype);
 	pb->elem_bytes = size;
@@ -656,7 +656,7 @@ TpProblem *tp_lineage(const CostCtx *cc, const Kernel *k, const RelType *l, cons
 	/* kernels and combines take what cost.c says the whole join and a
 	 * whole aggregation take on one rank, shared by flops and elements */
 	Place one = place_part(0, NULL);
-	Cost kall = cost_join(cc, k, l, r, nmatch, lkey, rkey, &one);
+	Cost kall = cost_join(cc, k, l, r, on, &one);
 	Cost sall = cost_agg(cc, out, &one, 1, out);
 	double oelems = rel_floats(out);
 
@@ -907,8 +907,8 @@ static TpSched *schedule(const TpProblem *pb, const CostCtx *cc)
 }
 
 const TpSched *opt_twophase_candidate(const CostCtx *cc, const Kernel *k, const RelType *l, const RelType *r,
-                                      int nmatch, const int *lkey, const int *rkey, int ngroup, const int *group,
-                                      const RelType *out, const Place *pl, const Place *pr, const Place *po,
+                                      const JoinSpec *on, int ngroup, const int *group, const RelType *out,
+                                      const Place *pl, const Place *pr, const Place *po,
                                       double mem_limit)
 {
 	if (pl->kind == PL_PARTIAL || pr->kind == PL_PARTIAL || po->kind != PL_PART || ngroup < 0)
@@ -922,10 +922,10 @@ const TpSched *opt_twophase_candidate(const CostCtx *cc, const Kernel *k, const 
 	key_type(&key, l);
 	key_type(&key, r);
 	key_type(&key, out);
-	vec_push(&key, nmatch);
-	for (int i = 0; i < nmatch; i++) {
-		vec_push(&key, lkey[i]);
-		vec_push(&key, rkey[i]);
+	vec_push(&key, on->nmatch);
+	for (int i = 0; i < on->nmatch; i++) {
+		vec_push(&key, on->lkey[i]);
+		vec_push(&key, on->rkey[i]);
 	}
 	vec_push(&key, ngroup);
 	for (int g = 0; g < ngroup; g++)
@@ -951,7 +951,7 @@ const TpSched *opt_twophase_candidate(const CostCtx *cc, const Kernel *k, const 
 		vec_free(&key);
 		return memo.v[*slot - 1].sched;
 	}
-	RelType jt = ia_join_type(l, r, nmatch, lkey, rkey);
+	RelType jt = ia_join_type(l, r, on);
 	double work = cc->nsites;
 	for (int d = 0; d < jt.nkey; d++)
 		work *= (double)rel_frontier(&jt, d);
@@ -961,7 +961,7 @@ const TpSched *opt_twophase_candidate(const CostCtx *cc, const Kernel *k, const 
 		return NULL;
 	}
 	work_left -= work;
-	TpProblem *pb = tp_lineage(cc, k, l, r, nmatch, lkey, rkey, ngroup, group, out, pl, pr, po);
+	TpProblem *pb = tp_lineage(cc, k, l, r, on, ngroup, group, out, pl, pr, po);
 	TpSched *ts = NULL;
 	if (pb) {
 		pb->mem_limit = mem_limit;

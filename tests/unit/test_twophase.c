@@ -53,8 +53,9 @@ static TpProblem *matmul_lineage(const CostCtx *c, Arena *a, int64_t I, int64_t 
                                  int64_t bk, int64_t bj, const Place *pa, const Place *pb, const Place *pc)
 {
 	RelType A = type2(I, bi, K, bk), B = type2(K, bk, J, bj), C = type2(I, bi, J, bj);
-	int lkey[1] = {1}, rkey[1] = {0}, group[2] = {0, 2};
-	return tp_lineage(c, matmul_kernel(a), &A, &B, 1, lkey, rkey, 2, group, &C, pa, pb, pc);
+	JoinSpec on = {1, {1}, {0}};
+	int group[2] = {0, 2};
+	return tp_lineage(c, matmul_kernel(a), &A, &B, &on, 2, group, &C, pa, pb, pc);
 }
 
 /* ---- the paper's worked examples ---- */
@@ -308,21 +309,22 @@ static void test_candidate(void **state)
 	CostCtx c = {&m, 3};
 	Arena *a = arena_new();
 	RelType A = type2(64, 16, 64, 16), B = type2(64, 16, 64, 16), C = type2(64, 16, 64, 16);
-	int lkey[1] = {1}, rkey[1] = {0}, group[2] = {0, 2}, d0 = 0;
+	JoinSpec on = {1, {1}, {0}};
+	int group[2] = {0, 2}, d0 = 0;
 	Place p0 = place_part(1, &d0);
 	Kernel *k = matmul_kernel(a);
-	const TpSched *ts = opt_twophase_candidate(&c, k, &A, &B, 1, lkey, rkey, 2, group, &C, &p0, &p0, &p0, 0);
+	const TpSched *ts = opt_twophase_candidate(&c, k, &A, &B, &on, 2, group, &C, &p0, &p0, &p0, 0);
 	assert_non_null(ts);
 	assert_int_equal(ts->njoin, 64);
 	assert_int_equal(ts->nagg, 16);
 	double best = fmin(ts->variant_seconds[0], fmin(ts->variant_seconds[1], ts->variant_seconds[2]));
 	assert_true(fabs(ts->seconds - 2 * m.op_overhead - best) <= 1e-12 * best);
 	assert_true(ts->flops == 2.0 * 64 * 64 * 64);
-	assert_ptr_equal(ts, opt_twophase_candidate(&c, k, &A, &B, 1, lkey, rkey, 2, group, &C, &p0, &p0, &p0, 0));
+	assert_ptr_equal(ts, opt_twophase_candidate(&c, k, &A, &B, &on, 2, group, &C, &p0, &p0, &p0, 0));
 	/* a memory limit below what the unconstrained schedule holds: the
 	 * schedule found holds no more, or there is none */
 	double lim = ts->mem / 2;
-	const TpSched *tight = opt_twophase_candidate(&c, k, &A, &B, 1, lkey, rkey, 2, group, &C, &p0, &p0, &p0, lim);
+	const TpSched *tight = opt_twophase_candidate(&c, k, &A, &B, &on, 2, group, &C, &p0, &p0, &p0, lim);
 	if (tight)
 		assert_true(tight->mem <= lim);
 	arena_free(a);

@@ -67,7 +67,7 @@ static void test_tra_join_mismatch(void **state)
 {
 	TraProg *p = compile(matmul);
 	int j = find_op(p, TRA_JOIN);
-	p->ops.v[j].u.join.rkey[0] = 1;          /* k of A against j of B */
+	p->ops.v[j].u.join.on.rkey[0] = 1;          /* k of A against j of B */
 	expect_tra_error(p, "differ in extent or block");
 	tra_free(p);
 }
