@@ -28,12 +28,16 @@ typedef struct Emit {
 
 static const char *ctype(DType t)
 {
-	return t == DT_F64 ? "double" : "float";
+	static const char *const name[] = {[DT_F32] = "float", [DT_F64] = "double", [DT_I32] = "int32_t",
+	                                   [DT_I64] = "int64_t"};
+	return name[t];
 }
 
 static const char *cdtype(DType t)
 {
-	return t == DT_F64 ? "TRT_F64" : "TRT_F32";
+	static const char *const name[] = {[DT_F32] = "TRT_F32", [DT_F64] = "TRT_F64", [DT_I32] = "TRT_I32",
+	                                   [DT_I64] = "TRT_I64"};
+	return name[t];
 }
 
 static void c_string(Buf *b, const char *s)
@@ -156,7 +160,16 @@ typedef struct KGen {
 
 static void num_literal(Buf *b, double v, DType dt)
 {
-	if (isinf(v))
+	if (dtype_is_int(dt)) {
+		/* sema lets only whole numbers into integer kernels; the
+		 * identities of max and min (-inf, inf) become the type's bounds */
+		const char *bits = dt == DT_I32 ? "32" : "64";
+		double lim = dt == DT_I32 ? 2147483647.0 : 9223372036854775807.0;
+		if (v >= lim || v <= -lim)
+			buf_printf(b, "INT%s_%s", bits, v > 0 ? "MAX" : "MIN");
+		else
+			buf_printf(b, "INT%s_C(%.0f)", bits, isnan(v) ? 0 : trunc(v));
+	} else if (isinf(v))
 		buf_printf(b, "%s(INFINITY)", v < 0 ? "-" : "");
 	else if (isnan(v))
 		buf_puts(b, "(NAN)");
@@ -173,7 +186,7 @@ static int kexpr_emit(KGen *g, const KExpr *e, const char *indent)
 {
 	Buf *b = g->b;
 	const char *T = ctype(g->dt);
-	bool f32 = g->dt == DT_F32;
+	bool f32 = g->dt == DT_F32, integer = dtype_is_int(g->dt);
 	int a[3] = {0};
 	int t;
 
@@ -211,14 +224,24 @@ static int kexpr_emit(KGen *g, const KExpr *e, const char *indent)
 	case KOP_EXP: buf_printf(b, "%s(t%d)", f32 ? "expf" : "exp", a[0]); break;
 	case KOP_LOG: buf_printf(b, "%s(t%d)", f32 ? "logf" : "log", a[0]); break;
 	case KOP_SQRT: buf_printf(b, "%s(t%d)", f32 ? "sqrtf" : "sqrt", a[0]); break;
-	case KOP_ABS: buf_printf(b, "%s(t%d)", f32 ? "fabsf" : "fabs", a[0]); break;
+	case KOP_ABS:
+		if (integer)
+			buf_printf(b, "t%d < 0 ? -t%d : t%d", a[0], a[0], a[0]);
+		else
+			buf_printf(b, "%s(t%d)", f32 ? "fabsf" : "fabs", a[0]);
+		break;
 	case KOP_TANH: buf_printf(b, "%s(t%d)", f32 ? "tanhf" : "tanh", a[0]); break;
 	case KOP_SIGMOID: buf_printf(b, "1 / (1 + %s(-t%d))", f32 ? "expf" : "exp", a[0]); break;
 	case KOP_RELU: buf_printf(b, "t%d > 0 ? t%d : 0", a[0], a[0]); break;
 	case KOP_ADD: buf_printf(b, "t%d + t%d", a[0], a[1]); break;
 	case KOP_SUB: buf_printf(b, "t%d - t%d", a[0], a[1]); break;
 	case KOP_MUL: buf_printf(b, "t%d * t%d", a[0], a[1]); break;
-	case KOP_DIV: buf_printf(b, "t%d / t%d", a[0], a[1]); break;
+	case KOP_DIV:
+		if (integer)    /* truncates toward zero; x / 0 is 0, as numpy (which warns) */
+			buf_printf(b, "trt_idiv%s(t%d, t%d)", g->dt == DT_I32 ? "32" : "64", a[0], a[1]);
+		else
+			buf_printf(b, "t%d / t%d", a[0], a[1]);
+		break;
 	case KOP_POW:
 		if (e->arg[1]->kind == KX_CONST && e->arg[1]->val == 2)
 			buf_printf(b, "t%d * t%d", a[0], a[0]);
@@ -404,8 +427,8 @@ static bool plan_contraction(const Kernel *k, const RelType *const *inty, DType 
 	memset(c, 0, sizeof *c);
 	if (k->nin != 2 || !kx_is_product(k->expr) || (k->reduces && k->red != AGG_ADD))
 		return false;
-	if (inty[0]->dtype != dt || inty[1]->dtype != dt)
-		return false;
+	if (inty[0]->dtype != dt || inty[1]->dtype != dt || dtype_is_int(dt))
+		return false;   /* BLIS multiplies floats only */
 	for (int l = 0; l < k->nlab; l++) {
 		int p[3];
 		for (int o = 0; o < 3; o++)

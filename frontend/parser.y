@@ -230,7 +230,7 @@ static Item *decl(struct Parse *ps, ItemKind kind, const char *name, Loc nameloc
 %token SIZE "'size'" INPUT "'input'" PARAM "'param'" CONST "'const'" OUTPUT "'output'"
 %token IMPORT "'import'" DEF "'def'" RETURN "'return'" REPEAT "'repeat'" PRINT "'print'"
 %token GRAD "'grad'" WHERE "'where'" SUM "'sum'" MAX "'max'" MIN "'min'"
-%token ARGMAX "'argmax'" ARGMIN "'argmin'" F32 "'f32'" F64 "'f64'"
+%token ARGMAX "'argmax'" ARGMIN "'argmin'" F32 "'f32'" F64 "'f64'" I32 "'i32'" I64 "'i64'"
 %token ARROW "'->'" POW "'**'" LE "'<='" GE "'>='" EQ "'=='" NE "'!='"
 %token PLUSEQ "'+='" MINUSEQ "'-='" TIMESEQ "'*='" DIVEQ "'/='"
 
@@ -242,7 +242,7 @@ static Item *decl(struct Parse *ps, ItemKind kind, const char *name, Loc nameloc
 %type <formals> formals formals_ne
 %type <formal> formal
 %type <dims> dims_opt
-%type <type> type_opt
+%type <type> type_opt dtype
 %type <str> path_opt
 %type <aop> assign_op
 %type <red> red
@@ -365,8 +365,14 @@ dimlist:
 
 type_opt:
 	  %empty                        { $$.has = false; $$.t = DT_F32; $$.loc = @$; }
-	| ':' F32                       { $$.has = true; $$.t = DT_F32; $$.loc = @2; }
-	| ':' F64                       { $$.has = true; $$.t = DT_F64; $$.loc = @2; }
+	| ':' dtype                     { $$ = $2; }
+	;
+
+dtype:
+	  F32                           { $$.has = true; $$.t = DT_F32; $$.loc = @1; }
+	| F64                           { $$.has = true; $$.t = DT_F64; $$.loc = @1; }
+	| I32                           { $$.has = true; $$.t = DT_I32; $$.loc = @1; }
+	| I64                           { $$.has = true; $$.t = DT_I64; $$.loc = @1; }
 	;
 
 path_opt:
@@ -447,13 +453,8 @@ primary:
 	                                  $$->u.call.args = nodes_copy(ps, &$4, &$$->u.call.nargs);
 	                                  $$ = grown(ps, $$, $$->u.call.nargs, $$->u.call.args);
 	                                }
-	| F32 '(' expr ')'              {
-	                                  $$ = ast_node(ps->arena, N_CALL, @$); $$->u.call.name = "f32"; $$->u.call.nameloc = @1;
-	                                  $$->u.call.args = arena_alloc(ps->arena, sizeof(Node *)); $$->u.call.args[0] = $3; $$->u.call.nargs = 1;
-	                                  $$ = grown(ps, $$, 1, &$3);
-	                                }
-	| F64 '(' expr ')'              {
-	                                  $$ = ast_node(ps->arena, N_CALL, @$); $$->u.call.name = "f64"; $$->u.call.nameloc = @1;
+	| dtype '(' expr ')'            {
+	                                  $$ = ast_node(ps->arena, N_CALL, @$); $$->u.call.name = dtype_name($1.t); $$->u.call.nameloc = @1;
 	                                  $$->u.call.args = arena_alloc(ps->arena, sizeof(Node *)); $$->u.call.args[0] = $3; $$->u.call.nargs = 1;
 	                                  $$ = grown(ps, $$, 1, &$3);
 	                                }

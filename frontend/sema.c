@@ -383,15 +383,62 @@ static bool unify(Ty *a, Ty b, Loc loc)
 	if (!b.typed)
 		return true;
 	if (a->typed && a->t != b.t) {
-		diag(DIAG_ERROR, loc, "mixed element types %s and %s; convert one side with f32(...) or f64(...)",
-		     dtype_name(a->t), dtype_name(b.t));
+		diag(DIAG_ERROR, loc, "mixed element types %s and %s; convert one side with %s(...) or %s(...)",
+		     dtype_name(a->t), dtype_name(b.t), dtype_name(a->t < b.t ? a->t : b.t),
+		     dtype_name(a->t < b.t ? b.t : a->t));
 		return false;
 	}
 	*a = b;
 	return true;
 }
 
+/* A number in an integer expression must be a whole number: 0.5 would be
+ * truncated to 0 without a word.  n is a side that reads no tensor. */
+static bool whole_numbers(Node *n, DType t)
+{
+	if (n->kind == N_NUM) {
+		if (n->u.num == trunc(n->u.num) && fabs(n->u.num) < 9.2e18)
+			return true;
+		diag(DIAG_ERROR, n->loc, "%g is not a whole number, in an %s expression; convert the other side with "
+		     "f32(...) or f64(...)", n->u.num, dtype_name(t));
+		return false;
+	}
+	bool ok = true;
+	switch (n->kind) {
+	case N_UNARY: return whole_numbers(n->u.unary.a, t);
+	case N_BINARY: return whole_numbers(n->u.binary.a, t) && whole_numbers(n->u.binary.b, t);
+	case N_WHERE:
+		ok &= whole_numbers(n->u.where.a, t);
+		return ok && whole_numbers(n->u.where.b, t);
+	default: return true;
+	}
+}
+
+/* What integers cannot do: functions defined on reals, '**', mean. */
+static bool int_operand(Ty ty, Loc loc, const char *what)
+{
+	if (!ty.typed || !dtype_is_int(ty.t))
+		return true;
+	diag(DIAG_ERROR, loc, "%s of an %s value; convert the value first with f32(...) or f64(...)", what,
+	     dtype_name(ty.t));
+	return false;
+}
+
 static bool check_expr(Sema *s, Node *n, Ty *ty);
+
+/* f(e) for the conversion to t, as if the program had written it. */
+static Node *converted(Sema *s, Node *e, DType t)
+{
+	Node *n = ast_node(s->arena, N_CALL, e->loc);
+	n->u.call.name = dtype_name(t);
+	n->u.call.nameloc = e->loc;
+	n->u.call.args = arena_alloc(s->arena, sizeof(Node *));
+	n->u.call.args[0] = e;
+	n->u.call.nargs = 1;
+	n->u.call.conv = t;
+	n->height = e->height + 1;
+	return n;
+}
 
 static bool check_access(Sema *s, Node *n, Ty *ty)
 {
@@ -454,12 +501,15 @@ static bool check_access(Sema *s, Node *n, Ty *ty)
 static bool check_call(Sema *s, Node *n, Ty *ty)
 {
 	const char *name = n->u.call.name;
-	bool conv = !strcmp(name, "f32") || !strcmp(name, "f64");
+	int conv = -1;
+	for (DType t = DT_F32; t <= DT_I64; t++)
+		if (!strcmp(name, dtype_name(t)))
+			conv = t;
 	int fn = -1;
 	for (int i = 0; i < NFUNCTIONS; i++)
 		if (!strcmp(functions[i].name, name))
 			fn = i;
-	if (fn < 0 && !conv) {
+	if (fn < 0 && conv < 0) {
 		const char *names[NFUNCTIONS];
 		for (int i = 0; i < NFUNCTIONS; i++)
 			names[i] = functions[i].name;
@@ -480,17 +530,20 @@ static bool check_call(Sema *s, Node *n, Ty *ty)
 		return false;
 	}
 	n->u.call.conv = -1;
-	if (conv) {
+	if (conv >= 0) {
 		Ty inner;
 		if (!check_expr(s, n->u.call.args[0], &inner))
 			return false;
-		n->u.call.conv = name[1] == '3' ? DT_F32 : DT_F64;
+		n->u.call.conv = conv;
 		ty->typed = true;
 		ty->t = n->u.call.conv;
 		return true;
 	}
 	n->u.call.fn = functions[fn].op;
-	return check_expr(s, n->u.call.args[0], ty);
+	if (!check_expr(s, n->u.call.args[0], ty))
+		return false;
+	KOp op = n->u.call.fn;
+	return op == KOP_ABS || op == KOP_RELU || op == KOP_STOP || int_operand(*ty, n->loc, name);
 }
 
 static bool check_reduce(Sema *s, Node *n, Ty *ty)
@@ -518,6 +571,8 @@ static bool check_reduce(Sema *s, Node *n, Ty *ty)
 		vec_push(&s->scope, v);
 	}
 	bool ok = check_expr(s, n->u.reduce.body, ty);
+	if (ok && n->u.reduce.red == R_MEAN)
+		ok = int_operand(*ty, n->loc, "mean");
 	s->scope.n = base;
 	for (int i = 0; ok && i < nn; i++)
 		if (s->vars.v[n->u.reduce.var[i]].extent < 0) {
@@ -603,6 +658,10 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		}
 		*ty = a;
 		ok = ok && unify(ty, b, n->loc);
+		if (ok && n->u.binary.op == B_POW)
+			ok = int_operand(*ty, n->loc, "'**'");
+		if (ok && ty->typed && dtype_is_int(ty->t))
+			ok = (a.typed || whole_numbers(n->u.binary.a, ty->t)) && (b.typed || whole_numbers(n->u.binary.b, ty->t));
 		break;
 	case N_CALL:
 		ok = check_call(s, n, ty);
@@ -612,7 +671,13 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		ok &= check_expr(s, n->u.where.a, &a);
 		ok &= check_expr(s, n->u.where.b, &b);
 		*ty = a;
-		ok = ok && unify(ty, b, n->loc) && unify(ty, c, n->loc);
+		ok = ok && unify(ty, b, n->loc);
+		if (ok && c.typed && ty->typed && c.t != ty->t)
+			n->u.where.cond = converted(s, n->u.where.cond, ty->t);   /* a condition is true where nonzero */
+		else
+			ok = ok && unify(ty, c, n->loc);
+		if (ok && ty->typed && dtype_is_int(ty->t))
+			ok = (a.typed || whole_numbers(n->u.where.a, ty->t)) && (b.typed || whole_numbers(n->u.where.b, ty->t));
 		break;
 	case N_REDUCE:
 		ok = check_reduce(s, n, ty);
@@ -1104,6 +1169,12 @@ static void check_param(Sema *s, Item *it)
 	Node *init = it->u.decl.init;
 	bool ok = true;
 
+	if (dtype_is_int(t.dtype)) {
+		diag(DIAG_ERROR, it->u.decl.typeloc, "a param is trained, so it is f32 or f64; an %s tensor is an input "
+		     "or a computed tensor", dtype_name(t.dtype));
+		return;
+	}
+
 	if (it->u.decl.ndims > MAXDIM) {
 		diag(DIAG_ERROR, it->nameloc, "'%s' has %d dimensions; trac supports at most %d", it->name,
 		     it->u.decl.ndims, MAXDIM);
@@ -1259,6 +1330,12 @@ static void check_grad(Sema *s, Item *it)
 	if (lt->rank != 0) {
 		diag(DIAG_ERROR, g->u.grad.lossloc, "'%s' has %d dimension%s; grad differentiates a scalar "
 		     "(sum it first, as in loss = sum[i](%s[i]))", lt->name, lt->rank, lt->rank == 1 ? "" : "s", lt->name);
+		return;
+	}
+	if (dtype_is_int(lt->dtype) || dtype_is_int(wt->dtype)) {
+		const Tensor *x = dtype_is_int(lt->dtype) ? lt : wt;
+		diag(DIAG_ERROR, dtype_is_int(lt->dtype) ? g->u.grad.lossloc : g->u.grad.wrtloc,
+		     "'%s' is %s; grad differentiates f32 and f64 values only", x->name, dtype_name(x->dtype));
 		return;
 	}
 	if (wt->role == TENSOR_TEMP) {

@@ -114,9 +114,10 @@ extern FILE *diag_out;          /* default stderr; tests redirect it */
 
 /* ---- kernels: the block functions joins, maps and aggregations call ---- */
 
-typedef enum { DT_F32, DT_F64 } DType;
-const char *dtype_name(DType t);                          /* "f32", "f64" */
+typedef enum { DT_F32, DT_F64, DT_I32, DT_I64 } DType;
+const char *dtype_name(DType t);                          /* "f32", "f64", "i32", "i64" */
 int dtype_size(DType t);
+bool dtype_is_int(DType t);
 
 typedef enum { AGG_ADD, AGG_MAX, AGG_MIN } AggKind;
 const char *agg_name(AggKind a);

@@ -18,6 +18,8 @@ const char *dtype_name(DType t)
 	switch (t) {
 	case DT_F32: return "f32";
 	case DT_F64: return "f64";
+	case DT_I32: return "i32";
+	case DT_I64: return "i64";
 	}
 	tr_bug("bad dtype %d", (int)t);
 }
@@ -27,8 +29,15 @@ int dtype_size(DType t)
 	switch (t) {
 	case DT_F32: return 4;
 	case DT_F64: return 8;
+	case DT_I32: return 4;
+	case DT_I64: return 8;
 	}
 	tr_bug("bad dtype %d", (int)t);
+}
+
+bool dtype_is_int(DType t)
+{
+	return t == DT_I32 || t == DT_I64;
 }
 
 const char *agg_name(AggKind a)

@@ -386,7 +386,7 @@ void trt_checkpoint(int loop, int64_t iter, int64_t count, const TrtParams *para
 	for (int i = 0; i < params->n; i++) {
 		const TrtTensor *x = &rt.prog->tensors[params->tensors[i]];
 		unsigned char *e = tab + HEADER + (size_t)i * ENTRY;
-		int64_t nbytes = x->dtype == TRT_F32 ? 4 : 8;
+		int64_t nbytes = (int64_t)rt_dtype_size(x->dtype);
 		for (int d = 0; d < x->rank; d++)
 			nbytes *= x->shape[d];
 		strncpy((char *)e, x->name, NAME - 1);

@@ -154,7 +154,7 @@ static void print_help(const TrtProgram *prog)
 		const TrtTensor *t = &prog->tensors[i];
 		rt_shape_str(shape, sizeof shape, t->rank, t->shape);
 		printf("  %-12s %-6s %s %-20s", t->name, rt_role_name(t->role),
-		       t->dtype == TRT_F32 ? "f32" : "f64", shape);
+		       rt_dtype_name(t->dtype), shape);
 		if (t->path)
 			printf(" default %s", t->path);
 		else if (t->role == TRT_OUTPUT)

@@ -55,7 +55,9 @@ void rt_shape_str(char *buf, size_t len, int rank, const int64_t *shape)
 
 static const char *dtype_descr(TrtDtype d)
 {
-	return d == TRT_F32 ? "<f4" : "<f8";
+	static const char *const descr[] = {[TRT_F32] = "<f4", [TRT_F64] = "<f8", [TRT_I32] = "<i4", [TRT_I64] = "<i8"};
+	rt_dtype_size(d);       /* checks d */
+	return descr[d];
 }
 
 /* ---- the header ---- */

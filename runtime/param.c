@@ -154,7 +154,7 @@ void trt_print(const TrtRel *r, const char *name)
 			for (int c = 0; c < v.rank; c++)
 				count *= v.n[c];
 			for (int64_t e = 0; e < count; e++) {
-				double x = t->dtype == TRT_F32 ? ((float *)v.p)[e] : ((double *)v.p)[e];
+				double x = rt_elem(t->dtype, v.p, e);
 				if (!have) {
 					first = x;
 					have = 1;
@@ -175,7 +175,7 @@ void trt_print(const TrtRel *r, const char *name)
 	if (t->nkey == 0) {
 		printf("%s = %.9g\n", name, all[0]);
 	} else {
-		printf("%s: %s (", name, t->dtype == TRT_F32 ? "f32" : "f64");
+		printf("%s: %s (", name, rt_dtype_name(t->dtype));
 		for (int d = 0; d < t->nkey; d++)
 			printf("%s%lld", d ? ", " : "", (long long)t->extent[d]);
 		printf("%s), norm %.9g\n", t->nkey == 1 ? "," : "", sqrt(all[1]));

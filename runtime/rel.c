@@ -23,6 +23,27 @@ size_t rt_dtype_size(TrtDtype d)
 	switch (d) {
 	case TRT_F32: return 4;
 	case TRT_F64: return 8;
+	case TRT_I32: return 4;
+	case TRT_I64: return 8;
+	}
+	rt_bug("bad dtype %d", (int)d);
+}
+
+const char *rt_dtype_name(TrtDtype d)
+{
+	static const char *const name[] = {[TRT_F32] = "f32", [TRT_F64] = "f64", [TRT_I32] = "i32", [TRT_I64] = "i64"};
+	rt_dtype_size(d);       /* checks d */
+	return name[d];
+}
+
+/* Element e of an array of dtype d, as a double (for norms and printing). */
+double rt_elem(TrtDtype d, const void *p, int64_t e)
+{
+	switch (d) {
+	case TRT_F32: return ((const float *)p)[e];
+	case TRT_F64: return ((const double *)p)[e];
+	case TRT_I32: return ((const int32_t *)p)[e];
+	case TRT_I64: return (double)((const int64_t *)p)[e];
 	}
 	rt_bug("bad dtype %d", (int)d);
 }
@@ -74,8 +95,7 @@ void rt_check_type(const TrtType *t)
 {
 	if (t->nkey < 0 || t->nkey > TRT_MAXDIM || t->nchunk < 0 || t->nchunk > TRT_MAXDIM)
 		rt_bug("relation type with %d key dims and %d chunk dims", t->nkey, t->nchunk);
-	if (t->dtype != TRT_F32 && t->dtype != TRT_F64)
-		rt_bug("bad dtype %d", (int)t->dtype);
+	rt_dtype_size(t->dtype);        /* checks it */
 	for (int d = 0; d < t->nkey; d++)
 		if (t->extent[d] < 0 || t->block[d] < 1)
 			rt_bug("key dim %d has extent %lld and block %lld", d,

@@ -71,6 +71,10 @@ void *rt_realloc(void *p, size_t nbytes);
 /* ---- rel.c ---- */
 
 size_t rt_dtype_size(TrtDtype d);
+const char *rt_dtype_name(TrtDtype d);                 /* "f32", ..., "i64" */
+double rt_elem(TrtDtype d, const void *p, int64_t e);  /* element e, as a double */
+/* a[i] = agg(a[i], b[i]) for i < n: how partial aggregates combine (a NaN wins max and min) */
+void rt_combine(TrtDtype dt, void *a, const void *b, int64_t n, TrtAgg agg);
 int64_t rt_frontier(const TrtType *t, int d);
 int64_t rt_nkeys(const TrtType *t);
 int64_t rt_chunk_shape(const TrtType *t, const int64_t *key, int64_t *n);

@@ -41,9 +41,9 @@
 #include <stdint.h>
 
 #define TRT_MAXDIM 8            /* most key dims and chunk dims of a relation */
-#define TRT_ABI 3               /* bumped when this interface changes */
+#define TRT_ABI 4               /* bumped when this interface changes */
 
-typedef enum { TRT_F32, TRT_F64 } TrtDtype;
+typedef enum { TRT_F32, TRT_F64, TRT_I32, TRT_I64 } TrtDtype;
 
 /* The static type of a relation; codegen emits these as const tables. */
 typedef struct TrtType {
@@ -309,5 +309,17 @@ void trt_op_end(int op);
 /* One line to stderr ("PROGRAM: " and the message), then the whole job ends
  * with status 1 (MPI_Abort: for errors only one rank knows about). */
 void trt_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+/* Integer division in kernels: truncates toward zero, as C; x / 0 is 0 (as
+ * numpy gives, with a warning) and INT_MIN / -1 wraps, so no input traps. */
+static inline int32_t trt_idiv32(int32_t a, int32_t b)
+{
+	return b == 0 ? 0 : b == -1 ? (int32_t)(0u - (uint32_t)a) : a / b;
+}
+
+static inline int64_t trt_idiv64(int64_t a, int64_t b)
+{
+	return b == 0 ? 0 : b == -1 ? (int64_t)(0u - (uint64_t)a) : a / b;
+}
 
 #endif

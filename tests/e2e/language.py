@@ -262,6 +262,54 @@ def init_check(x, out):
 CASES[-1]["check"] = init_check
 
 
+# ---- integer element types (version 2) ----
+L = np.array([0, 5, 3, 2, 9, 3, 1], dtype=np.int64)
+k32 = np.array([1, -3, 4, 5, -7, 2, 3], dtype=np.int32)
+def trunc_div(a, b):
+    return np.where(b == 0, 0, np.trunc(a / np.where(b == 0, 1, b))).astype(a.dtype)
+case("integers", """
+    size N = 7, C = 3;
+    input labels[N] : i64;
+    input k[N] : i32;
+    input X[N, C];
+    A[n] = labels[n] * 2 - 7;
+    Q[n] = (labels[n] - 3) / 2;
+    T = sum[n](labels[n]);
+    M = max[n](labels[n] * 1 + labels[n]);
+    Z[n, c] = X[n, c] * f32(labels[n] > 2);
+    W[n, c] = where(labels[n] - 3, X[n, c], -1.0);
+    K[n] = i32(f64(k[n]) * 1.5) / (k[n] - 1);
+    G[c] = argmax[n](i64(X[n, c] * 100.0));
+    R[n] = abs(-labels[n]) + relu(3 - labels[n]) + min[c](i64(X[n, c] * 10.0));
+    output A; output Q; output T; output M; output Z; output W; output K; output G; output R;
+""", dict(labels=L, k=k32, X=rnd(7, 3)), lambda x: dict(
+    A=x["labels"] * 2 - 7, Q=trunc_div(x["labels"] - 3, np.int64(2)), T=np.int64(x["labels"].sum()),
+    M=np.int64((2 * x["labels"]).max()), Z=x["X"] * (x["labels"] > 2).astype(np.float32)[:, None],
+    W=np.where((x["labels"] - 3)[:, None] != 0, x["X"], np.float32(-1)),
+    K=trunc_div(np.trunc(x["k"] * 1.5).astype(np.int32), x["k"] - np.int32(1)),
+    G=np.argmax((x["X"] * np.float32(100)).astype(np.int64), axis=0),
+    R=np.abs(x["labels"]) + np.maximum(3 - x["labels"], 0) + (x["X"] * np.float32(10)).astype(np.int64).min(axis=1)))
+
+def sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+def int_labels_grad(x):
+    p = sigmoid(x["X"].astype(np.float64) @ x["w"]); y = (x["labels"] > 2).astype(np.float64)
+    return dict(loss=np.float32(((p - y) ** 2).sum()),
+                dw=(x["X"].T.astype(np.float64) @ (2 * (p - y) * p * (1 - p))).astype(np.float32))
+case("int_labels_grad", """
+    size N = 8, D = 5;
+    input labels[N] : i64;
+    input X[N, D];
+    input w[D];
+    p[n] = sigmoid(X[n, d] * w[d]);
+    y[n] = f32(labels[n] > 2);
+    loss = sum[n]((p[n] - y[n]) ** 2);
+    dw = grad(loss, w);
+    output loss; output dw;
+""", dict(labels=np.array([0, 5, 3, 2, 9, 3, 1, 4], dtype=np.int64), X=rnd(8, 5), w=rnd(5)), int_labels_grad,
+     tol=2e-5)
+
+
 def run(c, tmp):
     d = os.path.join(tmp, c["name"])
     os.makedirs(d)
@@ -304,7 +352,7 @@ def run(c, tmp):
                     errors.append("%d ranks: %s is %s %s, expected %s %s" % (n, k, got.dtype, got.shape,
                                                                            ref.dtype, ref.shape))
                     continue
-                tol = c["tol"] or (1e-12 if ref.dtype == np.float64 else 2e-6)
+                tol = c["tol"] or (0 if ref.dtype.kind == "i" else 1e-12 if ref.dtype == np.float64 else 2e-6)
                 scale = max(np.abs(ref).max(), 1e-30)
                 err = np.abs(got.astype(np.float64) - ref).max() / scale
                 if not err <= tol:
