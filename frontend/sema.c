@@ -1343,6 +1343,7 @@ static void check_grad(Sema *s, Item *it)
 		     "or an input", g->u.grad.wrt);
 		return;
 	}
+	int lossid = loss->tensor, wrtid = wrt->tensor;        /* declare() may move the syms */
 	Tensor t = *wt;
 	t.name = local_name(s, it->name);
 	t.loc = it->nameloc;
@@ -1355,7 +1356,7 @@ static void check_grad(Sema *s, Item *it)
 	declare(s, (Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id,
 	                 .defined = true, .loop_depth = s->loop_depth});
 	Lowering l = {s->prog, s->cur.v, tra_add_stmt(s->prog, it->loc), NULL, 0, t.dtype};
-	s->cur.v[id] = lower_grad(&l, loss->tensor, wrt->tensor);
+	s->cur.v[id] = lower_grad(&l, lossid, wrtid);
 }
 
 /* A definition that failed still declares its name, poisoned, so later uses
