@@ -38,6 +38,19 @@ const char *red_name(RedKind r)
 
 /* ---- printing, as S-expressions ---- */
 
+static void node_print(Buf *b, const Node *n);
+
+/* "(head kid kid ...)" */
+static void sexp(Buf *b, const char *head, Node *const *kids, int n)
+{
+	buf_printf(b, "(%s", head);
+	for (int i = 0; i < n; i++) {
+		buf_puts(b, " ");
+		node_print(b, kids[i]);
+	}
+	buf_puts(b, ")");
+}
+
 static void node_print(Buf *b, const Node *n)
 {
 	if (!n) {
@@ -64,33 +77,16 @@ static void node_print(Buf *b, const Node *n)
 		buf_puts(b, "]");
 		return;
 	case N_UNARY:
-		buf_puts(b, "(- ");
-		node_print(b, n->u.unary.a);
-		buf_puts(b, ")");
+		sexp(b, "-", &n->u.unary.a, 1);
 		return;
 	case N_BINARY:
-		buf_printf(b, "(%s ", binop_name(n->u.binary.op));
-		node_print(b, n->u.binary.a);
-		buf_puts(b, " ");
-		node_print(b, n->u.binary.b);
-		buf_puts(b, ")");
+		sexp(b, binop_name(n->u.binary.op), (Node *const[]){n->u.binary.a, n->u.binary.b}, 2);
 		return;
 	case N_CALL:
-		buf_printf(b, "(%s", n->u.call.name);
-		for (int i = 0; i < n->u.call.nargs; i++) {
-			buf_puts(b, " ");
-			node_print(b, n->u.call.args[i]);
-		}
-		buf_puts(b, ")");
+		sexp(b, n->u.call.name, n->u.call.args, n->u.call.nargs);
 		return;
 	case N_WHERE:
-		buf_puts(b, "(where ");
-		node_print(b, n->u.where.cond);
-		buf_puts(b, " ");
-		node_print(b, n->u.where.a);
-		buf_puts(b, " ");
-		node_print(b, n->u.where.b);
-		buf_puts(b, ")");
+		sexp(b, "where", (Node *const[]){n->u.where.cond, n->u.where.a, n->u.where.b}, 3);
 		return;
 	case N_REDUCE:
 		buf_printf(b, "(%s%s[", n->u.reduce.implicit ? "implicit-" : "", red_name(n->u.reduce.red));

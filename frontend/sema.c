@@ -33,8 +33,8 @@
 
 /* ---- names ---- */
 
-static const char *nearest_of(Sema *s, const char *name, int kind, const char *const *extra, int nextra);
-#define nearest(s, name, extra, nextra) nearest_of(s, name, ANY_SYM, extra, nextra)
+static const char *did_you_mean_of(Sema *s, const char *name, int kind, const char *const *extra, int nextra);
+#define did_you_mean(s, name, extra, nextra) did_you_mean_of(s, name, ANY_SYM, extra, nextra)
 
 Sym *lookup(Sema *s, const char *name)
 {
@@ -68,9 +68,10 @@ static int edit_distance(const char *a, const char *b)
 
 #define ANY_SYM (-1)
 
-/* The declared name nearest to `name`, for "did you mean" hints: among
- * symbols of kind `kind` (or ANY_SYM) and the extra names. */
-static const char *nearest_of(Sema *s, const char *name, int kind, const char *const *extra, int nextra)
+/* The hint "; did you mean 'x'?" naming the declared name nearest to
+ * `name` among symbols of kind `kind` (or ANY_SYM) and the extra names, or
+ * "" when none is near. */
+static const char *did_you_mean_of(Sema *s, const char *name, int kind, const char *const *extra, int nextra)
 {
 	const char *best = NULL;
 	int bestd = strlen(name) <= 3 ? 1 : 2;
@@ -90,7 +91,24 @@ static const char *nearest_of(Sema *s, const char *name, int kind, const char *c
 			bestd = d;
 		}
 	}
-	return best;
+	if (!best)
+		return "";
+	char *hint = arena_alloc(s->arena, strlen(best) + 24);
+	sprintf(hint, "; did you mean '%s'?", best);
+	return hint;
+}
+
+/* The symbol a name in an expression refers to, marked used; NULL after
+ * "unknown WHAT 'x'; did you mean ...?". */
+static Sym *use_sym(Sema *s, Node *n, const char *what)
+{
+	Sym *sym = lookup(s, n->u.name.name);
+	if (!sym) {
+		diag(DIAG_ERROR, n->loc, "unknown %s '%s'%s", what, n->u.name.name, did_you_mean(s, n->u.name.name, NULL, 0));
+		return NULL;
+	}
+	sym->used = true;
+	return sym;
 }
 
 static const char *sym_what(const Sym *sym, const TraProg *p)
@@ -170,14 +188,9 @@ static bool eval_int(Sema *s, Node *n, int64_t *out)
 		*out = (int64_t)n->u.num;
 		return true;
 	case N_NAME: {
-		Sym *sym = lookup(s, n->u.name.name);
-		if (!sym) {
-			const char *near = nearest(s, n->u.name.name, NULL, 0);
-			diag(DIAG_ERROR, n->loc, "unknown size '%s'%s%s%s", n->u.name.name,
-			     near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+		Sym *sym = use_sym(s, n, "size");
+		if (!sym)
 			return false;
-		}
-		sym->used = true;
 		if (sym->kind == SYM_CONST && sym->value == floor(sym->value) && fabs(sym->value) < 9.2e18) {
 			*out = (int64_t)sym->value;
 			return true;
@@ -255,14 +268,9 @@ static bool eval_num(Sema *s, Node *n, double *out)
 		*out = n->u.num;
 		return true;
 	case N_NAME: {
-		Sym *sym = lookup(s, n->u.name.name);
-		if (!sym) {
-			const char *near = nearest(s, n->u.name.name, NULL, 0);
-			diag(DIAG_ERROR, n->loc, "unknown name '%s'%s%s%s", n->u.name.name,
-			     near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+		Sym *sym = use_sym(s, n, "name");
+		if (!sym)
 			return false;
-		}
-		sym->used = true;
 		if (sym->kind == SYM_SIZE)
 			*out = (double)sym->size;
 		else if (sym->kind == SYM_CONST)
@@ -445,9 +453,7 @@ static bool check_access(Sema *s, Node *n, Ty *ty)
 	const char *name = n->u.access.name;
 	Sym *sym = lookup(s, name);
 	if (!sym) {
-		const char *near = nearest_of(s, name, SYM_TENSOR, NULL, 0);
-		diag(DIAG_ERROR, n->u.access.nameloc, "unknown tensor '%s'%s%s%s", name,
-		     near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+		diag(DIAG_ERROR, n->u.access.nameloc, "unknown tensor '%s'%s", name, did_you_mean_of(s, name, SYM_TENSOR, NULL, 0));
 		return false;
 	}
 	sym->used = true;
@@ -513,7 +519,6 @@ static bool check_call(Sema *s, Node *n, Ty *ty)
 		const char *names[NFUNCTIONS];
 		for (int i = 0; i < NFUNCTIONS; i++)
 			names[i] = functions[i].name;
-		const char *near = nearest(s, name, names, NFUNCTIONS);
 		Sym *sym = lookup(s, name);
 		if (sym && sym->kind == SYM_DEF)
 			diag(DIAG_ERROR, n->loc, "a call of def '%s' must be the whole right side of an assignment, "
@@ -521,8 +526,8 @@ static bool check_call(Sema *s, Node *n, Ty *ty)
 		else if (sym)
 			diag(DIAG_ERROR, n->u.call.nameloc, "'%s' is %s, not a function", name, sym_what(sym, s->prog));
 		else
-			diag(DIAG_ERROR, n->u.call.nameloc, "unknown function '%s'%s%s%s", name,
-			     near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+			diag(DIAG_ERROR, n->u.call.nameloc, "unknown function '%s'%s", name,
+			     did_you_mean(s, name, names, NFUNCTIONS));
 		return false;
 	}
 	if (n->u.call.nargs != 1) {
@@ -602,16 +607,8 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		ok = false;
 		break;
 	case N_NAME: {
-		Sym *sym = lookup(s, n->u.name.name);
-		if (!sym) {
-			const char *near = nearest(s, n->u.name.name, NULL, 0);
-			diag(DIAG_ERROR, n->loc, "unknown name '%s'%s%s%s", n->u.name.name,
-			     near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
-			ok = false;
-			break;
-		}
-		sym->used = true;
-		if (sym->poisoned) {
+		Sym *sym = use_sym(s, n, "name");
+		if (!sym || sym->poisoned) {
 			ok = false;
 			break;
 		}
@@ -1294,9 +1291,7 @@ static Sym *grad_operand(Sema *s, const char *name, Loc loc, const char *what)
 {
 	Sym *sym = lookup(s, name);
 	if (!sym) {
-		const char *near = nearest_of(s, name, SYM_TENSOR, NULL, 0);
-		diag(DIAG_ERROR, loc, "unknown tensor '%s'%s%s%s", name, near ? "; did you mean '" : "",
-		     near ? near : "", near ? "'?" : "");
+		diag(DIAG_ERROR, loc, "unknown tensor '%s'%s", name, did_you_mean_of(s, name, SYM_TENSOR, NULL, 0));
 		return NULL;
 	}
 	if (!sym_live(sym, loc))
@@ -1483,9 +1478,7 @@ static void check_outputs(Sema *s, Ast *ast)
 			continue;
 		Sym *sym = lookup(s, it->name);
 		if (!sym) {
-			const char *near = nearest_of(s, it->name, SYM_TENSOR, NULL, 0);
-			diag(DIAG_ERROR, it->nameloc, "output '%s' is never defined%s%s%s", it->name,
-			     near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+			diag(DIAG_ERROR, it->nameloc, "output '%s' is never defined%s", it->name, did_you_mean_of(s, it->name, SYM_TENSOR, NULL, 0));
 			continue;
 		}
 		if (sym->kind != SYM_TENSOR || !sym_live(sym, it->nameloc))

@@ -298,22 +298,52 @@ static bool scope_visible(const Scope *sc, int def, int use)
 	}
 }
 
+static Scope scope_new(int nops)
+{
+	return (Scope){xcalloc(nops + 1, sizeof(int)), xcalloc(nops + 1, sizeof(int)), 0, -1};
+}
+
+static void scope_free(Scope *sc)
+{
+	free(sc->loopof);
+	free(sc->parent);
+}
+
+/* Does op x, an input of op i, come before it and give a result? */
+static bool tra_gives(const TraProg *p, int i, int x)
+{
+	return x >= 0 && x < i && tra_has_result(p->ops.v[x].kind);
+}
+
+static bool ia_gives(const IaPlan *p, int i, int x)
+{
+	return x >= 0 && x < i && ia_has_result(p->ops.v[x].kind);
+}
+
+/* Op i's n inputs must be earlier ops that give a result (has[j]) and be
+ * visible from i's loop. */
+static void check_inputs(Ctx *c, Scope *sc, int i, bool is_loop, bool is_end, int n, const int *in,
+                         const bool *has)
+{
+	c->op = i;
+	scope_enter(c, sc, i, is_loop, is_end);
+	for (int j = 0; j < n; j++)
+		if (!has[j])
+			fail(c, "input %d is op %d", j, in[j]);
+		else if (!scope_visible(sc, in[j], i))
+			fail(c, "input %d (op %d) is inside a loop this op is not in", j, in[j]);
+}
+
 bool tra_verify(const TraProg *p, Buf *err)
 {
 	Ctx c = {err, "TRA", 0, true};
 	const RelType **ref = xcalloc(p->tensors.n + 1, sizeof *ref);
-	Scope sc = {xcalloc(p->ops.n + 1, sizeof(int)), xcalloc(p->ops.n + 1, sizeof(int)), 0, -1};
+	Scope sc = scope_new(p->ops.n);
 	for (int i = 0; c.ok && i < p->ops.n; i++) {
 		const TraOp *op = &p->ops.v[i];
-		int in[2];
-		int n = tra_inputs(op, in);
-		c.op = i;
-		scope_enter(&c, &sc, i, op->kind == TRA_LOOP, op->kind == TRA_ENDLOOP);
-		for (int j = 0; j < n; j++)
-			if (in[j] < 0 || in[j] >= i || !tra_has_result(p->ops.v[in[j]].kind))
-				fail(&c, "input %d is op %d", j, in[j]);
-			else if (!scope_visible(&sc, in[j], i))
-				fail(&c, "input %d (op %d) is inside a loop this op is not in", j, in[j]);
+		int in[2], n = tra_inputs(op, in);
+		bool has[2] = {n > 0 && tra_gives(p, i, in[0]), n > 1 && tra_gives(p, i, in[1])};
+		check_inputs(&c, &sc, i, op->kind == TRA_LOOP, op->kind == TRA_ENDLOOP, n, in, has);
 		if (op->stmt < -1 || op->stmt >= p->stmts.n)
 			fail(&c, "statement %d", op->stmt);
 		if (!c.ok)
@@ -395,8 +425,7 @@ bool tra_verify(const TraProg *p, Buf *err)
 	if (c.ok && sc.cur >= 0)
 		fail(&c, "loop at op %d is not closed", sc.cur);
 	free(ref);
-	free(sc.loopof);
-	free(sc.parent);
+	scope_free(&sc);
 	return c.ok;
 }
 
@@ -404,18 +433,12 @@ bool ia_verify(const IaPlan *p, Buf *err)
 {
 	Ctx c = {err, "IA", 0, true};
 	const RelType **ref = xcalloc(p->tra->tensors.n + 1, sizeof *ref);
-	Scope sc = {xcalloc(p->ops.n + 1, sizeof(int)), xcalloc(p->ops.n + 1, sizeof(int)), 0, -1};
+	Scope sc = scope_new(p->ops.n);
 	for (int i = 0; c.ok && i < p->ops.n; i++) {
 		const IaOp *op = &p->ops.v[i];
-		int in[2];
-		int n = ia_inputs(op, in);
-		c.op = i;
-		scope_enter(&c, &sc, i, op->kind == IA_LOOP, op->kind == IA_ENDLOOP);
-		for (int j = 0; j < n; j++)
-			if (in[j] < 0 || in[j] >= i || !ia_has_result(p->ops.v[in[j]].kind))
-				fail(&c, "input %d is op %d", j, in[j]);
-			else if (!scope_visible(&sc, in[j], i))
-				fail(&c, "input %d (op %d) is inside a loop this op is not in", j, in[j]);
+		int in[2], n = ia_inputs(op, in);
+		bool has[2] = {n > 0 && ia_gives(p, i, in[0]), n > 1 && ia_gives(p, i, in[1])};
+		check_inputs(&c, &sc, i, op->kind == IA_LOOP, op->kind == IA_ENDLOOP, n, in, has);
 		if (!c.ok)
 			break;
 		check_type(&c, &op->type);
@@ -496,7 +519,6 @@ bool ia_verify(const IaPlan *p, Buf *err)
 	if (c.ok && sc.cur >= 0)
 		fail(&c, "loop at op %d is not closed", sc.cur);
 	free(ref);
-	free(sc.loopof);
-	free(sc.parent);
+	scope_free(&sc);
 	return c.ok;
 }
