@@ -173,38 +173,13 @@ static uint32_t get32(const unsigned char *b)
 	return v;
 }
 
+/* n bytes at off, or 0 with errno set (EIO for a file that ends early) */
 static int read_full(int fd, void *buf, size_t n, off_t off)
 {
-	size_t got = 0;
-	while (got < n) {
-		ssize_t k = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			if (k == 0)
-				errno = EIO;
-			return 0;
-		}
-		got += (size_t)k;
-	}
-	return 1;
-}
-
-static int write_full(int fd, const void *buf, size_t n, off_t off)
-{
-	size_t done = 0;
-	while (done < n) {
-		ssize_t k = pwrite(fd, (const char *)buf + done, n - done, off + (off_t)done);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			if (k == 0)
-				errno = EIO;
-			return 0;
-		}
-		done += (size_t)k;
-	}
-	return 1;
+	ssize_t k = rt_pread_full(fd, buf, n, off);
+	if (k >= 0 && (size_t)k < n)
+		errno = EIO;
+	return k >= 0 && (size_t)k == n;
 }
 
 /* Opens and checks --resume's file; on failure, the message in msg. */
@@ -401,7 +376,7 @@ void trt_checkpoint(int loop, int64_t iter, int64_t count, const TrtParams *para
 
 	if (rt.rank == 0) {
 		fd = rt_make_temp(ck.path, &tmp);
-		if (fd < 0 || !write_full(fd, tab, tabsize, 0)) {
+		if (fd < 0 || !rt_pwrite_full(fd, tab, tabsize, 0)) {
 			snprintf(msg, sizeof msg, "%s: --checkpoint %s: %s", rt_progname(), ck.path, strerror(errno));
 			err = msg;
 			if (fd >= 0) {

@@ -74,8 +74,13 @@ void rt_agree(const char *msg)
 	rt_exit(1);
 }
 
-static void __attribute__((noreturn)) abort_job(void)
+/* Print "prog: WHAT" + the message, then MPI_Abort: one rank alone. */
+static void __attribute__((noreturn)) abort_job(const char *what, const char *fmt, va_list ap)
 {
+	char line[1024];
+
+	vsnprintf(line, sizeof line, fmt, ap);
+	fprintf(stderr, "%s: %s%s\n", rt_progname(), what, line);
 	fflush(stdout);
 	fflush(stderr);
 	if (mpi_live())
@@ -85,26 +90,18 @@ static void __attribute__((noreturn)) abort_job(void)
 
 void trt_fatal(const char *fmt, ...)
 {
-	char line[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "%s: %s\n", rt_progname(), line);
-	abort_job();
+	abort_job("", fmt, ap);
 }
 
 void rt_bug(const char *fmt, ...)
 {
-	char line[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "%s: internal error: %s\n", rt_progname(), line);
-	abort_job();
+	abort_job("internal error: ", fmt, ap);
 }
 
 void *rt_alloc(size_t nbytes)

@@ -296,7 +296,7 @@ int rt_npy_check(const NpyHeader *h, const TrtTensor *t, int64_t filesize,
 }
 
 /* Reads n bytes at off, retrying short reads; returns bytes read or -1. */
-static ssize_t pread_full(int fd, void *buf, size_t n, int64_t off)
+ssize_t rt_pread_full(int fd, void *buf, size_t n, int64_t off)
 {
 	size_t got = 0;
 
@@ -313,7 +313,8 @@ static ssize_t pread_full(int fd, void *buf, size_t n, int64_t off)
 	return (ssize_t)got;
 }
 
-static int pwrite_full(int fd, const void *buf, size_t n, int64_t off)
+/* Writes n bytes at off, retrying short writes; 0 on failure (errno set). */
+int rt_pwrite_full(int fd, const void *buf, size_t n, int64_t off)
 {
 	size_t done = 0;
 
@@ -321,8 +322,11 @@ static int pwrite_full(int fd, const void *buf, size_t n, int64_t off)
 		ssize_t k = pwrite(fd, (const char *)buf + done, n - done, (off_t)(off + (int64_t)done));
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k <= 0)
+		if (k <= 0) {
+			if (k == 0)
+				errno = EIO;
 			return 0;
+		}
 		done += (size_t)k;
 	}
 	return 1;
@@ -362,7 +366,7 @@ int rt_npy_open(const TrtTensor *t, const char *path, NpyHeader *h, char *msg, s
 		close(fd);
 		return -1;
 	}
-	ssize_t n = pread_full(fd, head, sizeof head, 0);
+	ssize_t n = rt_pread_full(fd, head, sizeof head, 0);
 	if (n < 0) {
 		tensor_msg(msg, len, t, path, errstr(errno));
 		close(fd);
@@ -381,7 +385,7 @@ int rt_npy_open(const TrtTensor *t, const char *path, NpyHeader *h, char *msg, s
 			want = 1u << 20;
 	}
 	unsigned char *buf = rt_alloc(want);
-	n = pread_full(fd, buf, want, 0);
+	n = rt_pread_full(fd, buf, want, 0);
 	int ok = n >= 0 && rt_npy_parse(buf, (size_t)n, h, why, sizeof why) &&
 	         rt_npy_check(h, t, (int64_t)st.st_size, why, sizeof why);
 	if (n < 0)
@@ -530,7 +534,7 @@ static int each_run(const TrtType *t, const Block *b, char *buf, int64_t data_of
 
 static int io_read(int fd, char *buf, size_t n, int64_t off)
 {
-	ssize_t k = pread_full(fd, buf, n, off);
+	ssize_t k = rt_pread_full(fd, buf, n, off);
 	if (k >= 0 && (size_t)k < n)
 		errno = EIO;            /* the file shrank after the check */
 	return k >= 0 && (size_t)k == n;
@@ -538,7 +542,7 @@ static int io_read(int fd, char *buf, size_t n, int64_t off)
 
 static int io_write(int fd, char *buf, size_t n, int64_t off)
 {
-	return pwrite_full(fd, buf, n, off);
+	return rt_pwrite_full(fd, buf, n, off);
 }
 
 /* Reads the chunk of key into c; returns 0 (errno set) on failure. */
@@ -733,7 +737,7 @@ void trt_write(int tensor, const TrtRel *r)
 		rt_bug("npy header of %s does not fit", x->name);
 	if (rt.rank == 0) {
 		fd = rt_make_temp(path, &tmpname);
-		if (fd < 0 || !pwrite_full(fd, head, hlen, 0)) {
+		if (fd < 0 || !rt_pwrite_full(fd, head, hlen, 0)) {
 			tensor_msg(msg, sizeof msg, x, path, errstr(errno));
 			err = msg;
 			if (fd >= 0) {

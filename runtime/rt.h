@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <mpi.h>
 
 #include "trac_rt.h"
@@ -71,6 +72,8 @@ void *rt_realloc(void *p, size_t nbytes);
 /* ---- rel.c ---- */
 
 size_t rt_dtype_size(TrtDtype d);
+ssize_t rt_pread_full(int fd, void *buf, size_t n, int64_t off);    /* bytes read (short at EOF), or -1 */
+int rt_pwrite_full(int fd, const void *buf, size_t n, int64_t off);  /* 1, or 0 with errno set */
 const char *rt_dtype_name(TrtDtype d);                 /* "f32", ..., "i64" */
 double rt_elem(TrtDtype d, const void *p, int64_t e);  /* element e, as a double */
 /* a[i] = agg(a[i], b[i]) for i < n: how partial aggregates combine (a NaN wins max and min) */
