@@ -405,10 +405,12 @@ static bool unify(Ty *a, Ty b, Loc loc)
 static bool whole_numbers(Node *n, DType t)
 {
 	if (n->kind == N_NUM) {
-		if (n->u.num == trunc(n->u.num) && fabs(n->u.num) < 9.2e18)
+		double lim = t == DT_I32 ? 2147483647.0 : 9.2e18;
+		bool whole = n->u.num == trunc(n->u.num);
+		if (whole && fabs(n->u.num) <= lim)
 			return true;
-		diag(DIAG_ERROR, n->loc, "%g is not a whole number, in an %s expression; convert the other side with "
-		     "f32(...) or f64(...)", n->u.num, dtype_name(t));
+		diag(DIAG_ERROR, n->loc, "%g is %s, in an %s expression; convert the other side with f32(...) or f64(...)",
+		     n->u.num, whole ? "out of its range" : "not a whole number", dtype_name(t));
 		return false;
 	}
 	bool ok = true;
