@@ -418,112 +418,21 @@ size_t rt_npy_header(const TrtTensor *t, char *buf, size_t buflen)
 
 /* ---- chunks in the file ---- */
 
-/* Copies a strided array into a dense row-major one of shape n[0..nd). */
-static void gather(void *dst, const void *src, int nd, const int64_t *n,
-                   const int64_t *stride, size_t es)
-{
-	int64_t idx[TRT_MAXDIM] = { 0 }, total = 1;
-
-	for (int d = 0; d < nd; d++)
-		total *= n[d];
-	if (total == 0)
-		return;
-	int64_t inner = nd ? n[nd - 1] : 1, is = nd ? stride[nd - 1] : 0;
-	char *out = dst;
-	for (int64_t done = 0; done < total; done += inner) {
-		int64_t off = 0;
-		for (int d = 0; d + 1 < nd; d++)
-			off += idx[d] * stride[d];
-		if (es == 4) {
-			const float *s = (const float *)src + off;
-			float *o = (float *)out;
-			for (int64_t i = 0; i < inner; i++)
-				o[i] = s[i * is];
-		} else {
-			const double *s = (const double *)src + off;
-			double *o = (double *)out;
-			for (int64_t i = 0; i < inner; i++)
-				o[i] = s[i * is];
-		}
-		out += (size_t)inner * es;
-		for (int d = nd - 2; d >= 0; d--) {
-			if (++idx[d] < n[d])
-				break;
-			idx[d] = 0;
-		}
-	}
-}
-
-/* Where a chunk sits in the file: per key dim, its first index and length;
- * whether its layout is the file's (chunk dims in key-dim order); and the
- * longest contiguous run of the file that it covers. */
-typedef struct Block {
-	int64_t start[TRT_MAXDIM], cnt[TRT_MAXDIM];
-	int64_t tstride[TRT_MAXDIM];    /* the tensor's row-major strides */
-	int identity;
-	int d0;                         /* runs span dims d0.. */
-	int64_t run;                    /* elements per run */
-} Block;
-
-static void block_of(const TrtType *t, const int64_t *key, Block *b)
-{
-	int spanned[TRT_MAXDIM] = { 0 };
-
-	b->identity = 1;
-	for (int c = 0; c < t->nchunk; c++) {
-		if (spanned[t->chunkdim[c]])
-			rt_bug("chunk dims span key dim %d twice", t->chunkdim[c]);
-		spanned[t->chunkdim[c]] = 1;
-		if (c && t->chunkdim[c] < t->chunkdim[c - 1])
-			b->identity = 0;
-	}
-	int64_t s = 1;
-	for (int d = t->nkey - 1; d >= 0; d--) {
-		b->tstride[d] = s;
-		s *= t->extent[d];
-		b->start[d] = key[d] * t->block[d];
-		b->cnt[d] = t->extent[d] - b->start[d];
-		if (b->cnt[d] > t->block[d])
-			b->cnt[d] = t->block[d];
-		if (!spanned[d] && b->cnt[d] != 1)
-			rt_bug("key dim %d spans %lld elements but no chunk dim", d, (long long)b->cnt[d]);
-	}
-	b->d0 = t->nkey ? t->nkey - 1 : 0;
-	b->run = t->nkey ? b->cnt[b->d0] : 1;
-	while (b->d0 > 0 && b->cnt[b->d0] == t->extent[b->d0]) {
-		b->d0--;
-		b->run *= b->cnt[b->d0];
-	}
-}
-
 /* Calls io(fd, buf, bytes, offset) for each run of block b, buf walking
  * through the dense sub-block in file order.  Returns 0 on the first
  * failure. */
-static int each_run(const TrtType *t, const Block *b, char *buf, int64_t data_offset,
+static int each_run(const TrtType *t, const RtBlock *b, char *buf, int64_t data_offset,
                     int (*io)(int, char *, size_t, int64_t), int fd)
 {
 	size_t es = rt_dtype_size(t->dtype);
-	int64_t idx[TRT_MAXDIM] = { 0 };
 
-	for (int d = 0; d < t->nkey; d++)
-		if (b->cnt[d] == 0)
-			return 1;
-	for (;;) {
-		int64_t off = 0;
-		for (int d = 0; d < t->nkey; d++)
-			off += (b->start[d] + (d < b->d0 ? idx[d] : 0)) * b->tstride[d];
+	for (int64_t i = 0; i < b->nrun; i++) {
+		int64_t off = rt_block_run(t, b, i);
 		if (!io(fd, buf, (size_t)b->run * es, data_offset + off * (int64_t)es))
 			return 0;
 		buf += (size_t)b->run * es;
-		int d = b->d0 - 1;
-		for (; d >= 0; d--) {
-			if (++idx[d] < b->cnt[d])
-				break;
-			idx[d] = 0;
-		}
-		if (d < 0)
-			return 1;
 	}
+	return 1;
 }
 
 static int io_read(int fd, char *buf, size_t n, int64_t off)
@@ -543,8 +452,8 @@ static int io_write(int fd, char *buf, size_t n, int64_t off)
 static int read_chunk(int fd, int64_t data_offset, const TrtType *t, const int64_t *key,
                       Chunk *c)
 {
-	Block b;
-	block_of(t, key, &b);
+	RtBlock b;
+	rt_block_of(t, key, &b);
 	if (b.identity)
 		return each_run(t, &b, rt_chunk_data(c), data_offset, io_read, fd);
 
@@ -563,7 +472,7 @@ static int read_chunk(int fd, int64_t data_offset, const TrtType *t, const int64
 			n[k] = b.cnt[t->chunkdim[k]];
 			st[k] = bstride[t->chunkdim[k]];
 		}
-		gather(rt_chunk_data(c), tmp, t->nchunk, n, st, es);
+		rt_gather(rt_chunk_data(c), tmp, t->nchunk, n, st, es);
 	}
 	free(tmp);
 	return ok;
@@ -573,8 +482,8 @@ static int read_chunk(int fd, int64_t data_offset, const TrtType *t, const int64
 static int write_chunk(int fd, int64_t data_offset, const TrtType *t, const int64_t *key,
                        const void *data, size_t nbytes)
 {
-	Block b;
-	block_of(t, key, &b);
+	RtBlock b;
+	rt_block_of(t, key, &b);
 	if (b.identity)
 		return each_run(t, &b, (char *)data, data_offset, io_write, fd);
 
@@ -589,7 +498,7 @@ static int write_chunk(int fd, int64_t data_offset, const TrtType *t, const int6
 	for (int k = 0; k < t->nchunk; k++)
 		st[t->chunkdim[k]] = cstride[k];
 	char *tmp = rt_alloc(nbytes);
-	gather(tmp, data, t->nkey, b.cnt, st, es);
+	rt_gather(tmp, data, t->nkey, b.cnt, st, es);
 	int ok = each_run(t, &b, tmp, data_offset, io_write, fd);
 	free(tmp);
 	return ok;

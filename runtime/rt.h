@@ -90,6 +90,25 @@ void rt_sort(int64_t *idx, int64_t n, int (*cmp)(int64_t, int64_t, const void *)
 int64_t rt_key_linear(const TrtType *t, const int64_t *key);
 void rt_key_from_linear(const TrtType *t, int64_t lin, int64_t *key);
 
+/* Where the chunk of a key sits in its tensor (row-major over the key
+ * dims): per key dim its first index and length, and its runs, the longest
+ * pieces of the chunk contiguous in the tensor: nrun of run elements each,
+ * in tensor order.  When identity is set (chunk dims in key-dim order) the
+ * chunk's data is its runs one after the other; otherwise it is their
+ * transpose (rt_gather). */
+typedef struct RtBlock {
+	int64_t start[TRT_MAXDIM], cnt[TRT_MAXDIM];
+	int64_t tstride[TRT_MAXDIM];    /* the tensor's row-major strides */
+	int identity;
+	int d0;                         /* runs span key dims d0.. */
+	int64_t run, nrun;
+} RtBlock;
+
+void rt_block_of(const TrtType *t, const int64_t *key, RtBlock *b);
+int64_t rt_block_run(const TrtType *t, const RtBlock *b, int64_t i);
+void rt_gather(void *dst, const void *src, int nd, const int64_t *n, const int64_t *stride,
+               size_t es);
+
 /* An open-addressing hash index from the keys of a relation's tuples to
  * their positions; it stores positions only, so the relation may grow. */
 typedef struct KeyIndex {
