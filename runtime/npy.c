@@ -457,23 +457,10 @@ static int read_chunk(int fd, int64_t data_offset, const TrtType *t, const int64
 	if (b.identity)
 		return each_run(t, &b, rt_chunk_data(c), data_offset, io_read, fd);
 
-	size_t es = rt_dtype_size(t->dtype);
 	char *tmp = rt_alloc(c->nbytes);
 	int ok = each_run(t, &b, tmp, data_offset, io_read, fd);
-	if (ok) {
-		/* The sub-block is row-major over the key dims; the chunk walks
-		 * it in chunk-dim order. */
-		int64_t bstride[TRT_MAXDIM], n[TRT_MAXDIM], st[TRT_MAXDIM], s = 1;
-		for (int d = t->nkey - 1; d >= 0; d--) {
-			bstride[d] = s;
-			s *= b.cnt[d];
-		}
-		for (int k = 0; k < t->nchunk; k++) {
-			n[k] = b.cnt[t->chunkdim[k]];
-			st[k] = bstride[t->chunkdim[k]];
-		}
-		rt_gather(rt_chunk_data(c), tmp, t->nchunk, n, st, es);
-	}
+	if (ok)
+		rt_block_to_chunk(t, &b, rt_chunk_data(c), tmp);
 	free(tmp);
 	return ok;
 }

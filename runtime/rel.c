@@ -280,6 +280,23 @@ int64_t rt_block_run(const TrtType *t, const RtBlock *b, int64_t i)
 	return off;
 }
 
+/* The elements of block b of chunk type t, dense row-major over the key
+ * dims in src, into dst in chunk order. */
+void rt_block_to_chunk(const TrtType *t, const RtBlock *b, void *dst, const void *src)
+{
+	int64_t bstride[TRT_MAXDIM], n[TRT_MAXDIM], st[TRT_MAXDIM], s = 1;
+
+	for (int d = t->nkey - 1; d >= 0; d--) {
+		bstride[d] = s;
+		s *= b->cnt[d];
+	}
+	for (int k = 0; k < t->nchunk; k++) {
+		n[k] = b->cnt[t->chunkdim[k]];
+		st[k] = bstride[t->chunkdim[k]];
+	}
+	rt_gather(dst, src, t->nchunk, n, st, rt_dtype_size(t->dtype));
+}
+
 /* Copies a strided array into a dense row-major one of shape n[0..nd). */
 void rt_gather(void *dst, const void *src, int nd, const int64_t *n, const int64_t *stride,
                size_t es)

@@ -106,6 +106,7 @@ typedef struct RtBlock {
 
 void rt_block_of(const TrtType *t, const int64_t *key, RtBlock *b);
 int64_t rt_block_run(const TrtType *t, const RtBlock *b, int64_t i);
+void rt_block_to_chunk(const TrtType *t, const RtBlock *b, void *dst, const void *src);
 void rt_gather(void *dst, const void *src, int nd, const int64_t *n, const int64_t *stride,
                size_t es);
 
@@ -120,6 +121,17 @@ void rt_index_init(KeyIndex *ix);
 int64_t rt_index_find(const KeyIndex *ix, const TrtRel *r, const int64_t *key);
 void rt_index_add(KeyIndex *ix, const TrtRel *r, int64_t pos);
 void rt_index_free(KeyIndex *ix);
+
+/* ---- param.c ---- */
+
+/* The stream of tensor name under seed, and its elements g .. g+n-1 as
+ * initialiser kind(a, b) makes them, into out in type dt. */
+uint64_t rt_init_stream(uint64_t seed, const char *name);
+void rt_init_values(TrtInit kind, double a, double b, uint64_t stream, uint64_t g, int64_t n,
+                    TrtDtype dt, void *out);
+/* Whether rt_init_values runs its AVX-512 copy: -1 until it asks the CPU;
+ * the unit test sets 0 to compare the plain copy. */
+extern int rt_fill_wide;
 
 /* ---- comm.c ---- */
 

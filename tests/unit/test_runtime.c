@@ -53,7 +53,7 @@ static char dir[512];
 
 /* ---- the test program's tensors ---- */
 
-enum { T_A, T_X, T_CASE0 };
+enum { T_A, T_X, T_P, T_CASE0 };
 
 typedef struct Case {
 	TrtDtype dt;
@@ -173,8 +173,10 @@ static TrtRel *make_rel(const TrtType *t, TrtPlace p)
 	return r;
 }
 
-/* r holds exactly the chunks placement p gives this rank, with the right data. */
-static void check_rel(const TrtRel *r, TrtPlace p)
+/* r holds exactly the chunks placement p gives this rank, each element
+ * passing check. */
+static void check_rel_with(const TrtRel *r, TrtPlace p,
+                           void (*check)(const TrtType *, void *, int64_t, int64_t))
 {
 	const TrtType *t = &r->type;
 	int64_t want = 0, key[TRT_MAXDIM];
@@ -190,8 +192,14 @@ static void check_rel(const TrtRel *r, TrtPlace p)
 			EXPECT(trt_site(&p, t, k) == trt_rank());
 		if (i)
 			EXPECT(rt_key_cmp(k - t->nkey, k, t->nkey) < 0);
-		each_elem(t, k, rt_chunk_data(r->chunks[i]), check_elem);
+		each_elem(t, k, rt_chunk_data(r->chunks[i]), check);
 	}
+}
+
+/* ... with the data of make_rel */
+static void check_rel(const TrtRel *r, TrtPlace p)
+{
+	check_rel_with(r, p, check_elem);
 }
 
 /* ---- trt_site ---- */
@@ -624,6 +632,132 @@ static void test_matmul_f32(void **state)
 	matmul(TRT_F32);
 }
 
+/* ---- params' initial values ---- */
+
+static const char *init_ref;    /* the whole tensor, made in one call */
+
+static void check_init_elem(const TrtType *t, void *data, int64_t e, int64_t lin)
+{
+	size_t es = rt_dtype_size(t->dtype);
+	EXPECT(!memcmp((char *)data + e * es, init_ref + lin * es, es));
+}
+
+/* Random initial values are a function of (seed, tensor, element index)
+ * only: the same bits in every blocking, chunk order and placement, on any
+ * rank count, made a whole tensor at once, one element at a time or in
+ * pieces of any length, by the plain loops and by their AVX-512 copy. */
+static void test_init_blocking(void **state)
+{
+	(void)state;
+	static const struct { TrtInit kind; double a, b; } inits[] = {
+		{ TRT_INIT_UNIFORM, -2, 3 }, { TRT_INIT_NORMAL, 1, 0.5 },
+		{ TRT_INIT_ZEROS, 0, 0 }, { TRT_INIT_ONES, 0, 0 },
+	};
+	static const struct { int64_t block[2]; int chunk[2]; TrtPlace p; } shapes[] = {
+		{ { 37, 101 }, { 0, 1 }, ALL },
+		{ { 5, 30 }, { 0, 1 }, PART(0) },
+		{ { 5, 30 }, { 1, 0 }, PART(1) },
+		{ { 1, 101 }, { 0, 1 }, PART(0) },
+		{ { 37, 1 }, { 1, 0 }, PART(1, 0) },
+		{ { 8, 101 }, { 1, 0 }, PART(0, 1) },
+		{ { 36, 100 }, { 0, 1 }, PART(0, 1) },
+	};
+	const int64_t total = 37 * 101;
+	int saved_seed = (int)rt.seed;
+
+	for (int sd = 0; sd < 2; sd++)
+	for (int dt = 0; dt < 2; dt++)
+	for (size_t in = 0; in < sizeof inits / sizeof inits[0]; in++) {
+		TrtDtype dtype = dt ? TRT_F64 : TRT_F32;
+		size_t es = rt_dtype_size(dtype);
+		TrtInit kind = inits[in].kind;
+		double a = inits[in].a, b = inits[in].b;
+		rt.seed = sd ? 12345 : 0;
+		uint64_t stream = rt_init_stream(rt.seed, "P");
+		char *ref = malloc((size_t)total * es), *got = malloc((size_t)total * es);
+
+		rt_init_values(kind, a, b, stream, 0, total, dtype, ref);
+		init_ref = ref;
+
+		/* one element at a time */
+		for (int64_t g = 0; g < total; g++)
+			rt_init_values(kind, a, b, stream, (uint64_t)g, 1, dtype, got + g * es);
+		EXPECT(!memcmp(got, ref, (size_t)total * es));
+		/* pieces of 1 to 700 elements, starting at odd and even indices */
+		memset(got, 0, (size_t)total * es);
+		for (int64_t g = 0, len = 1; g < total; g += len, len = (len * 37 + 11) % 700 + 1)
+			rt_init_values(kind, a, b, stream, (uint64_t)g, len < total - g ? len : total - g,
+			               dtype, got + g * es);
+		EXPECT(!memcmp(got, ref, (size_t)total * es));
+		/* the plain copy of the loops */
+		int wide = rt_fill_wide;
+		rt_fill_wide = 0;
+		rt_init_values(kind, a, b, stream, 0, total, dtype, got);
+		rt_fill_wide = wide;
+		EXPECT(!memcmp(got, ref, (size_t)total * es));
+
+		/* whole chunks, as trt_init_param makes them */
+		for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+			TrtType t = { dtype, 2, { 37, 101 }, { shapes[sh].block[0], shapes[sh].block[1] },
+			              2, { shapes[sh].chunk[0], shapes[sh].chunk[1] } };
+			TrtRel *r = trt_init_param(T_P, &t, shapes[sh].p, kind, a, b);
+			check_rel_with(r, shapes[sh].p, check_init_elem);
+			trt_free(r);
+		}
+		/* and the small tensors of the cases, up to rank 3 */
+		for (int i = 0; i < NCASES; i++) {
+			const Case *c = &cases[i];
+			const TrtTensor *x = &tensors[T_CASE0 + i];
+			int64_t n = 1;
+			for (int d = 0; d < c->rank; d++)
+				n *= c->shape[d];
+			char *cref = malloc((size_t)(n + 1) * 8);
+			rt_init_values(kind, a, b, rt_init_stream(rt.seed, x->name), 0, n, c->dt, cref);
+			init_ref = cref;
+			for (int w = 0; w < 2; w++) {
+				TrtType t = case_type(c, w);
+				TrtPlace p = w ? c->wplace : c->rplace;
+				if (t.nchunk != t.nkey)         /* params have a chunk dim per key dim */
+					continue;
+				TrtRel *r = trt_init_param(T_CASE0 + i, &t, p, kind, a, b);
+				check_rel_with(r, p, check_init_elem);
+				trt_free(r);
+			}
+			free(cref);
+		}
+		free(ref);
+		free(got);
+	}
+	rt.seed = (uint64_t)saved_seed;
+	agree();
+}
+
+/* The values themselves, for two seeds: uniform's are the ones trac has
+ * made since the first release. */
+static void test_init_values(void **state)
+{
+	(void)state;
+	static const struct { uint64_t seed, g; double uniform, normal; } want[] = {
+		{ 0, 0, 0x1.be7a4a45052p-3, -0x1.088b627709667p-2 },
+		{ 0, 1, -0x1.1a2fb13f652ap-3, -0x1.347cc2e8440dep-1 },
+		{ 0, 2, -0x1.0c1ce8791d6p-4, 0x1.e5c41f0e18357p-2 },
+		{ 0, 1000003, 0x1.cdc01c4fcb8ap-2, 0x1.1dca3700dd1bap+0 },
+		{ 12345, 0, -0x1.69f3d6a61c76p-1, 0x1.927036ca38c4ap-4 },
+		{ 12345, 1, 0x1.d3eec92a3a846p-1, -0x1.339cf3bd55697p+1 },
+		{ 12345, 2, 0x1.b629231e17768p-1, 0x1.a5e4bbb59df64p+0 },
+		{ 12345, 1000003, 0x1.ab0e38f042412p-1, -0x1.146cce6a788e9p+0 },
+	};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		uint64_t stream = rt_init_stream(want[i].seed, "P");
+		double u, z;
+		rt_init_values(TRT_INIT_UNIFORM, -1, 1, stream, want[i].g, 1, TRT_F64, &u);
+		rt_init_values(TRT_INIT_NORMAL, 0, 1, stream, want[i].g, 1, TRT_F64, &z);
+		EXPECT(u == want[i].uniform);
+		EXPECT(z == want[i].normal);
+	}
+	agree();
+}
+
 /* ---- communication preserves every tuple exactly once ---- */
 
 static void check_each_once(const TrtRel *r, const TrtType *t, int everywhere)
@@ -894,6 +1028,8 @@ static void setup_program(void)
 	snprintf(paths[T_X], sizeof paths[T_X], "%s/X.npy", dir);
 	if (!getenv("RT_TEST_REQUIRE_X"))
 		tensors[T_X].path = paths[T_X];
+	/* P: a param for the initialisers (test_init_blocking) */
+	tensors[T_P] = (TrtTensor){ "P", TRT_PARAM, TRT_F32, 2, { 37, 101 }, NULL };
 	for (int i = 0; i < NCASES; i++) {
 		TrtTensor *t = &tensors[T_CASE0 + i];
 		static char names[NCASES][16];
@@ -1072,6 +1208,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_profile_ops),
 		cmocka_unit_test(test_chunk_memory),
 		cmocka_unit_test(test_exchange_sizes),
+		cmocka_unit_test(test_init_blocking),
+		cmocka_unit_test(test_init_values),
 	};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 	trt_finish();
