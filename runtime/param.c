@@ -10,9 +10,14 @@
  *     stream      = mix(mix(seed) ^ fnv1a(name))
  *     draw(i, k)  = ((mix(stream ^ mix(2i + k)) >> 11) + 1) * 2^-53   in (0, 1]
  *     uniform(a, b) = a + (b - a) * (1 - draw(g, 0))                  in [a, b)
- *     normal(m, s)  = m + s * sqrt(-2 ln draw(g, 0)) * cos(2 pi draw(g, 1))
+ *     normal(m, s)  = m + s * r * cos t   for even g = 2p,
+ *                     m + s * r * sin t   for odd g = 2p + 1,
+ *                     r = sqrt(-2 ln draw(p, 0)), t = 2 pi draw(p, 1)
  *
- * computed in double and rounded once to the param's type.
+ * computed in double and rounded once to the param's type.  normal is
+ * Box-Muller, both halves of each pair of draws: ln, cos and sin are this
+ * file's own (within 2 ulps), not the C library's, so that they vectorise
+ * and the values are the same under any libm.
  *
  * Params are made at memory speed: a chunk is filled run by run (RtBlock:
  * the pieces of it contiguous in the tensor, along which g counts up by
@@ -61,12 +66,68 @@ INLINE double draw(uint64_t stream, uint64_t i, uint64_t k)
 	return ((double)(h >> 11) + 1.0) * 0x1p-53;
 }
 
-/* The values of elements g .. g+n-1 into v, n <= BLOCK. */
+/*
+ * ln x for x in (0, 1], within 2 ulps; libm's log is a call per element,
+ * this vectorises.  x = 2^e m with m in [sqrt(1/2), sqrt(2)) (exponent bits
+ * as integers; m - 1 is exact), and ln m = 2 atanh(s) with s = (m-1)/(m+1),
+ * |s| <= 0.1716: the series 2 (s + s^3/3 + s^5/5 + ...) up to s^19, where
+ * the next term is below 2^-56 of the sum.
+ */
+INLINE double ln(double x)
+{
+	uint64_t bits;
+	double m;
+
+	memcpy(&bits, &x, sizeof bits);
+	int64_t e = (int64_t)(bits >> 52) - 1023;
+	bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+	memcpy(&m, &bits, sizeof m);                /* [1, 2) */
+	int big = m > 1.4142135623730951;
+	m = big ? 0.5 * m : m;
+	e = big ? e + 1 : e;
+	double f = m - 1.0, s = f / (2.0 + f), z = s * s;
+	double p = 2.0 / 19;
+	p = 2.0 / 17 + z * p;
+	p = 2.0 / 15 + z * p;
+	p = 2.0 / 13 + z * p;
+	p = 2.0 / 11 + z * p;
+	p = 2.0 / 9 + z * p;
+	p = 2.0 / 7 + z * p;
+	p = 2.0 / 5 + z * p;
+	p = 2.0 / 3 + z * p;
+	return (double)e * 0.69314718055994530942 + (2.0 * s + s * z * p);
+}
+
+/*
+ * cos t and sin t for the angle t = 2 pi draw of hash h, within 2^-52.
+ * The draw is k 2^-53, so t is k 2^-51 quarter turns, and the reduction to
+ * the nearest quarter turn q is exact in integers: t = q pi/2 + x with
+ * |x| <= pi/4, where Taylor series up to x^15 and x^16 are within 2^-54.
+ */
+INLINE void turn(uint64_t h, double *c, double *s)
+{
+	int64_t k = (int64_t)(h >> 11) + 1;
+	int64_t q = (k + ((int64_t)1 << 50)) >> 51;
+	double x = (double)(k - (q << 51)) * (3.14159265358979323846 * 0x1p-52);
+	double x2 = x * x;
+	double sn = x * (1 + x2 * (-1.0 / 6 + x2 * (1.0 / 120 + x2 * (-1.0 / 5040 +
+	            x2 * (1.0 / 362880 + x2 * (-1.0 / 39916800 + x2 * (1.0 / 6227020800 +
+	            x2 * (-1.0 / 1307674368000))))))));
+	double cs = 1 + x2 * (-1.0 / 2 + x2 * (1.0 / 24 + x2 * (-1.0 / 720 + x2 * (1.0 / 40320 +
+	            x2 * (-1.0 / 3628800 + x2 * (1.0 / 479001600 + x2 * (-1.0 / 87178291200 +
+	            x2 * (1.0 / 20922789888000))))))));
+	/* quarter turns: (cos, sin) -> (-sin, cos) -> (-cos, -sin) -> (sin, -cos) */
+	int swap = q & 1, negc = (q + 1) & 2, negs = q & 2;
+	double c0 = swap ? sn : cs, s0 = swap ? cs : sn;
+	*c = negc ? -c0 : c0;
+	*s = negs ? -s0 : s0;
+}
+
+/* The values of elements g .. g+n-1 into v, n <= BLOCK; for normal, g is
+ * even and v has room for n rounded up to even. */
 INLINE void values(TrtInit kind, double a, double b, uint64_t stream, uint64_t g, int n,
                    double *restrict v)
 {
-	double u2[BLOCK];
-
 	switch (kind) {
 	case TRT_INIT_ZEROS:
 		for (int k = 0; k < n; k++)
@@ -81,13 +142,14 @@ INLINE void values(TrtInit kind, double a, double b, uint64_t stream, uint64_t g
 			v[k] = a + (b - a) * (1.0 - draw(stream, g + k, 0));
 		return;
 	case TRT_INIT_NORMAL:
-		for (int k = 0; k < n; k++) {
-			v[k] = draw(stream, g + k, 0);
-			u2[k] = draw(stream, g + k, 1);
+		/* elements 2p and 2p+1: the two halves of Box-Muller on pair p */
+		for (int j = 0; j < (n + 1) / 2; j++) {
+			uint64_t p = g / 2 + (uint64_t)j;
+			double r = sqrt(-2.0 * ln(draw(stream, p, 0))), c, s;
+			turn(mix(stream ^ mix(2 * p + 1)), &c, &s);
+			v[2 * j] = a + b * r * c;
+			v[2 * j + 1] = a + b * r * s;
 		}
-		/* libm's log and cos: scalar calls */
-		for (int k = 0; k < n; k++)
-			v[k] = a + b * sqrt(-2.0 * log(v[k])) * cos(6.283185307179586476925 * u2[k]);
 		return;
 	}
 	rt_bug("bad initialiser %d", (int)kind);
@@ -115,6 +177,13 @@ INLINE void fill(TrtInit kind, double a, double b, uint64_t stream, uint64_t g, 
 	size_t es = dt == TRT_F32 ? 4 : 8;
 	char *o = out;
 
+	/* normals come in pairs from an even element: an odd first element
+	 * is made with its pair's first and alone, so blocks start even */
+	if (kind == TRT_INIT_NORMAL && g % 2 && n > 0) {
+		values(kind, a, b, stream, g - 1, 2, v);
+		store(v + 1, 1, dt, o);
+		g++, n--, o += es;
+	}
 	for (; n >= BLOCK; n -= BLOCK, g += BLOCK, o += BLOCK * es) {
 		values(kind, a, b, stream, g, BLOCK, v);
 		store(v, BLOCK, dt, o);

@@ -733,19 +733,20 @@ static void test_init_blocking(void **state)
 }
 
 /* The values themselves, for two seeds: uniform's are the ones trac has
- * made since the first release. */
+ * always made; normal's changed with Box-Muller on pairs (their even
+ * elements are within an ulp or two of the old values at half the index). */
 static void test_init_values(void **state)
 {
 	(void)state;
 	static const struct { uint64_t seed, g; double uniform, normal; } want[] = {
-		{ 0, 0, 0x1.be7a4a45052p-3, -0x1.088b627709667p-2 },
-		{ 0, 1, -0x1.1a2fb13f652ap-3, -0x1.347cc2e8440dep-1 },
-		{ 0, 2, -0x1.0c1ce8791d6p-4, 0x1.e5c41f0e18357p-2 },
-		{ 0, 1000003, 0x1.cdc01c4fcb8ap-2, 0x1.1dca3700dd1bap+0 },
-		{ 12345, 0, -0x1.69f3d6a61c76p-1, 0x1.927036ca38c4ap-4 },
-		{ 12345, 1, 0x1.d3eec92a3a846p-1, -0x1.339cf3bd55697p+1 },
-		{ 12345, 2, 0x1.b629231e17768p-1, 0x1.a5e4bbb59df64p+0 },
-		{ 12345, 1000003, 0x1.ab0e38f042412p-1, -0x1.146cce6a788e9p+0 },
+		{ 0, 0, 0x1.be7a4a45052p-3, -0x1.088b62770966bp-2 },
+		{ 0, 1, -0x1.1a2fb13f652ap-3, 0x1.588b0d5370a53p+0 },
+		{ 0, 2, -0x1.0c1ce8791d6p-4, -0x1.347cc2e8440ddp-1 },
+		{ 0, 1000003, 0x1.cdc01c4fcb8ap-2, -0x1.0f27685c6f349p+0 },
+		{ 12345, 0, -0x1.69f3d6a61c76p-1, 0x1.927036ca38c4cp-4 },
+		{ 12345, 1, 0x1.d3eec92a3a846p-1, 0x1.1bcbfe602a8c5p-1 },
+		{ 12345, 2, 0x1.b629231e17768p-1, -0x1.339cf3bd55696p+1 },
+		{ 12345, 1000003, 0x1.ab0e38f042412p-1, -0x1.6da9fe22df846p-3 },
 	};
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
 		uint64_t stream = rt_init_stream(want[i].seed, "P");
@@ -755,6 +756,139 @@ static void test_init_values(void **state)
 		EXPECT(u == want[i].uniform);
 		EXPECT(z == want[i].normal);
 	}
+	agree();
+}
+
+/* The definition in param.c's comment, written again with libm. */
+static uint64_t ref_mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static double ref_draw(uint64_t stream, uint64_t i, uint64_t k)
+{
+	return ((double)(ref_mix(stream ^ ref_mix(2 * i + k)) >> 11) + 1.0) * 0x1p-53;
+}
+
+/* uniform is exactly its definition; normal is Box-Muller on pairs within
+ * the error of param.c's ln, cos and sin (2 ulps) and of libm's. */
+static void test_init_definition(void **state)
+{
+	(void)state;
+	enum { N = 100000 };
+	double *u = malloc(N * sizeof *u), *z = malloc(N * sizeof *z);
+	uint64_t g0 = ((uint64_t)1 << 40) + 1;          /* far indices, an odd start */
+	uint64_t stream = rt_init_stream(3, "W1");
+
+	rt_init_values(TRT_INIT_UNIFORM, -0.5, 2, stream, g0, N, TRT_F64, u);
+	rt_init_values(TRT_INIT_NORMAL, 0, 1, stream, g0, N, TRT_F64, z);
+	int bad_u = 0, bad_z = 0;
+	for (uint64_t k = 0; k < N; k++) {
+		uint64_t g = g0 + k, p = g / 2;
+		bad_u += u[k] != -0.5 + 2.5 * (1.0 - ref_draw(stream, g, 0));
+		double r = sqrt(-2 * log(ref_draw(stream, p, 0)));
+		double t = 6.283185307179586476925 * ref_draw(stream, p, 1);
+		double want = r * (g % 2 ? sin(t) : cos(t));
+		bad_z += !(fabs(z[k] - want) <= 1e-14 * (1 + r));
+	}
+	EXPECT(bad_u == 0);
+	EXPECT(bad_z == 0);
+	free(u);
+	free(z);
+	agree();
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double cdf_uniform(double x)
+{
+	return x;
+}
+
+static double cdf_normal(double x)
+{
+	return 0.5 * erfc(-x / sqrt(2.0));
+}
+
+/*
+ * One distribution's checks on n draws x: mean and variance within 5
+ * standard errors, the Kolmogorov-Smirnov statistic below its 0.001
+ * critical value (1.95 / sqrt n), and independence of neighbours: the
+ * correlation of x[g] with x[g+1], and of their squares, within 5 / sqrt n,
+ * and a chi-square test of (x[g], x[g+1]) on 10 x 10 equally likely cells,
+ * for even g and for odd g apart (normal's pairs share their draws), below
+ * its 0.001 critical value for 99 degrees of freedom (148.2).
+ */
+static void check_distribution(double *x, int64_t n, double mean, double var, double m4,
+                               double (*cdf)(double))
+{
+	double sum = 0, sq = 0;
+	for (int64_t i = 0; i < n; i++)
+		sum += x[i];
+	double m = sum / (double)n;
+	for (int64_t i = 0; i < n; i++)
+		sq += (x[i] - m) * (x[i] - m);
+	double v = sq / (double)(n - 1);
+	EXPECT(fabs(m - mean) < 5 * sqrt(var / (double)n));
+	EXPECT(fabs(v - var) < 5 * sqrt((m4 - var * var) / (double)n));
+
+	for (int sqr = 0; sqr < 2; sqr++) {
+		/* Pearson correlation of neighbours, of x or of x^2 */
+		double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+		for (int64_t i = 0; i + 1 < n; i++) {
+			double p = sqr ? x[i] * x[i] : x[i], q = sqr ? x[i + 1] * x[i + 1] : x[i + 1];
+			sa += p, sb += q, saa += p * p, sbb += q * q, sab += p * q;
+		}
+		double k = (double)(n - 1);
+		double rho = (sab - sa * sb / k) / sqrt((saa - sa * sa / k) * (sbb - sb * sb / k));
+		EXPECT(fabs(rho) < 5 / sqrt(k));
+	}
+	for (int odd = 0; odd < 2; odd++) {
+		int64_t cell[10][10] = { { 0 } }, pairs = 0;
+		for (int64_t i = odd; i + 1 < n; i += 2) {
+			int a = (int)(10 * cdf(x[i])), b = (int)(10 * cdf(x[i + 1]));
+			cell[a < 10 ? a : 9][b < 10 ? b : 9]++;
+			pairs++;
+		}
+		double chi = 0, e = (double)pairs / 100;
+		for (int a = 0; a < 10; a++)
+			for (int b = 0; b < 10; b++)
+				chi += (cell[a][b] - e) * (cell[a][b] - e) / e;
+		EXPECT(chi < 148.2);
+	}
+
+	qsort(x, (size_t)n, sizeof *x, cmp_double);
+	double d = 0;
+	for (int64_t i = 0; i < n; i++) {
+		double f = cdf(x[i]), lo = f - (double)i / (double)n, hi = (double)(i + 1) / (double)n - f;
+		d = fmax(d, fmax(lo, hi));
+	}
+	EXPECT(d * sqrt((double)n) < 1.95);
+}
+
+/* A million draws of each, on two seeds: the right distribution, and no
+ * dependence between neighbouring elements. */
+static void test_init_statistics(void **state)
+{
+	(void)state;
+	enum { N = 1000000 };
+	double *x = malloc(N * sizeof *x);
+
+	for (uint64_t seed = 0; seed < 2; seed++) {
+		uint64_t stream = rt_init_stream(seed, "P");
+		rt_init_values(TRT_INIT_UNIFORM, 0, 1, stream, 0, N, TRT_F64, x);
+		check_distribution(x, N, 0.5, 1.0 / 12, 1.0 / 80, cdf_uniform);
+		rt_init_values(TRT_INIT_NORMAL, 0, 1, stream, 0, N, TRT_F64, x);
+		check_distribution(x, N, 0, 1, 3, cdf_normal);
+	}
+	free(x);
 	agree();
 }
 
@@ -1210,6 +1344,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_exchange_sizes),
 		cmocka_unit_test(test_init_blocking),
 		cmocka_unit_test(test_init_values),
+		cmocka_unit_test(test_init_definition),
+		cmocka_unit_test(test_init_statistics),
 	};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 	trt_finish();
