@@ -9,7 +9,10 @@
  *
  * Reading: every rank opens the file and checks the header itself, the ranks
  * agree on the verdict (rt_agree), and each reads only the chunks it owns,
- * with one pread per contiguous run of the file.  Chunks whose dims are a
+ * straight into them: their runs (the pieces of a chunk contiguous in the
+ * file) sorted by offset, one preadv per stretch of the file they cover
+ * without a gap, so that chunks side by side in a row of blocks cost one
+ * system call per row, not one per chunk row.  Chunks whose dims are a
  * permutation of the key dims are read in file order and transposed.
  *
  * Writing: rank 0 writes, chunk by chunk in key order, receiving the chunks
@@ -19,12 +22,14 @@
  * before.
  */
 #define _POSIX_C_SOURCE 200809L        /* pread, posix_memalign, mkstemp, setenv */
+#define _DEFAULT_SOURCE                /* preadv */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "rt.h"
@@ -448,19 +453,15 @@ static int io_write(int fd, char *buf, size_t n, int64_t off)
 	return pwrite_full(fd, buf, n, off);
 }
 
-/* Reads the chunk of key into c; returns 0 (errno set) on failure. */
-static int read_chunk(int fd, int64_t data_offset, const TrtType *t, const int64_t *key,
-                      Chunk *c)
+/* Reads chunk c, of block b whose chunk dims are not in key-dim order: in
+ * file order, then transposed; returns 0 (errno set) on failure. */
+static int read_transposed(int fd, int64_t data_offset, const TrtType *t, const RtBlock *b,
+                           Chunk *c)
 {
-	RtBlock b;
-	rt_block_of(t, key, &b);
-	if (b.identity)
-		return each_run(t, &b, rt_chunk_data(c), data_offset, io_read, fd);
-
 	char *tmp = rt_alloc(c->nbytes);
-	int ok = each_run(t, &b, tmp, data_offset, io_read, fd);
+	int ok = each_run(t, b, tmp, data_offset, io_read, fd);
 	if (ok)
-		rt_block_to_chunk(t, &b, rt_chunk_data(c), tmp);
+		rt_block_to_chunk(t, b, rt_chunk_data(c), tmp);
 	free(tmp);
 	return ok;
 }
@@ -540,23 +541,135 @@ TrtRel *trt_read(int tensor, const TrtType *t, TrtPlace p)
 	return r;
 }
 
+/* Reads the file's bytes from off into the buffers of iov[0..n), retrying
+ * short reads; returns 0 (errno set) on failure. */
+static int preadv_full(int fd, struct iovec *iov, int n, int64_t off)
+{
+	while (n > 0) {
+		ssize_t k = preadv(fd, iov, n, (off_t)off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return 0;
+		if (k == 0) {
+			errno = EIO;            /* the file shrank after the check */
+			return 0;
+		}
+		off += k;
+		for (; n > 0 && (size_t)k >= iov->iov_len; iov++, n--)
+			k -= (ssize_t)iov->iov_len;
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + k;
+			iov->iov_len -= (size_t)k;
+		}
+	}
+	return 1;
+}
+
+/* Reads gathered into one preadv while they follow each other in the file:
+ * at most MAX_IOV buffers (or the system's IOV_MAX) and MAX_CALL bytes. */
+enum { MAX_IOV = 1024, MAX_CALL = 1 << 30 };
+
+typedef struct Batch {
+	struct iovec iov[MAX_IOV];
+	int n, max;
+	int64_t off, end;       /* the file's bytes [off, end) */
+	int fd, ok;             /* ok: 0 (errno set) after a failure */
+} Batch;
+
+static void batch_flush(Batch *bt)
+{
+	if (bt->n && bt->ok)
+		bt->ok = preadv_full(bt->fd, bt->iov, bt->n, bt->off);
+	bt->n = 0;
+}
+
+/* Reads len bytes of the file at off into buf, now or with the next ones. */
+static void batch_add(Batch *bt, int64_t off, char *buf, size_t len)
+{
+	if (bt->n && (off != bt->end || bt->n == bt->max || bt->end - bt->off >= MAX_CALL))
+		batch_flush(bt);
+	if (!bt->n)
+		bt->off = bt->end = off;
+	bt->iov[bt->n].iov_base = buf;
+	bt->iov[bt->n].iov_len = len;
+	bt->n++;
+	bt->end += (int64_t)len;
+}
+
+/* An owned chunk of a band: its data, its run's bytes, and how far its runs
+ * are (in elements) after the band's first owned chunk's. */
+typedef struct Seg {
+	char *data;
+	size_t len;
+	int64_t shift;
+} Seg;
+
+static int owned(const TrtPlace *p, const TrtType *t, const int64_t *key)
+{
+	return p->kind != TRT_PART || trt_site(p, t, key) == rt.rank;
+}
+
 TrtRel *rt_read_rel(int fd, int64_t data_offset, const TrtType *t, TrtPlace p)
 {
 	TrtRel *r = trt_rel_new(t, p);
 	int64_t nk = rt_nkeys(t), key[TRT_MAXDIM];
-	for (int64_t lin = 0; lin < nk; lin++) {
-		rt_key_from_linear(t, lin, key);
-		if (p.kind == TRT_PART && trt_site(&p, t, key) != rt.rank)
-			continue;
-		Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
-		if (!read_chunk(fd, data_offset, t, key, c)) {
-			int e = errno;
-			rt_chunk_unref(c);
-			trt_free(r);
-			errno = e;
-			return NULL;
+	size_t es = rt_dtype_size(t->dtype);
+	long iov_max = sysconf(_SC_IOV_MAX);
+	Batch bt = { .fd = fd, .ok = 1, .max = iov_max > 0 && iov_max < MAX_IOV ? (int)iov_max : MAX_IOV };
+	RtBlock b, first;
+
+	if (nk > 0) {
+		rt_key_from_linear(t, 0, key);
+		rt_block_of(t, key, &b);
+	}
+	if (nk > 0 && !b.identity) {
+		for (int64_t lin = 0; bt.ok && lin < nk; lin++) {
+			rt_key_from_linear(t, lin, key);
+			if (!owned(&p, t, key))
+				continue;
+			Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
+			rt_rel_push(r, key, c);
+			rt_block_of(t, key, &b);
+			bt.ok = read_transposed(fd, data_offset, t, &b, c);
 		}
-		rt_rel_push(r, key, c);
+	} else if (nk > 0) {
+		/* A band is the chunks whose keys differ only along dim d0, the
+		 * last one split in blocks (the dims after it are whole): their
+		 * runs take turns in the file, row by row of the band, and the
+		 * band is read so, in file order. */
+		int d0 = b.d0;
+		int64_t f = t->nkey ? rt_frontier(t, d0) : 1;
+		Seg *seg = rt_alloc(sizeof *seg * (size_t)f);
+		for (int64_t band = 0; bt.ok && band < nk / f; band++) {
+			int64_t ns = 0;
+			for (int64_t s = 0; s < f; s++) {
+				rt_key_from_linear(t, band * f + s, key);
+				if (!owned(&p, t, key))
+					continue;
+				Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
+				rt_rel_push(r, key, c);
+				rt_block_of(t, key, &b);
+				if (!ns)
+					first = b;
+				seg[ns++] = (Seg){ rt_chunk_data(c), (size_t)b.run * es,
+				                   t->nkey ? (b.start[d0] - first.start[d0]) * b.tstride[d0] : 0 };
+			}
+			for (int64_t i = 0; bt.ok && ns && i < first.nrun; i++) {
+				int64_t row = rt_block_run(t, &first, i);
+				for (int64_t k = 0; k < ns; k++)
+					batch_add(&bt, data_offset + (row + seg[k].shift) * (int64_t)es,
+					          seg[k].data + (size_t)i * seg[k].len, seg[k].len);
+			}
+		}
+		free(seg);
+		batch_flush(&bt);
+	}
+	if (!bt.ok) {
+		int e = errno;
+		trt_free(r);
+		errno = e;
+		return NULL;
 	}
 	return r;
 }

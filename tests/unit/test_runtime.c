@@ -632,6 +632,32 @@ static void test_matmul_f32(void **state)
 	matmul(TRT_F32);
 }
 
+/* A file that ends before the data (it shrank after the header was
+ * checked): rt_read_rel fails with EIO, whichever way it reads. */
+static void test_npy_short_read(void **state)
+{
+	(void)state;
+	static const float data[25];
+	char path[700];
+
+	if (trt_rank() == 0)
+		put_file("short.bin", data, sizeof data);
+	MPI_Barrier(MPI_COMM_WORLD);
+	snprintf(path, sizeof path, "%s/short.bin", dir);
+	TrtType t = mat_type(TRT_F32, 10, 10, 10, 3);
+	for (int transposed = 0; transposed < 2; transposed++) {
+		if (transposed)
+			t.chunkdim[0] = 1, t.chunkdim[1] = 0;
+		int fd = open(path, O_RDONLY);
+		EXPECT(fd >= 0);
+		errno = 0;
+		TrtRel *r = rt_read_rel(fd, 0, &t, (TrtPlace)ALL);
+		EXPECT(r == NULL && errno == EIO);
+		close(fd);
+	}
+	agree();
+}
+
 /* ---- params' initial values ---- */
 
 static const char *init_ref;    /* the whole tensor, made in one call */
@@ -1331,6 +1357,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gemm),
 		cmocka_unit_test(test_npy_header_errors),
 		cmocka_unit_test(test_npy_file_errors),
+		cmocka_unit_test(test_npy_short_read),
 		cmocka_unit_test(test_npy_roundtrip),
 		cmocka_unit_test(test_npy_no_leftovers),
 		cmocka_unit_test(test_matmul_f64),
