@@ -23,8 +23,9 @@
  * the pieces of it contiguous in the tensor, along which g counts up by
  * one), BLOCK elements at a time, by loops the compiler vectorises: the
  * hashing, 64-bit integer operations with no branch, into doubles, then a
- * loop storing them in the chunk's type.  Full blocks have a constant trip
- * count, since gcc -O2 vectorises only loops with no remainder.  On x86-64
+ * loop storing them in the chunk's type.  The loops have constant trip
+ * counts (BLOCK, or SMALL at a run's end), since gcc -O2 vectorises only
+ * loops with no remainder.  On x86-64
  * the same loops are compiled a second time for AVX-512, which has 64-bit
  * multiplies and int64 -> double conversions in vector registers, and that
  * copy runs when the CPU has it.  The runtime is built with
@@ -41,7 +42,9 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-enum { BLOCK = 256 };           /* elements per pass: its doubles stay in L1 */
+/* elements per pass: a block's doubles stay in L1; a run's end goes in
+ * SMALL pieces, also vectorised, and the last few (< SMALL) one by one */
+enum { BLOCK = 256, SMALL = 32 };
 
 static uint64_t name_hash(const char *s)
 {
@@ -187,6 +190,10 @@ INLINE void fill(TrtInit kind, double a, double b, uint64_t stream, uint64_t g, 
 	for (; n >= BLOCK; n -= BLOCK, g += BLOCK, o += BLOCK * es) {
 		values(kind, a, b, stream, g, BLOCK, v);
 		store(v, BLOCK, dt, o);
+	}
+	for (; n >= SMALL; n -= SMALL, g += SMALL, o += SMALL * es) {
+		values(kind, a, b, stream, g, SMALL, v);
+		store(v, SMALL, dt, o);
 	}
 	if (n > 0) {
 		values(kind, a, b, stream, g, (int)n, v);
