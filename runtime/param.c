@@ -10,6 +10,7 @@
  *     stream      = mix(mix(seed) ^ fnv1a(name))
  *     draw(i, k)  = ((mix(stream ^ mix(2i + k)) >> 11) + 1) * 2^-53   in (0, 1]
  *     uniform(a, b) = a + (b - a) * (1 - draw(g, 0))                  in [a, b)
+ *                     (rounded to f32, rarely b itself)
  *     normal(m, s)  = m + s * r * cos t   for even g = 2p,
  *                     m + s * r * sin t   for odd g = 2p + 1,
  *                     r = sqrt(-2 ln draw(p, 0)), t = 2 pi draw(p, 1)
@@ -25,12 +26,12 @@
  * hashing, 64-bit integer operations with no branch, into doubles, then a
  * loop storing them in the chunk's type.  The loops have constant trip
  * counts (BLOCK, or SMALL at a run's end), since gcc -O2 vectorises only
- * loops with no remainder.  On x86-64
- * the same loops are compiled a second time for AVX-512, which has 64-bit
- * multiplies and int64 -> double conversions in vector registers, and that
- * copy runs when the CPU has it.  The runtime is built with
- * -ffp-contract=off, so that both copies round alike: a fused multiply-add
- * would change last bits, and values would depend on the machine.
+ * loops with no remainder.  On x86-64 the same loops are compiled a second
+ * time for AVX-512, which has 64-bit multiplies and int64 -> double
+ * conversions in vector registers, and that copy runs when the CPU has it.
+ * The runtime is built with -ffp-contract=off, so that both copies round
+ * alike: a fused multiply-add would change last bits, and values would
+ * depend on the machine.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
