@@ -16,6 +16,7 @@ Sections (bench/README.md has the targets and the results):
               trac on 2 ranks vs numpy (einsum optimize=True, or matmul)
     blocks    trac matmul on 1 rank by --block (what the optimizer should pick)
     vector    gcc -fopt-info-vec: the generated loop kernels vectorise
+    startup   params' random initial values and an .npy input at memory speed
     plantime  how long trac plans a 100-statement program and the paper's workloads
     calibrate bench/calibrate: the machine model's constants
 
@@ -55,7 +56,7 @@ for a in sys.argv[1:]:
     if a.startswith("--reps="):
         REPS = int(a[7:])
 SECTIONS = [a for a in sys.argv[1:] if not a.startswith("--")]
-ALL = ["calibrate", "vector", "plantime", "matmul1", "blocks", "scaling", "pdgemm", "einsum"]
+ALL = ["calibrate", "vector", "startup", "plantime", "matmul1", "blocks", "scaling", "pdgemm", "einsum"]
 
 LOG = []              # every line printed, for bench-work/results.txt
 BYTES = []            # (workload, op, kind, chunks, keys, pred) from every trac run
@@ -424,6 +425,66 @@ def sec_vector():
             bad += not hit
             say("   %-12s line %4d  %-45s" % ("vectorised" if hit else "NOT VECTORISED", i + 1, kernel))
     say("   %d of %d innermost loops vectorised (%s)" % (ok, ok + bad, cflags))
+
+
+STARTUP_PARAM = "size N = %d;\nparam W[N, N] = %s;\ns = W[i, j];\nprint s;\n"
+STARTUP_INPUT = "size N = %d;\ninput X[N, N];\ns = X[i, j];\nprint s;\n"
+
+
+def first_op(text):
+    """Seconds of op 0 (the init or the read) in a --profile table."""
+    m = re.search(r"^\s+0\s+(init|read)\s+(?:read \S+\s+)?\d+\s+(\S+)", text, re.M)
+    return float(m.group(2))
+
+
+def sec_startup():
+    n = 2000 if QUICK else 4000
+    say("== start-up (issue 16): a %d x %d f32 param's initial values, and the same from an .npy file" % (n, n))
+    say("   op 0's seconds (--profile) and the whole process's wall time (mpirun included), medians of %d;"
+        % REPS)
+    say("   zeros is the floor: the chunk's pages faulted in and written once")
+    runs = []                           # (label, ranks, exe, inputs)
+    for init in ("zeros", "uniform(-1, 1)", "normal(0, 1)"):
+        name = "startup-" + init.split("(")[0]
+        src = os.path.join(WORK, name + ".tra")
+        with open(src, "w") as f:
+            f.write(STARTUP_PARAM % (n, init))
+        for ranks in (1, 2):
+            runs.append((init, ranks, compile_tra(src, "%s-%d" % (name, ranks), ranks), {}))
+    src = os.path.join(WORK, "startup-input.tra")
+    with open(src, "w") as f:
+        f.write(STARTUP_INPUT % n)
+    x = make_inputs("startup", {"X": ((n, n), "f32")})
+    for ranks, block in ((1, None), (2, None), (2, n // 4), (2, n // 16)):
+        label = "X.npy" + (" --block %d" % block if block else "")
+        exe = compile_tra(src, "startup-input-%d-%s" % (ranks, block), ranks, block=block)
+        runs.append((label, ranks, exe, x))
+
+    def once(exe, ranks, inputs):
+        def f():
+            t0 = time.perf_counter()
+            s = run_trac(exe, ranks, inputs)
+            return first_op(s["text"]), time.perf_counter() - t0
+        return f
+
+    def copy_file():
+        buf = bytearray(os.path.getsize(x["X"]))
+        with open(x["X"], "rb", buffering=0) as f:
+            t0 = time.perf_counter()
+            f.readinto(buf)
+            return time.perf_counter() - t0, 0.0
+
+    res = interleave([once(exe, ranks, inputs) for _, ranks, exe, inputs in runs] + [copy_file])
+    # first touches of fresh memory sometimes take 0.1 s on this virtual
+    # machine (zeros too): the best run shows the code, the median the run
+    say("   %-24s %5s %9s %9s %16s %10s" % ("initial value", "ranks", "op s", "best s",
+                                          "M floats/s/rank", "process s"))
+    say("   %-24s %5s %9s %9s %16s %10s" % ("", "", "median", "", "at best", "median"))
+    for (label, ranks, _, _), r in zip(runs + [("the file, one read()", 1, 0, 0)], res):
+        best = min(a for a, _ in r)
+        say("   %-24s %5d %9.4f %9.4f %16.0f %10s" % (label, ranks, med([a for a, _ in r]), best,
+                                                    n * n / ranks / best / 1e6,
+                                                    "%.3f" % med([b for _, b in r]) if r[0][1] else "-"))
 
 
 def plan_program(nstat):

@@ -9,7 +9,10 @@
  *
  * Reading: every rank opens the file and checks the header itself, the ranks
  * agree on the verdict (rt_agree), and each reads only the chunks it owns,
- * with one pread per contiguous run of the file.  Chunks whose dims are a
+ * straight into them: their runs (the pieces of a chunk contiguous in the
+ * file) sorted by offset, one preadv per stretch of the file they cover
+ * without a gap, so that chunks side by side in a row of blocks cost one
+ * system call per row, not one per chunk row.  Chunks whose dims are a
  * permutation of the key dims are read in file order and transposed.
  *
  * Writing: rank 0 writes, chunk by chunk in key order, receiving the chunks
@@ -19,12 +22,14 @@
  * before.
  */
 #define _POSIX_C_SOURCE 200809L        /* pread, posix_memalign, mkstemp, setenv */
+#define _DEFAULT_SOURCE                /* preadv */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "rt.h"
@@ -424,112 +429,21 @@ size_t rt_npy_header(const TrtTensor *t, char *buf, size_t buflen)
 
 /* ---- chunks in the file ---- */
 
-/* Copies a strided array into a dense row-major one of shape n[0..nd). */
-static void gather(void *dst, const void *src, int nd, const int64_t *n,
-                   const int64_t *stride, size_t es)
-{
-	int64_t idx[TRT_MAXDIM] = { 0 }, total = 1;
-
-	for (int d = 0; d < nd; d++)
-		total *= n[d];
-	if (total == 0)
-		return;
-	int64_t inner = nd ? n[nd - 1] : 1, is = nd ? stride[nd - 1] : 0;
-	char *out = dst;
-	for (int64_t done = 0; done < total; done += inner) {
-		int64_t off = 0;
-		for (int d = 0; d + 1 < nd; d++)
-			off += idx[d] * stride[d];
-		if (es == 4) {
-			const float *s = (const float *)src + off;
-			float *o = (float *)out;
-			for (int64_t i = 0; i < inner; i++)
-				o[i] = s[i * is];
-		} else {
-			const double *s = (const double *)src + off;
-			double *o = (double *)out;
-			for (int64_t i = 0; i < inner; i++)
-				o[i] = s[i * is];
-		}
-		out += (size_t)inner * es;
-		for (int d = nd - 2; d >= 0; d--) {
-			if (++idx[d] < n[d])
-				break;
-			idx[d] = 0;
-		}
-	}
-}
-
-/* Where a chunk sits in the file: per key dim, its first index and length;
- * whether its layout is the file's (chunk dims in key-dim order); and the
- * longest contiguous run of the file that it covers. */
-typedef struct Block {
-	int64_t start[TRT_MAXDIM], cnt[TRT_MAXDIM];
-	int64_t tstride[TRT_MAXDIM];    /* the tensor's row-major strides */
-	int identity;
-	int d0;                         /* runs span dims d0.. */
-	int64_t run;                    /* elements per run */
-} Block;
-
-static void block_of(const TrtType *t, const int64_t *key, Block *b)
-{
-	int spanned[TRT_MAXDIM] = { 0 };
-
-	b->identity = 1;
-	for (int c = 0; c < t->nchunk; c++) {
-		if (spanned[t->chunkdim[c]])
-			rt_bug("chunk dims span key dim %d twice", t->chunkdim[c]);
-		spanned[t->chunkdim[c]] = 1;
-		if (c && t->chunkdim[c] < t->chunkdim[c - 1])
-			b->identity = 0;
-	}
-	int64_t s = 1;
-	for (int d = t->nkey - 1; d >= 0; d--) {
-		b->tstride[d] = s;
-		s *= t->extent[d];
-		b->start[d] = key[d] * t->block[d];
-		b->cnt[d] = t->extent[d] - b->start[d];
-		if (b->cnt[d] > t->block[d])
-			b->cnt[d] = t->block[d];
-		if (!spanned[d] && b->cnt[d] != 1)
-			rt_bug("key dim %d spans %lld elements but no chunk dim", d, (long long)b->cnt[d]);
-	}
-	b->d0 = t->nkey ? t->nkey - 1 : 0;
-	b->run = t->nkey ? b->cnt[b->d0] : 1;
-	while (b->d0 > 0 && b->cnt[b->d0] == t->extent[b->d0]) {
-		b->d0--;
-		b->run *= b->cnt[b->d0];
-	}
-}
-
 /* Calls io(fd, buf, bytes, offset) for each run of block b, buf walking
  * through the dense sub-block in file order.  Returns 0 on the first
  * failure. */
-static int each_run(const TrtType *t, const Block *b, char *buf, int64_t data_offset,
+static int each_run(const TrtType *t, const RtBlock *b, char *buf, int64_t data_offset,
                     int (*io)(int, char *, size_t, int64_t), int fd)
 {
 	size_t es = rt_dtype_size(t->dtype);
-	int64_t idx[TRT_MAXDIM] = { 0 };
 
-	for (int d = 0; d < t->nkey; d++)
-		if (b->cnt[d] == 0)
-			return 1;
-	for (;;) {
-		int64_t off = 0;
-		for (int d = 0; d < t->nkey; d++)
-			off += (b->start[d] + (d < b->d0 ? idx[d] : 0)) * b->tstride[d];
+	for (int64_t i = 0; i < b->nrun; i++) {
+		int64_t off = rt_block_run(t, b, i);
 		if (!io(fd, buf, (size_t)b->run * es, data_offset + off * (int64_t)es))
 			return 0;
 		buf += (size_t)b->run * es;
-		int d = b->d0 - 1;
-		for (; d >= 0; d--) {
-			if (++idx[d] < b->cnt[d])
-				break;
-			idx[d] = 0;
-		}
-		if (d < 0)
-			return 1;
 	}
+	return 1;
 }
 
 static int io_read(int fd, char *buf, size_t n, int64_t off)
@@ -545,32 +459,15 @@ static int io_write(int fd, char *buf, size_t n, int64_t off)
 	return rt_pwrite_full(fd, buf, n, off);
 }
 
-/* Reads the chunk of key into c; returns 0 (errno set) on failure. */
-static int read_chunk(int fd, int64_t data_offset, const TrtType *t, const int64_t *key,
-                      Chunk *c)
+/* Reads chunk c, of block b whose chunk dims are not in key-dim order: in
+ * file order, then transposed; returns 0 (errno set) on failure. */
+static int read_transposed(int fd, int64_t data_offset, const TrtType *t, const RtBlock *b,
+                           Chunk *c)
 {
-	Block b;
-	block_of(t, key, &b);
-	if (b.identity)
-		return each_run(t, &b, rt_chunk_data(c), data_offset, io_read, fd);
-
-	size_t es = rt_dtype_size(t->dtype);
 	char *tmp = rt_alloc(c->nbytes);
-	int ok = each_run(t, &b, tmp, data_offset, io_read, fd);
-	if (ok) {
-		/* The sub-block is row-major over the key dims; the chunk walks
-		 * it in chunk-dim order. */
-		int64_t bstride[TRT_MAXDIM], n[TRT_MAXDIM], st[TRT_MAXDIM], s = 1;
-		for (int d = t->nkey - 1; d >= 0; d--) {
-			bstride[d] = s;
-			s *= b.cnt[d];
-		}
-		for (int k = 0; k < t->nchunk; k++) {
-			n[k] = b.cnt[t->chunkdim[k]];
-			st[k] = bstride[t->chunkdim[k]];
-		}
-		gather(rt_chunk_data(c), tmp, t->nchunk, n, st, es);
-	}
+	int ok = each_run(t, b, tmp, data_offset, io_read, fd);
+	if (ok)
+		rt_block_to_chunk(t, b, rt_chunk_data(c), tmp);
 	free(tmp);
 	return ok;
 }
@@ -579,8 +476,8 @@ static int read_chunk(int fd, int64_t data_offset, const TrtType *t, const int64
 static int write_chunk(int fd, int64_t data_offset, const TrtType *t, const int64_t *key,
                        const void *data, size_t nbytes)
 {
-	Block b;
-	block_of(t, key, &b);
+	RtBlock b;
+	rt_block_of(t, key, &b);
 	if (b.identity)
 		return each_run(t, &b, (char *)data, data_offset, io_write, fd);
 
@@ -595,7 +492,7 @@ static int write_chunk(int fd, int64_t data_offset, const TrtType *t, const int6
 	for (int k = 0; k < t->nchunk; k++)
 		st[t->chunkdim[k]] = cstride[k];
 	char *tmp = rt_alloc(nbytes);
-	gather(tmp, data, t->nkey, b.cnt, st, es);
+	rt_gather(tmp, data, t->nkey, b.cnt, st, es);
 	int ok = each_run(t, &b, tmp, data_offset, io_write, fd);
 	free(tmp);
 	return ok;
@@ -650,23 +547,135 @@ TrtRel *trt_read(int tensor, const TrtType *t, TrtPlace p)
 	return r;
 }
 
+/* Reads the file's bytes from off into the buffers of iov[0..n), retrying
+ * short reads; returns 0 (errno set) on failure. */
+static int preadv_full(int fd, struct iovec *iov, int n, int64_t off)
+{
+	while (n > 0) {
+		ssize_t k = preadv(fd, iov, n, (off_t)off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return 0;
+		if (k == 0) {
+			errno = EIO;            /* the file shrank after the check */
+			return 0;
+		}
+		off += k;
+		for (; n > 0 && (size_t)k >= iov->iov_len; iov++, n--)
+			k -= (ssize_t)iov->iov_len;
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + k;
+			iov->iov_len -= (size_t)k;
+		}
+	}
+	return 1;
+}
+
+/* Reads gathered into one preadv while they follow each other in the file:
+ * at most MAX_IOV buffers (or the system's IOV_MAX) and MAX_CALL bytes. */
+enum { MAX_IOV = 1024, MAX_CALL = 1 << 30 };
+
+typedef struct Batch {
+	struct iovec iov[MAX_IOV];
+	int n, max;
+	int64_t off, end;       /* the file's bytes [off, end) */
+	int fd, ok;             /* ok: 0 (errno set) after a failure */
+} Batch;
+
+static void batch_flush(Batch *bt)
+{
+	if (bt->n && bt->ok)
+		bt->ok = preadv_full(bt->fd, bt->iov, bt->n, bt->off);
+	bt->n = 0;
+}
+
+/* Reads len bytes of the file at off into buf, now or with the next ones. */
+static void batch_add(Batch *bt, int64_t off, char *buf, size_t len)
+{
+	if (bt->n && (off != bt->end || bt->n == bt->max || bt->end - bt->off >= MAX_CALL))
+		batch_flush(bt);
+	if (!bt->n)
+		bt->off = bt->end = off;
+	bt->iov[bt->n].iov_base = buf;
+	bt->iov[bt->n].iov_len = len;
+	bt->n++;
+	bt->end += (int64_t)len;
+}
+
+/* An owned chunk of a band: its data, its run's bytes, and how far its runs
+ * are (in elements) after the band's first owned chunk's. */
+typedef struct Seg {
+	char *data;
+	size_t len;
+	int64_t shift;
+} Seg;
+
+static int owned(const TrtPlace *p, const TrtType *t, const int64_t *key)
+{
+	return p->kind != TRT_PART || trt_site(p, t, key) == rt.rank;
+}
+
 TrtRel *rt_read_rel(int fd, int64_t data_offset, const TrtType *t, TrtPlace p)
 {
 	TrtRel *r = trt_rel_new(t, p);
 	int64_t nk = rt_nkeys(t), key[TRT_MAXDIM];
-	for (int64_t lin = 0; lin < nk; lin++) {
-		rt_key_from_linear(t, lin, key);
-		if (p.kind == TRT_PART && trt_site(&p, t, key) != rt.rank)
-			continue;
-		Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
-		if (!read_chunk(fd, data_offset, t, key, c)) {
-			int e = errno;
-			rt_chunk_unref(c);
-			trt_free(r);
-			errno = e;
-			return NULL;
+	size_t es = rt_dtype_size(t->dtype);
+	long iov_max = sysconf(_SC_IOV_MAX);
+	Batch bt = { .fd = fd, .ok = 1, .max = iov_max > 0 && iov_max < MAX_IOV ? (int)iov_max : MAX_IOV };
+	RtBlock b, first;
+
+	if (nk > 0) {
+		rt_key_from_linear(t, 0, key);
+		rt_block_of(t, key, &b);
+	}
+	if (nk > 0 && !b.identity) {
+		for (int64_t lin = 0; bt.ok && lin < nk; lin++) {
+			rt_key_from_linear(t, lin, key);
+			if (!owned(&p, t, key))
+				continue;
+			Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
+			rt_rel_push(r, key, c);
+			rt_block_of(t, key, &b);
+			bt.ok = read_transposed(fd, data_offset, t, &b, c);
 		}
-		rt_rel_push(r, key, c);
+	} else if (nk > 0) {
+		/* A band is the chunks whose keys differ only along dim d0, the
+		 * last one split in blocks (the dims after it are whole): their
+		 * runs take turns in the file, row by row of the band, and the
+		 * band is read so, in file order. */
+		int d0 = b.d0;
+		int64_t f = t->nkey ? rt_frontier(t, d0) : 1;
+		Seg *seg = rt_alloc(sizeof *seg * (size_t)f);
+		for (int64_t band = 0; bt.ok && band < nk / f; band++) {
+			int64_t ns = 0;
+			for (int64_t s = 0; s < f; s++) {
+				rt_key_from_linear(t, band * f + s, key);
+				if (!owned(&p, t, key))
+					continue;
+				Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
+				rt_rel_push(r, key, c);
+				rt_block_of(t, key, &b);
+				if (!ns)
+					first = b;
+				seg[ns++] = (Seg){ rt_chunk_data(c), (size_t)b.run * es,
+				                   t->nkey ? (b.start[d0] - first.start[d0]) * b.tstride[d0] : 0 };
+			}
+			for (int64_t i = 0; bt.ok && ns && i < first.nrun; i++) {
+				int64_t row = rt_block_run(t, &first, i);
+				for (int64_t k = 0; k < ns; k++)
+					batch_add(&bt, data_offset + (row + seg[k].shift) * (int64_t)es,
+					          seg[k].data + (size_t)i * seg[k].len, seg[k].len);
+			}
+		}
+		free(seg);
+		batch_flush(&bt);
+	}
+	if (!bt.ok) {
+		int e = errno;
+		trt_free(r);
+		errno = e;
+		return NULL;
 	}
 	return r;
 }

@@ -247,6 +247,112 @@ TrtView rt_view(const TrtType *t, const int64_t *key, const Chunk *c)
 	return v;
 }
 
+/* ---- a chunk's place in its tensor ---- */
+
+void rt_block_of(const TrtType *t, const int64_t *key, RtBlock *b)
+{
+	int spanned[TRT_MAXDIM] = { 0 };
+
+	b->identity = 1;
+	for (int c = 0; c < t->nchunk; c++) {
+		if (spanned[t->chunkdim[c]])
+			rt_bug("chunk dims span key dim %d twice", t->chunkdim[c]);
+		spanned[t->chunkdim[c]] = 1;
+		if (c && t->chunkdim[c] < t->chunkdim[c - 1])
+			b->identity = 0;
+	}
+	int64_t s = 1;
+	b->nrun = 1;
+	for (int d = t->nkey - 1; d >= 0; d--) {
+		b->tstride[d] = s;
+		s *= t->extent[d];
+		b->start[d] = key[d] * t->block[d];
+		b->cnt[d] = t->extent[d] - b->start[d];
+		if (b->cnt[d] > t->block[d])
+			b->cnt[d] = t->block[d];
+		if (!spanned[d] && b->cnt[d] != 1)
+			rt_bug("key dim %d spans %lld elements but no chunk dim", d, (long long)b->cnt[d]);
+		b->nrun *= b->cnt[d];
+	}
+	/* a run grows over the trailing dims the block spans whole */
+	b->d0 = t->nkey ? t->nkey - 1 : 0;
+	b->run = t->nkey ? b->cnt[b->d0] : 1;
+	while (b->d0 > 0 && b->cnt[b->d0] == t->extent[b->d0]) {
+		b->d0--;
+		b->run *= b->cnt[b->d0];
+	}
+	b->nrun = b->run ? b->nrun / b->run : 0;
+}
+
+/* Run i's first element: its row-major index in the whole tensor. */
+int64_t rt_block_run(const TrtType *t, const RtBlock *b, int64_t i)
+{
+	int64_t off = 0;
+
+	for (int d = t->nkey - 1; d >= 0; d--) {
+		int64_t at = b->start[d];
+		if (d < b->d0) {
+			at += i % b->cnt[d];
+			i /= b->cnt[d];
+		}
+		off += at * b->tstride[d];
+	}
+	return off;
+}
+
+/* The elements of block b of chunk type t, dense row-major over the key
+ * dims in src, into dst in chunk order. */
+void rt_block_to_chunk(const TrtType *t, const RtBlock *b, void *dst, const void *src)
+{
+	int64_t bstride[TRT_MAXDIM], n[TRT_MAXDIM], st[TRT_MAXDIM], s = 1;
+
+	for (int d = t->nkey - 1; d >= 0; d--) {
+		bstride[d] = s;
+		s *= b->cnt[d];
+	}
+	for (int k = 0; k < t->nchunk; k++) {
+		n[k] = b->cnt[t->chunkdim[k]];
+		st[k] = bstride[t->chunkdim[k]];
+	}
+	rt_gather(dst, src, t->nchunk, n, st, rt_dtype_size(t->dtype));
+}
+
+/* Copies a strided array into a dense row-major one of shape n[0..nd). */
+void rt_gather(void *dst, const void *src, int nd, const int64_t *n, const int64_t *stride,
+               size_t es)
+{
+	int64_t idx[TRT_MAXDIM] = { 0 }, total = 1;
+
+	for (int d = 0; d < nd; d++)
+		total *= n[d];
+	if (total == 0)
+		return;
+	int64_t inner = nd ? n[nd - 1] : 1, is = nd ? stride[nd - 1] : 0;
+	char *out = dst;
+	for (int64_t done = 0; done < total; done += inner) {
+		int64_t off = 0;
+		for (int d = 0; d + 1 < nd; d++)
+			off += idx[d] * stride[d];
+		if (es == 4) {
+			const float *s = (const float *)src + off;
+			float *o = (float *)out;
+			for (int64_t i = 0; i < inner; i++)
+				o[i] = s[i * is];
+		} else {
+			const double *s = (const double *)src + off;
+			double *o = (double *)out;
+			for (int64_t i = 0; i < inner; i++)
+				o[i] = s[i * is];
+		}
+		out += (size_t)inner * es;
+		for (int d = nd - 2; d >= 0; d--) {
+			if (++idx[d] < n[d])
+				break;
+			idx[d] = 0;
+		}
+	}
+}
+
 /* ---- relations ---- */
 
 TrtRel *trt_rel_new(const TrtType *t, TrtPlace p)

@@ -97,6 +97,26 @@ void rt_sort(int64_t *idx, int64_t n, int (*cmp)(int64_t, int64_t, const void *)
 int64_t rt_key_linear(const TrtType *t, const int64_t *key);
 void rt_key_from_linear(const TrtType *t, int64_t lin, int64_t *key);
 
+/* Where the chunk of a key sits in its tensor (row-major over the key
+ * dims): per key dim its first index and length, and its runs, the longest
+ * pieces of the chunk contiguous in the tensor: nrun of run elements each,
+ * in tensor order.  When identity is set (chunk dims in key-dim order) the
+ * chunk's data is its runs one after the other; otherwise it is their
+ * transpose (rt_gather). */
+typedef struct RtBlock {
+	int64_t start[TRT_MAXDIM], cnt[TRT_MAXDIM];
+	int64_t tstride[TRT_MAXDIM];    /* the tensor's row-major strides */
+	int identity;
+	int d0;                         /* runs span key dims d0.. */
+	int64_t run, nrun;
+} RtBlock;
+
+void rt_block_of(const TrtType *t, const int64_t *key, RtBlock *b);
+int64_t rt_block_run(const TrtType *t, const RtBlock *b, int64_t i);
+void rt_block_to_chunk(const TrtType *t, const RtBlock *b, void *dst, const void *src);
+void rt_gather(void *dst, const void *src, int nd, const int64_t *n, const int64_t *stride,
+               size_t es);
+
 /* An open-addressing hash index from the keys of a relation's tuples to
  * their positions; it stores positions only, so the relation may grow. */
 typedef struct KeyIndex {
@@ -108,6 +128,17 @@ void rt_index_init(KeyIndex *ix);
 int64_t rt_index_find(const KeyIndex *ix, const TrtRel *r, const int64_t *key);
 void rt_index_add(KeyIndex *ix, const TrtRel *r, int64_t pos);
 void rt_index_free(KeyIndex *ix);
+
+/* ---- param.c ---- */
+
+/* The stream of tensor name under seed, and its elements g .. g+n-1 as
+ * initialiser kind(a, b) makes them, into out in type dt. */
+uint64_t rt_init_stream(uint64_t seed, const char *name);
+void rt_init_values(TrtInit kind, double a, double b, uint64_t stream, uint64_t g, int64_t n,
+                    TrtDtype dt, void *out);
+/* Whether rt_init_values runs its AVX-512 copy: -1 until it asks the CPU;
+ * the unit test sets 0 to compare the plain copy. */
+extern int rt_fill_wide;
 
 /* ---- comm.c ---- */
 

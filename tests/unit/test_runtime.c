@@ -53,7 +53,7 @@ static char dir[512];
 
 /* ---- the test program's tensors ---- */
 
-enum { T_A, T_X, T_CASE0 };
+enum { T_A, T_X, T_P, T_CASE0 };
 
 typedef struct Case {
 	TrtDtype dt;
@@ -173,8 +173,10 @@ static TrtRel *make_rel(const TrtType *t, TrtPlace p)
 	return r;
 }
 
-/* r holds exactly the chunks placement p gives this rank, with the right data. */
-static void check_rel(const TrtRel *r, TrtPlace p)
+/* r holds exactly the chunks placement p gives this rank, each element
+ * passing check. */
+static void check_rel_with(const TrtRel *r, TrtPlace p,
+                           void (*check)(const TrtType *, void *, int64_t, int64_t))
 {
 	const TrtType *t = &r->type;
 	int64_t want = 0, key[TRT_MAXDIM];
@@ -190,8 +192,14 @@ static void check_rel(const TrtRel *r, TrtPlace p)
 			EXPECT(trt_site(&p, t, k) == trt_rank());
 		if (i)
 			EXPECT(rt_key_cmp(k - t->nkey, k, t->nkey) < 0);
-		each_elem(t, k, rt_chunk_data(r->chunks[i]), check_elem);
+		each_elem(t, k, rt_chunk_data(r->chunks[i]), check);
 	}
+}
+
+/* ... with the data of make_rel */
+static void check_rel(const TrtRel *r, TrtPlace p)
+{
+	check_rel_with(r, p, check_elem);
 }
 
 /* ---- trt_site ---- */
@@ -624,6 +632,292 @@ static void test_matmul_f32(void **state)
 	matmul(TRT_F32);
 }
 
+/* A file that ends before the data (it shrank after the header was
+ * checked): rt_read_rel fails with EIO, whichever way it reads. */
+static void test_npy_short_read(void **state)
+{
+	(void)state;
+	static const float data[25];
+	char path[700];
+
+	if (trt_rank() == 0)
+		put_file("short.bin", data, sizeof data);
+	MPI_Barrier(MPI_COMM_WORLD);
+	snprintf(path, sizeof path, "%s/short.bin", dir);
+	TrtType t = mat_type(TRT_F32, 10, 10, 10, 3);
+	for (int transposed = 0; transposed < 2; transposed++) {
+		if (transposed)
+			t.chunkdim[0] = 1, t.chunkdim[1] = 0;
+		int fd = open(path, O_RDONLY);
+		EXPECT(fd >= 0);
+		errno = 0;
+		TrtRel *r = rt_read_rel(fd, 0, &t, (TrtPlace)ALL);
+		EXPECT(r == NULL && errno == EIO);
+		close(fd);
+	}
+	agree();
+}
+
+/* ---- params' initial values ---- */
+
+static const char *init_ref;    /* the whole tensor, made in one call */
+
+static void check_init_elem(const TrtType *t, void *data, int64_t e, int64_t lin)
+{
+	size_t es = rt_dtype_size(t->dtype);
+	EXPECT(!memcmp((char *)data + e * es, init_ref + lin * es, es));
+}
+
+/* Random initial values are a function of (seed, tensor, element index)
+ * only: the same bits in every blocking, chunk order and placement, on any
+ * rank count, made a whole tensor at once, one element at a time or in
+ * pieces of any length, by the plain loops and by their AVX-512 copy. */
+static void test_init_blocking(void **state)
+{
+	(void)state;
+	static const struct { TrtInit kind; double a, b; } inits[] = {
+		{ TRT_INIT_UNIFORM, -2, 3 }, { TRT_INIT_NORMAL, 1, 0.5 },
+		{ TRT_INIT_ZEROS, 0, 0 }, { TRT_INIT_ONES, 0, 0 },
+	};
+	static const struct { int64_t block[2]; int chunk[2]; TrtPlace p; } shapes[] = {
+		{ { 37, 101 }, { 0, 1 }, ALL },
+		{ { 5, 30 }, { 0, 1 }, PART(0) },
+		{ { 5, 30 }, { 1, 0 }, PART(1) },
+		{ { 1, 101 }, { 0, 1 }, PART(0) },
+		{ { 37, 1 }, { 1, 0 }, PART(1, 0) },
+		{ { 8, 101 }, { 1, 0 }, PART(0, 1) },
+		{ { 36, 100 }, { 0, 1 }, PART(0, 1) },
+	};
+	const int64_t total = 37 * 101;
+	int saved_seed = (int)rt.seed;
+
+	for (int sd = 0; sd < 2; sd++)
+	for (int dt = 0; dt < 2; dt++)
+	for (size_t in = 0; in < sizeof inits / sizeof inits[0]; in++) {
+		TrtDtype dtype = dt ? TRT_F64 : TRT_F32;
+		size_t es = rt_dtype_size(dtype);
+		TrtInit kind = inits[in].kind;
+		double a = inits[in].a, b = inits[in].b;
+		rt.seed = sd ? 12345 : 0;
+		uint64_t stream = rt_init_stream(rt.seed, "P");
+		char *ref = malloc((size_t)total * es), *got = malloc((size_t)total * es);
+
+		rt_init_values(kind, a, b, stream, 0, total, dtype, ref);
+		init_ref = ref;
+
+		/* one element at a time */
+		for (int64_t g = 0; g < total; g++)
+			rt_init_values(kind, a, b, stream, (uint64_t)g, 1, dtype, got + g * es);
+		EXPECT(!memcmp(got, ref, (size_t)total * es));
+		/* pieces of 1 to 700 elements, starting at odd and even indices */
+		memset(got, 0, (size_t)total * es);
+		for (int64_t g = 0, len = 1; g < total; g += len, len = (len * 37 + 11) % 700 + 1)
+			rt_init_values(kind, a, b, stream, (uint64_t)g, len < total - g ? len : total - g,
+			               dtype, got + g * es);
+		EXPECT(!memcmp(got, ref, (size_t)total * es));
+		/* the plain copy of the loops */
+		int wide = rt_fill_wide;
+		rt_fill_wide = 0;
+		rt_init_values(kind, a, b, stream, 0, total, dtype, got);
+		rt_fill_wide = wide;
+		EXPECT(!memcmp(got, ref, (size_t)total * es));
+
+		/* whole chunks, as trt_init_param makes them */
+		for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+			TrtType t = { dtype, 2, { 37, 101 }, { shapes[sh].block[0], shapes[sh].block[1] },
+			              2, { shapes[sh].chunk[0], shapes[sh].chunk[1] } };
+			TrtRel *r = trt_init_param(T_P, &t, shapes[sh].p, kind, a, b);
+			check_rel_with(r, shapes[sh].p, check_init_elem);
+			trt_free(r);
+		}
+		/* and the small tensors of the cases, up to rank 3 */
+		for (int i = 0; i < NCASES; i++) {
+			const Case *c = &cases[i];
+			const TrtTensor *x = &tensors[T_CASE0 + i];
+			int64_t n = 1;
+			for (int d = 0; d < c->rank; d++)
+				n *= c->shape[d];
+			char *cref = malloc((size_t)(n + 1) * 8);
+			rt_init_values(kind, a, b, rt_init_stream(rt.seed, x->name), 0, n, c->dt, cref);
+			init_ref = cref;
+			for (int w = 0; w < 2; w++) {
+				TrtType t = case_type(c, w);
+				TrtPlace p = w ? c->wplace : c->rplace;
+				if (t.nchunk != t.nkey)         /* params have a chunk dim per key dim */
+					continue;
+				TrtRel *r = trt_init_param(T_CASE0 + i, &t, p, kind, a, b);
+				check_rel_with(r, p, check_init_elem);
+				trt_free(r);
+			}
+			free(cref);
+		}
+		free(ref);
+		free(got);
+	}
+	rt.seed = (uint64_t)saved_seed;
+	agree();
+}
+
+/* The values themselves, for two seeds: uniform's are the ones trac has
+ * always made; normal's changed with Box-Muller on pairs (their even
+ * elements are within an ulp or two of the old values at half the index). */
+static void test_init_values(void **state)
+{
+	(void)state;
+	static const struct { uint64_t seed, g; double uniform, normal; } want[] = {
+		{ 0, 0, 0x1.be7a4a45052p-3, -0x1.088b62770966bp-2 },
+		{ 0, 1, -0x1.1a2fb13f652ap-3, 0x1.588b0d5370a53p+0 },
+		{ 0, 2, -0x1.0c1ce8791d6p-4, -0x1.347cc2e8440ddp-1 },
+		{ 0, 1000003, 0x1.cdc01c4fcb8ap-2, -0x1.0f27685c6f349p+0 },
+		{ 12345, 0, -0x1.69f3d6a61c76p-1, 0x1.927036ca38c4cp-4 },
+		{ 12345, 1, 0x1.d3eec92a3a846p-1, 0x1.1bcbfe602a8c5p-1 },
+		{ 12345, 2, 0x1.b629231e17768p-1, -0x1.339cf3bd55696p+1 },
+		{ 12345, 1000003, 0x1.ab0e38f042412p-1, -0x1.6da9fe22df846p-3 },
+	};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		uint64_t stream = rt_init_stream(want[i].seed, "P");
+		double u, z;
+		rt_init_values(TRT_INIT_UNIFORM, -1, 1, stream, want[i].g, 1, TRT_F64, &u);
+		rt_init_values(TRT_INIT_NORMAL, 0, 1, stream, want[i].g, 1, TRT_F64, &z);
+		EXPECT(u == want[i].uniform);
+		EXPECT(z == want[i].normal);
+	}
+	agree();
+}
+
+/* The definition in param.c's comment, written again with libm. */
+static uint64_t ref_mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static double ref_draw(uint64_t stream, uint64_t i, uint64_t k)
+{
+	return ((double)(ref_mix(stream ^ ref_mix(2 * i + k)) >> 11) + 1.0) * 0x1p-53;
+}
+
+/* uniform is exactly its definition; normal is Box-Muller on pairs within
+ * the error of param.c's ln, cos and sin (2 ulps) and of libm's. */
+static void test_init_definition(void **state)
+{
+	(void)state;
+	enum { N = 100000 };
+	double *u = malloc(N * sizeof *u), *z = malloc(N * sizeof *z);
+	uint64_t g0 = ((uint64_t)1 << 40) + 1;          /* far indices, an odd start */
+	uint64_t stream = rt_init_stream(3, "W1");
+
+	rt_init_values(TRT_INIT_UNIFORM, -0.5, 2, stream, g0, N, TRT_F64, u);
+	rt_init_values(TRT_INIT_NORMAL, 0, 1, stream, g0, N, TRT_F64, z);
+	int bad_u = 0, bad_z = 0;
+	for (uint64_t k = 0; k < N; k++) {
+		uint64_t g = g0 + k, p = g / 2;
+		bad_u += u[k] != -0.5 + 2.5 * (1.0 - ref_draw(stream, g, 0));
+		double r = sqrt(-2 * log(ref_draw(stream, p, 0)));
+		double t = 6.283185307179586476925 * ref_draw(stream, p, 1);
+		double want = r * (g % 2 ? sin(t) : cos(t));
+		bad_z += !(fabs(z[k] - want) <= 1e-14 * (1 + r));
+	}
+	EXPECT(bad_u == 0);
+	EXPECT(bad_z == 0);
+	free(u);
+	free(z);
+	agree();
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double cdf_uniform(double x)
+{
+	return x;
+}
+
+static double cdf_normal(double x)
+{
+	return 0.5 * erfc(-x / sqrt(2.0));
+}
+
+/*
+ * One distribution's checks on n draws x: mean and variance within 5
+ * standard errors, the Kolmogorov-Smirnov statistic below its 0.001
+ * critical value (1.95 / sqrt n), and independence of neighbours: the
+ * correlation of x[g] with x[g+1], and of their squares, within 5 / sqrt n,
+ * and a chi-square test of (x[g], x[g+1]) on 10 x 10 equally likely cells,
+ * for even g and for odd g apart (normal's pairs share their draws), below
+ * its 0.001 critical value for 99 degrees of freedom (148.2).
+ */
+static void check_distribution(double *x, int64_t n, double mean, double var, double m4,
+                               double (*cdf)(double))
+{
+	double sum = 0, sq = 0;
+	for (int64_t i = 0; i < n; i++)
+		sum += x[i];
+	double m = sum / (double)n;
+	for (int64_t i = 0; i < n; i++)
+		sq += (x[i] - m) * (x[i] - m);
+	double v = sq / (double)(n - 1);
+	EXPECT(fabs(m - mean) < 5 * sqrt(var / (double)n));
+	EXPECT(fabs(v - var) < 5 * sqrt((m4 - var * var) / (double)n));
+
+	for (int sqr = 0; sqr < 2; sqr++) {
+		/* Pearson correlation of neighbours, of x or of x^2 */
+		double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+		for (int64_t i = 0; i + 1 < n; i++) {
+			double p = sqr ? x[i] * x[i] : x[i], q = sqr ? x[i + 1] * x[i + 1] : x[i + 1];
+			sa += p, sb += q, saa += p * p, sbb += q * q, sab += p * q;
+		}
+		double k = (double)(n - 1);
+		double rho = (sab - sa * sb / k) / sqrt((saa - sa * sa / k) * (sbb - sb * sb / k));
+		EXPECT(fabs(rho) < 5 / sqrt(k));
+	}
+	for (int odd = 0; odd < 2; odd++) {
+		int64_t cell[10][10] = { { 0 } }, pairs = 0;
+		for (int64_t i = odd; i + 1 < n; i += 2) {
+			int a = (int)(10 * cdf(x[i])), b = (int)(10 * cdf(x[i + 1]));
+			cell[a < 10 ? a : 9][b < 10 ? b : 9]++;
+			pairs++;
+		}
+		double chi = 0, e = (double)pairs / 100;
+		for (int a = 0; a < 10; a++)
+			for (int b = 0; b < 10; b++)
+				chi += (cell[a][b] - e) * (cell[a][b] - e) / e;
+		EXPECT(chi < 148.2);
+	}
+
+	qsort(x, (size_t)n, sizeof *x, cmp_double);
+	double d = 0;
+	for (int64_t i = 0; i < n; i++) {
+		double f = cdf(x[i]), lo = f - (double)i / (double)n, hi = (double)(i + 1) / (double)n - f;
+		d = fmax(d, fmax(lo, hi));
+	}
+	EXPECT(d * sqrt((double)n) < 1.95);
+}
+
+/* A million draws of each, on two seeds: the right distribution, and no
+ * dependence between neighbouring elements. */
+static void test_init_statistics(void **state)
+{
+	(void)state;
+	enum { N = 1000000 };
+	double *x = malloc(N * sizeof *x);
+
+	for (uint64_t seed = 0; seed < 2; seed++) {
+		uint64_t stream = rt_init_stream(seed, "P");
+		rt_init_values(TRT_INIT_UNIFORM, 0, 1, stream, 0, N, TRT_F64, x);
+		check_distribution(x, N, 0.5, 1.0 / 12, 1.0 / 80, cdf_uniform);
+		rt_init_values(TRT_INIT_NORMAL, 0, 1, stream, 0, N, TRT_F64, x);
+		check_distribution(x, N, 0, 1, 3, cdf_normal);
+	}
+	free(x);
+	agree();
+}
+
 /* ---- communication preserves every tuple exactly once ---- */
 
 static void check_each_once(const TrtRel *r, const TrtType *t, int everywhere)
@@ -894,6 +1188,8 @@ static void setup_program(void)
 	snprintf(paths[T_X], sizeof paths[T_X], "%s/X.npy", dir);
 	if (!getenv("RT_TEST_REQUIRE_X"))
 		tensors[T_X].path = paths[T_X];
+	/* P: a param for the initialisers (test_init_blocking) */
+	tensors[T_P] = (TrtTensor){ "P", TRT_PARAM, TRT_F32, 2, { 37, 101 }, NULL };
 	for (int i = 0; i < NCASES; i++) {
 		TrtTensor *t = &tensors[T_CASE0 + i];
 		static char names[NCASES][16];
@@ -1061,6 +1357,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gemm),
 		cmocka_unit_test(test_npy_header_errors),
 		cmocka_unit_test(test_npy_file_errors),
+		cmocka_unit_test(test_npy_short_read),
 		cmocka_unit_test(test_npy_roundtrip),
 		cmocka_unit_test(test_npy_no_leftovers),
 		cmocka_unit_test(test_matmul_f64),
@@ -1072,6 +1369,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_profile_ops),
 		cmocka_unit_test(test_chunk_memory),
 		cmocka_unit_test(test_exchange_sizes),
+		cmocka_unit_test(test_init_blocking),
+		cmocka_unit_test(test_init_values),
+		cmocka_unit_test(test_init_definition),
+		cmocka_unit_test(test_init_statistics),
 	};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 	trt_finish();
