@@ -173,28 +173,16 @@ static uint32_t get32(const unsigned char *b)
 	return v;
 }
 
-static int read_full(int fd, void *buf, size_t n, off_t off)
-{
-	size_t got = 0;
-	while (got < n) {
-		ssize_t k = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			if (k == 0)
-				errno = EIO;
-			return 0;
-		}
-		got += (size_t)k;
-	}
-	return 1;
-}
-
-static int write_full(int fd, const void *buf, size_t n, off_t off)
+/* All n bytes at off read (pread) or written (pwrite), through
+ * interruptions and short transfers; 0 with errno set when they cannot be
+ * (EIO where the file ends or takes no more). */
+static int transfer_full(int fd, void *buf, size_t n, off_t off, int writing)
 {
 	size_t done = 0;
 	while (done < n) {
-		ssize_t k = pwrite(fd, (const char *)buf + done, n - done, off + (off_t)done);
+		char *p = (char *)buf + done;
+		ssize_t k = writing ? pwrite(fd, p, n - done, off + (off_t)done)
+		                    : pread(fd, p, n - done, off + (off_t)done);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
@@ -205,6 +193,16 @@ static int write_full(int fd, const void *buf, size_t n, off_t off)
 		done += (size_t)k;
 	}
 	return 1;
+}
+
+static int read_full(int fd, void *buf, size_t n, off_t off)
+{
+	return transfer_full(fd, buf, n, off, 0);
+}
+
+static int write_full(int fd, void *buf, size_t n, off_t off)
+{
+	return transfer_full(fd, buf, n, off, 1);
 }
 
 /* Opens and checks --resume's file; on failure, the message in msg. */
