@@ -179,7 +179,7 @@ COMBINE(combine_f32, float)
 COMBINE(combine_f64, double)
 #undef COMBINE
 
-static void combine(TrtDtype dt, void *a, const void *b, int64_t n, TrtAgg agg)
+void rt_combine(TrtDtype dt, void *a, const void *b, int64_t n, TrtAgg agg)
 {
 	switch (dt) {
 	case TRT_F32: combine_f32(a, b, n, agg); break;
@@ -232,7 +232,7 @@ TrtRel *trt_agg(const TrtRel *r, int ngroup, const int *group, TrtAgg agg,
 			o->chunks[pos] = c;
 			owned[pos] = 1;
 		}
-		combine(t->dtype, rt_chunk_data(o->chunks[pos]), rt_chunk_data(r->chunks[i]), n, agg);
+		rt_combine(t->dtype, rt_chunk_data(o->chunks[pos]), rt_chunk_data(r->chunks[i]), n, agg);
 	}
 	free(owned);
 	rt_index_free(&ix);

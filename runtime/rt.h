@@ -102,6 +102,12 @@ int64_t rt_index_find(const KeyIndex *ix, const TrtRel *r, const int64_t *key);
 void rt_index_add(KeyIndex *ix, const TrtRel *r, int64_t pos);
 void rt_index_free(KeyIndex *ix);
 
+/* ---- local.c ---- */
+
+/* a[i] = agg(a[i], b[i]) over n elements, as trt_agg combines (twophase.c
+ * combines its ranks' sums the same way). */
+void rt_combine(TrtDtype dt, void *a, const void *b, int64_t n, TrtAgg agg);
+
 /* ---- comm.c ---- */
 
 /* Largest element count one MPI call may carry; INT_MAX except in tests,

@@ -75,26 +75,6 @@ static int post_pieces(MPI_Request **reqs, int64_t *nreq, int64_t *cap, int64_t 
 	return pieces;
 }
 
-/* a[i] = agg(a[i], b[i]), as trt_agg combines */
-static void combine(TrtDtype dt, void *a, const void *b, int64_t n, TrtAgg agg)
-{
-	if (dt == TRT_F32) {
-		float *x = a;
-		const float *y = b;
-		for (int64_t i = 0; i < n; i++)
-			x[i] = agg == TRT_AGG_ADD ? x[i] + y[i]
-			       : agg == TRT_AGG_MAX ? (y[i] > x[i] || y[i] != y[i] ? y[i] : x[i])
-			       : (y[i] < x[i] || y[i] != y[i] ? y[i] : x[i]);
-	} else {
-		double *x = a;
-		const double *y = b;
-		for (int64_t i = 0; i < n; i++)
-			x[i] = agg == TRT_AGG_ADD ? x[i] + y[i]
-			       : agg == TRT_AGG_MAX ? (y[i] > x[i] || y[i] != y[i] ? y[i] : x[i])
-			       : (y[i] < x[i] || y[i] != y[i] ? y[i] : x[i]);
-	}
-}
-
 /* The whole state of one call. */
 typedef struct Tp {
 	const TrtRel *in[2];
@@ -182,7 +162,7 @@ static void finish_tuple(Tp *t, int64_t g)
 			res = c;
 			continue;
 		}
-		combine(t->out->dtype, rt_chunk_data(res), rt_chunk_data(c), n, t->agg);
+		rt_combine(t->out->dtype, rt_chunk_data(res), rt_chunk_data(c), n, t->agg);
 		rt_chunk_unref(c);
 	}
 	if (t->sums[g])
