@@ -339,6 +339,10 @@ TVal tb_reduce(TraBuild *b, TVal v, TbRed red, int nr, const int *r);
 TVal tb_convert(TraBuild *b, TVal v, DType to);
 TVal tb_absorb(TraBuild *b, TVal v);                                 /* v as a fresh op, pend applied */
 int tb_finish(TraBuild *b, TVal v, int n, const int *order);         /* keys and chunks in this order */
+/* The builder's steps that contract.c, which builds its joins itself, shares */
+int tb_join_keys(int *var, int nvar, const int *bvar, int nbvar, JoinSpec *on);
+void tb_input_labels(Kernel *k, int in, const RelType *t, const int *var);  /* labels: var ids */
+void tb_compact_labels(Kernel *k);                                   /* var ids -> 0.. */
 
 /* ---- ia.c: the implementation algebra ---- */
 

@@ -303,24 +303,6 @@ typedef struct Val {
 	int var[MAXDIM];
 } Val;
 
-/* Labels are variable ids until here: renumber 0.. by first appearance. */
-static void compact(Kernel *k)
-{
-	int m[MAXVAR], n = 0;
-	for (int i = 0; i < MAXVAR; i++)
-		m[i] = -1;
-	for (int i = 0; i < k->nin; i++)
-		for (int c = 0; c < k->nindim[i]; c++) {
-			int v = k->inlab[i][c];
-			if (m[v] < 0)
-				m[v] = n++;
-			k->inlab[i][c] = m[v];
-		}
-	for (int c = 0; c < k->noutdim; c++)
-		k->outlab[c] = m[k->outlab[c]];
-	k->nlab = n;
-}
-
 /* The join of a and b on their shared variables, kernel in0 * in1 summing
  * what is not kept; chunks in the order `chunk` (variables), keys kept in
  * the order `keys`. */
@@ -333,25 +315,10 @@ static Val contract(Build *b, Val x, Val y, VarSet keep, int nchunk, const int *
 	j.u.join.left = x.op;
 	j.u.join.right = y.op;
 	Val jv = x;
-	for (int d = 0; d < y.nvar; d++) {
-		int shared = -1;
-		for (int e = 0; e < x.nvar; e++)
-			if (x.var[e] == y.var[d])
-				shared = e;
-		if (shared >= 0) {
-			j.u.join.on.lkey[j.u.join.on.nmatch] = shared;
-			j.u.join.on.rkey[j.u.join.on.nmatch++] = d;
-		} else {
-			jv.var[jv.nvar++] = y.var[d];
-		}
-	}
+	jv.nvar = tb_join_keys(jv.var, x.nvar, y.var, y.nvar, &j.u.join.on);
 	Kernel *k = kernel_new(p->arena, 2);
-	k->nindim[0] = xt->nchunk;
-	for (int c = 0; c < xt->nchunk; c++)
-		k->inlab[0][c] = x.var[xt->chunkdim[c]];
-	k->nindim[1] = yt->nchunk;
-	for (int c = 0; c < yt->nchunk; c++)
-		k->inlab[1][c] = y.var[yt->chunkdim[c]];
+	tb_input_labels(k, 0, xt, x.var);
+	tb_input_labels(k, 1, yt, y.var);
 	k->noutdim = nchunk;
 	memcpy(k->outlab, chunk, sizeof(int) * (size_t)nchunk);
 	k->red = AGG_ADD;
@@ -359,7 +326,7 @@ static Val contract(Build *b, Val x, Val y, VarSet keep, int nchunk, const int *
 	for (int d = 0; d < jv.nvar; d++)
 		if (!(keep >> jv.var[d] & 1))
 			k->reduces = true;
-	compact(k);
+	tb_compact_labels(k);
 	j.u.join.kernel = k;
 	RelType jt = {.dtype = xt->dtype, .nkey = jv.nvar, .nchunk = nchunk};
 	for (int d = 0; d < jv.nvar; d++)
