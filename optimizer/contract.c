@@ -303,6 +303,29 @@ typedef struct Val {
 	int var[MAXDIM];
 } Val;
 
+/* The type of a relation keyed by variables var[0..n), whole chunks in
+ * the order chunk[0..nchunk) (variables). */
+static RelType vars_type(const Tree *t, DType dtype, int n, const int *var, int nchunk, const int *chunk)
+{
+	RelType rt = {.dtype = dtype, .nkey = n, .nchunk = nchunk};
+	for (int d = 0; d < n; d++)
+		rt.extent[d] = rt.block[d] = t->extent[var[d]];
+	for (int c = 0; c < nchunk; c++)
+		for (int d = 0; d < n; d++)
+			if (var[d] == chunk[c])
+				rt.chunkdim[c] = d;
+	return rt;
+}
+
+/* pos[i]: the key dim of v that is variable keys[i]. */
+static void var_positions(const Val *v, int n, const int *keys, int *pos)
+{
+	for (int i = 0; i < n; i++)
+		for (int d = 0; d < v->nvar; d++)
+			if (v->var[d] == keys[i])
+				pos[i] = d;
+}
+
 /* The join of a and b on their shared variables, kernel in0 * in1 summing
  * what is not kept; chunks in the order `chunk` (variables), keys kept in
  * the order `keys`. */
@@ -328,14 +351,7 @@ static Val contract(Build *b, Val x, Val y, VarSet keep, int nchunk, const int *
 			k->reduces = true;
 	tb_compact_labels(k);
 	j.u.join.kernel = k;
-	RelType jt = {.dtype = xt->dtype, .nkey = jv.nvar, .nchunk = nchunk};
-	for (int d = 0; d < jv.nvar; d++)
-		jt.extent[d] = jt.block[d] = t->extent[jv.var[d]];
-	for (int c = 0; c < nchunk; c++)
-		for (int d = 0; d < jv.nvar; d++)
-			if (jv.var[d] == chunk[c])
-				jt.chunkdim[c] = d;
-	j.type = jt;
+	j.type = vars_type(t, xt->dtype, jv.nvar, jv.var, nchunk, chunk);
 	jv.op = tra_push(p, j);
 	if (!k->reduces && nkeys == jv.nvar) {
 		bool same = true;
@@ -344,44 +360,22 @@ static Val contract(Build *b, Val x, Val y, VarSet keep, int nchunk, const int *
 		if (same)
 			return jv;
 	}
+	/* a rekey puts the keys in order; an aggregation sums the rest away */
+	TraOp op = {.stmt = t->stmt};
 	if (!k->reduces) {
-		/* a rekey puts the keys in order */
-		TraOp rk = {.kind = TRA_REKEY, .stmt = t->stmt};
-		rk.u.rekey.in = jv.op;
-		rk.u.rekey.nkey = nkeys;
-		RelType rt = {.dtype = jt.dtype, .nkey = nkeys, .nchunk = nchunk};
-		for (int d = 0; d < nkeys; d++) {
-			for (int e = 0; e < jv.nvar; e++)
-				if (jv.var[e] == keys[d])
-					rk.u.rekey.keymap[d] = e;
-			rt.extent[d] = rt.block[d] = t->extent[keys[d]];
-		}
-		for (int c = 0; c < nchunk; c++)
-			for (int d = 0; d < nkeys; d++)
-				if (keys[d] == chunk[c])
-					rt.chunkdim[c] = d;
-		rk.type = rt;
-		Val out = {.op = tra_push(p, rk), .nvar = nkeys};
-		memcpy(out.var, keys, sizeof(int) * (size_t)nkeys);
-		return out;
+		op.kind = TRA_REKEY;
+		op.u.rekey.in = jv.op;
+		op.u.rekey.nkey = nkeys;
+		var_positions(&jv, nkeys, keys, op.u.rekey.keymap);
+	} else {
+		op.kind = TRA_AGG;
+		op.u.agg.in = jv.op;
+		op.u.agg.agg = AGG_ADD;
+		op.u.agg.ngroup = nkeys;
+		var_positions(&jv, nkeys, keys, op.u.agg.group);
 	}
-	TraOp ag = {.kind = TRA_AGG, .stmt = t->stmt};
-	ag.u.agg.in = jv.op;
-	ag.u.agg.agg = AGG_ADD;
-	ag.u.agg.ngroup = nkeys;
-	RelType at = {.dtype = jt.dtype, .nkey = nkeys, .nchunk = nchunk};
-	for (int g = 0; g < nkeys; g++) {
-		for (int d = 0; d < jv.nvar; d++)
-			if (jv.var[d] == keys[g])
-				ag.u.agg.group[g] = d;
-		at.extent[g] = at.block[g] = t->extent[keys[g]];
-	}
-	for (int c = 0; c < nchunk; c++)
-		for (int g = 0; g < nkeys; g++)
-			if (keys[g] == chunk[c])
-				at.chunkdim[c] = g;
-	ag.type = at;
-	Val out = {.op = tra_push(p, ag), .nvar = nkeys};
+	op.type = vars_type(t, xt->dtype, nkeys, keys, nchunk, chunk);
+	Val out = {.op = tra_push(p, op), .nvar = nkeys};
 	memcpy(out.var, keys, sizeof(int) * (size_t)nkeys);
 	return out;
 }
