@@ -38,32 +38,21 @@ static const char *cdtype(DType t)
 
 static void c_string(Buf *b, const char *s)
 {
-	buf_puts(b, "\"");
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			buf_printf(b, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			buf_printf(b, "\\%03o", (unsigned char)*s);
-		else
-			buf_printf(b, "%c", *s);
-	}
-	buf_puts(b, "\"");
+	buf_quote(b, s, false);
 }
 
 static void place_literal(Buf *b, const Place *p)
 {
 	static const char *kinds[] = {"TRT_ALL", "TRT_PART", "TRT_ANY"};
 	buf_printf(b, "(TrtPlace){%s, %d, {", kinds[p->kind], p->ndims);
-	for (int i = 0; i < p->ndims; i++)
-		buf_printf(b, "%s%d", i ? ", " : "", p->dims[i]);
+	buf_ints(b, p->ndims, p->dims, ", ");
 	buf_puts(b, "}}");
 }
 
 static void int_list(Buf *b, int n, const int *v)
 {
 	buf_puts(b, "{");
-	for (int i = 0; i < n; i++)
-		buf_printf(b, "%s%d", i ? ", " : "", v[i]);
+	buf_ints(b, n, v, ", ");
 	buf_puts(b, "}");
 }
 

@@ -78,8 +78,7 @@ void place_print(Buf *b, const Place *p)
 		return;
 	case PL_PART:
 		buf_puts(b, "part(");
-		for (int i = 0; i < p->ndims; i++)
-			buf_printf(b, "%s%d", i ? "," : "", p->dims[i]);
+		buf_ints(b, p->ndims, p->dims, ",");
 		buf_puts(b, ")");
 		return;
 	}

@@ -58,6 +58,10 @@ typedef struct Buf { char *s; size_t len, cap; } Buf;
 void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vprintf(Buf *b, const char *fmt, va_list ap);
 void buf_puts(Buf *b, const char *s);
+void buf_ints(Buf *b, int n, const int *v, const char *sep);  /* v[0..n), sep between */
+/* s as a C (or JSON) string literal: '"' and '\' escaped, control
+ * characters in octal (\u) escapes */
+void buf_quote(Buf *b, const char *s, bool json);
 void buf_free(Buf *b);
 
 /* A broken invariant: a bug in trac.  Prints where, and exits with status 4. */
