@@ -49,6 +49,13 @@ static void place_literal(Buf *b, const Place *p)
 	buf_puts(b, "}}");
 }
 
+/* The end of a runtime call whose last argument is its result's placement. */
+static void end_call_at(Buf *b, const Place *p)
+{
+	place_literal(b, p);
+	buf_puts(b, ");\n");
+}
+
 static void int_list(Buf *b, int n, const int *v)
 {
 	buf_puts(b, "{");
@@ -805,16 +812,14 @@ static void emit_main(Emit *e)
 		switch (op->kind) {
 		case IA_READ:
 			buf_printf(b, "\tTrtRel *r%d = trt_read(%d, &type%d, ", i, e->tensor_index[op->u.read.tensor], i);
-			place_literal(b, &op->place);
-			buf_puts(b, ");\n");
+			end_call_at(b, &op->place);
 			break;
 		case IA_BCAST:
 			buf_printf(b, "\tTrtRel *r%d = trt_bcast(r%d);\n", i, op->u.bcast.in);
 			break;
 		case IA_SHUFFLE:
 			buf_printf(b, "\tTrtRel *r%d = trt_shuffle(r%d, ", i, op->u.shuffle.in);
-			place_literal(b, &op->place);
-			buf_puts(b, ");\n");
+			end_call_at(b, &op->place);
 			break;
 		case IA_JOIN:
 		case IA_TWOPHASE:       /* the same join, run by its schedule */
@@ -840,8 +845,7 @@ static void emit_main(Emit *e)
 			int_list(b, op->u.agg.ngroup ? op->u.agg.ngroup : 1, op->u.agg.ngroup ? op->u.agg.group : &g0);
 			buf_printf(b, ";\n\tTrtRel *r%d = trt_agg(r%d, %d, group%d, %s, &type%d, ", i, op->u.agg.in,
 			           op->u.agg.ngroup, i, aggs[op->u.agg.agg], i);
-			place_literal(b, &op->place);
-			buf_puts(b, ");\n");
+			end_call_at(b, &op->place);
 			break;
 		}
 		case IA_MAP: {
@@ -854,14 +858,12 @@ static void emit_main(Emit *e)
 			else
 				buf_puts(b, "NULL");
 			buf_printf(b, ", &type%d, ", i);
-			place_literal(b, &op->place);
-			buf_puts(b, ");\n");
+			end_call_at(b, &op->place);
 			break;
 		}
 		case IA_FILTER:
 			buf_printf(b, "\tTrtRel *r%d = trt_filter(r%d, pred%d, ", i, op->u.filter.in, i);
-			place_literal(b, &op->place);
-			buf_puts(b, ");\n");
+			end_call_at(b, &op->place);
 			break;
 		case IA_WRITE:
 			buf_printf(b, "\ttrt_write(%d, r%d);\n", e->output_index[op->u.write.tensor], op->u.write.in);
