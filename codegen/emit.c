@@ -42,32 +42,28 @@ static const char *cdtype(DType t)
 
 static void c_string(Buf *b, const char *s)
 {
-	buf_puts(b, "\"");
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			buf_printf(b, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			buf_printf(b, "\\%03o", (unsigned char)*s);
-		else
-			buf_printf(b, "%c", *s);
-	}
-	buf_puts(b, "\"");
+	buf_quote(b, s, false);
 }
 
 static void place_literal(Buf *b, const Place *p)
 {
 	static const char *kinds[] = {"TRT_ALL", "TRT_PART", "TRT_ANY"};
 	buf_printf(b, "(TrtPlace){%s, %d, {", kinds[p->kind], p->ndims);
-	for (int i = 0; i < p->ndims; i++)
-		buf_printf(b, "%s%d", i ? ", " : "", p->dims[i]);
+	buf_ints(b, p->ndims, p->dims, ", ");
 	buf_puts(b, "}}");
+}
+
+/* The end of a runtime call whose last argument is its result's placement. */
+static void end_call_at(Buf *b, const Place *p)
+{
+	place_literal(b, p);
+	buf_puts(b, ");\n");
 }
 
 static void int_list(Buf *b, int n, const int *v)
 {
 	buf_puts(b, "{");
-	for (int i = 0; i < n; i++)
-		buf_printf(b, "%s%d", i ? ", " : "", v[i]);
+	buf_ints(b, n, v, ", ");
 	buf_puts(b, "}");
 }
 
@@ -839,16 +835,14 @@ static void emit_main(Emit *e)
 		switch (op->kind) {
 		case IA_READ:
 			buf_printf(b, "\tTrtRel *r%d = trt_read(%d, &type%d, ", i, e->tensor_index[op->u.read.tensor], i);
-			place_literal(b, &op->place);
-			buf_puts(b, ");\n");
+			end_call_at(b, &op->place);
 			break;
 		case IA_BCAST:
 			buf_printf(b, "\tTrtRel *r%d = trt_bcast(r%d);\n", i, op->u.bcast.in);
 			break;
 		case IA_SHUFFLE:
 			buf_printf(b, "\tTrtRel *r%d = trt_shuffle(r%d, ", i, op->u.shuffle.in);
-			place_literal(b, &op->place);
-			buf_puts(b, ");\n");
+			end_call_at(b, &op->place);
 			break;
 		case IA_JOIN:
 		case IA_TWOPHASE:       /* the same join, run by its schedule */
@@ -874,8 +868,7 @@ static void emit_main(Emit *e)
 			int_list(b, op->u.agg.ngroup ? op->u.agg.ngroup : 1, op->u.agg.ngroup ? op->u.agg.group : &g0);
 			buf_printf(b, ";\n\tTrtRel *r%d = trt_agg(r%d, %d, group%d, %s, &type%d, ", i, op->u.agg.in,
 			           op->u.agg.ngroup, i, aggs[op->u.agg.agg], i);
-			place_literal(b, &op->place);
-			buf_puts(b, ");\n");
+			end_call_at(b, &op->place);
 			break;
 		}
 		case IA_MAP: {
@@ -888,14 +881,12 @@ static void emit_main(Emit *e)
 			else
 				buf_puts(b, "NULL");
 			buf_printf(b, ", &type%d, ", i);
-			place_literal(b, &op->place);
-			buf_puts(b, ");\n");
+			end_call_at(b, &op->place);
 			break;
 		}
 		case IA_FILTER:
 			buf_printf(b, "\tTrtRel *r%d = trt_filter(r%d, pred%d, ", i, op->u.filter.in, i);
-			place_literal(b, &op->place);
-			buf_puts(b, ");\n");
+			end_call_at(b, &op->place);
 			break;
 		case IA_WRITE:
 			buf_printf(b, "\ttrt_write(%d, r%d);\n", e->output_index[op->u.write.tensor], op->u.write.in);

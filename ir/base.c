@@ -143,6 +143,27 @@ void buf_puts(Buf *b, const char *s)
 	buf_printf(b, "%s", s);
 }
 
+void buf_quote(Buf *b, const char *s, bool json)
+{
+	buf_puts(b, "\"");
+	for (; *s; s++) {
+		unsigned char c = *s;
+		if (c == '"' || c == '\\')
+			buf_printf(b, "\\%c", c);
+		else if (c < 0x20)
+			buf_printf(b, json ? "\\u%04x" : "\\%03o", c);
+		else
+			buf_printf(b, "%c", c);
+	}
+	buf_puts(b, "\"");
+}
+
+void buf_ints(Buf *b, int n, const int *v, const char *sep)
+{
+	for (int i = 0; i < n; i++)
+		buf_printf(b, "%s%d", i ? sep : "", v[i]);
+}
+
 void buf_free(Buf *b)
 {
 	free(b->s);

@@ -19,7 +19,7 @@
  *
  * Blocks are the whole extent here (one chunk per tensor); optimizer/blocking
  * chooses the chunk shapes afterwards, on the TRA program.  Kernel labels
- * are var ids until a kernel is complete (compact_labels).
+ * are var ids until a kernel is complete (tb_compact_labels).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -104,7 +104,7 @@ static void remap_idx(KExpr *e, const int *map)
 }
 
 /* Renumber a kernel's labels (index var ids) to 0.. in order of appearance. */
-static void compact_labels(Kernel *k)
+void tb_compact_labels(Kernel *k)
 {
 	int map[256], n = 0;
 	for (int i = 0; i < 256; i++)
@@ -127,8 +127,8 @@ static void compact_labels(Kernel *k)
 }
 
 /* The labels a kernel input sees: the index vars of its chunk dims.  Labels
- * are statement var ids until compact_labels. */
-static void input_labels(Kernel *k, int in, const RelType *t, const int *var)
+ * are statement var ids until tb_compact_labels. */
+void tb_input_labels(Kernel *k, int in, const RelType *t, const int *var)
 {
 	k->nindim[in] = t->nchunk;
 	for (int c = 0; c < t->nchunk; c++)
@@ -197,6 +197,27 @@ static bool same_rel(const TVal *a, const TVal *b)
 	return a->op == b->op && a->nvar == b->nvar && !memcmp(a->var, b->var, a->nvar * sizeof *a->var);
 }
 
+/* The join of relations keyed by vars var[0..nvar) and bvar[0..nbvar)
+ * matches the vars they share (on); its keys are var's, then bvar's
+ * others, appended to var.  Returns how many keys it has. */
+int tb_join_keys(int *var, int nvar, const int *bvar, int nbvar, JoinSpec *on)
+{
+	int n = nvar;
+	for (int j = 0; j < nbvar; j++) {
+		int shared = -1;
+		for (int i = 0; i < nvar; i++)
+			if (var[i] == bvar[j])
+				shared = i;
+		if (shared >= 0) {
+			on->lkey[on->nmatch] = shared;
+			on->rkey[on->nmatch++] = j;
+		} else {
+			var[n++] = bvar[j];
+		}
+	}
+	return n;
+}
+
 /* Join on the shared index vars; the kernel computes e over the two
  * inputs' elements (in0, in1), their pending expressions applied. */
 TVal tb_join_expr(TraBuild *l, TVal a, TVal b, KExpr *e)
@@ -207,29 +228,17 @@ TVal tb_join_expr(TraBuild *l, TVal a, TVal b, KExpr *e)
 
 	op.u.join.left = a.op;
 	op.u.join.right = b.op;
-	out.nvar = a.nvar;
 	memcpy(out.var, a.var, sizeof out.var);
-	for (int j = 0; j < b.nvar; j++) {
-		int shared = -1;
-		for (int i = 0; i < a.nvar; i++)
-			if (a.var[i] == b.var[j])
-				shared = i;
-		if (shared >= 0) {
-			op.u.join.on.lkey[op.u.join.on.nmatch] = shared;
-			op.u.join.on.rkey[op.u.join.on.nmatch++] = j;
-		} else {
-			out.var[out.nvar++] = b.var[j];
-		}
-	}
+	out.nvar = tb_join_keys(out.var, a.nvar, b.var, b.nvar, &op.u.join.on);
 	Kernel *k = kernel_new(l->arena, 2);
-	input_labels(k, 0, ta, a.var);
-	input_labels(k, 1, tb, b.var);
+	tb_input_labels(k, 0, ta, a.var);
+	tb_input_labels(k, 1, tb, b.var);
 	k->noutdim = out.nvar;
 	for (int d = 0; d < out.nvar; d++)
 		k->outlab[d] = out.var[d];
 	KExpr *repl[2] = {in_or(l, a.pend, 0), in_or(l, b.pend, 1)};
 	k->expr = kx_subst(l->arena, e, repl);
-	compact_labels(k);
+	tb_compact_labels(k);
 	op.u.join.kernel = k;
 	op.type = make_type(l, out.nvar, out.var, ta->dtype);
 	out.op = push(l, op);
@@ -242,11 +251,11 @@ static TVal map(TraBuild *l, TVal v)
 	TraOp op = {.kind = TRA_MAP};
 	const RelType *t = &op_at(l, v.op)->type;
 	Kernel *k = kernel_new(l->arena, 1);
-	input_labels(k, 0, t, v.var);
+	tb_input_labels(k, 0, t, v.var);
 	k->noutdim = t->nchunk;
 	memcpy(k->outlab, k->inlab[0], sizeof k->outlab);
 	k->expr = in_or(l, v.pend, 0);
-	compact_labels(k);
+	tb_compact_labels(k);
 	op.u.map.in = v.op;
 	op.u.map.kernel = k;
 	op.type = *t;
@@ -475,14 +484,14 @@ TVal tb_access(TraBuild *l, int op, int nvar, const int *var)
 
 	TraOp m = {.kind = TRA_MAP, .type = f.type};
 	Kernel *k = kernel_new(l->arena, 1);
-	input_labels(k, 0, &f.type, v.var);
+	tb_input_labels(k, 0, &f.type, v.var);
 	k->noutdim = ndistinct;
 	m.type.nchunk = ndistinct;
 	for (int c = 0; c < ndistinct; c++) {
 		k->outlab[c] = distinct[c];
 		m.type.chunkdim[c] = at[c];
 	}
-	compact_labels(k);
+	tb_compact_labels(k);
 	m.u.map.in = fi;
 	m.u.map.kernel = k;
 	int mi = push(l, m);
@@ -511,10 +520,10 @@ TVal tb_convert(TraBuild *l, TVal v, DType to)
 	TraOp op = {.kind = TRA_MAP, .type = *t};
 	op.type.dtype = to;
 	Kernel *k = kernel_new(l->arena, 1);
-	input_labels(k, 0, t, v.var);
+	tb_input_labels(k, 0, t, v.var);
 	k->noutdim = t->nchunk;
 	memcpy(k->outlab, k->inlab[0], sizeof k->outlab);
-	compact_labels(k);
+	tb_compact_labels(k);
 	op.u.map.in = v.op;
 	op.u.map.kernel = k;
 	TVal out = v;

@@ -78,8 +78,7 @@ void place_print(Buf *b, const Place *p)
 		return;
 	case PL_PART:
 		buf_puts(b, "part(");
-		for (int i = 0; i < p->ndims; i++)
-			buf_printf(b, "%s%d", i ? "," : "", p->dims[i]);
+		buf_ints(b, p->ndims, p->dims, ",");
 		buf_puts(b, ")");
 		return;
 	}
@@ -354,32 +353,23 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 			*out = op->place;
 		return true;
 	case IA_STORE:
-		if (a->place.kind == PL_PARTIAL) {
-			buf_puts(why, "stores a relation of partial aggregates");
-			return false;
-		}
-		if (op->u.store.tensor < p->varplace.n && !place_eq(&a->place, &p->varplace.v[op->u.store.tensor])) {
-			buf_puts(why, "stores a relation in a placement other than the param's");
-			return false;
-		}
-		*out = a->place;
-		return true;
 	case IA_PRINT:
+	case IA_WRITE:
+		/* what leaves the plan leaves whole, a param where it lives */
 		if (a->place.kind == PL_PARTIAL) {
-			buf_puts(why, "prints a relation of partial aggregates");
+			buf_printf(why, "%s a relation of partial aggregates",
+			           op->kind == IA_STORE ? "stores" : op->kind == IA_PRINT ? "prints" : "writes");
+			return false;
+		}
+		if (op->kind == IA_STORE && op->u.store.tensor < p->varplace.n &&
+		    !place_eq(&a->place, &p->varplace.v[op->u.store.tensor])) {
+			buf_puts(why, "stores a relation in a placement other than the param's");
 			return false;
 		}
 		*out = a->place;
 		return true;
 	case IA_BCAST:
 		*out = place_all();
-		return true;
-	case IA_WRITE:
-		if (a->place.kind == PL_PARTIAL) {
-			buf_puts(why, "writes a relation of partial aggregates");
-			return false;
-		}
-		*out = a->place;
 		return true;
 	case IA_FILTER:
 		*out = a->place;

@@ -58,6 +58,10 @@ typedef struct Buf { char *s; size_t len, cap; } Buf;
 void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vprintf(Buf *b, const char *fmt, va_list ap);
 void buf_puts(Buf *b, const char *s);
+void buf_ints(Buf *b, int n, const int *v, const char *sep);  /* v[0..n), sep between */
+/* s as a C (or JSON) string literal: '"' and '\' escaped, control
+ * characters in octal (\u) escapes */
+void buf_quote(Buf *b, const char *s, bool json);
 void buf_free(Buf *b);
 
 /* A broken invariant: a bug in trac.  Prints where, and exits with status 4. */
@@ -340,6 +344,10 @@ TVal tb_reduce(TraBuild *b, TVal v, TbRed red, int nr, const int *r);
 TVal tb_convert(TraBuild *b, TVal v, DType to);
 TVal tb_absorb(TraBuild *b, TVal v);                                 /* v as a fresh op, pend applied */
 int tb_finish(TraBuild *b, TVal v, int n, const int *order);         /* keys and chunks in this order */
+/* The builder's steps that contract.c, which builds its joins itself, shares */
+int tb_join_keys(int *var, int nvar, const int *bvar, int nbvar, JoinSpec *on);
+void tb_input_labels(Kernel *k, int in, const RelType *t, const int *var);  /* labels: var ids */
+void tb_compact_labels(Kernel *k);                                   /* var ids -> 0.. */
 
 /* ---- ia.c: the implementation algebra ---- */
 

@@ -15,8 +15,7 @@
 static void keys_print(Buf *b, int n, const int *k)
 {
 	buf_puts(b, "<");
-	for (int i = 0; i < n; i++)
-		buf_printf(b, "%s%d", i ? "," : "", k[i]);
+	buf_ints(b, n, k, ",");
 	buf_puts(b, ">");
 }
 
@@ -430,16 +429,7 @@ void ia_print(Buf *b, const IaPlan *p, bool costs)
 
 static void json_str(Buf *b, const char *s)
 {
-	buf_puts(b, "\"");
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			buf_printf(b, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			buf_printf(b, "\\u%04x", *s);
-		else
-			buf_printf(b, "%c", *s);
-	}
-	buf_puts(b, "\"");
+	buf_quote(b, s, true);
 }
 
 static void json_num(Buf *b, double v)
@@ -659,8 +649,7 @@ static void dot_place(Buf *b, const IaOp *op, int nranks)
 			return;
 		}
 		buf_printf(b, "partitioned on key%s ", pl->ndims > 1 ? "s" : "");
-		for (int i = 0; i < pl->ndims; i++)
-			buf_printf(b, "%s%d", i ? "," : "", pl->dims[i]);
+		buf_ints(b, pl->ndims, pl->dims, ",");
 		int64_t sites = dot_sites(op, nranks);
 		if (sites < nranks)
 			buf_printf(b, ": on %" PRId64 " of %d ranks", sites, nranks);

@@ -68,39 +68,32 @@ int kop_arity(KOp op)
 	return kops[op].arity;
 }
 
+/* A node in the arena: e, its unset fields zero. */
+static KExpr *kx_new(Arena *a, KExpr e)
+{
+	KExpr *n = arena_alloc(a, sizeof *n);
+	*n = e;
+	return n;
+}
+
 KExpr *kx_in(Arena *a, int in)
 {
-	KExpr *e = arena_alloc(a, sizeof *e);
-	e->kind = KX_IN;
-	e->in = in;
-	return e;
+	return kx_new(a, (KExpr){.kind = KX_IN, .in = in});
 }
 
 KExpr *kx_const(Arena *a, double v)
 {
-	KExpr *e = arena_alloc(a, sizeof *e);
-	e->kind = KX_CONST;
-	e->val = v;
-	return e;
+	return kx_new(a, (KExpr){.kind = KX_CONST, .val = v});
 }
 
 KExpr *kx_op(Arena *a, KOp op, KExpr *x, KExpr *y, KExpr *z)
 {
-	KExpr *e = arena_alloc(a, sizeof *e);
-	e->kind = KX_OP;
-	e->op = op;
-	e->arg[0] = x;
-	e->arg[1] = y;
-	e->arg[2] = z;
-	return e;
+	return kx_new(a, (KExpr){.kind = KX_OP, .op = op, .arg = {x, y, z}});
 }
 
 KExpr *kx_idx(Arena *a, int label)
 {
-	KExpr *e = arena_alloc(a, sizeof *e);
-	e->kind = KX_IDX;
-	e->in = label;
-	return e;
+	return kx_new(a, (KExpr){.kind = KX_IDX, .in = label});
 }
 
 KExpr *kx_subst(Arena *a, const KExpr *e, KExpr *const *repl)

@@ -13,11 +13,24 @@
 
 #include "ir/ir.h"
 
+/* Loops: loopof[i] is the innermost loop (its LOOP op) around op i, or -1;
+ * an op may read only ops of its own loop or of loops around it. */
+typedef struct Scope {
+	int *loopof;
+	int *parent;            /* per LOOP op: the loop around it, or -1 */
+	bool *result;           /* per op seen: whether it makes a relation */
+	int cur;
+} Scope;
+
+/* One verification: where it is, its first problem, the loops around the
+ * op, and per param the type of its first value (the others must match). */
 typedef struct Ctx {
 	Buf *err;
 	const char *ir;
 	int op;
 	bool ok;
+	Scope sc;
+	const RelType **ref;
 } Ctx;
 
 static void fail(Ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -250,11 +263,12 @@ static void check_pred(Ctx *c, const RelType *in, const KeyPred *p)
 /* A param's own relation type: key dim d is the tensor's dim d, chunks in
  * order.  Blocks are whatever the relation carries; *ref keeps the first
  * seen, so all loads and stores of one param agree. */
-static void check_param(Ctx *c, const TraProg *p, int tensor, const RelType *t, const RelType **ref)
+static void check_param(Ctx *c, const TraProg *p, int tensor, const RelType *t)
 {
 	if (tensor < 0 || tensor >= p->tensors.n || p->tensors.v[tensor].role != TENSOR_PARAM)
 		return fail(c, "tensor %d is not a param", tensor);
 	const Tensor *ten = &p->tensors.v[tensor];
+	const RelType **ref = &c->ref[tensor];
 	if (t->nkey != ten->rank || t->nchunk != ten->rank || t->dtype != ten->dtype)
 		return fail(c, "a value of param %s has the wrong arity or type", ten->name);
 	for (int d = 0; d < ten->rank; d++)
@@ -266,13 +280,24 @@ static void check_param(Ctx *c, const TraProg *p, int tensor, const RelType *t, 
 		fail(c, "values of param %s are blocked differently", ten->name);
 }
 
-/* Loops: loopof[i] is the innermost loop (its LOOP op) around op i, or -1;
- * an op may read only ops of its own loop or of loops around it. */
-typedef struct Scope {
-	int *loopof;
-	int *parent;            /* per LOOP op: the loop around it, or -1 */
-	int depth, cur;
-} Scope;
+static Ctx ctx_new(Buf *err, const char *ir, int nops, int ntensors)
+{
+	Scope sc = {xcalloc(nops + 1, sizeof(int)), xcalloc(nops + 1, sizeof(int)),
+	            xcalloc(nops + 1, sizeof(bool)), -1};
+	return (Ctx){err, ir, 0, true, sc, xcalloc(ntensors + 1, sizeof(RelType *))};
+}
+
+/* The end of the ops: every loop must be closed.  Returns whether all held. */
+static bool ctx_end(Ctx *c)
+{
+	if (c->ok && c->sc.cur >= 0)
+		fail(c, "loop at op %d is not closed", c->sc.cur);
+	free(c->ref);
+	free(c->sc.loopof);
+	free(c->sc.parent);
+	free(c->sc.result);
+	return c->ok;
+}
 
 static void scope_enter(Ctx *c, Scope *sc, int i, bool is_loop, bool is_end)
 {
@@ -298,227 +323,212 @@ static bool scope_visible(const Scope *sc, int def, int use)
 	}
 }
 
-static Scope scope_new(int nops)
+/*
+ * Op i, of either IR, begins: it opens or closes a loop, makes a relation
+ * or not, and reads in[0..n), which must be earlier ops that make
+ * relations, in its loop or in one around it.
+ */
+static void enter_op(Ctx *c, int i, const int *in, int n, bool is_loop, bool is_end, bool result)
 {
-	return (Scope){xcalloc(nops + 1, sizeof(int)), xcalloc(nops + 1, sizeof(int)), 0, -1};
-}
-
-static void scope_free(Scope *sc)
-{
-	free(sc->loopof);
-	free(sc->parent);
-}
-
-/* Does op x, an input of op i, come before it and give a result? */
-static bool tra_gives(const TraProg *p, int i, int x)
-{
-	return x >= 0 && x < i && tra_has_result(p->ops.v[x].kind);
-}
-
-static bool ia_gives(const IaPlan *p, int i, int x)
-{
-	return x >= 0 && x < i && ia_has_result(p->ops.v[x].kind);
-}
-
-/* Op i's n inputs must be earlier ops that give a result (has[j]) and be
- * visible from i's loop. */
-static void check_inputs(Ctx *c, Scope *sc, int i, bool is_loop, bool is_end, int n, const int *in,
-                         const bool *has)
-{
+	Scope *sc = &c->sc;
 	c->op = i;
 	scope_enter(c, sc, i, is_loop, is_end);
+	sc->result[i] = result;
 	for (int j = 0; j < n; j++)
-		if (!has[j])
+		if (in[j] < 0 || in[j] >= i || !sc->result[in[j]])
 			fail(c, "input %d is op %d", j, in[j]);
 		else if (!scope_visible(sc, in[j], i))
 			fail(c, "input %d (op %d) is inside a loop this op is not in", j, in[j]);
 }
 
+/* Whether the checks of an op's kind may go on: its inputs and (checked
+ * only when they are) its own type are sound. */
+static bool sound(Ctx *c, const RelType *t)
+{
+	if (c->ok)
+		check_type(c, t);
+	return c->ok;
+}
+
+static void check_tra_op(Ctx *c, const TraProg *p, int i)
+{
+	const TraOp *op = &p->ops.v[i];
+	int in[2];
+	int n = tra_inputs(op, in);
+	enter_op(c, i, in, n, op->kind == TRA_LOOP, op->kind == TRA_ENDLOOP, tra_has_result(op->kind));
+	if (op->stmt < -1 || op->stmt >= p->stmts.n)
+		fail(c, "statement %d", op->stmt);
+	if (!sound(c, &op->type))
+		return;
+	const RelType *a = n > 0 ? &p->ops.v[in[0]].type : NULL;
+	const RelType *b = n > 1 ? &p->ops.v[in[1]].type : NULL;
+	switch (op->kind) {
+	case TRA_INPUT: {
+		int t = op->u.input.tensor;
+		if (t < 0 || t >= p->tensors.n) {
+			fail(c, "tensor %d", t);
+			break;
+		}
+		const Tensor *ten = &p->tensors.v[t];
+		if (op->type.nkey != ten->rank || op->type.nchunk != ten->rank)
+			fail(c, "input of a rank-%d tensor has %d key dims", ten->rank, op->type.nkey);
+		for (int d = 0; d < ten->rank && c->ok; d++)
+			if (op->type.extent[d] != ten->shape[d] || op->type.chunkdim[d] != d)
+				fail(c, "input dim %d does not match tensor %s", d, ten->name);
+		break;
+	}
+	case TRA_JOIN:
+		check_join(c, a, b, &op->u.join.on,
+		           op->u.join.kernel, &op->type, -1, NULL);
+		break;
+	case TRA_AGG:
+		check_agg(c, a, op->u.agg.ngroup, op->u.agg.group, &op->type);
+		break;
+	case TRA_MAP:
+		check_map(c, a, op->u.map.kernel, &op->type);
+		break;
+	case TRA_REKEY:
+		check_rekey(c, a, op->u.rekey.nkey, op->u.rekey.keymap, &op->type);
+		break;
+	case TRA_FILTER:
+		check_pred(c, a, &op->u.filter.pred);
+		break;
+	case TRA_OUTPUT: {
+		int t = op->u.output.tensor;
+		if (t < 0 || t >= p->tensors.n || a->nkey != p->tensors.v[t].rank) {
+			fail(c, "output to tensor %d", t);
+			break;
+		}
+		for (int d = 0; d < a->nkey; d++)
+			if (a->extent[d] != p->tensors.v[t].shape[d] || rel_chunkpos(a, d) < 0)
+				fail(c, "output dim %d does not match tensor %s", d, p->tensors.v[t].name);
+		break;
+	}
+	case TRA_INIT:
+	case TRA_LOAD:
+		check_param(c, p, op->u.init.tensor, &op->type);
+		break;
+	case TRA_STORE:
+		check_param(c, p, op->u.store.tensor, a);
+		break;
+	case TRA_PRINT:
+		if (op->u.store.tensor < 0 || op->u.store.tensor >= p->tensors.n)
+			fail(c, "prints tensor %d", op->u.store.tensor);
+		break;
+	case TRA_LOOP:
+		if (op->u.loop.count < 0)
+			fail(c, "loop count %" PRId64, op->u.loop.count);
+		break;
+	case TRA_ENDLOOP:
+		break;
+	case TRA_GRAD: {
+		int t = op->u.grad.tensor;
+		if (a->nkey != 0)
+			fail(c, "the gradient of a relation with %d key dims", a->nkey);
+		else if (t < 0 || t >= p->tensors.n || p->tensors.v[t].role == TENSOR_TEMP)
+			fail(c, "a gradient with respect to tensor %d", t);
+		else if (op->type.nkey != p->tensors.v[t].rank)
+			fail(c, "a gradient typed unlike its tensor");
+		break;
+	}
+	}
+}
+
+static void check_ia_op(Ctx *c, const IaPlan *p, int i)
+{
+	const IaOp *op = &p->ops.v[i];
+	int in[2];
+	int n = ia_inputs(op, in);
+	enter_op(c, i, in, n, op->kind == IA_LOOP, op->kind == IA_ENDLOOP, ia_has_result(op->kind));
+	if (!sound(c, &op->type))
+		return;
+	const RelType *a = n > 0 ? &p->ops.v[in[0]].type : NULL;
+	const RelType *b = n > 1 ? &p->ops.v[in[1]].type : NULL;
+	switch (op->kind) {
+	case IA_READ:
+		if (op->place.kind == PL_PARTIAL)
+			fail(c, "reads as partials");
+		break;
+	case IA_BCAST:
+	case IA_FILTER:
+	case IA_WRITE:
+		if (memcmp(a, &op->type, sizeof *a))
+			fail(c, "changes the type of its input");
+		if (op->kind == IA_FILTER)
+			check_pred(c, a, &op->u.filter.pred);
+		break;
+	case IA_SHUFFLE:
+		if (memcmp(a, &op->type, sizeof *a))
+			fail(c, "changes the type of its input");
+		if (op->place.kind != PL_PART)
+			fail(c, "shuffles to a placement that is not a partitioning");
+		for (int d = 0; d < op->place.ndims; d++)
+			if (op->place.dims[d] < 0 || op->place.dims[d] >= op->type.nkey)
+				fail(c, "partitions on key dim %d", op->place.dims[d]);
+		break;
+	case IA_JOIN:
+		check_join(c, a, b, &op->u.join.on,
+		           op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);
+		break;
+	case IA_TWOPHASE: {
+		const TpSched *ts = op->u.join.sched;
+		if (op->u.join.ngroup < 0)
+			fail(c, "a two-phase schedule without its aggregation");
+		else
+			check_join(c, a, b, &op->u.join.on,
+			           op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);
+		RelType jt = ia_join_type(a, b, &op->u.join.on);
+		if (c->ok && (!ts || !ts->site || ts->njoin != rel_ntuples(&jt) || ts->nagg != rel_ntuples(&op->type)))
+			fail(c, "a two-phase schedule that does not fit its join's key space");
+		for (int64_t j = 0; c->ok && j < ts->njoin; j++)
+			if (ts->site[j] < 0 || ts->site[j] >= ts->nranks)
+				fail(c, "join group %" PRId64 " on rank %d of %d", j, ts->site[j], ts->nranks);
+		break;
+	}
+	case IA_AGG:
+		check_agg(c, a, op->u.agg.ngroup, op->u.agg.group, &op->type);
+		break;
+	case IA_MAP:
+		if (op->u.map.kernel)
+			check_map(c, a, op->u.map.kernel, &op->type);
+		else
+			check_rekey(c, a, op->u.map.nkey, op->u.map.keymap, &op->type);
+		break;
+	case IA_INIT:
+	case IA_LOAD:
+		check_param(c, p->tra, op->u.init.tensor, &op->type);
+		break;
+	case IA_STORE:
+		check_param(c, p->tra, op->u.store.tensor, a);
+		break;
+	case IA_PRINT:
+	case IA_LOOP:
+	case IA_ENDLOOP:
+		break;
+	}
+	if (!c->ok)
+		return;
+	Place want;
+	Buf why = {0};
+	if (!ia_derive_place(p, op, &want, &why))
+		fail(c, "%s: %s", ia_op_name(op->kind), why.s);
+	else if (ia_has_result(op->kind) && !place_eq(&want, &op->place))
+		fail(c, "placement is not the one its inputs give");
+	buf_free(&why);
+}
+
 bool tra_verify(const TraProg *p, Buf *err)
 {
-	Ctx c = {err, "TRA", 0, true};
-	const RelType **ref = xcalloc(p->tensors.n + 1, sizeof *ref);
-	Scope sc = scope_new(p->ops.n);
-	for (int i = 0; c.ok && i < p->ops.n; i++) {
-		const TraOp *op = &p->ops.v[i];
-		int in[2], n = tra_inputs(op, in);
-		bool has[2] = {n > 0 && tra_gives(p, i, in[0]), n > 1 && tra_gives(p, i, in[1])};
-		check_inputs(&c, &sc, i, op->kind == TRA_LOOP, op->kind == TRA_ENDLOOP, n, in, has);
-		if (op->stmt < -1 || op->stmt >= p->stmts.n)
-			fail(&c, "statement %d", op->stmt);
-		if (!c.ok)
-			break;
-		check_type(&c, &op->type);
-		const RelType *a = n > 0 ? &p->ops.v[in[0]].type : NULL;
-		const RelType *b = n > 1 ? &p->ops.v[in[1]].type : NULL;
-		switch (op->kind) {
-		case TRA_INPUT: {
-			int t = op->u.input.tensor;
-			if (t < 0 || t >= p->tensors.n) {
-				fail(&c, "tensor %d", t);
-				break;
-			}
-			const Tensor *ten = &p->tensors.v[t];
-			if (op->type.nkey != ten->rank || op->type.nchunk != ten->rank)
-				fail(&c, "input of a rank-%d tensor has %d key dims", ten->rank, op->type.nkey);
-			for (int d = 0; d < ten->rank && c.ok; d++)
-				if (op->type.extent[d] != ten->shape[d] || op->type.chunkdim[d] != d)
-					fail(&c, "input dim %d does not match tensor %s", d, ten->name);
-			break;
-		}
-		case TRA_JOIN:
-			check_join(&c, a, b, &op->u.join.on,
-			           op->u.join.kernel, &op->type, -1, NULL);
-			break;
-		case TRA_AGG:
-			check_agg(&c, a, op->u.agg.ngroup, op->u.agg.group, &op->type);
-			break;
-		case TRA_MAP:
-			check_map(&c, a, op->u.map.kernel, &op->type);
-			break;
-		case TRA_REKEY:
-			check_rekey(&c, a, op->u.rekey.nkey, op->u.rekey.keymap, &op->type);
-			break;
-		case TRA_FILTER:
-			check_pred(&c, a, &op->u.filter.pred);
-			break;
-		case TRA_OUTPUT: {
-			int t = op->u.output.tensor;
-			if (t < 0 || t >= p->tensors.n || a->nkey != p->tensors.v[t].rank) {
-				fail(&c, "output to tensor %d", t);
-				break;
-			}
-			for (int d = 0; d < a->nkey; d++)
-				if (a->extent[d] != p->tensors.v[t].shape[d] || rel_chunkpos(a, d) < 0)
-					fail(&c, "output dim %d does not match tensor %s", d, p->tensors.v[t].name);
-			break;
-		}
-		case TRA_INIT:
-		case TRA_LOAD:
-			check_param(&c, p, op->u.init.tensor, &op->type, &ref[op->u.init.tensor < 0 ? p->tensors.n : op->u.init.tensor]);
-			break;
-		case TRA_STORE:
-			check_param(&c, p, op->u.store.tensor, a, &ref[op->u.store.tensor < 0 ? p->tensors.n : op->u.store.tensor]);
-			break;
-		case TRA_PRINT:
-			if (op->u.store.tensor < 0 || op->u.store.tensor >= p->tensors.n)
-				fail(&c, "prints tensor %d", op->u.store.tensor);
-			break;
-		case TRA_LOOP:
-			if (op->u.loop.count < 0)
-				fail(&c, "loop count %" PRId64, op->u.loop.count);
-			break;
-		case TRA_ENDLOOP:
-			break;
-		case TRA_GRAD: {
-			int t = op->u.grad.tensor;
-			if (a->nkey != 0)
-				fail(&c, "the gradient of a relation with %d key dims", a->nkey);
-			else if (t < 0 || t >= p->tensors.n || p->tensors.v[t].role == TENSOR_TEMP)
-				fail(&c, "a gradient with respect to tensor %d", t);
-			else if (op->type.nkey != p->tensors.v[t].rank)
-				fail(&c, "a gradient typed unlike its tensor");
-			break;
-		}
-		}
-	}
-	if (c.ok && sc.cur >= 0)
-		fail(&c, "loop at op %d is not closed", sc.cur);
-	free(ref);
-	scope_free(&sc);
-	return c.ok;
+	Ctx c = ctx_new(err, "TRA", p->ops.n, p->tensors.n);
+	for (int i = 0; c.ok && i < p->ops.n; i++)
+		check_tra_op(&c, p, i);
+	return ctx_end(&c);
 }
 
 bool ia_verify(const IaPlan *p, Buf *err)
 {
-	Ctx c = {err, "IA", 0, true};
-	const RelType **ref = xcalloc(p->tra->tensors.n + 1, sizeof *ref);
-	Scope sc = scope_new(p->ops.n);
-	for (int i = 0; c.ok && i < p->ops.n; i++) {
-		const IaOp *op = &p->ops.v[i];
-		int in[2], n = ia_inputs(op, in);
-		bool has[2] = {n > 0 && ia_gives(p, i, in[0]), n > 1 && ia_gives(p, i, in[1])};
-		check_inputs(&c, &sc, i, op->kind == IA_LOOP, op->kind == IA_ENDLOOP, n, in, has);
-		if (!c.ok)
-			break;
-		check_type(&c, &op->type);
-		const RelType *a = n > 0 ? &p->ops.v[in[0]].type : NULL;
-		const RelType *b = n > 1 ? &p->ops.v[in[1]].type : NULL;
-		switch (op->kind) {
-		case IA_READ:
-			if (op->place.kind == PL_PARTIAL)
-				fail(&c, "reads as partials");
-			break;
-		case IA_BCAST:
-		case IA_FILTER:
-		case IA_WRITE:
-			if (memcmp(a, &op->type, sizeof *a))
-				fail(&c, "changes the type of its input");
-			if (op->kind == IA_FILTER)
-				check_pred(&c, a, &op->u.filter.pred);
-			break;
-		case IA_SHUFFLE:
-			if (memcmp(a, &op->type, sizeof *a))
-				fail(&c, "changes the type of its input");
-			if (op->place.kind != PL_PART)
-				fail(&c, "shuffles to a placement that is not a partitioning");
-			for (int d = 0; d < op->place.ndims; d++)
-				if (op->place.dims[d] < 0 || op->place.dims[d] >= op->type.nkey)
-					fail(&c, "partitions on key dim %d", op->place.dims[d]);
-			break;
-		case IA_JOIN:
-			check_join(&c, a, b, &op->u.join.on,
-			           op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);
-			break;
-		case IA_TWOPHASE: {
-			const TpSched *ts = op->u.join.sched;
-			if (op->u.join.ngroup < 0)
-				fail(&c, "a two-phase schedule without its aggregation");
-			else
-				check_join(&c, a, b, &op->u.join.on,
-				           op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);
-			RelType jt = ia_join_type(a, b, &op->u.join.on);
-			if (c.ok && (!ts || !ts->site || ts->njoin != rel_ntuples(&jt) || ts->nagg != rel_ntuples(&op->type)))
-				fail(&c, "a two-phase schedule that does not fit its join's key space");
-			for (int64_t j = 0; c.ok && j < ts->njoin; j++)
-				if (ts->site[j] < 0 || ts->site[j] >= ts->nranks)
-					fail(&c, "join group %" PRId64 " on rank %d of %d", j, ts->site[j], ts->nranks);
-			break;
-		}
-		case IA_AGG:
-			check_agg(&c, a, op->u.agg.ngroup, op->u.agg.group, &op->type);
-			break;
-		case IA_MAP:
-			if (op->u.map.kernel)
-				check_map(&c, a, op->u.map.kernel, &op->type);
-			else
-				check_rekey(&c, a, op->u.map.nkey, op->u.map.keymap, &op->type);
-			break;
-		case IA_INIT:
-		case IA_LOAD:
-			check_param(&c, p->tra, op->u.init.tensor, &op->type, &ref[op->u.init.tensor < 0 ? 0 : op->u.init.tensor]);
-			break;
-		case IA_STORE:
-			check_param(&c, p->tra, op->u.store.tensor, a, &ref[op->u.store.tensor < 0 ? 0 : op->u.store.tensor]);
-			break;
-		case IA_PRINT:
-		case IA_LOOP:
-		case IA_ENDLOOP:
-			break;
-		}
-		if (!c.ok)
-			break;
-		Place want;
-		Buf why = {0};
-		if (!ia_derive_place(p, op, &want, &why))
-			fail(&c, "%s: %s", ia_op_name(op->kind), why.s);
-		else if (ia_has_result(op->kind) && !place_eq(&want, &op->place))
-			fail(&c, "placement is not the one its inputs give");
-		buf_free(&why);
-	}
-	if (c.ok && sc.cur >= 0)
-		fail(&c, "loop at op %d is not closed", sc.cur);
-	free(ref);
-	scope_free(&sc);
-	return c.ok;
+	Ctx c = ctx_new(err, "IA", p->ops.n, p->tra->tensors.n);
+	for (int i = 0; c.ok && i < p->ops.n; i++)
+		check_ia_op(&c, p, i);
+	return ctx_end(&c);
 }

@@ -303,22 +303,27 @@ typedef struct Val {
 	int var[MAXDIM];
 } Val;
 
-/* Labels are variable ids until here: renumber 0.. by first appearance. */
-static void compact(Kernel *k)
+/* The type of a relation keyed by variables var[0..n), whole chunks in
+ * the order chunk[0..nchunk) (variables). */
+static RelType vars_type(const Tree *t, DType dtype, int n, const int *var, int nchunk, const int *chunk)
 {
-	int m[MAXVAR], n = 0;
-	for (int i = 0; i < MAXVAR; i++)
-		m[i] = -1;
-	for (int i = 0; i < k->nin; i++)
-		for (int c = 0; c < k->nindim[i]; c++) {
-			int v = k->inlab[i][c];
-			if (m[v] < 0)
-				m[v] = n++;
-			k->inlab[i][c] = m[v];
-		}
-	for (int c = 0; c < k->noutdim; c++)
-		k->outlab[c] = m[k->outlab[c]];
-	k->nlab = n;
+	RelType rt = {.dtype = dtype, .nkey = n, .nchunk = nchunk};
+	for (int d = 0; d < n; d++)
+		rt.extent[d] = rt.block[d] = t->extent[var[d]];
+	for (int c = 0; c < nchunk; c++)
+		for (int d = 0; d < n; d++)
+			if (var[d] == chunk[c])
+				rt.chunkdim[c] = d;
+	return rt;
+}
+
+/* pos[i]: the key dim of v that is variable keys[i]. */
+static void var_positions(const Val *v, int n, const int *keys, int *pos)
+{
+	for (int i = 0; i < n; i++)
+		for (int d = 0; d < v->nvar; d++)
+			if (v->var[d] == keys[i])
+				pos[i] = d;
 }
 
 /* The join of a and b on their shared variables, kernel in0 * in1 summing
@@ -333,25 +338,10 @@ static Val contract(Build *b, Val x, Val y, VarSet keep, int nchunk, const int *
 	j.u.join.left = x.op;
 	j.u.join.right = y.op;
 	Val jv = x;
-	for (int d = 0; d < y.nvar; d++) {
-		int shared = -1;
-		for (int e = 0; e < x.nvar; e++)
-			if (x.var[e] == y.var[d])
-				shared = e;
-		if (shared >= 0) {
-			j.u.join.on.lkey[j.u.join.on.nmatch] = shared;
-			j.u.join.on.rkey[j.u.join.on.nmatch++] = d;
-		} else {
-			jv.var[jv.nvar++] = y.var[d];
-		}
-	}
+	jv.nvar = tb_join_keys(jv.var, x.nvar, y.var, y.nvar, &j.u.join.on);
 	Kernel *k = kernel_new(p->arena, 2);
-	k->nindim[0] = xt->nchunk;
-	for (int c = 0; c < xt->nchunk; c++)
-		k->inlab[0][c] = x.var[xt->chunkdim[c]];
-	k->nindim[1] = yt->nchunk;
-	for (int c = 0; c < yt->nchunk; c++)
-		k->inlab[1][c] = y.var[yt->chunkdim[c]];
+	tb_input_labels(k, 0, xt, x.var);
+	tb_input_labels(k, 1, yt, y.var);
 	k->noutdim = nchunk;
 	memcpy(k->outlab, chunk, sizeof(int) * (size_t)nchunk);
 	k->red = AGG_ADD;
@@ -359,16 +349,9 @@ static Val contract(Build *b, Val x, Val y, VarSet keep, int nchunk, const int *
 	for (int d = 0; d < jv.nvar; d++)
 		if (!(keep >> jv.var[d] & 1))
 			k->reduces = true;
-	compact(k);
+	tb_compact_labels(k);
 	j.u.join.kernel = k;
-	RelType jt = {.dtype = xt->dtype, .nkey = jv.nvar, .nchunk = nchunk};
-	for (int d = 0; d < jv.nvar; d++)
-		jt.extent[d] = jt.block[d] = t->extent[jv.var[d]];
-	for (int c = 0; c < nchunk; c++)
-		for (int d = 0; d < jv.nvar; d++)
-			if (jv.var[d] == chunk[c])
-				jt.chunkdim[c] = d;
-	j.type = jt;
+	j.type = vars_type(t, xt->dtype, jv.nvar, jv.var, nchunk, chunk);
 	jv.op = tra_push(p, j);
 	if (!k->reduces && nkeys == jv.nvar) {
 		bool same = true;
@@ -377,44 +360,22 @@ static Val contract(Build *b, Val x, Val y, VarSet keep, int nchunk, const int *
 		if (same)
 			return jv;
 	}
+	/* a rekey puts the keys in order; an aggregation sums the rest away */
+	TraOp op = {.stmt = t->stmt};
 	if (!k->reduces) {
-		/* a rekey puts the keys in order */
-		TraOp rk = {.kind = TRA_REKEY, .stmt = t->stmt};
-		rk.u.rekey.in = jv.op;
-		rk.u.rekey.nkey = nkeys;
-		RelType rt = {.dtype = jt.dtype, .nkey = nkeys, .nchunk = nchunk};
-		for (int d = 0; d < nkeys; d++) {
-			for (int e = 0; e < jv.nvar; e++)
-				if (jv.var[e] == keys[d])
-					rk.u.rekey.keymap[d] = e;
-			rt.extent[d] = rt.block[d] = t->extent[keys[d]];
-		}
-		for (int c = 0; c < nchunk; c++)
-			for (int d = 0; d < nkeys; d++)
-				if (keys[d] == chunk[c])
-					rt.chunkdim[c] = d;
-		rk.type = rt;
-		Val out = {.op = tra_push(p, rk), .nvar = nkeys};
-		memcpy(out.var, keys, sizeof(int) * (size_t)nkeys);
-		return out;
+		op.kind = TRA_REKEY;
+		op.u.rekey.in = jv.op;
+		op.u.rekey.nkey = nkeys;
+		var_positions(&jv, nkeys, keys, op.u.rekey.keymap);
+	} else {
+		op.kind = TRA_AGG;
+		op.u.agg.in = jv.op;
+		op.u.agg.agg = AGG_ADD;
+		op.u.agg.ngroup = nkeys;
+		var_positions(&jv, nkeys, keys, op.u.agg.group);
 	}
-	TraOp ag = {.kind = TRA_AGG, .stmt = t->stmt};
-	ag.u.agg.in = jv.op;
-	ag.u.agg.agg = AGG_ADD;
-	ag.u.agg.ngroup = nkeys;
-	RelType at = {.dtype = jt.dtype, .nkey = nkeys, .nchunk = nchunk};
-	for (int g = 0; g < nkeys; g++) {
-		for (int d = 0; d < jv.nvar; d++)
-			if (jv.var[d] == keys[g])
-				ag.u.agg.group[g] = d;
-		at.extent[g] = at.block[g] = t->extent[keys[g]];
-	}
-	for (int c = 0; c < nchunk; c++)
-		for (int g = 0; g < nkeys; g++)
-			if (keys[g] == chunk[c])
-				at.chunkdim[c] = g;
-	ag.type = at;
-	Val out = {.op = tra_push(p, ag), .nvar = nkeys};
+	op.type = vars_type(t, xt->dtype, nkeys, keys, nchunk, chunk);
+	Val out = {.op = tra_push(p, op), .nvar = nkeys};
 	memcpy(out.var, keys, sizeof(int) * (size_t)nkeys);
 	return out;
 }

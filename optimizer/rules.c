@@ -807,21 +807,20 @@ static bool a_R2_7(Rw *r, int i)
 	return true;
 }
 
-/* Contraction c at old op i as a unit of the builders. */
-typedef struct CUnit {
-	TraOp agg, join;
-	Unit u;
-} CUnit;
-
-static void cunit(Rw *r, int i, const Contr *c, CUnit *cu)
+/* Contraction c at old op i, as a unit of the builders, built by row k of
+ * impls.def from inputs x already where k needs them (mid: the target of
+ * k's shuffle, where it takes one). */
+static bool contr_build(Rw *r, int i, const Contr *c, ImplKind k, const int *x, const Place *mid)
 {
 	const IaOp *op = OP(r->old, i);
-	cu->agg = (TraOp){.kind = TRA_AGG, .stmt = op->stmt, .type = op->type};
-	cu->agg.u.agg.ngroup = c->ngroup;
-	memcpy(cu->agg.u.agg.group, c->group, sizeof cu->agg.u.agg.group);
-	cu->agg.u.agg.agg = c->agg;
-	cu->join = as_join(r, OP(r->old, c->j));
-	cu->u = (Unit){&cu->agg, &cu->join, op->tra};
+	TraOp agg = {.kind = TRA_AGG, .stmt = op->stmt, .type = op->type};
+	agg.u.agg.ngroup = c->ngroup;
+	memcpy(agg.u.agg.group, c->group, sizeof agg.u.agg.group);
+	agg.u.agg.agg = c->agg;
+	TraOp join = as_join(r, OP(r->old, c->j));
+	Unit u = {&agg, &join, op->tra};
+	r->map[i] = restore(r, impl_build(&r->e, k, &u, x, mid, NULL, NULL), op, &u);
+	return true;
 }
 
 static bool a_BMM(Rw *r, int i)
@@ -848,11 +847,7 @@ static bool a_BMM(Rw *r, int i)
 		ls = move_to(r, ls, &all, op->stmt, op->tra);
 		rs = move_to(r, rs, &pr, op->stmt, op->tra);
 	}
-	CUnit cu;
-	cunit(r, i, &c, &cu);
-	int fi = impl_build(&r->e, IM_BMM, &cu.u, (int[]){ls, rs}, NULL, NULL, NULL);
-	r->map[i] = restore(r, fi, op, &cu.u);
-	return true;
+	return contr_build(r, i, &c, IM_BMM, (int[]){ls, rs}, NULL);
 }
 
 static bool a_CMM(Rw *r, int i)
@@ -870,24 +865,17 @@ static bool a_CMM(Rw *r, int i)
 	int rs = move_to(r, source(r, j->u.join.right), &pr, op->stmt, op->tra);
 	/* the partial sums to where the old result was (CMM's own shuffle
 	 * and aggregation), unless it held partial sums too */
-	CUnit cu;
-	cunit(r, i, &c, &cu);
-	int fi = impl_build(&r->e, IM_COPART, &cu.u, (int[]){ls, rs}, NULL, NULL, NULL);
-	r->map[i] = restore(r, fi, op, &cu.u);
-	return true;
+	return contr_build(r, i, &c, IM_COPART, (int[]){ls, rs}, NULL);
 }
 
 static bool a_RMM(Rw *r, int i)
 {
 	Contr c;
 	contr_info(r->old, i, &c);
-	const IaOp *op = OP(r->old, i), *j = OP(r->old, c.j);
+	const IaOp *j = OP(r->old, c.j);
 	int x[2] = {source(r, j->u.join.left), source(r, j->u.join.right)};
 	Place P = place_part(2, r->variant ? (int[]){c.ronly[0], c.lonly[0]} : (int[]){c.lonly[0], c.ronly[0]});
-	CUnit cu;
-	cunit(r, i, &c, &cu);
-	r->map[i] = restore(r, impl_build(&r->e, IM_RMM, &cu.u, x, &P, NULL, NULL), op, &cu.u);
-	return true;
+	return contr_build(r, i, &c, IM_RMM, x, &P);
 }
 
 /* ---- the table: rules.def's rows with their matchers and rewriters ---- */

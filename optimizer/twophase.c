@@ -461,48 +461,41 @@ static void rule1_apply(St *st, const Groups *gr, int64_t g, int s)
 	g_move(st, g, s, 1);
 }
 
+/* Places one join group (jg_move) or one aggregation group (g_move). */
+typedef void MoveFn(St *st, int64_t id, int s, int sign);
+
+/* Rule 2's step: `id` alone on the site where it costs least (the first
+ * such site). */
+static void move_cheapest(St *st, MoveFn *move, int64_t id)
+{
+	int best = 0;
+	double bc = INFINITY;
+	trial_base(st);
+	for (int s = 0; s < st->ns; s++) {
+		trial_begin(st);
+		move(st, id, s, 1);
+		double c = trial_cost(st);
+		move(st, id, s, -1);
+		if (c < bc) {
+			bc = c;
+			best = s;
+		}
+	}
+	move(st, id, best, 1);
+}
+
 /* Rule 2, applied: g's join groups one by one where they cost least (a
  * fixed group first, so the cost of sending to it counts), then the group
  * where it costs least.  Returns the cost after. */
 static double rule2_apply(St *st, const Groups *gr, int64_t g)
 {
 	const TpProblem *pb = st->pb;
-	int ns = st->ns;
 	if (pb->gsite[g] >= 0)
 		g_move(st, g, pb->gsite[g], 1);
-	for (int64_t k = gr->first[g]; k < gr->first[g + 1]; k++) {
-		int64_t j = gr->members[k];
-		int best = 0;
-		double bc = INFINITY;
-		trial_base(st);
-		for (int s = 0; s < ns; s++) {
-			trial_begin(st);
-			jg_move(st, j, s, 1);
-			double c = trial_cost(st);
-			jg_move(st, j, s, -1);
-			if (c < bc) {
-				bc = c;
-				best = s;
-			}
-		}
-		jg_move(st, j, best, 1);
-	}
-	if (pb->gsite[g] < 0) {
-		int best = 0;
-		double bc = INFINITY;
-		trial_base(st);
-		for (int s = 0; s < ns; s++) {
-			trial_begin(st);
-			g_move(st, g, s, 1);
-			double c = trial_cost(st);
-			g_move(st, g, s, -1);
-			if (c < bc) {
-				bc = c;
-				best = s;
-			}
-		}
-		g_move(st, g, best, 1);
-	}
+	for (int64_t k = gr->first[g]; k < gr->first[g + 1]; k++)
+		move_cheapest(st, jg_move, gr->members[k]);
+	if (pb->gsite[g] < 0)
+		move_cheapest(st, g_move, g);
 	return st_cost(st, NULL);
 }
 

@@ -95,15 +95,6 @@ int rt_blas_threads(void)
 	return (int)bli_thread_get_num_threads();
 }
 
-/* C = beta * C, where beta == 0 clears C even of NaNs, as BLAS does. */
-#define SCALE(T, m, n, beta, c, rsc, csc) do { \
-	for (int64_t i_ = 0; i_ < (m); i_++) \
-		for (int64_t j_ = 0; j_ < (n); j_++) { \
-			T *p_ = (c) + i_ * (rsc) + j_ * (csc); \
-			*p_ = (beta) == 0 ? 0 : (beta) * *p_; \
-		} \
-} while (0)
-
 /*
  * BLIS checks a matrix's strides (bli_check_matrix_strides) and rejects
  * some that are harmless: a dimension of length 1 has no stride that
@@ -124,38 +115,33 @@ static void fix_strides(int64_t rows, int64_t cols, int64_t *rs, int64_t *cs)
 	}
 }
 
-void trt_sgemm(int64_t m, int64_t n, int64_t k, float alpha,
-               const float *a, int64_t rsa, int64_t csa,
-               const float *b, int64_t rsb, int64_t csb, float beta,
-               float *c, int64_t rsc, int64_t csc)
-{
-	if (m <= 0 || n <= 0)
-		return;
-	if (k <= 0) {
-		SCALE(float, m, n, beta, c, rsc, csc);
-		return;
+/*
+ * trt_sgemm and trt_dgemm: one definition per element type, since BLIS's
+ * calls are typed.  An empty product (k = 0) only scales C, and beta == 0
+ * clears C even of NaNs, as BLAS does.
+ */
+#define GEMM(name, T, blis_gemm)                                                \
+	void name(int64_t m, int64_t n, int64_t k, T alpha,                     \
+	          const T *a, int64_t rsa, int64_t csa,                         \
+	          const T *b, int64_t rsb, int64_t csb, T beta,                 \
+	          T *c, int64_t rsc, int64_t csc)                               \
+	{                                                                       \
+		if (m <= 0 || n <= 0)                                           \
+			return;                                                 \
+		if (k <= 0) {                                                   \
+			for (int64_t i = 0; i < m; i++)                         \
+				for (int64_t j = 0; j < n; j++) {               \
+					T *p = c + i * rsc + j * csc;           \
+					*p = beta == 0 ? 0 : beta * *p;         \
+				}                                               \
+			return;                                                 \
+		}                                                               \
+		fix_strides(m, k, &rsa, &csa);                                  \
+		fix_strides(k, n, &rsb, &csb);                                  \
+		fix_strides(m, n, &rsc, &csc);                                  \
+		blis_gemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, \
+		          (T *)a, rsa, csa, (T *)b, rsb, csb, &beta, c, rsc, csc); \
 	}
-	fix_strides(m, k, &rsa, &csa);
-	fix_strides(k, n, &rsb, &csb);
-	fix_strides(m, n, &rsc, &csc);
-	bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha,
-	          (float *)a, rsa, csa, (float *)b, rsb, csb, &beta, c, rsc, csc);
-}
-
-void trt_dgemm(int64_t m, int64_t n, int64_t k, double alpha,
-               const double *a, int64_t rsa, int64_t csa,
-               const double *b, int64_t rsb, int64_t csb, double beta,
-               double *c, int64_t rsc, int64_t csc)
-{
-	if (m <= 0 || n <= 0)
-		return;
-	if (k <= 0) {
-		SCALE(double, m, n, beta, c, rsc, csc);
-		return;
-	}
-	fix_strides(m, k, &rsa, &csa);
-	fix_strides(k, n, &rsb, &csb);
-	fix_strides(m, n, &rsc, &csc);
-	bli_dgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha,
-	          (double *)a, rsa, csa, (double *)b, rsb, csb, &beta, c, rsc, csc);
-}
+GEMM(trt_sgemm, float, bli_sgemm)
+GEMM(trt_dgemm, double, bli_dgemm)
+#undef GEMM

@@ -183,6 +183,48 @@ static void wait_all(Reqs *rq)
 	memset(rq, 0, sizeof *rq);
 }
 
+/* One exchange, steps 2 and 3: per peer, the keys and the chunks this rank
+ * sends and receives.  The caller fills ks, kr and cs, exchange_keys posts
+ * them and returns with the keys in; the caller then adds the chunks those
+ * keys announce to cr, and exchange_end receives them and waits for all. */
+typedef struct Exchange {
+	Side *ks, *kr;                  /* keys sent, received */
+	Side *cs, *cr;                  /* chunks sent, received */
+	Reqs rest;                      /* every message but the key receives */
+	int nr;
+} Exchange;
+
+static Exchange exchange_new(int nr)
+{
+	Exchange x = {0};
+	x.ks = sides_new(nr);
+	x.kr = sides_new(nr);
+	x.cs = sides_new(nr);
+	x.cr = sides_new(nr);
+	x.nr = nr;
+	return x;
+}
+
+/* Our chunks leave with the keys, without waiting for a round trip. */
+static void exchange_keys(Exchange *x)
+{
+	Reqs keys_in = {0};
+	post_all(&keys_in, 0, x->kr, TAG_KEYS);
+	post_all(&x->rest, 1, x->ks, TAG_KEYS);
+	post_all(&x->rest, 1, x->cs, TAG_CHUNKS);
+	wait_all(&keys_in);
+}
+
+static void exchange_end(Exchange *x)
+{
+	post_all(&x->rest, 0, x->cr, TAG_CHUNKS);
+	wait_all(&x->rest);
+	sides_free(x->ks, x->nr);
+	sides_free(x->kr, x->nr);
+	sides_free(x->cs, x->nr);
+	sides_free(x->cr, x->nr);
+}
+
 /* ---- point to point, for trt_write ---- */
 
 /* Point to point, in pieces that fit an int count; the receiver posts the
@@ -269,28 +311,23 @@ TrtRel *trt_bcast(const TrtRel *r)
 
 	/* 2. keys: ours to everyone, theirs into one array per peer */
 	int64_t **keys = rt_alloc(sizeof *keys * (size_t)nr);
-	Side *ks = sides_new(nr), *kr = sides_new(nr);
+	Exchange x = exchange_new(nr);
 	for (int s = 0; s < nr; s++) {
 		keys[s] = NULL;
 		if (s == me)
 			continue;
 		keys[s] = rt_alloc(sizeof(int64_t) * (size_t)(ntup[s] * nk + 1));
-		side_add(&kr[s], keys[s], sizeof(int64_t) * (size_t)(ntup[s] * nk));
-		side_add(&ks[s], r->keys, sizeof(int64_t) * (size_t)(r->n * nk));
+		side_add(&x.kr[s], keys[s], sizeof(int64_t) * (size_t)(ntup[s] * nk));
+		side_add(&x.ks[s], r->keys, sizeof(int64_t) * (size_t)(r->n * nk));
 	}
-	/* 3. chunks: ours leave with the keys, without waiting for a round
-	 * trip; theirs land straight in the output's new chunks once their
-	 * keys say how big they are.  Our own tuples are shared. */
-	Side *cs = sides_new(nr), *cr = sides_new(nr);
+	/* 3. chunks: ours leave with the keys; theirs land straight in the
+	 * output's new chunks once their keys say how big they are.  Our own
+	 * tuples are shared. */
 	for (int s = 0; s < nr; s++)
 		if (s != me)
 			for (int64_t i = 0; i < r->n; i++)
-				side_add(&cs[s], rt_chunk_data(r->chunks[i]), rt_chunk_bytes(t, r->keys + i * nk));
-	Reqs keys_in = {0}, rest = {0};
-	post_all(&keys_in, 0, kr, TAG_KEYS);
-	post_all(&rest, 1, ks, TAG_KEYS);
-	post_all(&rest, 1, cs, TAG_CHUNKS);
-	wait_all(&keys_in);
+				side_add(&x.cs[s], rt_chunk_data(r->chunks[i]), rt_chunk_bytes(t, r->keys + i * nk));
+	exchange_keys(&x);
 
 	TrtRel *out = trt_rel_new(t, all);
 	double sent = 0;
@@ -301,17 +338,12 @@ TrtRel *trt_bcast(const TrtRel *r)
 			for (int64_t i = 0; i < r->n; i++)
 				rt_rel_push(out, r->keys + i * nk, rt_chunk_ref(r->chunks[i]));
 		else
-			receive_into(out, keys[s], ntup[s], &cr[s]);
+			receive_into(out, keys[s], ntup[s], &x.cr[s]);
 	}
-	post_all(&rest, 0, cr, TAG_CHUNKS);
-	wait_all(&rest);
+	exchange_end(&x);
 	rt_count_sent(sent * (nr - 1));
 	rt_count_keys((double)(sizeof(int64_t) * (size_t)(r->n * nk)) * (nr - 1));
 
-	sides_free(ks, nr);
-	sides_free(kr, nr);
-	sides_free(cs, nr);
-	sides_free(cr, nr);
 	for (int s = 0; s < nr; s++)
 		free(keys[s]);
 	free(keys);
@@ -359,7 +391,7 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 	int64_t **skeys = rt_alloc(sizeof *skeys * (size_t)nr);
 	int64_t **rkeys = rt_alloc(sizeof *rkeys * (size_t)nr);
 	int64_t *fill = rt_alloc(sizeof *fill * (size_t)nr);
-	Side *ks = sides_new(nr), *kr = sides_new(nr);
+	Exchange x = exchange_new(nr);
 	for (int d = 0; d < nr; d++) {
 		skeys[d] = rkeys[d] = NULL;
 		fill[d] = 0;
@@ -367,8 +399,8 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 			continue;
 		skeys[d] = rt_alloc(sizeof(int64_t) * (size_t)(scount[d] * nk + 1));
 		rkeys[d] = rt_alloc(sizeof(int64_t) * (size_t)(rcount[d] * nk + 1));
-		side_add(&ks[d], skeys[d], sizeof(int64_t) * (size_t)(scount[d] * nk));
-		side_add(&kr[d], rkeys[d], sizeof(int64_t) * (size_t)(rcount[d] * nk));
+		side_add(&x.ks[d], skeys[d], sizeof(int64_t) * (size_t)(scount[d] * nk));
+		side_add(&x.kr[d], rkeys[d], sizeof(int64_t) * (size_t)(rcount[d] * nk));
 	}
 	for (int64_t i = 0; i < r->n; i++) {
 		int d = site[i];
@@ -376,20 +408,15 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 			memcpy(skeys[d] + fill[d]++ * nk, r->keys + i * nk, sizeof(int64_t) * (size_t)nk);
 	}
 	/* 3. chunks: ours leave with the keys (see trt_bcast) */
-	Side *cs = sides_new(nr), *cr = sides_new(nr);
 	double sent = 0;
 	for (int64_t i = 0; i < r->n; i++) {
 		const int64_t *key = r->keys + i * nk;
 		if (site[i] == me)
 			continue;
-		side_add(&cs[site[i]], rt_chunk_data(r->chunks[i]), rt_chunk_bytes(t, key));
+		side_add(&x.cs[site[i]], rt_chunk_data(r->chunks[i]), rt_chunk_bytes(t, key));
 		sent += tuple_bytes(t, key);
 	}
-	Reqs keys_in = {0}, rest = {0};
-	post_all(&keys_in, 0, kr, TAG_KEYS);
-	post_all(&rest, 1, ks, TAG_KEYS);
-	post_all(&rest, 1, cs, TAG_CHUNKS);
-	wait_all(&keys_in);
+	exchange_keys(&x);
 
 	TrtRel *out = trt_rel_new(t, p);
 	for (int s = 0; s < nr; s++) {
@@ -398,18 +425,13 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 				if (site[i] == me)
 					rt_rel_push(out, r->keys + i * nk, rt_chunk_ref(r->chunks[i]));
 		} else {
-			receive_into(out, rkeys[s], rcount[s], &cr[s]);
+			receive_into(out, rkeys[s], rcount[s], &x.cr[s]);
 		}
 	}
-	post_all(&rest, 0, cr, TAG_CHUNKS);
-	wait_all(&rest);
+	exchange_end(&x);
 	rt_count_sent(sent);
 	rt_count_keys((double)(sizeof(int64_t) * (size_t)((r->n - scount[me]) * nk)));
 
-	sides_free(ks, nr);
-	sides_free(kr, nr);
-	sides_free(cs, nr);
-	sides_free(cr, nr);
 	for (int d = 0; d < nr; d++) {
 		free(skeys[d]);
 		free(rkeys[d]);

@@ -103,8 +103,7 @@ TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
 	for (int64_t li = 0; li < l->n; li++) {
 		const int64_t *lk = l->keys + li * lt->nkey;
 		int64_t want[TRT_MAXDIM];
-		for (int i = 0; i < nm; i++)
-			want[i] = lk[j->lkey[i]];
+		rt_key_pick(want, lk, nm, j->lkey);
 
 		int64_t lo = 0, hi = r->n;      /* first right tuple >= want */
 		while (lo < hi) {
@@ -119,16 +118,14 @@ TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
 			const int64_t *rk = r->keys + ri * rtt->nkey;
 			int64_t jk[TRT_MAXDIM], ok[TRT_MAXDIM];
 			memcpy(jk, lk, sizeof *jk * (size_t)lt->nkey);
-			for (int f = 0; f < nfree; f++)
-				jk[lt->nkey + f] = rk[rfree[f]];
+			rt_key_pick(jk + lt->nkey, rk, nfree, rfree);
 
 			int64_t pos = -1;
 			int acc = 0;
 			if (j->ngroup < 0) {
 				memcpy(ok, jk, sizeof *ok * (size_t)jn);
 			} else {
-				for (int g = 0; g < j->ngroup; g++)
-					ok[g] = jk[j->group[g]];
+				rt_key_pick(ok, jk, j->ngroup, j->group);
 				pos = rt_index_find(&ix, o, ok);
 				acc = pos >= 0;
 			}
@@ -212,8 +209,7 @@ TrtRel *trt_agg(const TrtRel *r, int ngroup, const int *group, TrtAgg agg,
 	for (int64_t i = 0; i < r->n; i++) {
 		const int64_t *key = r->keys + i * t->nkey;
 		int64_t ok[TRT_MAXDIM];
-		for (int g = 0; g < ngroup; g++)
-			ok[g] = key[group[g]];
+		rt_key_pick(ok, key, ngroup, group);
 		int64_t n = rt_chunk_shape(out, ok, NULL);
 		if (n != rt_chunk_shape(t, key, NULL))
 			rt_bug("aggregation changes a chunk of %lld elements into %lld",

@@ -406,6 +406,12 @@ int rt_key_cmp(const int64_t *a, const int64_t *b, int n)
 	return 0;
 }
 
+void rt_key_pick(int64_t *out, const int64_t *key, int n, const int *dims)
+{
+	for (int i = 0; i < n; i++)
+		out[i] = key[dims[i]];
+}
+
 /* A stable merge sort of the positions idx[0..n): qsort is not stable and
  * has no context argument, and tuples are few. */
 void rt_sort(int64_t *idx, int64_t n, int (*cmp)(int64_t, int64_t, const void *),

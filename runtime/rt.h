@@ -92,6 +92,7 @@ void rt_check_key(const TrtType *t, const int64_t *key);
 void rt_rel_push(TrtRel *r, const int64_t *key, Chunk *c);
 void rt_rel_sort(TrtRel *r);
 int rt_key_cmp(const int64_t *a, const int64_t *b, int n);
+void rt_key_pick(int64_t *out, const int64_t *key, int n, const int *dims);  /* out[i] = key[dims[i]] */
 void rt_sort(int64_t *idx, int64_t n, int (*cmp)(int64_t, int64_t, const void *),
              const void *ctx);
 int64_t rt_key_linear(const TrtType *t, const int64_t *key);

@@ -143,8 +143,7 @@ static void group_keys(const Tp *t, int64_t jg, int64_t *lk, int64_t *rk, int64_
 				m = i;
 		rk[d] = m >= 0 ? jk[j->lkey[m]] : jk[t->nl + f++];
 	}
-	for (int g = 0; g < j->ngroup; g++)
-		ok[g] = jk[j->group[g]];
+	rt_key_pick(ok, jk, j->ngroup, j->group);
 }
 
 /* Output tuple g is complete here: combine the ranks' sums in rank order. */
