@@ -400,6 +400,8 @@ static bool unify(Ty *a, Ty b, Loc loc)
 	return true;
 }
 
+static int children(Node *n, Node ***slot);
+
 /* A number in an integer expression must be a whole number: 0.5 would be
  * truncated to 0 without a word.  n is a side that reads no tensor. */
 static bool whole_numbers(Node *n, DType t)
@@ -413,15 +415,12 @@ static bool whole_numbers(Node *n, DType t)
 		     n->u.num, whole ? "out of its range" : "not a whole number", dtype_name(t));
 		return false;
 	}
-	bool ok = true;
-	switch (n->kind) {
-	case N_UNARY: return whole_numbers(n->u.unary.a, t);
-	case N_BINARY: return whole_numbers(n->u.binary.a, t) && whole_numbers(n->u.binary.b, t);
-	case N_WHERE:
-		ok &= whole_numbers(n->u.where.a, t);
-		return ok && whole_numbers(n->u.where.b, t);
-	default: return true;
-	}
+	Node **kids[3];
+	int k = children(n, kids);
+	for (int i = 0; i < k; i++)
+		if (!whole_numbers(*kids[i], t))
+			return false;
+	return true;
 }
 
 /* What integers cannot do: functions defined on reals, '**', mean. */
@@ -676,7 +675,8 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		else
 			ok = ok && unify(ty, c, n->loc);
 		if (ok && ty->typed && dtype_is_int(ty->t))
-			ok = (a.typed || whole_numbers(n->u.where.a, ty->t)) && (b.typed || whole_numbers(n->u.where.b, ty->t));
+			ok = (a.typed || whole_numbers(n->u.where.a, ty->t)) && (b.typed || whole_numbers(n->u.where.b, ty->t)) &&
+			     (c.typed || whole_numbers(n->u.where.cond, ty->t));
 		break;
 	case N_REDUCE:
 		ok = check_reduce(s, n, ty);
