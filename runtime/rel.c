@@ -244,7 +244,66 @@ TrtView rt_view(const TrtType *t, const int64_t *key, const Chunk *c)
 	rt_chunk_shape(t, key, v.n);
 	for (int ch = 0; ch < t->nchunk; ch++)
 		v.off[ch] = key[t->chunkdim[ch]] * t->block[t->chunkdim[ch]];
+	if (t->sparse) {
+		RtCsr s = rt_csr_of(c, t->dtype);
+		v.p = s.val;
+		v.rowptr = s.rowptr;
+		v.col = s.col;
+		v.nnz = s.nnz;
+	}
 	return v;
+}
+
+/* ---- sparse chunks ---- */
+
+enum { CSR_HEAD = 4 * sizeof(int64_t) };        /* nrow, ncol, nnz, unused */
+
+size_t rt_csr_bytes(TrtDtype dt, int64_t nrow, int64_t nnz)
+{
+	return CSR_HEAD + sizeof(int64_t) * (size_t)(nrow + 1 + nnz) + rt_dtype_size(dt) * (size_t)nnz;
+}
+
+Chunk *rt_csr_new(TrtDtype dt, int64_t nrow, int64_t ncol, int64_t nnz)
+{
+	if (nrow < 0 || ncol < 0 || nnz < 0)
+		rt_bug("sparse chunk of %lld rows, %lld columns, %lld elements", (long long)nrow,
+		       (long long)ncol, (long long)nnz);
+	Chunk *c = rt_chunk_new(rt_csr_bytes(dt, nrow, nnz));
+	int64_t *h = rt_chunk_data(c);
+	h[0] = nrow;
+	h[1] = ncol;
+	h[2] = nnz;
+	h[3] = 0;
+	h[4] = 0;               /* rowptr[0] */
+	return c;
+}
+
+RtCsr rt_csr_of(const Chunk *c, TrtDtype dt)
+{
+	int64_t *h = rt_chunk_data(c);
+	RtCsr s;
+
+	s.nrow = h[0];
+	s.ncol = h[1];
+	s.nnz = h[2];
+	s.rowptr = h + 4;
+	s.col = s.rowptr + s.nrow + 1;
+	s.val = s.col + s.nnz;
+	if (c->nbytes != rt_csr_bytes(dt, s.nrow, s.nnz))
+		rt_bug("sparse chunk of %zu bytes holds %lld rows and %lld elements", c->nbytes,
+		       (long long)s.nrow, (long long)s.nnz);
+	return s;
+}
+
+void rt_csr_dims(const TrtType *t, const int64_t *key, int64_t *nrow, int64_t *ncol)
+{
+	int64_t n[TRT_MAXDIM];
+
+	rt_chunk_shape(t, key, n);
+	*nrow = t->nchunk ? n[0] : 1;
+	*ncol = 1;
+	for (int c = 1; c < t->nchunk; c++)
+		*ncol *= n[c];
 }
 
 /* ---- a chunk's place in its tensor ---- */

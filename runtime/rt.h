@@ -98,6 +98,22 @@ void rt_sort(int64_t *idx, int64_t n, int (*cmp)(int64_t, int64_t, const void *)
 int64_t rt_key_linear(const TrtType *t, const int64_t *key);
 void rt_key_from_linear(const TrtType *t, int64_t lin, int64_t *key);
 
+/* A sparse chunk's data (TrtView says what rows and columns are): a header,
+ * then rowptr (nrow + 1 int64s), col (nnz int64s) and the nnz values.
+ * rt_csr_new returns a chunk with the header and rowptr[0] = 0 filled in;
+ * the caller fills the rest.  rt_csr_of views a chunk's arrays. */
+typedef struct RtCsr {
+	int64_t nrow, ncol, nnz;
+	int64_t *rowptr, *col;
+	void *val;
+} RtCsr;
+
+size_t rt_csr_bytes(TrtDtype dt, int64_t nrow, int64_t nnz);
+Chunk *rt_csr_new(TrtDtype dt, int64_t nrow, int64_t ncol, int64_t nnz);
+RtCsr rt_csr_of(const Chunk *c, TrtDtype dt);
+/* The rows and columns of key's chunk in a sparse relation of type t. */
+void rt_csr_dims(const TrtType *t, const int64_t *key, int64_t *nrow, int64_t *ncol);
+
 /* Where the chunk of a key sits in its tensor (row-major over the key
  * dims): per key dim its first index and length, and its runs, the longest
  * pieces of the chunk contiguous in the tensor: nrun of run elements each,

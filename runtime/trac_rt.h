@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #define TRT_MAXDIM 8            /* most key dims and chunk dims of a relation */
-#define TRT_ABI 4               /* bumped when this interface changes */
+#define TRT_ABI 5               /* bumped when this interface changes */
 
 typedef enum { TRT_F32, TRT_F64, TRT_I32, TRT_I64 } TrtDtype;
 
@@ -53,6 +53,8 @@ typedef struct TrtType {
 	int64_t block[TRT_MAXDIM];      /* per key dim: chunk size (>= 1) */
 	int nchunk;                     /* chunk rank */
 	int chunkdim[TRT_MAXDIM];       /* chunk dim c spans key dim chunkdim[c] */
+	int sparse;                     /* chunks are compressed (below), and absent
+	                                   tuples are zero blocks */
 } TrtType;
 
 /* Placement of a physical relation across ranks. */
@@ -76,13 +78,22 @@ typedef struct TrtPlace {
 int trt_site(const TrtPlace *p, const TrtType *t, const int64_t *key);
 
 /* A chunk as kernels see it: dense row-major over the relation's chunk dims,
- * n[c] elements along chunk dim c. */
+ * n[c] elements along chunk dim c.
+ *
+ * Sparse chunks (TrtType.sparse) are compressed rows: a row is an index of
+ * chunk dim 0 (one row when the chunk has no dims) and a column the
+ * row-major index over the other chunk dims.  Row r's stored elements are
+ * p[rowptr[r] .. rowptr[r+1]), at columns col[...], increasing within a row;
+ * an element not stored is zero.  A view of a dense chunk has rowptr NULL. */
 typedef struct TrtView {
 	void *p;
 	int rank;
 	int64_t n[TRT_MAXDIM];
 	int64_t off[TRT_MAXDIM];        /* the chunk's first element along each chunk
 	                                   dim, as an index into the whole tensor */
+	const int64_t *rowptr;          /* sparse: n[0] + 1 offsets into col and p */
+	const int64_t *col;             /* sparse: column of each stored element */
+	int64_t nnz;                    /* sparse: stored elements */
 } TrtView;
 
 /* A block kernel.  For a join, in[0] is the left chunk and in[1] the right;
