@@ -142,7 +142,7 @@ static void emit_type(Emit *e, int i)
 		buf_printf(b, "%s%" PRId64, d ? ", " : "", t->block[d]);
 	buf_printf(b, "}, %d, ", t->nchunk);
 	int_list(b, t->nchunk, t->chunkdim);
-	buf_puts(b, "};\n");
+	buf_puts(b, t->sparse ? ", 1};\n" : "};\n");
 }
 
 /* ---- kernels ---- */
@@ -715,28 +715,194 @@ static void emit_loop_kernel(Emit *e, const Kernel *k, DType dt, const DType *in
 #undef INDENT
 }
 
+/* ---- kernels over sparse chunks ---- */
+
+/*
+ * A kernel with a sparse input runs over that input's stored elements when
+ * it is zero wherever the input is (the *driver*): a sparse-dense product
+ * (SpMM, either orientation), a sampled elementwise product, f(0) = 0 of a
+ * sparse tensor.  The driver's rows are its first chunk dim's label, its
+ * columns the others' (row-major); the labels no driver dim carries are
+ * loops inside, the output's innermost last, so the C compiler vectorises
+ * along it (SpMM's feature dim).  A dense output is zeroed first and
+ * summed into (the driver is only chosen for sums); a sparse output has the
+ * driver's pattern (kernel_sparse_pattern), so its element q is the
+ * driver's q.  Any other sparse input is expanded to a dense chunk by the
+ * wrapper (trt_view_dense), as are all of them when no input drives.
+ */
+static int sparse_driver(const Kernel *k, const RelType *const *inty, bool *sparse_out)
+{
+	int pat = kernel_sparse_pattern(k, inty);
+	*sparse_out = pat >= 0;
+	if (pat >= 0)
+		return pat;
+	for (int j = 0; j < k->nin; j++)
+		if (inty[j]->sparse && kernel_hole_ok(k, j))
+			return j;
+	return -1;
+}
+
+static void emit_driven_kernel(Emit *e, const Kernel *k, DType dt, const DType *indt, int d, bool sparse_out)
+{
+	Buf *b = e->b;
+	const char *T = ctype(dt);
+	bool indriver[2 * MAXDIM] = {0}, inout[2 * MAXDIM] = {0};
+	int depth = 0;
+	char indent[64];
+
+	for (int c = 0; c < k->nindim[d]; c++)
+		indriver[k->inlab[d][c]] = true;
+	for (int c = 0; c < k->noutdim; c++)
+		inout[k->outlab[c]] = true;
+	for (int j = 0; j < k->nin; j++)
+		buf_printf(b, "\tconst %s *restrict p%d = in[%d].p;\n", ctype(indt[j]), j, j);
+	buf_printf(b, "\t%s *restrict po = out->p;\n", T);
+	buf_printf(b, "\tconst int64_t *restrict rp = in[%d].rowptr, *restrict ci = in[%d].col;\n", d, d);
+	for (int j = 0; j < k->nin; j++)
+		if (j != d) {
+			char name[16];
+			snprintf(name, sizeof name, "%d", j);
+			emit_strides(b, name, xprintf("in[%d]", j), k->nindim[j]);
+		}
+	if (!sparse_out) {
+		emit_strides(b, "o", "(*out)", k->noutdim);
+		buf_puts(b, "\tif (!acc) {\n\t\tint64_t no = 1;\n");
+		for (int c = 0; c < k->noutdim; c++)
+			buf_printf(b, "\t\tno *= out->n[%d];\n", c);
+		buf_puts(b, "\t\tfor (int64_t q = 0; q < no; q++)\n\t\t\tpo[q] = 0;\n\t}\n");
+	}
+	/* the driver's column strides: its chunk dims after the first */
+	int nd = k->nindim[d];
+	if (nd > 2) {
+		buf_printf(b, "\tint64_t cs[%d];\n\tcs[%d] = 1;\n", nd, nd - 1);
+		for (int c = nd - 2; c >= 1; c--)
+			buf_printf(b, "\tcs[%d] = cs[%d] * in[%d].n[%d];\n", c, c + 1, d, c + 1);
+	}
+#define INDENT() (memset(indent, '\t', depth + 1), indent[depth + 1] = 0, indent)
+	const char *row = nd > 0 ? xprintf("l%d", k->inlab[d][0]) : "r0";
+	buf_printf(b, "%sfor (int64_t %s = 0; %s < %s; %s++) {\n", INDENT(), row, row,
+	           nd > 0 ? xprintf("in[%d].n[0]", d) : "1", row);
+	depth++;
+	buf_printf(b, "%sfor (int64_t q = rp[%s]; q < rp[%s + 1]; q++) {\n", INDENT(), row, row);
+	depth++;
+	for (int c = 1; c < nd; c++) {
+		buf_printf(b, "%sconst int64_t l%d = ci[q]", INDENT(), k->inlab[d][c]);
+		if (nd > 2)
+			buf_printf(b, " / cs[%d] %% in[%d].n[%d]", c, d, c);
+		buf_puts(b, ";\n");
+	}
+	buf_printf(b, "%sconst %s x%d = (%s)p%d[q];\n", INDENT(), T, d, T, d);
+	/* the other labels: the output's, in its order, then the reduced */
+	int other[2 * MAXDIM], nother = 0;
+	for (int c = 0; c < k->noutdim; c++)
+		if (!indriver[k->outlab[c]])
+			other[nother++] = k->outlab[c];
+	int nout_other = nother;
+	for (int l = 0; l < k->nlab; l++)
+		if (!indriver[l] && !inout[l]) {
+			bool used = false;
+			for (int j = 0; j < k->nin; j++)
+				for (int c = 0; c < k->nindim[j]; c++)
+					used |= k->inlab[j][c] == l;
+			if (used)
+				other[nother++] = l;
+		}
+	bool red_inside = sparse_out && nother > nout_other;   /* sparse_out: no output label is other */
+	if (red_inside) {
+		Buf init = {0};
+		num_literal(&init, k->red == AGG_ADD ? 0 : k->red == AGG_MAX ? -INFINITY : INFINITY, dt);
+		buf_printf(b, "%s%s r = %s;\n", INDENT(), T, init.s);
+		buf_free(&init);
+	}
+	for (int i = 0; i < nother; i++) {
+		if (i == nother - 1 && !sparse_out)
+			buf_printf(b, "%s#pragma GCC ivdep\n", INDENT());
+		buf_printf(b, "%sfor (int64_t l%d = 0; l%d < ", INDENT(), other[i], other[i]);
+		label_extent(b, k, other[i]);
+		buf_printf(b, "; l%d++) {\n", other[i]);
+		depth++;
+	}
+	for (int j = 0; j < k->nin; j++) {
+		if (j == d || !kx_uses(k->expr, j))
+			continue;
+		char sname[16];
+		snprintf(sname, sizeof sname, "%d", j);
+		buf_printf(b, "%sconst %s x%d = (%s)p%d[", INDENT(), T, j, T, j);
+		offset_expr(b, sname, k->nindim[j], k->inlab[j]);
+		buf_puts(b, "];\n");
+	}
+	KGen g = {b, k, dt, 0};
+	int v = kexpr_emit(&g, k->expr, INDENT());
+	char tv[16];
+	snprintf(tv, sizeof tv, "t%d", v);
+	if (!sparse_out) {
+		buf_printf(b, "%spo[", INDENT());
+		offset_expr(b, "o", k->noutdim, k->outlab);
+		buf_printf(b, "] += %s;\n", tv);
+	} else if (red_inside) {
+		buf_printf(b, "%sr = ", INDENT());
+		combine_expr(b, k->red, "r", tv);
+		buf_puts(b, ";\n");
+	}
+	for (int i = 0; i < nother; i++) {
+		depth--;
+		buf_printf(b, "%s}\n", INDENT());
+	}
+	if (sparse_out) {
+		const char *val = red_inside ? "r" : tv;
+		buf_printf(b, "%spo[q] = acc ? ", INDENT());
+		combine_expr(b, k->red, "po[q]", val);
+		buf_printf(b, " : %s;\n", val);
+	}
+	while (depth > 0) {
+		depth--;
+		buf_printf(b, "%s}\n", INDENT());
+	}
+#undef INDENT
+}
+
 static void emit_kernel(Emit *e, int i, const Kernel *k)
 {
 	Buf *b = e->b;
 	Buf desc = {0};
 	kernel_print(&desc, k);
-	buf_printf(b, "/* op %d: %s */\nstatic void kernel%d(const TrtView *in, TrtView *out, int acc)\n{\n", i, desc.s, i);
-	buf_free(&desc);
 	int in[2];
 	int n = ia_inputs(&e->p->ops.v[i], in);
 	DType dt = e->p->ops.v[i].type.dtype;
 	DType indt[2] = {dt, dt};
 	const RelType *inty[2] = {&e->p->ops.v[i].type, &e->p->ops.v[i].type};
+	bool sparse = false;
 	for (int j = 0; j < n; j++) {
 		indt[j] = e->p->ops.v[in[j]].type.dtype;
 		inty[j] = &e->p->ops.v[in[j]].type;
+		sparse |= inty[j]->sparse;
 	}
+	buf_printf(b, "/* op %d: %s */\nstatic void kernel%d%s(const TrtView *in, TrtView *out, int acc)\n{\n", i,
+	           desc.s, i, sparse ? "_body" : "");
+	buf_free(&desc);
 	Contraction c;
-	if (plan_contraction(k, inty, dt, &c))
+	bool sparse_out = false;
+	int d = sparse ? sparse_driver(k, inty, &sparse_out) : -1;
+	if (sparse_out != e->p->ops.v[i].type.sparse)
+		tr_bug("op %d: a kernel's sparse output without a pattern input", i);
+	if (d >= 0)
+		emit_driven_kernel(e, k, dt, indt, d, sparse_out);
+	else if (!sparse && plan_contraction(k, inty, dt, &c))
 		emit_gemm_kernel(e, k, dt, &c);
 	else
 		emit_loop_kernel(e, k, dt, indt);
 	buf_puts(b, "}\n\n");
+	if (!sparse)
+		return;
+	/* the wrapper: sparse inputs other than the driver expanded */
+	buf_printf(b, "static void kernel%d(const TrtView *in, TrtView *out, int acc)\n{\n\tTrtView v[2];\n"
+	           "\tvoid *dense[2] = {NULL, NULL};\n", i);
+	for (int j = 0; j < n; j++) {
+		buf_printf(b, "\tv[%d] = in[%d];\n", j, j);
+		if (inty[j]->sparse && j != d)
+			buf_printf(b, "\tdense[%d] = trt_view_dense(&v[%d], sizeof(%s));\n", j, j, ctype(indt[j]));
+	}
+	buf_printf(b, "\tkernel%d_body(v, out, acc);\n\tfree(dense[0]);\n\tfree(dense[1]);\n}\n\n", i);
 }
 
 static void emit_pred(Emit *e, int i, const KeyPred *p)
@@ -785,6 +951,42 @@ static void emit_schedule(Emit *e, int i)
 
 /* ---- main ---- */
 
+/* Whether op reads its input j whole: a relation with holes (absent
+ * tuples, zero blocks) is completed first when op would not compute the
+ * zeros they stand for (optimizer/sparse.c).  A sparse one that is stored
+ * becomes dense instead (trt_densify). */
+static bool needs_whole(const IaPlan *p, const IaOp *op, int j)
+{
+	int in[2];
+	int n = ia_inputs(op, in);
+	if (j >= n || !p->ops.v[in[j]].type.holes)
+		return false;
+	switch (op->kind) {
+	case IA_JOIN:
+	case IA_TWOPHASE:
+		return !kernel_hole_ok(op->u.join.kernel, j);
+	case IA_MAP:
+		return op->u.map.kernel && !kernel_hole_ok(op->u.map.kernel, 0);
+	case IA_AGG:
+		return op->u.agg.agg != AGG_ADD;
+	case IA_STORE:
+		return !p->ops.v[in[j]].type.sparse;
+	case IA_WRITE:
+		return !p->ops.v[in[j]].type.sparse;   /* a sparse one is written from its elements */
+	default:
+		return false;
+	}
+}
+
+/* The name op i reads its input j by: the completed copy when it needs one. */
+static const char *whole(Emit *e, int i, int j)
+{
+	const IaOp *op = &e->p->ops.v[i];
+	int in[2];
+	ia_inputs(op, in);
+	return needs_whole(e->p, op, j) ? xprintf("w%d_%d", i, j) : xprintf("r%d", in[j]);
+}
+
 static void emit_main(Emit *e)
 {
 	Buf *b = e->b;
@@ -832,6 +1034,11 @@ static void emit_main(Emit *e)
 	for (int i = 0; i < n; i++) {
 		const IaOp *op = &p->ops.v[i];
 		buf_printf(b, "\n\t/* #%d %s */\n\ttrt_op_begin(%d);\n", i, ia_op_name(op->kind), i);
+		int in[2];
+		int nin = ia_inputs(op, in);
+		for (int j = 0; j < nin; j++)
+			if (needs_whole(p, op, j))
+				buf_printf(b, "\tTrtRel *w%d_%d = trt_complete(r%d);\n", i, j, in[j]);
 		switch (op->kind) {
 		case IA_READ:
 			buf_printf(b, "\tTrtRel *r%d = trt_read(%d, &type%d, ", i, e->tensor_index[op->u.read.tensor], i);
@@ -852,9 +1059,13 @@ static void emit_main(Emit *e)
 			int_list(b, op->u.join.on.nmatch, op->u.join.on.rkey);
 			buf_printf(b, ", %d, ", op->u.join.ngroup);
 			int_list(b, op->u.join.ngroup > 0 ? op->u.join.ngroup : 0, op->u.join.group);
+			if (op->type.sparse) {
+				const RelType *jin[2] = {&p->ops.v[op->u.join.left].type, &p->ops.v[op->u.join.right].type};
+				buf_printf(b, ", %d", kernel_sparse_pattern(op->u.join.kernel, jin));
+			}
 			buf_puts(b, "};\n");
-			buf_printf(b, "\tTrtRel *r%d = %s(r%d, r%d, &join%d, kernel%d, &type%d, ", i,
-			           op->kind == IA_TWOPHASE ? "trt_twophase" : "trt_join", op->u.join.left, op->u.join.right,
+			buf_printf(b, "\tTrtRel *r%d = %s(%s, %s, &join%d, kernel%d, &type%d, ", i,
+			           op->kind == IA_TWOPHASE ? "trt_twophase" : "trt_join", whole(e, i, 0), whole(e, i, 1),
 			           i, i, i);
 			place_literal(b, &op->place);
 			if (op->kind == IA_TWOPHASE)
@@ -866,7 +1077,7 @@ static void emit_main(Emit *e)
 			buf_printf(b, "\tstatic const int group%d[] = ", i);
 			int g0 = 0;
 			int_list(b, op->u.agg.ngroup ? op->u.agg.ngroup : 1, op->u.agg.ngroup ? op->u.agg.group : &g0);
-			buf_printf(b, ";\n\tTrtRel *r%d = trt_agg(r%d, %d, group%d, %s, &type%d, ", i, op->u.agg.in,
+			buf_printf(b, ";\n\tTrtRel *r%d = trt_agg(%s, %d, group%d, %s, &type%d, ", i, whole(e, i, 0),
 			           op->u.agg.ngroup, i, aggs[op->u.agg.agg], i);
 			end_call_at(b, &op->place);
 			break;
@@ -875,7 +1086,7 @@ static void emit_main(Emit *e)
 			buf_printf(b, "\tstatic const int keymap%d[] = ", i);
 			int k0 = 0;
 			int_list(b, op->u.map.nkey ? op->u.map.nkey : 1, op->u.map.nkey ? op->u.map.keymap : &k0);
-			buf_printf(b, ";\n\tTrtRel *r%d = trt_map(r%d, %d, keymap%d, ", i, op->u.map.in, op->u.map.nkey, i);
+			buf_printf(b, ";\n\tTrtRel *r%d = trt_map(%s, %d, keymap%d, ", i, whole(e, i, 0), op->u.map.nkey, i);
 			if (op->u.map.kernel)
 				buf_printf(b, "kernel%d", i);
 			else
@@ -889,7 +1100,7 @@ static void emit_main(Emit *e)
 			end_call_at(b, &op->place);
 			break;
 		case IA_WRITE:
-			buf_printf(b, "\ttrt_write(%d, r%d);\n", e->output_index[op->u.write.tensor], op->u.write.in);
+			buf_printf(b, "\ttrt_write(%d, %s);\n", e->output_index[op->u.write.tensor], whole(e, i, 0));
 			break;
 		case IA_INIT: {
 			const Tensor *ten = &p->tra->tensors.v[op->u.init.tensor];
@@ -909,8 +1120,13 @@ static void emit_main(Emit *e)
 			buf_printf(b, "\tTrtRel *r%d = var%d;\n", i, op->u.init.tensor);
 			break;
 		case IA_STORE:
-			buf_printf(b, "\ttrt_free(var%d);\n\tvar%d = trt_rel_clone(r%d);\n", op->u.store.tensor,
-			           op->u.store.tensor, op->u.store.in);
+			/* a param's value is dense and whole */
+			if (p->ops.v[op->u.store.in].type.sparse)
+				buf_printf(b, "\ttrt_free(var%d);\n\tvar%d = trt_densify(r%d);\n", op->u.store.tensor,
+				           op->u.store.tensor, op->u.store.in);
+			else
+				buf_printf(b, "\ttrt_free(var%d);\n\tvar%d = trt_rel_clone(%s);\n", op->u.store.tensor,
+				           op->u.store.tensor, whole(e, i, 0));
 			break;
 		case IA_PRINT:
 			buf_printf(b, "\ttrt_print(r%d, ", op->u.store.in);
@@ -931,6 +1147,9 @@ static void emit_main(Emit *e)
 			buf_printf(b, "\ttrt_op_end(%d);\n", i);
 			break;
 		}
+		for (int j = 0; j < nin; j++)
+			if (needs_whole(p, op, j))
+				buf_printf(b, "\ttrt_free(w%d_%d);\n", i, j);
 		if (op->kind != IA_ENDLOOP)
 			buf_printf(b, "\ttrt_op_end(%d);\n", i);
 		for (int j = 0; j < n; j++)
@@ -966,7 +1185,7 @@ void cg_emit(Buf *out, const IaPlan *p, const CgOptions *o)
 		e.tensor_index[i] = e.output_index[i] = -1;
 
 	buf_printf(out, "/* Generated by trac from %s for %d ranks.  Do not edit. */\n", o->source, p->nranks);
-	buf_puts(out, "#include <math.h>\n#include <stdint.h>\n#include \"trac_rt.h\"\n\n");
+	buf_puts(out, "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include \"trac_rt.h\"\n\n");
 	emit_tables(&e, o);
 	for (int i = 0; i < p->ops.n; i++)
 		if (ia_has_result(p->ops.v[i].kind))

@@ -119,6 +119,8 @@ struct Item {
 			DType dtype;
 			bool has_type;
 			Loc typeloc;
+			bool sparse;            /* ": sparse": absent elements are zero */
+			Loc sparseloc;
 			const char *path;       /* input default file */
 			Node *init;             /* param initialiser */
 		} decl;

@@ -194,6 +194,13 @@ static void enter(struct Parse *ps, Loc loc)
 	}
 }
 
+/* A declaration's ": f64 sparse" (any part may be absent). */
+#define decl_type(it, ty) do { \
+		if ((ty)->has) { (it)->u.decl.dtype = (ty)->t; (it)->u.decl.has_type = true; (it)->u.decl.typeloc = (ty)->loc; } \
+		(it)->u.decl.sparse = (ty)->sparse; \
+		(it)->u.decl.sparseloc = (ty)->sparseloc; \
+	} while (0)
+
 static Item *decl(struct Parse *ps, ItemKind kind, const char *name, Loc nameloc, NodeList *dims, bool has_dims, Loc loc)
 {
 	Item *it = ast_item(ps->arena, kind, loc);
@@ -218,7 +225,7 @@ static Item *decl(struct Parse *ps, ItemKind kind, const char *name, Loc nameloc
 	FormalList formals;
 	Formal formal;
 	struct { NodeList v; bool has; } dims;
-	struct { DType t; bool has; Loc loc; } type;
+	struct { DType t; bool has; Loc loc; bool sparse; Loc sparseloc; } type;
 	AssignOp aop;
 	RedKind red;
 }
@@ -231,6 +238,7 @@ static Item *decl(struct Parse *ps, ItemKind kind, const char *name, Loc nameloc
 %token IMPORT "'import'" DEF "'def'" RETURN "'return'" REPEAT "'repeat'" PRINT "'print'"
 %token GRAD "'grad'" WHERE "'where'" SUM "'sum'" MAX "'max'" MIN "'min'"
 %token ARGMAX "'argmax'" ARGMIN "'argmin'" F32 "'f32'" F64 "'f64'" I32 "'i32'" I64 "'i64'"
+%token SPARSE "'sparse'"
 %token ARROW "'->'" POW "'**'" LE "'<='" GE "'>='" EQ "'=='" NE "'!='"
 %token PLUSEQ "'+='" MINUSEQ "'-='" TIMESEQ "'*='" DIVEQ "'/='"
 
@@ -290,13 +298,13 @@ item:
 	  INPUT IDENT dims_opt type_opt path_opt ';'
 	                                {
 	                                  $$ = decl(ps, I_INPUT, $2, @2, &$3.v, $3.has, @$);
-	                                  if ($4.has) { $$->u.decl.dtype = $4.t; $$->u.decl.has_type = true; $$->u.decl.typeloc = $4.loc; }
+	                                  decl_type($$, &$4);
 	                                  $$->u.decl.path = $5;
 	                                }
 	| PARAM IDENT dims_opt type_opt '=' expr ';'
 	                                {
 	                                  $$ = decl(ps, I_PARAM, $2, @2, &$3.v, $3.has, @$);
-	                                  if ($4.has) { $$->u.decl.dtype = $4.t; $$->u.decl.has_type = true; $$->u.decl.typeloc = $4.loc; }
+	                                  decl_type($$, &$4);
 	                                  $$->u.decl.init = $6;
 	                                }
 	| PARAM IDENT dims_opt type_opt ';'
@@ -364,15 +372,17 @@ dimlist:
 	;
 
 type_opt:
-	  %empty                        { $$.has = false; $$.t = DT_F32; $$.loc = @$; }
+	  %empty                        { $$ = (typeof($$)){.has = false, .t = DT_F32, .loc = @$}; }
 	| ':' dtype                     { $$ = $2; }
+	| ':' SPARSE                    { $$ = (typeof($$)){.has = false, .t = DT_F32, .loc = @2, .sparse = true, .sparseloc = @2}; }
+	| ':' dtype SPARSE              { $$ = $2; $$.sparse = true; $$.sparseloc = @3; }
 	;
 
 dtype:
-	  F32                           { $$.has = true; $$.t = DT_F32; $$.loc = @1; }
-	| F64                           { $$.has = true; $$.t = DT_F64; $$.loc = @1; }
-	| I32                           { $$.has = true; $$.t = DT_I32; $$.loc = @1; }
-	| I64                           { $$.has = true; $$.t = DT_I64; $$.loc = @1; }
+	  F32                           { $$ = (typeof($$)){.has = true, .t = DT_F32, .loc = @1}; }
+	| F64                           { $$ = (typeof($$)){.has = true, .t = DT_F64, .loc = @1}; }
+	| I32                           { $$ = (typeof($$)){.has = true, .t = DT_I32, .loc = @1}; }
+	| I64                           { $$ = (typeof($$)){.has = true, .t = DT_I64, .loc = @1}; }
 	;
 
 path_opt:

@@ -156,6 +156,9 @@ int trac_pipeline(Pipeline *pl, int file, FILE *out)
 		verify(pl, "contraction order");
 	}
 
+	/* which relations are sparse, which may lack tuples */
+	opt_sparsity(pl->prog);
+
 	/* chunk shapes */
 	opt_block(pl->prog, &pl->opt);
 	verify(pl, "blocking");

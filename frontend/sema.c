@@ -884,7 +884,7 @@ static bool reads_tensor(Node *n)
 static void check_input(Sema *s, Item *it)
 {
 	Tensor t = {.name = it->name, .loc = it->nameloc, .role = TENSOR_INPUT,
-	            .dtype = it->u.decl.dtype, .path = it->u.decl.path};
+	            .dtype = it->u.decl.dtype, .path = it->u.decl.path, .sparse = it->u.decl.sparse};
 	if (it->u.decl.ndims > MAXDIM) {
 		diag(DIAG_ERROR, it->nameloc, "'%s' has %d dimensions; trac supports at most %d", it->name,
 		     it->u.decl.ndims, MAXDIM);
@@ -1168,6 +1168,11 @@ static void check_param(Sema *s, Item *it)
 	Node *init = it->u.decl.init;
 	bool ok = true;
 
+	if (it->u.decl.sparse) {
+		diag(DIAG_ERROR, it->u.decl.sparseloc, "only an input may be sparse; a param is dense, since every "
+		     "training step may change any of its elements");
+		return;
+	}
 	if (dtype_is_int(t.dtype)) {
 		diag(DIAG_ERROR, it->u.decl.typeloc, "a param is trained, so it is f32 or f64; an %s tensor is an input "
 		     "or a computed tensor", dtype_name(t.dtype));

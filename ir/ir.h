@@ -162,6 +162,7 @@ KExpr *kx_diff(Arena *a, const KExpr *e, int in);        /* d e / d in<in>, cons
 bool kx_is_zero(const KExpr *e);
 bool kx_equal(const KExpr *a, const KExpr *b);           /* structurally */
 bool kx_uses(const KExpr *e, int in);
+bool kx_zero_with(const KExpr *e, int in);               /* e is 0 wherever input in is 0 */
 int kx_nops(const KExpr *e);                             /* operators in e */
 
 /*
@@ -206,6 +207,10 @@ typedef struct RelType {
 	int64_t block[MAXDIM];          /* per key dim: chunk size */
 	int nchunk;
 	int chunkdim[MAXDIM];           /* chunk dim c spans key dim chunkdim[c] */
+	bool sparse;                    /* chunks compressed (and holes) */
+	bool holes;                     /* tuples may be absent: zero blocks */
+	float density;                  /* sparse: the fraction of elements stored, planning's
+	                                 * estimate (rel_density) */
 } RelType;
 
 int64_t rel_frontier(const RelType *t, int keydim);       /* ceil(extent / block) */
@@ -213,8 +218,17 @@ int64_t rel_chunk_len(const RelType *t, int keydim, int64_t k);   /* chunk k's l
 int64_t rel_chunk_elems(const RelType *t, const int64_t *key);    /* elements in the chunk at key */
 int64_t rel_ntuples(const RelType *t);
 double rel_floats(const RelType *t);                      /* exact element count over all tuples */
+double rel_density(const RelType *t);                     /* fraction stored: 1 unless sparse */
+double rel_stored(const RelType *t);                      /* elements stored (estimated when sparse) */
+double rel_bytes(const RelType *t);                       /* bytes of its chunks, indices included */
 int rel_chunkpos(const RelType *t, int keydim);           /* chunk dim spanning keydim, or -1 */
 void reltype_print(Buf *b, const RelType *t);
+
+/* Sparse relations (optimizer/sparse.c says which are): the input whose
+ * stored positions kernel k's output keeps, or -1; whether input i may have
+ * holes (absent tuples, zero blocks) that k, zero where i is, keeps zero. */
+int kernel_sparse_pattern(const Kernel *k, const RelType *const *in);
+bool kernel_hole_ok(const Kernel *k, int i);
 
 /* ---- the program's tensors and statements, shared by TRA and IA ---- */
 
@@ -230,6 +244,8 @@ typedef struct Tensor {
 	DType dtype;
 	int rank;
 	int64_t shape[MAXDIM];
+	bool sparse;                    /* an input declared sparse */
+	double density;                 /* sparse: the fraction of elements stored, as planned */
 	const char *path;               /* input or INIT_FILE param: default file, or NULL */
 	InitKind init;                  /* param */
 	double init_a, init_b;          /* uniform(a, b), normal(mean, std) */

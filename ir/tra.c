@@ -281,6 +281,73 @@ bool kx_is_product(const KExpr *e)
 	       e->arg[0]->in == 0 && e->arg[1]->in == 1;
 }
 
+/* Whether e is zero wherever input `in` is, whatever the other inputs
+ * are: what lets a kernel run only over a sparse input's stored elements.
+ * (As scipy's, a product with a sparse factor is zero where the factor is
+ * absent even when the other factor is infinite.) */
+bool kx_zero_with(const KExpr *e, int in)
+{
+	switch (e->kind) {
+	case KX_IN:
+		return e->in == in;
+	case KX_CONST:
+		return e->val == 0;
+	case KX_IDX:
+		return false;
+	case KX_OP:
+		break;
+	}
+	const KExpr *const *a = (const KExpr *const *)e->arg;
+	switch (e->op) {
+	case KOP_NEG: case KOP_SQRT: case KOP_ABS: case KOP_TANH: case KOP_RELU: case KOP_STOP:
+		return kx_zero_with(a[0], in);
+	case KOP_EXP: case KOP_LOG: case KOP_SIGMOID:
+		return false;
+	case KOP_MUL:
+		return kx_zero_with(a[0], in) || kx_zero_with(a[1], in);
+	case KOP_DIV:
+		return kx_zero_with(a[0], in);
+	case KOP_POW:
+		return kx_zero_with(a[0], in) && a[1]->kind == KX_CONST && a[1]->val > 0;
+	case KOP_ADD: case KOP_SUB: case KOP_LT: case KOP_GT: case KOP_NE:
+		return kx_zero_with(a[0], in) && kx_zero_with(a[1], in);
+	case KOP_LE: case KOP_GE: case KOP_EQ:
+		return false;
+	case KOP_WHERE:
+		return kx_zero_with(a[2], in) && (kx_zero_with(a[0], in) || kx_zero_with(a[1], in));
+	}
+	return false;
+}
+
+static bool same_labels(int n, const int *a, int m, const int *b)
+{
+	if (n != m)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
+}
+
+/* The input whose pattern kernel k's output keeps, or -1. */
+int kernel_sparse_pattern(const Kernel *k, const RelType *const *in)
+{
+	for (int i = 0; i < k->nin; i++)
+		if (in[i]->sparse && !k->reduces && kx_zero_with(k->expr, i) &&
+		    same_labels(k->nindim[i], k->inlab[i], k->noutdim, k->outlab))
+			return i;
+	return -1;
+}
+
+/* Whether a kernel reading input i, which may have holes, still computes
+ * right without them: it is zero where i is, and what it combines a
+ * missing zero into does not change (a sum, also when a fused aggregation
+ * calls it with acc; max and min would see the zero). */
+bool kernel_hole_ok(const Kernel *k, int i)
+{
+	return kx_zero_with(k->expr, i) && k->red == AGG_ADD;
+}
+
 bool kx_uses(const KExpr *e, int in)
 {
 	switch (e->kind) {
@@ -463,6 +530,33 @@ void reltype_print(Buf *b, const RelType *t)
 			buf_printf(b, "@%d", d);
 	}
 	buf_printf(b, "] %s", dtype_name(t->dtype));
+	if (t->sparse)
+		buf_printf(b, " sparse %.3g", (double)t->density);
+	else if (t->holes)
+		buf_puts(b, " holes");
+}
+
+double rel_density(const RelType *t)
+{
+	return t->sparse ? t->density : 1;
+}
+
+double rel_stored(const RelType *t)
+{
+	return rel_floats(t) * rel_density(t);
+}
+
+/* A sparse chunk stores, besides its values, a column index (8 bytes) per
+ * element and a row offset per row (rt_csr_bytes). */
+double rel_bytes(const RelType *t)
+{
+	double b = rel_stored(t) * dtype_size(t->dtype);
+	if (t->sparse) {
+		int64_t rows = t->nchunk ? t->extent[t->chunkdim[0]] : 1;
+		double colblocks = (double)rel_ntuples(t) / (double)(t->nchunk ? rel_frontier(t, t->chunkdim[0]) : 1);
+		b += rel_stored(t) * 8 + ((double)rows + 1) * colblocks * 8 + 32.0 * (double)rel_ntuples(t);
+	}
+	return b;
 }
 
 /* ---- the program ---- */

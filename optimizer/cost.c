@@ -207,11 +207,6 @@ double cost_partial_copies(const CostCtx *c, const RelType *t, const Place *p, i
 	return spread < c->nsites ? spread : c->nsites;
 }
 
-static double rel_bytes(const RelType *t)
-{
-	return rel_floats(t) * dtype_size(t->dtype);
-}
-
 double cost_rank_bytes(const CostCtx *c, const RelType *t, const Place *p, double copies)
 {
 	double b = rel_bytes(t);
@@ -297,8 +292,11 @@ Cost cost_move(const CostCtx *c, const RelType *t, const Place *from, double cop
 {
 	const Machine *m = c->m;
 	int s = c->nsites;
-	double size = dtype_size(t->dtype);
-	double f = rel_floats(t) * (from->kind == PL_PARTIAL ? copies : 1);
+	/* a sparse relation's floats are its stored elements, and each
+	 * carries its index: its bytes per float are more than its dtype's */
+	double stored = rel_stored(t);
+	double size = stored > 0 ? rel_bytes(t) / stored : dtype_size(t->dtype);
+	double f = stored * (from->kind == PL_PARTIAL ? copies : 1);
 	Cost k = {0};
 
 	if (to->kind == PL_ALL) {
@@ -357,6 +355,10 @@ static double kernel_flops(const Kernel *k, int nin, const RelType *const *in, c
 	double n = 1;
 	for (int d = 0; d < sp->nkey; d++)
 		n *= covered[d] ? (double)sp->extent[d] : (double)rel_frontier(sp, d);
+	/* a kernel zero wherever a sparse input is runs over its elements only */
+	for (int i = 0; i < nin; i++)
+		if (in[i]->sparse && kx_zero_with(k->expr, i))
+			n *= in[i]->density;
 	int per = kx_nops(k->expr) + (k->reduces ? 1 : 0);
 	return n * (per ? per : 1);
 }
@@ -366,7 +368,7 @@ static double kernel_flops(const Kernel *k, int nin, const RelType *const *in, c
  * (a skinny product streams its operands); else the generated loops'. */
 static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in, DType t)
 {
-	if (!kernel_is_gemm(k))
+	if (!kernel_is_gemm(k) || in[0]->sparse || (nin > 1 && in[1]->sparse))
 		return c->m->loop_rate;
 	double mnk = 1, m = 1, n = 1, kk = 1;
 	for (int l = 0; l < k->nlab; l++) {
@@ -421,7 +423,7 @@ Cost cost_agg(const CostCtx *c, const RelType *in, const Place *p, double copies
 {
 	(void)out;
 	Cost x = {0};
-	double elems = rel_floats(in) * (p->kind == PL_PARTIAL ? copies : 1);
+	double elems = rel_stored(in) * (p->kind == PL_PARTIAL ? copies : 1);
 	x.flops = elems;
 	double share = p->kind == PL_PARTIAL ? 1.0 / c->nsites : cost_share(c, in, p);
 	x.seconds = elems * share / c->m->loop_rate + (double)rel_ntuples(in) * share * c->m->call_overhead / 4 +

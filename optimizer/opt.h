@@ -126,6 +126,12 @@ void opt_hoist(TraProg *p);
  * ranks are never chosen.  Returns the number of trees reordered. */
 int opt_contract(TraProg *p, const OptOptions *o);
 
+/* sparse.c: which relations are stored sparse or may have holes (marks
+ * every op's type; run after the passes that add ops, before blocking) */
+void opt_sparsity(TraProg *p);
+double sparse_density(const Tensor *t);                       /* planned stored fraction */
+
+
 /* ---- blocking.c ---- */
 
 /* The classes of key dims that must share a block size: dims a join

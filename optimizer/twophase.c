@@ -706,7 +706,7 @@ bool opt_twophase_dense(const TraProg *p, int t)
 		const TraOp *op = &p->ops.v[i];
 		int in[2];
 		int n = tra_inputs(op, in);
-		bool d = op->kind != TRA_FILTER;
+		bool d = op->kind != TRA_FILTER && !op->type.holes;
 		for (int k = 0; k < n; k++)
 			d &= in[k] < i && dense[in[k]];
 		dense[i] = d;

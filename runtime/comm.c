@@ -257,9 +257,38 @@ void rt_recv_bytes(void *buf, size_t n, int src, int tag)
 
 /* ---- the ops ---- */
 
-static double tuple_bytes(const TrtType *t, const int64_t *key)
+/*
+ * A tuple travels as a key record, then its chunk.  A dense chunk's size
+ * follows from its key; a sparse one's does not, so its record carries it:
+ * the key's nkey int64s, then (sparse only) the chunk's bytes.
+ */
+static int record_len(const TrtType *t)
 {
-	return (double)(sizeof(int64_t) * (size_t)t->nkey + rt_chunk_bytes(t, key));
+	return t->nkey + (t->sparse ? 1 : 0);
+}
+
+static size_t chunk_bytes(const TrtType *t, const int64_t *rec, const Chunk *c)
+{
+	if (!t->sparse)
+		return rt_chunk_bytes(t, rec);
+	return c ? c->nbytes : (size_t)rec[t->nkey];
+}
+
+/* The records of r's tuples idx[0..n) (all of them when idx is NULL). */
+static void pack_records(const TrtRel *r, const int64_t *idx, int64_t n, int64_t *out)
+{
+	int nk = r->type.nkey, w = record_len(&r->type);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t t = idx ? idx[i] : i;
+		memcpy(out + i * w, r->keys + t * nk, sizeof(int64_t) * (size_t)nk);
+		if (r->type.sparse)
+			out[i * w + nk] = (int64_t)r->chunks[t]->nbytes;
+	}
+}
+
+static double tuple_bytes(const TrtType *t, const int64_t *key, const Chunk *c)
+{
+	return (double)(sizeof(int64_t) * (size_t)record_len(t) + chunk_bytes(t, key, c));
 }
 
 /* A new relation holding the same tuples as r, sharing its chunks. */
@@ -274,17 +303,17 @@ static TrtRel *share(const TrtRel *r, TrtPlace p)
 
 /* Appends to out ntup tuples with the given keys and new (unfilled) chunks,
  * and adds their chunks to the receiving side. */
-static void receive_into(TrtRel *out, const int64_t *keys, int64_t ntup, Side *side)
+static void receive_into(TrtRel *out, const int64_t *recs, int64_t ntup, Side *side)
 {
 	const TrtType *t = &out->type;
 
 	for (int64_t i = 0; i < ntup; i++) {
-		const int64_t *key = keys + i * t->nkey;
+		const int64_t *key = recs + i * record_len(t);
 		rt_check_key(t, key);
-		size_t cb = rt_chunk_bytes(t, key);
+		size_t cb = chunk_bytes(t, key, NULL);
 		Chunk *c = rt_chunk_new(cb);
 		side_add(side, rt_chunk_data(c), cb);
-		rt_count_recv(tuple_bytes(t, key));
+		rt_count_recv(tuple_bytes(t, key, NULL));
 		rt_rel_push(out, key, c);
 	}
 }
@@ -309,16 +338,22 @@ TrtRel *trt_bcast(const TrtRel *r)
 	int64_t *ntup = rt_alloc(sizeof *ntup * (size_t)nr);
 	MPI_Allgather(&mine, 1, MPI_INT64_T, ntup, 1, MPI_INT64_T, MPI_COMM_WORLD);
 
-	/* 2. keys: ours to everyone, theirs into one array per peer */
+	/* 2. key records: ours to everyone, theirs into one array per peer */
+	int w = record_len(t);
+	int64_t *mine_recs = r->keys;
+	if (t->sparse) {
+		mine_recs = rt_alloc(sizeof(int64_t) * (size_t)(r->n * w + 1));
+		pack_records(r, NULL, r->n, mine_recs);
+	}
 	int64_t **keys = rt_alloc(sizeof *keys * (size_t)nr);
 	Exchange x = exchange_new(nr);
 	for (int s = 0; s < nr; s++) {
 		keys[s] = NULL;
 		if (s == me)
 			continue;
-		keys[s] = rt_alloc(sizeof(int64_t) * (size_t)(ntup[s] * nk + 1));
-		side_add(&x.kr[s], keys[s], sizeof(int64_t) * (size_t)(ntup[s] * nk));
-		side_add(&x.ks[s], r->keys, sizeof(int64_t) * (size_t)(r->n * nk));
+		keys[s] = rt_alloc(sizeof(int64_t) * (size_t)(ntup[s] * w + 1));
+		side_add(&x.kr[s], keys[s], sizeof(int64_t) * (size_t)(ntup[s] * w));
+		side_add(&x.ks[s], mine_recs, sizeof(int64_t) * (size_t)(r->n * w));
 	}
 	/* 3. chunks: ours leave with the keys; theirs land straight in the
 	 * output's new chunks once their keys say how big they are.  Our own
@@ -326,13 +361,13 @@ TrtRel *trt_bcast(const TrtRel *r)
 	for (int s = 0; s < nr; s++)
 		if (s != me)
 			for (int64_t i = 0; i < r->n; i++)
-				side_add(&x.cs[s], rt_chunk_data(r->chunks[i]), rt_chunk_bytes(t, r->keys + i * nk));
+				side_add(&x.cs[s], rt_chunk_data(r->chunks[i]), chunk_bytes(t, r->keys + i * nk, r->chunks[i]));
 	exchange_keys(&x);
 
 	TrtRel *out = trt_rel_new(t, all);
 	double sent = 0;
 	for (int64_t i = 0; i < r->n; i++)
-		sent += tuple_bytes(t, r->keys + i * nk);
+		sent += tuple_bytes(t, r->keys + i * nk, r->chunks[i]);
 	for (int s = 0; s < nr; s++) {
 		if (s == me)
 			for (int64_t i = 0; i < r->n; i++)
@@ -342,11 +377,13 @@ TrtRel *trt_bcast(const TrtRel *r)
 	}
 	exchange_end(&x);
 	rt_count_sent(sent * (nr - 1));
-	rt_count_keys((double)(sizeof(int64_t) * (size_t)(r->n * nk)) * (nr - 1));
+	rt_count_keys((double)(sizeof(int64_t) * (size_t)(r->n * w)) * (nr - 1));
 
 	for (int s = 0; s < nr; s++)
 		free(keys[s]);
 	free(keys);
+	if (mine_recs != r->keys)
+		free(mine_recs);
 	free(ntup);
 	rt_rel_sort(out);
 	return out;
@@ -387,7 +424,8 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 	}
 	MPI_Alltoall(scount, 1, MPI_INT64_T, rcount, 1, MPI_INT64_T, MPI_COMM_WORLD);
 
-	/* 2. keys, gathered per destination in tuple order */
+	/* 2. key records, gathered per destination in tuple order */
+	int w = record_len(t);
 	int64_t **skeys = rt_alloc(sizeof *skeys * (size_t)nr);
 	int64_t **rkeys = rt_alloc(sizeof *rkeys * (size_t)nr);
 	int64_t *fill = rt_alloc(sizeof *fill * (size_t)nr);
@@ -397,15 +435,15 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 		fill[d] = 0;
 		if (d == me)
 			continue;
-		skeys[d] = rt_alloc(sizeof(int64_t) * (size_t)(scount[d] * nk + 1));
-		rkeys[d] = rt_alloc(sizeof(int64_t) * (size_t)(rcount[d] * nk + 1));
-		side_add(&x.ks[d], skeys[d], sizeof(int64_t) * (size_t)(scount[d] * nk));
-		side_add(&x.kr[d], rkeys[d], sizeof(int64_t) * (size_t)(rcount[d] * nk));
+		skeys[d] = rt_alloc(sizeof(int64_t) * (size_t)(scount[d] * w + 1));
+		rkeys[d] = rt_alloc(sizeof(int64_t) * (size_t)(rcount[d] * w + 1));
+		side_add(&x.ks[d], skeys[d], sizeof(int64_t) * (size_t)(scount[d] * w));
+		side_add(&x.kr[d], rkeys[d], sizeof(int64_t) * (size_t)(rcount[d] * w));
 	}
 	for (int64_t i = 0; i < r->n; i++) {
 		int d = site[i];
 		if (d != me)
-			memcpy(skeys[d] + fill[d]++ * nk, r->keys + i * nk, sizeof(int64_t) * (size_t)nk);
+			pack_records(r, &i, 1, skeys[d] + fill[d]++ * w);
 	}
 	/* 3. chunks: ours leave with the keys (see trt_bcast) */
 	double sent = 0;
@@ -413,8 +451,8 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 		const int64_t *key = r->keys + i * nk;
 		if (site[i] == me)
 			continue;
-		side_add(&x.cs[site[i]], rt_chunk_data(r->chunks[i]), rt_chunk_bytes(t, key));
-		sent += tuple_bytes(t, key);
+		side_add(&x.cs[site[i]], rt_chunk_data(r->chunks[i]), chunk_bytes(t, key, r->chunks[i]));
+		sent += tuple_bytes(t, key, r->chunks[i]);
 	}
 	exchange_keys(&x);
 
@@ -430,7 +468,7 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 	}
 	exchange_end(&x);
 	rt_count_sent(sent);
-	rt_count_keys((double)(sizeof(int64_t) * (size_t)((r->n - scount[me]) * nk)));
+	rt_count_keys((double)(sizeof(int64_t) * (size_t)((r->n - scount[me]) * w)));
 
 	for (int d = 0; d < nr; d++) {
 		free(skeys[d]);

@@ -64,6 +64,8 @@ TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
 	check_out(out, p);
 	if (!k)
 		rt_bug("join without a kernel");
+	if (out->sparse && (j->pattern < 0 || j->pattern > 1 || !(j->pattern ? rtt : lt)->sparse))
+		rt_bug("sparse join output with pattern input %d", j->pattern);
 	if (nm < 0 || nm > lt->nkey || nm > rtt->nkey)
 		rt_bug("join matches %d dims of %d and %d key dims", nm, lt->nkey, rtt->nkey);
 
@@ -131,7 +133,9 @@ TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
 			}
 			if (pos < 0) {
 				rt_check_key(out, ok);
-				rt_rel_push(o, ok, new_chunk(out, ok));
+				rt_rel_push(o, ok, out->sparse ? rt_csr_like(j->pattern ? r->chunks[ri] : l->chunks[li],
+				                                             out->dtype)
+				                               : new_chunk(out, ok));
 				pos = o->n - 1;
 				if (j->ngroup >= 0)
 					rt_index_add(&ix, o, pos);
@@ -141,6 +145,9 @@ TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
 				rt_view(rtt, rk, r->chunks[ri]),
 			};
 			TrtView ov = rt_view(out, ok, o->chunks[pos]);
+			if (acc && out->sparse && ov.nnz != in[j->pattern].nnz)
+				rt_bug("sparse join output combines chunks of %lld and %lld elements",
+				       (long long)ov.nnz, (long long)in[j->pattern].nnz);
 			k(in, &ov, acc);
 		}
 	}
@@ -194,6 +201,8 @@ TrtRel *trt_agg(const TrtRel *r, int ngroup, const int *group, TrtAgg agg,
 	const TrtType *t = &r->type;
 
 	check_out(out, p);
+	if (out->sparse)
+		rt_bug("a sparse aggregation");
 	if (out->nkey != ngroup || out->dtype != t->dtype)
 		rt_bug("aggregation to %d key dims (dtype %d) from a group of %d (dtype %d)",
 		       out->nkey, (int)out->dtype, ngroup, (int)t->dtype);
@@ -218,10 +227,11 @@ TrtRel *trt_agg(const TrtRel *r, int ngroup, const int *group, TrtAgg agg,
 		int64_t pos = rt_index_find(&ix, o, ok);
 		if (pos < 0) {
 			rt_check_key(out, ok);
-			rt_rel_push(o, ok, rt_chunk_ref(r->chunks[i]));
+			/* a sparse chunk's sum is dense */
+			rt_rel_push(o, ok, t->sparse ? rt_chunk_dense(t, key, r->chunks[i]) : rt_chunk_ref(r->chunks[i]));
 			rt_index_add(&ix, o, o->n - 1);
 			owned = rt_realloc(owned, (size_t)o->cap);
-			owned[o->n - 1] = 0;
+			owned[o->n - 1] = t->sparse;
 			continue;
 		}
 		if (!owned[pos]) {
@@ -232,7 +242,13 @@ TrtRel *trt_agg(const TrtRel *r, int ngroup, const int *group, TrtAgg agg,
 			o->chunks[pos] = c;
 			owned[pos] = 1;
 		}
-		rt_combine(t->dtype, rt_chunk_data(o->chunks[pos]), rt_chunk_data(r->chunks[i]), n, agg);
+		if (t->sparse) {
+			Chunk *d = rt_chunk_dense(t, key, r->chunks[i]);
+			rt_combine(t->dtype, rt_chunk_data(o->chunks[pos]), rt_chunk_data(d), n, agg);
+			rt_chunk_unref(d);
+		} else {
+			rt_combine(t->dtype, rt_chunk_data(o->chunks[pos]), rt_chunk_data(r->chunks[i]), n, agg);
+		}
 	}
 	free(owned);
 	rt_index_free(&ix);
@@ -282,12 +298,15 @@ TrtRel *trt_map(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
 		}
 		rt_check_key(out, ok);
 		if (!k) {
-			if (rt_chunk_bytes(out, ok) != rt_chunk_bytes(t, key) || out->dtype != t->dtype)
+			if (rt_chunk_shape(out, ok, NULL) != rt_chunk_shape(t, key, NULL) || out->dtype != t->dtype ||
+			    out->sparse != t->sparse)
 				rt_bug("rekey changes a chunk's size");
 			rt_rel_push(o, ok, rt_chunk_ref(r->chunks[i]));
 			continue;
 		}
-		Chunk *c = new_chunk(out, ok);
+		if (out->sparse && !t->sparse)
+			rt_bug("sparse map output from a dense input");
+		Chunk *c = out->sparse ? rt_csr_like(r->chunks[i], out->dtype) : new_chunk(out, ok);
 		TrtView in = rt_view(t, key, r->chunks[i]);
 		TrtView ov = rt_view(out, ok, c);
 		k(&in, &ov, 0);

@@ -537,7 +537,7 @@ TrtRel *trt_read(int tensor, const TrtType *t, TrtPlace p)
 	rt_agree(fd < 0 ? msg : NULL);
 
 	const char *err = NULL;
-	TrtRel *r = rt_read_rel(fd, h.data_offset, t, p);
+	TrtRel *r = t->sparse ? rt_read_sparse_npy(fd, h.data_offset, t, p) : rt_read_rel(fd, h.data_offset, t, p);
 	if (!r) {
 		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
 		err = msg;
@@ -734,6 +734,13 @@ void trt_write(int tensor, const TrtRel *r)
 	const char *err = NULL;
 	char *tmpname = NULL;
 	int fd = -1;
+
+	if (r->type.sparse) {           /* written as its dense tensor */
+		TrtRel *d = trt_densify(r);
+		trt_write(tensor, d);
+		trt_free(d);
+		return;
+	}
 
 	if (r->place.kind == TRT_ANY)
 		rt_bug("write of %s from a TRT_ANY relation", x->name);

@@ -339,6 +339,8 @@ void trt_print(const TrtRel *r, const char *name)
 			int64_t count = 1;
 			for (int c = 0; c < v.rank; c++)
 				count *= v.n[c];
+			if (v.rowptr)
+				count = v.nnz;          /* the others are zero */
 			for (int64_t e = 0; e < count; e++) {
 				double x = rt_elem(t->dtype, v.p, e);
 				if (!have) {

@@ -88,6 +88,8 @@ int64_t rt_chunk_shape(const TrtType *t, const int64_t *key, int64_t *n)
 
 size_t rt_chunk_bytes(const TrtType *t, const int64_t *key)
 {
+	if (t->sparse)
+		rt_bug("the dense size of a sparse chunk");
 	return (size_t)rt_chunk_shape(t, key, NULL) * rt_dtype_size(t->dtype);
 }
 
@@ -297,7 +299,7 @@ RtCsr rt_csr_of(const Chunk *c, TrtDtype dt)
 
 void rt_csr_dims(const TrtType *t, const int64_t *key, int64_t *nrow, int64_t *ncol)
 {
-	int64_t n[TRT_MAXDIM];
+	int64_t n[TRT_MAXDIM] = {0};
 
 	rt_chunk_shape(t, key, n);
 	*nrow = t->nchunk ? n[0] : 1;

@@ -114,6 +114,15 @@ RtCsr rt_csr_of(const Chunk *c, TrtDtype dt);
 /* The rows and columns of key's chunk in a sparse relation of type t. */
 void rt_csr_dims(const TrtType *t, const int64_t *key, int64_t *nrow, int64_t *ncol);
 
+/* ---- sparse.c ---- */
+
+/* key's chunk of type t (dense layout) compressed; NULL when all zero */
+Chunk *rt_csr_compress(const TrtType *t, const int64_t *key, const void *dense);
+void rt_csr_expand(const TrtType *t, const int64_t *key, const Chunk *sparse, void *dense);
+Chunk *rt_csr_like(const Chunk *c, TrtDtype dt);        /* same positions, values unset */
+Chunk *rt_chunk_dense(const TrtType *t, const int64_t *key, const Chunk *c);  /* a dense copy */
+TrtRel *rt_read_sparse_npy(int fd, int64_t data_offset, const TrtType *t, TrtPlace p);
+
 /* Where the chunk of a key sits in its tensor (row-major over the key
  * dims): per key dim its first index and length, and its runs, the longest
  * pieces of the chunk contiguous in the tensor: nrun of run elements each,

@@ -245,6 +245,8 @@ typedef struct TrtJoin {
 	int rkey[TRT_MAXDIM];
 	int ngroup;                     /* -1: no aggregation */
 	int group[TRT_MAXDIM];
+	int pattern;                    /* a sparse output: the input (0 left, 1 right)
+	                                   whose chunk's stored positions it keeps */
 } TrtJoin;
 
 TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
@@ -266,6 +268,23 @@ TrtRel *trt_map(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
 
 /* Local filter on keys. */
 TrtRel *trt_filter(const TrtRel *r, TrtKeyPred pred, TrtPlace p);
+
+/* ---- sparse relations and holes ----
+ *
+ * A sparse relation holds no tuple for a block with nothing stored, and a
+ * dense one computed from it may lack tuples too; a missing tuple is a
+ * zero block.  A join or map with a sparse output (out->sparse) keeps the
+ * stored positions of its pattern input (a map's only one), computing
+ * only there. */
+
+/* r with a zero chunk for every key its placement gives this rank and r
+ * lacks (r is not TRT_ANY). */
+TrtRel *trt_complete(const TrtRel *r);
+/* r dense and complete: a param's value. */
+TrtRel *trt_densify(const TrtRel *r);
+/* Kernels: a sparse view expanded into a dense array (the caller frees
+ * it); v then views it. */
+void *trt_view_dense(TrtView *v, size_t elsize);
 
 /* ---- two-phase execution of a contraction ---- */
 
