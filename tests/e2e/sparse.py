@@ -1,0 +1,221 @@
+#!/usr/bin/python3
+"""
+sparse.py: sparse inputs (LANGUAGE.md, "Sparse tensors"), compiled by trac
+with small blocks, run under mpirun on 1, 2, 3 and 4 ranks, compared with
+scipy.sparse and numpy; gradients with PyTorch autograd.
+
+Each case is a .tra program with sparse inputs (random patterns with empty
+rows, empty columns and empty blocks, extents that do not divide by the
+block), and the expected outputs.  Every case runs with its sparse inputs
+stored as each file kind a sparse input accepts (FORMATS), and the plan is
+made for as many ranks as it runs on and for 4.
+
+Environment: TRAC, MPIRUN (from make check).  Arguments: case names.
+"""
+import os, subprocess, sys, textwrap
+import numpy as np
+import scipy.sparse as sp
+sys.dont_write_bytecode = True     # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cases import mpi_env, run_cases
+
+TRAC = os.environ.get("TRAC", "trac")
+MPIRUN = os.environ.get("MPIRUN", "mpirun")
+RANKS = [1, 2, 3, 4]
+FORMATS = os.environ.get("SPARSE_FORMATS", "npy").split()
+env = mpi_env()
+
+CASES = []
+
+
+def case(name, src, inputs, expect, sparse=("A",), block=3, tol=2e-5):
+    CASES.append(dict(name=name, src=textwrap.dedent(src), inputs=inputs, expect=expect,
+                      sparse=set(sparse), block=block, tol=tol))
+
+
+r = np.random.default_rng(11)
+
+
+def sprand(m, n, density, dt=np.float32):
+    """A random sparse matrix with an empty row, an empty column and an
+    empty 3x3 block, as a dense array."""
+    a = (r.random((m, n)) < density) * r.standard_normal((m, n))
+    a[1, :] = 0
+    a[:, 2] = 0
+    a[3:6, 3:6] = 0
+    return a.astype(dt)
+
+
+def rnd(*shape, dt=np.float32):
+    return r.standard_normal(shape).astype(dt)
+
+
+A = sprand(11, 11, 0.3)
+R = sprand(10, 7, 0.35)
+X = rnd(11, 5); Xr = rnd(7, 4); u = rnd(11); B = rnd(11, 11)
+P = np.abs(rnd(11, 11)) + 0.5
+f64 = lambda a: a.astype(np.float64)
+
+case("spmm", """
+    size V = 11, F = 5;
+    input A[V, V] : sparse;
+    input X[V, F];
+    Y[i, f] = A[i, j] * X[j, f];
+    Z[j, f] = A[i, j] * X[i, f];
+    output Y; output Z;
+""", dict(A=A, X=X), lambda x: dict(Y=f64(x["A"]) @ x["X"], Z=f64(x["A"]).T @ x["X"]))
+
+case("spmm_rect", """
+    size M = 10, N = 7, F = 4;
+    input R[M, N] : sparse;
+    input X[N, F];
+    Y[i, f] = R[i, j] * X[j, f];
+    W[j, f] = R[i, j] * Y[i, f];
+    output Y; output W;
+""", dict(R=R, X=Xr), lambda x: dict(Y=f64(x["R"]) @ x["X"], W=f64(x["R"]).T @ (f64(x["R"]) @ x["X"])),
+     sparse=("R",))
+
+case("elementwise", """
+    size V = 11;
+    input A[V, V] : sparse;
+    input B[V, V];
+    input P[V, V];
+    input u[V];
+    E[i, j] = A[i, j] * B[i, j];
+    Q[i, j] = A[i, j] / P[i, j];
+    T[i, j] = 2 * tanh(relu(A[i, j])) - abs(A[i, j]);
+    S[i, j] = A[i, j] * u[i];
+    output E; output Q; output T; output S;
+""", dict(A=A, B=B, P=P, u=u), lambda x: dict(
+    E=f64(x["A"]) * x["B"], Q=f64(x["A"]) / x["P"],
+    T=2 * np.tanh(np.maximum(f64(x["A"]), 0)) - np.abs(f64(x["A"])), S=f64(x["A"]) * x["u"][:, None]))
+
+case("dense_results", """
+    size V = 11;
+    input A[V, V] : sparse;
+    input B[V, V];
+    C[i, j] = A[i, j] + B[i, j];
+    D[i, j] = exp(A[i, j]);
+    G[i, j] = where(A[i, j] > 0, B[i, j], 1);
+    output C; output D; output G;
+""", dict(A=A, B=B), lambda x: dict(C=f64(x["A"]) + x["B"], D=np.exp(f64(x["A"])),
+                                    G=np.where(x["A"] > 0, x["B"], 1.0)))
+
+case("reductions", """
+    size V = 11;
+    input A[V, V] : sparse;
+    d[i] = A[i, j];
+    c[j] = sum[i](A[i, j] * A[i, j]);
+    m[i] = max[j](A[i, j]);
+    n[j] = min[i](A[i, j]);
+    t = sum[i, j](A[i, j]);
+    output d; output c; output m; output n; output t;
+""", dict(A=A), lambda x: dict(d=f64(x["A"]).sum(1), c=(f64(x["A"]) ** 2).sum(0), m=f64(x["A"]).max(1),
+                               n=f64(x["A"]).min(0), t=f64(x["A"]).sum()))
+
+case("chain", """
+    size V = 11, F = 5, H = 3;
+    input A[V, V] : sparse;
+    input X[V, F];
+    input W[F, H];
+    Y[i, h] = relu(A[i, j] * X[j, f] * W[f, h]);
+    Z[i, h] = A[i, j] * Y[j, h];
+    output Z;
+""", dict(A=A, X=X, W=rnd(5, 3)), lambda x: dict(
+    Z=f64(x["A"]) @ np.maximum(f64(x["A"]) @ x["X"] @ x["W"], 0)))
+
+
+def gcn_grad(x):
+    import torch
+    t = lambda a: torch.tensor(a, dtype=torch.float64)
+    A, X = t(x["A"]), t(x["X"])
+    W = t(x["W"]).requires_grad_()
+    V2 = t(x["V2"]).requires_grad_()
+    H = torch.relu(A @ X @ W)
+    Z = A @ H @ V2
+    loss = (Z ** 2).sum()
+    loss.backward()
+    return dict(loss=loss.detach().numpy().astype(np.float32), dW=W.grad.numpy(), dV=V2.grad.numpy())
+
+
+case("grad", """
+    size V = 11, F = 5, H = 4, C = 3;
+    input A[V, V] : sparse;
+    input X[V, F];
+    param W[F, H] = "W.npy";
+    param V2[H, C] = "V2.npy";
+    H1[i, h] = relu(A[i, j] * X[j, f] * W[f, h]);
+    Z[i, c] = A[i, j] * H1[j, h] * V2[h, c];
+    loss = sum[i, c](Z[i, c] ** 2);
+    dW = grad(loss, W);
+    dV = grad(loss, V2);
+    output loss; output dW; output dV;
+""", dict(A=A, X=X, W=rnd(5, 4), V2=rnd(4, 3)), gcn_grad, tol=1e-4)
+
+
+def write_input(d, k, a, c, fmt):
+    if k in c["sparse"] and fmt != "npy":
+        m = {"csr": sp.csr_matrix, "csc": sp.csc_matrix, "coo": sp.coo_matrix}[fmt.split("-")[0]](a)
+        sp.save_npz(os.path.join(d, k + ".npz"), m, compressed=fmt.endswith("-z"))
+        return k + ".npz"
+    np.save(os.path.join(d, k + ".npy"), a)
+    return k + ".npy"
+
+
+def run(c, tmp):
+    errors = []
+    for fmt in FORMATS:
+        for planned in sorted({0, 4}):
+            errors += run_one(c, tmp, fmt, planned)
+    return errors
+
+
+def run_one(c, tmp, fmt, planned):
+    d = os.path.join(tmp, "%s-%s-%d" % (c["name"], fmt, planned))
+    os.makedirs(d)
+    src = os.path.join(d, c["name"] + ".tra")
+    with open(src, "w") as f:
+        f.write(c["src"])
+    files = {k: write_input(d, k, a, c, fmt) for k, a in c["inputs"].items()}
+    errors, first = [], None
+    exe = {}
+    for n in RANKS:
+        p = planned or n
+        if p not in exe:
+            exe[p] = os.path.join(d, "prog%d" % p)
+            res = subprocess.run([TRAC, "-P", str(p), "--block", str(c["block"]), src, "-o", exe[p]],
+                                 capture_output=True, text=True)
+            if res.returncode != 0:
+                return ["%s: trac -P %d failed:\n%s" % (fmt, p, res.stderr)]
+        for f in os.listdir(d):
+            if f.startswith("out_"):
+                os.unlink(os.path.join(d, f))
+        want = c["expect"](c["inputs"])
+        args = [MPIRUN, "-np", str(n), exe[p]] + ["%s=%s" % (k, v) for k, v in files.items()] + \
+               ["%s=out_%s.npy" % (k, k) for k in want]
+        res = subprocess.run(args, cwd=d, capture_output=True, text=True, env=env)
+        tag = "%s, planned for %d, %d ranks" % (fmt, p, n)
+        if res.returncode != 0:
+            errors.append("%s: exit %d\n%s" % (tag, res.returncode, res.stderr))
+            continue
+        out = {k: np.load(os.path.join(d, "out_%s.npy" % k)) for k in want}
+        for k, ref in want.items():
+            ref = np.asarray(ref, dtype=np.float64)
+            got = out[k]
+            if got.shape != ref.shape:
+                errors.append("%s: %s has shape %s, expected %s" % (tag, k, got.shape, ref.shape))
+                continue
+            scale = max(np.abs(ref).max(), 1e-30)
+            err = np.abs(got.astype(np.float64) - ref).max() / scale
+            if not err <= c["tol"]:
+                errors.append("%s: %s max relative error %.3g > %.1g" % (tag, k, err, c["tol"]))
+        if first is None:
+            first = out
+        else:
+            for k in first:
+                if not np.allclose(first[k], out[k], rtol=1e-5, atol=1e-6):
+                    errors.append("%s: %s differs from the first run" % (tag, k))
+    return errors
+
+
+sys.exit(run_cases(CASES, run, prefix="trac-sparse."))
