@@ -2,7 +2,8 @@
 """
 seeds.py OUTDIR: the fuzzer's seed corpus, written to OUTDIR, one .tra
 program a file: examples/*.tra, stdlib/*.tra, tests/golden/*.tra and the
-programs inside tests/e2e/language.py.  Run from the source tree's top.
+programs inside tests/e2e/language.py and tests/e2e/sparse.py.  Run from
+the source tree's top.
 """
 import glob, os, re, sys, textwrap
 
@@ -17,10 +18,11 @@ for pat in ("examples/*.tra", "stdlib/*.tra", "tests/golden/*.tra", "tests/fuzz/
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)
         n += 1
-with open("tests/e2e/language.py") as f:
-    src = f.read()
-for m in re.finditer(r'case\(\s*"(\w+)",\s*"""(.*?)"""', src, re.S):
-    with open(os.path.join(out, "language_%s.tra" % m.group(1)), "w") as f:
-        f.write(textwrap.dedent(m.group(2)))
-    n += 1
+for suite in ("language", "sparse"):
+    with open("tests/e2e/%s.py" % suite) as f:
+        src = f.read()
+    for m in re.finditer(r'case\(\s*"(\w+)",\s*"""(.*?)"""', src, re.S):
+        with open(os.path.join(out, "%s_%s.tra" % (suite, m.group(1))), "w") as f:
+            f.write(textwrap.dedent(m.group(2)))
+        n += 1
 print("seeds.py: %d seeds in %s" % (n, out))
