@@ -500,6 +500,12 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 			/* every path was a zero derivative (comparisons, argmax): zero */
 			acc = tb_rel(&b, g->map[leaves.v[0]], wt->rank, var);
 			acc.pend = kx_const(b.arena, 0);
+		} else if (wt->sparse) {
+			/* a sparse input's gradient has its pattern: (W != 0) * acc
+			 * is sparse (optimizer/sparse.c) */
+			TVal pat = tb_rel(&b, g->map[leaves.v[0]], wt->rank, var);
+			pat = tb_binary(&b, KOP_NE, pat, tb_const(&b, 0));
+			acc = tb_binary(&b, KOP_MUL, pat, acc);
 		}
 		result = tb_finish(&b, acc, wt->rank, var);
 	}

@@ -153,6 +153,25 @@ case("grad", """
 """, dict(A=A, X=X, W=rnd(5, 4), V2=rnd(4, 3)), gcn_grad, tol=1e-4)
 
 
+def grad_sparse(x):
+    import torch
+    A = torch.tensor(x["A"], dtype=torch.float64, requires_grad=True)
+    X = torch.tensor(x["X"], dtype=torch.float64)
+    loss = (torch.tanh(A @ X) ** 2).sum()
+    loss.backward()
+    return dict(dA=(A.grad * (A != 0)).numpy())
+
+
+case("grad_sparse_input", """
+    size V = 11, F = 5;
+    input A[V, V] : sparse;
+    input X[V, F];
+    loss = sum[i, f](tanh(A[i, j] * X[j, f]) ** 2);
+    dA = grad(loss, A);
+    output dA;
+""", dict(A=A, X=X), grad_sparse, tol=1e-4)
+
+
 def write_input(d, k, a, c, fmt):
     if k in c["sparse"] and fmt != "npy":
         m = {"csr": sp.csr_matrix, "csc": sp.csc_matrix, "coo": sp.coo_matrix}[fmt.split("-")[0]](a)
