@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""
+gcn_sparse.py: issue 13's full-graph GCN benchmark, trac against PyTorch.
+
+    gcn_sparse.py [--nodes V] [--edges N] [--reps R] [--ranks P] [--threads T]
+    gcn_sparse.py torch DIR EPOCHS     (the PyTorch side, run as its own process)
+
+A graph of ogbn-arxiv's size by default (169,343 nodes, 1.17M undirected
+edges) with skewed degrees: each edge's endpoints are drawn from a power law
+over the nodes, so a few nodes have thousands of neighbours and most have a
+handful.  The adjacency is symmetric, with self loops, normalised
+D^-1/2 (A + I) D^-1/2 and saved as a scipy csr .npz; 128 features, 40
+classes, 10% of the nodes labelled.  Both sides run bench/gcn_sparse.tra's
+computation: two layers (hidden 64), E epochs of full-batch gradient descent,
+then write W1 and W2.  trac runs on P ranks (default 2), PyTorch with T
+threads (default 2; torch.sparse CSR matmul), whole processes timed (start-up,
+reading the files, the epochs, writing), alternating, medians of R runs.
+The two sides' losses are compared: the same data, the same recipe, but not
+the same initial weights (each side's own generator).
+
+Environment: TRAC, MPIRUN, PYTHON (make bench-gcn sets them).
+"""
+import os, subprocess, sys, time
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def arg(name, default):
+    if name in sys.argv:
+        return type(default)(sys.argv[sys.argv.index(name) + 1])
+    return default
+
+
+def make_data(d, V, E, F=128, C=40):
+    import scipy.sparse as sp
+    if os.path.exists(os.path.join(d, "A.npz")):
+        return
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(0)
+    # power-law endpoints: node k drawn with weight (k + 1)^-0.9, then the
+    # node ids shuffled so heavy nodes are spread over the blocks
+    w = (np.arange(V) + 1.0) ** -0.9
+    w /= w.sum()
+    perm = rng.permutation(V)
+    src = perm[rng.choice(V, E, p=w)]
+    dst = rng.integers(0, V, E)
+    A = sp.coo_matrix((np.ones(E), (src, dst)), shape=(V, V)).tocsr()
+    A = ((A + A.T) > 0).astype(np.float64) + sp.identity(V, format="csr")
+    deg = np.asarray(A.sum(1)).ravel()
+    dinv = sp.diags(1 / np.sqrt(deg))
+    A = (dinv @ A @ dinv).tocsr().astype(np.float32)
+    A.sort_indices()
+    sp.save_npz(os.path.join(d, "A.npz"), A, compressed=False)
+    labels = rng.integers(0, C, V)
+    centers = rng.standard_normal((C, F))
+    np.save(os.path.join(d, "X.npy"), (centers[labels] * 0.3 + rng.standard_normal((V, F))).astype(np.float32))
+    np.save(os.path.join(d, "Y.npy"), np.eye(C, dtype=np.float32)[labels])
+    np.save(os.path.join(d, "M.npy"), (rng.random(V) < 0.1).astype(np.float32))
+    deg = np.diff(A.indptr)
+    print("graph: %d nodes, %d stored elements, degree median %d, max %d" %
+          (V, A.nnz, np.median(deg), deg.max()))
+
+
+def torch_side(d, epochs):
+    import scipy.sparse as sp
+    import torch
+    torch.manual_seed(0)
+    a = sp.load_npz(os.path.join(d, "A.npz")).tocsr()
+    A = torch.sparse_csr_tensor(torch.from_numpy(a.indptr.astype(np.int64)),
+                                torch.from_numpy(a.indices.astype(np.int64)),
+                                torch.from_numpy(a.data), size=a.shape)
+    X = torch.from_numpy(np.load(os.path.join(d, "X.npy")))
+    Y = torch.from_numpy(np.load(os.path.join(d, "Y.npy")))
+    M = torch.from_numpy(np.load(os.path.join(d, "M.npy")))
+    F, C = X.shape[1], Y.shape[1]
+    W1 = (torch.randn(F, 64) * 0.1).requires_grad_()
+    W2 = (torch.randn(64, C) * 0.1).requires_grad_()
+    AX = A @ X
+    for e in range(epochs):
+        H1 = torch.relu(AX @ W1)
+        Z = A @ (H1 @ W2)
+        lse = torch.logsumexp(Z, 1)
+        loss = (M * (Y * (lse[:, None] - Z)).sum(1)).sum() / M.sum()
+        g1, g2 = torch.autograd.grad(loss, (W1, W2))
+        with torch.no_grad():
+            W1 -= 0.5 * g1
+            W2 -= 0.5 * g2
+        print("loss = %.9g" % loss.item(), flush=True)
+    np.save(os.path.join(d, "torch_W1.npy"), W1.detach().numpy())
+    np.save(os.path.join(d, "torch_W2.npy"), W2.detach().numpy())
+
+
+def main():
+    V, E = arg("--nodes", 169343), arg("--edges", 1166243)
+    reps, ranks, threads, epochs = arg("--reps", 3), arg("--ranks", 2), arg("--threads", 2), arg("--epochs", 5)
+    trac, mpirun = os.environ.get("TRAC", "trac"), os.environ.get("MPIRUN", "mpirun")
+    work = os.path.abspath(os.environ.get("BENCH_WORK", "bench-work"))
+    d = os.path.join(work, "gcn-%d-%d" % (V, E))
+    make_data(d, V, E)
+    exe = os.path.join(d, "gcn_sparse")
+    subprocess.run([trac, "-P", str(ranks), "-D", "V=%d" % V, "-D", "E=%d" % epochs,
+                    os.path.join(HERE, "gcn_sparse.tra"), "-o", exe], check=True)
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1", OMP_NUM_THREADS=str(threads))
+    env.pop("OPENBLAS_CORETYPE", None)
+    cmds = {
+        "trac": [mpirun, "-np", str(ranks), exe] + ["%s=%s" % (t, os.path.join(d, t + ".npy")) for t in "XYM"] +
+                ["A=" + os.path.join(d, "A.npz"), "W1=" + os.path.join(d, "W1.npy"),
+                 "W2=" + os.path.join(d, "W2.npy")],
+        "torch": [sys.executable, os.path.abspath(__file__), "torch", d, str(epochs)],
+    }
+    times = {k: [] for k in cmds}
+    for rep in range(reps):
+        for k, cmd in cmds.items():
+            t0 = time.time()
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            times[k].append(time.time() - t0)
+            if p.returncode != 0:
+                sys.exit("%s failed:\n%s%s" % (k, p.stdout, p.stderr))
+            if rep == 0:
+                print("%s: %s" % (k, " ".join(l.split("=")[-1].strip() for l in p.stdout.splitlines()
+                                                if "loss" in l)))
+    med = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
+    print("whole process, %d epochs, medians of %d: trac %d ranks %.2f s, PyTorch %d threads %.2f s, "
+          "speed ratio (torch / trac) %.2f" % (epochs, reps, ranks, med["trac"], threads, med["torch"],
+                                              med["torch"] / med["trac"]))
+    print("runs: trac %s; torch %s" % (" ".join("%.2f" % t for t in times["trac"]),
+                                       " ".join("%.2f" % t for t in times["torch"])))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "torch":
+        torch_side(sys.argv[2], int(sys.argv[3]))
+    else:
+        main()
