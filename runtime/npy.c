@@ -20,6 +20,12 @@
  * (.NAME.XXXXXX), then fsyncs and renames it.  On any failure the temporary
  * is removed, so an output path holds either a complete file or what it held
  * before.
+ *
+ * Sparse relations (TrtType.sparse) come from a scipy.sparse .npz or from
+ * a dense .npy whose chunks are compressed as they are read, and go to a
+ * .npz when the path says so and the tensor is a matrix: npz.c.  Written
+ * to a .npy, their chunks are expanded one at a time, the absent ones as
+ * zeros.
  */
 #define _POSIX_C_SOURCE 200809L        /* pread, posix_memalign, mkstemp, setenv */
 #define _DEFAULT_SOURCE                /* preadv */
@@ -42,7 +48,7 @@ enum { TAG_WRITE = 7001 };
 
 static const char magic[6] = "\x93NUMPY";
 
-static const char *errstr(int e)
+const char *rt_errstr(int e)
 {
 	return e == EISDIR ? "is a directory" : strerror(e);
 }
@@ -337,49 +343,20 @@ int rt_pwrite_full(int fd, const void *buf, size_t n, int64_t off)
 	return 1;
 }
 
-static void tensor_msg(char *msg, size_t len, const TrtTensor *t, const char *path,
-                       const char *why)
+/* The one line of a bad file: "prog: input A (a.npy): why". */
+void rt_tensor_msg(char *msg, size_t len, const TrtTensor *t, const char *path, const char *why)
 {
 	snprintf(msg, len, "%s: %s %s (%s): %s", rt_progname(), rt_role_name(t->role),
 	         t->name, path, why);
 }
 
-/* Opens path and checks it holds tensor t; returns the descriptor, or -1
- * with the one-line message in msg. */
-int rt_npy_open(const TrtTensor *t, const char *path, NpyHeader *h, char *msg, size_t len)
+/* How many of a file's first bytes rt_npy_parse needs, given the first n
+ * (at most 12): as many as the header says it has (bounded), or n when
+ * they are no .npy's. */
+size_t rt_npy_head_len(const unsigned char *head, size_t n)
 {
-	char why[512];
-	struct stat st;
-	unsigned char head[12];
+	size_t want = n;
 
-	/* O_NONBLOCK: opening a FIFO for reading would wait for a writer */
-	int fd = open(path, O_RDONLY | O_NONBLOCK);
-	if (fd < 0) {
-		tensor_msg(msg, len, t, path, errstr(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) < 0) {
-		tensor_msg(msg, len, t, path, errstr(errno));
-		close(fd);
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		/* every rank reads its chunks at their offsets: a file it must be */
-		tensor_msg(msg, len, t, path, S_ISDIR(st.st_mode) ? errstr(EISDIR) :
-		           S_ISFIFO(st.st_mode) ? "a named pipe, not a file; every rank reads its part of the file at its offset" :
-		           "not a regular file");
-		close(fd);
-		return -1;
-	}
-	ssize_t n = rt_pread_full(fd, head, sizeof head, 0);
-	if (n < 0) {
-		tensor_msg(msg, len, t, path, errstr(errno));
-		close(fd);
-		return -1;
-	}
-
-	/* Read as much as the header claims (bounded), then parse it all. */
-	size_t want = (size_t)n;
 	if (n >= 10 && !memcmp(head, magic, sizeof magic)) {
 		if (head[6] == 1)
 			want = 10 + (head[8] | (size_t)head[9] << 8);
@@ -389,15 +366,67 @@ int rt_npy_open(const TrtTensor *t, const char *path, NpyHeader *h, char *msg, s
 		if (want > (1u << 20))          /* numpy itself refuses huge headers */
 			want = 1u << 20;
 	}
+	return want;
+}
+
+/* Opens path for reading tensor t's data; returns the descriptor and the
+ * file's size, or -1 with the one-line message in msg. */
+int rt_open_input(const TrtTensor *t, const char *path, int64_t *size, char *msg, size_t len)
+{
+	struct stat st;
+
+	/* O_NONBLOCK: opening a FIFO for reading would wait for a writer */
+	int fd = open(path, O_RDONLY | O_NONBLOCK);
+	if (fd < 0) {
+		rt_tensor_msg(msg, len, t, path, rt_errstr(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0) {
+		rt_tensor_msg(msg, len, t, path, rt_errstr(errno));
+		close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		/* every rank reads its chunks at their offsets: a file it must be */
+		rt_tensor_msg(msg, len, t, path, S_ISDIR(st.st_mode) ? rt_errstr(EISDIR) :
+		              S_ISFIFO(st.st_mode) ? "a named pipe, not a file; every rank reads its part of the file at its offset" :
+		              "not a regular file");
+		close(fd);
+		return -1;
+	}
+	*size = (int64_t)st.st_size;
+	return fd;
+}
+
+/* Opens path and checks it holds tensor t; returns the descriptor, or -1
+ * with the one-line message in msg. */
+int rt_npy_open(const TrtTensor *t, const char *path, NpyHeader *h, char *msg, size_t len)
+{
+	char why[512];
+	unsigned char head[12];
+	int64_t size;
+
+	int fd = rt_open_input(t, path, &size, msg, len);
+	if (fd < 0)
+		return -1;
+	ssize_t n = rt_pread_full(fd, head, sizeof head, 0);
+	if (n < 0) {
+		rt_tensor_msg(msg, len, t, path, rt_errstr(errno));
+		close(fd);
+		return -1;
+	}
+
+	/* Read as much as the header claims (bounded), then parse it all. */
+	size_t want = rt_npy_head_len(head, (size_t)n);
 	unsigned char *buf = rt_alloc(want);
 	n = rt_pread_full(fd, buf, want, 0);
 	int ok = n >= 0 && rt_npy_parse(buf, (size_t)n, h, why, sizeof why) &&
-	         rt_npy_check(h, t, (int64_t)st.st_size, why, sizeof why);
+	         rt_npy_check(h, t, size, why, sizeof why);
 	if (n < 0)
-		snprintf(why, sizeof why, "%s", errstr(errno));
+		snprintf(why, sizeof why, "%s", rt_errstr(errno));
 	free(buf);
 	if (!ok) {
-		tensor_msg(msg, len, t, path, why);
+		rt_tensor_msg(msg, len, t, path, why);
 		close(fd);
 		return -1;
 	}
@@ -408,11 +437,17 @@ int rt_npy_open(const TrtTensor *t, const char *path, NpyHeader *h, char *msg, s
  * multiple of 64 as numpy makes it, or 0 if buf is too small. */
 size_t rt_npy_header(const TrtTensor *t, char *buf, size_t buflen)
 {
-	char shape[256], dict[512];
+	return rt_npy_header_of(dtype_descr(t->dtype), t->rank, t->shape, buf, buflen);
+}
 
-	rt_shape_str(shape, sizeof shape, t->rank, t->shape);
+/* The same for an array of any numpy dtype (descr, e.g. "|S3"). */
+size_t rt_npy_header_of(const char *descr, int rank, const int64_t *shape, char *buf, size_t buflen)
+{
+	char sh[256], dict[512];
+
+	rt_shape_str(sh, sizeof sh, rank, shape);
 	int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
-	                 dtype_descr(t->dtype), shape);
+	                 descr, sh);
 	size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
 	if (total > buflen || total - 10 > 65535)
 		return 0;
@@ -533,18 +568,24 @@ TrtRel *trt_read(int tensor, const TrtType *t, TrtPlace p)
 		rt_bug("read of %s into a TRT_ANY relation", x->name);
 	if (!path)
 		rt_agree(no_path(x, msg, sizeof msg));
+	if (t->sparse && rt_npz_wanted(path))
+		return rt_npz_read(x, path, t, p);
 	fd = rt_npy_open(x, path, &h, msg, sizeof msg);
 	rt_agree(fd < 0 ? msg : NULL);
 
+	/* a sparse relation from a dense file: its chunks read dense, then
+	 * compressed one by one */
+	TrtType dense = *t;
+	dense.sparse = 0;
 	const char *err = NULL;
-	TrtRel *r = t->sparse ? rt_read_sparse_npy(fd, h.data_offset, t, p) : rt_read_rel(fd, h.data_offset, t, p);
+	TrtRel *r = rt_read_rel(fd, h.data_offset, &dense, p);
 	if (!r) {
-		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
+		rt_tensor_msg(msg, sizeof msg, x, path, rt_errstr(errno));
 		err = msg;
 	}
 	close(fd);
 	rt_agree(err);
-	return r;
+	return t->sparse ? rt_sparse_of(r, t) : r;
 }
 
 /* Reads the file's bytes from off into the buffers of iov[0..n), retrying
@@ -681,7 +722,8 @@ TrtRel *rt_read_rel(int fd, int64_t data_offset, const TrtType *t, TrtPlace p)
 }
 
 /* A broken tuple set would make rank 0 wait for a chunk nobody sends, so
- * each rank checks its own before any message moves. */
+ * each rank checks its own before any message moves.  A sparse relation
+ * lacks the tuples of its zero blocks. */
 static void check_complete(const TrtRel *r, const TrtTensor *x)
 {
 	const TrtType *t = &r->type;
@@ -700,7 +742,7 @@ static void check_complete(const TrtRel *r, const TrtTensor *x)
 		rt_key_from_linear(t, lin, key);
 		owned += r->place.kind == TRT_ALL || trt_site(&r->place, t, key) == rt.rank;
 	}
-	if (owned != r->n)
+	if (t->sparse ? r->n > owned : owned != r->n)
 		rt_bug("writing %s: rank %d holds %lld of its %lld chunks", x->name, rt.rank,
 		       (long long)r->n, (long long)owned);
 }
@@ -725,22 +767,37 @@ int rt_make_temp(const char *path, char **tmpname)
 	return fd;
 }
 
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+	return n >= k && !strcmp(s + n - k, tail);
+}
+
+/* Writes r as tensor x's .npy into fd (rank 0's; collective): 0, or on
+ * rank 0 the first errno. */
+static int write_npy(int fd, const TrtTensor *x, const TrtRel *r)
+{
+	char head[1024];
+	int e = 0;
+
+	size_t hlen = rt_npy_header(x, head, sizeof head);
+	if (!hlen)
+		rt_bug("npy header of %s does not fit", x->name);
+	if (rt.rank == 0 && !rt_pwrite_full(fd, head, hlen, 0))
+		e = errno;
+	int e2 = rt_write_rel(fd, (int64_t)hlen, r);
+	return e ? e : e2;
+}
+
 void trt_write(int tensor, const TrtRel *r)
 {
 	const TrtType *t = &r->type;
 	const TrtTensor *x = tensor_of(tensor, t);
 	const char *path = rt.paths[tensor];
-	char msg[1024], head[1024];
+	char msg[1024];
 	const char *err = NULL;
 	char *tmpname = NULL;
 	int fd = -1;
-
-	if (r->type.sparse) {           /* written as its dense tensor */
-		TrtRel *d = trt_densify(r);
-		trt_write(tensor, d);
-		trt_free(d);
-		return;
-	}
 
 	if (r->place.kind == TRT_ANY)
 		rt_bug("write of %s from a TRT_ANY relation", x->name);
@@ -748,41 +805,36 @@ void trt_write(int tensor, const TrtRel *r)
 		rt_agree(no_path(x, msg, sizeof msg));
 	check_complete(r, x);
 
-	size_t hlen = rt_npy_header(x, head, sizeof head);
-	if (!hlen)
-		rt_bug("npy header of %s does not fit", x->name);
 	if (rt.rank == 0) {
 		fd = rt_make_temp(path, &tmpname);
-		if (fd < 0 || !rt_pwrite_full(fd, head, hlen, 0)) {
-			tensor_msg(msg, sizeof msg, x, path, errstr(errno));
+		if (fd < 0) {
+			rt_tensor_msg(msg, sizeof msg, x, path, rt_errstr(errno));
 			err = msg;
-			if (fd >= 0) {
-				close(fd);
-				unlink(tmpname);
-			}
 		}
 	}
 	rt_agree(err);
 
-	int e = rt_write_rel(fd, (int64_t)hlen, r);
+	/* a sparse matrix to a .npz stays sparse; anything else is dense */
+	int e = t->sparse && t->nkey == 2 && ends_with(path, ".npz") ? rt_npz_write(fd, r)
+	                                                             : write_npy(fd, x, r);
 	if (rt.rank != 0) {
 		rt_agree(NULL);
 		return;
 	}
 	if (e) {
-		tensor_msg(msg, sizeof msg, x, path, errstr(e));
+		rt_tensor_msg(msg, sizeof msg, x, path, rt_errstr(e));
 		err = msg;
 	}
 	if (!err && fsync(fd) < 0) {
-		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
+		rt_tensor_msg(msg, sizeof msg, x, path, rt_errstr(errno));
 		err = msg;
 	}
 	if (close(fd) < 0 && !err) {
-		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
+		rt_tensor_msg(msg, sizeof msg, x, path, rt_errstr(errno));
 		err = msg;
 	}
 	if (!err && rename(tmpname, path) < 0) {
-		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
+		rt_tensor_msg(msg, sizeof msg, x, path, rt_errstr(errno));
 		err = msg;
 	}
 	if (err)
@@ -791,40 +843,62 @@ void trt_write(int tensor, const TrtRel *r)
 	rt_agree(err);
 }
 
+/* The dense data of key's chunk in r, whose tuples before *at are behind
+ * us: a dense relation's own chunk; a sparse relation's expanded into buf,
+ * or zeros when r has no tuple of key. */
+static const void *dense_of(const TrtRel *r, const int64_t *key, int64_t *at, void *buf)
+{
+	const TrtType *t = &r->type;
+
+	if (!t->sparse)
+		return rt_chunk_data(r->chunks[(*at)++]);
+	if (*at < r->n && !rt_key_cmp(r->keys + *at * t->nkey, key, t->nkey))
+		rt_csr_expand(t, key, r->chunks[(*at)++], buf);
+	else
+		memset(buf, 0, rt_chunk_bytes(t, key));
+	return buf;
+}
+
 int rt_write_rel(int fd, int64_t data_offset, const TrtRel *r)
 {
 	const TrtType *t = &r->type;
+	int64_t nk = rt_nkeys(t), key[TRT_MAXDIM], at = 0;
+	size_t maxbytes = 0;
 	int err = 0;
 
-	if (rt.rank != 0) {
-		if (r->place.kind == TRT_PART)
-			for (int64_t i = 0; i < r->n; i++)
-				rt_send_bytes(rt_chunk_data(r->chunks[i]),
-				              rt_chunk_bytes(t, r->keys + i * t->nkey), 0, TAG_WRITE);
-		return 0;
-	}
-
-	/* Rank 0: every key in order, from its own tuples or from their owner.
-	 * After a failure it keeps receiving, so no sender is left blocked. */
-	int64_t nk = rt_nkeys(t), key[TRT_MAXDIM], mine = 0;
-	size_t maxbytes = 0;
 	for (int64_t lin = 0; lin < nk; lin++) {
 		rt_key_from_linear(t, lin, key);
 		size_t nb = rt_chunk_bytes(t, key);
 		if (nb > maxbytes)
 			maxbytes = nb;
 	}
+	/* a buffer for a chunk received, or a sparse chunk made dense */
 	char *buf = NULL;
+	if (t->sparse || (rt.rank == 0 && r->place.kind == TRT_PART && rt.nranks > 1))
+		buf = rt_alloc(maxbytes);
+
+	if (rt.rank != 0) {
+		/* every key this rank owns, in order (a sparse relation's absent
+		 * ones as zeros): rank 0 expects them all */
+		for (int64_t lin = 0; r->place.kind == TRT_PART && lin < nk; lin++) {
+			rt_key_from_linear(t, lin, key);
+			if (trt_site(&r->place, t, key) == rt.rank)
+				rt_send_bytes(dense_of(r, key, &at, buf), rt_chunk_bytes(t, key), 0, TAG_WRITE);
+		}
+		free(buf);
+		return 0;
+	}
+
+	/* Rank 0: every key in order, from its own tuples or from their owner.
+	 * After a failure it keeps receiving, so no sender is left blocked. */
 	for (int64_t lin = 0; lin < nk; lin++) {
 		rt_key_from_linear(t, lin, key);
 		size_t nb = rt_chunk_bytes(t, key);
 		const void *data;
 		int site = r->place.kind == TRT_ALL ? 0 : trt_site(&r->place, t, key);
 		if (site == 0) {
-			data = rt_chunk_data(r->chunks[mine++]);
+			data = dense_of(r, key, &at, buf);
 		} else {
-			if (!buf)
-				buf = rt_alloc(maxbytes);
 			rt_recv_bytes(buf, nb, site, TAG_WRITE);
 			data = buf;
 		}

@@ -88,8 +88,6 @@ int64_t rt_chunk_shape(const TrtType *t, const int64_t *key, int64_t *n)
 
 size_t rt_chunk_bytes(const TrtType *t, const int64_t *key)
 {
-	if (t->sparse)
-		rt_bug("the dense size of a sparse chunk");
 	return (size_t)rt_chunk_shape(t, key, NULL) * rt_dtype_size(t->dtype);
 }
 

@@ -81,7 +81,7 @@ void rt_combine(TrtDtype dt, void *a, const void *b, int64_t n, TrtAgg agg);
 int64_t rt_frontier(const TrtType *t, int d);
 int64_t rt_nkeys(const TrtType *t);
 int64_t rt_chunk_shape(const TrtType *t, const int64_t *key, int64_t *n);
-size_t rt_chunk_bytes(const TrtType *t, const int64_t *key);
+size_t rt_chunk_bytes(const TrtType *t, const int64_t *key);  /* dense, even for a sparse t */
 Chunk *rt_chunk_new(size_t nbytes);
 void *rt_chunk_data(const Chunk *c);
 Chunk *rt_chunk_ref(Chunk *c);
@@ -116,12 +116,8 @@ void rt_csr_dims(const TrtType *t, const int64_t *key, int64_t *nrow, int64_t *n
 
 /* ---- sparse.c ---- */
 
-/* key's chunk of type t (dense layout) compressed; NULL when all zero */
-Chunk *rt_csr_compress(const TrtType *t, const int64_t *key, const void *dense);
-void rt_csr_expand(const TrtType *t, const int64_t *key, const Chunk *sparse, void *dense);
 Chunk *rt_csr_like(const Chunk *c, TrtDtype dt);        /* same positions, values unset */
 Chunk *rt_chunk_dense(const TrtType *t, const int64_t *key, const Chunk *c);  /* a dense copy */
-TrtRel *rt_read_sparse_npy(int fd, int64_t data_offset, const TrtType *t, TrtPlace p);
 
 /* Where the chunk of a key sits in its tensor (row-major over the key
  * dims): per key dim its first index and length, and its runs, the longest
@@ -191,8 +187,13 @@ int rt_npy_parse(const unsigned char *buf, size_t n, NpyHeader *h,
                  char *why, size_t whylen);
 int rt_npy_check(const NpyHeader *h, const TrtTensor *t, int64_t filesize,
                  char *why, size_t whylen);
+size_t rt_npy_head_len(const unsigned char *head, size_t n);
+int rt_open_input(const TrtTensor *t, const char *path, int64_t *size, char *msg, size_t msglen);
 int rt_npy_open(const TrtTensor *t, const char *path, NpyHeader *h,
                 char *msg, size_t msglen);
+const char *rt_errstr(int e);
+/* "prog: input A (a.npy): why", the one line of a bad file */
+void rt_tensor_msg(char *msg, size_t len, const TrtTensor *t, const char *path, const char *why);
 /* A tensor stored in global C order at data_offset of fd: each rank reads
  * the chunks placement p gives it (NULL and errno on failure, this rank
  * alone); rank 0 writes r, receiving the chunks others hold (collective;
@@ -201,7 +202,29 @@ TrtRel *rt_read_rel(int fd, int64_t data_offset, const TrtType *t, TrtPlace p);
 int rt_write_rel(int fd, int64_t data_offset, const TrtRel *r);
 int rt_make_temp(const char *path, char **tmpname);
 size_t rt_npy_header(const TrtTensor *t, char *buf, size_t buflen);
+size_t rt_npy_header_of(const char *descr, int rank, const int64_t *shape, char *buf, size_t buflen);
 void rt_shape_str(char *buf, size_t len, int rank, const int64_t *shape);
+
+/* ---- npz.c ---- */
+
+/* Key's block of a sparse relation of type t, from its dense chunk (row-major
+ * over the chunk dims in chunk order): a new sparse chunk of its nonzero
+ * elements, or NULL when it has none.  rt_csr_expand is the way back. */
+Chunk *rt_csr_compress(const TrtType *t, const int64_t *key, const void *dense);
+void rt_csr_expand(const TrtType *t, const int64_t *key, const Chunk *sparse, void *dense);
+/* A relation of sparse type t from dense r (of t's shapes), which it frees:
+ * each chunk compressed, the all-zero ones dropped. */
+TrtRel *rt_sparse_of(TrtRel *r, const TrtType *t);
+/* Whether trt_read should read path as a .npz: its name says so, or it
+ * starts as a zip file does. */
+int rt_npz_wanted(const char *path);
+/* trt_read from a scipy.sparse .npz (collective; ends the job on a bad file). */
+TrtRel *rt_npz_read(const TrtTensor *x, const char *path, const TrtType *t, TrtPlace p);
+/* Writes sparse matrix r into fd (rank 0's) as a scipy csr .npz; collective:
+ * rank 0 gathers the tuples.  Returns 0, or on rank 0 the first errno. */
+int rt_npz_write(int fd, const TrtRel *r);
+/* Tests set it to write zip64 records and int64 indices, as for a huge matrix. */
+extern int rt_npz_big;
 
 /* ---- checkpoint.c ---- */
 

@@ -17,51 +17,6 @@
 
 /* ---- chunks ---- */
 
-Chunk *rt_csr_compress(const TrtType *t, const int64_t *key, const void *dense)
-{
-	int64_t nrow, ncol;
-	size_t es = rt_dtype_size(t->dtype);
-	const char *p = dense;
-
-	rt_csr_dims(t, key, &nrow, &ncol);
-	int64_t nnz = 0;
-	for (int64_t e = 0; e < nrow * ncol; e++)
-		nnz += rt_elem(t->dtype, p, e) != 0;
-	if (nnz == 0)
-		return NULL;
-	Chunk *c = rt_csr_new(t->dtype, nrow, ncol, nnz);
-	RtCsr s = rt_csr_of(c, t->dtype);
-	int64_t q = 0;
-	for (int64_t r = 0; r < nrow; r++) {
-		for (int64_t j = 0; j < ncol; j++) {
-			const char *x = p + (size_t)(r * ncol + j) * es;
-			if (rt_elem(t->dtype, x, 0) != 0) {
-				s.col[q] = j;
-				memcpy((char *)s.val + (size_t)q * es, x, es);
-				q++;
-			}
-		}
-		s.rowptr[r + 1] = q;
-	}
-	return c;
-}
-
-void rt_csr_expand(const TrtType *t, const int64_t *key, const Chunk *sparse, void *dense)
-{
-	int64_t nrow, ncol;
-	size_t es = rt_dtype_size(t->dtype);
-	RtCsr s = rt_csr_of(sparse, t->dtype);
-
-	rt_csr_dims(t, key, &nrow, &ncol);
-	if (s.nrow != nrow || s.ncol != ncol)
-		rt_bug("sparse chunk of %lld x %lld where the type has %lld x %lld", (long long)s.nrow,
-		       (long long)s.ncol, (long long)nrow, (long long)ncol);
-	memset(dense, 0, (size_t)(nrow * ncol) * es);
-	for (int64_t r = 0; r < nrow; r++)
-		for (int64_t q = s.rowptr[r]; q < s.rowptr[r + 1]; q++)
-			memcpy((char *)dense + (size_t)(r * ncol + s.col[q]) * es, (char *)s.val + (size_t)q * es, es);
-}
-
 /* A new sparse chunk with c's rows and columns, its values unset. */
 Chunk *rt_csr_like(const Chunk *c, TrtDtype dt)
 {
@@ -164,22 +119,3 @@ TrtRel *trt_densify(const TrtRel *r)
 	return o;
 }
 
-/* A sparse tensor from a dense .npy: read as dense, each chunk compressed,
- * all-zero blocks dropped. */
-TrtRel *rt_read_sparse_npy(int fd, int64_t data_offset, const TrtType *t, TrtPlace p)
-{
-	TrtType dt = *t;
-	dt.sparse = 0;
-	TrtRel *d = rt_read_rel(fd, data_offset, &dt, p);
-	if (!d)
-		return NULL;
-	TrtRel *o = trt_rel_new(t, p);
-	for (int64_t i = 0; i < d->n; i++) {
-		const int64_t *key = d->keys + i * t->nkey;
-		Chunk *c = rt_csr_compress(t, key, rt_chunk_data(d->chunks[i]));
-		if (c)
-			rt_rel_push(o, key, c);
-	}
-	trt_free(d);
-	return o;
-}

@@ -22,7 +22,7 @@ from cases import mpi_env, run_cases
 TRAC = os.environ.get("TRAC", "trac")
 MPIRUN = os.environ.get("MPIRUN", "mpirun")
 RANKS = [1, 2, 3, 4]
-FORMATS = os.environ.get("SPARSE_FORMATS", "npy").split()
+FORMATS = os.environ.get("SPARSE_FORMATS", "csr coo-z").split()
 env = mpi_env()
 
 CASES = []

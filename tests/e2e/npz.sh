@@ -1,0 +1,86 @@
+#!/bin/sh
+# Sparse tensors in files (issue 13): runtime/npz.c under mpirun -np 1..4.
+# tests/unit/test_npz_rt reads the fixtures tests/e2e/npz.py makes with
+# scipy (csr, csc, coo, dense .npy) in many blockings and placements and
+# checks every element against their dense twins, then writes them back,
+# which npz.py checks with scipy and numpy.  Bad files: status 1 and one
+# line naming the tensor and the file, on 1 and 3 ranks, a previous output
+# left as it was and no temporary file beside it.
+RT=$(cd "${top_builddir:-.}" && pwd)/tests/unit/test_npz_rt
+. "${srcdir:-.}/tests/e2e/lib.sh"
+
+if [ ! -x "$RT" ]; then
+	echo "npz: $RT is not built (make tests/unit/test_npz_rt)"
+	exit 99
+fi
+if ! "$PYTHON" -c 'import scipy.sparse' 2>/dev/null; then
+	echo "npz: no scipy in $PYTHON (apt-get install python3-scipy)"
+	exit 99
+fi
+
+"$PYTHON" "$TOP/tests/e2e/npz.py" make || { fail "npz.py make"; finish; }
+for np in 1 2 3 4; do
+	rm -f out_*
+	if out=$(run "$np" "$RT" check cases.txt 2>&1); then
+		pass "sparse reads and writes on $np rank(s): $(echo "$out" | tail -1)"
+	else
+		fail "sparse reads and writes on $np rank(s):"
+		echo "$out" | tail -20
+	fi
+	if "$PYTHON" "$TOP/tests/e2e/npz.py" check; then
+		pass "what $np rank(s) wrote, read by scipy and numpy"
+	else
+		fail "what $np rank(s) wrote, read by scipy and numpy"
+	fi
+done
+
+"$PYTHON" "$TOP/tests/e2e/npz.py" bad || { fail "npz.py bad"; finish; }
+mkdir adir
+# one row per run: X's file | O's path | status | the line expected (a
+# trailing * matches any end)
+{
+	echo "good.npz|o.npz|0|"
+	sed 's/^\([^|]*\)|/\1|o.npz|1|/' bad.txt
+	echo "nope.npz|o.npz|1|test_npz_rt: input X (nope.npz): No such file or directory"
+	echo "adir|o.npz|1|test_npz_rt: input X (adir): is a directory"
+	echo "good.npz|adir|1|test_npz_rt: output O (adir): is a directory"
+	echo "good.npz|nodir/o.npz|1|test_npz_rt: output O (nodir/o.npz): No such file or directory"
+} >runs.txt
+while IFS='|' read -r x o want_status want; do
+	for np in 1 3; do
+		printf 'previous\n' >o.npz
+		timeout 60 "$MPIRUN" -q -np $np "$RT" bad "X=$x" "O=$o" </dev/null >out 2>err
+		status=$?
+		got=$(cat err)
+		if [ $status != "$want_status" ]; then
+			echo "FAIL: X=$x O=$o on $np ranks: exit status $status, expected $want_status"; cat err; echo x >>failed
+			continue
+		fi
+		case $want in
+		*\*) prefix=${want%\*}; case $got in "$prefix"*) ok=1 ;; *) ok= ;; esac ;;
+		*) [ "$got" = "$want" ] && ok=1 || ok= ;;
+		esac
+		if [ -z "$ok" ]; then
+			echo "FAIL: X=$x O=$o on $np ranks: stderr"; cat err; echo "expected: $want"; echo x >>failed
+			continue
+		fi
+		if [ "$want_status" = 0 ]; then
+			"$PYTHON" -c 'import numpy, scipy.sparse as sp, sys
+sys.exit(not (sp.load_npz("o.npz").toarray() == numpy.load("good_ref.npy")).all())' ||
+				{ echo "FAIL: X=$x on $np ranks: o.npz is wrong"; echo x >>failed; }
+		elif [ "$(cat o.npz)" != previous ]; then
+			echo "FAIL: X=$x O=$o on $np ranks: the previous output was changed"; echo x >>failed
+		fi
+		if ls -a | grep -q '^\.\(o\.npz\|adir\)\.'; then
+			echo "FAIL: X=$x O=$o on $np ranks: a temporary file was left: $(ls -a | grep '^\.[oa]')"; echo x >>failed
+			rm -f .o.npz.* .adir.*
+		fi
+	done
+done <runs.txt
+nbad=$(wc -l <runs.txt)
+if [ -f failed ]; then
+	fail "bad files: $(wc -l <failed) of $((2 * nbad)) runs"
+else
+	pass "bad files and outputs: $nbad cases on 1 and 3 ranks, one line each, previous outputs kept"
+fi
+finish
