@@ -344,13 +344,21 @@ case("range_reductions", """
 case("index_arithmetic", """
     size N = 7, K = 5;
     input A[N, K];
+    input B[K, N];
+    def ramp(X[i, j]) -> Y[i, j] {
+        Y[i, j] = X[i, j] * f32(i - 2 * j);
+    }
     Z[i, j] = A[i, j] * f32(i + j);
     L[i, j] = where(i >= j, A[i, j], 0.0);
     T[i, j] = A[i, j] + f32(i) * 10.0 - f32(j / 2);
-    output Z; output L; output T;
-""", dict(A=rnd(7, 5)), lambda x: (lambda i, j: dict(
+    RA = ramp(A);
+    RB = ramp(B);
+    output Z; output L; output T; output RA; output RB;
+""", dict(A=rnd(7, 5), B=rnd(5, 7)), lambda x: (lambda i, j: dict(
     Z=x["A"] * (i + j).astype(np.float32), L=np.where(i >= j, x["A"], np.float32(0)),
-    T=x["A"] + i.astype(np.float32) * 10 - (j // 2).astype(np.float32)))(*np.indices((7, 5))))
+    T=x["A"] + i.astype(np.float32) * 10 - (j // 2).astype(np.float32),
+    RA=x["A"] * (i - 2 * j).astype(np.float32),
+    RB=x["B"] * (j.T - 2 * i.T).astype(np.float32)))(*np.indices((7, 5))))
 
 def index_grad(x):
     i, j = np.indices((7, 5))
@@ -373,6 +381,32 @@ case("index_grad", """
     output loss; output dA; output dX;
 """, dict(A=rnd(7, 5), B=rnd(7, 5), X=rnd(7, 5), labels=np.array([0, 4, 3, 2, 4, 3, 1], dtype=np.int64)),
      index_grad, tol=2e-5)
+
+def one_hot_training(x):
+    X, L = x["X"].astype(np.float64), x["labels"]
+    Y = (L[:, None] == np.arange(3)).astype(np.float64)
+    W = np.zeros((5, 3))
+    for _ in range(6):
+        Z = X @ W
+        P = np.exp(Z - Z.max(1, keepdims=True))
+        P /= P.sum(1, keepdims=True)
+        W -= 0.5 * X.T @ (P - Y) / len(X)
+    return dict(W=W.astype(np.float32))
+case("one_hot_training", """
+    import "nn.tra";
+    size N = 8, D = 5, C = 3;
+    input X[N, D];
+    input labels[N] : i64;
+    param W[D, C] = zeros;
+    repeat 6 {
+        Y[n, c in C] = f32(labels[n] == c);
+        Z[n, c] = X[n, d] * W[d, c];
+        loss = softmax_xent(Z, Y);
+        dW = grad(loss, W);
+        W[d, c] -= 0.5 * dW[d, c];
+    }
+    output W;
+""", dict(X=rnd(8, 5), labels=np.array([0, 2, 1, 1, 0, 2, 2, 1], dtype=np.int64)), one_hot_training, tol=2e-5)
 
 def run(c, tmp):
     d = os.path.join(tmp, c["name"])
