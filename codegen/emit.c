@@ -1116,6 +1116,10 @@ static void emit_main(Emit *e)
 			buf_puts(b, ");\n");
 			break;
 		}
+		case IA_RANGE:
+			buf_printf(b, "\tTrtRel *r%d = trt_range(&type%d, ", i, i);
+			end_call_at(b, &op->place);
+			break;
 		case IA_LOAD:
 			buf_printf(b, "\tTrtRel *r%d = var%d;\n", i, op->u.init.tensor);
 			break;

@@ -66,6 +66,10 @@ static void node_print(Buf *b, const Node *n)
 		return;
 	case N_NAME:
 		buf_puts(b, n->u.name.name);
+		if (n->u.name.range) {
+			buf_puts(b, " in ");
+			node_print(b, n->u.name.range);
+		}
 		return;
 	case N_ACCESS:
 		buf_printf(b, "%s[", n->u.access.name);
@@ -90,14 +94,22 @@ static void node_print(Buf *b, const Node *n)
 		return;
 	case N_REDUCE:
 		buf_printf(b, "(%s%s[", n->u.reduce.implicit ? "implicit-" : "", red_name(n->u.reduce.red));
-		for (int i = 0; i < n->u.reduce.nnames; i++)
+		for (int i = 0; i < n->u.reduce.nnames; i++) {
 			buf_printf(b, "%s%s", i ? ", " : "", n->u.reduce.names[i]);
+			if (n->u.reduce.range && n->u.reduce.range[i]) {
+				buf_puts(b, " in ");
+				node_print(b, n->u.reduce.range[i]);
+			}
+		}
 		buf_puts(b, "] ");
 		node_print(b, n->u.reduce.body);
 		buf_puts(b, ")");
 		return;
 	case N_GRAD:
 		buf_printf(b, "(grad %s %s)", n->u.grad.loss, n->u.grad.wrt);
+		return;
+	case N_INDEX:
+		buf_printf(b, "(index %s)", n->u.name.name);
 		return;
 	}
 }

@@ -31,6 +31,7 @@ typedef enum {
 	N_WHERE,        /* where(c, a, b) */
 	N_REDUCE,       /* sum[i, j](e); also inserted by sema for implicit sums */
 	N_GRAD,         /* grad(loss, W) */
+	N_INDEX,        /* sema: an index name where a value is expected, its position (i64) */
 } NodeKind;
 
 typedef enum {
@@ -49,6 +50,7 @@ typedef struct Var {
 	Loc extloc;             /* the use that fixed the extent */
 	const char *extwhy;     /* "dimension 2 of B", for messages */
 	bool reduced;           /* bound by a reduction (explicit or implicit) */
+	bool value;             /* used as a value somewhere (N_INDEX) */
 } Var;
 
 struct Node {
@@ -61,7 +63,8 @@ struct Node {
 	union {
 		double num;
 		const char *str;
-		struct { const char *name; int sym; int var; } name;     /* sema: sym or var */
+		/* sema: sym or var; range: `i in N` in an index list, else NULL */
+		struct { const char *name; int sym; int var; Node *range; } name;
 		struct { const char *name; Loc nameloc; Node **idx; int nidx; int tensor; } access;
 		struct { Node *a; } unary;
 		struct { BinOp op; Node *a, *b; } binary;
@@ -78,6 +81,7 @@ struct Node {
 			RedKind red;
 			const char **names;
 			Loc *nameloc;
+			Node **range;           /* per name: `i in N`'s N, or NULL; NULL when none has one */
 			int nnames;
 			int var[MAXDIM];        /* sema: the vars it binds */
 			Node *body;

@@ -85,6 +85,8 @@ static TVal lower(TraBuild *b, Lowering *lw, Node *n)
 	case N_REDUCE:
 		return tb_reduce(b, lower(b, lw, n->u.reduce.body), reds[n->u.reduce.red], n->u.reduce.nnames,
 		                 n->u.reduce.var);
+	case N_INDEX:
+		return tb_index(b, n->u.name.var);
 	case N_STR:
 	case N_NAME:
 	case N_GRAD:

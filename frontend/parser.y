@@ -33,7 +33,7 @@ struct Parse {
  * arena when complete. */
 typedef struct NodeList { Node **v; int n, cap; } NodeList;
 typedef struct ItemList { Item **v; int n, cap; } ItemList;
-typedef struct NameList { const char **v; Loc *loc; int n, cap; } NameList;
+typedef struct NameList { const char **v; Loc *loc; Node **range; int n, cap; } NameList;
 typedef struct FormalList { Formal *v; int n, cap; } FormalList;
 typedef struct Number { double value; bool integer, overflow; } Number;
 }
@@ -109,29 +109,47 @@ static Item **items_copy(struct Parse *ps, ItemList *l, int *n)
 	return v;
 }
 
-static const char **names_copy(struct Parse *ps, NameList *l, Loc **loc, int *n)
+/* The names and their locations; *range (when asked for) each name's
+ * range, `i in N`, or NULL. */
+static const char **names_copy(struct Parse *ps, NameList *l, Loc **loc, Node ***range, int *n)
 {
 	const char **v = arena_alloc(ps->arena, (l->n + 1) * sizeof *v);
 	*loc = arena_alloc(ps->arena, (l->n + 1) * sizeof **loc);
+	if (range)
+		*range = arena_alloc(ps->arena, (l->n + 1) * sizeof **range);
 	if (l->n) {
 		memcpy(v, l->v, l->n * sizeof *v);
 		memcpy(*loc, l->loc, l->n * sizeof **loc);
+		if (range)
+			memcpy(*range, l->range, l->n * sizeof **range);
 	}
 	*n = l->n;
 	free(l->v);
 	free(l->loc);
+	free(l->range);
 	return v;
 }
 
-static void names_push(NameList *l, const char *name, Loc loc)
+static void names_push(NameList *l, const char *name, Loc loc, Node *range)
 {
 	if (l->n == l->cap) {
 		l->cap = l->cap ? 2 * l->cap : 4;
 		l->v = xrealloc(l->v, l->cap * sizeof *l->v);
 		l->loc = xrealloc(l->loc, l->cap * sizeof *l->loc);
+		l->range = xrealloc(l->range, l->cap * sizeof *l->range);
 	}
 	l->v[l->n] = name;
+	l->range[l->n] = range;
 	l->loc[l->n++] = loc;
+}
+
+/* i in N: an index name with its range, in an index list */
+static Node *ranged(struct Parse *ps, const char *name, Node *range, Loc loc)
+{
+	Node *n = ast_node(ps->arena, N_NAME, loc);
+	n->u.name.name = name;
+	n->u.name.range = range;
+	return grown(ps, n, 1, &range);
 }
 
 static Node *binary(struct Parse *ps, BinOp op, Node *a, Node *b, Loc loc)
@@ -156,13 +174,13 @@ static Node *reduce(struct Parse *ps, RedKind r, NameList *names, Node *body, Lo
 {
 	Node *n = ast_node(ps->arena, N_REDUCE, loc);
 	n->u.reduce.red = r;
-	n->u.reduce.names = names_copy(ps, names, &n->u.reduce.nameloc, &n->u.reduce.nnames);
+	n->u.reduce.names = names_copy(ps, names, &n->u.reduce.nameloc, &n->u.reduce.range, &n->u.reduce.nnames);
 	n->u.reduce.body = body;
 	return grown(ps, n, 1, &body);
 }
 
 /* mean[i, j](e): reductions with a name rather than a keyword; the index
- * list was parsed as expressions and must be plain names. */
+ * list was parsed as expressions and must be plain names (or ranges). */
 static Node *named_reduce(struct Parse *ps, const char *name, Loc nameloc, NodeList *idx, Node *body, Loc loc)
 {
 	NameList names = {0};
@@ -172,7 +190,7 @@ static Node *named_reduce(struct Parse *ps, const char *name, Loc nameloc, NodeL
 			diag(DIAG_ERROR, idx->v[i]->loc, "a reduction's indices must be plain names such as 'i'");
 			ok = false;
 		} else {
-			names_push(&names, idx->v[i]->u.name.name, idx->v[i]->loc);
+			names_push(&names, idx->v[i]->u.name.name, idx->v[i]->loc, idx->v[i]->u.name.range);
 		}
 	}
 	free(idx->v);
@@ -236,7 +254,7 @@ static Item *decl(struct Parse *ps, ItemKind kind, const char *name, Loc nameloc
 %token <str> STRING "string"
 %token SIZE "'size'" INPUT "'input'" PARAM "'param'" CONST "'const'" OUTPUT "'output'"
 %token IMPORT "'import'" DEF "'def'" RETURN "'return'" REPEAT "'repeat'" PRINT "'print'"
-%token GRAD "'grad'" WHERE "'where'" SUM "'sum'" MAX "'max'" MIN "'min'"
+%token GRAD "'grad'" WHERE "'where'" IN "'in'" SUM "'sum'" MAX "'max'" MIN "'min'"
 %token ARGMAX "'argmax'" ARGMIN "'argmin'" F32 "'f32'" F64 "'f64'" I32 "'i32'" I64 "'i64'"
 %token SPARSE "'sparse'"
 %token ARROW "'->'" POW "'**'" LE "'<='" GE "'>='" EQ "'=='" NE "'!='"
@@ -246,7 +264,7 @@ static Item *decl(struct Parse *ps, ItemKind kind, const char *name, Loc nameloc
 %type <item> item stmt size_def const_def
 %type <items> items stmts size_list const_list
 %type <nodes> args args_ne indices dimlist
-%type <names> names
+%type <names> names rnames
 %type <formals> formals formals_ne
 %type <formal> formal
 %type <dims> dims_opt
@@ -405,13 +423,21 @@ formal:
 	  IDENT                         { $$ = (Formal){.name = $1, .loc = @1}; }
 	| IDENT '[' names ']'           {
 	                                  $$ = (Formal){.name = $1, .loc = @$};
-	                                  $$.idx = names_copy(ps, &$3, &$$.idxloc, &$$.nidx);
+	                                  $$.idx = names_copy(ps, &$3, &$$.idxloc, NULL, &$$.nidx);
 	                                }
 	;
 
 names:
-	  IDENT                         { $$ = (NameList){0}; names_push(&$$, $1, @1); }
-	| names ',' IDENT               { $$ = $1; names_push(&$$, $3, @3); }
+	  IDENT                         { $$ = (NameList){0}; names_push(&$$, $1, @1, NULL); }
+	| names ',' IDENT               { $$ = $1; names_push(&$$, $3, @3, NULL); }
+	;
+
+/* a reduction's indices: sum[i, j in N](e) */
+rnames:
+	  IDENT                         { $$ = (NameList){0}; names_push(&$$, $1, @1, NULL); }
+	| IDENT IN expr                 { $$ = (NameList){0}; names_push(&$$, $1, @$, $3); }
+	| rnames ',' IDENT              { $$ = $1; names_push(&$$, $3, @3, NULL); }
+	| rnames ',' IDENT IN expr      { $$ = $1; names_push(&$$, $3, loc_span(@3, @5), $5); }
 	;
 
 indices:
@@ -419,8 +445,10 @@ indices:
 	| indices ',' index             { $$ = $1; vec_push(&$$, $3); }
 	;
 
+/* an index, or a name with its range: Y[n, c in C] */
 index:
 	  expr                          { $$ = $1; }
+	| IDENT IN expr                 { $$ = ranged(ps, $1, $3, @$); }
 	;
 
 expr:
@@ -474,7 +502,7 @@ primary:
 	                                  $$->u.where.cond = $3; $$->u.where.a = $5; $$->u.where.b = $7;
 	                                  $$ = grown(ps, $$, 3, (Node *[]){$3, $5, $7});
 	                                }
-	| red '[' names ']' '(' { enter(ps, @1); } expr ')'
+	| red '[' rnames ']' '(' { enter(ps, @1); } expr ')'
 	                                { ps->depth--; $$ = reduce(ps, $1, &$3, $7, @$); }
 	| GRAD '(' IDENT ',' IDENT ')'  {
 	                                  $$ = ast_node(ps->arena, N_GRAD, @$);

@@ -358,6 +358,75 @@ static int find_var(Sema *s, const char *name, Loc loc)
 	return new_var(s, name, loc, false);
 }
 
+static int children(Node *n, Node ***slot);
+
+/* Does an access in n index with `name`? */
+static bool indexes_with(Node *n, const char *name)
+{
+	if (n->kind == N_ACCESS) {
+		for (int d = 0; d < n->u.access.nidx; d++)
+			if (n->u.access.idx[d]->kind == N_NAME && !strcmp(n->u.access.idx[d]->u.name.name, name))
+				return true;
+		return false;
+	}
+	Node **kids[3];
+	int k = children(n, kids);
+	for (int i = 0; i < k; i++)
+		if (indexes_with(*kids[i], name))
+			return true;
+	return false;
+}
+
+/* The var a name where a value is expected denotes, when it is an index of
+ * this statement: the innermost reduction's binding it, the left side's or
+ * an implicit sum's (a name some access of the right side indexes with);
+ * else -1.  Declared names come first: sema asks only about a name that is
+ * not one, so every v1 program keeps its meaning. */
+static int value_var(Sema *s, const char *name, Loc loc)
+{
+	for (int i = s->scope.n - 1; i >= 0; i--)
+		if (!strcmp(s->vars.v[s->scope.v[i]].name, name))
+			return s->scope.v[i];
+	for (int i = 0; i < s->vars.n; i++)
+		if (!s->vars.v[i].reduced && !strcmp(s->vars.v[i].name, name))
+			return i;
+	if (s->rhs && indexes_with(s->rhs, name))
+		return new_var(s, name, loc, false);
+	return -1;
+}
+
+/* `i in N` in an index list: N's value, a positive size; false (reported)
+ * when it is not one. */
+static bool range_extent(Sema *s, Node *range, int64_t *extent)
+{
+	if (!eval_int(s, range, extent))
+		return false;
+	if (*extent < 1) {
+		diag(DIAG_ERROR, range->loc, "a range's extent must be positive, not %" PRId64, *extent);
+		return false;
+	}
+	return true;
+}
+
+/* "the range 'i in N'", for messages about the extent it gives */
+static const char *range_why(Sema *s, Loc loc)
+{
+	char *text = loc_text(loc);
+	char *why = arena_alloc(s->arena, strlen(text) + 16);
+	sprintf(why, "the range '%s'", text);
+	free(text);
+	return why;
+}
+
+/* An index used as a value with no extent: ask for `in` (where says where
+ * the range goes). */
+static void needs_range(Sema *s, int v, const char *where)
+{
+	const Var *var = &s->vars.v[v];
+	diag(DIAG_ERROR, var->loc, "index '%s' is used only as a value, so it has no extent; give it one with "
+	     "'%s in SIZE' %s", var->name, var->name, where);
+}
+
 static bool bind_extent(Sema *s, int v, int64_t extent, Loc loc, const char *why)
 {
 	Var *var = &s->vars.v[v];
@@ -399,8 +468,6 @@ static bool unify(Ty *a, Ty b, Loc loc)
 	*a = b;
 	return true;
 }
-
-static int children(Node *n, Node ***slot);
 
 /* A number in an integer expression must be a whole number: 0.5 would be
  * truncated to 0 without a word.  n is a side that reads no tensor. */
@@ -485,6 +552,12 @@ static bool check_access(Sema *s, Node *n, Ty *ty)
 		Node *ix = n->u.access.idx[d];
 		if (ix->kind != N_NAME) {
 			diag(DIAG_ERROR, ix->loc, "index arithmetic is not supported yet; index with a plain name such as 'i'");
+			ok = false;
+			continue;
+		}
+		if (ix->u.name.range) {
+			diag(DIAG_ERROR, ix->loc, "a range such as '%s in N' goes on the left side or in a reduction's "
+			     "brackets, not in an access on the right", ix->u.name.name);
 			ok = false;
 			continue;
 		}
@@ -575,13 +648,24 @@ static bool check_reduce(Sema *s, Node *n, Ty *ty)
 		int v = new_var(s, n->u.reduce.names[i], n->u.reduce.nameloc[i], true);
 		n->u.reduce.var[i] = v;
 		vec_push(&s->scope, v);
+		Node *range = n->u.reduce.range ? n->u.reduce.range[i] : NULL;
+		int64_t extent;
+		if (range && !range_extent(s, range, &extent)) {
+			s->scope.n = base;
+			return false;
+		}
+		if (range)
+			bind_extent(s, v, extent, n->u.reduce.nameloc[i], range_why(s, n->u.reduce.nameloc[i]));
 	}
 	bool ok = check_expr(s, n->u.reduce.body, ty);
 	if (ok && n->u.reduce.red == R_MEAN)
 		ok = int_operand(*ty, n->loc, "mean");
 	s->scope.n = base;
 	for (int i = 0; ok && i < nn; i++)
-		if (s->vars.v[n->u.reduce.var[i]].extent < 0) {
+		if (s->vars.v[n->u.reduce.var[i]].value && s->vars.v[n->u.reduce.var[i]].extent < 0) {
+			needs_range(s, n->u.reduce.var[i], "in the brackets");
+			ok = false;
+		} else if (s->vars.v[n->u.reduce.var[i]].extent < 0) {
 			diag(DIAG_ERROR, n->u.reduce.nameloc[i], "index '%s' does not occur in the argument of %s",
 			     n->u.reduce.names[i], red_name(n->u.reduce.red));
 			ok = false;
@@ -607,7 +691,20 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		diag(DIAG_ERROR, n->loc, "a string can only name a file, in a declaration");
 		ok = false;
 		break;
+	case N_INDEX:           /* checked before: a def's body, inlined again */
+		n->kind = N_NAME;
+		/* fall through */
 	case N_NAME: {
+		int v = lookup(s, n->u.name.name) ? -1 : value_var(s, n->u.name.name, n->loc);
+		if (v >= 0) {
+			/* an index's position: an i64 */
+			n->kind = N_INDEX;
+			n->u.name.var = v;
+			s->vars.v[v].value = true;
+			ty->typed = true;
+			ty->t = DT_I64;
+			break;
+		}
 		Sym *sym = use_sym(s, n, "name");
 		if (!sym || sym->poisoned) {
 			ok = false;
@@ -723,6 +820,8 @@ static int children(Node *n, Node ***slot)
 static int count_var(Node *n, int v)
 {
 	int c = 0;
+	if (n->kind == N_INDEX)
+		return n->u.name.var == v;
 	if (n->kind == N_ACCESS) {
 		for (int d = 0; d < n->u.access.nidx; d++)
 			c += n->u.access.idx[d]->u.name.var == v;
@@ -822,6 +921,10 @@ static void place_implicit_sums(Sema *s, Node **root, int nlhs, const int *lhs)
 static void free_vars(Node *n)
 {
 	n->nvar = 0;
+	if (n->kind == N_INDEX) {
+		n->var[n->nvar++] = n->u.name.var;
+		return;
+	}
 	if (n->kind == N_ACCESS) {
 		for (int d = 0; d < n->u.access.nidx; d++) {
 			int v = n->u.access.idx[d]->u.name.var, seen = 0;
@@ -867,9 +970,10 @@ static bool check_rank(Sema *s, Node *n)
 	return ok;
 }
 
+/* Does n read a relation: a tensor, or an index's positions? */
 static bool reads_tensor(Node *n)
 {
-	if (n->kind == N_ACCESS)
+	if (n->kind == N_ACCESS || n->kind == N_INDEX)
 		return true;
 	Node **kids[3];
 	int k = children(n, kids);
@@ -1013,6 +1117,11 @@ static bool lhs_indices(Sema *s, Item *it, const Tensor *param, int *lhs)
 			sprintf(why, "dimension %d of %s", i + 1, it->name);
 			bind_extent(s, lhs[i], param->shape[i], ix->loc, why);
 		}
+		int64_t extent;
+		if (ix->u.name.range && !range_extent(s, ix->u.name.range, &extent))
+			ok = false;
+		else if (ix->u.name.range)
+			ok &= bind_extent(s, lhs[i], extent, ix->loc, range_why(s, ix->loc));
 	}
 	return ok;
 }
@@ -1045,7 +1154,10 @@ static void update_value(Sema *s, Item *it)
 static bool check_rhs(Sema *s, Item *it, const Tensor *param, const int *lhs, Ty *ty)
 {
 	int nlhs = it->u.assign.nidx;
-	if (!check_expr(s, it->u.assign.value, ty))
+	s->rhs = it->u.assign.value;
+	bool checked = check_expr(s, it->u.assign.value, ty);
+	s->rhs = NULL;
+	if (!checked)
 		return false;
 	if (param && ty->typed && ty->t != param->dtype) {
 		diag(DIAG_ERROR, it->u.assign.value->loc, "the new value of %s param '%s' is %s; convert it with %s(...)",
@@ -1054,9 +1166,18 @@ static bool check_rhs(Sema *s, Item *it, const Tensor *param, const int *lhs, Ty
 	}
 	bool ok = true;
 	for (int i = 0; i < nlhs; i++)
-		if (!param && s->vars.v[lhs[i]].extent < 0) {
+		if (!param && count_var(it->u.assign.value, lhs[i]) == 0) {
 			diag(DIAG_ERROR, it->u.assign.idx[i]->loc, "index '%s' on the left does not occur on the right",
 			     s->vars.v[lhs[i]].name);
+			ok = false;
+		}
+	/* an index used only as a value takes its extent from `in` */
+	for (int v = 0; ok && v < s->vars.n; v++)
+		if (s->vars.v[v].extent < 0) {
+			bool left = false;
+			for (int i = 0; i < nlhs; i++)
+				left |= lhs[i] == v;
+			needs_range(s, v, left ? "on the left" : "in the brackets of a reduction around its uses");
 			ok = false;
 		}
 	if (!ok)

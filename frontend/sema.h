@@ -50,6 +50,7 @@ typedef struct Sema {
 	/* the statement being checked */
 	Vec(Var) vars;
 	Vec(int) scope;                 /* reduction-bound vars, innermost last */
+	Node *rhs;                      /* its right side: the names its accesses index are indices */
 	int loop_depth;                 /* repeat blocks around the current item */
 	int scope_base;                 /* syms from here on are the innermost def's */
 	const char *prefix;             /* "linear." inside an inlined def, for tensor names */

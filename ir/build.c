@@ -9,6 +9,7 @@
  * "implementable version"):
  *
  *   a relation         tb_rel, tb_access (a repeated var takes a diagonal)
+ *   an index's value   tb_index: a range over it, read as any relation
  *   f(e), e op c       deferred in pend (tb_unary, tb_binary with a constant)
  *   e1 op e2           join on the shared vars, kernel op(pend1, pend2);
  *                      two values of one relation with one schema need no join
@@ -38,11 +39,13 @@ void tb_init(TraBuild *l, TraProg *prog, int stmt)
 void tb_free(TraBuild *l)
 {
 	vec_free(&l->extent);
+	vec_free(&l->range);
 }
 
 int tb_var(TraBuild *l, int64_t extent)
 {
 	vec_push(&l->extent, extent);
+	vec_push(&l->range, -1);
 	return l->extent.n - 1;
 }
 
@@ -68,6 +71,17 @@ static RelType make_type(TraBuild *l, int nvar, const int *var, DType dt)
 		t.chunkdim[d] = d;
 	}
 	return t;
+}
+
+/* An index var where a value is expected: its position, read from a range
+ * over it (one per var and statement), as the kernels read any input. */
+TVal tb_index(TraBuild *l, int var)
+{
+	if (l->range.v[var] < 0) {
+		TraOp op = {.kind = TRA_RANGE, .stmt = l->stmt, .type = make_type(l, 1, &var, DT_I64)};
+		l->range.v[var] = tra_push(l->prog, op);
+	}
+	return tb_rel(l, l->range.v[var], 1, &var);
 }
 
 static TraOp *op_at(TraBuild *l, int i)

@@ -213,6 +213,7 @@ int ia_inputs(const IaOp *op, int *in)
 		return 1;
 	case IA_INIT:
 	case IA_LOAD:
+	case IA_RANGE:
 	case IA_LOOP:
 	case IA_ENDLOOP:
 		return 0;
@@ -226,7 +227,7 @@ bool ia_has_result(IaOpKind k)
 	case IA_WRITE: case IA_STORE: case IA_PRINT: case IA_LOOP: case IA_ENDLOOP:
 		return false;
 	case IA_READ: case IA_BCAST: case IA_SHUFFLE: case IA_JOIN: case IA_AGG: case IA_MAP:
-	case IA_FILTER: case IA_INIT: case IA_LOAD: case IA_TWOPHASE:
+	case IA_FILTER: case IA_INIT: case IA_LOAD: case IA_RANGE: case IA_TWOPHASE:
 		return true;
 	}
 	return false;
@@ -340,6 +341,7 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 
 	switch (op->kind) {
 	case IA_READ:
+	case IA_RANGE:          /* made where its placement says, any placement */
 	case IA_SHUFFLE:
 	case IA_LOOP:
 	case IA_ENDLOOP:
@@ -462,6 +464,7 @@ IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a)
 	case IA_PRINT: c.u.store.in = map[c.u.store.in]; break;
 	case IA_INIT:
 	case IA_LOAD:
+	case IA_RANGE:
 	case IA_LOOP:
 	case IA_ENDLOOP: break;
 	}

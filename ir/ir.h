@@ -340,6 +340,7 @@ typedef struct TraBuild {
 	Arena *arena;
 	int stmt;               /* the statement new ops belong to */
 	Vec(int64_t) extent;    /* per index var */
+	Vec(int) range;         /* per index var: its range op (tb_index), or -1 */
 	int norder;             /* preferred chunk order of reductions' results */
 	const int *order;
 } TraBuild;
@@ -352,6 +353,7 @@ int tb_var(TraBuild *b, int64_t extent);                           /* a new inde
 TVal tb_rel(TraBuild *b, int op, int nvar, const int *var);          /* an op, its key dims named */
 TVal tb_access(TraBuild *b, int op, int nvar, const int *var);       /* the same; a repeated var takes a diagonal */
 TVal tb_const(TraBuild *b, double c);
+TVal tb_index(TraBuild *b, int var);                                 /* var's position, an i64: a range */
 TVal tb_unary(TraBuild *b, KOp op, TVal v);
 TVal tb_binary(TraBuild *b, KOp op, TVal x, TVal y);                 /* elementwise; joins when needed */
 TVal tb_where(TraBuild *b, TVal c, TVal x, TVal y);

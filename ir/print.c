@@ -67,6 +67,8 @@ void tra_print(Buf *b, const TraProg *p)
 		case TRA_LOAD:
 			buf_printf(b, " %s", p->tensors.v[op->u.init.tensor].name);
 			break;
+		case TRA_RANGE:
+			break;
 		case TRA_STORE:
 		case TRA_PRINT:
 			buf_printf(b, " %%%d %s %s\n", op->u.store.in, op->kind == TRA_STORE ? "->" : "as",
@@ -162,6 +164,8 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 	case IA_INIT:
 	case IA_LOAD:
 		buf_printf(b, " %s", t->tensors.v[op->u.init.tensor].name);
+		break;
+	case IA_RANGE:
 		break;
 	case IA_STORE:
 	case IA_PRINT:
@@ -730,6 +734,9 @@ static void dot_what(Buf *b, const IaPlan *p, const IaOp *op)
 	case IA_INIT:
 	case IA_LOAD:
 		buf_printf(&k, " %s", t->tensors.v[op->u.init.tensor].name);
+		break;
+	case IA_RANGE:
+		buf_printf(&k, " 0..%" PRId64, op->type.extent[0] - 1);
 		break;
 	case IA_STORE:
 	case IA_PRINT:

@@ -642,6 +642,7 @@ int tra_inputs(const TraOp *op, int *in)
 		return 1;
 	case TRA_INIT:
 	case TRA_LOAD:
+	case TRA_RANGE:
 	case TRA_LOOP:
 	case TRA_ENDLOOP:
 		return 0;
@@ -655,7 +656,7 @@ bool tra_has_result(TraOpKind k)
 	case TRA_OUTPUT: case TRA_STORE: case TRA_PRINT: case TRA_LOOP: case TRA_ENDLOOP:
 		return false;
 	case TRA_INPUT: case TRA_JOIN: case TRA_AGG: case TRA_MAP: case TRA_REKEY: case TRA_FILTER:
-	case TRA_INIT: case TRA_LOAD: case TRA_GRAD:
+	case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_GRAD:
 		return true;
 	}
 	return false;

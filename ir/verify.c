@@ -280,6 +280,13 @@ static void check_param(Ctx *c, const TraProg *p, int tensor, const RelType *t)
 		fail(c, "values of param %s are blocked differently", ten->name);
 }
 
+/* A range: one key dim with its chunk dim, of i64 positions. */
+static void check_range(Ctx *c, const RelType *t)
+{
+	if (t->nkey != 1 || t->nchunk != 1 || t->dtype != DT_I64)
+		fail(c, "a range of %d key dims, %d chunk dims, %s", t->nkey, t->nchunk, dtype_name(t->dtype));
+}
+
 static Ctx ctx_new(Buf *err, const char *ir, int nops, int ntensors)
 {
 	Scope sc = {xcalloc(nops + 1, sizeof(int)), xcalloc(nops + 1, sizeof(int)),
@@ -408,6 +415,9 @@ static void check_tra_op(Ctx *c, const TraProg *p, int i)
 	case TRA_LOAD:
 		check_param(c, p, op->u.init.tensor, &op->type);
 		break;
+	case TRA_RANGE:
+		check_range(c, &op->type);
+		break;
 	case TRA_STORE:
 		check_param(c, p, op->u.store.tensor, a);
 		break;
@@ -497,6 +507,11 @@ static void check_ia_op(Ctx *c, const IaPlan *p, int i)
 	case IA_INIT:
 	case IA_LOAD:
 		check_param(c, p->tra, op->u.init.tensor, &op->type);
+		break;
+	case IA_RANGE:
+		check_range(c, &op->type);
+		if (op->place.kind == PL_PARTIAL)
+			fail(c, "a range as partials");
 		break;
 	case IA_STORE:
 		check_param(c, p->tra, op->u.store.tensor, a);

@@ -534,7 +534,7 @@ static int remap_op(Grad *g, TraOp op)
 	case TRA_STORE:
 	case TRA_PRINT: op.u.store.in = g->map[op.u.store.in]; break;
 	case TRA_GRAD: op.u.grad.loss = g->map[op.u.grad.loss]; break;
-	case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_LOOP: case TRA_ENDLOOP:
+	case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_LOOP: case TRA_ENDLOOP:
 		break;
 	}
 	return tra_push(g->p, op);

@@ -61,6 +61,7 @@ BlockClasses *opt_block_classes(const TraProg *p)
 		const TraOp *op = &p->ops.v[i];
 		switch (op->kind) {
 		case TRA_INPUT:
+		case TRA_RANGE:
 			break;
 		case TRA_JOIN: {
 			int l = op->u.join.left, r = op->u.join.right;

@@ -112,6 +112,14 @@ static int b_source(Emit *e, const Unit *u, const int *x, const Place *mid, cons
 	return emit_move(e, emit_op(e, ia), out, t->stmt, u->tra);
 }
 
+/* Every site makes the chunks its placement gives it: nothing to move. */
+static int b_range(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)x, (void)mid, (void)tp;
+	IaOp ia = {.kind = IA_RANGE, .stmt = u->op->stmt, .tra = u->tra, .type = u->op->type, .place = *out};
+	return emit_op(e, ia);
+}
+
 static int b_sink(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)mid, (void)out, (void)tp;

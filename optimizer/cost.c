@@ -493,6 +493,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		case IA_FILTER:
 		case IA_INIT:
 		case IA_LOAD:
+		case IA_RANGE:
 		case IA_STORE:
 		case IA_PRINT:
 		case IA_LOOP:

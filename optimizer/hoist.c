@@ -4,7 +4,7 @@
  * A join, aggregation, map, rekey or filter inside a repeat block whose
  * inputs do not change from one iteration to the next computes the same
  * relation every time: A X in a GCN layer (the adjacency times the
- * features), a product of two inputs.  It moves to just before the
+ * features), a product of two inputs, a range (which reads nothing).  It moves to just before the
  * outermost loop it does not depend on.  Loads of params, inits, stores,
  * prints and grads stay where they are: a param's value changes when it is
  * stored, and the others have effects.
@@ -21,7 +21,7 @@
 static bool movable(TraOpKind k)
 {
 	switch (k) {
-	case TRA_JOIN: case TRA_AGG: case TRA_MAP: case TRA_REKEY: case TRA_FILTER:
+	case TRA_JOIN: case TRA_AGG: case TRA_MAP: case TRA_REKEY: case TRA_FILTER: case TRA_RANGE:
 		return true;
 	case TRA_INPUT: case TRA_OUTPUT: case TRA_INIT: case TRA_LOAD: case TRA_STORE:
 	case TRA_PRINT: case TRA_LOOP: case TRA_ENDLOOP: case TRA_GRAD:
@@ -111,7 +111,7 @@ void opt_hoist(TraProg *p)
 		case TRA_STORE:
 		case TRA_PRINT: op.u.store.in = remap_in(pos, op.u.store.in); break;
 		case TRA_GRAD: op.u.grad.loss = remap_in(pos, op.u.grad.loss); break;
-		case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_LOOP: case TRA_ENDLOOP:
+		case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_LOOP: case TRA_ENDLOOP:
 			break;
 		}
 		ops[i] = op;

@@ -211,6 +211,7 @@ static void c_read(Search *s, int t, Impl *im)
 	im->mem = rank_bytes(s, ty, p, 1);
 }
 
+/* init, load, range: made where they are, at memory speed */
 static void c_param(Search *s, int t, Impl *im)
 {
 	im->mem = rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
@@ -591,6 +592,11 @@ static void gen_impls(Search *s, int t)
 		offer(s, t, (Impl){.kind = IM_PARAM, .inpl = {ANYPL, ANYPL}, .out = i});
 		break;
 	}
+	case TRA_RANGE:
+		/* any placement but partials, each made where it is */
+		for (int i = 0; i < s->dom[t].n; i++)
+			offer(s, t, (Impl){.kind = IM_RANGE, .inpl = {ANYPL, ANYPL}, .out = i});
+		break;
 	case TRA_JOIN:
 		if (s->absorbed[t] < 0)
 			join_impls(s, t, op);

@@ -617,6 +617,15 @@ bool ia_interpret(const IaPlan *p, int sites, Dense *const *inputs, Dense **outp
 			dense_free(d);
 			break;
 		}
+		case IA_RANGE: {
+			Dense d = {.rank = 1, .shape = {op->type.extent[0]}};
+			d.v = xcalloc((size_t)op->type.extent[0], sizeof *d.v);
+			for (int64_t e = 0; e < op->type.extent[0]; e++)
+				d.v[e] = (double)e;
+			r = from_dense(&d, &op->type, &op->place, sites);
+			free(d.v);
+			break;
+		}
 		case IA_LOAD:
 			if (!in.var[op->u.init.tensor]) {
 				fail(&in, "param %s loaded before it has a value", p->tra->tensors.v[op->u.init.tensor].name);

@@ -95,6 +95,7 @@ static void mark(TraProg *p, TraOp *op)
 		return;
 	case TRA_STORE:         /* a param's value is dense and whole: codegen fills it */
 	case TRA_INIT:
+	case TRA_RANGE:
 	case TRA_LOAD:
 	case TRA_LOOP:
 	case TRA_ENDLOOP:

@@ -13,6 +13,7 @@
  *   init, load                 init, load in the param's       PARAM
  *                              placement (partitioned on key
  *                              dim 0, as inputs)
+ *   range                      range, partitioned on key dim 0 RANGE
  *   store                      store (a shuffle first when     SINK
  *                              the new value is elsewhere)
  *   print, loop, endloop       the same
@@ -35,6 +36,8 @@ static ImplKind row(const TraOp *t, const IaPlan *p, Place *need)
 	case TRA_INIT:
 	case TRA_LOAD:
 		return IM_PARAM;
+	case TRA_RANGE:
+		return IM_RANGE;
 	case TRA_JOIN:
 		need[0] = place_all();
 		return IM_JOIN_BCAST;
@@ -90,7 +93,7 @@ IaPlan *opt_table1(const TraProg *tra, int nranks)
 		Place mid = place_part(0, NULL), out = mid;
 		if (t->kind == TRA_AGG)
 			mid = place_part(t->u.agg.ngroup, t->u.agg.group);
-		if (t->kind == TRA_INPUT) {
+		if (t->kind == TRA_INPUT || t->kind == TRA_RANGE) {
 			int dim0 = 0;
 			out = place_part(t->type.nkey > 0, &dim0);
 		}

@@ -1,5 +1,6 @@
 /*
- * param.c: params' initial values, relation copies, print and loop progress.
+ * param.c: params' initial values, ranges (an index's positions), relation
+ * copies, print and loop progress.
  *
  * Random initial values are a pure function of (seed, tensor name, element
  * index in the whole tensor): a counter-based generator (the splitmix64
@@ -281,6 +282,23 @@ TrtRel *trt_init_param(int tensor, const TrtType *t, TrtPlace p, TrtInit kind, d
 			free(data);
 		}
 		rt_rel_push(r, key, c);
+	}
+	return r;
+}
+
+TrtRel *trt_range(const TrtType *t, TrtPlace p)
+{
+	if (t->nkey != 1 || t->nchunk != 1 || t->dtype != TRT_I64 || p.kind == TRT_ANY)
+		rt_bug("a range of %d key dims, %d chunk dims, %s", t->nkey, t->nchunk, rt_dtype_name(t->dtype));
+	TrtRel *r = trt_rel_new(t, p);
+	for (int64_t k = 0; k < rt_frontier(t, 0); k++) {
+		if (p.kind == TRT_PART && trt_site(&p, t, &k) != rt.rank)
+			continue;
+		Chunk *c = rt_chunk_new(rt_chunk_bytes(t, &k));
+		int64_t *v = rt_chunk_data(c), n = (int64_t)(c->nbytes / sizeof *v), first = k * t->block[0];
+		for (int64_t i = 0; i < n; i++)
+			v[i] = first + i;
+		rt_rel_push(r, &k, c);
 	}
 	return r;
 }

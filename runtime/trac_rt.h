@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #define TRT_MAXDIM 8            /* most key dims and chunk dims of a relation */
-#define TRT_ABI 5               /* bumped when this interface changes */
+#define TRT_ABI 6               /* bumped when this interface changes */
 
 typedef enum { TRT_F32, TRT_F64, TRT_I32, TRT_I64 } TrtDtype;
 
@@ -185,6 +185,11 @@ typedef enum { TRT_INIT_ZEROS, TRT_INIT_ONES, TRT_INIT_UNIFORM, TRT_INIT_NORMAL 
  * the tensor's name and the element's index in the whole tensor, never on
  * the blocking or the number of ranks. */
 TrtRel *trt_init_param(int tensor, const TrtType *t, TrtPlace p, TrtInit kind, double a, double b);
+
+/* The positions of an index, for an index used as a value: a relation of
+ * type t (one key dim with its chunk dim, i64) whose element i is i.  Each
+ * rank makes the chunks placement p (TRT_ALL or TRT_PART) gives it. */
+TrtRel *trt_range(const TrtType *t, TrtPlace p);
 
 /* A new relation holding r's tuples, sharing their chunks. */
 TrtRel *trt_rel_clone(const TrtRel *r);

@@ -310,6 +310,104 @@ case("int_labels_grad", """
      tol=2e-5)
 
 
+# ---- index variables as values, and `i in N` ranges (version 2) ----
+case("one_hot", """
+    size N = 7, C = 5;
+    input labels[N] : i64;
+    Y[n, c in C] = f32(labels[n] == c);
+    output Y;
+""", dict(labels=np.array([0, 4, 3, 2, 4, 3, 1], dtype=np.int64)), lambda x: dict(
+    Y=(x["labels"][:, None] == np.arange(5)).astype(np.float32)))
+
+case("identity", """
+    size N = 7;
+    I[i in N, j in N] = f32(i == j);
+    D[i in N, j in 4] = 2 * i - j;
+    output I; output D;
+""", {}, lambda x: dict(I=np.eye(7, dtype=np.float32), D=2 * np.arange(7)[:, None] - np.arange(4)))
+
+case("range_reductions", """
+    size N = 7, K = 5;
+    input x[N];
+    input A[N, K];
+    s = sum[i in N](f32(i) * x[i]);
+    t = sum[i in N, k in K](f64(i * k));
+    m[k] = max[i](A[i, k] * f32(N - i));
+    a[i] = argmax[k in K](A[i, k] - f32(k) / 4);
+    w[i] = sum[j](f32(j) * A[i, j]);
+    output s; output t; output m; output a; output w;
+""", dict(x=rnd(7), A=rnd(7, 5)), lambda x: dict(
+    s=np.float32((np.arange(7) * x["x"]).sum()), t=np.float64(np.outer(np.arange(7), np.arange(5)).sum()),
+    m=(x["A"] * (7 - np.arange(7))[:, None].astype(np.float32)).max(0),
+    a=np.argmax(x["A"] - np.arange(5).astype(np.float32) / 4, axis=1).astype(np.float32),
+    w=(x["A"] * np.arange(5).astype(np.float32)).sum(1)))
+case("index_arithmetic", """
+    size N = 7, K = 5;
+    input A[N, K];
+    input B[K, N];
+    def ramp(X[i, j]) -> Y[i, j] {
+        Y[i, j] = X[i, j] * f32(i - 2 * j);
+    }
+    Z[i, j] = A[i, j] * f32(i + j);
+    L[i, j] = where(i >= j, A[i, j], 0.0);
+    T[i, j] = A[i, j] + f32(i) * 10.0 - f32(j / 2);
+    RA = ramp(A);
+    RB = ramp(B);
+    output Z; output L; output T; output RA; output RB;
+""", dict(A=rnd(7, 5), B=rnd(5, 7)), lambda x: (lambda i, j: dict(
+    Z=x["A"] * (i + j).astype(np.float32), L=np.where(i >= j, x["A"], np.float32(0)),
+    T=x["A"] + i.astype(np.float32) * 10 - (j // 2).astype(np.float32),
+    RA=x["A"] * (i - 2 * j).astype(np.float32),
+    RB=x["B"] * (j.T - 2 * i.T).astype(np.float32)))(*np.indices((7, 5))))
+
+def index_grad(x):
+    i, j = np.indices((7, 5))
+    A, B, X = (x[k].astype(np.float64) for k in "ABX")
+    Z = A * (i + j)
+    onehot = (x["labels"][:, None] == np.arange(5)).astype(np.float64)
+    return dict(loss=np.float32((Z * B + Z ** 2).sum()), dA=((i + j) * (B + 2 * Z)).astype(np.float32),
+                dX=(2 * (X - onehot)).astype(np.float32))
+case("index_grad", """
+    size N = 7, K = 5;
+    input A[N, K];
+    input B[N, K];
+    input X[N, K];
+    input labels[N] : i64;
+    Z[i, j] = A[i, j] * f32(i + j);
+    loss = sum[i, j](Z[i, j] * B[i, j] + Z[i, j] ** 2);
+    dA = grad(loss, A);
+    l2 = sum[n, c in K]((X[n, c] - f32(labels[n] == c)) ** 2);
+    dX = grad(l2, X);
+    output loss; output dA; output dX;
+""", dict(A=rnd(7, 5), B=rnd(7, 5), X=rnd(7, 5), labels=np.array([0, 4, 3, 2, 4, 3, 1], dtype=np.int64)),
+     index_grad, tol=2e-5)
+
+def one_hot_training(x):
+    X, L = x["X"].astype(np.float64), x["labels"]
+    Y = (L[:, None] == np.arange(3)).astype(np.float64)
+    W = np.zeros((5, 3))
+    for _ in range(6):
+        Z = X @ W
+        P = np.exp(Z - Z.max(1, keepdims=True))
+        P /= P.sum(1, keepdims=True)
+        W -= 0.5 * X.T @ (P - Y) / len(X)
+    return dict(W=W.astype(np.float32))
+case("one_hot_training", """
+    import "nn.tra";
+    size N = 8, D = 5, C = 3;
+    input X[N, D];
+    input labels[N] : i64;
+    param W[D, C] = zeros;
+    repeat 6 {
+        Y[n, c in C] = f32(labels[n] == c);
+        Z[n, c] = X[n, d] * W[d, c];
+        loss = softmax_xent(Z, Y);
+        dW = grad(loss, W);
+        W[d, c] -= 0.5 * dW[d, c];
+    }
+    output W;
+""", dict(X=rnd(8, 5), labels=np.array([0, 2, 1, 1, 0, 2, 2, 1], dtype=np.int64)), one_hot_training, tol=2e-5)
+
 def run(c, tmp):
     d = os.path.join(tmp, c["name"])
     os.makedirs(d)

@@ -72,6 +72,10 @@ static void test_keywords_and_strings(void **state)
 	assert_int_equal(t[5].kind, STRING);
 	assert_string_equal(t[5].val.str, "a\"b.npy");
 	assert_int_equal(t[6].kind, IDENT);       /* "sums" is a name, not "sum" + "s" */
+	n = lex_all("c in C index", t, 16);
+	assert_int_equal(n, 4);
+	assert_int_equal(t[1].kind, IN);
+	assert_int_equal(t[3].kind, IDENT);       /* "index" is a name */
 }
 
 static void test_linecol(void **state)

@@ -70,6 +70,12 @@ static void test_expressions(void **state)
 	expect_ast("Y[n, h] = relu(X[n, d] * W[d, h]) - (b[h] / 2);\n",
 	           "Y[n, h] = (- (relu (* X[n, d] W[d, h])) (/ b[h] 2))\n");
 	expect_ast("dW = grad(loss, W);\nprint loss;\n", "dW = (grad loss W)\nprint loss\n");
+	/* ranges: on the left, in a reduction's brackets (keyword or named) */
+	expect_ast("Y[n, c in C] = f32(labels[n] == c);\n", "Y[n, c in C] = (f32 (== labels[n] c))\n");
+	expect_ast("s = sum[i in N, j, k in 2 * K](x[i] * j);\n", "s = (sum[i in N, j, k in (* 2 K)] (* x[i] j))\n");
+	expect_ast("m = mean[i in N + 1](f32(i));\n", "m = (mean[i in (+ N 1)] (f32 i))\n");
+	expect_error("input x[N in 4];\n", "t.tra:1:11: error: unexpected 'in'");
+	expect_error("def f(X[i in N]) -> Y[i] { Y[i] = X[i]; }\n", "t.tra:1:11: error: expected");
 }
 
 static void test_blocks(void **state)

@@ -478,6 +478,9 @@ static const char *impl_programs[] = {
 	"size N = 6, D = 5, H = 7;\nconst eta = 0.1;\ninput X[N, D];\nparam W[D, H] = normal(0, 0.1);\n"
 	"repeat 2 {\na[n, h] = X[n, d] * W[d, h];\ng[d, h] = X[n, d] * a[n, h];\nW[d, h] -= eta * g[d, h];\n}\n"
 	"print W;\noutput W;\n",
+	/* ranges: index values */
+	"size N = 7, C = 5;\ninput L[N];\nY[n, c in C] = L[n] * f32(c);\nI[i in N, j in N] = f32(i == j) - f32(j);\n"
+	"s = sum[i in N](f32(i) * L[i]);\noutput Y;\noutput I;\noutput s;\n",
 };
 
 static void test_impls(void **state)
