@@ -730,11 +730,10 @@ static void emit_loop_kernel(Emit *e, const Kernel *k, DType dt, const DType *in
  * driver's q.  Any other sparse input is expanded to a dense chunk by the
  * wrapper (trt_view_dense), as are all of them when no input drives.
  */
-static int sparse_driver(const Kernel *k, const RelType *const *inty, bool *sparse_out)
+static int sparse_driver(const Kernel *k, const RelType *const *inty, bool sparse_out)
 {
 	int pat = kernel_sparse_pattern(k, inty);
-	*sparse_out = pat >= 0;
-	if (pat >= 0)
+	if (sparse_out)
 		return pat;
 	for (int j = 0; j < k->nin; j++)
 		if (inty[j]->sparse && kernel_hole_ok(k, j))
@@ -881,9 +880,9 @@ static void emit_kernel(Emit *e, int i, const Kernel *k)
 	           desc.s, i, sparse ? "_body" : "");
 	buf_free(&desc);
 	Contraction c;
-	bool sparse_out = false;
-	int d = sparse ? sparse_driver(k, inty, &sparse_out) : -1;
-	if (sparse_out != e->p->ops.v[i].type.sparse)
+	bool sparse_out = e->p->ops.v[i].type.sparse;
+	int d = sparse ? sparse_driver(k, inty, sparse_out) : -1;
+	if (sparse_out && d < 0)
 		tr_bug("op %d: a kernel's sparse output without a pattern input", i);
 	if (d >= 0)
 		emit_driven_kernel(e, k, dt, indt, d, sparse_out);

@@ -224,6 +224,9 @@ RelType rep_type(const RelType *jt, const RelType *st, const int *keymap)
 {
 	RelType r = *jt;
 	r.dtype = st->dtype;
+	r.sparse = st->sparse;
+	r.holes = st->holes;
+	r.density = st->density;
 	r.nchunk = st->nchunk;
 	for (int c = 0; c < st->nchunk; c++)
 		for (int o = 0; o < jt->nkey; o++)

@@ -371,6 +371,13 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 	buf_free(&err);
 	double leanest = INFINITY;
 	IaPlan *best = plan_at(tra, o, m, bc, NULL, true, &leanest);
+	if (!best && o->nstratpins > 0) {
+		/* a pinned strategy no implementation of its statement has */
+		diag(DIAG_ERROR, NOLOC, "no plan has the strategies --strategy asks for (a two-phase schedule "
+		     "needs operands that hold every block: no diagonal, filter or sparse tensor upstream)");
+		opt_block_classes_free(bc);
+		return NULL;
+	}
 	if (!best)
 		tr_bug("the search found no plan");
 	int64_t *initial = xcalloc(bc->n + 1, sizeof(int64_t)), *chosen = xcalloc(bc->n + 1, sizeof(int64_t));
@@ -510,6 +517,8 @@ IaPlan *opt_plan(const TraProg *tra, const OptOptions *o)
 		return p;
 	}
 	IaPlan *best = search_plan(tra, o, m);
+	if (!best)
+		return NULL;            /* an error said why */
 	if (o->mem_per_rank > 0 && best->peak_bytes > o->mem_per_rank) {
 		/* nothing fits: the cheapest plan regardless of memory, for the
 		 * driver to say what it needs, beside the leanest one found */

@@ -40,6 +40,27 @@ else
 	fail "-v: $(cat out err)"
 fi
 
+# a pinned strategy no implementation has (two-phase over a diagonal, or
+# over a sparse input): status 1 and one error, never an internal error
+cat >pin.tra <<'EOF'
+size N = 40;
+input X[N, N];
+input Y[N, N];
+input S[N, N] : sparse;
+Z[i, k] = X[i, i] * Y[i, k];
+W[i, k] = S[i, j] * Y[j, k];
+output Z; output W;
+EOF
+for line in 5 6; do
+	"$TRAC" -P 4 --block 4 --strategy $line=two-phase pin.tra --explain >out 2>err
+	status=$?
+	if [ $status -eq 1 ] && grep -q 'error: no plan has the strategies' err && ! grep -q internal err; then
+		pass "--strategy $line=two-phase where none applies"
+	else
+		fail "--strategy $line=two-phase: status $status, $(cat err)"
+	fi
+done
+
 # usage errors: status 2, a message on stderr, nothing on stdout
 for args in "--no-such-option matmul.tra" "" "-P 0 matmul.tra" "-MF" "--explain=svg matmul.tra"; do
 	"$TRAC" $args >out 2>err

@@ -28,9 +28,9 @@ env = mpi_env()
 CASES = []
 
 
-def case(name, src, inputs, expect, sparse=("A",), block=3, tol=2e-5):
+def case(name, src, inputs, expect, sparse=("A",), block=3, tol=2e-5, flags=()):
     CASES.append(dict(name=name, src=textwrap.dedent(src), inputs=inputs, expect=expect,
-                      sparse=set(sparse), block=block, tol=tol))
+                      sparse=set(sparse), block=block, tol=tol, flags=list(flags)))
 
 
 r = np.random.default_rng(11)
@@ -64,6 +64,10 @@ case("spmm", """
     Z[j, f] = A[i, j] * X[i, f];
     output Y; output Z;
 """, dict(A=A, X=X), lambda x: dict(Y=f64(x["A"]) @ x["X"], Z=f64(x["A"]).T @ x["X"]))
+
+for strategy in ("replicate", "broadcast-left", "broadcast-right"):      # line 5 is Y's
+    case("spmm_" + strategy, CASES[0]["src"], dict(A=A, X=X), CASES[0]["expect"],
+         flags=("--strategy", "5=" + strategy))
 
 case("spmm_rect", """
     size M = 10, N = 7, F = 4;
@@ -202,7 +206,8 @@ def run_one(c, tmp, fmt, planned):
         p = planned or n
         if p not in exe:
             exe[p] = os.path.join(d, "prog%d" % p)
-            res = subprocess.run([TRAC, "-P", str(p), "--block", str(c["block"]), src, "-o", exe[p]],
+            res = subprocess.run([TRAC, "-P", str(p), "--block", str(c["block"]), *c["flags"], src,
+                                  "-o", exe[p]],
                                  capture_output=True, text=True)
             if res.returncode != 0:
                 return ["%s: trac -P %d failed:\n%s" % (fmt, p, res.stderr)]
