@@ -3,6 +3,7 @@
 gcn_sparse.py: issue 13's full-graph GCN benchmark, trac against PyTorch.
 
     gcn_sparse.py [--nodes V] [--edges N] [--reps R] [--ranks P] [--threads T]
+                  [--epochs E] [--mem-per-rank 2G] [--no-torch]
     gcn_sparse.py torch DIR EPOCHS     (the PyTorch side, run as its own process)
 
 A graph of ogbn-arxiv's size by default (169,343 nodes, 1.17M undirected
@@ -99,8 +100,10 @@ def main():
     d = os.path.join(work, "gcn-%d-%d" % (V, E))
     make_data(d, V, E)
     exe = os.path.join(d, "gcn_sparse")
-    subprocess.run([trac, "-P", str(ranks), "-D", "V=%d" % V, "-D", "E=%d" % epochs,
-                    os.path.join(HERE, "gcn_sparse.tra"), "-o", exe], check=True)
+    mem = arg("--mem-per-rank", "")
+    subprocess.run([trac, "-P", str(ranks), "-D", "V=%d" % V, "-D", "E=%d" % epochs] +
+                   (["--mem-per-rank", mem] if mem else []) +
+                   [os.path.join(HERE, "gcn_sparse.tra"), "-o", exe], check=True)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1", OMP_NUM_THREADS=str(threads))
     env.pop("OPENBLAS_CORETYPE", None)
@@ -110,6 +113,8 @@ def main():
                  "W2=" + os.path.join(d, "W2.npy")],
         "torch": [sys.executable, os.path.abspath(__file__), "torch", d, str(epochs)],
     }
+    if "--no-torch" in sys.argv:
+        del cmds["torch"]
     times = {k: [] for k in cmds}
     for rep in range(reps):
         for k, cmd in cmds.items():
@@ -122,6 +127,9 @@ def main():
                 print("%s: %s" % (k, " ".join(l.split("=")[-1].strip() for l in p.stdout.splitlines()
                                                 if "loss" in l)))
     med = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
+    if "torch" not in med:
+        print("whole process, %d epochs, medians of %d: trac %d ranks %.2f s" % (epochs, reps, ranks, med["trac"]))
+        return
     print("whole process, %d epochs, medians of %d: trac %d ranks %.2f s, PyTorch %d threads %.2f s, "
           "speed ratio (torch / trac) %.2f" % (epochs, reps, ranks, med["trac"], threads, med["torch"],
                                               med["torch"] / med["trac"]))
