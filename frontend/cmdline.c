@@ -41,6 +41,8 @@ static const char usage[] =
 	"                          holds for every index its dim meets (repeatable)\n"
 	"  --place NAME=PLACEMENT  pin an input's or param's placement: all, part(0),\n"
 	"                          part(1,0), ... (default: chosen with the plan)\n"
+	"  --nnz NAME=COUNT        plan with COUNT stored elements in sparse input NAME\n"
+	"                          (default: 16 per row of its longest dim)\n"
 	"  --strategy LINE=S       force the statement on LINE to strategy S: broadcast,\n"
 	"                          broadcast-left, broadcast-right (which operand is\n"
 	"                          everywhere), co-partition, replicate, local or\n"
@@ -221,6 +223,8 @@ static void parse_args(int argc, char **argv, Cmdline *o)
 			vec_push(&o->stratspecs, optarg_of(argc, argv, &i, "--strategy", 10));
 		} else if (is_opt(a, "--place")) {
 			vec_push(&o->placespecs, optarg_of(argc, argv, &i, "--place", 7));
+		} else if (is_opt(a, "--nnz")) {
+			vec_push(&o->nnzspecs, optarg_of(argc, argv, &i, "--nnz", 5));
 		} else if (is_opt(a, "--machine")) {
 			o->machine = optarg_of(argc, argv, &i, "--machine", 9);
 		} else if (is_opt(a, "--seed")) {
@@ -334,6 +338,28 @@ void cmdline_resolve_pins(const Cmdline *o, const TraProg *p, OptOptions *opt)
 				cmdline_usage_error("--place %s: '%s' has %d dims", spec, ten->name, ten->rank);
 		vec_push(&pp, pin);
 	}
+	Vec(NnzPin) np = {0};
+	for (int i = 0; i < o->nnzspecs.n; i++) {
+		const char *spec = o->nnzspecs.v[i], *eq = strchr(spec, '=');
+		if (!eq)
+			cmdline_usage_error("--nnz needs NAME=COUNT, not '%s'", spec);
+		int t = tensor_named(p, spec, (size_t)(eq - spec));
+		if (t < 0)
+			cmdline_usage_error("--nnz %s: no tensor named '%.*s'", spec, (int)(eq - spec), spec);
+		const Tensor *ten = &p->tensors.v[t];
+		if (!ten->sparse)
+			cmdline_usage_error("--nnz %s: '%s' is not a sparse input", spec, ten->name);
+		char *end;
+		double count = strtod(eq + 1, &end), all = 1;
+		for (int d = 0; d < ten->rank; d++)
+			all *= (double)ten->shape[d];
+		if (end == eq + 1 || *end || !(count >= 0) || count > all)
+			cmdline_usage_error("--nnz %s: a count of elements from 0 to %.17g", spec, all);
+		NnzPin pin = {t, count};
+		vec_push(&np, pin);
+	}
+	opt->nnzpins = np.v;
+	opt->nnnzpins = np.n;
 	Vec(StratPin) sp = {0};
 	for (int i = 0; i < o->stratspecs.n; i++) {
 		const char *spec = o->stratspecs.v[i], *eq = strchr(spec, '=');

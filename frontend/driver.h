@@ -95,6 +95,7 @@ typedef struct Cmdline {
 	Vec(const char *) incdirs;
 	Vec(const char *) blockspecs;   /* --block NAME=B..., resolved after sema */
 	Vec(const char *) placespecs;   /* --place NAME=PLACEMENT */
+	Vec(const char *) nnzspecs;     /* --nnz NAME=COUNT */
 	Vec(const char *) stratspecs;   /* --strategy LINE=STRATEGY */
 	Pipeline pipe;                  /* what the options ask of the pipeline */
 } Cmdline;

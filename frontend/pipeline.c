@@ -157,7 +157,7 @@ int trac_pipeline(Pipeline *pl, int file, FILE *out)
 	}
 
 	/* which relations are sparse, which may lack tuples */
-	opt_sparsity(pl->prog);
+	opt_sparsity(pl->prog, &pl->opt);
 
 	/* chunk shapes */
 	opt_block(pl->prog, &pl->opt);

@@ -81,6 +81,12 @@ typedef struct PlacePin {
 	Place place;
 } PlacePin;
 
+/* A --nnz pin: how many elements a sparse input stores, for planning. */
+typedef struct NnzPin {
+	int tensor;
+	double count;
+} NnzPin;
+
 /* A --strategy pin: the strategy a statement's joins must use (side:
  * for broadcast, 0 the left operand everywhere, 1 the right, -1 either). */
 typedef struct StratPin {
@@ -99,6 +105,8 @@ typedef struct OptOptions {
 	int nplacepins;
 	const StratPin *stratpins;
 	int nstratpins;
+	const NnzPin *nnzpins;
+	int nnnzpins;
 	double mem_per_rank;    /* bytes; 0: no limit */
 	bool verify;            /* run the verifiers after every pass */
 	bool alternatives;      /* cost each statement's other strategies (--explain=all, json) */
@@ -128,7 +136,7 @@ int opt_contract(TraProg *p, const OptOptions *o);
 
 /* sparse.c: which relations are stored sparse or may have holes (marks
  * every op's type; run after the passes that add ops, before blocking) */
-void opt_sparsity(TraProg *p);
+void opt_sparsity(TraProg *p, const OptOptions *o);
 double sparse_density(const Tensor *t);                       /* planned stored fraction */
 
 

@@ -23,8 +23,8 @@
  * the relation first (trt_complete).  A param's value never has holes.
  *
  * The density of a sparse result is its pattern input's; an input's is
- * the planning estimate (sparse_density below), since the real count is
- * known only when the program runs.
+ * the planning estimate (sparse_density below, or --nnz), since the real
+ * count is known only when the program runs.
  */
 #include "opt.h"
 
@@ -104,8 +104,17 @@ static void mark(TraProg *p, TraOp *op)
 	}
 }
 
-void opt_sparsity(TraProg *p)
+void opt_sparsity(TraProg *p, const OptOptions *o)
 {
+	for (int i = 0; i < o->nnnzpins; i++) {
+		Tensor *t = &p->tensors.v[o->nnzpins[i].tensor];
+		double all = 1;
+		for (int d = 0; d < t->rank; d++)
+			all *= (double)t->shape[d];
+		t->density = all > 0 ? o->nnzpins[i].count / all : 1;
+		if (t->density <= 0)
+			t->density = 1e-30;     /* 0 stands for "not given" */
+	}
 	for (int i = 0; i < p->ops.n; i++)
 		mark(p, &p->ops.v[i]);
 }
