@@ -96,7 +96,7 @@ static void emit_tables(Emit *e, const CgOptions *o)
 				c_string(b, path);
 			else
 				buf_puts(b, "NULL");
-			buf_puts(b, "},\n");
+			buf_puts(b, !out && ten->sparse ? ", 1},\n" : "},\n");
 		}
 	if (n == 0)
 		buf_puts(b, "\t{NULL, TRT_INPUT, TRT_F32, 0, {0}, NULL},\n");

@@ -158,6 +158,8 @@ static void print_help(const TrtProgram *prog)
 			printf(" default %s.npy", t->name);
 		else if (t->role == TRT_INPUT)
 			printf(" required");
+		if (t->sparse)
+			printf(", sparse: a scipy .npz or a .npy");
 		printf("\n");
 	}
 	printf("\noptions:\n");

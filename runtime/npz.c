@@ -578,7 +578,7 @@ static int arr_open(const Zip *z, const char *name, Arr *a, char *why, size_t le
 /* Checks that a holds n elements of dtype dt in one dimension. */
 static int arr_check(Arr *a, TrtDtype dt, int64_t n, char *why, size_t len)
 {
-	TrtTensor t = { a->s.name, TRT_INPUT, dt, 1, { n }, NULL };
+	TrtTensor t = { a->s.name, TRT_INPUT, dt, 1, { n }, NULL, 0 };
 	char w[400];
 
 	if (!rt_npy_check(&a->h, &t, a->s.usize, w, sizeof w)) {

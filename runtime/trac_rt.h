@@ -121,6 +121,7 @@ typedef struct TrtTensor {
 	int rank;
 	int64_t shape[TRT_MAXDIM];
 	const char *path;               /* default file, or NULL */
+	int sparse;                     /* an input declared sparse: a .npz or a .npy */
 } TrtTensor;
 
 /* One IA op, as --profile reports it. */
