@@ -537,7 +537,10 @@ TrtRel *trt_read(int tensor, const TrtType *t, TrtPlace p)
 	rt_agree(fd < 0 ? msg : NULL);
 
 	const char *err = NULL;
+	int64_t t0 = rt_span_begin();
 	TrtRel *r = rt_read_rel(fd, h.data_offset, t, p);
+	if (t0)
+		rt_trace_span(RT_SPAN_READ, t0, -1, rt_trace_bytes(r), tensor, NULL);
 	if (!r) {
 		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
 		err = msg;
@@ -757,6 +760,7 @@ void trt_write(int tensor, const TrtRel *r)
 	}
 	rt_agree(err);
 
+	int64_t t0 = rt_span_begin();   /* rank 0's span: the file's bytes */
 	int e = rt_write_rel(fd, (int64_t)hlen, r);
 	if (rt.rank != 0) {
 		rt_agree(NULL);
@@ -777,6 +781,12 @@ void trt_write(int tensor, const TrtRel *r)
 	if (!err && rename(tmpname, path) < 0) {
 		tensor_msg(msg, sizeof msg, x, path, errstr(errno));
 		err = msg;
+	}
+	if (t0) {
+		double data = (double)rt_dtype_size(x->dtype);
+		for (int d = 0; d < x->rank; d++)
+			data *= (double)x->shape[d];
+		rt_trace_span(RT_SPAN_WRITE, t0, -1, (double)hlen + data, tensor, NULL);
 	}
 	if (err)
 		unlink(tmpname);
