@@ -417,7 +417,7 @@ void trt_checkpoint(int loop, int64_t iter, int64_t count, const TrtParams *para
 		free(tmp);
 	}
 	free(tab);
+	rt_agree(err);
 	if (t0)         /* the file's bytes are rank 0's; the others send theirs */
 		rt_trace_span(RT_SPAN_CHECKPOINT, t0, -1, rt.rank == 0 ? (double)off : -1, -1, ck.path);
-	rt_agree(err);
 }

@@ -359,7 +359,10 @@ void trt_print(const TrtRel *r, const char *name)
 		}
 	/* a scalar lives on one rank: the sum of the (one) value over ranks */
 	double mine[2] = {have ? first : 0, sq}, all[2];
+	int64_t t0 = rt_span_begin();
 	MPI_Reduce(mine, all, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+	if (t0)
+		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "print");
 	if (rt.rank != 0 || rt.quiet)
 		return;
 	if (loops.depth > 0) {
