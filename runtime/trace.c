@@ -297,7 +297,7 @@ static void reserve(Text *t, size_t more)
 	if (t->n + more + 1 <= t->cap)
 		return;
 	while (t->n + more + 1 > t->cap)
-		t->cap = t->cap ? 2 * t->cap : 2 * PIECE;
+		t->cap = t->cap ? 2 * t->cap : 256;
 	t->p = rt_realloc(t->p, t->cap);
 }
 
@@ -363,11 +363,37 @@ static void put_chars(Text *t, const char *s)
 	}
 }
 
+/* The formatting of spans is the bulk of writing the file: its pieces go
+ * in with memcpy and a conversion of integers of its own, not printf. */
+static void lit(Text *t, const char *s)
+{
+	size_t n = strlen(s);
+	reserve(t, n);
+	memcpy(t->p + t->n, s, n);
+	t->n += n;
+}
+
+static void num(Text *t, int64_t v)
+{
+	char d[24];
+	int k = 0;
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+
+	do
+		d[k++] = (char)('0' + u % 10);
+	while (u /= 10);
+	reserve(t, (size_t)k + 1);
+	if (v < 0)
+		t->p[t->n++] = '-';
+	while (k)
+		t->p[t->n++] = d[--k];
+}
+
 static void put_str(Text *t, const char *s)
 {
-	put(t, "\"");
+	lit(t, "\"");
 	put_chars(t, s);
-	put(t, "\"");
+	lit(t, "\"");
 }
 
 /* A number JSON can hold. */
@@ -376,7 +402,7 @@ static void put_num(Text *t, double v)
 	if (isfinite(v))
 		put(t, "%.9g", v);
 	else
-		put(t, "null");
+		lit(t, "null");
 }
 
 /* Nanoseconds as microseconds with three decimals, exactly. */
@@ -384,7 +410,12 @@ static void put_us(Text *t, int64_t ns)
 {
 	if (ns < 0)
 		ns = 0;
-	put(t, "%lld.%03lld", (long long)(ns / 1000), (long long)(ns % 1000));
+	num(t, ns / 1000);
+	reserve(t, 4);
+	t->p[t->n++] = '.';
+	t->p[t->n++] = (char)('0' + ns / 100 % 10);
+	t->p[t->n++] = (char)('0' + ns / 10 % 10);
+	t->p[t->n++] = (char)('0' + ns % 10);
 }
 
 static const char *span_name(int kind)
@@ -426,82 +457,132 @@ static const char *tensor_name(int64_t n)
 	return n >= 0 && n < rt.prog->ntensors ? rt.prog->tensors[n].name : "?";
 }
 
+/* An op's name and arguments as JSON, made once per op: an op inside a
+ * repeat block has a span per iteration. */
+typedef struct OpJson {
+	char *name;                     /* "\"name\",\"cat\":\"op\"" */
+	char *args;
+} OpJson;
+
+static OpJson *op_json;
+
+static char *text_str(Text *t)
+{
+	reserve(t, 1);
+	t->p[t->n] = 0;
+	return t->p;
+}
+
+static const OpJson *op_text(int op)
+{
+	if (!op_json) {
+		op_json = rt_alloc(sizeof *op_json * (size_t)(rt.prog->nops + 1));
+		memset(op_json, 0, sizeof *op_json * (size_t)(rt.prog->nops + 1));
+	}
+	OpJson *j = &op_json[op];
+	if (j->name)
+		return j;
+	/* "read A", "join: C[i, j] = ...": the kind, and the label when it
+	 * does not say it */
+	const TrtOpInfo *o = &rt.prog->ops[op];
+	const char *kind = o->kind ? o->kind : "?", *label = o->label ? o->label : "";
+	size_t kl = strlen(kind);
+	Text n = {0}, a = {0};
+	lit(&n, "\"");
+	if (!*label || strncmp(label, kind, kl) || (label[kl] != ' ' && label[kl])) {
+		put_chars(&n, kind);
+		lit(&n, *label ? ": " : "");
+	}
+	put_chars(&n, label);
+	lit(&n, "\",\"cat\":\"op\"");
+	lit(&a, "\"op\":");
+	num(&a, op);
+	lit(&a, ",\"kind\":");
+	put_str(&a, kind);
+	lit(&a, ",\"pred_s\":");
+	put_num(&a, o->pred_seconds);
+	lit(&a, ",\"pred_bytes_all_ranks\":");
+	put_num(&a, o->pred_bytes);
+	lit(&a, ",\"flops_all_ranks\":");
+	put_num(&a, o->flops);
+	j->name = text_str(&n);
+	j->args = text_str(&a);
+	return j;
+}
+
 static void put_event(Text *t, const Event *e)
 {
-	const TrtOpInfo *o = e->kind == SPAN_OP ? &rt.prog->ops[e->n] : NULL;
+	const OpJson *op = e->kind == SPAN_OP ? op_text((int)e->n) : NULL;
 
-	put(t, ",\n{\"name\":");
-	if (o) {
-		/* "read A", "join: C[i, j] = ...": the kind, and the label when
-		 * it does not say it */
-		const char *kind = o->kind ? o->kind : "?", *label = o->label ? o->label : "";
-		size_t kl = strlen(kind);
-		put(t, "\"");
-		if (!*label || strncmp(label, kind, kl) || (label[kl] != ' ' && label[kl])) {
-			put_chars(t, kind);
-			put(t, *label ? ": " : "");
-		}
-		put_chars(t, label);
-		put(t, "\"");
+	lit(t, ",\n{\"name\":");
+	if (op) {
+		lit(t, op->name);
 	} else {
 		put_str(t, span_name(e->kind));
+		lit(t, ",\"cat\":\"");
+		lit(t, span_cat(e->kind));
+		lit(t, "\"");
 	}
-	put(t, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":", span_cat(e->kind));
+	lit(t, ",\"ph\":\"X\",\"ts\":");
 	put_us(t, e->t0 - tr.zero);
-	put(t, ",\"dur\":");
+	lit(t, ",\"dur\":");
 	put_us(t, e->t1 - e->t0);
-	put(t, ",\"pid\":%d,\"tid\":0,\"args\":{", rt.rank);
+	lit(t, ",\"pid\":");
+	num(t, rt.rank);
+	lit(t, ",\"tid\":0,\"args\":{");
 	switch (e->kind) {
 	case SPAN_OP:
-		put(t, "\"op\":%lld,\"kind\":", (long long)e->n);
-		put_str(t, o->kind);
-		put(t, ",\"label\":");
-		put_str(t, o->label);
-		put(t, ",\"pred_s\":");
-		put_num(t, o->pred_seconds);
-		put(t, ",\"pred_bytes_all_ranks\":");
-		put_num(t, o->pred_bytes);
-		put(t, ",\"flops_all_ranks\":");
-		put_num(t, o->flops);
+		lit(t, op->args);
 		break;
 	case SPAN_LOOP:
-		put(t, "\"count\":%lld", (long long)e->n);
+		lit(t, "\"count\":");
+		num(t, e->n);
 		break;
 	case SPAN_ITER:
-		put(t, "\"iteration\":%lld,\"of\":%lld", (long long)e->n + 1, (long long)e->of);
+		lit(t, "\"iteration\":");
+		num(t, e->n + 1);
+		lit(t, ",\"of\":");
+		num(t, e->of);
 		break;
 	case RT_SPAN_SEND:
 	case RT_SPAN_RECV:
-		put(t, "\"bytes\":%.0f,\"peer\":%d", e->bytes, e->peer);
+		lit(t, "\"bytes\":");
+		num(t, (int64_t)e->bytes);
+		lit(t, ",\"peer\":");
+		num(t, e->peer);
 		if (e->what) {
-			put(t, ",\"what\":");
+			lit(t, ",\"what\":");
 			put_str(t, e->what);
 		}
 		break;
 	case RT_SPAN_WAIT:
-		put(t, "\"for\":");
+		lit(t, "\"for\":");
 		put_str(t, e->what);
 		break;
 	case RT_SPAN_READ:
 	case RT_SPAN_WRITE:
 	case RT_SPAN_INIT:
-		put(t, "\"tensor\":");
+		lit(t, "\"tensor\":");
 		put_str(t, tensor_name(e->n));
 		if (e->kind != RT_SPAN_INIT) {
-			put(t, ",\"file\":");
+			lit(t, ",\"file\":");
 			put_str(t, e->n >= 0 && e->n < rt.prog->ntensors ? rt.paths[e->n] : NULL);
 		}
-		if (e->bytes >= 0)
-			put(t, ",\"bytes\":%.0f", e->bytes);
+		if (e->bytes >= 0) {
+			lit(t, ",\"bytes\":");
+			num(t, (int64_t)e->bytes);
+		}
 		break;
 	case RT_SPAN_CHECKPOINT:
-		put(t, "\"file\":");
+		lit(t, "\"file\":");
 		put_str(t, e->what);
-		if (e->bytes >= 0)
-			put(t, ",\"bytes\":%.0f", e->bytes);
+		if (e->bytes >= 0) {
+			lit(t, ",\"bytes\":");
+			num(t, (int64_t)e->bytes);
+		}
 		break;
 	}
-	put(t, "}}");
+	lit(t, "}}");
 }
 
 /* By start; of two that start together the longer (the parent) first, and
@@ -631,6 +712,12 @@ void rt_trace_write(void)
 		free(tmp);
 	}
 	free(t.p);
+	for (int i = 0; op_json && i < rt.prog->nops; i++) {
+		free(op_json[i].name);
+		free(op_json[i].args);
+	}
+	free(op_json);
+	op_json = NULL;
 	free(tr.ev);
 	tr.ev = NULL;
 	tr.n = tr.cap = 0;
