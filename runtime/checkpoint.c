@@ -344,6 +344,7 @@ void trt_checkpoint(int loop, int64_t iter, int64_t count, const TrtParams *para
 
 	if (!ck.path || (iter + 1) % ck.every != 0)
 		return;
+	int64_t t0 = rt_span_begin();
 
 	/* the header and the param table: the same on every rank */
 	size_t tabsize = HEADER + (size_t)params->n * ENTRY;
@@ -417,4 +418,6 @@ void trt_checkpoint(int loop, int64_t iter, int64_t count, const TrtParams *para
 	}
 	free(tab);
 	rt_agree(err);
+	if (t0)         /* the file's bytes are rank 0's; the others send theirs */
+		rt_trace_span(RT_SPAN_CHECKPOINT, t0, -1, rt.rank == 0 ? (double)off : -1, -1, ck.path);
 }

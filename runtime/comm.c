@@ -168,17 +168,36 @@ static void plan_messages(Reqs *rq, int send, int peer, int tag, const Side *s)
 	}
 }
 
+/* --trace: the span of posting one side's messages, with its bytes. */
+static void trace_side(int64_t t0, int send, int peer, int tag, const Side *s)
+{
+	double bytes = 0;
+
+	for (int64_t i = 0; i < s->n; i++)
+		bytes += (double)s->v[i].n;
+	if (s->n)
+		rt_trace_span(send ? RT_SPAN_SEND : RT_SPAN_RECV, t0, peer, bytes, 0,
+		              tag == TAG_KEYS ? "keys" : "chunks");
+}
+
 /* Posts the sends (or receives) of sides[d] for every peer d; the own
  * rank's side is empty. */
 static void post_all(Reqs *rq, int send, const Side *sides, int tag)
 {
-	for (int d = 0; d < rt.nranks; d++)
+	for (int d = 0; d < rt.nranks; d++) {
+		int64_t t0 = rt_span_begin();
 		plan_messages(rq, send, d, tag, &sides[d]);
+		if (t0)
+			trace_side(t0, send, d, tag, &sides[d]);
+	}
 }
 
-static void wait_all(Reqs *rq)
+static void wait_all(Reqs *rq, const char *what)
 {
+	int64_t t0 = rt_span_begin();
 	MPI_Waitall(rq->n, rq->v, MPI_STATUSES_IGNORE);
+	if (t0)
+		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, what);
 	free(rq->v);
 	memset(rq, 0, sizeof *rq);
 }
@@ -212,13 +231,13 @@ static void exchange_keys(Exchange *x)
 	post_all(&keys_in, 0, x->kr, TAG_KEYS);
 	post_all(&x->rest, 1, x->ks, TAG_KEYS);
 	post_all(&x->rest, 1, x->cs, TAG_CHUNKS);
-	wait_all(&keys_in);
+	wait_all(&keys_in, "keys");
 }
 
 static void exchange_end(Exchange *x)
 {
 	post_all(&x->rest, 0, x->cr, TAG_CHUNKS);
-	wait_all(&x->rest);
+	wait_all(&x->rest, "chunks");
 	sides_free(x->ks, x->nr);
 	sides_free(x->kr, x->nr);
 	sides_free(x->cs, x->nr);
@@ -232,6 +251,7 @@ static void exchange_end(Exchange *x)
 void rt_send_bytes(const void *buf, size_t n, int dest, int tag)
 {
 	const char *p = buf;
+	int64_t t0 = rt_span_begin();
 
 	rt_count_sent((double)n);
 	do {
@@ -240,11 +260,14 @@ void rt_send_bytes(const void *buf, size_t n, int dest, int tag)
 		p += piece;
 		n -= piece;
 	} while (n);
+	if (t0)
+		rt_trace_span(RT_SPAN_SEND, t0, dest, (double)(p - (const char *)buf), 0, NULL);
 }
 
 void rt_recv_bytes(void *buf, size_t n, int src, int tag)
 {
 	char *p = buf;
+	int64_t t0 = rt_span_begin();
 
 	rt_count_recv((double)n);
 	do {
@@ -253,6 +276,8 @@ void rt_recv_bytes(void *buf, size_t n, int src, int tag)
 		p += piece;
 		n -= piece;
 	} while (n);
+	if (t0)
+		rt_trace_span(RT_SPAN_RECV, t0, src, (double)(p - (char *)buf), 0, NULL);
 }
 
 /* ---- the ops ---- */
@@ -336,7 +361,10 @@ TrtRel *trt_bcast(const TrtRel *r)
 	/* 1. counts */
 	int64_t mine = r->n;
 	int64_t *ntup = rt_alloc(sizeof *ntup * (size_t)nr);
+	int64_t t0 = rt_span_begin();
 	MPI_Allgather(&mine, 1, MPI_INT64_T, ntup, 1, MPI_INT64_T, MPI_COMM_WORLD);
+	if (t0)
+		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "counts");
 
 	/* 2. key records: ours to everyone, theirs into one array per peer */
 	int w = record_len(t);
@@ -422,7 +450,10 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 		site[i] = trt_site(&p, t, r->keys + i * nk);
 		scount[site[i]]++;
 	}
+	int64_t t0 = rt_span_begin();
 	MPI_Alltoall(scount, 1, MPI_INT64_T, rcount, 1, MPI_INT64_T, MPI_COMM_WORLD);
+	if (t0)
+		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "counts");
 
 	/* 2. key records, gathered per destination in tuple order */
 	int w = record_len(t);

@@ -3,7 +3,7 @@
  * and how it ends on errors.
  *
  * Command line: NAME=path.npy for any tensor of the program, --seed N,
- * --profile, --help.  Every rank parses the same argv and so reaches the same
+ * --profile, --trace FILE, --quiet, the checkpoint options, --help.  Every rank parses the same argv and so reaches the same
  * verdict alone; only rank 0 speaks.
  *
  * Two ways to end on an error, chosen by whether the ranks agree:
@@ -65,8 +65,11 @@ void rt_agree(const char *msg)
 {
 	int mine = msg ? rt.rank : rt.nranks, first = mine;
 
+	int64_t t0 = rt_span_begin();
 	if (mpi_live())
 		MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (t0)
+		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "agree");
 	if (first == rt.nranks)
 		return;
 	if (first == rt.rank)
@@ -143,8 +146,8 @@ static void print_help(const TrtProgram *prog)
 {
 	char shape[256];
 
-	printf("usage: [mpirun -np N] %s NAME=path.npy ... [--seed N] [--profile] [--quiet]\n"
-	       "       [--checkpoint FILE [--checkpoint-every N]] [--resume FILE] [--help]\n\n",
+	printf("usage: [mpirun -np N] %s NAME=path.npy ... [--seed N] [--profile] [--trace FILE]\n"
+	       "       [--quiet] [--checkpoint FILE [--checkpoint-every N]] [--resume FILE] [--help]\n\n",
 	       rt_progname());
 	printf("tensors:\n");
 	for (int i = 0; i < prog->ntensors; i++) {
@@ -166,12 +169,14 @@ static void print_help(const TrtProgram *prog)
 	printf("  --seed N     seed of the random initialisers (default %llu)\n",
 	       (unsigned long long)prog->seed);
 	printf("  --profile    print each op's time and bytes sent at exit (or TRAC_PROFILE=1)\n");
+	rt_trace_help();
 	printf("  --quiet      do not print the values the program prints (its 'print' statements)\n");
 	rt_ckpt_help();
 	printf("  --help       print this help and exit\n");
 	printf("\nenvironment:\n");
 	printf("  TRAC_BLIS_ARCH=auto|native|ID  BLIS kernels: auto picks skx on AVX-512 CPUs\n");
 	printf("  BLIS_NUM_THREADS=N             BLIS threads per rank (default 1)\n");
+	printf("  TRAC_TRACE_EVENTS=N            spans --trace keeps per rank (default 1000000)\n");
 }
 
 /* The tensor NAME= names: the first of that name in the table, which lists
@@ -216,6 +221,9 @@ static const char *parse_args(int argc, char **argv, const TrtProgram *prog,
 		} else if (rt_ckpt_arg(argc, argv, &a, msg, len)) {
 			if (*msg)
 				return msg;
+		} else if (rt_trace_arg(argc, argv, &a, msg, len)) {
+			if (*msg)
+				return msg;
 		} else if (!strcmp(arg, "--seed") || !strncmp(arg, "--seed=", 7)) {
 			const char *v = arg[6] == '=' ? arg + 7 : (a + 1 < argc ? argv[++a] : "");
 			if (!parse_seed(v, &rt.seed)) {
@@ -251,7 +259,7 @@ static const char *parse_args(int argc, char **argv, const TrtProgram *prog,
 			rt.paths[i] = eq + 1;
 		} else {
 			snprintf(msg, len, "%s: unexpected argument '%s' (expected NAME=path.npy, "
-			         "--seed N, --profile, --quiet, --checkpoint FILE, --checkpoint-every N, "
+			         "--seed N, --profile, --trace FILE, --quiet, --checkpoint FILE, --checkpoint-every N, "
 			         "--resume FILE or --help)", pn, arg);
 			return msg;
 		}
@@ -322,11 +330,13 @@ void trt_init(int *argc, char ***argv, const TrtProgram *prog)
 	rt_profile_init();
 	rt_mem_check();
 	rt_ckpt_init();
+	rt_trace_init();
 }
 
 int trt_finish(void)
 {
 	rt_profile_report();
+	rt_trace_write();
 	fflush(stdout);
 	if (mpi_live())
 		MPI_Finalize();

@@ -578,7 +578,10 @@ TrtRel *trt_read(int tensor, const TrtType *t, TrtPlace p)
 	TrtType dense = *t;
 	dense.sparse = 0;
 	const char *err = NULL;
+	int64_t t0 = rt_span_begin();
 	TrtRel *r = rt_read_rel(fd, h.data_offset, &dense, p);
+	if (t0)
+		rt_trace_span(RT_SPAN_READ, t0, -1, rt_trace_bytes(r), tensor, NULL);
 	if (!r) {
 		rt_tensor_msg(msg, sizeof msg, x, path, rt_errstr(errno));
 		err = msg;
@@ -815,6 +818,7 @@ void trt_write(int tensor, const TrtRel *r)
 	rt_agree(err);
 
 	/* a sparse matrix to a .npz stays sparse; anything else is dense */
+	int64_t t0 = rt_span_begin();   /* rank 0's span: the file's bytes (as dense) */
 	int e = t->sparse && t->nkey == 2 && ends_with(path, ".npz") ? rt_npz_write(fd, r)
 	                                                             : write_npy(fd, x, r);
 	if (rt.rank != 0) {
@@ -836,6 +840,12 @@ void trt_write(int tensor, const TrtRel *r)
 	if (!err && rename(tmpname, path) < 0) {
 		rt_tensor_msg(msg, sizeof msg, x, path, rt_errstr(errno));
 		err = msg;
+	}
+	if (t0) {
+		double data = (double)rt_dtype_size(x->dtype);
+		for (int d = 0; d < x->rank; d++)
+			data *= (double)x->shape[d];
+		rt_trace_span(RT_SPAN_WRITE, t0, -1, data, tensor, NULL);
 	}
 	if (err)
 		unlink(tmpname);

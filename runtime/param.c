@@ -261,6 +261,7 @@ TrtRel *trt_init_param(int tensor, const TrtType *t, TrtPlace p, TrtInit kind, d
 		rt_bug("init of %s, of type %s: params are f32 or f64", x->name, rt_dtype_name(t->dtype));
 	uint64_t stream = rt_init_stream(trt_seed(), x->name);
 	size_t es = rt_dtype_size(t->dtype);
+	int64_t t0 = rt_span_begin();
 
 	TrtRel *r = trt_rel_new(t, p);
 	int64_t nk = rt_nkeys(t), key[TRT_MAXDIM];
@@ -283,6 +284,8 @@ TrtRel *trt_init_param(int tensor, const TrtType *t, TrtPlace p, TrtInit kind, d
 		}
 		rt_rel_push(r, key, c);
 	}
+	if (t0)
+		rt_trace_span(RT_SPAN_INIT, t0, -1, rt_trace_bytes(r), tensor, NULL);
 	return r;
 }
 
@@ -330,18 +333,24 @@ void trt_loop_begin(int64_t count)
 		loops.iter[loops.depth] = 0;
 	}
 	loops.depth++;
+	if (rt.trace)
+		rt_trace_loop_begin(count);
 }
 
 void trt_loop_iter(int64_t i)
 {
 	if (loops.depth > 0 && loops.depth <= MAX_LOOPS)
 		loops.iter[loops.depth - 1] = i;
+	if (rt.trace)
+		rt_trace_loop_iter(i);
 }
 
 void trt_loop_end(void)
 {
 	if (loops.depth > 0)
 		loops.depth--;
+	if (rt.trace)
+		rt_trace_loop_end();
 }
 
 void trt_print(const TrtRel *r, const char *name)
@@ -370,7 +379,10 @@ void trt_print(const TrtRel *r, const char *name)
 		}
 	/* a scalar lives on one rank: the sum of the (one) value over ranks */
 	double mine[2] = {have ? first : 0, sq}, all[2];
+	int64_t t0 = rt_span_begin();
 	MPI_Reduce(mine, all, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+	if (t0)
+		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "print");
 	if (rt.rank != 0 || rt.quiet)
 		return;
 	if (loops.depth > 0) {

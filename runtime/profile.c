@@ -97,11 +97,8 @@ void rt_profile_init(void)
 	memset(op_calls, 0, sizeof *op_calls * (size_t)(n + 1));
 }
 
-void trt_op_begin(int op)
+static void profile_begin(int op)
 {
-	rt.op = op;             /* for out-of-memory messages */
-	if (!rt.profile)
-		return;
 	if (op < 0 || op >= rt.prog->nops || cur_op >= 0)
 		rt_bug("trt_op_begin(%d) with %d ops, op %d open", op, rt.prog->nops, cur_op);
 	cur_op = op;
@@ -118,10 +115,8 @@ void trt_op_begin(int op)
 	rt.op_peak = rt.live;
 }
 
-void trt_op_end(int op)
+static void profile_end(int op)
 {
-	if (!rt.profile)
-		return;
 	if (op != cur_op)
 		rt_bug("trt_op_end(%d) but op %d is open", op, cur_op);
 	op_seconds[op] += MPI_Wtime() - op_t0;
@@ -133,6 +128,25 @@ void trt_op_end(int op)
 		op_peak[op] = rt.op_peak;
 	op_calls[op]++;
 	cur_op = -1;
+}
+
+/* --trace's op span starts after --profile's barrier, so that it is the
+ * op's own time too, and ends before the profile's bookkeeping. */
+void trt_op_begin(int op)
+{
+	rt.op = op;             /* for out-of-memory messages */
+	if (rt.profile)
+		profile_begin(op);
+	if (rt.trace)
+		rt_trace_op_begin(op);
+}
+
+void trt_op_end(int op)
+{
+	if (rt.trace)
+		rt_trace_op_end(op);
+	if (rt.profile)
+		profile_end(op);
 }
 
 /* Ops that move data between files and memory rather than compute. */

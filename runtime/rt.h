@@ -46,6 +46,7 @@ typedef struct RtState {
 	const char **paths;             /* per tensor: file to read or write, or NULL */
 	uint64_t seed;
 	int profile;
+	int trace;                      /* --trace: spans are recorded (trace.c) */
 	int quiet;                      /* --quiet: no print output */
 	double sent;                    /* bytes this rank sent to other ranks so far */
 	double recvd;                   /* bytes this rank received from other ranks */
@@ -253,5 +254,48 @@ void rt_count_sent(double bytes);
 void rt_count_recv(double bytes);
 void rt_count_keys(double bytes);       /* key bytes, already counted in sent */
 void rt_count_buf(double bytes);        /* + when a buffer is allocated, - freed */
+
+/* ---- trace.c ---- */
+
+/* --trace=FILE: a timeline of spans, each a stretch of time on this rank.
+ * Op spans come from trt_op_begin/end and repeat blocks' from
+ * trt_loop_begin/iter/end; the others are recorded where they happen:
+ *
+ *     int64_t t0 = rt_span_begin();
+ *     MPI_Send(...);
+ *     if (t0)
+ *             rt_trace_span(RT_SPAN_SEND, t0, dest, bytes, 0, NULL);
+ *
+ * so that without --trace a span costs a test of rt.trace at each end. */
+typedef enum {
+	RT_SPAN_SEND,           /* bytes to rank peer (or posted to it); what: "keys", ... */
+	RT_SPAN_RECV,           /* bytes from rank peer (or a receive posted) */
+	RT_SPAN_WAIT,           /* blocked in MPI until what ("counts", "chunks", ...) */
+	RT_SPAN_READ,           /* tensor n read from its file: bytes this rank read */
+	RT_SPAN_WRITE,          /* tensor n written to its file (rank 0): bytes */
+	RT_SPAN_INIT,           /* param n initialised: bytes this rank made */
+	RT_SPAN_CHECKPOINT,     /* the params written to the file what */
+} RtSpan;
+
+/* --trace at argv[*a] (consuming its value): 1 and msg "" if taken, 1 and
+ * the error line in msg if malformed, 0 if not one. */
+int rt_trace_arg(int argc, char **argv, int *a, char *msg, size_t len);
+void rt_trace_help(void);
+void rt_trace_init(void);               /* collective: the file, the common start */
+void rt_trace_write(void);              /* collective, at trt_finish */
+int64_t rt_trace_clock(void);           /* nanoseconds, never 0 */
+void rt_trace_span(RtSpan kind, int64_t t0, int peer, double bytes, int64_t n, const char *what);
+double rt_trace_bytes(const TrtRel *r);        /* the bytes in r's chunks here */
+void rt_trace_op_begin(int op);
+void rt_trace_op_end(int op);
+void rt_trace_loop_begin(int64_t count);
+void rt_trace_loop_iter(int64_t i);
+void rt_trace_loop_end(void);
+
+/* The start of a span: the clock with --trace, else 0 without reading it. */
+static inline int64_t rt_span_begin(void)
+{
+	return rt.trace ? rt_trace_clock() : 0;
+}
 
 #endif

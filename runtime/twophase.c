@@ -181,7 +181,10 @@ static void flush_sums(Tp *t, int d)
 		int64_t key[TRT_MAXDIM];
 		rt_key_from_linear(t->out, g, key);
 		size_t nb = rt_chunk_bytes(t->out, key);
+		int64_t t0 = rt_span_begin();
 		post_pieces(&t->sreq, &t->nsreq, &t->csreq, NULL, 0, 1, rt_chunk_data(c), nb, d, TAG_TP_SUM);
+		if (t0)
+			rt_trace_span(RT_SPAN_SEND, t0, d, (double)nb, 0, "sum");
 		rt_count_sent((double)nb);
 	}
 }
@@ -276,9 +279,12 @@ static void poll_arrivals(Tp *t, int block)
 	if (t->pending == 0)
 		return;
 	int outcount;
-	if (block)
+	if (block) {
+		int64_t t0 = rt_span_begin();
 		MPI_Waitsome((int)t->nrreq, t->rreq, &outcount, t->idx, MPI_STATUSES_IGNORE);
-	else
+		if (t0)
+			rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "arrivals");
+	} else
 		MPI_Testsome((int)t->nrreq, t->rreq, &outcount, t->idx, MPI_STATUSES_IGNORE);
 	if (outcount == MPI_UNDEFINED)
 		rt_bug("two-phase schedule waits for nothing");
@@ -527,8 +533,11 @@ TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKern
 				m->from = from;
 				m->chunk = c;
 				m->c = rt_chunk_new(nb);
+				int64_t t0 = rt_span_begin();
 				m->pieces = post_pieces(&t.rreq, &t.nrreq, &t.crreq, &t.rown, t.nmsg, 0, rt_chunk_data(m->c), nb,
 				                        from, i < 2 ? TAG_TP_IN : TAG_TP_SUM);
+				if (t0)
+					rt_trace_span(RT_SPAN_RECV, t0, from, (double)nb, 0, i < 2 ? "chunk" : "sum");
 				rt_count_recv((double)nb);
 				t.nmsg++;
 			}
@@ -547,8 +556,11 @@ TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKern
 			size_t nb = rt_chunk_bytes(&t.in[i]->type, key);
 			for (int d = 0; d < nr; d++)
 				if (d != me && want[i][c * nr + d]) {
+					int64_t t0 = rt_span_begin();
 					post_pieces(&t.sreq, &t.nsreq, &t.csreq, NULL, 0, 1, rt_chunk_data(t.have[i][c]), nb, d,
 					            TAG_TP_IN);
+					if (t0)
+						rt_trace_span(RT_SPAN_SEND, t0, d, (double)nb, 0, "chunk");
 					rt_count_sent((double)nb);
 				}
 		}
@@ -578,7 +590,10 @@ TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKern
 			rt_bug("two-phase schedule ends with join groups not run");
 	if (t.left != 0)
 		rt_bug("two-phase schedule ends with %lld output tuples unfinished", (long long)t.left);
+	int64_t t0 = rt_span_begin();
 	MPI_Waitall((int)t.nsreq, t.sreq, MPI_STATUSES_IGNORE);
+	if (t0)
+		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "sends");
 
 	for (int64_t g = 0; g < t.nagg; g++)
 		if (t.acc[g])
