@@ -627,18 +627,31 @@ static int arr_vals(Arr *a, int64_t first, int64_t count, void *out, char *why, 
 	return stream_read(&a->s, off, out, (size_t)count * a->es, why, len);
 }
 
-/* format.npy: a numpy string scalar, bytes ('|S3', what scipy writes) or
- * unicode ('<U3', from older scipy), holding an ASCII name. */
+/* The characters of a numpy string scalar's dtype, bytes ('|S3', what
+ * scipy writes) or unicode ('<U3', from older scipy), and the bytes of
+ * each (*unit); 0 for any other dtype. */
+static int string_width(const NpyHeader *h, int *unit)
+{
+	const char *d = h->descr;
+
+	if (d[0] && strchr("<|=", d[0]))
+		d++;
+	if (h->rank != 0 || (d[0] != 'S' && d[0] != 'U'))
+		return 0;
+	*unit = d[0] == 'U' ? 4 : 1;
+	int width = atoi(d + 1);
+	return width > 0 && width <= 16 ? width : 0;
+}
+
+/* format.npy: the format's name, in ASCII. */
 static int read_format(const Zip *z, char *fmt, size_t fmtlen, char *why, size_t len)
 {
 	Arr a;
 	unsigned char buf[64];
+	int unit = 1, width = 0;
 
 	int ok = arr_open(z, "format.npy", &a, why, len);
-	const char *d = a.h.descr + (a.h.descr[0] && strchr("<|=", a.h.descr[0]) ? 1 : 0);
-	int width = atoi(d + 1), unit = d[0] == 'U' ? 4 : 1;
-	if (ok && ((d[0] != 'S' && d[0] != 'U') || width < 1 || width * unit > (int)sizeof buf ||
-	           a.h.rank != 0)) {
+	if (ok && !(width = string_width(&a.h, &unit))) {
 		snprintf(why, len, "format.npy: a short string expected, found dtype %s", a.h.descr);
 		ok = 0;
 	}
@@ -652,7 +665,7 @@ static int read_format(const Zip *z, char *fmt, size_t fmtlen, char *why, size_t
 		uint32_t ch = unit == 4 ? get32(buf + 4 * i) : buf[i];
 		if (!ch)
 			break;
-		fmt[n++] = ch < 128 && ch >= ' ' ? (char)ch : '?';
+		fmt[n++] = ch >= ' ' && ch < 127 ? (char)ch : '?';
 	}
 	fmt[n] = 0;
 	stream_close(&a.s);

@@ -169,12 +169,19 @@ int64_t trt_ntuples(const TrtRel *r);     /* tuples on this rank */
 
 /* Read tensor `tensor` (an input, or a param initialised from a file) from
  * the .npy named on the command line or by default, as a relation of type t:
- * each rank reads only the chunks placement p gives it. */
+ * each rank reads only the chunks placement p gives it.  For a sparse t the
+ * file may also be a matrix as scipy.sparse.save_npz writes it (csr, csc or
+ * coo, compressed or not; a path ending in .npz or a file starting as a zip
+ * does): each rank reads what its blocks need as far as the format allows.
+ * Either way duplicates are summed, zeros dropped, and blocks with nothing
+ * left have no tuple. */
 TrtRel *trt_read(int tensor, const TrtType *t, TrtPlace p);
 
 /* Write relation r as tensor `tensor`'s .npy: to a temporary name in the
  * destination folder, renamed on success.  r must not be TRT_ANY.  Every
- * rank calls it. */
+ * rank calls it.  A sparse matrix whose path ends in .npz is written as a
+ * csr .npz that scipy.sparse.load_npz reads; any other sparse relation as
+ * the dense .npy, absent blocks as zeros. */
 void trt_write(int tensor, const TrtRel *r);
 
 /* ---- params ---- */

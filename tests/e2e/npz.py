@@ -192,8 +192,8 @@ def make():
     case("csr_tall", a, lambda p: sp.save_npz(p, sp.csr_matrix(a)), few=1)
     a = dense(3, 70001, np.float32, density=0.3)
     case("csc_wide_stored", a, lambda p: sp.save_npz(p, sp.csc_matrix(a), compressed=False), few=1)
-    a = dense(300, 700, np.float32, density=0.5)
-    case("coo_large", a, lambda p: sp.save_npz(p, coo(a)), few=1)
+    a = dense(256, 300, np.float32, density=0.9)
+    case("coo_large", a, lambda p: sp.save_npz(p, coo(a, dups=False)), few=1)
 
     with open("cases.txt", "w") as f:
         f.write("\n".join(cases) + "\n")
