@@ -124,7 +124,7 @@ bool cg_compile(const char *csource, const char *out, bool verbose)
 	vec_push(&argv, xstrdup("-o"));
 	vec_push(&argv, xstrdup(out));
 	vec_push(&argv, xstrdup(lib));
-	split_flags(TRAC_BLIS_LIBS, &argv);
+	split_flags(TRAC_RT_DEPLIBS, &argv);
 	vec_push(&argv, xstrdup("-lm"));
 	vec_push(&argv, NULL);
 
