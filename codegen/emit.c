@@ -292,6 +292,21 @@ static void offset_expr(Buf *b, const char *sname, int n, const int *lab)
 		buf_printf(b, "%sl%d * s%s[%d]", c ? " + " : "", lab[c], sname, c);
 }
 
+/* The element of each input the expression reads (but input skip), as x<i>
+ * of type T, at the loop labels' offsets. */
+static void emit_loads(Buf *b, const Kernel *k, const char *T, int skip, const char *indent)
+{
+	for (int i = 0; i < k->nin; i++) {
+		if (i == skip || !kx_uses(k->expr, i))
+			continue;
+		char sname[16];
+		snprintf(sname, sizeof sname, "%d", i);
+		buf_printf(b, "%sconst %s x%d = (%s)p%d[", indent, T, i, T, i);
+		offset_expr(b, sname, k->nindim[i], k->inlab[i]);
+		buf_puts(b, "];\n");
+	}
+}
+
 /* ---- contractions: BLIS gemm on strided views ---- */
 
 /*
@@ -661,15 +676,7 @@ static void emit_loop_kernel(Emit *e, const Kernel *k, DType dt, const DType *in
 		depth++;
 		buf_printf(b, "%sconst int64_t l%d = jt + jj;\n", INDENT(), jl);
 	}
-	for (int i = 0; i < k->nin; i++) {
-		if (!kx_uses(k->expr, i))
-			continue;
-		char sname[16];
-		snprintf(sname, sizeof sname, "%d", i);
-		buf_printf(b, "%s%s x%d = (%s)p%d[", INDENT(), T, i, T, i);
-		offset_expr(b, sname, k->nindim[i], k->inlab[i]);
-		buf_puts(b, "];\n");
-	}
+	emit_loads(b, k, T, -1, INDENT());
 	KGen g = {b, k, dt, 0};
 	int v = kexpr_emit(&g, k->expr, INDENT());
 	char tv[16];
@@ -821,15 +828,7 @@ static void emit_driven_kernel(Emit *e, const Kernel *k, DType dt, const DType *
 		buf_printf(b, "; l%d++) {\n", other[i]);
 		depth++;
 	}
-	for (int j = 0; j < k->nin; j++) {
-		if (j == d || !kx_uses(k->expr, j))
-			continue;
-		char sname[16];
-		snprintf(sname, sizeof sname, "%d", j);
-		buf_printf(b, "%sconst %s x%d = (%s)p%d[", INDENT(), T, j, T, j);
-		offset_expr(b, sname, k->nindim[j], k->inlab[j]);
-		buf_puts(b, "];\n");
-	}
+	emit_loads(b, k, T, d, INDENT());
 	KGen g = {b, k, dt, 0};
 	int v = kexpr_emit(&g, k->expr, INDENT());
 	char tv[16];

@@ -345,9 +345,9 @@ static int new_var(Sema *s, const char *name, Loc loc, bool reduced)
 	return s->vars.n - 1;
 }
 
-/* The var an index name denotes here: the innermost reduction binding it,
- * else the statement's free var of that name (made on first use). */
-static int find_var(Sema *s, const char *name, Loc loc)
+/* The var an index name denotes here, if any yet: the innermost reduction
+ * binding it, else the statement's free var of that name; -1 for none. */
+static int bound_var(Sema *s, const char *name)
 {
 	for (int i = s->scope.n - 1; i >= 0; i--)
 		if (!strcmp(s->vars.v[s->scope.v[i]].name, name))
@@ -355,7 +355,14 @@ static int find_var(Sema *s, const char *name, Loc loc)
 	for (int i = 0; i < s->vars.n; i++)
 		if (!s->vars.v[i].reduced && !strcmp(s->vars.v[i].name, name))
 			return i;
-	return new_var(s, name, loc, false);
+	return -1;
+}
+
+/* The var an index name denotes here (a free var made on first use). */
+static int find_var(Sema *s, const char *name, Loc loc)
+{
+	int v = bound_var(s, name);
+	return v >= 0 ? v : new_var(s, name, loc, false);
 }
 
 static int children(Node *n, Node ***slot);
@@ -384,12 +391,9 @@ static bool indexes_with(Node *n, const char *name)
  * not one, so every v1 program keeps its meaning. */
 static int value_var(Sema *s, const char *name, Loc loc)
 {
-	for (int i = s->scope.n - 1; i >= 0; i--)
-		if (!strcmp(s->vars.v[s->scope.v[i]].name, name))
-			return s->scope.v[i];
-	for (int i = 0; i < s->vars.n; i++)
-		if (!s->vars.v[i].reduced && !strcmp(s->vars.v[i].name, name))
-			return i;
+	int v = bound_var(s, name);
+	if (v >= 0)
+		return v;
 	if (s->rhs && indexes_with(s->rhs, name))
 		return new_var(s, name, loc, false);
 	return -1;
