@@ -137,7 +137,6 @@ int opt_contract(TraProg *p, const OptOptions *o);
 /* sparse.c: which relations are stored sparse or may have holes (marks
  * every op's type; run after the passes that add ops, before blocking) */
 void opt_sparsity(TraProg *p, const OptOptions *o);
-double sparse_density(const Tensor *t);                       /* planned stored fraction */
 
 
 /* ---- blocking.c ---- */

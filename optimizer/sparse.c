@@ -30,7 +30,7 @@
 
 /* A sparse input's stored fraction, as planned: graphs and ratings average
  * a few dozen elements per row, so 16 per row of the longest dim. */
-double sparse_density(const Tensor *t)
+static double sparse_density(const Tensor *t)
 {
 	if (t->density > 0)
 		return t->density;
