@@ -1012,6 +1012,9 @@ static void emit_main(Emit *e)
 	}
 
 	buf_puts(b, "int main(int argc, char **argv)\n{\n\ttrt_init(&argc, &argv, &program);\n");
+	for (int i = 0; i < n; i++)     /* sparse inputs place their blocks first */
+		if (p->ops.v[i].kind == IA_READ && p->ops.v[i].type.sparse)
+			buf_printf(b, "\ttrt_balance(%d, &type%d);\n", e->tensor_index[p->ops.v[i].u.read.tensor], i);
 	for (int t = 0; t < p->tra->tensors.n; t++)
 		if (p->tra->tensors.v[t].role == TENSOR_PARAM)
 			buf_printf(b, "\tTrtRel *var%d = NULL;\t/* param %s */\n", t, p->tra->tensors.v[t].name);

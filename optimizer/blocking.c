@@ -130,10 +130,12 @@ BlockClasses *opt_block_classes(const TraProg *p)
 	c->block = xcalloc(c->n + 1, sizeof *c->block);
 	c->pinned = xcalloc(c->n + 1, sizeof *c->pinned);
 	c->dtype = xcalloc(c->n + 1, sizeof *c->dtype);
+	c->sparse = xcalloc(c->n + 1, sizeof *c->sparse);
 	for (int i = 0; i < n; i++) {
 		const RelType *t = &p->ops.v[i].type;
 		for (int d = 0; d < t->nkey; d++) {
 			int k = c->of[base[i] + d];
+			c->sparse[k] |= t->sparse;
 			if (!c->extent[k]) {
 				c->extent[k] = t->extent[d];
 				c->block[k] = t->block[d];
@@ -159,6 +161,7 @@ void opt_block_classes_free(BlockClasses *c)
 	free(c->block);
 	free(c->pinned);
 	free(c->dtype);
+	free(c->sparse);
 	free(c);
 }
 
@@ -208,10 +211,20 @@ static bool carries(const TraOp *op, int t)
 	}
 }
 
+int64_t opt_block_cap(const BlockClasses *c, int k, int nranks)
+{
+	if (!c->sparse[k] || nranks <= 1)
+		return INT64_MAX;
+	return ceil_div(c->extent[k], (int64_t)SPARSE_BLOCKS_PER_RANK * nranks);
+}
+
 bool opt_block_choose(BlockClasses *c, const TraProg *p, const OptOptions *o, Buf *err)
 {
-	for (int k = 0; k < c->n; k++)
-		c->block[k] = opt_auto_block(c->extent[k], o->nranks, o->machine, c->dtype[k]);
+	for (int k = 0; k < c->n; k++) {
+		int64_t b = opt_auto_block(c->extent[k], o->nranks, o->machine, c->dtype[k]);
+		int64_t cap = opt_block_cap(c, k, o->nranks);
+		c->block[k] = b < cap ? b : cap;
+	}
 	return opt_block_pins(c, p, o, err);
 }
 

@@ -153,6 +153,7 @@ typedef struct BlockClasses {
 	int64_t *block;         /* per class: the block chosen */
 	bool *pinned;           /* per class: set by an override */
 	DType *dtype;           /* per class: the element type of an op carrying it */
+	bool *sparse;           /* per class: a dim of a sparse relation (opt_block_cap) */
 } BlockClasses;
 
 /* The classes of p's key dims, each with the block p's types give it. */
@@ -166,6 +167,12 @@ bool opt_block_pins(BlockClasses *c, const TraProg *p, const OptOptions *o, Buf 
 /* Every op's type at the classes' blocks (c NULL: as p has them), into
  * types[] (one per op); p is left alone. */
 void opt_block_types(const TraProg *p, const BlockClasses *c, RelType *types);
+/* The largest block class k may have on nranks: a sparse relation's dims
+ * get SPARSE_BLOCKS_PER_RANK blocks a rank at least, so that the executable
+ * can spread a skewed pattern's heavy blocks over the ranks (trt_balance);
+ * INT64_MAX for any other class or one rank. */
+enum { SPARSE_BLOCKS_PER_RANK = 8 };
+int64_t opt_block_cap(const BlockClasses *c, int k, int nranks);
 /* The automatic block of an extent planned for nranks. */
 int64_t opt_auto_block(int64_t extent, int nranks, const Machine *m, DType t);
 

@@ -246,7 +246,7 @@ static void trace(const char *what, const IaPlan *p)
 
 /* Candidate blocks for one class: the automatic one, and ones that
  * partition well (as many blocks as ranks, half as many, its square root,
- * two, twice and four times the ranks). */
+ * two, twice and four times the ranks; a sparse dim's cap, opt_block_cap). */
 static int class_candidates(const BlockClasses *bc, int c, int s, int64_t *out)
 {
 	int n = 0;
@@ -257,6 +257,8 @@ static int class_candidates(const BlockClasses *bc, int c, int s, int64_t *out)
 	for (int i = 0; i < 6; i++)
 		if (fs[i] >= 1 && fs[i] <= ext)
 			cand[nc++] = ceil_div(ext, fs[i]);
+	if (bc->sparse[c] && s > 1)     /* the coarsest a sparse dim may be */
+		cand[nc++] = opt_block_cap(bc, c, s);
 	for (int i = 0; i < nc; i++) {
 		bool dup = false;
 		for (int j = 0; j < n; j++)
@@ -407,6 +409,9 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 			bc->block[cj] = ceil_div(bc->extent[cj], b);
 			if (bc->block[ci] == chosen[ci] && bc->block[cj] == chosen[cj])
 				continue;
+			if (bc->block[ci] > opt_block_cap(bc, ci, o->nranks) ||
+			    bc->block[cj] > opt_block_cap(bc, cj, o->nranks))
+				continue;
 			budget--;
 			IaPlan *p = plan_at(tra, o, m, bc, descent_varplace(quick, best), false, &leanest);
 			trace(xprintf("grid %d x %d, quick", a, b), p);
@@ -429,7 +434,7 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 			int64_t cand[8];
 			int nc = class_candidates(bc, c, o->nranks, cand);
 			for (int i = 0; i < nc && budget > 0; i++) {
-				if (cand[i] == chosen[c])
+				if (cand[i] == chosen[c] || cand[i] > opt_block_cap(bc, c, o->nranks))
 					continue;
 				memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
 				bc->block[c] = cand[i];

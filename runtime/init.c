@@ -170,6 +170,8 @@ static void print_help(const TrtProgram *prog)
 	       (unsigned long long)prog->seed);
 	printf("  --profile    print each op's time and bytes sent at exit (or TRAC_PROFILE=1)\n");
 	rt_trace_help();
+	printf("  --placement balanced|hash  where a sparse input's blocks go: by their stored\n"
+	       "               elements, read from the file first (default), or block modulo ranks\n");
 	printf("  --quiet      do not print the values the program prints (its 'print' statements)\n");
 	rt_ckpt_help();
 	printf("  --help       print this help and exit\n");
@@ -216,6 +218,14 @@ static const char *parse_args(int argc, char **argv, const TrtProgram *prog,
 
 		if (!strcmp(arg, "--profile")) {
 			rt.profile = 1;
+		} else if (!strcmp(arg, "--placement") || !strncmp(arg, "--placement=", 12)) {
+			const char *v = arg[11] == '=' ? arg + 12 : (a + 1 < argc ? argv[++a] : "");
+			if (!strcmp(v, "hash") || !strcmp(v, "balanced")) {
+				rt_placement_hash = !strcmp(v, "hash");
+			} else {
+				snprintf(msg, len, "%s: --placement is 'balanced' or 'hash', found '%s'", pn, v);
+				return msg;
+			}
 		} else if (!strcmp(arg, "--quiet")) {
 			rt.quiet = 1;
 		} else if (rt_ckpt_arg(argc, argv, &a, msg, len)) {
@@ -259,8 +269,8 @@ static const char *parse_args(int argc, char **argv, const TrtProgram *prog,
 			rt.paths[i] = eq + 1;
 		} else {
 			snprintf(msg, len, "%s: unexpected argument '%s' (expected NAME=path.npy, "
-			         "--seed N, --profile, --trace FILE, --quiet, --checkpoint FILE, --checkpoint-every N, "
-			         "--resume FILE or --help)", pn, arg);
+			         "--seed N, --profile, --trace FILE, --placement hash|balanced, --quiet, --checkpoint FILE, "
+			         "--checkpoint-every N, --resume FILE or --help)", pn, arg);
 			return msg;
 		}
 	}

@@ -1073,6 +1073,55 @@ TrtRel *rt_npz_read(const TrtTensor *x, const char *path, const TrtType *t, TrtP
 	return r;
 }
 
+/* The stored elements per block along a compressed matrix's major dim
+ * (rows of a csr, columns of a csc), from its indptr alone: what
+ * trt_balance places blocks by.  Returns the dim, or -1 for a coo file or
+ * one that does not read: the read itself reports what is wrong. */
+int rt_npz_block_counts(const TrtTensor *x, const char *path, const TrtType *t, double *count)
+{
+	char why[512], msg[1024];
+	int64_t size;
+	Reader rd;
+	Zip z;
+
+	if (t->nkey != 2)
+		return -1;
+	memset(&rd, 0, sizeof rd);
+	memset(&z, 0, sizeof z);
+	int fd = rt_open_input(x, path, &size, msg, sizeof msg);
+	if (fd < 0)
+		return -1;
+	rd.x = x;
+	rd.t = t;
+	rd.es = rt_dtype_size(t->dtype);
+	int kind = zip_open(&z, fd, size, why, sizeof why) ? open_npz(&rd, &z, why, sizeof why) : -1;
+	if (kind == 0 || kind == 1) {
+		int64_t lines = t->extent[kind], bl = t->block[kind];
+		int64_t *p = rt_alloc(sizeof *p * (BATCH + 1));
+		for (int64_t b = 0; b < rt_frontier(t, kind); b++)
+			count[b] = 0;
+		for (int64_t l0 = 0; kind >= 0 && l0 < lines;) {
+			int64_t k = lines - l0 < BATCH ? lines - l0 : BATCH;
+			if (!arr_ints(&rd.ptr, l0, k + 1, p, why, sizeof why)) {
+				kind = -1;
+				break;
+			}
+			for (int64_t i = 0; i < k; i++)
+				count[(l0 + i) / bl] += (double)(p[i + 1] - p[i]);
+			l0 += k;
+		}
+		free(p);
+	} else {
+		kind = -1;
+	}
+	Arr *arrs[] = { &rd.data, &rd.idx, &rd.ptr, &rd.row, &rd.col };
+	for (size_t i = 0; i < sizeof arrs / sizeof *arrs; i++)
+		stream_close(&arrs[i]->s);
+	zip_close(&z);
+	close(fd);
+	return kind;
+}
+
 /* ---- writing a csr .npz ---- */
 
 static void put16(unsigned char *p, uint32_t v)

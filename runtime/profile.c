@@ -156,6 +156,13 @@ static int is_io(const char *kind)
 	                !strcmp(kind, "init") || !strcmp(kind, "print"));
 }
 
+/* Ops each rank runs on its own tuples: a rank's work. */
+static int is_local(const char *kind)
+{
+	return kind && (!strcmp(kind, "join") || !strcmp(kind, "map") || !strcmp(kind, "agg") ||
+	                !strcmp(kind, "filter"));
+}
+
 /* 1234567 -> "1.23M": the table's columns stay narrow and readable. */
 static const char *human(char *buf, size_t len, double v)
 {
@@ -199,6 +206,13 @@ void rt_profile_report(void)
 	MPI_Reduce(op_peak, peak, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	MPI_Reduce(op_calls, calls, n, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
 	MPI_Reduce(mine_max, all_max, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	/* each rank's own work: its local ops' seconds (the barrier before each
+	 * op keeps waits out of them) */
+	double work = 0, *works = rt.rank == 0 ? zeros(rt.nranks) : NULL;
+	for (int i = 0; i < n; i++)
+		if (is_local(prog->ops[i].kind))
+			work += op_seconds[i];
+	MPI_Gather(&work, 1, MPI_DOUBLE, works, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
 	MPI_Reduce(mine_sum, all_sum, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 
 	if (rt.rank == 0) {
@@ -250,13 +264,35 @@ void rt_profile_report(void)
 				printf("bytes: op=%d kind=%s sent=%.0f keys=%.0f chunks=%.0f pred=%.0f\n", i,
 				       prog->ops[i].kind ? prog->ops[i].kind : "?", sent[i], keys[i],
 				       sent[i] - keys[i], prog->ops[i].pred_bytes * (calls[i] > 0 ? (double)calls[i] : 1));
+		double wmax = 0, wsum = 0;
+		for (int r = 0; r < rt.nranks; r++) {
+			wmax = works[r] > wmax ? works[r] : wmax;
+			wsum += works[r];
+		}
+		double imbalance = wsum > 0 ? wmax / (wsum / rt.nranks) : 1;
+		if (rt.nranks > 1) {
+			printf("work per rank (seconds in local joins, maps and aggregations):");
+			for (int r = 0; r < rt.nranks; r++)
+				printf(" %.4f", works[r]);
+			printf("; the busiest %.2fx the average\n", imbalance);
+		}
+		RtSiteMap *maps;
+		int nmaps = rt_site_maps(&maps);
+		for (int m = 0; m < nmaps; m++)
+			printf("placement: %s, %lld blocks of %lld, by stored elements%s: the busiest rank holds "
+			       "%.2fx the average (block modulo ranks: %.2fx)\n", maps[m].what,
+			       (long long)maps[m].nblock, (long long)maps[m].block,
+			       rt_placement_hash ? ", counted but not used (--placement=hash)" : "",
+			       maps[m].avg > 0 ? (rt_placement_hash ? maps[m].hash_max : maps[m].max) / maps[m].avg : 1,
+			       maps[m].avg > 0 ? maps[m].hash_max / maps[m].avg : 1);
 		printf("summary: ranks=%d planned_ranks=%d total_s=%.6f compute_s=%.6f compute_cpu_s=%.6f pred_s=%.6f "
 		       "sent=%.0f recvd=%.0f pred_sent=%.0f peak=%.0f pred_peak=%.0f buffers=%.0f "
-		       "blis=%s threads=%d\n", rt.nranks, prog->planned_ranks, all_max[0], compute, compute_cpu,
-		       pred_secs, all_sum[0], all_sum[1], pred_bytes, all_max[1], prog->pred_peak_bytes,
-		       all_max[2], rt_blas_arch(), rt_blas_threads());
+		       "blis=%s threads=%d work_imbalance=%.4f\n", rt.nranks, prog->planned_ranks, all_max[0],
+		       compute, compute_cpu, pred_secs, all_sum[0], all_sum[1], pred_bytes, all_max[1],
+		       prog->pred_peak_bytes, all_max[2], rt_blas_arch(), rt_blas_threads(), imbalance);
 		fflush(stdout);
 	}
+	free(works);
 	free(secs);
 	free(cpu);
 	free(keys);

@@ -551,14 +551,57 @@ void rt_key_from_linear(const TrtType *t, int64_t lin, int64_t *key)
 	}
 }
 
+/* Site maps: a dim blocked as a sparse input's balanced dim (trt_balance)
+ * places its blocks by the map rather than by block index modulo the rank
+ * count.  The map belongs to the (extent, block) pair, not to one
+ * relation, so every relation partitioned on such a dim alone -- the
+ * sparse input, the dense operands that meet it, the results -- agrees on
+ * where each block lives, as co-partitioning needs. */
+static RtSiteMap site_maps[RT_MAXMAPS];
+static int nsite_maps;
+
+RtSiteMap *rt_site_map(int64_t extent, int64_t block, int create)
+{
+	for (int i = 0; i < nsite_maps; i++)
+		if (site_maps[i].extent == extent && site_maps[i].block == block)
+			return &site_maps[i];
+	if (!create || nsite_maps == RT_MAXMAPS)
+		return NULL;
+	RtSiteMap *m = &site_maps[nsite_maps++];
+	memset(m, 0, sizeof *m);
+	m->extent = extent;
+	m->block = block;
+	m->nblock = (extent + block - 1) / block;
+	m->site = rt_alloc(sizeof *m->site * (size_t)m->nblock);
+	m->weight = rt_alloc(sizeof *m->weight * (size_t)m->nblock);
+	for (int64_t b = 0; b < m->nblock; b++) {
+		m->site[b] = (int)(b % rt.nranks);
+		m->weight[b] = 0;
+	}
+	return m;
+}
+
+int rt_site_maps(RtSiteMap **maps)
+{
+	*maps = site_maps;
+	return nsite_maps;
+}
+
 /* The row-major index over the partitioning dims, taken modulo the rank
- * count as it is built so that no frontier product can overflow. */
+ * count as it is built so that no frontier product can overflow; a dim
+ * partitioned alone follows its site map when it has one. */
 int trt_site(const TrtPlace *p, const TrtType *t, const int64_t *key)
 {
 	int64_t lin = 0, nr = rt.nranks;
 
 	if (p->kind != TRT_PART)
 		return rt.rank;
+	if (p->ndims == 1 && nsite_maps > 0) {
+		int d = p->dims[0];
+		const RtSiteMap *m = rt_site_map(t->extent[d], t->block[d], 0);
+		if (m)
+			return m->site[key[d]];
+	}
 	for (int i = 0; i < p->ndims; i++) {
 		int d = p->dims[i];
 		lin = (lin * (rt_frontier(t, d) % nr) + key[d] % nr) % nr;

@@ -115,6 +115,23 @@ RtCsr rt_csr_of(const Chunk *c, TrtDtype dt);
 /* The rows and columns of key's chunk in a sparse relation of type t. */
 void rt_csr_dims(const TrtType *t, const int64_t *key, int64_t *nrow, int64_t *ncol);
 
+/* A dim's placement by block (rel.c; trt_balance fills it): block b of
+ * every relation partitioned on a dim of this extent and block alone lives
+ * on site[b].  weight[b] is the work trt_balance counted for the block. */
+enum { RT_MAXMAPS = 8 };
+typedef struct RtSiteMap {
+	int64_t extent, block, nblock;
+	int *site;
+	double *weight;
+	double hash_max, max, avg;      /* per-rank weight: the busiest by block
+	                                 * modulo ranks, by the map; the average */
+	char what[128];                 /* what was counted, for --profile */
+} RtSiteMap;
+
+RtSiteMap *rt_site_map(int64_t extent, int64_t block, int create);
+int rt_site_maps(RtSiteMap **maps);
+extern int rt_placement_hash;   /* --placement=hash (sparse.c) */
+
 /* ---- sparse.c ---- */
 
 Chunk *rt_csr_like(const Chunk *c, TrtDtype dt);        /* same positions, values unset */
@@ -216,6 +233,9 @@ void rt_csr_expand(const TrtType *t, const int64_t *key, const Chunk *sparse, vo
 /* A relation of sparse type t from dense r (of t's shapes), which it frees:
  * each chunk compressed, the all-zero ones dropped. */
 TrtRel *rt_sparse_of(TrtRel *r, const TrtType *t);
+/* Stored elements per block along a csr's rows or a csc's columns (count[]
+ * has the frontier's length): the dim, or -1 (coo, or unreadable). */
+int rt_npz_block_counts(const TrtTensor *x, const char *path, const TrtType *t, double *count);
 /* Whether trt_read should read path as a .npz: its name says so, or it
  * starts as a zip file does. */
 int rt_npz_wanted(const char *path);

@@ -10,8 +10,11 @@
  * the relation first (trt_complete), and a param's value is made dense and
  * whole (trt_densify).
  */
+#define _GNU_SOURCE             /* qsort_r */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "rt.h"
 
@@ -119,3 +122,95 @@ TrtRel *trt_densify(const TrtRel *r)
 	return o;
 }
 
+
+/* ---- placing a skewed sparse input's blocks (the run-time placement) ----
+ *
+ * The plan partitions a sparse input by block, as every relation; which
+ * rank holds which block it leaves to the run: a graph's heavy rows
+ * cluster, and block index modulo the rank count would put them together.
+ * Before the first op, trt_balance reads the stored elements per block
+ * from the input's indptr (csr rows, csc columns; each rank reads the same
+ * few bytes, so all agree without a message) and places the blocks the
+ * way the two-phase paper's greedy does: heaviest first, each on the rank
+ * with the least work so far (LPT).  A block's work is its stored elements
+ * plus its lines (the dense operands' rows that meet it).  The map is the
+ * dim's (extent, block) pair's (rel.c, trt_site), so every relation
+ * partitioned on that dim alone follows it; a second sparse input on the
+ * same dim adds its counts.  Plans give a sparse dim SPARSE_BLOCKS_PER_RANK
+ * blocks a rank (optimizer/blocking.c) so that there is something to
+ * place.  --placement=hash keeps block modulo ranks, to compare. */
+
+int rt_placement_hash;
+
+static int heavier(const void *a, const void *b, void *w)
+{
+	double x = ((const double *)w)[*(const int64_t *)a], y = ((const double *)w)[*(const int64_t *)b];
+	if (x != y)
+		return x < y ? 1 : -1;
+	return *(const int64_t *)a < *(const int64_t *)b ? -1 : 1;
+}
+
+static void place_lpt(RtSiteMap *m)
+{
+	int nr = rt.nranks;
+	int64_t *order = rt_alloc(sizeof *order * (size_t)m->nblock);
+	double *load = rt_alloc(sizeof *load * (size_t)nr), *hash = rt_alloc(sizeof *hash * (size_t)nr);
+	double total = 0;
+
+	for (int r = 0; r < nr; r++)
+		load[r] = hash[r] = 0;
+	for (int64_t b = 0; b < m->nblock; b++) {
+		order[b] = b;
+		hash[b % nr] += m->weight[b];
+		total += m->weight[b];
+	}
+	qsort_r(order, (size_t)m->nblock, sizeof *order, heavier, m->weight);
+	for (int64_t i = 0; i < m->nblock; i++) {
+		int best = 0;
+		for (int r = 1; r < nr; r++)
+			if (load[r] < load[best])
+				best = r;
+		m->site[order[i]] = best;
+		load[best] += m->weight[order[i]];
+	}
+	m->max = m->hash_max = 0;
+	for (int r = 0; r < nr; r++) {
+		m->max = load[r] > m->max ? load[r] : m->max;
+		m->hash_max = hash[r] > m->hash_max ? hash[r] : m->hash_max;
+	}
+	m->avg = total / nr;
+	if (rt_placement_hash)          /* counted, but left as it was */
+		for (int64_t b = 0; b < m->nblock; b++)
+			m->site[b] = (int)(b % nr);
+	free(order);
+	free(load);
+	free(hash);
+}
+
+void trt_balance(int tensor, const TrtType *t)
+{
+	const TrtTensor *x = &rt.prog->tensors[tensor];
+	const char *path = rt.paths[tensor];
+	struct stat st;
+
+	if (rt.nranks == 1 || !t->sparse || !path || stat(path, &st) || !S_ISREG(st.st_mode) ||
+	    !rt_npz_wanted(path))
+		return;
+	int64_t f[2] = { rt_frontier(t, 0), rt_frontier(t, 1) };
+	double *count = rt_alloc(sizeof *count * (size_t)(f[0] > f[1] ? f[0] : f[1]));
+	int d = rt_npz_block_counts(x, path, t, count);
+	if (d >= 0 && f[d] > rt.nranks) {
+		RtSiteMap *m = rt_site_map(t->extent[d], t->block[d], 1);
+		if (m) {
+			for (int64_t b = 0; b < m->nblock; b++) {
+				int64_t lines = t->extent[d] - b * t->block[d];
+				m->weight[b] += count[b] + (double)(lines < t->block[d] ? lines : t->block[d]);
+			}
+			size_t at = strlen(m->what);
+			snprintf(m->what + at, sizeof m->what - at, "%s%s's %s", at ? ", " : "", x->name,
+			         d ? "columns" : "rows");
+			place_lpt(m);
+		}
+	}
+	free(count);
+}

@@ -295,6 +295,10 @@ TrtRel *trt_filter(const TrtRel *r, TrtKeyPred pred, TrtPlace p);
 TrtRel *trt_complete(const TrtRel *r);
 /* r dense and complete: a param's value. */
 TrtRel *trt_densify(const TrtRel *r);
+/* Before the first op, for each sparse input the program reads: place the
+ * blocks of its file's compressed dim by their stored elements (sparse.c),
+ * for every relation partitioned on that dim alone. */
+void trt_balance(int tensor, const TrtType *t);
 /* Kernels: a sparse view expanded into a dense array (the caller frees
  * it); v then views it. */
 void *trt_view_dense(TrtView *v, size_t elsize);

@@ -1,0 +1,75 @@
+#!/usr/bin/python3
+"""
+placement.py: the run-time placement of a skewed sparse input (issue 13).
+
+    placement.py make               the graph, the inputs, numpy's answers
+    placement.py check OUT PROFILE  OUT's outputs against them; PROFILE's
+                                    placement line: print both ratios, and
+                                    with --balanced require <= 1.1
+
+A graph whose heavy rows sit together (row k has about (k+1)^-1/2 of the
+stored elements, rows in degree order, as a file sorted by degree has
+them): block modulo ranks puts the heavy blocks on the same ranks, the
+placement by stored elements should not.  The program (placement.tra)
+runs two sparse products both ways and trains a param partitioned along
+the graph's rows, so results, params and outputs all depend on every rank
+agreeing where each block lives.
+"""
+import os, re, sys
+import numpy as np
+
+V, F = 3000, 8
+
+
+def make():
+    import scipy.sparse as sp
+    rng = np.random.default_rng(7)
+    deg = np.maximum(1, (60 * (np.arange(V) + 1.0) ** -0.5 * np.sqrt(V) / 8).astype(int))
+    rows = np.repeat(np.arange(V), deg)
+    cols = rng.integers(0, V, rows.size)
+    A = sp.coo_matrix((rng.random(rows.size).astype(np.float32) / 50, (rows, cols)), shape=(V, V)).tocsr()
+    A.sum_duplicates()
+    A.sort_indices()
+    sp.save_npz("A.npz", A, compressed=False)
+    X = rng.standard_normal((V, F)).astype(np.float32)
+    np.save("X.npy", X)
+    A = A.toarray().astype(np.float64)
+    X = X.astype(np.float64)
+    Y = A @ X
+    Z = A.T @ Y
+    P = np.zeros((V, F))
+    for _ in range(3):                  # placement.tra's loop, by hand
+        G = A @ P - Y                   # loss = sum(G^2) / 2
+        P = P - 0.5 * (A.T @ G)
+    np.save("want_Y.npy", Y)
+    np.save("want_Z.npy", Z)
+    np.save("want_P.npy", P)
+
+
+def check(out, profile):
+    bad = 0
+    for name in "YZP":
+        got = np.load(os.path.join(out, name + ".npy")).astype(np.float64)
+        want = np.load("want_%s.npy" % name)
+        err = np.abs(got - want).max() / (1 + np.abs(want).max())
+        if not err < 1e-4:
+            print("%s: %s differs from numpy by %.3g" % (out, name, err))
+            bad += 1
+    text = open(profile).read()
+    m = re.search(r"^placement: .* holds ([0-9.]+)x the average \(block modulo ranks: ([0-9.]+)x\)$", text, re.M)
+    if not m:
+        print("%s: no placement line in the profile" % out)
+        return 1
+    got, hashed = float(m.group(1)), float(m.group(2))
+    print("%s: busiest rank %.2fx the average (block modulo ranks: %.2fx)" % (out, got, hashed))
+    if "--balanced" in sys.argv and not (got <= 1.1 and hashed > 1.1):
+        print("%s: the placement should be at most 1.1x and block modulo ranks more" % out)
+        bad += 1
+    return bad
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "make":
+        make()
+    else:
+        sys.exit(1 if check(sys.argv[2], sys.argv[3]) else 0)
