@@ -18,7 +18,7 @@ scipy and PyTorch).  trac's is the op's time from --profile (the join that
 is the kernel, on every rank; the slowest rank's), medians of R whole runs,
 on 1 and 2 ranks.  Every result's sum is checked against scipy's.
 
-Environment: TRAC, MPIRUN, CC (make bench-spmm sets them).
+Environment: TRAC, MPIRUN (make bench-spmm sets them); gcc builds spmm_lib.c.
 """
 import os, subprocess, sys, time
 import numpy as np
@@ -114,7 +114,7 @@ def main():
         print("torch: not installed")
 
     exe = os.path.join(work, "spmm_lib")
-    subprocess.run([os.environ.get("CC", "gcc"), "-O2", os.path.join(HERE, "spmm_lib.c"),
+    subprocess.run(["gcc", "-O2", os.path.join(HERE, "spmm_lib.c"),
                     "-o", exe, "-lgraphblas", "-lrsb"], check=True)
     for lib in ["graphblas", "rsb"]:
         for threads in [1, 2]:

@@ -298,6 +298,28 @@ static void header_print(Buf *b, const IaPlan *p, bool costs)
 	}
 	if (!first)
 		buf_puts(b, "\n");
+	/* what the plan assumed of each sparse input, which the run finds out */
+	for (int i = 0; i < p->ops.n; i++) {
+		const IaOp *op = &p->ops.v[i];
+		if (op->kind != IA_READ || !op->type.sparse)
+			continue;
+		const Tensor *ten = &p->tra->tensors.v[op->u.read.tensor];
+		double all = 1, longest = 1;
+		for (int d = 0; d < ten->rank; d++) {
+			all *= (double)ten->shape[d];
+			longest = (double)ten->shape[d] > longest ? (double)ten->shape[d] : longest;
+		}
+		double stored = rel_density(&op->type) * all;
+		buf_printf(b, "assumes: %s holds %.3g stored elements", ten->name, stored);
+		if (ten->density > 0)
+			buf_puts(b, " (--nnz)");
+		else
+			buf_printf(b, " (%.3g a row: an estimate; --nnz %s=COUNT gives the count)", stored / longest,
+			           ten->name);
+		if (p->nranks > 1)
+			buf_puts(b, "; the run places its blocks by their stored elements (from a csr or csc .npz)");
+		buf_puts(b, "\n");
+	}
 }
 
 /* A statement's rule chain as --explain=all says it. */
