@@ -1012,9 +1012,18 @@ static void emit_main(Emit *e)
 	}
 
 	buf_puts(b, "int main(int argc, char **argv)\n{\n\ttrt_init(&argc, &argv, &program);\n");
-	for (int i = 0; i < n; i++)     /* sparse inputs place their blocks first */
-		if (p->ops.v[i].kind == IA_READ && p->ops.v[i].type.sparse)
-			buf_printf(b, "\ttrt_balance(%d, &type%d);\n", e->tensor_index[p->ops.v[i].u.read.tensor], i);
+	/* sparse inputs place their blocks first, and the memory check adds
+	 * what their files hold beyond the plan's estimate */
+	bool sparse_in = false;
+	for (int i = 0; i < n; i++)
+		if (p->ops.v[i].kind == IA_READ && p->ops.v[i].type.sparse) {
+			buf_printf(b, "\ttrt_balance(%d, &type%d, %.17g, ", e->tensor_index[p->ops.v[i].u.read.tensor], i,
+			           rel_density(&p->ops.v[i].type));
+			end_call_at(b, &p->ops.v[i].place);
+			sparse_in = true;
+		}
+	if (sparse_in)
+		buf_puts(b, "\ttrt_mem_recheck();\n");
 	for (int t = 0; t < p->tra->tensors.n; t++)
 		if (p->tra->tensors.v[t].role == TENSOR_PARAM)
 			buf_printf(b, "\tTrtRel *var%d = NULL;\t/* param %s */\n", t, p->tra->tensors.v[t].name);

@@ -12,6 +12,11 @@
  *          partitioned relation shrinks with more ranks, a replicated one
  *          does not, so peak * min(1, planned / ranks) is a lower bound of
  *          what each rank needs -- the check never refuses a plan that fits.
+ *          A sparse input's file may hold more elements than the plan
+ *          assumed: trt_mem_recheck, once trt_balance has read the counts,
+ *          adds this rank's share of the excess (values and column
+ *          indices of the input itself; what is computed from it is not
+ *          scaled, so the need stays a lower bound).
  *   have   the least of: the address-space limit (ulimit -v) less what the
  *          process maps already; the data-segment limit likewise; the
  *          cgroup's memory.max less memory.current; the node's
@@ -149,7 +154,25 @@ static void op_str(char *buf, size_t len, int op)
 		snprintf(buf, len, "op #%d %s", op, o->kind);
 }
 
+static void check(double extra);
+
 void rt_mem_check(void)
+{
+	check(0);
+}
+
+/* Again, once the sparse inputs' files have told how many elements they
+ * hold (trt_balance): the plan's peak plus what this rank's share of them
+ * exceeds the estimate by. */
+void trt_mem_recheck(void)
+{
+	double most = 0;
+	MPI_Allreduce(&rt_sparse_excess, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	if (most > 0)
+		check(rt_sparse_excess);
+}
+
+static void check(double extra)
 {
 	const TrtProgram *p = rt.prog;
 	const char *env = getenv("TRAC_MEM_CHECK");
@@ -167,15 +190,17 @@ void rt_mem_check(void)
 	double need = p->pred_peak_bytes;
 	if (p->planned_ranks > 0 && p->planned_ranks < rt.nranks)
 		need *= (double)p->planned_ranks / rt.nranks;
+	need += extra;
 	const char *why;
 	double have = available(local, &why);
 	if (need > 0 && have >= 0 && need > have) {
 		char a[32], b[32], op[512];
 		op_str(op, sizeof op, p->pred_peak_op);
-		snprintf(msg, sizeof msg, "%s: the plan needs %s per rank at its peak, at %s, more than the %s "
+		snprintf(msg, sizeof msg, "%s: the plan needs %s per rank at its peak, at %s%s, more than the %s "
 		         "rank %d can have (%s); run on more ranks or machines, or plan for them (trac -P, "
-		         "--mem-per-rank)", rt_progname(), bytes_str(a, sizeof a, need), op,
-		         bytes_str(b, sizeof b, have), rt.rank, why);
+		         "--mem-per-rank%s)", rt_progname(), bytes_str(a, sizeof a, need), op,
+		         extra > 0 ? ", with the sparse inputs' elements its estimate lacked" : "",
+		         bytes_str(b, sizeof b, have), rt.rank, why, extra > 0 ? ", --nnz" : "");
 		err = msg;
 	}
 	rt_agree(err);

@@ -187,19 +187,44 @@ static void place_lpt(RtSiteMap *m)
 	free(hash);
 }
 
-void trt_balance(int tensor, const TrtType *t)
+double rt_sparse_excess;
+
+/* The bytes this rank will hold of the input beyond what the plan
+ * planned: the planned density's share against the file's count (this
+ * rank's blocks when partitioned on the counted dim, else an even share). */
+static void count_excess(const TrtType *t, double density, TrtPlace p, int d, const double *count)
+{
+	double all = 1, total = 0, mine = 0;
+	for (int k = 0; k < t->nkey; k++)
+		all *= (double)t->extent[k];
+	for (int64_t b = 0; b < rt_frontier(t, d); b++) {
+		total += count[b];
+		if (p.kind == TRT_PART && p.ndims == 1 && p.dims[0] == d) {
+			int64_t key[TRT_MAXDIM] = { 0 };
+			key[d] = b;
+			mine += trt_site(&p, t, key) == rt.rank ? count[b] : 0;
+		}
+	}
+	double share = p.kind == TRT_ALL ? 1 : 1.0 / rt.nranks;
+	if (!(p.kind == TRT_PART && p.ndims == 1 && p.dims[0] == d))
+		mine = total * share;
+	double planned = density * all * share;
+	if (mine > planned)             /* a value and a column index each */
+		rt_sparse_excess += (mine - planned) * (double)(rt_dtype_size(t->dtype) + sizeof(int64_t));
+}
+
+void trt_balance(int tensor, const TrtType *t, double density, TrtPlace p)
 {
 	const TrtTensor *x = &rt.prog->tensors[tensor];
 	const char *path = rt.paths[tensor];
 	struct stat st;
 
-	if (rt.nranks == 1 || !t->sparse || !path || stat(path, &st) || !S_ISREG(st.st_mode) ||
-	    !rt_npz_wanted(path))
+	if (!t->sparse || !path || stat(path, &st) || !S_ISREG(st.st_mode) || !rt_npz_wanted(path))
 		return;
 	int64_t f[2] = { rt_frontier(t, 0), rt_frontier(t, 1) };
 	double *count = rt_alloc(sizeof *count * (size_t)(f[0] > f[1] ? f[0] : f[1]));
 	int d = rt_npz_block_counts(x, path, t, count);
-	if (d >= 0 && f[d] > rt.nranks) {
+	if (d >= 0 && rt.nranks > 1 && f[d] > rt.nranks) {
 		RtSiteMap *m = rt_site_map(t->extent[d], t->block[d], 1);
 		if (m) {
 			for (int64_t b = 0; b < m->nblock; b++) {
@@ -212,5 +237,7 @@ void trt_balance(int tensor, const TrtType *t)
 			place_lpt(m);
 		}
 	}
+	if (d >= 0)
+		count_excess(t, density, p, d, count);
 	free(count);
 }

@@ -295,10 +295,13 @@ TrtRel *trt_filter(const TrtRel *r, TrtKeyPred pred, TrtPlace p);
 TrtRel *trt_complete(const TrtRel *r);
 /* r dense and complete: a param's value. */
 TrtRel *trt_densify(const TrtRel *r);
-/* Before the first op, for each sparse input the program reads: place the
- * blocks of its file's compressed dim by their stored elements (sparse.c),
- * for every relation partitioned on that dim alone. */
-void trt_balance(int tensor, const TrtType *t);
+/* Before the first op, for each sparse input the program reads (planned
+ * with the fraction `density` stored, in placement p): place the blocks of its file's compressed dim by their
+ * stored elements (sparse.c), for every relation partitioned on that dim
+ * alone, and count what this rank will hold beyond the plan's estimate;
+ * then trt_mem_recheck repeats the memory check with it (guard.c). */
+void trt_balance(int tensor, const TrtType *t, double density, TrtPlace p);
+void trt_mem_recheck(void);
 /* Kernels: a sparse view expanded into a dense array (the caller frees
  * it); v then views it. */
 void *trt_view_dense(TrtView *v, size_t elsize);

@@ -3,6 +3,7 @@
 placement.py: the run-time placement of a skewed sparse input (issue 13).
 
     placement.py make               the graph, the inputs, numpy's answers
+    placement.py big                big.npz: a 16384^2 csr claiming 250M elements
     placement.py check OUT PROFILE  OUT's outputs against them; PROFILE's
                                     placement line: print both ratios, and
                                     with --balanced require <= 1.1
@@ -68,8 +69,55 @@ def check(out, profile):
     return bad
 
 
+def make_big(path, V, N):
+    """A csr .npz of V x V claiming N stored elements (a uniform indptr),
+    its data and indices stored as holes in a sparse file: the memory
+    check reads only indptr, so the file costs no disk and no time."""
+    import io, zlib, struct, zipfile
+    import scipy.sparse as sp
+    small = io.BytesIO()
+    sp.save_npz(small, sp.csr_matrix(np.eye(V, dtype=np.float32)), compressed=False)
+    with zipfile.ZipFile(small) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+
+    def header(dtype, n):
+        b = io.BytesIO()
+        np.lib.format.write_array_header_1_0(b, {"descr": np.dtype(dtype).str, "fortran_order": False,
+                                                 "shape": (n,)})
+        return b.getvalue()
+
+    indptr = io.BytesIO()
+    np.save(indptr, (np.arange(V + 1, dtype=np.int64) * (N // V)).astype(np.int32))
+    # name -> (head bytes, zero bytes after them)
+    parts = {"indices.npy": (header("<i4", N), 4 * N), "indptr.npy": (indptr.getvalue(), 0),
+             "format.npy": (members["format.npy"], 0), "shape.npy": (members["shape.npy"], 0),
+             "data.npy": (header("<f4", N), 4 * N)}
+    zero = bytes(1 << 24)
+    central = b""
+    with open(path, "wb") as f:
+        for name, (head, nzero) in parts.items():
+            crc = zlib.crc32(head)
+            left = nzero
+            while left > 0:
+                crc = zlib.crc32(zero[:min(left, len(zero))], crc)
+                left -= len(zero)
+            size = len(head) + nzero
+            off = f.tell()
+            nm = name.encode()
+            f.write(struct.pack("<IHHHHHIIIHH", 0x04034b50, 20, 0, 0, 0, 0x21, crc, size, size, len(nm), 0) + nm)
+            f.write(head)
+            f.seek(nzero, 1)
+            central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014b50, 20, 20, 0, 0, 0, 0x21, crc, size, size,
+                                   len(nm), 0, 0, 0, 0, 0, off) + nm
+        at = f.tell()
+        f.write(central)
+        f.write(struct.pack("<IHHHHIIH", 0x06054b50, 0, 0, len(parts), len(parts), len(central), at, 0))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         make()
+    elif sys.argv[1] == "big":
+        make_big("big.npz", 16384, 16384 * 15259)
     else:
         sys.exit(1 if check(sys.argv[2], sys.argv[3]) else 0)

@@ -42,4 +42,28 @@ elif ! grep -q "placement is 'balanced' or 'hash', found 'random'" bad.txt; then
 else
 	pass "--placement=random: refused"
 fi
+# the memory check counts a sparse input's real elements: planned for 16
+# a row, a file of 250M (3 GB as trac holds them) is refused before the
+# run under a 2 GB address space, naming the estimate (the data are holes
+# in a sparse file, never read)
+"$PYTHON" "$TOP/tests/e2e/placement.py" big || fail "placement.py big"
+cat > bigm.tra <<'TRA'
+size V = 16384;
+input A[V, V] : sparse;
+d[i] = sum[j](A[i, j]);
+output d;
+TRA
+"$TRAC" -P 1 bigm.tra -o bigm || fail "trac bigm.tra"
+run 1 sh -c 'ulimit -v 2000000; exec ./bigm A=big.npz d=d.npy' > big.out 2> big.err
+status=$?
+if [ "$status" -ne 1 ]; then
+	fail "real count: status $status, expected 1"; tail -3 big.err
+elif ! grep -q "^bigm: the plan needs 3 GB per rank at its peak, at op #[0-9]* map .*, with the sparse inputs' elements its estimate lacked, more than" big.err; then
+	fail "real count: message"; head -3 big.err
+elif [ -e d.npy ]; then
+	fail "real count: an output was written"
+else
+	pass "the memory check counts the file's elements"
+fi
+rm -f big.npz
 finish
