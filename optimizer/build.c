@@ -104,12 +104,8 @@ static int b_source(Emit *e, const Unit *u, const int *x, const Place *mid, cons
 	}
 	ia.kind = IA_READ;
 	ia.u.read.tensor = t->u.input.tensor;
-	ia.place = *out;
-	if (out->kind != PL_ALL)
-		return emit_op(e, ia);
-	/* pinned everywhere: read on rank 0's share, broadcast */
-	ia.place = place_part(0, NULL);
-	return emit_move(e, emit_op(e, ia), out, t->stmt, u->tra);
+	ia.place = *out;                /* PL_ALL: every rank reads the whole file */
+	return emit_op(e, ia);
 }
 
 /* Every site makes the chunks its placement gives it: nothing to move. */

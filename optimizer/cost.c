@@ -207,6 +207,13 @@ double cost_partial_copies(const CostCtx *c, const RelType *t, const Place *p, i
 	return spread < c->nsites ? spread : c->nsites;
 }
 
+Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)
+{
+	if (p->kind != PL_ALL)
+		return (Cost){0};       /* the input layout is free (the paper's convention) */
+	return (Cost){.seconds = cost_rank_bytes(c, t, p, 1) / c->m->read_bw};
+}
+
 double cost_rank_bytes(const CostCtx *c, const RelType *t, const Place *p, double copies)
 {
 	double b = rel_bytes(t);
@@ -489,6 +496,8 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		copies[i] = 1;
 		switch (op->kind) {
 		case IA_READ:
+			c = cost_read(&cc, &op->type, &op->place);
+			break;
 		case IA_WRITE:
 		case IA_FILTER:
 		case IA_INIT:

@@ -203,11 +203,8 @@ static void c_read(Search *s, int t, Impl *im)
 {
 	const RelType *ty = type_of(s, t);
 	const Place *p = out_place(s, t, im);
-	/* read everywhere only when pinned so: a broadcast from disk */
-	if (p->kind == PL_ALL) {
-		Place one = place_part(0, NULL);
-		im->cost = cost_move(&s->cc, ty, &one, 1, p);
-	}
+	/* free when partitioned; every rank reads all of it when pinned so */
+	im->cost = cost_read(&s->cc, ty, p);
 	im->mem = rank_bytes(s, ty, p, 1);
 }
 

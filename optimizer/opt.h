@@ -41,6 +41,7 @@ typedef struct Machine {
 	double latency[NCOLL];          /* seconds per call */
 	double bandwidth[NCOLL];        /* bytes per second one rank sends */
 	double memcpy_bw;               /* bytes per second, one rank */
+	double read_bw;                 /* bytes per second one rank reads an input's file */
 	double loop_rate;               /* flop/s of generated loops, one rank */
 	int ngemm;
 	int gemm_block[MAXGEMM];        /* block sizes measured, increasing */
@@ -234,6 +235,14 @@ double cost_share(const CostCtx *c, const RelType *t, const Place *p);
 /* Sites that hold partials of one key when a relation partitioned on p is
  * grouped onto `group` (1 when no partitioning dim is grouped away). */
 double cost_partial_copies(const CostCtx *c, const RelType *t, const Place *p, int ngroup, const int *group);
+/* Reading an input's file in placement p.  A partitioned input costs
+ * nothing: the input layout is free, as the paper has it (inputs are
+ * where the plan wants them).  PL_ALL, which only --place pins, is every
+ * rank reading the whole file itself: the time to read it at the machine's
+ * file_read_bandwidth_Bps, and no floats, since nothing moves between
+ * ranks (Amazon-XML's X read where it is needed, as the TRA paper counts
+ * it). */
+Cost cost_read(const CostCtx *c, const RelType *t, const Place *p);
 /* Bytes one rank holds of a relation: copies > 1 for partials. */
 double cost_rank_bytes(const CostCtx *c, const RelType *t, const Place *p, double copies);
 /* Moving a relation (copies: its partial copies) from `from` to `to`
