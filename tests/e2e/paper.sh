@@ -142,9 +142,11 @@ for w in speech xml; do
 	    -e "s|^param W2\[H, L\] = .*|param W2[H, L] = \"w2_$w.npy\";|" "$G/paper_ffnn_$w.tra" >ffnn_$w.tra
 	l() { grep -n "^$1\[" ffnn_$w.tra | cut -d: -f1; }
 	bytes_no_more ffnn_$w.tra $sz -P 4 --block 8 || fail "ffnn $w: the searched plan sends more than Table 1's"
-	for plan in searched dp mp; do
+	for plan in searched dp mp read; do
 		flags="-P 4 --block 8"
 		case $plan in
+		# X read whole by every rank from its file (issue 16)
+		read) flags="$flags --place X=all --place W1=part(1)" ;;
 		dp) flags="$flags --place X=part(0) --place Y=part(0) --place W1=part(0) --place W2=part(0)
 			--strategy $(l a1)=broadcast-right --strategy $(l a2)=broadcast-right
 			--strategy $(l gW2)=co-partition --strategy $(l g1)=broadcast-right --strategy $(l gW1)=co-partition" ;;
