@@ -143,6 +143,80 @@ static void pins(void *ctx, const TraProg *p, OptOptions *o)
 	cmdline_resolve_pins(((Driver *)ctx)->cmd, p, o);
 }
 
+/* The pipeline once per rank count of -P.  The first count runs as a
+ * single -P always did (its hooks, dumps); the others only plan anew, and
+ * their diagnostics, the first's again, are shown only if they fail.
+ * When the counts are the default ones, a count whose plan does not fit
+ * --mem-per-rank is left out (all of them: the last one's error).
+ * Returns the pipelines with a plan (*n of them), or NULL and the exit
+ * status in *n. */
+static Pipeline *plan_counts(Cmdline *cmd, Driver *d, int file, int *n)
+{
+	int nr = cmd->ranks.n;
+	Pipeline *pl = xcalloc((size_t)nr, sizeof *pl);
+	FILE *loud = diag_out ? diag_out : stderr;
+	char *said = NULL;
+	size_t nsaid = 0;
+	*n = 0;
+	for (int k = 0; k < nr; k++) {
+		Pipeline *p = &pl[*n];
+		*p = cmd->pipe;
+		p->opt.nranks = cmd->ranks.v[k];
+		p->hooks = (PipelineHooks){d, k ? NULL : lowered, pins, k ? NULL : phase};
+		free(said);
+		diag_out = open_memstream(&said, &nsaid);
+		diag_reset();
+		int status = trac_pipeline(p, file, stdout);
+		fclose(diag_out);
+		diag_out = loud;
+		if (status == 1 && p->plan && cmd->ranks_default) {
+			trac_pipeline_free(p);          /* over --mem-per-rank: no plan for this count */
+			continue;
+		}
+		if (*n == 0 || status >= 0)
+			fwrite(said, 1, nsaid, loud);
+		if (status >= 0) {
+			free(said);
+			*n = status;
+			return NULL;
+		}
+		(*n)++;
+	}
+	if (*n == 0) {                          /* nothing fits: say so for the largest count */
+		fwrite(said, 1, nsaid, loud);
+		free(said);
+		*n = 1;
+		return NULL;
+	}
+	free(said);
+	if (nr > 1)
+		phase_end(&d->clock, xprintf("%d more plans", nr - 1));
+	return pl;
+}
+
+/* --explain of each plan: one count as ever; several, the text of each in
+ * turn, or in JSON an object {"plans": [...]} of the plans' objects. */
+static void explain(const IaPlan **plans, int n, ExplainFormat f, bool costs)
+{
+	bool json = f == EXPLAIN_JSON && n > 1;
+	if (json)
+		fputs("{\"plans\": [\n", stdout);
+	for (int k = 0; k < n; k++) {
+		Buf b = {0};
+		ia_explain(&b, plans[k], f, costs);
+		if (json) {
+			while (b.len && b.s[b.len - 1] == '\n')
+				b.s[--b.len] = 0;
+			fputs(k ? ",\n" : "", stdout);
+		} else if (k)
+			fputs("\n", stdout);
+		fputs(b.s ? b.s : "", stdout);
+		buf_free(&b);
+	}
+	if (json)
+		fputs("\n]}\n", stdout);
+}
+
 int main(int argc, char **argv)
 {
 	static Cmdline cmd;
@@ -165,16 +239,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "trac: error: cannot read '%s': %s\n", cmd.input, err);
 		return 1;
 	}
-	Pipeline *pl = &cmd.pipe;
-	pl->hooks = (PipelineHooks){&d, lowered, pins, phase};
-	int status = trac_pipeline(pl, file, stdout);
-	if (status >= 0)
-		return status;
+	int nplans;
+	Pipeline *pl = plan_counts(&cmd, &d, file, &nplans);
+	if (!pl)
+		return nplans;
+	const IaPlan **plans = xcalloc((size_t)nplans, sizeof *plans);
+	for (int k = 0; k < nplans; k++)
+		plans[k] = pl[k].plan;
 
 	if (cmd.explain) {
-		Buf b = {0};
-		ia_explain(&b, pl->plan, cmd.explain_format, pl->costs);
-		fputs(b.s ? b.s : "", stdout);
+		explain(plans, nplans, cmd.explain_format, cmd.pipe.costs);
 		return 0;
 	}
 
@@ -182,7 +256,7 @@ int main(int argc, char **argv)
 	char *name = program_name(cmd.input);
 	CgOptions cg = {name, cmd.input, cmd.seed};
 	Buf c = {0};
-	cg_emit(&c, pl->plan, &cg);
+	cg_emit(&c, plans, nplans, &cg);
 	phase_end(&d.clock, "emit C");
 	if (cmd.emit_c) {
 		char *out = cmd.output ? xstrdup(cmd.output) : strip_ext(cmd.input, ".c");
