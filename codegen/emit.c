@@ -62,11 +62,14 @@ static int share(Emit *e, DefKind kind, Buf *text)
 	Def d = {kind, xstrdup(t), h, e->ndef[kind]++, e->bucket[at]};
 	char id[16];
 	snprintf(id, sizeof id, "%d", d.id);
-	for (const char *c = t; *c; c++)
-		if (*c == HOLE[0])
-			buf_puts(e->b, id);
-		else
-			buf_printf(e->b, "%c", *c);
+	for (const char *c = t, *hole; *c; c = hole + 1) {
+		hole = strchr(c, HOLE[0]);
+		if (!hole) {
+			buf_puts(e->b, c);
+			break;
+		}
+		buf_printf(e->b, "%.*s%s", (int)(hole - c), c, id);
+	}
 	vec_push(&e->defs, d);
 	e->bucket[at] = e->defs.n - 1;
 	buf_free(text);

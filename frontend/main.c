@@ -57,7 +57,7 @@ static bool write_file(const char *path, const char *text)
  * as gcc writes it.  -M prints (to -MF FILE, or -o FILE, or stdout) and
  * stops, so its -o names the rule's file, not the output; -MD writes to -MF
  * FILE, else to the output's name with its suffix replaced by .d. */
-static bool write_deps(const Cmdline *o)
+static bool write_deps(const Cmdline *o, const FeOptions *fe)
 {
 	const char *out = o->deps.print ? NULL : o->output;
 	char *target = out ? xstrdup(out) : strip_ext(o->input, o->emit_c ? ".c" : "");
@@ -69,7 +69,7 @@ static bool write_deps(const Cmdline *o)
 		ntargets = 1;
 	}
 	Buf b = {0};
-	fe_deps_rule(&b, targets, ntargets, &o->pipe.fe, o->deps.phony, o->deps.no_stdlib);
+	fe_deps_rule(&b, targets, ntargets, fe, o->deps.phony, o->deps.no_stdlib);
 
 	char *file = o->deps.file ? xstrdup(o->deps.file) : NULL;
 	if (!file && o->deps.print && o->output)
@@ -119,13 +119,15 @@ static void phase_end(Clock *c, const char *phase)
 typedef struct Driver {
 	Cmdline *cmd;
 	Clock clock;
+	const Pipeline *pl;     /* the one running */
 } Driver;
 
 static bool lowered(void *ctx, const TraProg *p, int *status)
 {
 	(void)p;
-	const Cmdline *c = ((Driver *)ctx)->cmd;
-	if ((c->deps.print || c->deps.write) && !write_deps(c)) {
+	const Driver *d = ctx;
+	const Cmdline *c = d->cmd;
+	if ((c->deps.print || c->deps.write) && !write_deps(c, &d->pl->fe)) {
 		*status = 1;
 		return false;
 	}
@@ -163,6 +165,7 @@ static Pipeline *plan_counts(Cmdline *cmd, Driver *d, int file, int *n)
 		*p = cmd->pipe;
 		p->opt.nranks = cmd->ranks.v[k];
 		p->hooks = (PipelineHooks){d, k ? NULL : lowered, pins, k ? NULL : phase};
+		d->pl = p;
 		free(said);
 		diag_out = open_memstream(&said, &nsaid);
 		diag_reset();
@@ -222,7 +225,7 @@ int main(int argc, char **argv)
 	static Cmdline cmd;
 	cmdline_parse(argc, argv, &cmd);
 	diag_color = isatty(2) && !getenv("NO_COLOR");
-	Driver d = {&cmd, {cmd.verbose, now()}};
+	Driver d = {&cmd, {cmd.verbose, now()}, &cmd.pipe};
 	if (cmd.verbose) {
 		/* the source's folder: "dir" for dir/x.tra, "/" for /x.tra, "." for x.tra */
 		const char *slash = strrchr(cmd.input, '/');

@@ -365,7 +365,7 @@ int trt_init(int *argc, char ***argv, const TrtProgram *progs, int nprogs)
 		rt_exit(1);
 	}
 
-	if (prog->planned_ranks > 0 && prog->planned_ranks != rt.nranks && rt.rank == 0) {
+	if (nprogs > 1 && prog->planned_ranks != rt.nranks && rt.rank == 0) {
 		plans_str(msg, sizeof msg, progs, nprogs);
 		fprintf(stderr, "%s: no plan for %d rank%s (plans for %s): running the plan for %d on all %d\n",
 		        rt_progname(), rt.nranks, rt.nranks == 1 ? "" : "s", msg, prog->planned_ranks, rt.nranks);
