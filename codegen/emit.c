@@ -1086,7 +1086,7 @@ static void emit_main(Emit *e)
 			free_at[i] = at;
 	}
 
-	buf_puts(b, "static int run" HOLE "(void)\n{\n");
+	buf_puts(b, "static BODY int run" HOLE "(void)\n{\n");
 	for (int t = 0; t < p->tra->tensors.n; t++)
 		if (p->tra->tensors.v[t].role == TENSOR_PARAM)
 			buf_printf(b, "\tTrtRel *var%d = NULL;\t/* param %s */\n", t, p->tra->tensors.v[t].name);
@@ -1326,6 +1326,11 @@ void cg_emit(Buf *out, const IaPlan *const *plans, int nplans, const CgOptions *
 		buf_printf(out, "%s%d", k ? (k + 1 < nplans ? ", " : " and ") : "", plans[k]->nranks);
 	buf_printf(out, " rank%s.  Do not edit. */\n", nplans == 1 && p->nranks == 1 ? "" : "s");
 	buf_puts(out, "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include \"trac_rt.h\"\n\n");
+	/* a plan's body is straight-line calls into the runtime: optimising it
+	 * gains nothing and, with a body per rank count, costs most of the C
+	 * compiler's time */
+	buf_puts(out, "#if defined(__GNUC__) && !defined(__clang__)\n#define BODY __attribute__((optimize(\"O0\")))\n"
+	         "#else\n#define BODY\n#endif\n\n");
 	emit_tensors(e);
 	int *run = xcalloc((size_t)nplans, sizeof *run);
 	for (int k = 0; k < nplans; k++) {
