@@ -62,7 +62,8 @@ for line in 5 6; do
 done
 
 # usage errors: status 2, a message on stderr, nothing on stdout
-for args in "--no-such-option matmul.tra" "" "-P 0 matmul.tra" "-MF" "--explain=svg matmul.tra"; do
+for args in "--no-such-option matmul.tra" "" "-P 0 matmul.tra" "-P 2,,4 matmul.tra" "-P 2,x matmul.tra" \
+	"-P 4,2000000 matmul.tra" "-MF" "--explain=svg matmul.tra"; do
 	"$TRAC" $args >out 2>err
 	status=$?
 	if [ $status -eq 2 ] && [ ! -s out ] && grep -q 'trac: error' err; then
@@ -71,4 +72,17 @@ for args in "--no-such-option matmul.tra" "" "-P 0 matmul.tra" "-MF" "--explain=
 		fail "trac $args: status $status, $(cat out err)"
 	fi
 done
+# -P LIST: --explain prints each plan, in JSON {"plans": [...]} (one count:
+# its object alone, as ever); the counts in increasing order, once each
+if "$TRAC" --explain=json -P 8,2,8 matmul.tra >multi.json 2>err &&
+	"$TRAC" --explain=json -P 2 matmul.tra >one.json 2>>err &&
+	"$PYTHON" -c "
+import json, sys
+m, o = json.load(open('multi.json')), json.load(open('one.json'))
+sys.exit(0 if [p['ranks'] for p in m['plans']] == [2, 8] and m['plans'][0] == o else 1)" &&
+	[ "$("$TRAC" --explain -P 3,5 matmul.tra | grep -c '^plan for [35] ranks')" = 2 ]; then
+	pass "--explain -P LIST: each plan, in JSON {\"plans\": [...]}"
+else
+	fail "--explain -P LIST: $(cat err)"
+fi
 finish
