@@ -198,16 +198,23 @@ static Pipeline *plan_counts(Cmdline *cmd, Driver *d, int file, int *n)
 }
 
 /* --explain of each plan: one count as ever; several, the text of each in
- * turn, or in JSON an object {"plans": [...]} of the plans' objects. */
+ * turn, or in JSON the first count's object (the contract's fields, as for
+ * one count) with "plans": each count's object, the first's too. */
 static void explain(const IaPlan **plans, int n, ExplainFormat f, bool costs)
 {
-	bool json = f == EXPLAIN_JSON && n > 1;
-	if (json)
-		fputs("{\"plans\": [\n", stdout);
+	if (f == EXPLAIN_JSON && n > 1) {
+		Buf first = {0};
+		ia_explain(&first, plans[0], f, costs);
+		while (first.len && (first.s[first.len - 1] == '\n' || first.s[first.len - 1] == '}'))
+			first.s[--first.len] = 0;
+		fputs(first.s, stdout);
+		fputs(",\n  \"plans\": [\n", stdout);
+		buf_free(&first);
+	}
 	for (int k = 0; k < n; k++) {
 		Buf b = {0};
 		ia_explain(&b, plans[k], f, costs);
-		if (json) {
+		if (f == EXPLAIN_JSON && n > 1) {
 			while (b.len && b.s[b.len - 1] == '\n')
 				b.s[--b.len] = 0;
 			fputs(k ? ",\n" : "", stdout);
@@ -216,8 +223,8 @@ static void explain(const IaPlan **plans, int n, ExplainFormat f, bool costs)
 		fputs(b.s ? b.s : "", stdout);
 		buf_free(&b);
 	}
-	if (json)
-		fputs("\n]}\n", stdout);
+	if (f == EXPLAIN_JSON && n > 1)
+		fputs("\n  ]\n}\n", stdout);
 }
 
 int main(int argc, char **argv)

@@ -72,16 +72,17 @@ for args in "--no-such-option matmul.tra" "" "-P 0 matmul.tra" "-P 2,,4 matmul.t
 		fail "trac $args: status $status, $(cat out err)"
 	fi
 done
-# -P LIST: --explain prints each plan, in JSON {"plans": [...]} (one count:
-# its object alone, as ever); the counts in increasing order, once each
+# -P LIST: --explain prints each plan; in JSON the first count's object, as
+# for it alone, with "plans": every count's; the counts increasing, once each
 if "$TRAC" --explain=json -P 8,2,8 matmul.tra >multi.json 2>err &&
 	"$TRAC" --explain=json -P 2 matmul.tra >one.json 2>>err &&
 	"$PYTHON" -c "
 import json, sys
 m, o = json.load(open('multi.json')), json.load(open('one.json'))
-sys.exit(0 if [p['ranks'] for p in m['plans']] == [2, 8] and m['plans'][0] == o else 1)" &&
+first = {k: v for k, v in m.items() if k != 'plans'}
+sys.exit(0 if [p['ranks'] for p in m['plans']] == [2, 8] and m['plans'][0] == o and first == o else 1)" &&
 	[ "$("$TRAC" --explain -P 3,5 matmul.tra | grep -c '^plan for [35] ranks')" = 2 ]; then
-	pass "--explain -P LIST: each plan, in JSON {\"plans\": [...]}"
+	pass "--explain -P LIST: each plan; JSON: the first's object and \"plans\""
 else
 	fail "--explain -P LIST: $(cat err)"
 fi
