@@ -157,6 +157,7 @@ static Pipeline *plan_counts(Cmdline *cmd, Driver *d, int file, int *n)
 	int nr = cmd->ranks.n;
 	Pipeline *pl = xcalloc((size_t)nr, sizeof *pl);
 	FILE *loud = diag_out ? diag_out : stderr;
+	BlockChoice blocks[2] = {{0}};  /* the last count's, the running one's */
 	char *said = NULL;
 	size_t nsaid = 0;
 	*n = 0;
@@ -164,6 +165,8 @@ static Pipeline *plan_counts(Cmdline *cmd, Driver *d, int file, int *n)
 		Pipeline *p = &pl[*n];
 		*p = cmd->pipe;
 		p->opt.nranks = cmd->ranks.v[k];
+		p->opt.prior = *n ? &blocks[0] : NULL;
+		p->opt.chosen = &blocks[1];
 		p->hooks = (PipelineHooks){d, k ? NULL : lowered, pins, k ? NULL : phase};
 		d->pl = p;
 		free(said);
@@ -184,7 +187,12 @@ static Pipeline *plan_counts(Cmdline *cmd, Driver *d, int file, int *n)
 			return NULL;
 		}
 		(*n)++;
+		BlockChoice t = blocks[0];
+		blocks[0] = blocks[1];
+		blocks[1] = t;
 	}
+	free(blocks[0].block);
+	free(blocks[1].block);
 	if (*n == 0) {                          /* nothing fits: say so for the largest count */
 		fwrite(said, 1, nsaid, loud);
 		free(said);

@@ -111,7 +111,18 @@ typedef struct OptOptions {
 	bool verify;            /* run the verifiers after every pass */
 	bool alternatives;      /* cost each statement's other strategies (--explain=all, json) */
 	const Machine *machine; /* NULL: the built-in model */
+	/* plans for several rank counts (one executable, -P LIST): the blocks
+	 * per block class the plan for the count before chose, one more
+	 * candidate of the search's (NULL: none), and where opt_plan leaves the
+	 * blocks of the plan it returns (NULL: nowhere) */
+	const struct BlockChoice *prior;
+	struct BlockChoice *chosen;
 } OptOptions;
+
+typedef struct BlockChoice {
+	int n;                  /* block classes (opt_block_classes) */
+	int64_t *block;         /* per class: its block */
+} BlockChoice;
 
 /* Parse "all", "part(0)", "part(1,0)" into *p; false if malformed. */
 bool opt_parse_place(const char *s, Place *p);
