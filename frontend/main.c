@@ -146,8 +146,9 @@ static void pins(void *ctx, const TraProg *p, OptOptions *o)
 }
 
 /* The pipeline once per rank count of -P.  The first count runs as a
- * single -P always did (its hooks, dumps); the others only plan anew, and
- * their diagnostics, the first's again, are shown only if they fail.
+ * single -P always did (its hooks, dumps, diagnostics); the others only plan
+ * anew, and their diagnostics, the first's again, are shown only if they
+ * fail.
  * When the counts are the default ones, a count whose plan does not fit
  * --mem-per-rank is left out (all of them: the last one's error).
  * Returns the pipelines with a plan (*n of them), or NULL and the exit
@@ -169,17 +170,23 @@ static Pipeline *plan_counts(Cmdline *cmd, Driver *d, int file, int *n)
 		p->opt.chosen = &blocks[1];
 		p->hooks = (PipelineHooks){d, k ? NULL : lowered, pins, k ? NULL : phase};
 		d->pl = p;
+		/* the first count's diagnostics as they come, unless it may be left out */
+		bool hold = *n > 0 || (cmd->ranks_default && cmd->pipe.opt.mem_per_rank > 0);
 		free(said);
-		diag_out = open_memstream(&said, &nsaid);
+		said = NULL;
+		nsaid = 0;
+		if (hold)
+			diag_out = open_memstream(&said, &nsaid);
 		diag_reset();
 		int status = trac_pipeline(p, file, stdout);
-		fclose(diag_out);
+		if (hold)
+			fclose(diag_out);
 		diag_out = loud;
 		if (status == 1 && p->plan && cmd->ranks_default) {
 			trac_pipeline_free(p);          /* over --mem-per-rank: no plan for this count */
 			continue;
 		}
-		if (*n == 0 || status >= 0)
+		if (said && (*n == 0 || status >= 0))
 			fwrite(said, 1, nsaid, loud);
 		if (status >= 0) {
 			free(said);
@@ -194,7 +201,8 @@ static Pipeline *plan_counts(Cmdline *cmd, Driver *d, int file, int *n)
 	free(blocks[0].block);
 	free(blocks[1].block);
 	if (*n == 0) {                          /* nothing fits: say so for the largest count */
-		fwrite(said, 1, nsaid, loud);
+		if (said)
+			fwrite(said, 1, nsaid, loud);
 		free(said);
 		*n = 1;
 		return NULL;

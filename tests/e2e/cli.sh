@@ -86,4 +86,14 @@ sys.exit(0 if [p['ranks'] for p in m['plans']] == [2, 8] and m['plans'][0] == o 
 else
 	fail "--explain -P LIST: $(cat err)"
 fi
+# --mem-per-rank: with the default counts, those it does not fit are left
+# out (the executable's --help lists the others); with counts given, an error
+if "$TRAC" --mem-per-rank 20M matmul.tra -o mm20 2>err && [ ! -s err ] &&
+	./mm20 --help | grep -q '^plans for 4-8,16,32,64,128,256,512,1024 ranks' &&
+	! "$TRAC" -P 1,4 --mem-per-rank 20M matmul.tra -o mm20b 2>err &&
+	grep -q 'no plan fits --mem-per-rank' err; then
+	pass "--mem-per-rank: counts it does not fit left out of the default ones, an error in -P LIST"
+else
+	fail "--mem-per-rank with several counts: $(cat err)"
+fi
 finish
