@@ -3,8 +3,11 @@
  *
  * The emitted file reads top to bottom like the plan: const tables for the
  * program's tensors, the ops (for --profile) and every relation type; one
- * kernel function per join or map; then main(), one runtime call per IA op,
- * each relation freed right after its last reader.
+ * kernel function per join or map; then the plan's body, one runtime call
+ * per IA op, each relation freed right after its last reader.  One file
+ * holds a plan per rank count (-P LIST): each plan's types, kernels,
+ * predicates, schedules and body are written once however many plans have
+ * them (share), and main runs the body of the plan trt_init picks.
  *
  * Kernels.  A product summed over shared labels with at most one label each
  * in the m, n and k roles becomes one BLIS gemm per batch index, on strided
