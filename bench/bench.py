@@ -18,6 +18,8 @@ Sections (bench/README.md has the targets and the results):
     vector    gcc -fopt-info-vec: the generated loop kernels vectorise
     startup   params' random initial values and an .npy input at memory speed
     plantime  how long trac plans a 100-statement program and the paper's workloads
+    scale     the paper's workloads and bench's programs planned for 16 to 1024
+              ranks (--explain=json): predicted time, bytes sent, peak memory per rank
     calibrate bench/calibrate: the machine model's constants
 
 Every comparison runs its contenders alternately, repetition by repetition,
@@ -31,7 +33,7 @@ Environment (from make): TRAC, MPICC, MPIRUN, PYTHON, BLIS_CFLAGS, BLIS_LIBS,
 srcdir, builddir.  Work files go to $TRAC_BENCH_DIR (default
 $builddir/bench-work): inputs are made once and kept.
 """
-import os, re, shlex, statistics, subprocess, sys, time
+import json, os, re, shlex, statistics, subprocess, sys, time
 
 SRC = os.path.abspath(os.environ.get("srcdir", os.path.dirname(os.path.abspath(__file__)) + "/.."))
 BUILD = os.path.abspath(os.environ.get("builddir", "."))
@@ -56,7 +58,7 @@ for a in sys.argv[1:]:
     if a.startswith("--reps="):
         REPS = int(a[7:])
 SECTIONS = [a for a in sys.argv[1:] if not a.startswith("--")]
-ALL = ["calibrate", "vector", "startup", "plantime", "matmul1", "blocks", "scaling", "pdgemm", "einsum"]
+ALL = ["calibrate", "vector", "startup", "plantime", "scale", "matmul1", "blocks", "scaling", "pdgemm", "einsum"]
 
 LOG = []              # every line printed, for bench-work/results.txt
 BYTES = []            # (workload, op, kind, chunks, keys, pred) from every trac run
@@ -523,6 +525,44 @@ def sec_plantime():
             run([TRAC, "--explain=json", *args, path], cwd=gold)
             ts.append(time.time() - t0)
         say("%-22s %-28s %9.3f" % (name, " ".join(args), med(ts)))
+
+
+SCALE_RANKS = [16, 32, 64, 128, 256, 512, 1024]
+
+
+def without_ranks(args):
+    """args without its -P N (the paper's cluster size)."""
+    out, i = [], 0
+    while i < len(args):
+        if args[i] in ("-P", "--ranks"):
+            i += 2
+            continue
+        out.append(args[i])
+        i += 1
+    return out
+
+
+def sec_scale():
+    say("== at scale: trac --explain=json -P %s on the TRA paper's workloads (tests/golden/paper_*,"
+        % ",".join(map(str, SCALE_RANKS)))
+    say("   their sizes and machine models) and bench's programs (their default sizes, the built-in model)")
+    gold = os.path.join(SRC, "tests", "golden")
+    cases = []
+    for name in sorted(os.listdir(gold)):
+        if name.startswith("paper_") and name.endswith(".tra"):
+            m = re.search(r"^# args: (.*)$", open(os.path.join(gold, name)).read(), re.M)
+            cases.append((name[:-4], os.path.join(gold, name), without_ranks(shlex.split(m.group(1)) if m else []), gold))
+    for name in sorted(os.listdir(os.path.join(SRC, "bench"))):
+        if name.endswith(".tra"):
+            cases.append(("bench/" + name[:-4], os.path.join(SRC, "bench", name), [], os.path.join(SRC, "bench")))
+    say("| workload | ranks | predicted s | bytes sent | bytes sent per rank | peak bytes per rank |")
+    say("|---|---|---|---|---|---|")
+    for name, path, args, cwd in cases:
+        out = run([TRAC, "--explain=json", "-P", ",".join(map(str, SCALE_RANKS)), *args, path], cwd=cwd).stdout
+
+        for p in json.loads(out)["plans"]:
+            say("| %s | %d | %.4g | %.3g | %.3g | %.3g |" % (name, p["ranks"], p["predicted_seconds"],
+                p["total_bytes_sent"], p["total_bytes_sent"] / p["ranks"], p["peak_bytes_per_rank"]))
 
 
 def sizes_from(tra, shapes):

@@ -464,7 +464,7 @@ int main(int argc, char **argv)
 	static const TrtProgram prog = { .abi = TRT_ABI, .name = "calibrate" };
 	int one = 1;
 	char *args[] = { argv[0], NULL }, **av = args;
-	trt_init(&one, &av, &prog);     /* BLIS as the runtime sets it up */
+	trt_init(&one, &av, &prog, 1);    /* BLIS as the runtime sets it up */
 #endif
 	for (int a = 1; a < argc; a++)
 		if (!strcmp(argv[a], "--quick"))

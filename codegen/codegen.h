@@ -19,7 +19,9 @@ typedef struct CgOptions {
 
 /* ---- emit.c ---- */
 
-void cg_emit(Buf *out, const IaPlan *p, const CgOptions *o);
+/* plans[0..nplans): one program's plans for increasing rank counts; the
+ * executable runs the one for the rank count it meets (trt_init). */
+void cg_emit(Buf *out, const IaPlan *const *plans, int nplans, const CgOptions *o);
 
 /* ---- cc.c ---- */
 

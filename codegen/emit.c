@@ -3,8 +3,11 @@
  *
  * The emitted file reads top to bottom like the plan: const tables for the
  * program's tensors, the ops (for --profile) and every relation type; one
- * kernel function per join or map; then main(), one runtime call per IA op,
- * each relation freed right after its last reader.
+ * kernel function per join or map; then the plan's body, one runtime call
+ * per IA op, each relation freed right after its last reader.  One file
+ * holds a plan per rank count (-P LIST): each plan's types, kernels,
+ * predicates, schedules and body are written once however many plans have
+ * them (share), and main runs the body of the plan trt_init picks.
  *
  * Kernels.  A product summed over shared labels with at most one label each
  * in the m, n and k roles becomes one BLIS gemm per batch index, on strided
@@ -19,12 +22,62 @@
 
 #include "codegen/codegen.h"
 
+/* What the file defines once however many plans use it: a definition's
+ * text names it with HOLE, which becomes its number among its kind's. */
+#define HOLE "\001"
+typedef enum { D_TYPE, D_KERNEL, D_PRED, D_SCHED, D_RUN, ND } DefKind;
+
+typedef struct Def {
+	DefKind kind;
+	char *text;
+	uint64_t hash;
+	int id;
+	int next;               /* the next in its hash bucket, or -1 */
+} Def;
+
+enum { NBUCKET = 4096 };
+
 typedef struct Emit {
 	Buf *b;
 	const IaPlan *p;
 	int *tensor_index;      /* TRA tensor -> runtime table index (inputs), -1 */
 	int *output_index;      /* TRA tensor -> runtime table index (outputs), -1 */
+	int (*def)[ND];         /* per op of p: the number of its type, kernel, ... */
+	Vec(Def) defs;          /* every definition emitted so far */
+	int bucket[NBUCKET];    /* by hash: the last def there, or -1 */
+	int ndef[ND];           /* definitions of each kind */
 } Emit;
+
+/* Writes the definition in *text (HOLE for its name) unless an equal one
+ * of its kind is already written; frees *text; returns its number. */
+static int share(Emit *e, DefKind kind, Buf *text)
+{
+	const char *t = text->s ? text->s : "";
+	uint64_t h = 1469598103934665603u ^ (uint64_t)kind;
+	for (const char *c = t; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211u;
+	int at = (int)(h % NBUCKET);
+	for (int d = e->bucket[at]; d >= 0; d = e->defs.v[d].next)
+		if (e->defs.v[d].kind == kind && e->defs.v[d].hash == h && !strcmp(e->defs.v[d].text, t)) {
+			buf_free(text);
+			return e->defs.v[d].id;
+		}
+	Def d = {kind, xstrdup(t), h, e->ndef[kind]++, e->bucket[at]};
+	char id[16];
+	snprintf(id, sizeof id, "%d", d.id);
+	for (const char *c = t, *hole; *c; c = hole + 1) {
+		hole = strchr(c, HOLE[0]);
+		if (!hole) {
+			buf_puts(e->b, c);
+			break;
+		}
+		buf_printf(e->b, "%.*s%s", (int)(hole - c), c, id);
+	}
+	vec_push(&e->defs, d);
+	e->bucket[at] = e->defs.n - 1;
+	buf_free(text);
+	return d.id;
+}
 
 static const char *ctype(DType t)
 {
@@ -69,7 +122,7 @@ static void int_list(Buf *b, int n, const int *v)
 
 /* ---- tables ---- */
 
-static void emit_tables(Emit *e, const CgOptions *o)
+static void emit_tensors(Emit *e)
 {
 	Buf *b = e->b;
 	const TraProg *t = e->p->tra;
@@ -101,9 +154,14 @@ static void emit_tables(Emit *e, const CgOptions *o)
 	if (n == 0)
 		buf_puts(b, "\t{NULL, TRT_INPUT, TRT_F32, 0, {0}, NULL},\n");
 	buf_puts(b, "};\n\n");
-	int ntensors = n;
+}
 
-	buf_puts(b, "static const TrtOpInfo ops[] = {\n");
+/* Plan k's ops, for --profile: opsK. */
+static void emit_ops(Emit *e, int k)
+{
+	Buf *b = e->b;
+	const TraProg *t = e->p->tra;
+	buf_printf(b, "static const TrtOpInfo ops%d[] = {\n", k);
 	for (int i = 0; i < e->p->ops.n; i++) {
 		const IaOp *op = &e->p->ops.v[i];
 		Buf label = {0};
@@ -119,22 +177,41 @@ static void emit_tables(Emit *e, const CgOptions *o)
 		buf_free(&label);
 	}
 	buf_puts(b, "};\n\n");
-	buf_puts(b, "static const TrtProgram program = {TRT_ABI, ");
-	c_string(b, o->program);
+}
+
+/* The program under each plan, increasing rank counts, and main: the
+ * runtime picks the plan, main runs its body. */
+static void emit_programs(Emit *e, const IaPlan *const *plans, int nplans, const int *run, const CgOptions *o)
+{
+	Buf *b = e->b;
+	const IaPlan *p0 = plans[0];
+	int ntensors = 0;
+	for (int i = 0; i < p0->tra->tensors.n; i++)
+		ntensors += (e->tensor_index[i] >= 0) + (e->output_index[i] >= 0);
 	int nloops = 0, depth = 0;      /* outermost repeat blocks, for checkpoints */
-	for (int i = 0; i < e->p->ops.n; i++) {
-		nloops += e->p->ops.v[i].kind == IA_LOOP && depth == 0;
-		depth += e->p->ops.v[i].kind == IA_LOOP ? 1 : e->p->ops.v[i].kind == IA_ENDLOOP ? -1 : 0;
+	for (int i = 0; i < p0->ops.n; i++) {
+		nloops += p0->ops.v[i].kind == IA_LOOP && depth == 0;
+		depth += p0->ops.v[i].kind == IA_LOOP ? 1 : p0->ops.v[i].kind == IA_ENDLOOP ? -1 : 0;
 	}
-	buf_printf(b, ", tensors, %d, ops, %d, %" PRIu64 "u, %d, %.17g, %d, %d};\n\n", ntensors, e->p->ops.n,
-	           o->seed, e->p->nranks, e->p->peak_bytes, e->p->peak_op, nloops);
+	buf_puts(b, "static const TrtProgram programs[] = {\n");
+	for (int k = 0; k < nplans; k++) {
+		buf_puts(b, "\t{TRT_ABI, ");
+		c_string(b, o->program);
+		buf_printf(b, ", tensors, %d, ops%d, %d, %" PRIu64 "u, %d, %.17g, %d, %d},\n", ntensors, k,
+		           plans[k]->ops.n, o->seed, plans[k]->nranks, plans[k]->peak_bytes, plans[k]->peak_op, nloops);
+	}
+	buf_puts(b, "};\n\nstatic int (*const run[])(void) = {");
+	for (int k = 0; k < nplans; k++)
+		buf_printf(b, "%srun%d", k ? ", " : "", run[k]);
+	buf_printf(b, "};\n\nint main(int argc, char **argv)\n{\n\treturn run[trt_init(&argc, &argv, programs, %d)]();\n}\n",
+	           nplans);
 }
 
 static void emit_type(Emit *e, int i)
 {
 	const RelType *t = &e->p->ops.v[i].type;
 	Buf *b = e->b;
-	buf_printf(b, "static const TrtType type%d = {%s, %d, {", i, cdtype(t->dtype), t->nkey);
+	buf_printf(b, "static const TrtType type" HOLE " = {%s, %d, {", cdtype(t->dtype), t->nkey);
 	for (int d = 0; d < t->nkey; d++)
 		buf_printf(b, "%s%" PRId64, d ? ", " : "", t->extent[d]);
 	buf_puts(b, "}, {");
@@ -875,8 +952,8 @@ static void emit_kernel(Emit *e, int i, const Kernel *k)
 		inty[j] = &e->p->ops.v[in[j]].type;
 		sparse |= inty[j]->sparse;
 	}
-	buf_printf(b, "/* op %d: %s */\nstatic void kernel%d%s(const TrtView *in, TrtView *out, int acc)\n{\n", i,
-	           desc.s, i, sparse ? "_body" : "");
+	buf_printf(b, "/* %s */\nstatic void kernel" HOLE "%s(const TrtView *in, TrtView *out, int acc)\n{\n",
+	           desc.s, sparse ? "_body" : "");
 	buf_free(&desc);
 	Contraction c;
 	bool sparse_out = e->p->ops.v[i].type.sparse;
@@ -893,19 +970,20 @@ static void emit_kernel(Emit *e, int i, const Kernel *k)
 	if (!sparse)
 		return;
 	/* the wrapper: sparse inputs other than the driver expanded */
-	buf_printf(b, "static void kernel%d(const TrtView *in, TrtView *out, int acc)\n{\n\tTrtView v[2];\n"
-	           "\tvoid *dense[2] = {NULL, NULL};\n", i);
+	buf_puts(b, "static void kernel" HOLE "(const TrtView *in, TrtView *out, int acc)\n{\n\tTrtView v[2];\n"
+	         "\tvoid *dense[2] = {NULL, NULL};\n");
 	for (int j = 0; j < n; j++) {
 		buf_printf(b, "\tv[%d] = in[%d];\n", j, j);
 		if (inty[j]->sparse && j != d)
 			buf_printf(b, "\tdense[%d] = trt_view_dense(&v[%d], sizeof(%s));\n", j, j, ctype(indt[j]));
 	}
-	buf_printf(b, "\tkernel%d_body(v, out, acc);\n\tfree(dense[0]);\n\tfree(dense[1]);\n}\n\n", i);
+	buf_puts(b, "\tkernel" HOLE "_body(v, out, acc);\n\tfree(dense[0]);\n\tfree(dense[1]);\n}\n\n");
 }
 
 static void emit_pred(Emit *e, int i, const KeyPred *p)
 {
-	buf_printf(e->b, "static int pred%d(const int64_t *k)\n{\n\treturn ", i);
+	(void)i;
+	buf_puts(e->b, "static int pred" HOLE "(const int64_t *k)\n{\n\treturn ");
 	for (int j = 0; j < p->neq; j++)
 		buf_printf(e->b, "%sk[%d] == k[%d]", j ? " && " : "", p->eq[j][0], p->eq[j][1]);
 	if (p->neq == 0)
@@ -924,10 +1002,10 @@ static void emit_schedule(Emit *e, int i)
 	const TpSched *ts = op->u.join.sched;
 	static const char *aggs[] = {"TRT_AGG_ADD", "TRT_AGG_MAX", "TRT_AGG_MIN"};
 	int64_t *n = xcalloc((size_t)ts->nranks + 1, sizeof *n);
-	buf_printf(b, "/* op %d: a two-phase schedule, %" PRId64 " join groups on %d ranks (%s plan) */\n", i,
+	buf_printf(b, "/* a two-phase schedule, %" PRId64 " join groups on %d ranks (%s plan) */\n",
 	           ts->njoin, ts->nranks, ts->variant);
 	for (int r = 0; r < ts->nranks; r++) {
-		buf_printf(b, "static const int64_t twophase%d_rank%d[] = {", i, r);
+		buf_printf(b, "static const int64_t twophase" HOLE "_rank%d[] = {", r);
 		for (int64_t j = 0; j < ts->njoin; j++) {
 			if (ts->site[j] != r)
 				continue;
@@ -936,14 +1014,14 @@ static void emit_schedule(Emit *e, int i)
 		}
 		buf_puts(b, n[r] ? "\n};\n" : "0};\n");
 	}
-	buf_printf(b, "static const int64_t *const twophase%d_jobs[] = {", i);
+	buf_puts(b, "static const int64_t *const twophase" HOLE "_jobs[] = {");
 	for (int r = 0; r < ts->nranks; r++)
-		buf_printf(b, "%stwophase%d_rank%d", r ? ", " : "", i, r);
-	buf_printf(b, "};\nstatic const int64_t twophase%d_njobs[] = {", i);
+		buf_printf(b, "%stwophase" HOLE "_rank%d", r ? ", " : "", r);
+	buf_puts(b, "};\nstatic const int64_t twophase" HOLE "_njobs[] = {");
 	for (int r = 0; r < ts->nranks; r++)
 		buf_printf(b, "%s%" PRId64, r ? ", " : "", n[r]);
-	buf_printf(b, "};\nstatic const TrtTwoPhase twophase%d = {%d, %" PRId64 ", twophase%d_jobs, twophase%d_njobs, %s};\n\n",
-	           i, ts->nranks, ts->njoin, i, i, aggs[op->u.join.kernel->red]);
+	buf_printf(b, "};\nstatic const TrtTwoPhase twophase" HOLE " = {%d, %" PRId64 ", twophase" HOLE "_jobs, "
+	           "twophase" HOLE "_njobs, %s};\n\n", ts->nranks, ts->njoin, aggs[op->u.join.kernel->red]);
 	free(n);
 }
 
@@ -1011,14 +1089,14 @@ static void emit_main(Emit *e)
 			free_at[i] = at;
 	}
 
-	buf_puts(b, "int main(int argc, char **argv)\n{\n\ttrt_init(&argc, &argv, &program);\n");
+	buf_puts(b, "static BODY int run" HOLE "(void)\n{\n");
 	/* sparse inputs place their blocks first, and the memory check adds
 	 * what their files hold beyond the plan's estimate */
 	bool sparse_in = false;
 	for (int i = 0; i < n; i++)
 		if (p->ops.v[i].kind == IA_READ && p->ops.v[i].type.sparse) {
-			buf_printf(b, "\ttrt_balance(%d, &type%d, %.17g, ", e->tensor_index[p->ops.v[i].u.read.tensor], i,
-			           rel_density(&p->ops.v[i].type));
+			buf_printf(b, "\ttrt_balance(%d, &type%d, %.17g, ", e->tensor_index[p->ops.v[i].u.read.tensor],
+			           e->def[i][D_TYPE], rel_density(&p->ops.v[i].type));
 			end_call_at(b, &p->ops.v[i].place);
 			sparse_in = true;
 		}
@@ -1051,7 +1129,7 @@ static void emit_main(Emit *e)
 				buf_printf(b, "\tTrtRel *w%d_%d = trt_complete(r%d);\n", i, j, in[j]);
 		switch (op->kind) {
 		case IA_READ:
-			buf_printf(b, "\tTrtRel *r%d = trt_read(%d, &type%d, ", i, e->tensor_index[op->u.read.tensor], i);
+			buf_printf(b, "\tTrtRel *r%d = trt_read(%d, &type%d, ", i, e->tensor_index[op->u.read.tensor], e->def[i][D_TYPE]);
 			end_call_at(b, &op->place);
 			break;
 		case IA_BCAST:
@@ -1076,10 +1154,10 @@ static void emit_main(Emit *e)
 			buf_puts(b, "};\n");
 			buf_printf(b, "\tTrtRel *r%d = %s(%s, %s, &join%d, kernel%d, &type%d, ", i,
 			           op->kind == IA_TWOPHASE ? "trt_twophase" : "trt_join", whole(e, i, 0), whole(e, i, 1),
-			           i, i, i);
+			           i, e->def[i][D_KERNEL], e->def[i][D_TYPE]);
 			place_literal(b, &op->place);
 			if (op->kind == IA_TWOPHASE)
-				buf_printf(b, ", &twophase%d", i);
+				buf_printf(b, ", &twophase%d", e->def[i][D_SCHED]);
 			buf_puts(b, ");\n");
 			break;
 		case IA_AGG: {
@@ -1088,7 +1166,7 @@ static void emit_main(Emit *e)
 			int g0 = 0;
 			int_list(b, op->u.agg.ngroup ? op->u.agg.ngroup : 1, op->u.agg.ngroup ? op->u.agg.group : &g0);
 			buf_printf(b, ";\n\tTrtRel *r%d = trt_agg(%s, %d, group%d, %s, &type%d, ", i, whole(e, i, 0),
-			           op->u.agg.ngroup, i, aggs[op->u.agg.agg], i);
+			           op->u.agg.ngroup, i, aggs[op->u.agg.agg], e->def[i][D_TYPE]);
 			end_call_at(b, &op->place);
 			break;
 		}
@@ -1098,15 +1176,15 @@ static void emit_main(Emit *e)
 			int_list(b, op->u.map.nkey ? op->u.map.nkey : 1, op->u.map.nkey ? op->u.map.keymap : &k0);
 			buf_printf(b, ";\n\tTrtRel *r%d = trt_map(%s, %d, keymap%d, ", i, whole(e, i, 0), op->u.map.nkey, i);
 			if (op->u.map.kernel)
-				buf_printf(b, "kernel%d", i);
+				buf_printf(b, "kernel%d", e->def[i][D_KERNEL]);
 			else
 				buf_puts(b, "NULL");
-			buf_printf(b, ", &type%d, ", i);
+			buf_printf(b, ", &type%d, ", e->def[i][D_TYPE]);
 			end_call_at(b, &op->place);
 			break;
 		}
 		case IA_FILTER:
-			buf_printf(b, "\tTrtRel *r%d = trt_filter(r%d, pred%d, ", i, op->u.filter.in, i);
+			buf_printf(b, "\tTrtRel *r%d = trt_filter(r%d, pred%d, ", i, op->u.filter.in, e->def[i][D_PRED]);
 			end_call_at(b, &op->place);
 			break;
 		case IA_WRITE:
@@ -1117,9 +1195,11 @@ static void emit_main(Emit *e)
 			static const char *kinds[] = {"?", "TRT_INIT_ZEROS", "TRT_INIT_ONES", "TRT_INIT_UNIFORM",
 			                              "TRT_INIT_NORMAL", "?"};
 			if (ten->init == INIT_FILE)
-				buf_printf(b, "\tTrtRel *r%d = trt_read(%d, &type%d, ", i, e->tensor_index[op->u.init.tensor], i);
+				buf_printf(b, "\tTrtRel *r%d = trt_read(%d, &type%d, ", i, e->tensor_index[op->u.init.tensor],
+				           e->def[i][D_TYPE]);
 			else
-				buf_printf(b, "\tTrtRel *r%d = trt_init_param(%d, &type%d, ", i, e->tensor_index[op->u.init.tensor], i);
+				buf_printf(b, "\tTrtRel *r%d = trt_init_param(%d, &type%d, ", i, e->tensor_index[op->u.init.tensor],
+				           e->def[i][D_TYPE]);
 			place_literal(b, &op->place);
 			if (ten->init != INIT_FILE)
 				buf_printf(b, ", %s, %.17g, %.17g", kinds[ten->init], ten->init_a, ten->init_b);
@@ -1127,7 +1207,7 @@ static void emit_main(Emit *e)
 			break;
 		}
 		case IA_RANGE:
-			buf_printf(b, "\tTrtRel *r%d = trt_range(&type%d, ", i, i);
+			buf_printf(b, "\tTrtRel *r%d = trt_range(&type%d, ", i, e->def[i][D_TYPE]);
 			end_call_at(b, &op->place);
 			break;
 		case IA_LOAD:
@@ -1191,33 +1271,96 @@ static void emit_main(Emit *e)
 	free(free_after_loop);
 }
 
-void cg_emit(Buf *out, const IaPlan *p, const CgOptions *o)
+/* One plan's definitions and body (shared with earlier plans where equal);
+ * returns the body's number. */
+static int emit_plan(Emit *e, int k)
 {
-	int nt = p->tra->tensors.n;
-	Emit e = {out, p, xcalloc(nt + 1, sizeof(int)), xcalloc(nt + 1, sizeof(int))};
-	for (int i = 0; i < nt; i++)
-		e.tensor_index[i] = e.output_index[i] = -1;
-
-	buf_printf(out, "/* Generated by trac from %s for %d ranks.  Do not edit. */\n", o->source, p->nranks);
-	buf_puts(out, "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include \"trac_rt.h\"\n\n");
-	emit_tables(&e, o);
-	for (int i = 0; i < p->ops.n; i++)
-		if (ia_has_result(p->ops.v[i].kind))
-			emit_type(&e, i);
-	buf_puts(out, "\n");
+	const IaPlan *p = e->p;
+	Buf *out = e->b;
+	e->def = xcalloc((size_t)p->ops.n + 1, sizeof *e->def);
 	for (int i = 0; i < p->ops.n; i++) {
 		const IaOp *op = &p->ops.v[i];
-		if (op->kind == IA_JOIN)
-			emit_kernel(&e, i, op->u.join.kernel);
-		else if (op->kind == IA_TWOPHASE) {
-			emit_kernel(&e, i, op->u.join.kernel);
-			emit_schedule(&e, i);
-		} else if (op->kind == IA_MAP && op->u.map.kernel)
-			emit_kernel(&e, i, op->u.map.kernel);
-		else if (op->kind == IA_FILTER)
-			emit_pred(&e, i, &op->u.filter.pred);
+		Buf text = {0};
+		e->b = &text;
+		if (ia_has_result(op->kind)) {
+			emit_type(e, i);
+			e->b = out;
+			e->def[i][D_TYPE] = share(e, D_TYPE, &text);
+			e->b = &text;
+		}
+		const Kernel *kernel = op->kind == IA_JOIN || op->kind == IA_TWOPHASE ? op->u.join.kernel
+		                       : op->kind == IA_MAP ? op->u.map.kernel : NULL;
+		DefKind kind = ND;
+		if (kernel) {
+			emit_kernel(e, i, kernel);
+			kind = D_KERNEL;
+		} else if (op->kind == IA_FILTER) {
+			emit_pred(e, i, &op->u.filter.pred);
+			kind = D_PRED;
+		}
+		e->b = out;
+		if (kind != ND)
+			e->def[i][kind] = share(e, kind, &text);
+		if (op->kind == IA_TWOPHASE) {
+			e->b = &text;
+			emit_schedule(e, i);
+			e->b = out;
+			e->def[i][D_SCHED] = share(e, D_SCHED, &text);
+		}
 	}
-	emit_main(&e);
-	free(e.tensor_index);
-	free(e.output_index);
+	emit_ops(e, k);
+	Buf text = {0};
+	e->b = &text;
+	emit_main(e);
+	e->b = out;
+	int run = share(e, D_RUN, &text);
+	free(e->def);
+	e->def = NULL;
+	return run;
+}
+
+/* The plans, one per rank count (increasing), of one TRA program: the
+ * tensors once, then each plan's types, kernels, predicates, schedules and
+ * body where no earlier plan has an equal one, then the programs and main. */
+void cg_emit(Buf *out, const IaPlan *const *plans, int nplans, const CgOptions *o)
+{
+	const IaPlan *p = plans[0];
+	int nt = p->tra->tensors.n;
+	Emit *e = xcalloc(1, sizeof *e);
+	e->b = out;
+	e->p = p;
+	e->tensor_index = xcalloc(nt + 1, sizeof(int));
+	e->output_index = xcalloc(nt + 1, sizeof(int));
+	for (int i = 0; i < nt; i++)
+		e->tensor_index[i] = e->output_index[i] = -1;
+	for (int i = 0; i < NBUCKET; i++)
+		e->bucket[i] = -1;
+
+	buf_printf(out, "/* Generated by trac from %s for ", o->source);
+	for (int k = 0; k < nplans; k++)
+		buf_printf(out, "%s%d", k ? (k + 1 < nplans ? ", " : " and ") : "", plans[k]->nranks);
+	buf_printf(out, " rank%s.  Do not edit. */\n", nplans == 1 && p->nranks == 1 ? "" : "s");
+	buf_puts(out, "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include \"trac_rt.h\"\n\n");
+	/* a plan's body is straight-line calls into the runtime: optimising it
+	 * gains nothing and, with a body per rank count, costs most of the C
+	 * compiler's time */
+	buf_puts(out, "#if defined(__GNUC__) && !defined(__clang__)\n#define BODY __attribute__((optimize(\"O0\")))\n"
+	         "#else\n#define BODY\n#endif\n\n");
+	emit_tensors(e);
+	int *run = xcalloc((size_t)nplans, sizeof *run);
+	for (int k = 0; k < nplans; k++) {
+		if (plans[k]->tra->tensors.n != nt)
+			tr_bug("plans of one program with different tensors");
+		e->p = plans[k];
+		buf_printf(out, "/* ---- the plan for %d rank%s ---- */\n\n", plans[k]->nranks, plans[k]->nranks == 1 ? "" : "s");
+		run[k] = emit_plan(e, k);
+	}
+	emit_programs(e, plans, nplans, run, o);
+	for (int d = 0; d < e->defs.n; d++)
+		free(e->defs.v[d].text);
+	vec_free(&e->defs);
+	free(run);
+	free(e->tensor_index);
+	free(e->output_index);
+	free(e);
 }

@@ -26,7 +26,9 @@ static const char usage[] =
 	"  -S, --emit-c            write the generated C and stop\n"
 	"  -D NAME=VALUE           override a size or const\n"
 	"  -I DIR                  add a folder to the import search path\n"
-	"  -P N, --ranks N         plan for N ranks (default 4); the program runs on any count\n"
+	"  -P LIST, --ranks LIST   plan for these rank counts (N or N,M,...): the executable\n"
+	"                          carries a plan for each and runs the one for its rank count\n"
+	"                          (default 1-8 and powers of two to 1024; --explain: 4)\n"
 	"  --mem-per-rank SIZE     memory budget per rank for planning (512M, 8G)\n"
 	"  -O0, -O1, -O2           -O0: the initial plan of Table 1; -O2 (default): optimized\n"
 	"  --explain[=text|json|dot|all]\n"
@@ -86,6 +88,31 @@ static int64_t parse_count(const char *opt, const char *s, int64_t min)
 	if (!*s || *end || errno || v < min)
 		cmdline_usage_error("%s needs an integer of at least %" PRId64 ", not '%s'", opt, min, s);
 	return v;
+}
+
+/* -P N or -P N,M,...: the rank counts to plan for, each once, increasing. */
+static void parse_ranks(const char *v, Cmdline *o)
+{
+	o->ranks.n = 0;
+	for (const char *s = v;;) {
+		const char *comma = strchr(s, ',');
+		char *one = comma ? xprintf("%.*s", (int)(comma - s), s) : xstrdup(s);
+		int64_t n = parse_count("--ranks", one, 1);
+		free(one);
+		if (n > MAX_RANKS)
+			cmdline_usage_error("--ranks %" PRId64 " is more than trac plans for (%d)", n, MAX_RANKS);
+		int at = 0;
+		while (at < o->ranks.n && o->ranks.v[at] < n)
+			at++;
+		if (at == o->ranks.n || o->ranks.v[at] != n) {
+			vec_push(&o->ranks, 0);
+			memmove(&o->ranks.v[at + 1], &o->ranks.v[at], (size_t)(o->ranks.n - 1 - at) * sizeof *o->ranks.v);
+			o->ranks.v[at] = (int)n;
+		}
+		if (!comma)
+			break;
+		s = comma + 1;
+	}
 }
 
 /* 512M, 8G, 1.5G, 100000 (bytes) */
@@ -208,9 +235,7 @@ static void parse_args(int argc, char **argv, Cmdline *o)
 			vec_push(&o->incdirs, optarg_of(argc, argv, &i, "-I", 2));
 		} else if (is_opt(a, "-P") || is_opt(a, "--ranks")) {
 			const char *v = a[1] == 'P' ? optarg_of(argc, argv, &i, "-P", 2) : optarg_of(argc, argv, &i, "--ranks", 7);
-			o->pipe.opt.nranks = (int)parse_count("--ranks", v, 1);
-			if (o->pipe.opt.nranks > MAX_RANKS)
-				cmdline_usage_error("--ranks %d is more than trac plans for (%d)", o->pipe.opt.nranks, MAX_RANKS);
+			parse_ranks(v, o);
 		} else if (is_opt(a, "--mem-per-rank")) {
 			o->pipe.opt.mem_per_rank = parse_size("--mem-per-rank", optarg_of(argc, argv, &i, "--mem-per-rank", 14));
 		} else if (is_opt(a, "--block")) {
@@ -266,6 +291,14 @@ void cmdline_parse(int argc, char **argv, Cmdline *c)
 	c->pipe.fe.incdirs = c->incdirs.v;
 	c->pipe.fe.nincdirs = c->incdirs.n;
 	c->pipe.opt.machine = load_machine(c->machine);
+	/* Without -P: an executable carries plans for 1-8 ranks and the powers
+	 * of two to 1024; --explain and --dump-after show the plan for 4. */
+	if (!c->ranks.n && (c->explain || c->pipe.dump_after != DUMP_NONE))
+		vec_push(&c->ranks, 4);
+	c->ranks_default = !c->ranks.n;
+	for (int n = 1; c->ranks_default && n <= 1024; n = n < 8 ? n + 1 : 2 * n)
+		vec_push(&c->ranks, n);
+	c->pipe.opt.nranks = c->ranks.v[0];
 	c->pipe.opt.alternatives = c->explain && (c->explain_format == EXPLAIN_ALL || c->explain_format == EXPLAIN_JSON);
 }
 

@@ -97,6 +97,8 @@ typedef struct Cmdline {
 	Vec(const char *) placespecs;   /* --place NAME=PLACEMENT */
 	Vec(const char *) nnzspecs;     /* --nnz NAME=COUNT */
 	Vec(const char *) stratspecs;   /* --strategy LINE=STRATEGY */
+	Vec(int) ranks;                 /* -P: the rank counts to plan for, increasing */
+	bool ranks_default;             /* no -P: counts whose plan is over --mem-per-rank are left out */
 	Pipeline pipe;                  /* what the options ask of the pipeline */
 } Cmdline;
 

@@ -57,7 +57,7 @@ static bool write_file(const char *path, const char *text)
  * as gcc writes it.  -M prints (to -MF FILE, or -o FILE, or stdout) and
  * stops, so its -o names the rule's file, not the output; -MD writes to -MF
  * FILE, else to the output's name with its suffix replaced by .d. */
-static bool write_deps(const Cmdline *o)
+static bool write_deps(const Cmdline *o, const FeOptions *fe)
 {
 	const char *out = o->deps.print ? NULL : o->output;
 	char *target = out ? xstrdup(out) : strip_ext(o->input, o->emit_c ? ".c" : "");
@@ -69,7 +69,7 @@ static bool write_deps(const Cmdline *o)
 		ntargets = 1;
 	}
 	Buf b = {0};
-	fe_deps_rule(&b, targets, ntargets, &o->pipe.fe, o->deps.phony, o->deps.no_stdlib);
+	fe_deps_rule(&b, targets, ntargets, fe, o->deps.phony, o->deps.no_stdlib);
 
 	char *file = o->deps.file ? xstrdup(o->deps.file) : NULL;
 	if (!file && o->deps.print && o->output)
@@ -119,13 +119,15 @@ static void phase_end(Clock *c, const char *phase)
 typedef struct Driver {
 	Cmdline *cmd;
 	Clock clock;
+	const Pipeline *pl;     /* the one running */
 } Driver;
 
 static bool lowered(void *ctx, const TraProg *p, int *status)
 {
 	(void)p;
-	const Cmdline *c = ((Driver *)ctx)->cmd;
-	if ((c->deps.print || c->deps.write) && !write_deps(c)) {
+	const Driver *d = ctx;
+	const Cmdline *c = d->cmd;
+	if ((c->deps.print || c->deps.write) && !write_deps(c, &d->pl->fe)) {
 		*status = 1;
 		return false;
 	}
@@ -143,12 +145,110 @@ static void pins(void *ctx, const TraProg *p, OptOptions *o)
 	cmdline_resolve_pins(((Driver *)ctx)->cmd, p, o);
 }
 
+/* The pipeline once per rank count of -P.  The first count runs as a
+ * single -P always did (its hooks, dumps, diagnostics); the others only plan
+ * anew, and their diagnostics, the first's again, are shown only if they
+ * fail.
+ * When the counts are the default ones, a count whose plan does not fit
+ * --mem-per-rank is left out (all of them: the last one's error).
+ * Returns the pipelines with a plan (*n of them), or NULL and the exit
+ * status in *n. */
+static Pipeline *plan_counts(Cmdline *cmd, Driver *d, int file, int *n)
+{
+	int nr = cmd->ranks.n;
+	Pipeline *pl = xcalloc((size_t)nr, sizeof *pl);
+	FILE *loud = diag_out ? diag_out : stderr;
+	BlockChoice blocks[2] = {{0}};  /* the last count's, the running one's */
+	char *said = NULL;
+	size_t nsaid = 0;
+	*n = 0;
+	for (int k = 0; k < nr; k++) {
+		Pipeline *p = &pl[*n];
+		*p = cmd->pipe;
+		p->opt.nranks = cmd->ranks.v[k];
+		p->opt.prior = *n ? &blocks[0] : NULL;
+		p->opt.chosen = &blocks[1];
+		p->hooks = (PipelineHooks){d, k ? NULL : lowered, pins, k ? NULL : phase};
+		d->pl = p;
+		/* the first count's diagnostics as they come, unless it may be left out */
+		bool hold = *n > 0 || (cmd->ranks_default && cmd->pipe.opt.mem_per_rank > 0);
+		free(said);
+		said = NULL;
+		nsaid = 0;
+		if (hold)
+			diag_out = open_memstream(&said, &nsaid);
+		diag_reset();
+		int status = trac_pipeline(p, file, stdout);
+		if (hold)
+			fclose(diag_out);
+		diag_out = loud;
+		if (status == 1 && p->plan && cmd->ranks_default) {
+			trac_pipeline_free(p);          /* over --mem-per-rank: no plan for this count */
+			continue;
+		}
+		if (said && (*n == 0 || status >= 0))
+			fwrite(said, 1, nsaid, loud);
+		if (status >= 0) {
+			free(said);
+			*n = status;
+			return NULL;
+		}
+		(*n)++;
+		BlockChoice t = blocks[0];
+		blocks[0] = blocks[1];
+		blocks[1] = t;
+	}
+	free(blocks[0].block);
+	free(blocks[1].block);
+	if (*n == 0) {                          /* nothing fits: say so for the largest count */
+		if (said)
+			fwrite(said, 1, nsaid, loud);
+		free(said);
+		*n = 1;
+		return NULL;
+	}
+	free(said);
+	if (nr > 1)
+		phase_end(&d->clock, xprintf("%d more plans", nr - 1));
+	return pl;
+}
+
+/* --explain of each plan: one count as ever; several, the text of each in
+ * turn, or in JSON the first count's object (the contract's fields, as for
+ * one count) with "plans": each count's object, the first's too. */
+static void explain(const IaPlan **plans, int n, ExplainFormat f, bool costs)
+{
+	if (f == EXPLAIN_JSON && n > 1) {
+		Buf first = {0};
+		ia_explain(&first, plans[0], f, costs);
+		while (first.len && (first.s[first.len - 1] == '\n' || first.s[first.len - 1] == '}'))
+			first.s[--first.len] = 0;
+		fputs(first.s, stdout);
+		fputs(",\n  \"plans\": [\n", stdout);
+		buf_free(&first);
+	}
+	for (int k = 0; k < n; k++) {
+		Buf b = {0};
+		ia_explain(&b, plans[k], f, costs);
+		if (f == EXPLAIN_JSON && n > 1) {
+			while (b.len && b.s[b.len - 1] == '\n')
+				b.s[--b.len] = 0;
+			fputs(k ? ",\n" : "", stdout);
+		} else if (k)
+			fputs("\n", stdout);
+		fputs(b.s ? b.s : "", stdout);
+		buf_free(&b);
+	}
+	if (f == EXPLAIN_JSON && n > 1)
+		fputs("\n  ]\n}\n", stdout);
+}
+
 int main(int argc, char **argv)
 {
 	static Cmdline cmd;
 	cmdline_parse(argc, argv, &cmd);
 	diag_color = isatty(2) && !getenv("NO_COLOR");
-	Driver d = {&cmd, {cmd.verbose, now()}};
+	Driver d = {&cmd, {cmd.verbose, now()}, &cmd.pipe};
 	if (cmd.verbose) {
 		/* the source's folder: "dir" for dir/x.tra, "/" for /x.tra, "." for x.tra */
 		const char *slash = strrchr(cmd.input, '/');
@@ -165,16 +265,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "trac: error: cannot read '%s': %s\n", cmd.input, err);
 		return 1;
 	}
-	Pipeline *pl = &cmd.pipe;
-	pl->hooks = (PipelineHooks){&d, lowered, pins, phase};
-	int status = trac_pipeline(pl, file, stdout);
-	if (status >= 0)
-		return status;
+	int nplans;
+	Pipeline *pl = plan_counts(&cmd, &d, file, &nplans);
+	if (!pl)
+		return nplans;
+	const IaPlan **plans = xcalloc((size_t)nplans, sizeof *plans);
+	for (int k = 0; k < nplans; k++)
+		plans[k] = pl[k].plan;
 
 	if (cmd.explain) {
-		Buf b = {0};
-		ia_explain(&b, pl->plan, cmd.explain_format, pl->costs);
-		fputs(b.s ? b.s : "", stdout);
+		explain(plans, nplans, cmd.explain_format, cmd.pipe.costs);
 		return 0;
 	}
 
@@ -182,7 +282,7 @@ int main(int argc, char **argv)
 	char *name = program_name(cmd.input);
 	CgOptions cg = {name, cmd.input, cmd.seed};
 	Buf c = {0};
-	cg_emit(&c, pl->plan, &cg);
+	cg_emit(&c, plans, nplans, &cg);
 	phase_end(&d.clock, "emit C");
 	if (cmd.emit_c) {
 		char *out = cmd.output ? xstrdup(cmd.output) : strip_ext(cmd.input, ".c");

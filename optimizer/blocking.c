@@ -215,7 +215,12 @@ int64_t opt_block_cap(const BlockClasses *c, int k, int nranks)
 {
 	if (!c->sparse[k] || nranks <= 1)
 		return INT64_MAX;
-	return ceil_div(c->extent[k], (int64_t)SPARSE_BLOCKS_PER_RANK * nranks);
+	/* at most SPARSE_MAX_BLOCKS a dim (or one a rank beyond): a reader
+	 * keeps a few bytes per key of the whole key space */
+	int64_t f = (int64_t)SPARSE_BLOCKS_PER_RANK * nranks;
+	if (f > SPARSE_MAX_BLOCKS)
+		f = nranks > SPARSE_MAX_BLOCKS ? nranks : SPARSE_MAX_BLOCKS;
+	return ceil_div(c->extent[k], f);
 }
 
 bool opt_block_choose(BlockClasses *c, const TraProg *p, const OptOptions *o, Buf *err)

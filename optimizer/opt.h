@@ -112,7 +112,18 @@ typedef struct OptOptions {
 	bool verify;            /* run the verifiers after every pass */
 	bool alternatives;      /* cost each statement's other strategies (--explain=all, json) */
 	const Machine *machine; /* NULL: the built-in model */
+	/* plans for several rank counts (one executable, -P LIST): the blocks
+	 * per block class the plan for the count before chose, one more
+	 * candidate of the search's (NULL: none), and where opt_plan leaves the
+	 * blocks of the plan it returns (NULL: nowhere) */
+	const struct BlockChoice *prior;
+	struct BlockChoice *chosen;
 } OptOptions;
+
+typedef struct BlockChoice {
+	int n;                  /* block classes (opt_block_classes) */
+	int64_t *block;         /* per class: its block */
+} BlockChoice;
 
 /* Parse "all", "part(0)", "part(1,0)" into *p; false if malformed. */
 bool opt_parse_place(const char *s, Place *p);
@@ -170,9 +181,10 @@ bool opt_block_pins(BlockClasses *c, const TraProg *p, const OptOptions *o, Buf 
 void opt_block_types(const TraProg *p, const BlockClasses *c, RelType *types);
 /* The largest block class k may have on nranks: a sparse relation's dims
  * get SPARSE_BLOCKS_PER_RANK blocks a rank at least, so that the executable
- * can spread a skewed pattern's heavy blocks over the ranks (trt_balance);
- * INT64_MAX for any other class or one rank. */
-enum { SPARSE_BLOCKS_PER_RANK = 8 };
+ * can spread a skewed pattern's heavy blocks over the ranks (trt_balance),
+ * up to SPARSE_MAX_BLOCKS blocks; INT64_MAX for any other class or one
+ * rank. */
+enum { SPARSE_BLOCKS_PER_RANK = 8, SPARSE_MAX_BLOCKS = 1024 };
 int64_t opt_block_cap(const BlockClasses *c, int k, int nranks);
 /* The automatic block of an extent planned for nranks. */
 int64_t opt_auto_block(int64_t extent, int nranks, const Machine *m, DType t);

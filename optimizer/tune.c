@@ -478,6 +478,26 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 		memcpy(bc->block, initial, sizeof(int64_t) * (size_t)bc->n);
 	}
 	ia_free(quick);
+	/* the blocks the plan for fewer ranks chose (one executable, every
+	 * count): a plan there is a plan here, which the descent from this
+	 * count's automatic blocks may miss */
+	if (o->prior && o->prior->n == bc->n) {
+		memcpy(chosen, bc->block, sizeof(int64_t) * (size_t)bc->n);
+		for (int c = 0; c < bc->n; c++)
+			bc->block[c] = bc->pinned[c] ? chosen[c] : o->prior->block[c];
+		IaPlan *p = NULL;
+		if (memcmp(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n))
+			p = plan_at(tra, o, m, bc, best->varplace.v, true, &leanest);
+		trace("the fewer ranks' blocks", p);
+		if (p && better_plan(o->mem_per_rank, p, best)) {
+			ia_free(best);
+			best = p;
+		} else {
+			if (p)
+				ia_free(p);
+			memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
+		}
+	}
 	free(chosen);
 	free(initial);
 
@@ -493,6 +513,11 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 	if (o->alternatives && tra->stmts.n <= 60)
 		alternatives(&s, best);
 	search_free(&s);
+	if (o->chosen) {
+		o->chosen->n = bc->n;
+		o->chosen->block = xrealloc(o->chosen->block, sizeof(int64_t) * ((size_t)bc->n + 1));
+		memcpy(o->chosen->block, bc->block, sizeof(int64_t) * (size_t)bc->n);
+	}
 	opt_block_classes_free(bc);
 	best->machine = arena_strdup(best->arena, m->source);
 	best->leanest_peak = leanest;

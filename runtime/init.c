@@ -295,7 +295,38 @@ static const char *parse_args(int argc, char **argv, const TrtProgram *prog,
 	return NULL;
 }
 
-void trt_init(int *argc, char ***argv, const TrtProgram *prog)
+/* "1-8,16,32": the rank counts the program has plans for. */
+static void plans_str(char *s, size_t len, const TrtProgram *progs, int n)
+{
+	size_t at = 0;
+	*s = 0;
+	for (int i = 0; i < n && at < len; i++) {
+		int j = i;
+		while (j + 1 < n && progs[j + 1].planned_ranks == progs[j].planned_ranks + 1)
+			j++;
+		if (j >= i + 2) {
+			at += snprintf(s + at, len - at, "%s%d-%d", i ? "," : "", progs[i].planned_ranks,
+			               progs[j].planned_ranks);
+			i = j;
+		} else
+			at += snprintf(s + at, len - at, "%s%d", i ? "," : "", progs[i].planned_ranks);
+	}
+}
+
+/* The plan for this run: the one made for its rank count, else the one for
+ * the largest count below it (else the smallest), which runs on all ranks:
+ * a tuple's site is its key's index modulo the ranks that run. */
+static int choose_plan(const TrtProgram *progs, int n)
+{
+	int best = 0;
+	for (int i = 0; i < n; i++)
+		if (progs[i].planned_ranks <= rt.nranks &&
+		    (progs[best].planned_ranks > rt.nranks || progs[i].planned_ranks > progs[best].planned_ranks))
+			best = i;
+	return best;
+}
+
+int trt_init(int *argc, char ***argv, const TrtProgram *progs, int nprogs)
 {
 	char msg[1024];
 	int init = 0;
@@ -305,6 +336,10 @@ void trt_init(int *argc, char ***argv, const TrtProgram *prog)
 		MPI_Init(argc, argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rt.rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &rt.nranks);
+	if (nprogs < 1)
+		rt_bug("a program with no plan");
+	int plan = choose_plan(progs, nprogs);
+	const TrtProgram *prog = &progs[plan];
 	rt.prog = prog;
 	rt.op = -1;
 	if (*argc > 0 && (*argv)[0] && *(*argv)[0]) {
@@ -320,8 +355,12 @@ void trt_init(int *argc, char ***argv, const TrtProgram *prog)
 
 	for (int a = 1; a < *argc; a++)
 		if (!strcmp((*argv)[a], "--help")) {
-			if (rt.rank == 0)
+			if (rt.rank == 0) {
 				print_help(prog);
+				plans_str(msg, sizeof msg, progs, nprogs);
+				printf("\nplans for %s ranks; on another count, the plan for the largest count below it\n",
+				       msg);
+			}
 			rt_exit(0);
 		}
 
@@ -336,11 +375,18 @@ void trt_init(int *argc, char ***argv, const TrtProgram *prog)
 		rt_exit(1);
 	}
 
+	if (nprogs > 1 && prog->planned_ranks != rt.nranks && rt.rank == 0) {
+		plans_str(msg, sizeof msg, progs, nprogs);
+		fprintf(stderr, "%s: no plan for %d rank%s (plans for %s): running the plan for %d on all %d\n",
+		        rt_progname(), rt.nranks, rt.nranks == 1 ? "" : "s", msg, prog->planned_ranks, rt.nranks);
+	}
+
 	rt_blas_init();
 	rt_profile_init();
 	rt_mem_check();
 	rt_ckpt_init();
 	rt_trace_init();
+	return plan;
 }
 
 int trt_finish(void)

@@ -218,8 +218,11 @@ void rt_profile_report(void)
 	if (rt.rank == 0) {
 		char h[6][32];
 		double pred_bytes = 0, pred_secs = 0, compute = 0, compute_cpu = 0;
-		printf("profile: %s on %d rank%s, %.6f s; BLIS %s kernels, %d thread%s per rank\n",
-		       prog->name, rt.nranks, rt.nranks == 1 ? "" : "s", all_max[0], rt_blas_arch(),
+		char plan[48] = "";
+		if (prog->planned_ranks > 0)
+			snprintf(plan, sizeof plan, " (the plan for %d)", prog->planned_ranks);
+		printf("profile: %s on %d rank%s%s, %.6f s; BLIS %s kernels, %d thread%s per rank\n",
+		       prog->name, rt.nranks, rt.nranks == 1 ? "" : "s", plan, all_max[0], rt_blas_arch(),
 		       rt_blas_threads(), rt_blas_threads() == 1 ? "" : "s");
 		if (prog->planned_ranks > 0 && prog->planned_ranks != rt.nranks)
 			printf("note: planned for %d rank%s, run on %d: predicted bytes, seconds and peak "

@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #define TRT_MAXDIM 8            /* most key dims and chunk dims of a relation */
-#define TRT_ABI 6               /* bumped when this interface changes */
+#define TRT_ABI 7               /* bumped when this interface changes */
 
 typedef enum { TRT_F32, TRT_F64, TRT_I32, TRT_I64 } TrtDtype;
 
@@ -148,8 +148,13 @@ typedef struct TrtProgram {
 } TrtProgram;
 
 /* Initialise MPI and BLIS, parse NAME=path, --seed, --profile, --help.
- * Exits (status 0 for --help, 1 for errors) when the command line is bad. */
-void trt_init(int *argc, char ***argv, const TrtProgram *prog);
+ * Exits (status 0 for --help, 1 for errors) when the command line is bad.
+ * progs[0..nprogs) are the program under its plans, one per rank count
+ * (planned_ranks, increasing); all have the same tensors.  Returns the
+ * index of the plan this run uses: the one for its rank count, else the
+ * one for the largest count below it, else the first (a notice on stderr
+ * says so), run on all the ranks there are. */
+int trt_init(int *argc, char ***argv, const TrtProgram *progs, int nprogs);
 
 /* Finish: print the profile if asked, finalize MPI.  Returns the exit status. */
 int trt_finish(void);

@@ -62,7 +62,8 @@ for line in 5 6; do
 done
 
 # usage errors: status 2, a message on stderr, nothing on stdout
-for args in "--no-such-option matmul.tra" "" "-P 0 matmul.tra" "-MF" "--explain=svg matmul.tra"; do
+for args in "--no-such-option matmul.tra" "" "-P 0 matmul.tra" "-P 2,,4 matmul.tra" "-P 2,x matmul.tra" \
+	"-P 4,2000000 matmul.tra" "-MF" "--explain=svg matmul.tra"; do
 	"$TRAC" $args >out 2>err
 	status=$?
 	if [ $status -eq 2 ] && [ ! -s out ] && grep -q 'trac: error' err; then
@@ -71,4 +72,28 @@ for args in "--no-such-option matmul.tra" "" "-P 0 matmul.tra" "-MF" "--explain=
 		fail "trac $args: status $status, $(cat out err)"
 	fi
 done
+# -P LIST: --explain prints each plan; in JSON the first count's object, as
+# for it alone, with "plans": every count's; the counts increasing, once each
+if "$TRAC" --explain=json -P 8,2,8 matmul.tra >multi.json 2>err &&
+	"$TRAC" --explain=json -P 2 matmul.tra >one.json 2>>err &&
+	"$PYTHON" -c "
+import json, sys
+m, o = json.load(open('multi.json')), json.load(open('one.json'))
+first = {k: v for k, v in m.items() if k != 'plans'}
+sys.exit(0 if [p['ranks'] for p in m['plans']] == [2, 8] and m['plans'][0] == o and first == o else 1)" &&
+	[ "$("$TRAC" --explain -P 3,5 matmul.tra | grep -c '^plan for [35] ranks')" = 2 ]; then
+	pass "--explain -P LIST: each plan; JSON: the first's object and \"plans\""
+else
+	fail "--explain -P LIST: $(cat err)"
+fi
+# --mem-per-rank: with the default counts, those it does not fit are left
+# out (the executable's --help lists the others); with counts given, an error
+if "$TRAC" --mem-per-rank 20M matmul.tra -o mm20 2>err && [ ! -s err ] &&
+	./mm20 --help | grep -q '^plans for 4-8,16,32,64,128,256,512,1024 ranks' &&
+	! "$TRAC" -P 1,4 --mem-per-rank 20M matmul.tra -o mm20b 2>err &&
+	grep -q 'no plan fits --mem-per-rank' err; then
+	pass "--mem-per-rank: counts it does not fit left out of the default ones, an error in -P LIST"
+else
+	fail "--mem-per-rank with several counts: $(cat err)"
+fi
 finish

@@ -75,7 +75,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		buf_free(&x);
 		Buf c = {0};
 		CgOptions cg = {"fuzz", "fuzz.tra", 0};
-		cg_emit(&c, pl.plan, &cg);
+		cg_emit(&c, (const IaPlan *const *)&pl.plan, 1, &cg);
 		buf_free(&c);
 	}
 	trac_pipeline_free(&pl);

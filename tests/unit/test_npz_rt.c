@@ -251,7 +251,7 @@ static int check_mode(int argc, char **argv, const char *list)
 		tensors[4 * k + 3] = t;
 	}
 	TrtProgram prog = { .abi = TRT_ABI, .name = "test_npz_rt", .tensors = tensors, .ntensors = 4 * n, .seed = 1 };
-	trt_init(&argc, &argv, &prog);
+	trt_init(&argc, &argv, &prog, 1);
 	for (int k = 0; k < n; k++)
 		one_case(&cs[k], k, 4 * k);
 	int total = 0;
@@ -275,7 +275,7 @@ static const TrtTensor bad_tensors[] = {
 static int bad_mode(int argc, char **argv)
 {
 	TrtProgram prog = { .abi = TRT_ABI, .name = "test_npz_rt", .tensors = bad_tensors, .ntensors = 2, .seed = 1 };
-	trt_init(&argc, &argv, &prog);
+	trt_init(&argc, &argv, &prog, 1);
 	TrtType t = { TRT_F32, 2, { 37, 23 }, { 8, 5 }, 2, { 0, 1 }, 1 };
 	TrtPlace p = { TRT_PART, 1, { 0 } };
 	TrtRel *x = trt_read(0, &t, p);

@@ -1309,7 +1309,7 @@ int main(int argc, char **argv)
 	}
 	MPI_Barrier(MPI_COMM_WORLD);
 	setup_program();
-	trt_init(&argc, &argv, &prog);
+	trt_init(&argc, &argv, &prog, 1);
 
 	const char *rd = getenv("RT_TEST_READ"), *wr = getenv("RT_TEST_WRITE");
 	if (rd || wr) {

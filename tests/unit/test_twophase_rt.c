@@ -195,7 +195,7 @@ static const TrtProgram prog = {.abi = TRT_ABI, .name = "test_twophase_rt", .see
 
 int main(int argc, char **argv)
 {
-	trt_init(&argc, &argv, &prog);
+	trt_init(&argc, &argv, &prog, 1);
 	TrtPlace all = {TRT_ALL, 0, {0}}, p0 = {TRT_PART, 1, {0}}, p1 = {TRT_PART, 1, {1}};
 	TrtPlace p01 = {TRT_PART, 2, {0, 1}}, one_rank = {TRT_PART, 0, {0}};
 	TrtPlace ins[] = {p0, p1, all, one_rank}, outs[] = {p0, p01, one_rank};
