@@ -80,6 +80,10 @@ void tra_print(Buf *b, const TraProg *p)
 		case TRA_GRAD:
 			buf_printf(b, " %%%d wrt %s", op->u.grad.loss, p->tensors.v[op->u.grad.tensor].name);
 			break;
+		case TRA_GATHER:
+		case TRA_SCATTER:
+			buf_printf(b, " %%%d by %%%d dim %d", op->u.gather.src, op->u.gather.index, op->u.gather.dim);
+			break;
 		case TRA_ENDLOOP:
 			buf_puts(b, "\n");
 			continue;
@@ -166,6 +170,11 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 		buf_printf(b, " %s", t->tensors.v[op->u.init.tensor].name);
 		break;
 	case IA_RANGE:
+		break;
+	case IA_GATHER:
+	case IA_LOOKUP:
+	case IA_SCATTER:
+		buf_printf(b, " dim %d", op->u.gather.dim);
 		break;
 	case IA_STORE:
 	case IA_PRINT:
@@ -737,6 +746,13 @@ static void dot_what(Buf *b, const IaPlan *p, const IaOp *op)
 		break;
 	case IA_RANGE:
 		buf_printf(&k, " 0..%" PRId64, op->type.extent[0] - 1);
+		break;
+	case IA_GATHER:
+	case IA_LOOKUP:
+		buf_printf(&k, " rows of dim %d by the index's values", op->u.gather.dim);
+		break;
+	case IA_SCATTER:
+		buf_printf(&k, " rows added into dim %d at the index's values", op->u.gather.dim);
 		break;
 	case IA_STORE:
 	case IA_PRINT:
