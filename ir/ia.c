@@ -94,6 +94,7 @@ const char *strategy_name(Strategy s)
 	case STRAT_REPLICATE: return "replicate";
 	case STRAT_OTHER: return "other";
 	case STRAT_TWOPHASE: return "two-phase";
+	case STRAT_LOOKUP: return "lookup";
 	}
 	return "?";
 }

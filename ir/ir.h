@@ -409,7 +409,7 @@ int place_site(const Place *p, const RelType *t, const int64_t *key, int nsites)
 
 /* What a statement's plan chose, for --explain. */
 typedef enum { STRAT_NONE, STRAT_LOCAL, STRAT_BROADCAST, STRAT_COPARTITION, STRAT_REPLICATE, STRAT_OTHER,
-               STRAT_TWOPHASE } Strategy;
+               STRAT_TWOPHASE, STRAT_LOOKUP } Strategy;
 const char *strategy_name(Strategy s);
 
 /*

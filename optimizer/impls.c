@@ -146,8 +146,8 @@ static bool agg_complete(const RelType *it, const Place *p, int ngroup, const in
 static bool allowed(Search *s, int t, Strategy st, int side)
 {
 	int stmt = s->tra->ops.v[t].stmt;
-	if (s->gen_all || stmt < 0 || s->force[stmt] == STRAT_NONE)
-		return true;
+	if (s->gen_all || stmt < 0 || s->force[stmt] == STRAT_NONE || s->force[stmt] == STRAT_LOOKUP)
+		return true;    /* lookup forces the statement's gathers alone */
 	return st == s->force[stmt] && (s->forceside[stmt] < 0 || s->forceside[stmt] == side);
 }
 
@@ -588,6 +588,11 @@ static void gather_impls(Search *s, int t, const TraOp *op)
 			if (tp->kind == PL_PARTIAL || (tp->kind == PL_PART && tp->ndims == 0 && rel_ntuples(type_of(s, T)) > 1))
 				continue;
 			ImplKind k = tp->kind == PL_ALL ? IM_GATHER_REPLICATE : IM_GATHER_LOOKUP;
+			/* --strategy broadcast or lookup picks the row; others
+			 * force the statement's joins alone */
+			Strategy f = !s->gen_all && op->stmt >= 0 ? s->force[op->stmt] : STRAT_NONE;
+			if ((f == STRAT_BROADCAST || f == STRAT_LOOKUP) && impl_strategy(k) != f)
+				continue;
 			offer(s, t, (Impl){.kind = k, .inpl = {a, b}, .out = out});
 		}
 	}

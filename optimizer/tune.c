@@ -131,7 +131,7 @@ static IaPlan *search_budget(Search *s, double *leanest)
 /* ---- strategies tried whole, and alternatives for --explain=all ---- */
 
 static const Strategy alt_strategies[] = {STRAT_BROADCAST, STRAT_COPARTITION, STRAT_REPLICATE, STRAT_LOCAL,
-                                          STRAT_TWOPHASE};
+                                          STRAT_TWOPHASE, STRAT_LOOKUP};
 #define NALT ((int)(sizeof alt_strategies / sizeof *alt_strategies))
 
 /* Statements with a join, whose strategy is a choice. */
@@ -140,7 +140,7 @@ static bool *join_stmts(Search *s)
 	bool *has = xcalloc(s->tra->stmts.n + 1, sizeof(bool));
 	for (int t = 0; t < s->n; t++) {
 		const TraOp *op = &s->tra->ops.v[t];
-		if (op->stmt >= 0 && op->kind == TRA_JOIN)
+		if (op->stmt >= 0 && (op->kind == TRA_JOIN || op->kind == TRA_GATHER))
 			has[op->stmt] = true;
 	}
 	return has;
