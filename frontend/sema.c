@@ -531,7 +531,8 @@ static bool check_gather_index(Sema *s, Node *n, int d, const Tensor *t)
 	if (n->u.access.gather) {
 		diag(DIAG_ERROR, ix->loc, "'%s' is gathered along dimension %d already; an access may gather along "
 		     "one dimension only", n->u.access.name, n->u.access.gather);
-		diag(DIAG_NOTE, NOLOC, "gather into a temporary first, as in 'T[b, j] = %s[...]', then index it", n->u.access.name);
+		diag(DIAG_NOTE, n->loc, "gather into a temporary first, as in 'T[b, j] = %s[idx[b], j]', then gather from "
+		     "that", n->u.access.name);
 		return false;
 	}
 	n->u.access.gather = d + 1;
@@ -546,7 +547,7 @@ static bool check_gather_index(Sema *s, Node *n, int d, const Tensor *t)
 		return false;
 	}
 	if (t->sparse || it->sparse) {
-		diag(DIAG_ERROR, ix->loc, "a gather %s sparse tensor '%s'; gathers read dense tensors",
+		diag(DIAG_ERROR, ix->loc, "cannot gather %s sparse tensor '%s'; gathers read dense tensors",
 		     t->sparse ? "from" : "by", t->sparse ? t->name : it->name);
 		return false;
 	}

@@ -146,6 +146,15 @@ static bool *join_stmts(Search *s)
 	return has;
 }
 
+/* Does statement st gather (so that lookup is a strategy for it)? */
+static bool stmt_gathers(const Search *s, int st)
+{
+	for (int t = 0; t < s->n; t++)
+		if (s->tra->ops.v[t].stmt == st && s->tra->ops.v[t].kind == TRA_GATHER)
+			return true;
+	return false;
+}
+
 /* The dynamic program costs a statement's implementations one by one and
  * its estimates of moves are approximate; here each statement's strategies
  * are tried whole, each plan costed exactly, and the best kept. */
@@ -158,7 +167,8 @@ static IaPlan *improve_strategies(Search *s, IaPlan *best)
 			continue;
 		Strategy keep = s->force[st];
 		for (int a = 0; a < NALT; a++) {
-			if (alt_strategies[a] == best->strategy.v[st])
+			if (alt_strategies[a] == best->strategy.v[st] ||
+			    (alt_strategies[a] == STRAT_LOOKUP && !stmt_gathers(s, st)))
 				continue;
 			s->force[st] = alt_strategies[a];
 			IaPlan *p = plan_once(s);
@@ -188,7 +198,7 @@ static void alternatives(Search *s, IaPlan *chosen)
 		s->forceside[st] = -1;
 		for (int a = 0; a < NALT; a++) {
 			Strategy want = alt_strategies[a];
-			if (want == chosen->strategy.v[st])
+			if (want == chosen->strategy.v[st] || (want == STRAT_LOOKUP && !stmt_gathers(s, st)))
 				continue;
 			s->force[st] = want;
 			IaPlan *p = plan_once(s);
