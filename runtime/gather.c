@@ -290,8 +290,12 @@ static char *exchange(const Bufs *out, int64_t **off, const char *what)
 	rt_count_buf((double)(stot + rtot));
 	t0 = rt_span_begin();
 	MPI_Alltoallv(sbuf, sc, sd, MPI_BYTE, rbuf, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
-	if (t0)
+	if (t0) {
+		/* one call sends and receives: the send span, then what it
+		 * received as a receive span at its end */
 		rt_trace_span(RT_SPAN_SEND, t0, -1, sent, 0, what);
+		rt_trace_span(RT_SPAN_RECV, rt_trace_clock(), -1, (double)(rtot - rc[rt.rank]), 0, what);
+	}
 	rt_count_sent(sent);
 	rt_count_recv((double)(rtot - rc[rt.rank]));
 	rt_count_buf(-(double)stot);
