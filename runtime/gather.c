@@ -104,6 +104,37 @@ static void piece_free(Piece *p)
 	free(p->dst);
 }
 
+/* Pieces between a table-shaped chunk and one rows-shaped chunk: the
+ * table chunk's layout, for fixed keys along the other dims, is one of
+ * two (the last block along dim may be short), so two entries hold every
+ * piece one rows chunk needs, with the table chunk's strides. */
+typedef struct PieceCache {
+	int valid[2];
+	Piece p[2];
+	int64_t st[2][TRT_MAXDIM];
+} PieceCache;
+
+static const Piece *cached_piece(PieceCache *c, const TrtType *tt, const int64_t *tkey, int dim, const TrtType *rt,
+                                 const int64_t *rkey, int ni, const int64_t **st)
+{
+	int e = tkey[dim] == rt_frontier(tt, dim) - 1;
+	if (!c->valid[e]) {
+		c->p[e] = piece_of(tt, tkey, dim, rt, rkey, ni);
+		key_strides(tt, tkey, c->st[e]);
+		c->valid[e] = 1;
+	}
+	*st = c->st[e];
+	return &c->p[e];
+}
+
+static void cache_free(PieceCache *c)
+{
+	for (int e = 0; e < 2; e++)
+		if (c->valid[e])
+			piece_free(&c->p[e]);
+	c->valid[0] = c->valid[1] = 0;
+}
+
 /* dst[dst offsets] = src[src offsets] (add: +=) over a piece. */
 static void piece_move(const Piece *p, TrtDtype dt, char *dst, const char *src, int add)
 {
@@ -368,8 +399,8 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 			key_strides(out, okey, os);
 			IxElems e = ix_elems(index, t, os);
 			int64_t tkey[TRT_MAXDIM], row;
-			Piece pc = {0};
-			int64_t pclin = -1;
+			PieceCache pcache;
+			memset(&pcache, 0, sizeof pcache);
 			for (int64_t q = 0; q < e.n; q++) {
 				table_key(tt, dim, e.val[q], okey + ni, tkey, &row);
 				int owner = remote ? trt_site(&table->place, tt, tkey) : rt.rank;
@@ -389,18 +420,12 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 				int64_t pos = rt_index_find(&tix, table, tkey);
 				if (pos < 0)
 					rt_bug("a table chunk missing where its placement puts it");
-				int64_t lin = rt_key_linear(tt, tkey);
-				if (lin != pclin) {
-					piece_free(&pc);
-					pc = piece_of(tt, tkey, dim, out, okey, ni);
-					pclin = lin;
-				}
-				int64_t ts[TRT_MAXDIM];
-				key_strides(tt, tkey, ts);
-				piece_move(&pc, out->dtype, dst + e.base[q] * (int64_t)es,
+				const int64_t *ts;
+				const Piece *pc = cached_piece(&pcache, tt, tkey, dim, out, okey, ni, &ts);
+				piece_move(pc, out->dtype, dst + e.base[q] * (int64_t)es,
 				           (const char *)rt_chunk_data(table->chunks[pos]) + row * ts[dim] * (int64_t)es, 0);
 			}
-			piece_free(&pc);
+			cache_free(&pcache);
 			ix_free(&e);
 			rt_rel_push(o, okey, c);
 		}
@@ -411,45 +436,57 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 		int64_t *roff;
 		char *in = exchange(&reqs, &roff, "row numbers");
 		Bufs reply = bufs_new();
+		int64_t pclin = -1, ts[TRT_MAXDIM], pos = -1;
+		Piece pc = {0};
 		for (int r = 0; r < rt.nranks; r++)
 			for (int64_t at = roff[r]; at < roff[r + 1]; at += (int64_t)sizeof(Req)) {
 				Req rq;
 				memcpy(&rq, in + at, sizeof rq);
-				int64_t tkey[TRT_MAXDIM];
-				rt_key_from_linear(tt, rq.klin, tkey);
-				int64_t pos = rt_index_find(&tix, table, tkey);
-				if (pos < 0)
-					rt_bug("a looked-up table chunk is not on its owner");
-				int64_t ts[TRT_MAXDIM];
-				key_strides(tt, tkey, ts);
-				/* the piece in its own order (only its table side is
-				 * used): the requester knows the layout from the key */
-				Piece pc = piece_of(tt, tkey, dim, tt, tkey, 0);
-				int64_t n = pc.n;
-				char *dst = bufs_add(&reply, r, (size_t)n * es);
+				if (rq.klin != pclin) {
+					int64_t tkey[TRT_MAXDIM];
+					rt_key_from_linear(tt, rq.klin, tkey);
+					pos = rt_index_find(&tix, table, tkey);
+					if (pos < 0)
+						rt_bug("a looked-up table chunk is not on its owner");
+					key_strides(tt, tkey, ts);
+					/* the piece in its own order (only its table side
+					 * is used): the requester knows the layout */
+					piece_free(&pc);
+					pc = piece_of(tt, tkey, dim, tt, tkey, 0);
+					pclin = rq.klin;
+				}
+				char *dst = bufs_add(&reply, r, (size_t)pc.n * es);
 				const char *src = (const char *)rt_chunk_data(table->chunks[pos]) + rq.row * ts[dim] * (int64_t)es;
-				for (int64_t q = 0; q < n; q++)
-					memcpy(dst + q * (int64_t)es, src + (pc.src ? pc.src[q] : q) * (int64_t)es, es);
-				piece_free(&pc);
+				if (!pc.src)
+					memcpy(dst, src, (size_t)pc.n * es);
+				else
+					for (int64_t q = 0; q < pc.n; q++)
+						memcpy(dst + q * (int64_t)es, src + pc.src[q] * (int64_t)es, es);
 			}
+		piece_free(&pc);
 		free(in);
 		free(roff);
 		in = exchange(&reply, &roff, "rows");
 		bufs_free(&reply);
 		for (int r = 0; r < rt.nranks; r++) {
-			int64_t at = roff[r];
+			int64_t at = roff[r], tuple = -1;
+			pc = (Piece){0};
 			for (int64_t i = 0; i < ndest[r]; i++) {
 				const Dest *d = &dest[r][i];
-				int64_t tkey[TRT_MAXDIM], row;
-				/* the table key only for its layout: any value in the chunk */
-				table_key(tt, dim, 0, d->okey + ni, tkey, &row);
-				Piece pc = piece_of(tt, tkey, dim, out, d->okey, ni);
+				if (d->tuple != tuple) {
+					/* the table key only for its layout: any value in the chunk */
+					int64_t tkey[TRT_MAXDIM], row;
+					table_key(tt, dim, 0, d->okey + ni, tkey, &row);
+					piece_free(&pc);
+					pc = piece_of(tt, tkey, dim, out, d->okey, ni);
+					tuple = d->tuple;
+				}
 				Piece flat = {pc.n, NULL, pc.dst};  /* the reply is in piece order */
 				char *dst = rt_chunk_data(o->chunks[d->tuple]);
 				piece_move(&flat, out->dtype, dst + d->base * (int64_t)es, in + at, 0);
 				at += pc.n * (int64_t)es;
-				piece_free(&pc);
 			}
+			piece_free(&pc);
 		}
 		free(in);
 		free(roff);
@@ -512,15 +549,17 @@ TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, int dim, const TrtT
 		key_strides(rt_, rkey, rs);
 		IxElems e = ix_elems(index, pos, rs);
 		const char *src = rt_chunk_data(rows->chunks[t]);
+		PieceCache pcache;
+		memset(&pcache, 0, sizeof pcache);
 		for (int64_t q = 0; q < e.n; q++) {
 			int64_t okey[TRT_MAXDIM], row;
 			table_key(out, dim, e.val[q], rkey + ni, okey, &row);
 			int64_t lin = rt_key_linear(out, okey);
 			int owner = p.kind == TRT_PART ? trt_site(&p, out, okey) : rt.rank;
 			/* the piece: rows side as dst offsets, the result's as src */
-			Piece pc = piece_of(out, okey, dim, rt_, rkey, ni);
-			int64_t os[TRT_MAXDIM];
-			key_strides(out, okey, os);
+			const int64_t *os;
+			const Piece *pcp = cached_piece(&pcache, out, okey, dim, rt_, rkey, ni, &os);
+			Piece pc = *pcp;
 			for (int r = 0; r < rt.nranks; r++) {
 				int to = p.kind == TRT_ALL ? r != rt.rank : r == owner && r != rt.rank;
 				if (everywhere || !to)
@@ -536,30 +575,37 @@ TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, int dim, const TrtT
 				piece_move(&back, out->dtype, (char *)rt_chunk_data(o->chunks[at[lin]]) + row * os[dim] * (int64_t)es,
 				           src + e.base[q] * (int64_t)es, 1);
 			}
-			piece_free(&pc);
 		}
+		cache_free(&pcache);
 		ix_free(&e);
 	}
 	if (!everywhere) {
 		int64_t *roff;
 		char *in = exchange(&send, &roff, "rows");
+		int64_t pclin = -1, os[TRT_MAXDIM];
+		Piece pc = {0};
 		for (int r = 0; r < rt.nranks; r++)
 			for (int64_t a = roff[r]; a < roff[r + 1];) {
-				int64_t hdr[2], okey[TRT_MAXDIM], os[TRT_MAXDIM];
+				int64_t hdr[2];
 				memcpy(hdr, in + a, sizeof hdr);
 				a += (int64_t)sizeof hdr;
-				rt_key_from_linear(out, hdr[0], okey);
-				if (at[hdr[0]] < 0)
+				if (hdr[0] < 0 || hdr[0] >= nkeys || at[hdr[0]] < 0)
 					rt_bug("scattered rows sent to a rank without their tuple");
-				key_strides(out, okey, os);
-				/* the piece arrives in its own order */
-				Piece pc = piece_of(out, okey, dim, out, okey, 0);
+				if (hdr[0] != pclin) {
+					int64_t okey[TRT_MAXDIM];
+					rt_key_from_linear(out, hdr[0], okey);
+					key_strides(out, okey, os);
+					/* the piece arrives in its own order */
+					piece_free(&pc);
+					pc = piece_of(out, okey, dim, out, okey, 0);
+					pclin = hdr[0];
+				}
 				Piece flat = {pc.n, NULL, pc.src};
 				piece_move(&flat, out->dtype, (char *)rt_chunk_data(o->chunks[at[hdr[0]]]) + hdr[1] * os[dim] * (int64_t)es,
 				           in + a, 1);
 				a += pc.n * (int64_t)es;
-				piece_free(&pc);
 			}
+		piece_free(&pc);
 		free(in);
 		free(roff);
 	}

@@ -116,6 +116,30 @@ case("transe_grad", """
 """, dict(E=E, Rel=Rel, h=h, r=rr, t=t), torch_grads, line=8, tol=2e-6)
 
 
+def chain_grad(x):
+    import torch
+    Et = torch.tensor(x["E"], dtype=torch.float64, requires_grad=True)
+    i, jj, kk = (torch.tensor(x[n].astype(np.int64)) for n in ("idx", "j", "k"))
+    W = Et[i][jj]
+    G = Et[:, kk]
+    loss = (W ** 2).sum() + (G * G * torch.arange(1, 6, dtype=torch.float64)).sum()
+    loss.backward()
+    return dict(loss=np.float32(loss.item()), dE=Et.grad.numpy().astype(np.float32))
+case("chain_grad", """
+    size V = 13, D = 5, B = 7, C = 11, K = 5;
+    input E[V, D];
+    input idx[B] : i64;
+    input j[C] : i64;
+    input k[K] : i32;
+    Z[b, d] = E[idx[b], d];
+    W[c, d] = Z[j[c], d];
+    G[v, q] = E[v, k[q]];
+    loss = sum[c, d](W[c, d] ** 2) + sum[v, q](G[v, q] * G[v, q] * f32(q + 1));
+    dE = grad(loss, E);
+    output loss; output dE;
+""", dict(E=E, idx=idx, j=j, k=k), chain_grad, line=8, tol=2e-6)
+
+
 def torch_sgd(x):
     """Three SGD steps of TransE's margin loss with corrupted tails."""
     import torch
