@@ -72,7 +72,7 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "torch":
         torch_side(sys.argv[2], int(sys.argv[3]))
         return
-    V, R, D, B = arg("--entities", 1000000), arg("--relations", 1000), arg("--dim", 64), arg("--batch", 16384)
+    V, R, D, B = arg("--entities", 200000), arg("--relations", 1000), arg("--dim", 64), arg("--batch", 16384)
     S, N, P, T = arg("--steps", 50), arg("--reps", 3), arg("--ranks", 2), arg("--threads", 2)
     trac = os.environ.get("TRAC", os.path.join(HERE, "..", "trac"))
     mpirun = os.environ.get("MPIRUN", "mpirun")
