@@ -314,6 +314,8 @@ static const Case cases[] = {
 	{RULE_RMM, 2, mm, fuse},
 	{RULE_RMM, 2, "size B = 3, I = 5, K = 4, J = 6;\ninput A[B, I, K];\ninput X[B, K, J];\n"
 	              "C[b, i, j] = A[b, i, k] * X[b, k, j];\noutput C;\n", NULL},
+	{RULE_LOOKUP, 1, "size V = 7, D = 5, B = 6;\ninput E[V, D];\ninput idx[B] : i64;\nZ[b, d] = E[idx[b], d];\n"
+	                 "G[v, b] = E[v, idx[b]];\noutput Z;\noutput G;\n", NULL},
 };
 
 static void run_case(const Case *c, int64_t block, int sites)
