@@ -776,14 +776,22 @@ typedef struct Dot {
 	double maxmoved;        /* the largest move, for edge widths */
 } Dot;
 
+/* The moves drawn as moves: a broadcast or a shuffle.  Ops that
+ * communicate inside themselves (two-phase schedules, lookups, scatters)
+ * are boxes. */
+static bool dot_move(IaOpKind k)
+{
+	return k == IA_BCAST || k == IA_SHUFFLE;
+}
+
 /* A move with exactly one reader is drawn as an edge into that reader,
  * unless it moves the result of another move (then it stays a node). */
 static bool dot_is_edge(const Dot *d, int i)
 {
 	const IaOp *op = &d->p->ops.v[i];
 	int in[2];
-	return ia_op_moves(op->kind) && d->users[i] == 1 && ia_inputs(op, in) == 1 &&
-	       !ia_op_moves(d->p->ops.v[in[0]].kind);
+	return dot_move(op->kind) && d->users[i] == 1 && ia_inputs(op, in) == 1 &&
+	       !dot_move(d->p->ops.v[in[0]].kind);
 }
 
 /* Whether op i is a node of the picture. */
@@ -811,7 +819,7 @@ static void dot_node(Dot *d, int i, int depth)
 	if (!dot_drawn(d, i))
 		return;
 	buf_printf(b, "%*sop%d [", 2 * depth, "", i);
-	if (ia_op_moves(op->kind) && op->kind != IA_TWOPHASE) {
+	if (dot_move(op->kind)) {
 		bool bc = op->kind == IA_BCAST;
 		buf_printf(b, "shape=ellipse, style=\"filled%s\", color=\"%s\", fillcolor=white, penwidth=2, label=<%s",
 		           bc ? "" : ",dashed", bc ? "#c0392b" : "#2471a3", bc ? "broadcast" : "shuffle");
@@ -860,7 +868,7 @@ static void dot_edge(Dot *d, int from, int to)
 	Buf *b = d->b;
 	if (!dot_is_edge(d, from)) {
 		buf_printf(b, "  op%d -> op%d", from, to);
-		if (ia_op_moves(mv->kind) && mv->kind != IA_TWOPHASE)
+		if (dot_move(mv->kind))
 			buf_printf(b, " [color=\"%s\", penwidth=2%s]", mv->kind == IA_BCAST ? "#c0392b" : "#2471a3",
 			           mv->kind == IA_BCAST ? "" : ", style=dashed");
 		buf_puts(b, ";\n");
