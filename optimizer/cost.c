@@ -449,11 +449,14 @@ Cost cost_map(const CostCtx *c, const Kernel *k, const RelType *in, const Place 
 
 /* ---- gathers ----
  *
- * The sizes are exact: one request (an int64 row number) per index
+ * The sizes are exact: one request (two int64s: the table chunk and the
+ * row in it, REQ_BYTES) per index
  * element and table chunk along the other partitioning dims, one row
  * (the table's elements along its other dims) per index element.  Which
  * rows are remote depends on the index's values, known only at run time:
  * a row is taken to be on each rank alike, so (s-1)/s of them move. */
+
+#define REQ_BYTES 16             /* runtime/gather.c: a request, a scattered row's header */
 
 /* The table's chunks one index element's row spans on distinct sites:
  * frontiers of its partitioning dims other than the gathered one. */
@@ -492,8 +495,8 @@ Cost cost_gather(const CostCtx *c, const RelType *table, const Place *tp, int gd
 	double nreq = rel_floats(index) * askers * row_pieces(table, tp, gdim) * remote;
 	double nrow = rel_floats(rows) * askers * remote;
 	k.floats = nrow;
-	k.bytes = nreq * 8 + nrow * es;
-	double per = (nreq * 8 * share + nrow * es * share) / askers;
+	k.bytes = nreq * REQ_BYTES + nrow * es;
+	double per = (nreq * REQ_BYTES * share + nrow * es * share) / askers;
 	k.seconds += 2 * alltoall_seconds(c, per) + m->op_overhead;
 	return k;
 }
@@ -513,13 +516,13 @@ Cost cost_scatter(const CostCtx *c, const RelType *rows, const Place *rp, const 
 	if (rp->kind == PL_ALL || s == 1)
 		return k;               /* each rank adds the rows it owns: nothing moves */
 	double copies = op->kind == PL_ALL ? s - 1 : (double)(s - 1) / s;
-	/* each row carries its row number; a row splits over the result's
+	/* each row carries its chunk and row number; a row splits over the result's
 	 * chunks along its other dims, each piece with its number */
 	double pieces = rel_ntuples(rows) / fmax(1, rel_ntuples(index));
 	double nrow = rel_floats(index) * pieces * copies;
 	double nval = rel_floats(rows) * copies;
 	k.floats = nval;
-	k.bytes = nrow * 8 + nval * es;
+	k.bytes = nrow * REQ_BYTES + nval * es;
 	k.seconds += alltoall_seconds(c, k.bytes * rshare) + m->op_overhead;
 	return k;
 }
