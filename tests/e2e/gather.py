@@ -91,6 +91,26 @@ case("index_matrix", """
     line=5, tol=1e-6)
 
 
+lab = np.arange(13, dtype=np.int64) * 3 - 7
+w1 = rnd(13)
+ix32 = np.array([12, 0, 3, 3, 5, 12, 1], dtype=np.int32)
+def vector_grad(x):
+    dw = np.zeros(13, np.float64)
+    np.add.at(dw, x["idx"], 2 * x["w"][x["idx"]].astype(np.float64))
+    return dict(y=x["lab"][x["idx"]] * 2, z=x["w"][x["idx"]], dw=dw.astype(np.float32))
+case("vector_and_int_table", """
+    size V = 13, B = 7;
+    input lab[V] : i64;
+    input w[V];
+    input idx[B] : i32;
+    y[b] = lab[idx[b]] * 2;
+    z[b] = w[idx[b]];
+    l = sum[b](z[b] * z[b]);
+    dw = grad(l, w);
+    output y; output z; output dw;
+""", dict(lab=lab, w=w1, idx=ix32), vector_grad, line=6, tol=2e-6)
+
+
 def torch_grads(x):
     import torch
     Et = torch.tensor(x["E"], dtype=torch.float64, requires_grad=True)
