@@ -1049,6 +1049,10 @@ static bool needs_whole(const IaPlan *p, const IaOp *op, int j)
 		return !p->ops.v[in[j]].type.sparse;
 	case IA_WRITE:
 		return !p->ops.v[in[j]].type.sparse;   /* a sparse one is written from its elements */
+	case IA_GATHER:
+	case IA_LOOKUP:
+	case IA_SCATTER:
+		return true;            /* rows and index read whole */
 	default:
 		return false;
 	}
@@ -1209,6 +1213,19 @@ static void emit_main(Emit *e)
 		case IA_RANGE:
 			buf_printf(b, "\tTrtRel *r%d = trt_range(&type%d, ", i, e->def[i][D_TYPE]);
 			end_call_at(b, &op->place);
+			break;
+		case IA_GATHER:
+		case IA_LOOKUP:
+		case IA_SCATTER:
+			buf_printf(b, "\tTrtRel *r%d = %s(%s, %s, %d, &type%d, ", i,
+			           op->kind == IA_SCATTER ? "trt_scatter" : "trt_gather", whole(e, i, 0), whole(e, i, 1),
+			           op->u.gather.dim, e->def[i][D_TYPE]);
+			place_literal(b, &op->place);
+			buf_puts(b, ", ");
+			c_string(b, op->u.gather.itensor >= 0 ? p->tra->tensors.v[op->u.gather.itensor].name : "the index");
+			buf_puts(b, ", ");
+			c_string(b, op->u.gather.tensor >= 0 ? p->tra->tensors.v[op->u.gather.tensor].name : "the table");
+			buf_puts(b, ");\n");
 			break;
 		case IA_LOAD:
 			buf_printf(b, "\tTrtRel *r%d = var%d;\n", i, op->u.init.tensor);

@@ -404,14 +404,14 @@ void cmdline_resolve_pins(const Cmdline *o, const TraProg *p, OptOptions *opt)
 			{"broadcast", STRAT_BROADCAST, -1}, {"broadcast-left", STRAT_BROADCAST, 0},
 			{"broadcast-right", STRAT_BROADCAST, 1}, {"co-partition", STRAT_COPARTITION, -1},
 			{"replicate", STRAT_REPLICATE, -1}, {"local", STRAT_LOCAL, -1},
-			{"two-phase", STRAT_TWOPHASE, -1},
+			{"two-phase", STRAT_TWOPHASE, -1}, {"lookup", STRAT_LOOKUP, -1},
 		};
 		int k = 0, nn = (int)(sizeof names / sizeof *names);
 		while (k < nn && strcmp(names[k].name, eq + 1))
 			k++;
 		if (k == nn)
 			cmdline_usage_error("--strategy %s: use broadcast, broadcast-left, broadcast-right, co-partition, "
-			            "replicate, local or two-phase", spec);
+			            "replicate, local, two-phase or lookup", spec);
 		int stmt = -1;
 		for (int st = 0; st < p->stmts.n && stmt < 0; st++) {
 			int l, c;

@@ -65,7 +65,9 @@ struct Node {
 		const char *str;
 		/* sema: sym or var; range: `i in N` in an index list, else NULL */
 		struct { const char *name; int sym; int var; Node *range; } name;
-		struct { const char *name; Loc nameloc; Node **idx; int nidx; int tensor; } access;
+		/* gather: sema: 1 + the position that holds an access of an
+		 * integer tensor (E[idx[b], d]), 0 for none */
+		struct { const char *name; Loc nameloc; Node **idx; int nidx; int tensor; int gather; } access;
 		struct { Node *a; } unary;
 		struct { BinOp op; Node *a, *b; } binary;
 		struct {

@@ -56,6 +56,34 @@ static int value_of(Lowering *lw, int tensor)
 	return lw->cur[tensor] = tra_push(lw->prog, op);
 }
 
+static TVal lower(TraBuild *b, Lowering *lw, Node *n);
+
+/* E[idx[b], d]: a gather op keyed by the index's vars, then E's other
+ * positions' (a repeated var among them takes a diagonal, as any access). */
+static TVal lower_gather(TraBuild *b, Lowering *lw, Node *n)
+{
+	int gd = n->u.access.gather - 1;
+	Node *ixn = n->u.access.idx[gd];
+	TVal ix = lower(b, lw, ixn);
+	if (ix.pend || ix.op < 0)
+		ix = tb_absorb(b, ix);
+	int table = value_of(lw, n->u.access.tensor);
+	TraOp op = {.kind = TRA_GATHER, .stmt = b->stmt};
+	op.type = gather_type(&lw->prog->ops.v[table].type, &lw->prog->ops.v[ix.op].type, gd);
+	op.u.gather.src = table;
+	op.u.gather.index = ix.op;
+	op.u.gather.dim = gd;
+	op.u.gather.tensor = n->u.access.tensor;
+	op.u.gather.itensor = ixn->u.access.tensor;
+	int var[MAXDIM], nv = 0;
+	for (int i = 0; i < ix.nvar; i++)
+		var[nv++] = ix.var[i];
+	for (int d = 0; d < n->u.access.nidx; d++)
+		if (d != gd)
+			var[nv++] = n->u.access.idx[d]->u.name.var;
+	return tb_access(b, tra_push(lw->prog, op), nv, var);
+}
+
 static TVal lower(TraBuild *b, Lowering *lw, Node *n)
 {
 	static const TbRed reds[] = {TB_SUM, TB_MAX, TB_MIN, TB_ARGMAX, TB_ARGMIN, TB_MEAN};
@@ -65,6 +93,8 @@ static TVal lower(TraBuild *b, Lowering *lw, Node *n)
 	case N_NUM:
 		return tb_const(b, n->u.num);
 	case N_ACCESS:
+		if (n->u.access.gather)
+			return lower_gather(b, lw, n);
 		for (int d = 0; d < n->u.access.nidx; d++)
 			var[d] = n->u.access.idx[d]->u.name.var;
 		return tb_access(b, value_of(lw, n->u.access.tensor), n->u.access.nidx, var);

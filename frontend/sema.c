@@ -372,7 +372,8 @@ static bool indexes_with(Node *n, const char *name)
 {
 	if (n->kind == N_ACCESS) {
 		for (int d = 0; d < n->u.access.nidx; d++)
-			if (n->u.access.idx[d]->kind == N_NAME && !strcmp(n->u.access.idx[d]->u.name.name, name))
+			if ((n->u.access.idx[d]->kind == N_NAME && !strcmp(n->u.access.idx[d]->u.name.name, name)) ||
+			    (n->u.access.idx[d]->kind == N_ACCESS && indexes_with(n->u.access.idx[d], name)))
 				return true;
 		return false;
 	}
@@ -520,6 +521,44 @@ static Node *converted(Sema *s, Node *e, DType t)
 	return n;
 }
 
+/* Position d of access n (of tensor t) holds an access, E[idx[b], d]: a
+ * gather by an integer tensor's values.  The index access is checked as
+ * any (its indices bind from its tensor's extents); one gather per access,
+ * from a dense tensor, by a dense integer one. */
+static bool check_gather_index(Sema *s, Node *n, int d, const Tensor *t)
+{
+	Node *ix = n->u.access.idx[d];
+	if (n->u.access.gather) {
+		diag(DIAG_ERROR, ix->loc, "'%s' is gathered along dimension %d already; an access may gather along "
+		     "one dimension only", n->u.access.name, n->u.access.gather);
+		diag(DIAG_NOTE, n->loc, "gather into a temporary first, as in 'T[b, j] = %s[idx[b], j]', then gather from "
+		     "that", n->u.access.name);
+		return false;
+	}
+	n->u.access.gather = d + 1;
+	Ty ity = {0};
+	if (!check_expr(s, ix, &ity))
+		return false;
+	const Tensor *it = &s->prog->tensors.v[ix->u.access.tensor];
+	if (!ity.typed || !dtype_is_int(ity.t)) {
+		diag(DIAG_ERROR, ix->loc, "'%s' is %s, so it cannot index dimension %d of '%s'; a gather index must be "
+		     "an integer tensor", it->name, ity.typed ? dtype_name(ity.t) : "untyped", d + 1, n->u.access.name);
+		diag(DIAG_NOTE, it->loc, "declare '%s' with an integer type, as in 'input %s[...] : i64;'", it->name, it->name);
+		return false;
+	}
+	if (t->sparse || it->sparse) {
+		diag(DIAG_ERROR, ix->loc, "cannot gather %s sparse tensor '%s'; gathers read dense tensors",
+		     t->sparse ? "from" : "by", t->sparse ? t->name : it->name);
+		return false;
+	}
+	if (it->rank + t->rank - 1 > MAXDIM) {
+		diag(DIAG_ERROR, ix->loc, "this gather has %d indices; trac supports at most %d", it->rank + t->rank - 1,
+		     MAXDIM);
+		return false;
+	}
+	return true;
+}
+
 static bool check_access(Sema *s, Node *n, Ty *ty)
 {
 	const char *name = n->u.access.name;
@@ -549,11 +588,16 @@ static bool check_access(Sema *s, Node *n, Ty *ty)
 		return false;
 	}
 	n->u.access.tensor = sym->tensor;
+	n->u.access.gather = 0;
 	ty->typed = true;
 	ty->t = t->dtype;
 	bool ok = true;
 	for (int d = 0; d < n->u.access.nidx; d++) {
 		Node *ix = n->u.access.idx[d];
+		if (ix->kind == N_ACCESS) {
+			ok &= check_gather_index(s, n, d, t);
+			continue;
+		}
 		if (ix->kind != N_NAME) {
 			diag(DIAG_ERROR, ix->loc, "index arithmetic is not supported yet; index with a plain name such as 'i'");
 			ok = false;
@@ -828,7 +872,8 @@ static int count_var(Node *n, int v)
 		return n->u.name.var == v;
 	if (n->kind == N_ACCESS) {
 		for (int d = 0; d < n->u.access.nidx; d++)
-			c += n->u.access.idx[d]->u.name.var == v;
+			c += n->u.access.idx[d]->kind == N_ACCESS ? count_var(n->u.access.idx[d], v)
+			                                          : n->u.access.idx[d]->u.name.var == v;
 		return c;
 	}
 	Node **slot[3];
@@ -931,11 +976,16 @@ static void free_vars(Node *n)
 	}
 	if (n->kind == N_ACCESS) {
 		for (int d = 0; d < n->u.access.nidx; d++) {
-			int v = n->u.access.idx[d]->u.name.var, seen = 0;
-			for (int i = 0; i < n->nvar; i++)
-				seen |= n->var[i] == v;
-			if (!seen)
-				n->var[n->nvar++] = v;
+			Node *ix = n->u.access.idx[d];
+			if (ix->kind == N_ACCESS)
+				free_vars(ix);
+			for (int k = 0; k < (ix->kind == N_ACCESS ? ix->nvar : 1); k++) {
+				int v = ix->kind == N_ACCESS ? ix->var[k] : ix->u.name.var, seen = 0;
+				for (int i = 0; i < n->nvar; i++)
+					seen |= n->var[i] == v;
+				if (!seen && n->nvar < MAXDIM)
+					n->var[n->nvar++] = v;
+			}
 		}
 		return;
 	}

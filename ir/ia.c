@@ -94,6 +94,7 @@ const char *strategy_name(Strategy s)
 	case STRAT_REPLICATE: return "replicate";
 	case STRAT_OTHER: return "other";
 	case STRAT_TWOPHASE: return "two-phase";
+	case STRAT_LOOKUP: return "lookup";
 	}
 	return "?";
 }
@@ -195,6 +196,12 @@ int ia_inputs(const IaOp *op, int *in)
 		in[0] = op->u.join.left;
 		in[1] = op->u.join.right;
 		return 2;
+	case IA_GATHER:
+	case IA_LOOKUP:
+	case IA_SCATTER:
+		in[0] = op->u.gather.src;
+		in[1] = op->u.gather.index;
+		return 2;
 	case IA_AGG:
 		in[0] = op->u.agg.in;
 		return 1;
@@ -228,6 +235,7 @@ bool ia_has_result(IaOpKind k)
 		return false;
 	case IA_READ: case IA_BCAST: case IA_SHUFFLE: case IA_JOIN: case IA_AGG: case IA_MAP:
 	case IA_FILTER: case IA_INIT: case IA_LOAD: case IA_RANGE: case IA_TWOPHASE:
+	case IA_GATHER: case IA_LOOKUP: case IA_SCATTER:
 		return true;
 	}
 	return false;
@@ -432,6 +440,36 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 		}
 		*out = op->place;
 		return true;
+	case IA_GATHER:
+	case IA_LOOKUP:
+		/* the result is where the index is (its key dims come first) */
+		if (a->place.kind == PL_PARTIAL || b->place.kind == PL_PARTIAL) {
+			buf_puts(why, "looks up in or by a relation of partial aggregates");
+			return false;
+		}
+		if (op->kind == IA_GATHER && a->place.kind != PL_ALL) {
+			buf_puts(why, "gathers locally from a table that is not on every site");
+			return false;
+		}
+		*out = b->place;
+		return true;
+	case IA_SCATTER:
+		/* each rows tuple must meet its index tuple, which is keyed by
+		 * the rows' first dims */
+		if (a->place.kind == PL_PARTIAL || b->place.kind == PL_PARTIAL) {
+			buf_puts(why, "scatters partial aggregates");
+			return false;
+		}
+		if (b->place.kind != PL_ALL && !place_eq(&a->place, &b->place)) {
+			buf_puts(why, "scatters rows not placed with their index");
+			return false;
+		}
+		if (op->place.kind == PL_PARTIAL) {
+			buf_puts(why, "scatters into partial aggregates");
+			return false;
+		}
+		*out = op->place;
+		return true;
 	}
 	tr_bug("bad IA op");
 }
@@ -458,6 +496,12 @@ IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a)
 		c.u.join.left = map[c.u.join.left];
 		c.u.join.right = map[c.u.join.right];
 		c.u.join.kernel = kernel_clone(a, c.u.join.kernel);
+		break;
+	case IA_GATHER:
+	case IA_LOOKUP:
+	case IA_SCATTER:
+		c.u.gather.src = map[c.u.gather.src];
+		c.u.gather.index = map[c.u.gather.index];
 		break;
 	case IA_WRITE: c.u.write.in = map[c.u.write.in]; break;
 	case IA_STORE:

@@ -302,6 +302,11 @@ typedef struct TraOp {
 		struct { int in; int tensor; } store;   /* STORE, PRINT */
 		struct { int64_t count; } loop;
 		struct { int loss; int tensor; } grad;
+		/* GATHER: src is the table, dim its gathered key dim; SCATTER:
+		 * src is the rows (keyed like a gather's output), dim the
+		 * result's dim the index's values address; tensor, itensor:
+		 * the table's and the index's program tensors, for messages */
+		struct { int src, index, dim, tensor, itensor; } gather;
 	} u;
 } TraOp;
 
@@ -321,6 +326,8 @@ int tra_inputs(const TraOp *op, int *in);                 /* fills in[], returns
 void tra_print(Buf *b, const TraProg *p);
 bool tra_verify(const TraProg *p, Buf *err);              /* false and a message on a broken invariant */
 bool tra_has_result(TraOpKind k);                         /* false for output, store, print, loop, endloop */
+/* A gather's result type: the index's key dims, then the table's but dim. */
+RelType gather_type(const RelType *table, const RelType *index, int dim);
 
 /* ---- build.c: building TRA from index-var schemas ---- */
 
@@ -402,7 +409,7 @@ int place_site(const Place *p, const RelType *t, const int64_t *key, int nsites)
 
 /* What a statement's plan chose, for --explain. */
 typedef enum { STRAT_NONE, STRAT_LOCAL, STRAT_BROADCAST, STRAT_COPARTITION, STRAT_REPLICATE, STRAT_OTHER,
-               STRAT_TWOPHASE } Strategy;
+               STRAT_TWOPHASE, STRAT_LOOKUP } Strategy;
 const char *strategy_name(Strategy s);
 
 /*
@@ -466,6 +473,7 @@ typedef struct IaOp {
 		struct { int tensor; } init;            /* INIT, LOAD */
 		struct { int in; int tensor; } store;   /* STORE, PRINT */
 		struct { int64_t count; } loop;
+		struct { int src, index, dim, tensor, itensor; } gather;   /* GATHER, LOOKUP, SCATTER: as TRA's */
 	} u;
 } IaOp;
 

@@ -80,6 +80,10 @@ void tra_print(Buf *b, const TraProg *p)
 		case TRA_GRAD:
 			buf_printf(b, " %%%d wrt %s", op->u.grad.loss, p->tensors.v[op->u.grad.tensor].name);
 			break;
+		case TRA_GATHER:
+		case TRA_SCATTER:
+			buf_printf(b, " %%%d by %%%d dim %d", op->u.gather.src, op->u.gather.index, op->u.gather.dim);
+			break;
 		case TRA_ENDLOOP:
 			buf_puts(b, "\n");
 			continue;
@@ -166,6 +170,11 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 		buf_printf(b, " %s", t->tensors.v[op->u.init.tensor].name);
 		break;
 	case IA_RANGE:
+		break;
+	case IA_GATHER:
+	case IA_LOOKUP:
+	case IA_SCATTER:
+		buf_printf(b, " dim %d", op->u.gather.dim);
 		break;
 	case IA_STORE:
 	case IA_PRINT:
@@ -760,6 +769,13 @@ static void dot_what(Buf *b, const IaPlan *p, const IaOp *op)
 	case IA_RANGE:
 		buf_printf(&k, " 0..%" PRId64, op->type.extent[0] - 1);
 		break;
+	case IA_GATHER:
+	case IA_LOOKUP:
+		buf_printf(&k, " rows of dim %d by the index's values", op->u.gather.dim);
+		break;
+	case IA_SCATTER:
+		buf_printf(&k, " rows added into dim %d at the index's values", op->u.gather.dim);
+		break;
 	case IA_STORE:
 	case IA_PRINT:
 		buf_printf(&k, " %s", t->tensors.v[op->u.store.tensor].name);
@@ -782,14 +798,22 @@ typedef struct Dot {
 	double maxmoved;        /* the largest move, for edge widths */
 } Dot;
 
+/* The moves drawn as moves: a broadcast or a shuffle.  Ops that
+ * communicate inside themselves (two-phase schedules, lookups, scatters)
+ * are boxes. */
+static bool dot_move(IaOpKind k)
+{
+	return k == IA_BCAST || k == IA_SHUFFLE;
+}
+
 /* A move with exactly one reader is drawn as an edge into that reader,
  * unless it moves the result of another move (then it stays a node). */
 static bool dot_is_edge(const Dot *d, int i)
 {
 	const IaOp *op = &d->p->ops.v[i];
 	int in[2];
-	return ia_op_moves(op->kind) && d->users[i] == 1 && ia_inputs(op, in) == 1 &&
-	       !ia_op_moves(d->p->ops.v[in[0]].kind);
+	return dot_move(op->kind) && d->users[i] == 1 && ia_inputs(op, in) == 1 &&
+	       !dot_move(d->p->ops.v[in[0]].kind);
 }
 
 /* Whether op i is a node of the picture. */
@@ -817,7 +841,7 @@ static void dot_node(Dot *d, int i, int depth)
 	if (!dot_drawn(d, i))
 		return;
 	buf_printf(b, "%*sop%d [", 2 * depth, "", i);
-	if (ia_op_moves(op->kind) && op->kind != IA_TWOPHASE) {
+	if (dot_move(op->kind)) {
 		bool bc = op->kind == IA_BCAST;
 		buf_printf(b, "shape=ellipse, style=\"filled%s\", color=\"%s\", fillcolor=white, penwidth=2, label=<%s",
 		           bc ? "" : ",dashed", bc ? "#c0392b" : "#2471a3", bc ? "broadcast" : "shuffle");
@@ -866,7 +890,7 @@ static void dot_edge(Dot *d, int from, int to)
 	Buf *b = d->b;
 	if (!dot_is_edge(d, from)) {
 		buf_printf(b, "  op%d -> op%d", from, to);
-		if (ia_op_moves(mv->kind) && mv->kind != IA_TWOPHASE)
+		if (dot_move(mv->kind))
 			buf_printf(b, " [color=\"%s\", penwidth=2%s]", mv->kind == IA_BCAST ? "#c0392b" : "#2471a3",
 			           mv->kind == IA_BCAST ? "" : ", style=dashed");
 		buf_puts(b, ";\n");

@@ -640,6 +640,11 @@ int tra_inputs(const TraOp *op, int *in)
 	case TRA_GRAD:
 		in[0] = op->u.grad.loss;
 		return 1;
+	case TRA_GATHER:
+	case TRA_SCATTER:
+		in[0] = op->u.gather.src;
+		in[1] = op->u.gather.index;
+		return 2;
 	case TRA_INIT:
 	case TRA_LOAD:
 	case TRA_RANGE:
@@ -650,13 +655,36 @@ int tra_inputs(const TraOp *op, int *in)
 	tr_bug("bad TRA op %d", (int)op->kind);
 }
 
+/* The index's key dims, then the table's without dim; chunk dims likewise
+ * (the index's, then the table's but the gathered one's), so each index
+ * element's row is a run of the output chunk. */
+RelType gather_type(const RelType *table, const RelType *index, int dim)
+{
+	RelType t = {.dtype = table->dtype, .nkey = index->nkey + table->nkey - 1};
+	for (int d = 0; d < index->nkey; d++) {
+		t.extent[d] = index->extent[d];
+		t.block[d] = index->block[d];
+	}
+	for (int d = 0, o = index->nkey; d < table->nkey; d++)
+		if (d != dim) {
+			t.extent[o] = table->extent[d];
+			t.block[o++] = table->block[d];
+		}
+	for (int c = 0; c < index->nchunk; c++)
+		t.chunkdim[t.nchunk++] = index->chunkdim[c];
+	for (int c = 0; c < table->nchunk; c++)
+		if (table->chunkdim[c] != dim)
+			t.chunkdim[t.nchunk++] = index->nkey + table->chunkdim[c] - (table->chunkdim[c] > dim);
+	return t;
+}
+
 bool tra_has_result(TraOpKind k)
 {
 	switch (k) {
 	case TRA_OUTPUT: case TRA_STORE: case TRA_PRINT: case TRA_LOOP: case TRA_ENDLOOP:
 		return false;
 	case TRA_INPUT: case TRA_JOIN: case TRA_AGG: case TRA_MAP: case TRA_REKEY: case TRA_FILTER:
-	case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_GRAD:
+	case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_GRAD: case TRA_GATHER: case TRA_SCATTER:
 		return true;
 	}
 	return false;

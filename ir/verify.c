@@ -287,6 +287,30 @@ static void check_range(Ctx *c, const RelType *t)
 		fail(c, "a range of %d key dims, %d chunk dims, %s", t->nkey, t->nchunk, dtype_name(t->dtype));
 }
 
+/* A gather's table (a scatter's result), index and rows (a gather's
+ * result, a scatter's input) agree: the rows keyed as gather_type says,
+ * every key dim spanned by a chunk dim (each row is a whole run). */
+static void check_gather(Ctx *c, const RelType *table, const RelType *index, int dim, const RelType *rows)
+{
+	if (dim < 0 || dim >= table->nkey) {
+		fail(c, "gathers dim %d of a table of %d key dims", dim, table->nkey);
+		return;
+	}
+	if (!dtype_is_int(index->dtype) || index->sparse || table->sparse || rows->sparse)
+		fail(c, "gathers by a %s%s index", index->sparse ? "sparse " : "", dtype_name(index->dtype));
+	if (table->dtype != rows->dtype)
+		fail(c, "gathers %s rows into %s", dtype_name(table->dtype), dtype_name(rows->dtype));
+	if (index->nchunk != index->nkey || table->nchunk != table->nkey || rows->nchunk != rows->nkey)
+		fail(c, "gathers with a key dim no chunk dim spans");
+	RelType want = gather_type(table, index, dim);
+	if (want.nkey != rows->nkey)
+		fail(c, "gathers into %d key dims, not %d", rows->nkey, want.nkey);
+	for (int d = 0; d < want.nkey && c->ok; d++)
+		if (want.extent[d] != rows->extent[d] || want.block[d] != rows->block[d])
+			fail(c, "gathered key dim %d is %" PRId64 "/%" PRId64 ", not %" PRId64 "/%" PRId64, d,
+			     rows->extent[d], rows->block[d], want.extent[d], want.block[d]);
+}
+
 static Ctx ctx_new(Buf *err, const char *ir, int nops, int ntensors)
 {
 	Scope sc = {xcalloc(nops + 1, sizeof(int)), xcalloc(nops + 1, sizeof(int)),
@@ -418,6 +442,12 @@ static void check_tra_op(Ctx *c, const TraProg *p, int i)
 	case TRA_RANGE:
 		check_range(c, &op->type);
 		break;
+	case TRA_GATHER:
+		check_gather(c, a, b, op->u.gather.dim, &op->type);
+		break;
+	case TRA_SCATTER:
+		check_gather(c, &op->type, b, op->u.gather.dim, a);
+		break;
 	case TRA_STORE:
 		check_param(c, p, op->u.store.tensor, a);
 		break;
@@ -512,6 +542,13 @@ static void check_ia_op(Ctx *c, const IaPlan *p, int i)
 		check_range(c, &op->type);
 		if (op->place.kind == PL_PARTIAL)
 			fail(c, "a range as partials");
+		break;
+	case IA_GATHER:
+	case IA_LOOKUP:
+		check_gather(c, a, b, op->u.gather.dim, &op->type);
+		break;
+	case IA_SCATTER:
+		check_gather(c, &op->type, b, op->u.gather.dim, a);
 		break;
 	case IA_STORE:
 		check_param(c, p->tra, op->u.store.tensor, a);

@@ -13,6 +13,9 @@
  *            out[O] = red over the other vars of f(in0[I0], in1[I1])
  *   diag     filter + diagonal map + aggregation (a repeated index)
  *   rekey    a permutation of keys
+ *   gather   a look-up by an integer index's values: its adjoint is a
+ *            scatter-add of G into the rows read (TRA_SCATTER), touching
+ *            only those; nothing flows into the index
  *   leaf     the load of a param, or an input: where gradients are collected
  *
  * For an einsum unit with adjoint G, the contribution to input i is
@@ -36,7 +39,7 @@
 
 #include "optimizer/opt.h"
 
-typedef enum { D_NONE, D_EINSUM, D_DIAG, D_REKEY, D_LEAF } DiffKind;
+typedef enum { D_NONE, D_EINSUM, D_DIAG, D_REKEY, D_GATHER, D_LEAF } DiffKind;
 
 typedef struct DiffUnit {
 	DiffKind kind;
@@ -104,10 +107,14 @@ static void find_units(Grad *g)
 			u->kind = D_REKEY;
 			u->prod = i;
 			break;
+		case TRA_GATHER:
+			u->kind = D_GATHER;
+			u->prod = i;
+			break;
 		default:
 			break;
 		}
-		if (u->kind == D_EINSUM || u->kind == D_REKEY)
+		if (u->kind == D_EINSUM || u->kind == D_REKEY || u->kind == D_GATHER)
 			u->nin = tra_inputs(&o->ops.v[u->prod], u->in);
 		else if (u->kind == D_DIAG)
 			u->nin = tra_inputs(&o->ops.v[u->filter], u->in);
@@ -356,6 +363,28 @@ static void vjp_rekey(Grad *g, TraBuild *b, int u, int G)
 	contribute(g, b, a, T, avar);
 }
 
+/* Z = E[idx[b], d]: dE = scatter(G, idx), the rows of G added into the
+ * rows of a relation shaped like E that idx names. */
+static void vjp_gather(Grad *g, TraBuild *b, int u, int G)
+{
+	const DiffUnit *un = &g->unit[u];
+	int a = un->in[0];
+	if (g->prop[u][0] || g->adj[a] == -2)
+		return;
+	g->prop[u][0] = true;
+	const RelType *ta = &g->old->ops.v[a].type;
+	TraOp sc = {.kind = TRA_SCATTER, .stmt = b->stmt, .type = *ta};
+	sc.type.sparse = sc.type.holes = false;
+	sc.u.gather.src = G;
+	sc.u.gather.index = g->map[un->in[1]];
+	sc.u.gather.dim = g->old->ops.v[u].u.gather.dim;
+	sc.u.gather.tensor = g->old->ops.v[u].u.gather.tensor;
+	sc.u.gather.itensor = g->old->ops.v[u].u.gather.itensor;
+	int avar[MAXDIM];
+	TVal T = rel_with_new_vars(b, tra_push(g->p, sc), ta, avar);
+	contribute(g, b, a, T, avar);
+}
+
 /* ---- one grad op ---- */
 
 static void mark_ancestors(const TraProg *o, int v, bool *anc)
@@ -471,6 +500,7 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 		case D_EINSUM:
 		case D_DIAG:
 		case D_REKEY:
+		case D_GATHER:
 			break;
 		}
 		int G = adjoint(g, &b, v);
@@ -480,6 +510,7 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 		case D_EINSUM: vjp_einsum(g, &b, v, G); break;
 		case D_DIAG: vjp_diag(g, &b, v, G); break;
 		case D_REKEY: vjp_rekey(g, &b, v, G); break;
+		case D_GATHER: vjp_gather(g, &b, v, G); break;
 		default: break;
 		}
 	}
@@ -534,6 +565,11 @@ static int remap_op(Grad *g, TraOp op)
 	case TRA_STORE:
 	case TRA_PRINT: op.u.store.in = g->map[op.u.store.in]; break;
 	case TRA_GRAD: op.u.grad.loss = g->map[op.u.grad.loss]; break;
+	case TRA_GATHER:
+	case TRA_SCATTER:
+		op.u.gather.src = g->map[op.u.gather.src];
+		op.u.gather.index = g->map[op.u.gather.index];
+		break;
 	case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_LOOP: case TRA_ENDLOOP:
 		break;
 	}

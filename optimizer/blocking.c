@@ -93,6 +93,20 @@ BlockClasses *opt_block_classes(const TraProg *p)
 			for (int e = 0; e < op->u.filter.pred.neq; e++)
 				unite(parent, base[i] + op->u.filter.pred.eq[e][0], base[i] + op->u.filter.pred.eq[e][1]);
 			break;
+		case TRA_GATHER:
+		case TRA_SCATTER: {
+			/* the rows' dims: the index's, then the table's but the
+			 * gathered one, which is free of the index's values */
+			int tab = op->kind == TRA_GATHER ? op->u.gather.src : i;
+			int rows = op->kind == TRA_GATHER ? i : op->u.gather.src;
+			int ix = op->u.gather.index, ni = p->ops.v[ix].type.nkey;
+			for (int d = 0; d < ni; d++)
+				unite(parent, base[ix] + d, base[rows] + d);
+			for (int d = 0, o = ni; d < p->ops.v[tab].type.nkey; d++)
+				if (d != op->u.gather.dim)
+					unite(parent, base[tab] + d, base[rows] + o++);
+			break;
+		}
 		case TRA_OUTPUT:
 		case TRA_PRINT:
 		case TRA_LOOP:

@@ -272,6 +272,36 @@ static int b_twophase(Emit *e, const Unit *u, const int *x, const Place *mid, co
 	return emit_op(e, f);
 }
 
+/* A look-up where the index is: local when the table is everywhere
+ * (GATHER_REPLICATE), else with requests to the rows' owners (LOOKUP). */
+static int b_gather(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)mid, (void)out, (void)tp;
+	const TraOp *t = u->op;
+	IaOp ia = {.kind = e->p->ops.v[x[0]].place.kind == PL_ALL ? IA_GATHER : IA_LOOKUP, .stmt = t->stmt,
+	           .tra = u->tra, .type = t->type};
+	ia.u.gather.src = x[0];
+	ia.u.gather.index = x[1];
+	ia.u.gather.dim = t->u.gather.dim;
+	ia.u.gather.tensor = t->u.gather.tensor;
+	ia.u.gather.itensor = t->u.gather.itensor;
+	return emit_op(e, ia);
+}
+
+/* A scatter-add into the result's placement `out`. */
+static int b_scatter(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)mid, (void)tp;
+	const TraOp *t = u->op;
+	IaOp ia = {.kind = IA_SCATTER, .stmt = t->stmt, .tra = u->tra, .type = t->type, .place = *out};
+	ia.u.gather.src = x[0];
+	ia.u.gather.index = x[1];
+	ia.u.gather.dim = t->u.gather.dim;
+	ia.u.gather.tensor = t->u.gather.tensor;
+	ia.u.gather.itensor = t->u.gather.itensor;
+	return emit_op(e, ia);
+}
+
 /* ---- the table ---- */
 
 static const struct {

@@ -428,6 +428,11 @@ static void remap_inputs(TraOp *op, const int *map)
 	case TRA_MAP: op->u.map.in = map[op->u.map.in]; break;
 	case TRA_REKEY: op->u.rekey.in = map[op->u.rekey.in]; break;
 	case TRA_FILTER: op->u.filter.in = map[op->u.filter.in]; break;
+	case TRA_GATHER:
+	case TRA_SCATTER:
+		op->u.gather.src = map[op->u.gather.src];
+		op->u.gather.index = map[op->u.gather.index];
+		break;
 	case TRA_OUTPUT: op->u.output.in = map[op->u.output.in]; break;
 	case TRA_STORE: case TRA_PRINT: op->u.store.in = map[op->u.store.in]; break;
 	case TRA_GRAD: op->u.grad.loss = map[op->u.grad.loss]; break;

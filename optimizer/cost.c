@@ -454,6 +454,86 @@ Cost cost_map(const CostCtx *c, const Kernel *k, const RelType *in, const Place 
 	return x;
 }
 
+/* ---- gathers ----
+ *
+ * The sizes are exact: one request (two int64s: the table chunk and the
+ * row in it, REQ_BYTES) per index
+ * element and table chunk along the other partitioning dims, one row
+ * (the table's elements along its other dims) per index element.  Which
+ * rows are remote depends on the index's values, known only at run time:
+ * a row is taken to be on each rank alike, so (s-1)/s of them move. */
+
+#define REQ_BYTES 16             /* runtime/gather.c: a request, a scattered row's header */
+
+/* The table's chunks one index element's row spans on distinct sites:
+ * frontiers of its partitioning dims other than the gathered one. */
+static double row_pieces(const RelType *table, const Place *tp, int gdim)
+{
+	double n = 1;
+	if (tp->kind == PL_PART)
+		for (int i = 0; i < tp->ndims; i++)
+			if (tp->dims[i] != gdim)
+				n *= (double)rel_frontier(table, tp->dims[i]);
+	return n;
+}
+
+/* Bytes sent as an all-to-all: total bytes, the most one rank sends. */
+static double alltoall_seconds(const CostCtx *c, double per_rank)
+{
+	return machine_coll(c->m, COLL_ALLTOALL, per_rank);
+}
+
+Cost cost_gather(const CostCtx *c, const RelType *table, const Place *tp, int gdim, const RelType *index,
+                 const Place *ip, const RelType *rows)
+{
+	const Machine *m = c->m;
+	int s = c->nsites;
+	double share = cost_share(c, rows, ip);
+	double es = dtype_size(rows->dtype);
+	Cost k = {0};
+	/* the local copy of every row this rank ends up with */
+	k.seconds = rel_floats(rows) * share * es / m->memcpy_bw + m->local_op_overhead;
+	if (tp->kind == PL_ALL || s == 1)
+		return k;
+	/* a lookup: requests there, rows back; an index everywhere asks on
+	 * every rank */
+	double askers = ip->kind == PL_ALL ? s : 1;
+	double remote = (double)(s - 1) / s;
+	double nreq = rel_floats(index) * askers * row_pieces(table, tp, gdim) * remote;
+	double nrow = rel_floats(rows) * askers * remote;
+	k.floats = nrow;
+	k.bytes = nreq * REQ_BYTES + nrow * es;
+	double per = (nreq * REQ_BYTES * share + nrow * es * share) / askers;
+	k.seconds += 2 * alltoall_seconds(c, per) + m->op_overhead;
+	return k;
+}
+
+Cost cost_scatter(const CostCtx *c, const RelType *rows, const Place *rp, const RelType *index,
+                  const RelType *out, const Place *op)
+{
+	const Machine *m = c->m;
+	int s = c->nsites;
+	double es = dtype_size(rows->dtype);
+	double rshare = rp->kind == PL_ALL ? 1.0 / s : cost_share(c, rows, rp);
+	Cost k = {0};
+	/* the result zeroed, then every row added in */
+	k.seconds = rel_bytes(out) * cost_share(c, out, op) / m->memcpy_bw +
+	            rel_floats(rows) * rshare * (es / m->memcpy_bw + 1 / m->loop_rate) + m->local_op_overhead;
+	k.flops = rel_floats(rows);
+	if (rp->kind == PL_ALL || s == 1)
+		return k;               /* each rank adds the rows it owns: nothing moves */
+	double copies = op->kind == PL_ALL ? s - 1 : (double)(s - 1) / s;
+	/* each row carries its chunk and row number; a row splits over the result's
+	 * chunks along its other dims, each piece with its number */
+	double pieces = rel_ntuples(rows) / fmax(1, rel_ntuples(index));
+	double nrow = rel_floats(index) * pieces * copies;
+	double nval = rel_floats(rows) * copies;
+	k.floats = nval;
+	k.bytes = nrow * REQ_BYTES + nval * es;
+	k.seconds += alltoall_seconds(c, k.bytes * rshare) + m->op_overhead;
+	return k;
+}
+
 /* ---- a whole plan ---- */
 
 void opt_cost(IaPlan *p, const Machine *mach)
@@ -542,6 +622,13 @@ void opt_cost(IaPlan *p, const Machine *mach)
 			c = cost_map(&cc, op->u.map.kernel, &a->type, &a->place);
 			if (op->place.kind == PL_PARTIAL)
 				copies[i] = copies[in[0]];
+			break;
+		case IA_GATHER:
+		case IA_LOOKUP:
+			c = cost_gather(&cc, &a->type, &a->place, op->u.gather.dim, &b->type, &b->place, &op->type);
+			break;
+		case IA_SCATTER:
+			c = cost_scatter(&cc, &a->type, &a->place, &b->type, &op->type, &op->place);
 			break;
 		case IA_TWOPHASE: {
 			/* planned with the schedule (twophase.c) */

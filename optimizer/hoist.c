@@ -22,6 +22,7 @@ static bool movable(TraOpKind k)
 {
 	switch (k) {
 	case TRA_JOIN: case TRA_AGG: case TRA_MAP: case TRA_REKEY: case TRA_FILTER: case TRA_RANGE:
+	case TRA_GATHER: case TRA_SCATTER:
 		return true;
 	case TRA_INPUT: case TRA_OUTPUT: case TRA_INIT: case TRA_LOAD: case TRA_STORE:
 	case TRA_PRINT: case TRA_LOOP: case TRA_ENDLOOP: case TRA_GRAD:
@@ -107,6 +108,11 @@ void opt_hoist(TraProg *p)
 		case TRA_MAP: op.u.map.in = remap_in(pos, op.u.map.in); break;
 		case TRA_REKEY: op.u.rekey.in = remap_in(pos, op.u.rekey.in); break;
 		case TRA_FILTER: op.u.filter.in = remap_in(pos, op.u.filter.in); break;
+		case TRA_GATHER:
+		case TRA_SCATTER:
+			op.u.gather.src = remap_in(pos, op.u.gather.src);
+			op.u.gather.index = remap_in(pos, op.u.gather.index);
+			break;
 		case TRA_OUTPUT: op.u.output.in = remap_in(pos, op.u.output.in); break;
 		case TRA_STORE:
 		case TRA_PRINT: op.u.store.in = remap_in(pos, op.u.store.in); break;

@@ -146,8 +146,8 @@ static bool agg_complete(const RelType *it, const Place *p, int ngroup, const in
 static bool allowed(Search *s, int t, Strategy st, int side)
 {
 	int stmt = s->tra->ops.v[t].stmt;
-	if (s->gen_all || stmt < 0 || s->force[stmt] == STRAT_NONE)
-		return true;
+	if (s->gen_all || stmt < 0 || s->force[stmt] == STRAT_NONE || s->force[stmt] == STRAT_LOOKUP)
+		return true;    /* lookup forces the statement's gathers alone */
 	return st == s->force[stmt] && (s->forceside[stmt] < 0 || s->forceside[stmt] == side);
 }
 
@@ -334,6 +334,23 @@ static void c_twophase(Search *s, int t, Impl *im)
 	const TpSched *ts = im->tp;
 	im->cost = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops};
 	im->mem = twophase_fixed(s, t, im) + ts->mem;
+}
+
+static void c_gather(Search *s, int t, Impl *im)
+{
+	const TraOp *op = &s->tra->ops.v[t];
+	const RelType *tt = in_type(s, t, 0), *it = in_type(s, t, 1), *ot = type_of(s, t);
+	const Place *tp = in_place(s, t, im, 0), *ip = in_place(s, t, im, 1);
+	im->cost = cost_gather(&s->cc, tt, tp, op->u.gather.dim, it, ip, ot);
+	im->mem = rank_bytes(s, tt, tp, 1) + rank_bytes(s, it, ip, 1) + rank_bytes(s, ot, out_place(s, t, im), 1);
+}
+
+static void c_scatter(Search *s, int t, Impl *im)
+{
+	const RelType *rt = in_type(s, t, 0), *it = in_type(s, t, 1), *ot = type_of(s, t);
+	const Place *rp = in_place(s, t, im, 0), *ip = in_place(s, t, im, 1);
+	im->cost = cost_scatter(&s->cc, rt, rp, it, ot, out_place(s, t, im));
+	im->mem = rank_bytes(s, rt, rp, 1) + rank_bytes(s, it, ip, 1) + rank_bytes(s, ot, out_place(s, t, im), 1);
 }
 
 static CostFn *const costs[NIMPLS] = {
@@ -553,6 +570,48 @@ static void unary_impls(Search *s, int t, const TraOp *op, int in)
 	}
 }
 
+/* A gather: the table everywhere (replicated) or partitioned (looked up
+ * in), for each placement of the index; the result is where the index is. */
+static void gather_impls(Search *s, int t, const TraOp *op)
+{
+	int T = op->u.gather.src, I = op->u.gather.index;
+	const Dom *dt = &s->dom[T], *di = &s->dom[I];
+	for (int b = 0; b < di->n; b++) {
+		int out = find_out(s, t, di->p[b]);
+		if (out < 0)
+			continue;
+		for (int a = 0; a < dt->n; a++) {
+			const Place *tp = &dt->p[a];
+			if (tp->kind == PL_PARTIAL || (tp->kind == PL_PART && tp->ndims == 0 && rel_ntuples(type_of(s, T)) > 1))
+				continue;
+			ImplKind k = tp->kind == PL_ALL ? IM_GATHER_REPLICATE : IM_GATHER_LOOKUP;
+			/* --strategy broadcast or lookup picks the row; others
+			 * force the statement's joins alone */
+			Strategy f = !s->gen_all && op->stmt >= 0 ? s->force[op->stmt] : STRAT_NONE;
+			if ((f == STRAT_BROADCAST || f == STRAT_LOOKUP) && impl_strategy(k) != f)
+				continue;
+			offer(s, t, (Impl){.kind = k, .inpl = {a, b}, .out = out});
+		}
+	}
+}
+
+/* A scatter-add: rows with their index (placed alike, or the index
+ * everywhere), into each placement of the result but partials. */
+static void scatter_impls(Search *s, int t, const TraOp *op)
+{
+	int R = op->u.gather.src, I = op->u.gather.index;
+	const Dom *dr = &s->dom[R], *di = &s->dom[I], *d = &s->dom[t];
+	for (int a = 0; a < dr->n; a++)
+		for (int b = 0; b < di->n; b++) {
+			const Place *rp = &dr->p[a], *ip = &di->p[b];
+			if (ip->kind != PL_ALL && !place_eq(rp, ip))
+				continue;
+			for (int o = 0; o < d->n; o++)
+				if (d->p[o].kind != PL_PARTIAL)
+					offer(s, t, (Impl){.kind = IM_SCATTER, .inpl = {a, b}, .out = o});
+		}
+}
+
 /* A layout an input or param may start in for free: partitioned on some
  * key dims (everything on rank 0 only when it is one tuple anyway). */
 bool free_layout(const RelType *t, const Place *p)
@@ -613,6 +672,12 @@ static void gen_impls(Search *s, int t)
 		break;
 	case TRA_FILTER:
 		unary_impls(s, t, op, op->u.filter.in);
+		break;
+	case TRA_GATHER:
+		gather_impls(s, t, op);
+		break;
+	case TRA_SCATTER:
+		scatter_impls(s, t, op);
 		break;
 	case TRA_OUTPUT:
 	case TRA_PRINT:

@@ -542,6 +542,142 @@ static Rel *rel_copy(const Rel *a)
 	return r;
 }
 
+/* ---- gathers ---- */
+
+/* Element g (a global index per key dim) in tuple t's chunk. */
+static double *elem_at(const RelType *ty, const Tup *t, const int64_t *g)
+{
+	int64_t flat = 0;
+	for (int c = 0; c < ty->nchunk; c++) {
+		int d = ty->chunkdim[c];
+		flat = flat * rel_chunk_len(ty, d, t->key[d]) + (g[d] - t->key[d] * ty->block[d]);
+	}
+	return &t->v[flat];
+}
+
+/* The tuple with this key, on `site` (or any site when site < 0). */
+static Tup *find_tup(const Rel *r, const int64_t *key, int site)
+{
+	for (int i = 0; i < r->t.n; i++)
+		if (same_key(r->t.v[i].key, key, r->type.nkey) && (site < 0 || r->t.v[i].site == site))
+			return &r->t.v[i];
+	return NULL;
+}
+
+/* Calls f for each element of key's chunk of t with its global index. */
+#define FOR_ELEMS(t, key, g, body) do { \
+		int64_t at_[MAXDIM] = {0}, n_ = rel_chunk_elems(t, key); \
+		for (int64_t e_ = 0; e_ < n_; e_++) { \
+			for (int d_ = 0; d_ < (t)->nkey; d_++) \
+				g[d_] = (key)[d_] * (t)->block[d_]; \
+			for (int c_ = 0; c_ < (t)->nchunk; c_++) \
+				g[(t)->chunkdim[c_]] += at_[c_]; \
+			body; \
+			for (int c_ = (t)->nchunk - 1; c_ >= 0; c_--) { \
+				if (++at_[c_] < rel_chunk_len(t, (t)->chunkdim[c_], (key)[(t)->chunkdim[c_]])) \
+					break; \
+				at_[c_] = 0; \
+			} \
+		} \
+	} while (0)
+
+/* The table's global index for a row element g of the gather's result
+ * (index dims first), or false when the index value is out of range. */
+static bool table_index(const RelType *tab, int gdim, int ni, const int64_t *g, double v, int64_t *tg)
+{
+	if (!(v >= 0 && v < (double)tab->extent[gdim]))
+		return false;
+	for (int d = 0, o = ni; d < tab->nkey; d++)
+		tg[d] = d == gdim ? (int64_t)v : g[o++];
+	return true;
+}
+
+/* gather (the table on the index's site) and lookup (anywhere) */
+static Rel *do_gather(Interp *in, const Rel *tab, const Rel *ix, const IaOp *op)
+{
+	const RelType *ot = &op->type, *tt = &tab->type, *it = &ix->type;
+	int gdim = op->u.gather.dim, ni = it->nkey;
+	Rel *r = rel_new(ot, ix->kind);
+	for (int i = 0; i < ix->t.n && in->ok; i++) {
+		const Tup *x = &ix->t.v[i];
+		int64_t okey[MAXDIM] = {0};
+		memcpy(okey, x->key, (size_t)ni * sizeof *okey);
+		do {
+			push(r, okey, x->site, NULL, rel_chunk_elems(ot, okey));
+			Tup *o = &r->t.v[r->t.n - 1];
+			int64_t g[MAXDIM], tg[MAXDIM], tk[MAXDIM];
+			FOR_ELEMS(ot, okey, g, {
+				double v = *elem_at(it, x, g);
+				if (!table_index(tt, gdim, ni, g, v, tg)) {
+					fail(in, "op %d: index value %g outside 0..%" PRId64, (int)(op - in->p->ops.v), v,
+					     tt->extent[gdim] - 1);
+					return r;
+				}
+				for (int d = 0; d < tt->nkey; d++)
+					tk[d] = tg[d] / tt->block[d];
+				const Tup *src = find_tup(tab, tk, op->kind == IA_GATHER ? x->site : -1);
+				if (!src) {
+					fail(in, "op %d: the table's row is not %s", (int)(op - in->p->ops.v),
+					     op->kind == IA_GATHER ? "on the index's site" : "anywhere");
+					return r;
+				}
+				*elem_at(ot, o, g) = *elem_at(tt, src, tg);
+			});
+			/* the next key of the table's other dims */
+			int d = ot->nkey - 1;
+			for (; d >= ni; d--) {
+				if (++okey[d] < rel_frontier(ot, d))
+					break;
+				okey[d] = 0;
+			}
+			if (d < ni)
+				break;
+		} while (true);
+	}
+	return r;
+}
+
+/* scatter-add: rows everywhere add only into their own site's result
+ * tuples; placed rows into every copy of the result's tuple */
+static Rel *do_scatter(Interp *in, const Rel *rows, const Rel *ix, const IaOp *op)
+{
+	const RelType *ot = &op->type, *rt = &rows->type, *it = &ix->type;
+	int gdim = op->u.gather.dim, ni = it->nkey;
+	Rel *r = rel_new(ot, op->place.kind);
+	int64_t key[MAXDIM] = {0};
+	do {
+		if (op->place.kind == PL_ALL)
+			for (int s = 0; s < in->s; s++)
+				push(r, key, s, NULL, rel_chunk_elems(ot, key));
+		else
+			push(r, key, place_site(&op->place, ot, key, in->s), NULL, rel_chunk_elems(ot, key));
+	} while (ot->nkey > 0 && next_key(ot, key));
+	for (int i = 0; i < rows->t.n && in->ok; i++) {
+		const Tup *x = &rows->t.v[i];
+		const Tup *xi = find_tup(ix, x->key, x->site);
+		if (!xi) {
+			fail(in, "op %d: a row without its index on its site", (int)(op - in->p->ops.v));
+			break;
+		}
+		int64_t g[MAXDIM], tg[MAXDIM], tk[MAXDIM];
+		FOR_ELEMS(rt, x->key, g, {
+			double v = *elem_at(it, xi, g);
+			if (!table_index(ot, gdim, ni, g, v, tg)) {
+				fail(in, "op %d: index value %g out of range", (int)(op - in->p->ops.v), v);
+				return r;
+			}
+			for (int d = 0; d < ot->nkey; d++)
+				tk[d] = tg[d] / ot->block[d];
+			for (int k = 0; k < r->t.n; k++) {
+				Tup *o = &r->t.v[k];
+				if (same_key(o->key, tk, ot->nkey) && (rows->kind != PL_ALL || o->site == x->site))
+					*elem_at(ot, o, tg) += *elem_at(rt, x, g);
+			}
+		});
+	}
+	return r;
+}
+
 /* The placement an op claims must be where its tuples are: partitioned
  * tuples on their site, one per key; everywhere, every key on every site. */
 static void check_place(Interp *in, const Rel *r, const IaOp *op, int i)
@@ -658,6 +794,13 @@ bool ia_interpret(const IaPlan *p, int sites, Dense *const *inputs, Dense **outp
 			break;
 		case IA_MAP:
 			r = do_map(a, op);
+			break;
+		case IA_GATHER:
+		case IA_LOOKUP:
+			r = do_gather(&in, a, b, op);
+			break;
+		case IA_SCATTER:
+			r = do_scatter(&in, a, b, op);
 			break;
 		case IA_FILTER:
 			r = do_filter(a, op);

@@ -269,6 +269,15 @@ Cost cost_agg(const CostCtx *c, const RelType *in, const Place *p, double copies
 /* A local map with a kernel (NULL: a rekey, free). */
 Cost cost_map(const CostCtx *c, const Kernel *k, const RelType *in, const Place *p);
 
+/* A gather of `rows` (its result) from a table placed by tp by an index
+ * placed by ip: local when the table is everywhere, else a lookup (row
+ * numbers to the rows' owners, rows back). */
+Cost cost_gather(const CostCtx *c, const RelType *table, const Place *tp, int gdim, const RelType *index,
+                 const Place *ip, const RelType *rows);
+/* A scatter-add of `rows` placed by rp into `out` placed by op. */
+Cost cost_scatter(const CostCtx *c, const RelType *rows, const Place *rp, const RelType *index,
+                  const RelType *out, const Place *op);
+
 /* Fill every op's costs and the plan's totals (peak memory included). */
 void opt_cost(IaPlan *p, const Machine *m);
 
@@ -301,7 +310,7 @@ IaPlan *opt_rewrite_simple(IaPlan *p);
 
 #define RB(r) (1u << RULE_##r)
 
-typedef enum { U_SOURCE, U_SINK, U_UNARY, U_JOIN, U_AGG, U_CONTRACT } UnitKind;
+typedef enum { U_SOURCE, U_SINK, U_UNARY, U_JOIN, U_AGG, U_CONTRACT, U_GATHER, U_SCATTER } UnitKind;
 
 typedef enum {
 #define IMPL(id, unit, strat, rules, build, cost, what) IM_##id,

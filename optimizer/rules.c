@@ -481,6 +481,14 @@ static bool contr_info(const IaPlan *p, int i, Contr *c)
 	return true;
 }
 
+static bool m_LOOKUP(const IaPlan *p, int i)
+{
+	const IaOp *op = OP(p, i);
+	if (op->kind != IA_GATHER || OP(p, op->u.gather.src)->kind != IA_BCAST)
+		return false;
+	return OP(p, OP(p, op->u.gather.src)->u.bcast.in)->place.kind == PL_PART;
+}
+
 static bool m_BMM(const IaPlan *p, int i)
 {
 	Contr c;
@@ -820,6 +828,21 @@ static bool contr_build(Rw *r, int i, const Contr *c, ImplKind k, const int *x, 
 	TraOp join = as_join(r, OP(r->old, c->j));
 	Unit u = {&agg, &join, op->tra};
 	r->map[i] = restore(r, impl_build(&r->e, k, &u, x, mid, NULL, NULL), op, &u);
+	return true;
+}
+
+static bool a_LOOKUP(Rw *r, int i)
+{
+	const IaOp *op = OP(r->old, i);
+	TraOp g = {.kind = TRA_GATHER, .stmt = op->stmt, .type = op->type};
+	g.u.gather.src = op->u.gather.src;
+	g.u.gather.index = op->u.gather.index;
+	g.u.gather.dim = op->u.gather.dim;
+	g.u.gather.tensor = op->u.gather.tensor;
+	g.u.gather.itensor = op->u.gather.itensor;
+	Unit u = {&g, NULL, op->tra};
+	int x[2] = {source(r, op->u.gather.src), r->map[op->u.gather.index]};
+	r->map[i] = impl_build(&r->e, IM_GATHER_LOOKUP, &u, x, NULL, NULL, NULL);
 	return true;
 }
 

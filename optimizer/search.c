@@ -388,6 +388,16 @@ void classify(IaPlan *p)
 		}
 		p->strategy.v[op->stmt] = st;
 	}
+	/* a statement with a gather and no join: how the gather reads */
+	for (int i = 0; i < p->ops.n; i++) {
+		const IaOp *op = &p->ops.v[i];
+		if (op->stmt < 0 || (op->kind != IA_GATHER && op->kind != IA_LOOKUP) || flops[op->stmt] > 0)
+			continue;
+		if (op->kind == IA_LOOKUP)
+			p->strategy.v[op->stmt] = STRAT_LOOKUP;
+		else if (p->strategy.v[op->stmt] != STRAT_LOOKUP)
+			p->strategy.v[op->stmt] = p->ops.v[op->u.gather.src].kind == IA_BCAST ? STRAT_BROADCAST : STRAT_LOCAL;
+	}
 	for (int s = 0; s < ns; s++)
 		if (p->strategy.v[s] == STRAT_NONE)
 			p->strategy.v[s] = moved[s] > 0 ? STRAT_OTHER : STRAT_LOCAL;

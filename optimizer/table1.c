@@ -14,6 +14,10 @@
  *                              placement (partitioned on key
  *                              dim 0, as inputs)
  *   range                      range, partitioned on key dim 0 RANGE
+ *   gather(E, idx)             gather^L(bcast(E), idx)         GATHER_REPLICATE
+ *   scatter(rows, idx)         scatter(rows, idx) into a       SCATTER
+ *                              partitioning on key dim 0
+ *                              (idx broadcast first)
  *   store                      store (a shuffle first when     SINK
  *                              the new value is elsewhere)
  *   print, loop, endloop       the same
@@ -43,6 +47,12 @@ static ImplKind row(const TraOp *t, const IaPlan *p, Place *need)
 		return IM_JOIN_BCAST;
 	case TRA_AGG:
 		return IM_AGG_SHUFFLE;
+	case TRA_GATHER:
+		need[0] = place_all();
+		return IM_GATHER_REPLICATE;
+	case TRA_SCATTER:
+		need[1] = place_all();
+		return IM_SCATTER;
 	case TRA_MAP:
 	case TRA_REKEY:
 	case TRA_FILTER:
@@ -86,14 +96,14 @@ IaPlan *opt_table1(const TraProg *tra, int nranks)
 			/* the join's left is broadcast as it is, a stored value
 			 * moved only when elsewhere */
 			if (need[j].kind != PL_PARTIAL &&
-			    (t->kind == TRA_JOIN || !place_eq(&p->ops.v[x[j]].place, &need[j])))
+			    (t->kind == TRA_JOIN || t->kind == TRA_GATHER || !place_eq(&p->ops.v[x[j]].place, &need[j])))
 				x[j] = emit_move(&e, x[j], &need[j], t->stmt, i);
 		}
 		Unit u = {t, NULL, i};
 		Place mid = place_part(0, NULL), out = mid;
 		if (t->kind == TRA_AGG)
 			mid = place_part(t->u.agg.ngroup, t->u.agg.group);
-		if (t->kind == TRA_INPUT || t->kind == TRA_RANGE) {
+		if (t->kind == TRA_INPUT || t->kind == TRA_RANGE || t->kind == TRA_SCATTER) {
 			int dim0 = 0;
 			out = place_part(t->type.nkey > 0, &dim0);
 		}

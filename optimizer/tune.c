@@ -131,7 +131,7 @@ static IaPlan *search_budget(Search *s, double *leanest)
 /* ---- strategies tried whole, and alternatives for --explain=all ---- */
 
 static const Strategy alt_strategies[] = {STRAT_BROADCAST, STRAT_COPARTITION, STRAT_REPLICATE, STRAT_LOCAL,
-                                          STRAT_TWOPHASE};
+                                          STRAT_TWOPHASE, STRAT_LOOKUP};
 #define NALT ((int)(sizeof alt_strategies / sizeof *alt_strategies))
 
 /* Statements with a join, whose strategy is a choice. */
@@ -140,10 +140,19 @@ static bool *join_stmts(Search *s)
 	bool *has = xcalloc(s->tra->stmts.n + 1, sizeof(bool));
 	for (int t = 0; t < s->n; t++) {
 		const TraOp *op = &s->tra->ops.v[t];
-		if (op->stmt >= 0 && op->kind == TRA_JOIN)
+		if (op->stmt >= 0 && (op->kind == TRA_JOIN || op->kind == TRA_GATHER))
 			has[op->stmt] = true;
 	}
 	return has;
+}
+
+/* Does statement st gather (so that lookup is a strategy for it)? */
+static bool stmt_gathers(const Search *s, int st)
+{
+	for (int t = 0; t < s->n; t++)
+		if (s->tra->ops.v[t].stmt == st && s->tra->ops.v[t].kind == TRA_GATHER)
+			return true;
+	return false;
 }
 
 /* The dynamic program costs a statement's implementations one by one and
@@ -158,7 +167,8 @@ static IaPlan *improve_strategies(Search *s, IaPlan *best)
 			continue;
 		Strategy keep = s->force[st];
 		for (int a = 0; a < NALT; a++) {
-			if (alt_strategies[a] == best->strategy.v[st])
+			if (alt_strategies[a] == best->strategy.v[st] ||
+			    (alt_strategies[a] == STRAT_LOOKUP && !stmt_gathers(s, st)))
 				continue;
 			s->force[st] = alt_strategies[a];
 			IaPlan *p = plan_once(s);
@@ -188,7 +198,7 @@ static void alternatives(Search *s, IaPlan *chosen)
 		s->forceside[st] = -1;
 		for (int a = 0; a < NALT; a++) {
 			Strategy want = alt_strategies[a];
-			if (want == chosen->strategy.v[st])
+			if (want == chosen->strategy.v[st] || (want == STRAT_LOOKUP && !stmt_gathers(s, st)))
 				continue;
 			s->force[st] = want;
 			IaPlan *p = plan_once(s);

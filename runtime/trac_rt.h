@@ -311,6 +311,25 @@ void trt_mem_recheck(void);
  * it); v then views it. */
 void *trt_view_dense(TrtView *v, size_t elsize);
 
+/* ---- gathers ---- */
+
+/* A look-up by value: the result (out, placed as the index, p) is keyed by
+ * the index's key dims, then the table's without dim; its element (i, o)
+ * is the table's element at index[i] along dim and o along the others.  A
+ * table partitioned across ranks is looked up (the row numbers sent to
+ * the rows' owners, the rows sent back); one on every rank is read here.
+ * An index value outside dim is an error naming iname and tname (status
+ * 1 on every rank).  Collective. */
+TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtType *out, TrtPlace p,
+                   const char *iname, const char *tname);
+
+/* The adjoint: a relation of type out placed by p, zero but where rows
+ * (keyed as trt_gather's result) add into the row index[i] names along
+ * dim.  Rows on every rank add where they land; placed rows are sent to
+ * the ranks holding their result tuple.  Collective. */
+TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, int dim, const TrtType *out, TrtPlace p,
+                    const char *iname, const char *tname);
+
 /* ---- two-phase execution of a contraction ---- */
 
 /* A two-phase schedule (made by trac's optimizer/twophase.c): the join

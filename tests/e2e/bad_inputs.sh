@@ -62,14 +62,17 @@ output folder|1|A=a.npy B=b.npy C=nodir/c.npy|mm: output C (nodir/c.npy): No suc
 trace folder|1|A=a.npy B=b.npy C=c.npy --trace=nodir/t.json|mm: --trace nodir/t.json: No such file or directory
 output is a folder|1|A=a.npy B=b.npy C=adir|mm: output C (adir): is a directory'
 
-echo "$cases" | while IFS='|' read -r name want_status args want; do
+# Runs program $1 on each row of $2.
+check_rows() {
+prog=$1
+echo "$2" | while IFS='|' read -r name want_status args want; do
 	for np in 0 1 3; do
 		# a previous good output at the path must survive a failed run
 		printf 'previous\n' >c.npy
 		if [ $np = 0 ]; then
-			timeout 60 ./mm $args </dev/null >out 2>err
+			timeout 60 ./$prog $args </dev/null >out 2>err
 		else
-			timeout 60 "$MPIRUN" -q -np $np ./mm $args </dev/null >out 2>err
+			timeout 60 "$MPIRUN" -q -np $np ./$prog $args </dev/null >out 2>err
 		fi
 		status=$?
 		if [ $status != "$want_status" ]; then
@@ -87,5 +90,29 @@ echo "$cases" | while IFS='|' read -r name want_status args want; do
 		fi
 	done
 done
+}
+check_rows mm "$cases"
+
+# A gather's index outside the gathered dimension: one line naming the
+# index and the table, whichever rank holds the value, and no output.
+cat >gt.tra <<'EOF'
+size V = 5, D = 3, B = 7;
+input E[V, D];
+input idx[B] : i64;
+C[b, d] = E[idx[b], d] + 4;
+output C;
+EOF
+"$TRAC" gt.tra -o gt || { fail "trac gt.tra"; finish; }
+"$PYTHON" - <<'PY' || exit 1
+import numpy as np
+np.save("e.npy", np.ones((5, 3), np.float32))
+np.save("i.npy", np.array([0, 4, 1, 4, 2, 3, 0]))
+np.save("ibig.npy", np.array([0, 4, 1, 4, 2, 5, 0]))
+np.save("ineg.npy", np.array([0, 4, -1, 4, 2, 3, 0]))
+PY
+gcases='good index|0|E=e.npy idx=i.npy C=c.npy|
+index too large|1|E=e.npy idx=ibig.npy C=c.npy|gt: index idx[5] = 5 is outside dimension 1 of E (0 to 4)
+negative index|1|E=e.npy idx=ineg.npy C=c.npy|gt: index idx[2] = -1 is outside dimension 1 of E (0 to 4)'
+check_rows gt "$gcases"
 [ -f failed ] && FAILS=$(wc -l <failed)
 finish

@@ -1,7 +1,8 @@
 #!/bin/sh
 # --trace=FILE, a timeline in Chrome's trace format: the matmul example
 # (planned for 2 ranks: join, shuffle, aggregation; for 4: a two-phase
-# schedule) and a small training loop with --checkpoint, on 1, 2 and 4
+# schedule), a small training loop with --checkpoint and one of gathers
+# (looked up, their gradients scatter-adds), on 1, 2 and 4
 # ranks with --profile beside it; tests/e2e/trace.py checks each file (one
 # process per rank, spans nested, ops in order, the bytes of the send spans
 # what --profile measured).  Then --trace FILE spelt apart, a full buffer
@@ -17,7 +18,23 @@ np.save("a.npy", r.standard_normal((300, 200)).astype("f4"))
 np.save("b.npy", r.standard_normal((200, 250)).astype("f4"))
 np.save("x.npy", r.standard_normal((50, 7)).astype("f4"))
 np.save("y.npy", r.standard_normal(50).astype("f4"))
+np.save("e.npy", r.standard_normal((13, 5)).astype("f4"))
+np.save("idx.npy", r.integers(0, 13, 7))
 PY
+cat >gath.tra <<'EOF'
+size V = 13, D = 5, B = 7;
+input idx[B] : i64;
+input E0[V, D];
+param E[V, D] = zeros;
+E[v, d] = E0[v, d];
+repeat 2 {
+    Z[b, d] = E[idx[b], d];
+    loss = sum[b, d](Z[b, d] * Z[b, d]);
+    dE = grad(loss, E);
+    E[v, d] -= 0.1 * dE[v, d];
+}
+output E;
+EOF
 cat >train.tra <<'EOF'
 size N = 50, D = 7, H = 5;
 input X[N, D];
@@ -39,12 +56,14 @@ EOF
 "$TRAC" -P 2 --block 100 -D I=300 -D K=200 -D J=250 "$TOP/examples/matmul.tra" -o mm2 &&
 	"$TRAC" -P 4 --block 100 --strategy 11=two-phase -D I=300 -D K=200 -D J=250 \
 		"$TOP/examples/matmul.tra" -o mm4 &&
-	"$TRAC" -P 2 --block 25 train.tra -o train || { fail "trac"; finish; }
+	"$TRAC" -P 2 --block 25 train.tra -o train &&
+	"$TRAC" --block 3 --strategy 7=lookup gath.tra -o gath || { fail "trac"; finish; }
 
 for np in 1 2 4; do
-	for prog in mm2 mm4 train; do
+	for prog in mm2 mm4 train gath; do
 		case $prog in
 		train) args="X=x.npy Y=y.npy --checkpoint ck --quiet" opt="--loop 3" ;;
+		gath) args="idx=idx.npy E0=e.npy E=eo.npy" opt="--loop 2" ;;
 		*) args="A=a.npy B=b.npy C=c.npy" opt= ;;
 		esac
 		rm -f t.json

@@ -2,7 +2,7 @@
 """
 seeds.py OUTDIR: the fuzzer's seed corpus, written to OUTDIR, one .tra
 program a file: examples/*.tra, stdlib/*.tra, tests/golden/*.tra and the
-programs inside tests/e2e/language.py and tests/e2e/sparse.py.  Run from
+programs inside tests/e2e/language.py, sparse.py and gather.py.  Run from
 the source tree's top.
 """
 import glob, os, re, sys, textwrap
@@ -18,7 +18,7 @@ for pat in ("examples/*.tra", "stdlib/*.tra", "tests/golden/*.tra", "tests/fuzz/
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)
         n += 1
-for suite in ("language", "sparse"):
+for suite in ("language", "sparse", "gather"):
     with open("tests/e2e/%s.py" % suite) as f:
         src = f.read()
     for m in re.finditer(r'case\(\s*"(\w+)",\s*"""(.*?)"""', src, re.S):

@@ -54,7 +54,8 @@ static Dense **random_inputs(const TraProg *p, unsigned seed)
 		d->v = xcalloc((size_t)n, sizeof *d->v);
 		for (int64_t e = 0; e < n; e++) {
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
-			d->v[e] = (double)((x >> 11) % 2001) / 1000.0 - 1.0;
+			/* integers are gather indices: below every extent they index */
+			d->v[e] = dtype_is_int(ten->dtype) ? (double)((x >> 11) % 5) : (double)((x >> 11) % 2001) / 1000.0 - 1.0;
 		}
 		in[t] = d;
 	}
@@ -313,6 +314,8 @@ static const Case cases[] = {
 	{RULE_RMM, 2, mm, fuse},
 	{RULE_RMM, 2, "size B = 3, I = 5, K = 4, J = 6;\ninput A[B, I, K];\ninput X[B, K, J];\n"
 	              "C[b, i, j] = A[b, i, k] * X[b, k, j];\noutput C;\n", NULL},
+	{RULE_LOOKUP, 1, "size V = 7, D = 5, B = 6;\ninput E[V, D];\ninput idx[B] : i64;\nZ[b, d] = E[idx[b], d];\n"
+	                 "G[v, b] = E[v, idx[b]];\noutput Z;\noutput G;\n", NULL},
 };
 
 static void run_case(const Case *c, int64_t block, int sites)
@@ -481,6 +484,10 @@ static const char *impl_programs[] = {
 	/* ranges: index values */
 	"size N = 7, C = 5;\ninput L[N];\nY[n, c in C] = L[n] * f32(c);\nI[i in N, j in N] = f32(i == j) - f32(j);\n"
 	"s = sum[i in N](f32(i) * L[i]);\noutput Y;\noutput I;\noutput s;\n",
+	/* gathers: replicated and looked up; the gradient a scatter-add */
+	"size V = 7, D = 5, B = 6;\ninput E[V, D];\ninput idx[B] : i64;\nparam W[V, D] = normal(0, 0.1);\n"
+	"Z[b, d] = E[idx[b], d] * W[idx[b], d];\nG[v, b] = E[v, idx[b]];\nloss = sum[b, d](Z[b, d] ** 2);\n"
+	"dW = grad(loss, W);\noutput Z;\noutput G;\noutput dW;\n",
 };
 
 static void test_impls(void **state)

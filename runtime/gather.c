@@ -1,0 +1,617 @@
+/*
+ * gather.c: look-ups by an index's values (trt_gather) and their adjoint,
+ * the scatter-add (trt_scatter).
+ *
+ * A gather's result is keyed by the index's key dims, then the table's but
+ * the gathered one (`dim`); element (i, o) is the table's element with
+ * index value v = index[i] along dim and o along the others.  A *piece* is
+ * what one index element reads from one table chunk: the elements along
+ * the table's other chunk dims, in the table chunk's order.  Pieces are
+ * copied through two offset lists (into the table chunk and into the
+ * result chunk), or by one memcpy when both are contiguous.
+ *
+ * A table partitioned across ranks is looked up: each rank sends, per
+ * owner, one request (the table key's linear index and the row in its
+ * chunk) per piece it needs, and the owner sends the pieces back, all in
+ * one MPI_Alltoallv each way; so the rows move, never the table.  The
+ * scatter sends each piece (with its result key and row) to the ranks
+ * holding the result's tuple, which add them in rank order: results do not
+ * depend on message timing.
+ *
+ * An index value outside the gathered dim is a run-time error naming the
+ * index and the table: every rank checks its own elements and the ranks
+ * agree (rt_agree), so the job exits 1 with one line and writes nothing.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+/* One (table or rows chunk, result chunk) pair of layouts: the offsets of
+ * a piece's elements on both sides, and the stride of a row on each. */
+typedef struct Piece {
+	int64_t n;                      /* elements in the piece */
+	int64_t *src, *dst;             /* their offsets; NULL when contiguous from 0 */
+} Piece;
+
+/* Row-major strides of a chunk of type t at key, per key dim (0 for a
+ * key dim with no chunk dim). */
+static void key_strides(const TrtType *t, const int64_t *key, int64_t *st)
+{
+	int64_t n[TRT_MAXDIM], s = 1;
+	rt_chunk_shape(t, key, n);
+	for (int d = 0; d < t->nkey; d++)
+		st[d] = 0;
+	for (int c = t->nchunk - 1; c >= 0; c--) {
+		st[t->chunkdim[c]] = s;
+		s *= n[c];
+	}
+}
+
+/* The piece between a table-shaped chunk (tt at tkey, row dim `dim`) and a
+ * rows-shaped chunk (rt at rkey, whose dims ni.. are the table's others):
+ * element q runs over the table's other chunk dims in the table's chunk
+ * order. */
+static Piece piece_of(const TrtType *tt, const int64_t *tkey, int dim, const TrtType *rt, const int64_t *rkey,
+                      int ni)
+{
+	int64_t ts[TRT_MAXDIM], rs[TRT_MAXDIM], n[TRT_MAXDIM];
+	key_strides(tt, tkey, ts);
+	key_strides(rt, rkey, rs);
+	rt_chunk_shape(tt, tkey, n);
+	int od[TRT_MAXDIM], nod = 0;           /* table chunk dims but the row's */
+	int64_t len[TRT_MAXDIM];
+	Piece p = {1, NULL, NULL};
+	for (int c = 0; c < tt->nchunk; c++)
+		if (tt->chunkdim[c] != dim) {
+			len[nod] = n[c];
+			p.n *= n[c];
+			od[nod++] = tt->chunkdim[c];
+		}
+	p.src = rt_alloc(sizeof *p.src * (size_t)(p.n ? p.n : 1));
+	p.dst = rt_alloc(sizeof *p.dst * (size_t)(p.n ? p.n : 1));
+	int64_t at[TRT_MAXDIM] = {0};
+	int contiguous = 1;
+	for (int64_t q = 0; q < p.n; q++) {
+		int64_t s = 0, d = 0;
+		for (int i = 0; i < nod; i++) {
+			int kd = od[i];
+			s += at[i] * ts[kd];
+			d += at[i] * rs[ni + kd - (kd > dim)];
+		}
+		p.src[q] = s;
+		p.dst[q] = d;
+		contiguous &= s == q && d == q;
+		for (int i = nod - 1; i >= 0; i--) {
+			if (++at[i] < len[i])
+				break;
+			at[i] = 0;
+		}
+	}
+	if (contiguous) {
+		free(p.src);
+		free(p.dst);
+		p.src = p.dst = NULL;
+	}
+	return p;
+}
+
+static void piece_free(Piece *p)
+{
+	free(p->src);
+	free(p->dst);
+}
+
+/* Pieces between a table-shaped chunk and one rows-shaped chunk: the
+ * table chunk's layout, for fixed keys along the other dims, is one of
+ * two (the last block along dim may be short), so two entries hold every
+ * piece one rows chunk needs, with the table chunk's strides. */
+typedef struct PieceCache {
+	int valid[2];
+	Piece p[2];
+	int64_t st[2][TRT_MAXDIM];
+} PieceCache;
+
+static const Piece *cached_piece(PieceCache *c, const TrtType *tt, const int64_t *tkey, int dim, const TrtType *rt,
+                                 const int64_t *rkey, int ni, const int64_t **st)
+{
+	int e = tkey[dim] == rt_frontier(tt, dim) - 1;
+	if (!c->valid[e]) {
+		c->p[e] = piece_of(tt, tkey, dim, rt, rkey, ni);
+		key_strides(tt, tkey, c->st[e]);
+		c->valid[e] = 1;
+	}
+	*st = c->st[e];
+	return &c->p[e];
+}
+
+static void cache_free(PieceCache *c)
+{
+	for (int e = 0; e < 2; e++)
+		if (c->valid[e])
+			piece_free(&c->p[e]);
+	c->valid[0] = c->valid[1] = 0;
+}
+
+/* dst[dst offsets] = src[src offsets] (add: +=) over a piece. */
+static void piece_move(const Piece *p, TrtDtype dt, char *dst, const char *src, int add)
+{
+	size_t es = rt_dtype_size(dt);
+	if (!add && !p->src && !p->dst) {
+		memcpy(dst, src, (size_t)p->n * es);
+		return;
+	}
+	for (int64_t q = 0; q < p->n; q++) {
+		int64_t s = p->src ? p->src[q] : q, d = p->dst ? p->dst[q] : q;
+		if (!add) {
+			memcpy(dst + d * es, src + s * es, es);
+			continue;
+		}
+		switch (dt) {
+		case TRT_F32: ((float *)dst)[d] += ((const float *)src)[s]; break;
+		case TRT_F64: ((double *)dst)[d] += ((const double *)src)[s]; break;
+		case TRT_I32: ((int32_t *)dst)[d] += ((const int32_t *)src)[s]; break;
+		case TRT_I64: ((int64_t *)dst)[d] += ((const int64_t *)src)[s]; break;
+		}
+	}
+}
+
+/* The table's key and row for index value v and the other dims' key okey
+ * (the result's dims ni..). */
+static void table_key(const TrtType *tt, int dim, int64_t v, const int64_t *okey, int64_t *tkey, int64_t *row)
+{
+	for (int d = 0, o = 0; d < tt->nkey; d++)
+		tkey[d] = d == dim ? v / tt->block[dim] : okey[o++];
+	*row = v % tt->block[dim];
+}
+
+/* Each index element of one index chunk: its value, and its offset base
+ * in a rows-shaped chunk (rs: that chunk's strides per key dim). */
+typedef struct IxElems {
+	int64_t n;
+	int64_t *val, *base;
+} IxElems;
+
+static IxElems ix_elems(const TrtRel *ix, int64_t t, const int64_t *rs)
+{
+	const TrtType *it = &ix->type;
+	const int64_t *key = ix->keys + t * it->nkey;
+	int64_t n[TRT_MAXDIM], at[TRT_MAXDIM] = {0};
+	IxElems e;
+	e.n = rt_chunk_shape(it, key, n);
+	e.val = rt_alloc(sizeof *e.val * (size_t)(e.n ? e.n : 1));
+	e.base = rt_alloc(sizeof *e.base * (size_t)(e.n ? e.n : 1));
+	const void *p = rt_chunk_data(ix->chunks[t]);
+	for (int64_t q = 0; q < e.n; q++) {
+		e.val[q] = it->dtype == TRT_I32 ? ((const int32_t *)p)[q] : ((const int64_t *)p)[q];
+		int64_t b = 0;
+		for (int c = 0; c < it->nchunk; c++)
+			b += at[c] * rs[it->chunkdim[c]];
+		e.base[q] = b;
+		for (int c = it->nchunk - 1; c >= 0; c--) {
+			if (++at[c] < n[c])
+				break;
+			at[c] = 0;
+		}
+	}
+	return e;
+}
+
+static void ix_free(IxElems *e)
+{
+	free(e->val);
+	free(e->base);
+}
+
+/* The first index value of ix outside 0..extent-1 on this rank, as an
+ * error line naming both tensors, or NULL. */
+static char *check_range(const TrtRel *ix, int64_t extent, const char *iname, const char *tname, int dim)
+{
+	const TrtType *it = &ix->type;
+	for (int64_t t = 0; t < ix->n; t++) {
+		const int64_t *key = ix->keys + t * it->nkey;
+		int64_t n[TRT_MAXDIM], at[TRT_MAXDIM] = {0};
+		int64_t cnt = rt_chunk_shape(it, key, n);
+		const void *p = rt_chunk_data(ix->chunks[t]);
+		for (int64_t q = 0; q < cnt; q++) {
+			int64_t v = it->dtype == TRT_I32 ? ((const int32_t *)p)[q] : ((const int64_t *)p)[q];
+			if (v < 0 || v >= extent) {
+				char where[256];
+				int len = 0;
+				for (int d = 0; d < it->nkey; d++) {
+					int64_t g = key[d] * it->block[d];
+					for (int c = 0; c < it->nchunk; c++)
+						if (it->chunkdim[c] == d)
+							g += at[c];
+					len += snprintf(where + len, sizeof where - (size_t)len, "%s%" PRId64, d ? ", " : "", g);
+				}
+				size_t sz = 512 + strlen(iname) + strlen(tname);
+				char *msg = rt_alloc(sz);
+				snprintf(msg, sz, "%s: index %s[%s] = %" PRId64 " is outside dimension %d of %s "
+				         "(0 to %" PRId64 ")", rt_progname(), iname, where, v, dim + 1, tname, extent - 1);
+				return msg;
+			}
+			for (int c = it->nchunk - 1; c >= 0; c--) {
+				if (++at[c] < n[c])
+					break;
+				at[c] = 0;
+			}
+		}
+	}
+	return NULL;
+}
+
+/* ---- the exchange: one all-to-all of byte buffers ---- */
+
+typedef struct Bufs {
+	char **p;
+	int64_t *len, *cap;
+} Bufs;
+
+static Bufs bufs_new(void)
+{
+	Bufs b;
+	b.p = rt_alloc(sizeof *b.p * (size_t)rt.nranks);
+	b.len = rt_alloc(sizeof *b.len * (size_t)rt.nranks);
+	b.cap = rt_alloc(sizeof *b.cap * (size_t)rt.nranks);
+	for (int r = 0; r < rt.nranks; r++) {
+		b.p[r] = NULL;
+		b.len[r] = b.cap[r] = 0;
+	}
+	return b;
+}
+
+static void *bufs_add(Bufs *b, int r, size_t n)
+{
+	if (b->len[r] + (int64_t)n > b->cap[r]) {
+		b->cap[r] = 2 * (b->len[r] + (int64_t)n) + 256;
+		b->p[r] = rt_realloc(b->p[r], (size_t)b->cap[r]);
+	}
+	void *at = b->p[r] + b->len[r];
+	b->len[r] += (int64_t)n;
+	return at;
+}
+
+static void bufs_free(Bufs *b)
+{
+	for (int r = 0; r < rt.nranks; r++)
+		free(b->p[r]);
+	free(b->p);
+	free(b->len);
+	free(b->cap);
+}
+
+/* Every rank's out[r] to rank r; returns what arrived, per source, in one
+ * buffer (*off[r] where rank r's part starts, *off[nranks] its end). */
+static char *exchange(const Bufs *out, int64_t **off, const char *what)
+{
+	int nr = rt.nranks;
+	int *sc = rt_alloc(sizeof *sc * (size_t)nr), *rc = rt_alloc(sizeof *rc * (size_t)nr);
+	int *sd = rt_alloc(sizeof *sd * (size_t)nr), *rd = rt_alloc(sizeof *rd * (size_t)nr);
+	double sent = 0;
+	for (int r = 0; r < nr; r++) {
+		if (out->len[r] > INT32_MAX)
+			trt_fatal("%s: more than 2 GiB for one rank in one exchange", what);
+		sc[r] = (int)out->len[r];
+		if (r != rt.rank)
+			sent += (double)sc[r];
+	}
+	int64_t t0 = rt_span_begin();
+	MPI_Alltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, MPI_COMM_WORLD);
+	if (t0)
+		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "counts");
+	int64_t stot = 0, rtot = 0;
+	*off = rt_alloc(sizeof **off * (size_t)(nr + 1));
+	for (int r = 0; r < nr; r++) {
+		sd[r] = (int)stot;
+		rd[r] = (int)rtot;
+		(*off)[r] = rtot;
+		stot += sc[r];
+		rtot += rc[r];
+	}
+	(*off)[nr] = rtot;
+	if (stot > INT32_MAX || rtot > INT32_MAX)
+		trt_fatal("%s: more than 2 GiB in one exchange", what);
+	char *sbuf = rt_alloc((size_t)(stot ? stot : 1)), *rbuf = rt_alloc((size_t)(rtot ? rtot : 1));
+	for (int r = 0; r < nr; r++)
+		if (sc[r])
+			memcpy(sbuf + sd[r], out->p[r], (size_t)sc[r]);
+	rt_count_buf((double)(stot + rtot));
+	t0 = rt_span_begin();
+	MPI_Alltoallv(sbuf, sc, sd, MPI_BYTE, rbuf, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
+	if (t0) {
+		/* one call sends and receives: the send span, then what it
+		 * received as a receive span at its end */
+		rt_trace_span(RT_SPAN_SEND, t0, -1, sent, 0, what);
+		rt_trace_span(RT_SPAN_RECV, rt_trace_clock(), -1, (double)(rtot - rc[rt.rank]), 0, what);
+	}
+	rt_count_sent(sent);
+	rt_count_recv((double)(rtot - rc[rt.rank]));
+	rt_count_buf(-(double)stot);
+	free(sbuf);
+	free(sc);
+	free(rc);
+	free(sd);
+	free(rd);
+	return rbuf;
+}
+
+/* ---- gather ---- */
+
+/* A request: the table chunk's linear key and the row in it. */
+typedef struct Req {
+	int64_t klin, row;
+} Req;
+
+/* Where a requested piece lands: the result tuple and its offset base. */
+typedef struct Dest {
+	int64_t tuple, base;
+	int64_t okey[TRT_MAXDIM];
+} Dest;
+
+TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtType *out, TrtPlace p,
+                   const char *iname, const char *tname)
+{
+	const TrtType *tt = &table->type, *it = &index->type;
+	int ni = it->nkey, no = out->nkey;
+	size_t es = rt_dtype_size(out->dtype);
+
+	char *bad = check_range(index, tt->extent[dim], iname, tname, dim);
+	if (rt.nranks > 1)
+		rt_agree(bad);
+	else if (bad) {
+		fprintf(stderr, "%s\n", bad);
+		rt_exit(1);
+	}
+
+	KeyIndex tix;
+	rt_index_init(&tix);
+	for (int64_t t = 0; t < table->n; t++)
+		rt_index_add(&tix, table, t);
+	int remote = table->place.kind != TRT_ALL && rt.nranks > 1;
+	Bufs reqs = bufs_new();
+	Dest **dest = rt_alloc(sizeof *dest * (size_t)rt.nranks);
+	int64_t *ndest = rt_alloc(sizeof *ndest * (size_t)rt.nranks), *capdest = rt_alloc(sizeof *capdest * (size_t)rt.nranks);
+	for (int r = 0; r < rt.nranks; r++) {
+		dest[r] = NULL;
+		ndest[r] = capdest[r] = 0;
+	}
+
+	TrtRel *o = trt_rel_new(out, p);
+	/* the other dims' keys: the table's key dims but dim, over their frontiers */
+	int64_t nother = 1;
+	for (int d = ni; d < no; d++)
+		nother *= rt_frontier(out, d);
+	for (int64_t t = 0; t < index->n; t++) {
+		const int64_t *ikey = index->keys + t * ni;
+		for (int64_t k = 0; k < nother; k++) {
+			int64_t okey[TRT_MAXDIM], rest = k;
+			memcpy(okey, ikey, sizeof *okey * (size_t)ni);
+			for (int d = no - 1; d >= ni; d--) {
+				okey[d] = rest % rt_frontier(out, d);
+				rest /= rt_frontier(out, d);
+			}
+			Chunk *c = rt_chunk_new(rt_chunk_bytes(out, okey));
+			char *dst = rt_chunk_data(c);
+			int64_t os[TRT_MAXDIM];
+			key_strides(out, okey, os);
+			IxElems e = ix_elems(index, t, os);
+			int64_t tkey[TRT_MAXDIM], row;
+			PieceCache pcache;
+			memset(&pcache, 0, sizeof pcache);
+			for (int64_t q = 0; q < e.n; q++) {
+				table_key(tt, dim, e.val[q], okey + ni, tkey, &row);
+				int owner = remote ? trt_site(&table->place, tt, tkey) : rt.rank;
+				if (owner != rt.rank) {
+					Req rq = {rt_key_linear(tt, tkey), row};
+					memcpy(bufs_add(&reqs, owner, sizeof rq), &rq, sizeof rq);
+					if (ndest[owner] == capdest[owner]) {
+						capdest[owner] = 2 * capdest[owner] + 64;
+						dest[owner] = rt_realloc(dest[owner], sizeof **dest * (size_t)capdest[owner]);
+					}
+					Dest *d = &dest[owner][ndest[owner]++];
+					d->tuple = o->n;
+					d->base = e.base[q];
+					memcpy(d->okey, okey, sizeof d->okey);
+					continue;
+				}
+				int64_t pos = rt_index_find(&tix, table, tkey);
+				if (pos < 0)
+					rt_bug("a table chunk missing where its placement puts it");
+				const int64_t *ts;
+				const Piece *pc = cached_piece(&pcache, tt, tkey, dim, out, okey, ni, &ts);
+				piece_move(pc, out->dtype, dst + e.base[q] * (int64_t)es,
+				           (const char *)rt_chunk_data(table->chunks[pos]) + row * ts[dim] * (int64_t)es, 0);
+			}
+			cache_free(&pcache);
+			ix_free(&e);
+			rt_rel_push(o, okey, c);
+		}
+	}
+
+	if (remote) {
+		/* the requests to the owners; the pieces back, in request order */
+		int64_t *roff;
+		char *in = exchange(&reqs, &roff, "row numbers");
+		Bufs reply = bufs_new();
+		int64_t pclin = -1, ts[TRT_MAXDIM], pos = -1;
+		Piece pc = {0};
+		for (int r = 0; r < rt.nranks; r++)
+			for (int64_t at = roff[r]; at < roff[r + 1]; at += (int64_t)sizeof(Req)) {
+				Req rq;
+				memcpy(&rq, in + at, sizeof rq);
+				if (rq.klin != pclin) {
+					int64_t tkey[TRT_MAXDIM];
+					rt_key_from_linear(tt, rq.klin, tkey);
+					pos = rt_index_find(&tix, table, tkey);
+					if (pos < 0)
+						rt_bug("a looked-up table chunk is not on its owner");
+					key_strides(tt, tkey, ts);
+					/* the piece in its own order (only its table side
+					 * is used): the requester knows the layout */
+					piece_free(&pc);
+					pc = piece_of(tt, tkey, dim, tt, tkey, 0);
+					pclin = rq.klin;
+				}
+				char *dst = bufs_add(&reply, r, (size_t)pc.n * es);
+				const char *src = (const char *)rt_chunk_data(table->chunks[pos]) + rq.row * ts[dim] * (int64_t)es;
+				if (!pc.src)
+					memcpy(dst, src, (size_t)pc.n * es);
+				else
+					for (int64_t q = 0; q < pc.n; q++)
+						memcpy(dst + q * (int64_t)es, src + pc.src[q] * (int64_t)es, es);
+			}
+		piece_free(&pc);
+		free(in);
+		free(roff);
+		in = exchange(&reply, &roff, "rows");
+		bufs_free(&reply);
+		for (int r = 0; r < rt.nranks; r++) {
+			int64_t at = roff[r], tuple = -1;
+			pc = (Piece){0};
+			for (int64_t i = 0; i < ndest[r]; i++) {
+				const Dest *d = &dest[r][i];
+				if (d->tuple != tuple) {
+					/* the table key only for its layout: any value in the chunk */
+					int64_t tkey[TRT_MAXDIM], row;
+					table_key(tt, dim, 0, d->okey + ni, tkey, &row);
+					piece_free(&pc);
+					pc = piece_of(tt, tkey, dim, out, d->okey, ni);
+					tuple = d->tuple;
+				}
+				Piece flat = {pc.n, NULL, pc.dst};  /* the reply is in piece order */
+				char *dst = rt_chunk_data(o->chunks[d->tuple]);
+				piece_move(&flat, out->dtype, dst + d->base * (int64_t)es, in + at, 0);
+				at += pc.n * (int64_t)es;
+			}
+			piece_free(&pc);
+		}
+		free(in);
+		free(roff);
+	}
+	for (int r = 0; r < rt.nranks; r++)
+		free(dest[r]);
+	free(dest);
+	free(ndest);
+	free(capdest);
+	bufs_free(&reqs);
+	rt_index_free(&tix);
+	rt_rel_sort(o);
+	return o;
+}
+
+/* ---- scatter-add ---- */
+
+TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, int dim, const TrtType *out, TrtPlace p,
+                    const char *iname, const char *tname)
+{
+	const TrtType *rt_ = &rows->type, *it = &index->type;
+	int ni = it->nkey;
+	size_t es = rt_dtype_size(out->dtype);
+
+	char *bad = check_range(index, out->extent[dim], iname, tname, dim);
+	if (bad)
+		trt_fatal("%s", bad);   /* the forward gather checked the same values */
+
+	/* the result: every tuple this rank holds under p, zero */
+	TrtRel *o = trt_rel_new(out, p);
+	int64_t nkeys = rt_nkeys(out);
+	int64_t *at = rt_alloc(sizeof *at * (size_t)(nkeys ? nkeys : 1));     /* linear key -> tuple, or -1 */
+	for (int64_t lin = 0; lin < nkeys; lin++) {
+		int64_t key[TRT_MAXDIM];
+		rt_key_from_linear(out, lin, key);
+		at[lin] = -1;
+		if (p.kind == TRT_PART && trt_site(&p, out, key) != rt.rank)
+			continue;
+		size_t nb = rt_chunk_bytes(out, key);
+		Chunk *c = rt_chunk_new(nb);
+		memset(rt_chunk_data(c), 0, nb);
+		at[lin] = o->n;
+		rt_rel_push(o, key, c);
+	}
+
+	KeyIndex iix;
+	rt_index_init(&iix);
+	for (int64_t t = 0; t < index->n; t++)
+		rt_index_add(&iix, index, t);
+	/* rows everywhere: each rank adds what lands on it; else each piece
+	 * goes to the ranks holding its result tuple */
+	int everywhere = rows->place.kind == TRT_ALL || rt.nranks == 1;
+	Bufs send = bufs_new();
+	for (int64_t t = 0; t < rows->n; t++) {
+		const int64_t *rkey = rows->keys + t * rt_->nkey;
+		int64_t pos = rt_index_find(&iix, index, rkey);
+		if (pos < 0)
+			rt_bug("scattered rows without their index chunk");
+		int64_t rs[TRT_MAXDIM];
+		key_strides(rt_, rkey, rs);
+		IxElems e = ix_elems(index, pos, rs);
+		const char *src = rt_chunk_data(rows->chunks[t]);
+		PieceCache pcache;
+		memset(&pcache, 0, sizeof pcache);
+		for (int64_t q = 0; q < e.n; q++) {
+			int64_t okey[TRT_MAXDIM], row;
+			table_key(out, dim, e.val[q], rkey + ni, okey, &row);
+			int64_t lin = rt_key_linear(out, okey);
+			int owner = p.kind == TRT_PART ? trt_site(&p, out, okey) : rt.rank;
+			/* the piece: rows side as dst offsets, the result's as src */
+			const int64_t *os;
+			const Piece *pcp = cached_piece(&pcache, out, okey, dim, rt_, rkey, ni, &os);
+			Piece pc = *pcp;
+			for (int r = 0; r < rt.nranks; r++) {
+				int to = p.kind == TRT_ALL ? r != rt.rank : r == owner && r != rt.rank;
+				if (everywhere || !to)
+					continue;
+				int64_t hdr[2] = {lin, row};
+				memcpy(bufs_add(&send, r, sizeof hdr), hdr, sizeof hdr);
+				char *d = bufs_add(&send, r, (size_t)pc.n * es);
+				for (int64_t k = 0; k < pc.n; k++)
+					memcpy(d + k * (int64_t)es, src + (e.base[q] + (pc.dst ? pc.dst[k] : k)) * (int64_t)es, es);
+			}
+			if (at[lin] >= 0) {
+				Piece back = {pc.n, pc.dst, pc.src};
+				piece_move(&back, out->dtype, (char *)rt_chunk_data(o->chunks[at[lin]]) + row * os[dim] * (int64_t)es,
+				           src + e.base[q] * (int64_t)es, 1);
+			}
+		}
+		cache_free(&pcache);
+		ix_free(&e);
+	}
+	if (!everywhere) {
+		int64_t *roff;
+		char *in = exchange(&send, &roff, "rows");
+		int64_t pclin = -1, os[TRT_MAXDIM];
+		Piece pc = {0};
+		for (int r = 0; r < rt.nranks; r++)
+			for (int64_t a = roff[r]; a < roff[r + 1];) {
+				int64_t hdr[2];
+				memcpy(hdr, in + a, sizeof hdr);
+				a += (int64_t)sizeof hdr;
+				if (hdr[0] < 0 || hdr[0] >= nkeys || at[hdr[0]] < 0)
+					rt_bug("scattered rows sent to a rank without their tuple");
+				if (hdr[0] != pclin) {
+					int64_t okey[TRT_MAXDIM];
+					rt_key_from_linear(out, hdr[0], okey);
+					key_strides(out, okey, os);
+					/* the piece arrives in its own order */
+					piece_free(&pc);
+					pc = piece_of(out, okey, dim, out, okey, 0);
+					pclin = hdr[0];
+				}
+				Piece flat = {pc.n, NULL, pc.src};
+				piece_move(&flat, out->dtype, (char *)rt_chunk_data(o->chunks[at[hdr[0]]]) + hdr[1] * os[dim] * (int64_t)es,
+				           in + a, 1);
+				a += pc.n * (int64_t)es;
+			}
+		piece_free(&pc);
+		free(in);
+		free(roff);
+	}
+	bufs_free(&send);
+	rt_index_free(&iix);
+	free(at);
+	free(bad);
+	return o;
+}
