@@ -32,6 +32,7 @@ typedef enum {
 	N_REDUCE,       /* sum[i, j](e); also inserted by sema for implicit sums */
 	N_GRAD,         /* grad(loss, W) */
 	N_INDEX,        /* sema: an index name where a value is expected, its position (i64) */
+	N_COUNTER,      /* sema: a loop counter (repeat b in N), an i64 scalar */
 } NodeKind;
 
 typedef enum {
@@ -41,6 +42,18 @@ typedef enum {
 typedef enum { R_SUM, R_MAX, R_MIN, R_ARGMAX, R_ARGMIN, R_MEAN } RedKind;
 
 typedef struct Node Node;
+
+/* sema: an affine index position, X[b*B + n]: index var `var` plus shift
+ * plus the loop counters' multiples (the counter of the repeat block at
+ * depth[i], times coef[i]); `expr` is the position as written. */
+typedef struct IxAffine {
+	Node *expr;
+	int var;
+	int64_t shift;
+	int ncounter;
+	int depth[MAXDIM];
+	int64_t coef[MAXDIM];
+} IxAffine;
 
 /* An index variable of one statement: a name, its extent, where it was bound. */
 typedef struct Var {
@@ -65,7 +78,14 @@ struct Node {
 		const char *str;
 		/* sema: sym or var; range: `i in N` in an index list, else NULL */
 		struct { const char *name; int sym; int var; Node *range; } name;
-		struct { const char *name; Loc nameloc; Node **idx; int nidx; int tensor; } access;
+		struct {
+			const char *name;
+			Loc nameloc;
+			Node **idx;             /* sema: an affine position becomes its var's name */
+			int nidx;
+			int tensor;
+			IxAffine **aff;         /* sema: per position, its affine form or NULL; NULL when none */
+		} access;
 		struct { Node *a; } unary;
 		struct { BinOp op; Node *a, *b; } binary;
 		struct {
@@ -134,7 +154,13 @@ struct Item {
 		struct { Formal *params; int nparams; Formal result; Item **body; int nbody; } def;
 		struct { Node **idx; int nidx; bool has_idx; AssignOp op; Node *value; } assign;
 		struct { Node *value; } print;
-		struct { Node *count; Item **body; int nbody; } repeat;
+		struct {
+			Node *count;
+			const char *counter;    /* `repeat b in N`: b, else NULL */
+			Loc counterloc;
+			Item **body;
+			int nbody;
+		} repeat;
 	} u;
 };
 

@@ -56,6 +56,33 @@ static int value_of(Lowering *lw, int tensor)
 	return lw->cur[tensor] = tra_push(lw->prog, op);
 }
 
+/* Access n's relation with each affine position cut to its window: a
+ * slice along that dim, starting at the shift plus the loop counters'
+ * multiples (computed each iteration as a 0-d i64). */
+static int windows(TraBuild *b, Lowering *lw, Node *n, int op)
+{
+	for (int d = 0; n->u.access.aff && d < n->u.access.nidx; d++) {
+		const IxAffine *f = n->u.access.aff[d];
+		if (!f)
+			continue;
+		TraOp s = {.kind = TRA_SLICE, .stmt = lw->stmt, .type = lw->prog->ops.v[op].type};
+		s.type.extent[d] = s.type.block[d] = lw->vars[f->var].extent;
+		s.u.slice.in = op;
+		s.u.slice.dim = d;
+		s.u.slice.shift = f->shift;
+		s.u.slice.off = -1;
+		if (f->ncounter) {
+			TVal off = tb_binary(b, KOP_MUL, tb_counter(b, f->depth[0]), tb_const(b, (double)f->coef[0]));
+			for (int i = 1; i < f->ncounter; i++)
+				off = tb_binary(b, KOP_ADD, off,
+				                tb_binary(b, KOP_MUL, tb_counter(b, f->depth[i]), tb_const(b, (double)f->coef[i])));
+			s.u.slice.off = tb_finish(b, off, 0, NULL);
+		}
+		op = tra_push(lw->prog, s);
+	}
+	return op;
+}
+
 static TVal lower(TraBuild *b, Lowering *lw, Node *n)
 {
 	static const TbRed reds[] = {TB_SUM, TB_MAX, TB_MIN, TB_ARGMAX, TB_ARGMIN, TB_MEAN};
@@ -67,7 +94,7 @@ static TVal lower(TraBuild *b, Lowering *lw, Node *n)
 	case N_ACCESS:
 		for (int d = 0; d < n->u.access.nidx; d++)
 			var[d] = n->u.access.idx[d]->u.name.var;
-		return tb_access(b, value_of(lw, n->u.access.tensor), n->u.access.nidx, var);
+		return tb_access(b, windows(b, lw, n, value_of(lw, n->u.access.tensor)), n->u.access.nidx, var);
 	case N_UNARY:
 		return tb_unary(b, KOP_NEG, lower(b, lw, n->u.unary.a));
 	case N_CALL:
@@ -87,6 +114,8 @@ static TVal lower(TraBuild *b, Lowering *lw, Node *n)
 		                 n->u.reduce.var);
 	case N_INDEX:
 		return tb_index(b, n->u.name.var);
+	case N_COUNTER:
+		return tb_counter(b, n->u.name.var);
 	case N_STR:
 	case N_NAME:
 	case N_GRAD:

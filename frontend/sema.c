@@ -117,6 +117,7 @@ static const char *sym_what(const Sym *sym, const TraProg *p)
 	case SYM_SIZE: return "a size";
 	case SYM_CONST: return "a const";
 	case SYM_DEF: return "a def";
+	case SYM_COUNTER: return "a loop counter";
 	case SYM_TENSOR:
 		if (sym->tensor < 0)
 			return "a tensor";
@@ -520,6 +521,215 @@ static Node *converted(Sema *s, Node *e, DType t)
 	return n;
 }
 
+/* ---- affine index positions: X[b*B + n, d], X[i - 1] ---- */
+
+/* A sum of index vars, loop counters and a constant, each with an integer
+ * coefficient, as it is being read. */
+typedef struct Affine {
+	int64_t c0;
+	int n;
+	struct { bool counter; int id; int64_t coef; Loc loc; } t[2 * MAXDIM];
+} Affine;
+
+static bool aff_add(Sema *s, Affine *a, const Affine *b, int64_t k, Loc loc)
+{
+	int64_t x;
+	if (!mul_ok(b->c0, k, &x) || !add_ok(a->c0, x, &a->c0))
+		goto overflow;
+	for (int i = 0; i < b->n; i++) {
+		if (!mul_ok(b->t[i].coef, k, &x))
+			goto overflow;
+		int j = 0;
+		while (j < a->n && (a->t[j].counter != b->t[i].counter || a->t[j].id != b->t[i].id))
+			j++;
+		if (j == a->n) {
+			if (a->n == 2 * MAXDIM) {
+				diag(DIAG_ERROR, loc, "an index expression of more than %d names", 2 * MAXDIM);
+				return false;
+			}
+			a->t[a->n++] = b->t[i];
+			a->t[j].coef = 0;
+		}
+		if (!add_ok(a->t[j].coef, x, &a->t[j].coef))
+			goto overflow;
+	}
+	return true;
+overflow:
+	diag(DIAG_ERROR, loc, "an index expression's coefficients overflow 64 bits");
+	return false;
+}
+
+static void not_affine(Node *n, const char *why)
+{
+	char *text = loc_text(n->loc);
+	diag(DIAG_ERROR, n->loc, "index expression '%s' is not affine: %s; an index position holds index names, loop "
+	     "counters and sizes, added, subtracted and multiplied by integers", text, why);
+	free(text);
+}
+
+/* n as an affine form; false (reported) when it is not one. */
+static bool affine_of(Sema *s, Node *n, Affine *a)
+{
+	Affine x = {0}, y = {0};
+	*a = (Affine){0};
+	switch (n->kind) {
+	case N_NUM:
+		if (n->u.num != floor(n->u.num) || fabs(n->u.num) > 9.2e18) {
+			not_affine(n, "a position is a whole number");
+			return false;
+		}
+		a->c0 = (int64_t)n->u.num;
+		return true;
+	case N_NAME: {
+		if (n->u.name.range) {
+			diag(DIAG_ERROR, n->loc, "a range such as '%s in N' goes on the left side or in a reduction's "
+			     "brackets, not in an access on the right", n->u.name.name);
+			return false;
+		}
+		Sym *sym = lookup(s, n->u.name.name);
+		if (!sym) {
+			a->t[a->n++] = (typeof(a->t[0])){false, find_var(s, n->u.name.name, n->loc), 1, n->loc};
+			return true;
+		}
+		sym->used = true;
+		if (!sym_live(sym, n->loc))
+			return false;
+		if (sym->kind == SYM_COUNTER) {
+			a->t[a->n++] = (typeof(a->t[0])){true, (int)(sym - s->syms.v), 1, n->loc};
+			return true;
+		}
+		int64_t v;
+		if (sym->kind == SYM_SIZE || sym->kind == SYM_CONST)
+			return eval_int(s, n, &v) && (a->c0 = v, true);
+		diag(DIAG_ERROR, n->loc, "'%s' is %s, not an index; index names are lower-case names not otherwise declared",
+		     n->u.name.name, sym_what(sym, s->prog));
+		return false;
+	}
+	case N_UNARY:
+		return affine_of(s, n->u.unary.a, &x) && aff_add(s, a, &x, -1, n->loc);
+	case N_BINARY:
+		if (n->u.binary.op != B_ADD && n->u.binary.op != B_SUB && n->u.binary.op != B_MUL)
+			break;
+		if (!affine_of(s, n->u.binary.a, &x) || !affine_of(s, n->u.binary.b, &y))
+			return false;
+		if (n->u.binary.op != B_MUL)
+			return aff_add(s, a, &x, 1, n->loc) && aff_add(s, a, &y, n->u.binary.op == B_ADD ? 1 : -1, n->loc);
+		if (x.n && y.n) {
+			not_affine(n, "it multiplies two names that are not sizes");
+			return false;
+		}
+		return x.n ? aff_add(s, a, &x, y.c0, n->loc) : aff_add(s, a, &y, x.c0, n->loc);
+	default:
+		break;
+	}
+	not_affine(n, n->kind == N_BINARY && n->u.binary.op == B_DIV ? "it divides" :
+	              n->kind == N_BINARY ? "it compares" : n->kind == N_CALL ? "it calls a function" : "it is not a sum");
+	return false;
+}
+
+/* Position d of access n is not a plain index name: read it as an index
+ * var plus loop counters' multiples plus a constant (a window that moves
+ * with the loop, a shift), the var's range left to inference unless the
+ * statement gives it.  A position checked before (a def inlined again)
+ * is read from what was written. */
+static bool check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
+{
+	if (!n->u.access.aff) {
+		n->u.access.aff = arena_alloc(s->arena, (size_t)n->u.access.nidx * sizeof(IxAffine *));
+		memset(n->u.access.aff, 0, (size_t)n->u.access.nidx * sizeof(IxAffine *));
+	}
+	IxAffine *ia = n->u.access.aff[d];
+	Node *ix = ia ? ia->expr : n->u.access.idx[d];
+	Affine a;
+	if (!affine_of(s, ix, &a))
+		return false;
+	int var = -1, nvar = 0;
+	IxAffine f = {.expr = ix, .shift = a.c0};
+	int64_t lo = a.c0, hi = a.c0;
+	for (int i = 0; i < a.n; i++) {
+		if (a.t[i].coef == 0)
+			continue;
+		if (!a.t[i].counter) {
+			nvar++;
+			if (a.t[i].coef != 1 || nvar > 1) {
+				char *text = loc_text(ix->loc);
+				diag(DIAG_ERROR, ix->loc, "index expression '%s' %s; trac supports one index name, with "
+				     "coefficient 1, plus loop counters and constants, for now", text,
+				     nvar > 1 ? "adds two index names" : "multiplies an index name");
+				free(text);
+				return false;
+			}
+			var = a.t[i].id;
+			continue;
+		}
+		const Sym *c = &s->syms.v[a.t[i].id];
+		f.depth[f.ncounter] = c->loop_depth;
+		f.coef[f.ncounter++] = a.t[i].coef;
+		int64_t last = c->size > 0 ? c->size - 1 : 0, ext;
+		if (!mul_ok(a.t[i].coef, last, &ext) || !add_ok(ext > 0 ? hi : lo, ext, ext > 0 ? &hi : &lo)) {
+			diag(DIAG_ERROR, ix->loc, "an index expression's positions overflow 64 bits");
+			return false;
+		}
+	}
+	if (var < 0) {
+		char *text = loc_text(ix->loc);
+		diag(DIAG_ERROR, ix->loc, "index expression '%s' has no index name; index a single position with an "
+		     "index name and a range, as in X[b*B + n] with 'n in 1' on the left", text);
+		free(text);
+		return false;
+	}
+	if (t->sparse) {
+		diag(DIAG_ERROR, ix->loc, "sparse input '%s' is indexed with an expression; index it with plain names",
+		     t->name);
+		return false;
+	}
+	f.var = var;
+	n->u.access.aff[d] = arena_alloc(s->arena, sizeof f);
+	*n->u.access.aff[d] = f;
+	/* from here on the position reads as its var's name */
+	Node *name = ast_node(s->arena, N_NAME, ix->loc);
+	name->u.name.name = s->vars.v[var].name;
+	name->u.name.var = var;
+	n->u.access.idx[d] = name;
+	vec_push(&s->affuse, ((AffUse){var, lo, hi, t->shape[d], ix->loc}));
+	return true;
+}
+
+/* The statement's index vars that only affine positions use take the
+ * largest range from 0 that keeps every such access inside its tensor
+ * for every value of the loop counters ("valid", as Tensor Comprehensions
+ * infers ranges); false (reported) when there is none. */
+static bool infer_ranges(Sema *s)
+{
+	bool ok = true;
+	for (int i = 0; i < s->affuse.n; i++) {
+		int v = s->affuse.v[i].var;
+		if (s->vars.v[v].extent >= 0)
+			continue;
+		int64_t ext = INT64_MAX;
+		bool neg = false;
+		for (int j = 0; j < s->affuse.n; j++) {
+			const AffUse *u = &s->affuse.v[j];
+			if (u->var != v)
+				continue;
+			neg |= u->lo < 0;
+			if (u->extent - u->hi < ext)
+				ext = u->extent - u->hi;
+		}
+		const Var *var = &s->vars.v[v];
+		if (neg || ext < 1) {
+			diag(DIAG_ERROR, s->affuse.v[i].loc, "the range of index '%s' cannot be inferred: %s; give it one "
+			     "with '%s in SIZE' on the left or in a reduction's brackets", var->name,
+			     neg ? "a position below 0 is read for every value of it" :
+			           "no value of it keeps every access inside its tensor", var->name);
+			ok = false;
+			continue;
+		}
+		bind_extent(s, v, ext, s->affuse.v[i].loc, "the largest range keeping its accesses inside their tensors");
+	}
+	return ok;
+}
+
 static bool check_access(Sema *s, Node *n, Ty *ty)
 {
 	const char *name = n->u.access.name;
@@ -554,9 +764,9 @@ static bool check_access(Sema *s, Node *n, Ty *ty)
 	bool ok = true;
 	for (int d = 0; d < n->u.access.nidx; d++) {
 		Node *ix = n->u.access.idx[d];
-		if (ix->kind != N_NAME) {
-			diag(DIAG_ERROR, ix->loc, "index arithmetic is not supported yet; index with a plain name such as 'i'");
-			ok = false;
+		Sym *counter = ix->kind == N_NAME ? lookup(s, ix->u.name.name) : NULL;
+		if (ix->kind != N_NAME || (counter && counter->kind == SYM_COUNTER) || (n->u.access.aff && n->u.access.aff[d])) {
+			ok &= check_affine_index(s, n, d, t);
 			continue;
 		}
 		if (ix->u.name.range) {
@@ -695,6 +905,9 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		diag(DIAG_ERROR, n->loc, "a string can only name a file, in a declaration");
 		ok = false;
 		break;
+	case N_COUNTER:         /* the same */
+		n->kind = N_NAME;
+		/* fall through */
 	case N_INDEX:           /* checked before: a def's body, inlined again */
 		n->kind = N_NAME;
 		/* fall through */
@@ -723,6 +936,15 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		} else if (sym->kind == SYM_DEF) {
 			diag(DIAG_ERROR, n->loc, "'%s' is a def; call it, as in %s(...)", n->u.name.name, n->u.name.name);
 			ok = false;
+		} else if (sym->kind == SYM_COUNTER) {
+			if (!sym_live(sym, n->loc)) {
+				ok = false;
+				break;
+			}
+			n->kind = N_COUNTER;
+			n->u.name.var = sym->loop_depth;
+			ty->typed = true;
+			ty->t = DT_I64;
 		} else {
 			const Tensor *t = &s->prog->tensors.v[sym->tensor];
 			if (t->rank != 0) {
@@ -1093,6 +1315,7 @@ static bool lhs_indices(Sema *s, Item *it, const Tensor *param, int *lhs)
 {
 	int nlhs = it->u.assign.nidx;
 	s->vars.n = 0;
+	s->affuse.n = 0;
 	s->scope.n = 0;
 	bool ok = true;
 	for (int i = 0; i < nlhs; i++) {
@@ -1168,7 +1391,7 @@ static bool check_rhs(Sema *s, Item *it, const Tensor *param, const int *lhs, Ty
 		     dtype_name(param->dtype), it->name, dtype_name(ty->t), dtype_name(param->dtype));
 		return false;
 	}
-	bool ok = true;
+	bool ok = infer_ranges(s);
 	for (int i = 0; i < nlhs; i++)
 		if (!param && count_var(it->u.assign.value, lhs[i]) == 0) {
 			diag(DIAG_ERROR, it->u.assign.idx[i]->loc, "index '%s' on the left does not occur on the right",
@@ -1399,6 +1622,9 @@ static void check_repeat(Sema *s, Item *it)
 	}
 	int first = s->syms.n;
 	lower_loop(s->prog, n, it->loc);
+	if (it->u.repeat.counter)
+		declare(s, (Sym){.kind = SYM_COUNTER, .name = it->u.repeat.counter, .loc = it->u.repeat.counterloc,
+		                 .size = n, .loop_depth = s->loop_depth, .defined = true, .used = true});
 	for (int t = 0; t < s->cur.n; t++)
 		if (s->prog->tensors.v[t].role == TENSOR_PARAM)
 			s->cur.v[t] = -1;       /* each iteration reads the params afresh */
@@ -1678,6 +1904,7 @@ TraProg *fe_compile(Ast *ast, FeOptions *opt)
 	vec_free(&s.syms);
 	vec_free(&s.cur);
 	vec_free(&s.vars);
+	vec_free(&s.affuse);
 	vec_free(&s.scope);
 	free(s.define_used);
 	if (diag_errors()) {

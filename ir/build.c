@@ -10,6 +10,7 @@
  *
  *   a relation         tb_rel, tb_access (a repeated var takes a diagonal)
  *   an index's value   tb_index: a range over it, read as any relation
+ *   a loop counter     tb_counter: a 0-d i64
  *   f(e), e op c       deferred in pend (tb_unary, tb_binary with a constant)
  *   e1 op e2           join on the shared vars, kernel op(pend1, pend2);
  *                      two values of one relation with one schema need no join
@@ -82,6 +83,15 @@ TVal tb_index(TraBuild *l, int var)
 		l->range.v[var] = tra_push(l->prog, op);
 	}
 	return tb_rel(l, l->range.v[var], 1, &var);
+}
+
+/* The iteration of the repeat block at `depth` (0 the outermost): a 0-d
+ * i64 made where it is used, never hoisted out of its loop. */
+TVal tb_counter(TraBuild *l, int depth)
+{
+	TraOp op = {.kind = TRA_COUNTER, .stmt = l->stmt, .type = {.dtype = DT_I64}};
+	op.u.counter.depth = depth;
+	return tb_rel(l, tra_push(l->prog, op), 0, NULL);
 }
 
 static TraOp *op_at(TraBuild *l, int i)

@@ -211,9 +211,14 @@ int ia_inputs(const IaOp *op, int *in)
 	case IA_PRINT:
 		in[0] = op->u.store.in;
 		return 1;
+	case IA_SLICE:
+		in[0] = op->u.slice.in;
+		in[1] = op->u.slice.off;
+		return op->u.slice.off >= 0 ? 2 : 1;
 	case IA_INIT:
 	case IA_LOAD:
 	case IA_RANGE:
+	case IA_COUNTER:
 	case IA_LOOP:
 	case IA_ENDLOOP:
 		return 0;
@@ -227,7 +232,8 @@ bool ia_has_result(IaOpKind k)
 	case IA_WRITE: case IA_STORE: case IA_PRINT: case IA_LOOP: case IA_ENDLOOP:
 		return false;
 	case IA_READ: case IA_BCAST: case IA_SHUFFLE: case IA_JOIN: case IA_AGG: case IA_MAP:
-	case IA_FILTER: case IA_INIT: case IA_LOAD: case IA_RANGE: case IA_TWOPHASE:
+	case IA_FILTER: case IA_INIT: case IA_LOAD: case IA_RANGE: case IA_COUNTER: case IA_SLICE:
+	case IA_TWOPHASE:
 		return true;
 	}
 	return false;
@@ -371,7 +377,21 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 		*out = a->place;
 		return true;
 	case IA_BCAST:
+	case IA_COUNTER:        /* every rank knows the loop's iteration */
 		*out = place_all();
+		return true;
+	case IA_SLICE:
+		/* cut from a whole input on every rank at an offset every rank
+		 * knows: any placement of the window, nothing moved */
+		if (a->place.kind != PL_ALL || (b && b->place.kind != PL_ALL)) {
+			buf_puts(why, "slices a relation or at an offset not held by every site");
+			return false;
+		}
+		if (op->place.kind == PL_PARTIAL) {
+			buf_puts(why, "makes a slice as partials");
+			return false;
+		}
+		*out = op->place;
 		return true;
 	case IA_FILTER:
 		*out = a->place;
@@ -462,9 +482,14 @@ IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a)
 	case IA_WRITE: c.u.write.in = map[c.u.write.in]; break;
 	case IA_STORE:
 	case IA_PRINT: c.u.store.in = map[c.u.store.in]; break;
+	case IA_SLICE:
+		c.u.slice.in = map[c.u.slice.in];
+		c.u.slice.off = c.u.slice.off >= 0 ? map[c.u.slice.off] : -1;
+		break;
 	case IA_INIT:
 	case IA_LOAD:
 	case IA_RANGE:
+	case IA_COUNTER:
 	case IA_LOOP:
 	case IA_ENDLOOP: break;
 	}

@@ -301,6 +301,10 @@ typedef struct TraOp {
 		struct { int tensor; } init;            /* INIT, LOAD */
 		struct { int in; int tensor; } store;   /* STORE, PRINT */
 		struct { int64_t count; } loop;
+		struct { int depth; } counter;          /* the repeat block's nesting depth, 0 outermost */
+		/* out[.., i, ..] = in[.., shift + off + i, ..] along key dim `dim`;
+		 * off: a 0-d i64 op (a loop counter's multiple), or -1 */
+		struct { int in, off; int dim; int64_t shift; } slice;
 		struct { int loss; int tensor; } grad;
 	} u;
 } TraOp;
@@ -354,6 +358,7 @@ TVal tb_rel(TraBuild *b, int op, int nvar, const int *var);          /* an op, i
 TVal tb_access(TraBuild *b, int op, int nvar, const int *var);       /* the same; a repeated var takes a diagonal */
 TVal tb_const(TraBuild *b, double c);
 TVal tb_index(TraBuild *b, int var);                                 /* var's position, an i64: a range */
+TVal tb_counter(TraBuild *b, int depth);                             /* a repeat block's iteration, an i64 */
 TVal tb_unary(TraBuild *b, KOp op, TVal v);
 TVal tb_binary(TraBuild *b, KOp op, TVal x, TVal y);                 /* elementwise; joins when needed */
 TVal tb_where(TraBuild *b, TVal c, TVal x, TVal y);
@@ -466,6 +471,8 @@ typedef struct IaOp {
 		struct { int tensor; } init;            /* INIT, LOAD */
 		struct { int in; int tensor; } store;   /* STORE, PRINT */
 		struct { int64_t count; } loop;
+		struct { int depth; } counter;
+		struct { int in, off; int dim; int64_t shift; } slice;
 	} u;
 } IaOp;
 

@@ -69,6 +69,14 @@ void tra_print(Buf *b, const TraProg *p)
 			break;
 		case TRA_RANGE:
 			break;
+		case TRA_COUNTER:
+			buf_printf(b, " depth %d", op->u.counter.depth);
+			break;
+		case TRA_SLICE:
+			buf_printf(b, " %%%d dim %d at %" PRId64, op->u.slice.in, op->u.slice.dim, op->u.slice.shift);
+			if (op->u.slice.off >= 0)
+				buf_printf(b, " + %%%d", op->u.slice.off);
+			break;
 		case TRA_STORE:
 		case TRA_PRINT:
 			buf_printf(b, " %%%d %s %s\n", op->u.store.in, op->kind == TRA_STORE ? "->" : "as",
@@ -166,6 +174,13 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 		buf_printf(b, " %s", t->tensors.v[op->u.init.tensor].name);
 		break;
 	case IA_RANGE:
+		break;
+	case IA_COUNTER:
+		buf_printf(b, " depth %d", op->u.counter.depth);
+		break;
+	case IA_SLICE:
+		buf_printf(b, " dim %d at %" PRId64 "%s", op->u.slice.dim, op->u.slice.shift,
+		           op->u.slice.off >= 0 ? " + counter" : "");
 		break;
 	case IA_STORE:
 	case IA_PRINT:
@@ -737,6 +752,13 @@ static void dot_what(Buf *b, const IaPlan *p, const IaOp *op)
 		break;
 	case IA_RANGE:
 		buf_printf(&k, " 0..%" PRId64, op->type.extent[0] - 1);
+		break;
+	case IA_COUNTER:
+		buf_printf(&k, " depth %d", op->u.counter.depth);
+		break;
+	case IA_SLICE:
+		buf_printf(&k, " dim %d, %" PRId64 " of %" PRId64, op->u.slice.dim, op->type.extent[op->u.slice.dim],
+		           p->ops.v[op->u.slice.in].type.extent[op->u.slice.dim]);
 		break;
 	case IA_STORE:
 	case IA_PRINT:

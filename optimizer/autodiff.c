@@ -463,6 +463,9 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 		case D_NONE:
 			if (op->kind == TRA_GRAD)
 				diag(DIAG_ERROR, loc, "the loss depends on a gradient; second derivatives are not supported");
+			else if (op->kind == TRA_SLICE)
+				diag(DIAG_ERROR, loc, "the gradient flows through a slice that moves with a loop counter "
+				     "('X[b*B + n]'); slice a tensor that is not differentiated, such as an input");
 			else if (op->kind != TRA_JOIN && op->kind != TRA_MAP && op->kind != TRA_FILTER)
 				tr_bug("autodiff meets a %s op it has no rule for", tra_op_name(op->kind));
 			continue;       /* a reducing kernel or filter inside its unit */
@@ -534,7 +537,11 @@ static int remap_op(Grad *g, TraOp op)
 	case TRA_STORE:
 	case TRA_PRINT: op.u.store.in = g->map[op.u.store.in]; break;
 	case TRA_GRAD: op.u.grad.loss = g->map[op.u.grad.loss]; break;
-	case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_LOOP: case TRA_ENDLOOP:
+	case TRA_SLICE:
+		op.u.slice.in = g->map[op.u.slice.in];
+		op.u.slice.off = op.u.slice.off >= 0 ? g->map[op.u.slice.off] : -1;
+		break;
+	case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_COUNTER: case TRA_LOOP: case TRA_ENDLOOP:
 		break;
 	}
 	return tra_push(g->p, op);

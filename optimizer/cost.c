@@ -494,6 +494,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		case IA_INIT:
 		case IA_LOAD:
 		case IA_RANGE:
+		case IA_COUNTER:
 		case IA_STORE:
 		case IA_PRINT:
 		case IA_LOOP:
@@ -533,6 +534,10 @@ void opt_cost(IaPlan *p, const Machine *mach)
 			c = cost_map(&cc, op->u.map.kernel, &a->type, &a->place);
 			if (op->place.kind == PL_PARTIAL)
 				copies[i] = copies[in[0]];
+			break;
+		case IA_SLICE:          /* the window copied out, locally */
+			c.seconds = cost_rank_bytes(&cc, &op->type, &op->place, 1) / cc.m->memcpy_bw +
+			            cc.m->local_op_overhead;
 			break;
 		case IA_TWOPHASE: {
 			/* planned with the schedule (twophase.c) */

@@ -217,6 +217,17 @@ static void c_param(Search *s, int t, Impl *im)
 	im->mem = rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
 }
 
+/* a slice: the window's chunks copied out of the whole input, which every
+ * rank holds */
+static void c_slice(Search *s, int t, Impl *im)
+{
+	const RelType *ot = type_of(s, t);
+	const Place *p = out_place(s, t, im);
+	double bytes = rank_bytes(s, ot, p, 1);
+	im->cost.seconds = bytes / s->cc.m->memcpy_bw + s->cc.m->local_op_overhead;
+	im->mem = rank_bytes(s, in_type(s, t, 0), in_place(s, t, im, 0), 1) + bytes;
+}
+
 static void c_unary(Search *s, int t, Impl *im)
 {
 	const TraOp *op = &s->tra->ops.v[t];
@@ -597,6 +608,22 @@ static void gen_impls(Search *s, int t)
 		for (int i = 0; i < s->dom[t].n; i++)
 			offer(s, t, (Impl){.kind = IM_RANGE, .inpl = {ANYPL, ANYPL}, .out = i});
 		break;
+	case TRA_COUNTER: {
+		int i = find_out(s, t, place_all());
+		if (i < 0)
+			tr_bug("a counter cannot be everywhere");
+		offer(s, t, (Impl){.kind = IM_COUNTER, .inpl = {ANYPL, ANYPL}, .out = i});
+		break;
+	}
+	case TRA_SLICE: {
+		int a = find_out(s, op->u.slice.in, place_all());
+		int b = op->u.slice.off >= 0 ? find_out(s, op->u.slice.off, place_all()) : ANYPL;
+		if (a < 0 || b == -1)
+			tr_bug("a slice's inputs cannot be everywhere");
+		for (int i = 0; i < s->dom[t].n; i++)
+			offer(s, t, (Impl){.kind = IM_SLICE, .inpl = {a, b}, .out = i});
+		break;
+	}
 	case TRA_JOIN:
 		if (s->absorbed[t] < 0)
 			join_impls(s, t, op);

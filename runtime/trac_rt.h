@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #define TRT_MAXDIM 8            /* most key dims and chunk dims of a relation */
-#define TRT_ABI 6               /* bumped when this interface changes */
+#define TRT_ABI 7               /* bumped when this interface changes */
 
 typedef enum { TRT_F32, TRT_F64, TRT_I32, TRT_I64 } TrtDtype;
 
@@ -198,6 +198,17 @@ TrtRel *trt_init_param(int tensor, const TrtType *t, TrtPlace p, TrtInit kind, d
  * type t (one key dim with its chunk dim, i64) whose element i is i.  Each
  * rank makes the chunks placement p (TRT_ALL or TRT_PART) gives it. */
 TrtRel *trt_range(const TrtType *t, TrtPlace p);
+
+/* A loop's counter: a 0-d i64 relation holding value, on every rank. */
+TrtRel *trt_counter(const TrtType *t, int64_t value);
+
+/* The window of relation in (TRT_ALL, dense) along key dim `dim` from
+ * shift + off on (off a 0-d i64 on every rank, or NULL for 0): a relation
+ * of type t, element i of dim `dim` being in's element shift + off + i,
+ * zero outside in.  Each rank
+ * makes the chunks placement p (TRT_ALL or TRT_PART) gives it; nothing is
+ * sent. */
+TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, int64_t shift, int dim, const TrtType *t, TrtPlace p);
 
 /* A new relation holding r's tuples, sharing their chunks. */
 TrtRel *trt_rel_clone(const TrtRel *r);
