@@ -617,11 +617,11 @@ static void gen_impls(Search *s, int t)
 	}
 	case TRA_SLICE: {
 		int a = find_out(s, op->u.slice.in, place_all());
-		int b = op->u.slice.off >= 0 ? find_out(s, op->u.slice.off, place_all()) : ANYPL;
-		if (a < 0 || b == -1)
+		int b = op->u.slice.off >= 0 ? find_out(s, op->u.slice.off, place_all()) : 0;
+		if (a < 0 || b < 0)
 			tr_bug("a slice's inputs cannot be everywhere");
 		for (int i = 0; i < s->dom[t].n; i++)
-			offer(s, t, (Impl){.kind = IM_SLICE, .inpl = {a, b}, .out = i});
+			offer(s, t, (Impl){.kind = IM_SLICE, .inpl = {a, op->u.slice.off >= 0 ? b : ANYPL}, .out = i});
 		break;
 	}
 	case TRA_JOIN:

@@ -25,10 +25,10 @@ env = mpi_env()
 
 CASES = []
 
-def case(name, src, inputs, expect, block=3, tol=None, files=None, flags=(), outputs=None):
+def case(name, src, inputs, expect, block=3, tol=None, files=None, flags=(), outputs=None, ranks=RANKS):
     """inputs: {name: array}; expect: function(inputs) -> {output: array}."""
     CASES.append(dict(name=name, src=textwrap.dedent(src), inputs=inputs, expect=expect,
-                      block=block, tol=tol, files=files or {}, flags=list(flags)))
+                      block=block, tol=tol, files=files or {}, flags=list(flags), ranks=ranks))
 
 r = np.random.default_rng(7)
 def rnd(*shape, dt=np.float32):
@@ -408,6 +408,88 @@ case("one_hot_training", """
     output W;
 """, dict(X=rnd(8, 5), labels=np.array([0, 2, 1, 1, 0, 2, 2, 1], dtype=np.int64)), one_hot_training, tol=2e-5)
 
+# ---- loop counters, windows that move with them, shifted positions ----
+# (on 1, 2, 3 and 4 ranks, blocks that divide nothing)
+
+def padded(X, lo, n):
+    """X's rows lo .. lo+n-1, zero outside X (a window's padding)."""
+    out = np.zeros((n,) + X.shape[1:], X.dtype)
+    for i in range(n):
+        if 0 <= lo + i < len(X):
+            out[i] = X[lo + i]
+    return out
+
+def minibatch_sums(x):
+    X = x["X"].astype(np.float64)
+    A, C = np.zeros((3, 5)), np.zeros(2 * 4)
+    for e in range(2):
+        for b in range(4):
+            Xb = padded(X, b * 3 + e, 3)
+            A += Xb * (10 * e + b + 1)
+            C[e * 4 + b] = Xb.sum()
+    return dict(A=A.astype(np.float32), C=C.astype(np.float32))
+case("loop_counter_window", """
+    size N = 11, B = 3, NB = 4, D = 5, E = 2, K = E * NB;
+    input X[N, D];
+    param A[B, D] = zeros;
+    param C[K] = zeros;
+    repeat e in E {
+        repeat b in NB {                      # the last window runs past X: zeros
+            Xb[n in B, d] = X[b*B + n + e, d];
+            A[n, d] += Xb[n, d] * f32(10 * e + b + 1);
+            s = sum[n, d](Xb[n, d]);
+            C[k] += where(k == e * NB + b, s, 0);
+        }
+    }
+    output A; output C;
+""", dict(X=rnd(11, 5)), minibatch_sums, block=2, tol=1e-5, ranks=[1, 2, 3, 4])
+
+def shifts(x):
+    X = x["X"]
+    return dict(L=padded(X, -1, 7), R=padded(X, 1, 7) - X, V=X[2:] * 2,
+                S=padded(X, -2, 7) + X + padded(X, 3, 7))
+case("shifted_positions", """
+    size N = 7, J = 5;
+    input X[N, J];
+    L[i in N, j] = X[i - 1, j];              # an explicit range: X[-1] reads zero
+    R[i, j] = X[i + 1, j] - X[i, j];         # a plain use fixes i; X[7] reads zero
+    V[i, j] = 2 * X[2 + i, j];               # inferred: the largest range in X, 5
+    S[i, j] = X[i - 2, j] + X[i, j] + X[(i + 1) * 1 + 2, j];
+    output L; output R; output V; output S;
+""", dict(X=rnd(7, 5)), shifts, block=2, ranks=[1, 2, 3, 4])
+
+def minibatch_sgd(x):
+    X, L = x["X"].astype(np.float64), x["labels"]
+    W = np.zeros((5, 3))
+    for e in range(2):
+        for b in range(3):
+            Xb, Lb = X[b * 4:b * 4 + 4], L[b * 4:b * 4 + 4]
+            Y = (Lb[:, None] == np.arange(3)).astype(np.float64)
+            Z = Xb @ W
+            P = np.exp(Z - Z.max(1, keepdims=True))
+            P /= P.sum(1, keepdims=True)
+            W -= 0.5 / (1 + e) * Xb.T @ (P - Y) / len(Xb)
+    return dict(W=W.astype(np.float32))
+case("minibatch_sgd", """
+    import "nn.tra";
+    size N = 12, B = 4, NB = 3, D = 5, C = 3;
+    input X[N, D];
+    input labels[N] : i64;
+    param W[D, C] = zeros;
+    repeat e in 2 {
+        repeat b in NB {
+            Xb[n in B, d] = X[b*B + n, d];
+            Y[n in B, c in C] = f32(labels[B*b + n] == c);
+            Z[n, c] = Xb[n, d] * W[d, c];
+            loss = softmax_xent(Z, Y);
+            dW = grad(loss, W);
+            W[d, c] -= (0.5 / (1 + f32(e))) * dW[d, c];
+        }
+    }
+    output W;
+""", dict(X=rnd(12, 5), labels=np.array([0, 2, 1, 1, 0, 2, 2, 1, 0, 0, 1, 2], dtype=np.int64)),
+     minibatch_sgd, tol=2e-5, ranks=[1, 2, 3, 4])
+
 def run(c, tmp):
     d = os.path.join(tmp, c["name"])
     os.makedirs(d)
@@ -422,7 +504,7 @@ def run(c, tmp):
     if p.returncode != 0:
         return ["trac failed:\n" + p.stderr]
     errors, first = [], None
-    for n in RANKS:
+    for n in c["ranks"]:
         for f in os.listdir(d):
             if f.endswith(".npy") and f[:-4] not in c["inputs"]:
                 os.unlink(os.path.join(d, f))
