@@ -139,6 +139,11 @@ bool sym_live(const Sym *sym, Loc use)
 	if (sym->expired) {
 		int line, col;
 		loc_linecol(sym->expired_loc, &line, &col);
+		if (sym->kind == SYM_COUNTER) {
+			diag(DIAG_ERROR, use, "'%s' counts the iterations of the repeat block at %d:%d and has no value "
+			     "after it", sym->name, line, col);
+			return false;
+		}
 		diag(DIAG_ERROR, use, "'%s' is defined inside the repeat block at %d:%d and has no value after it; "
 		     "store it in a param to keep it", sym->name, line, col);
 		return false;
@@ -673,8 +678,8 @@ static bool check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
 	}
 	if (var < 0) {
 		char *text = loc_text(ix->loc);
-		diag(DIAG_ERROR, ix->loc, "index expression '%s' has no index name; index a single position with an "
-		     "index name and a range, as in X[b*B + n] with 'n in 1' on the left", text);
+		diag(DIAG_ERROR, ix->loc, "index expression '%s' has no index name; a position moves with one, as "
+		     "n in Xb[n in B, d] = X[b*B + n, d]", text);
 		free(text);
 		return false;
 	}

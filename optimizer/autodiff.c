@@ -36,7 +36,7 @@
 
 #include "optimizer/opt.h"
 
-typedef enum { D_NONE, D_EINSUM, D_DIAG, D_REKEY, D_LEAF } DiffKind;
+typedef enum { D_NONE, D_EINSUM, D_DIAG, D_REKEY, D_SLICE, D_LEAF } DiffKind;
 
 typedef struct DiffUnit {
 	DiffKind kind;
@@ -103,6 +103,12 @@ static void find_units(Grad *g)
 		case TRA_REKEY:
 			u->kind = D_REKEY;
 			u->prod = i;
+			break;
+		case TRA_SLICE:         /* the offset is an integer: no gradient */
+			u->kind = D_SLICE;
+			u->prod = i;
+			u->nin = 1;
+			u->in[0] = op->u.slice.in;
 			break;
 		default:
 			break;
@@ -356,6 +362,33 @@ static void vjp_rekey(Grad *g, TraBuild *b, int u, int G)
 	contribute(g, b, a, T, avar);
 }
 
+/* A window's adjoint is the window the other way: G placed back at the
+ * offset, zero elsewhere (a slice of G at minus the offset, as long as
+ * the input). */
+static void vjp_slice(Grad *g, TraBuild *b, int u, int G)
+{
+	const TraOp *S = &g->old->ops.v[u];
+	int a = g->unit[u].in[0];
+	if (g->prop[u][0] || g->adj[a] == -2)
+		return;
+	g->prop[u][0] = true;
+	const RelType *ta = &g->old->ops.v[a].type;
+	int d = S->u.slice.dim, avar[MAXDIM];
+	TraOp s = {.kind = TRA_SLICE, .stmt = b->stmt, .type = g->p->ops.v[G].type};
+	s.type.extent[d] = ta->extent[d];
+	s.type.block[d] = ta->block[d];
+	s.u.slice.in = G;
+	s.u.slice.dim = d;
+	s.u.slice.shift = -S->u.slice.shift;
+	s.u.slice.off = -1;
+	if (S->u.slice.off >= 0)
+		s.u.slice.off = tb_finish(b, tb_unary(b, KOP_NEG, tb_rel(b, g->map[S->u.slice.off], 0, NULL)), 0, NULL);
+	int op = tra_push(g->p, s);
+	for (int k = 0; k < ta->nkey; k++)
+		avar[k] = tb_var(b, ta->extent[k]);
+	contribute(g, b, a, tb_rel(b, op, ta->nkey, avar), avar);
+}
+
 /* ---- one grad op ---- */
 
 static void mark_ancestors(const TraProg *o, int v, bool *anc)
@@ -463,9 +496,6 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 		case D_NONE:
 			if (op->kind == TRA_GRAD)
 				diag(DIAG_ERROR, loc, "the loss depends on a gradient; second derivatives are not supported");
-			else if (op->kind == TRA_SLICE)
-				diag(DIAG_ERROR, loc, "the gradient flows through a slice that moves with a loop counter "
-				     "('X[b*B + n]'); slice a tensor that is not differentiated, such as an input");
 			else if (op->kind != TRA_JOIN && op->kind != TRA_MAP && op->kind != TRA_FILTER)
 				tr_bug("autodiff meets a %s op it has no rule for", tra_op_name(op->kind));
 			continue;       /* a reducing kernel or filter inside its unit */
@@ -474,6 +504,7 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 		case D_EINSUM:
 		case D_DIAG:
 		case D_REKEY:
+		case D_SLICE:
 			break;
 		}
 		int G = adjoint(g, &b, v);
@@ -483,6 +514,7 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 		case D_EINSUM: vjp_einsum(g, &b, v, G); break;
 		case D_DIAG: vjp_diag(g, &b, v, G); break;
 		case D_REKEY: vjp_rekey(g, &b, v, G); break;
+		case D_SLICE: vjp_slice(g, &b, v, G); break;
 		default: break;
 		}
 	}

@@ -490,6 +490,42 @@ case("minibatch_sgd", """
 """, dict(X=rnd(12, 5), labels=np.array([0, 2, 1, 1, 0, 2, 2, 1, 0, 0, 1, 2], dtype=np.int64)),
      minibatch_sgd, tol=2e-5, ranks=[1, 2, 3, 4])
 
+def window_grads(x):
+    """gradients through windows and shifts, by PyTorch autograd"""
+    import torch
+    W = torch.tensor(x["W0"], dtype=torch.float64, requires_grad=True)
+    X = torch.tensor(x["X"], dtype=torch.float64)
+    Wc = W.detach().clone()
+    for b in range(3):                      # a window that moves with b
+        Wv = Wc.clone().requires_grad_(True)
+        Wb = torch.zeros(2, 4, dtype=torch.float64)
+        Wb[:len(Wv[b * 2 + 1:b * 2 + 3])] = Wv[b * 2 + 1:b * 2 + 3]
+        loss = ((Wb * X[4:]) ** 2).sum()
+        loss.backward()
+        Wc = Wc - 0.1 * Wv.grad
+    # shifted reads: Y[i] = W[i - 1] X[i] + W[i + 1] (zero outside W)
+    Wm = torch.cat([torch.zeros(1, 4, dtype=torch.float64), W[:-1]])
+    Wp = torch.cat([W[1:], torch.zeros(1, 4, dtype=torch.float64)])
+    l2 = ((Wm * X + Wp) ** 2).sum()
+    dW, = torch.autograd.grad(l2, W)
+    return dict(W=Wc.numpy().astype(np.float32), dW=dW.numpy().astype(np.float32))
+case("window_grad", """
+    size N = 6, B = 2, NB = 3, D = 4;
+    input X[N, D];
+    input W0[N, D];
+    param W[N, D] = "W0.npy";
+    Y[i, d] = W[i - 1, d] * X[i, d] + W[i + 1, d];
+    l2 = sum[i, d](Y[i, d] ** 2);
+    dW = grad(l2, W);
+    repeat b in NB {                         # the last window runs past W
+        Wb[n in B, d] = W[b*B + n + 1, d];
+        loss = sum[n, d]((Wb[n, d] * X[n + 4, d]) ** 2);
+        g = grad(loss, W);
+        W[i, d] -= 0.1 * g[i, d];
+    }
+    output W; output dW;
+""", dict(X=rnd(6, 4), W0=rnd(6, 4)), window_grads, block=4, tol=2e-5, ranks=[1, 2, 3, 4])
+
 def run(c, tmp):
     d = os.path.join(tmp, c["name"])
     os.makedirs(d)
