@@ -658,8 +658,8 @@ static bool check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
 			nvar++;
 			if (a.t[i].coef != 1 || nvar > 1) {
 				char *text = loc_text(ix->loc);
-				diag(DIAG_ERROR, ix->loc, "index expression '%s' %s; trac supports one index name, with "
-				     "coefficient 1, plus loop counters and constants, for now", text,
+				diag(DIAG_ERROR, ix->loc, "index expression '%s' %s: not supported yet; a position holds one "
+				     "index name, with coefficient 1, plus loop counters and constants", text,
 				     nvar > 1 ? "adds two index names" : "multiplies an index name");
 				free(text);
 				return false;
