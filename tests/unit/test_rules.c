@@ -481,6 +481,11 @@ static const char *impl_programs[] = {
 	/* ranges: index values */
 	"size N = 7, C = 5;\ninput L[N];\nY[n, c in C] = L[n] * f32(c);\nI[i in N, j in N] = f32(i == j) - f32(j);\n"
 	"s = sum[i in N](f32(i) * L[i]);\noutput Y;\noutput I;\noutput s;\n",
+	/* loop counters, windows that move with them, shifts and their gradients */
+	"size N = 7, B = 2, NB = 4, D = 3;\ninput X[N, D];\nparam W[N, D] = normal(0, 1);\nparam A[B, D] = zeros;\n"
+	"repeat e in 2 {\nrepeat b in NB {\nXb[n in B, d] = X[b*B + n + e, d];\n"
+	"Y[i, d] = W[i - 1, d] * X[i, d] + W[i + 2, d];\nl = sum[i, d](Y[i, d] * Y[i, d]);\ng = grad(l, W);\n"
+	"W[i, d] -= 0.1 * g[i, d];\nA[n, d] += Xb[n, d] * f32(b - e);\n}\n}\noutput A;\noutput W;\n",
 };
 
 static void test_impls(void **state)
