@@ -1131,8 +1131,10 @@ static void emit_main(Emit *e)
 			break;
 		}
 		case IA_SLICE:
-			buf_printf(b, "\tTrtRel *r%d = trt_slice(%s, %s, %" PRId64 ", %d, &type%d, ", i, whole(e, i, 0),
-			           op->u.slice.off >= 0 ? whole(e, i, 1) : "NULL", op->u.slice.shift, op->u.slice.dim, i);
+			buf_printf(b, "\tstatic const TrtWindow window%d = {%d, %" PRId64 ", %" PRId64 ", %d};\n", i,
+			           op->u.slice.dim, op->u.slice.shift, op->u.slice.stride, op->u.slice.scatter);
+			buf_printf(b, "\tTrtRel *r%d = trt_slice(%s, %s, &window%d, &type%d, ", i, whole(e, i, 0),
+			           op->u.slice.off >= 0 ? whole(e, i, 1) : "NULL", i, i);
 			end_call_at(b, &op->place);
 			break;
 		case IA_LOAD:

@@ -70,6 +70,7 @@ static int windows(TraBuild *b, Lowering *lw, Node *n, int op)
 		s.u.slice.in = op;
 		s.u.slice.dim = d;
 		s.u.slice.shift = f->shift;
+		s.u.slice.stride = 1;
 		s.u.slice.off = -1;
 		if (f->ncounter) {
 			TVal off = tb_binary(b, KOP_MUL, tb_counter(b, f->depth[0]), tb_const(b, (double)f->coef[0]));

@@ -302,9 +302,12 @@ typedef struct TraOp {
 		struct { int in; int tensor; } store;   /* STORE, PRINT */
 		struct { int64_t count; } loop;
 		struct { int depth; } counter;          /* the repeat block's nesting depth, 0 outermost */
-		/* out[.., i, ..] = in[.., shift + off + i, ..] along key dim `dim`;
-		 * off: a 0-d i64 op (a loop counter's multiple), or -1 */
-		struct { int in, off; int dim; int64_t shift; } slice;
+		/* along key dim `dim`, with p = stride * i + shift + off:
+		 * out[.., i, ..] = in[.., p, ..] (a window: gather), or, when
+		 * scatter, out[.., p, ..] = in[.., i, ..] and zero between (its
+		 * adjoint); zero outside the input.  off: a 0-d i64 op (a loop
+		 * counter's multiple), or -1 */
+		struct { int in, off; int dim; int64_t shift, stride; bool scatter; } slice;
 		struct { int loss; int tensor; } grad;
 	} u;
 } TraOp;
@@ -472,7 +475,7 @@ typedef struct IaOp {
 		struct { int in; int tensor; } store;   /* STORE, PRINT */
 		struct { int64_t count; } loop;
 		struct { int depth; } counter;
-		struct { int in, off; int dim; int64_t shift; } slice;
+		struct { int in, off; int dim; int64_t shift, stride; bool scatter; } slice;
 	} u;
 } IaOp;
 

@@ -73,7 +73,8 @@ void tra_print(Buf *b, const TraProg *p)
 			buf_printf(b, " depth %d", op->u.counter.depth);
 			break;
 		case TRA_SLICE:
-			buf_printf(b, " %%%d dim %d at %" PRId64, op->u.slice.in, op->u.slice.dim, op->u.slice.shift);
+			buf_printf(b, " %%%d dim %d%s at %" PRId64 " stride %" PRId64, op->u.slice.in, op->u.slice.dim,
+			           op->u.slice.scatter ? " scatter" : "", op->u.slice.shift, op->u.slice.stride);
 			if (op->u.slice.off >= 0)
 				buf_printf(b, " + %%%d", op->u.slice.off);
 			break;
@@ -179,8 +180,10 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 		buf_printf(b, " depth %d", op->u.counter.depth);
 		break;
 	case IA_SLICE:
-		buf_printf(b, " dim %d at %" PRId64 "%s", op->u.slice.dim, op->u.slice.shift,
-		           op->u.slice.off >= 0 ? " + counter" : "");
+		buf_printf(b, " dim %d%s at %" PRId64 "%s", op->u.slice.dim, op->u.slice.scatter ? " scatter" : "",
+		           op->u.slice.shift, op->u.slice.off >= 0 ? " + counter" : "");
+		if (op->u.slice.stride != 1)
+			buf_printf(b, " stride %" PRId64, op->u.slice.stride);
 		break;
 	case IA_STORE:
 	case IA_PRINT:

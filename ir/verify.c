@@ -296,8 +296,10 @@ static void check_counter(Ctx *c, int depth, const RelType *t)
 
 /* A slice: the input's type but for the sliced dim's extent (and blocks),
  * at a 0-d i64 offset. */
-static void check_slice(Ctx *c, const RelType *in, const RelType *off, int dim, const RelType *t)
+static void check_slice(Ctx *c, const RelType *in, const RelType *off, int dim, int64_t stride, const RelType *t)
 {
+	if (stride < 1)
+		fail(c, "a slice of stride %" PRId64, stride);
 	if (off && (off->nkey != 0 || off->dtype != DT_I64))
 		fail(c, "a slice at an offset of %d key dims, %s", off->nkey, dtype_name(off->dtype));
 	else if (dim < 0 || dim >= in->nkey || t->nkey != in->nkey || t->nchunk != in->nchunk || t->dtype != in->dtype ||
@@ -446,7 +448,7 @@ static void check_tra_op(Ctx *c, const TraProg *p, int i)
 		check_counter(c, op->u.counter.depth, &op->type);
 		break;
 	case TRA_SLICE:
-		check_slice(c, a, b, op->u.slice.dim, &op->type);
+		check_slice(c, a, b, op->u.slice.dim, op->u.slice.stride, &op->type);
 		break;
 	case TRA_STORE:
 		check_param(c, p, op->u.store.tensor, a);
@@ -547,7 +549,7 @@ static void check_ia_op(Ctx *c, const IaPlan *p, int i)
 		check_counter(c, op->u.counter.depth, &op->type);
 		break;
 	case IA_SLICE:
-		check_slice(c, a, b, op->u.slice.dim, &op->type);
+		check_slice(c, a, b, op->u.slice.dim, op->u.slice.stride, &op->type);
 		break;
 	case IA_STORE:
 		check_param(c, p->tra, op->u.store.tensor, a);

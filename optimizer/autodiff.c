@@ -362,9 +362,9 @@ static void vjp_rekey(Grad *g, TraBuild *b, int u, int G)
 	contribute(g, b, a, T, avar);
 }
 
-/* A window's adjoint is the window the other way: G placed back at the
- * offset, zero elsewhere (a slice of G at minus the offset, as long as
- * the input). */
+/* A window's adjoint is the window the other way: G scattered back to the
+ * positions it was gathered from, zero elsewhere (and a scatter's is the
+ * gather). */
 static void vjp_slice(Grad *g, TraBuild *b, int u, int G)
 {
 	const TraOp *S = &g->old->ops.v[u];
@@ -379,10 +379,10 @@ static void vjp_slice(Grad *g, TraBuild *b, int u, int G)
 	s.type.block[d] = ta->block[d];
 	s.u.slice.in = G;
 	s.u.slice.dim = d;
-	s.u.slice.shift = -S->u.slice.shift;
-	s.u.slice.off = -1;
-	if (S->u.slice.off >= 0)
-		s.u.slice.off = tb_finish(b, tb_unary(b, KOP_NEG, tb_rel(b, g->map[S->u.slice.off], 0, NULL)), 0, NULL);
+	s.u.slice.shift = S->u.slice.shift;
+	s.u.slice.stride = S->u.slice.stride;
+	s.u.slice.scatter = !S->u.slice.scatter;
+	s.u.slice.off = S->u.slice.off >= 0 ? g->map[S->u.slice.off] : -1;
 	int op = tra_push(g->p, s);
 	for (int k = 0; k < ta->nkey; k++)
 		avar[k] = tb_var(b, ta->extent[k]);

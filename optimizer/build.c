@@ -137,6 +137,8 @@ static int b_slice(Emit *e, const Unit *u, const int *x, const Place *mid, const
 	ia.u.slice.off = u->op->u.slice.off >= 0 ? x[1] : -1;
 	ia.u.slice.dim = u->op->u.slice.dim;
 	ia.u.slice.shift = u->op->u.slice.shift;
+	ia.u.slice.stride = u->op->u.slice.stride;
+	ia.u.slice.scatter = u->op->u.slice.scatter;
 	return emit_op(e, ia);
 }
 

@@ -169,7 +169,12 @@ static Rel *do_slice(Interp *in, const Rel *a, int64_t off, const IaOp *op)
 	}
 	y.v = xcalloc((size_t)(n ? n : 1), sizeof *y.v);
 	for (int64_t e = 0; e < n; e++) {
-		int64_t outer = e / inner / t->extent[dim], src = e / inner % t->extent[dim] + off;
+		int64_t outer = e / inner / t->extent[dim], j = e / inner % t->extent[dim], src = -1;
+		int64_t stride = op->u.slice.stride;
+		if (!op->u.slice.scatter)
+			src = stride * j + off;
+		else if ((j - off) % stride == 0)
+			src = (j - off) / stride;
 		if (src >= 0 && src < at->extent[dim])
 			y.v[e] = x->v[(outer * at->extent[dim] + src) * inner + e % inner];
 	}

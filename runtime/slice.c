@@ -7,8 +7,10 @@
  * along one key dim out of a relation every rank holds whole (TRT_ALL: the
  * data set is placed once, before the loop), so a step moves nothing; each
  * rank makes only the chunks its placement gives it.  Positions outside
- * the input read zero.  Copies go by runs along the innermost chunk dim,
- * one hash look-up per run piece.
+ * the input read zero.  A window of stride 1 copies by runs along the
+ * innermost chunk dim, one hash look-up per run piece; a strided one, or
+ * a scatter (a window's adjoint: the input put back where a window took
+ * it from), goes element by element.
  */
 #include <string.h>
 
@@ -64,18 +66,68 @@ static void copy_run(const TrtRel *in, const KeyIndex *ix, int64_t *g, int kl, i
 	}
 }
 
-TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, int64_t shift, int dim, const TrtType *t, TrtPlace p)
+/* Chunk `key` (len[c] along chunk dim c) of a strided window or a scatter,
+ * element by element. */
+static void window_elems(const TrtRel *in, const KeyIndex *ix, const TrtWindow *w, int64_t o, const TrtType *t,
+                         const int64_t *key, const int64_t *len, char *dst, size_t es)
 {
 	const TrtType *it = &in->type;
+	int64_t total = 1, idx[TRT_MAXDIM] = {0}, g[TRT_MAXDIM], ik[TRT_MAXDIM], ilen[TRT_MAXDIM];
+	int64_t last[TRT_MAXDIM], pos = -1;
+	int have = 0;
+	for (int c = 0; c < t->nchunk; c++)
+		total *= len[c];
+	for (int64_t e = 0; e < total; e++) {
+		for (int d = 0; d < t->nkey; d++)
+			g[d] = key[d] * t->block[d];
+		for (int c = 0; c < t->nchunk; c++)
+			g[t->chunkdim[c]] += idx[c];
+		int64_t j = g[w->dim], src = -1;
+		if (!w->scatter)
+			src = w->stride * j + o;
+		else if ((j - o) % w->stride == 0)
+			src = (j - o) / w->stride;
+		g[w->dim] = src;
+		int inside = src >= 0 && src < it->extent[w->dim];
+		for (int d = 0; inside && d < it->nkey; d++)
+			ik[d] = g[d] / it->block[d];
+		if (inside && (!have || rt_key_cmp(ik, last, it->nkey))) {
+			pos = rt_index_find(ix, in, ik);
+			memcpy(last, ik, sizeof last);
+			have = 1;
+			if (pos >= 0)
+				rt_chunk_shape(it, ik, ilen);
+		}
+		if (inside && pos >= 0) {
+			int64_t at = 0;
+			for (int c = 0; c < it->nchunk; c++) {
+				int d = it->chunkdim[c];
+				at = at * ilen[c] + g[d] - ik[d] * it->block[d];
+			}
+			memcpy(dst + (size_t)e * es, (const char *)rt_chunk_data(in->chunks[pos]) + (size_t)at * es, es);
+		}
+		for (int c = t->nchunk - 1; c >= 0; c--) {
+			if (++idx[c] < len[c])
+				break;
+			idx[c] = 0;
+		}
+	}
+}
+
+TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const TrtType *t, TrtPlace p)
+{
+	int dim = w->dim;
+	const TrtType *it = &in->type;
 	if (in->place.kind != TRT_ALL || it->sparse || t->sparse ||
-	    (off && (off->place.kind != TRT_ALL || off->type.nkey != 0 || off->type.dtype != TRT_I64 || off->n != 1)) || dim < 0 || dim >= t->nkey ||
+	    (off && (off->place.kind != TRT_ALL || off->type.nkey != 0 || off->type.dtype != TRT_I64 || off->n != 1)) ||
+	    w->stride < 1 || dim < 0 || dim >= t->nkey ||
 	    it->nkey != t->nkey || it->nchunk != t->nchunk || t->nchunk < 1 || it->dtype != t->dtype ||
 	    p.kind == TRT_ANY)
 		rt_bug("a slice of a relation or at an offset not held whole by every rank");
 	int64_t o = 0;
 	if (off)
 		memcpy(&o, rt_chunk_data(off->chunks[0]), sizeof o);
-	o += shift;
+	o += w->shift;
 	KeyIndex ix;
 	rt_index_init(&ix);
 	for (int64_t i = 0; i < in->n; i++)
@@ -93,6 +145,11 @@ TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, int64_t shift, int dim, c
 		Chunk *c = rt_chunk_new((size_t)total * es);
 		char *dst = rt_chunk_data(c);
 		memset(dst, 0, (size_t)total * es);
+		if (w->stride != 1 || w->scatter) {
+			window_elems(in, &ix, w, o, t, key, len, dst, es);
+			rt_rel_push(r, key, c);
+			continue;
+		}
 		int64_t run = len[cl];
 		memset(idx, 0, sizeof idx);
 		for (int64_t row = 0; total > 0 && row < total / run; row++) {

@@ -202,13 +202,20 @@ TrtRel *trt_range(const TrtType *t, TrtPlace p);
 /* A loop's counter: a 0-d i64 relation holding value, on every rank. */
 TrtRel *trt_counter(const TrtType *t, int64_t value);
 
-/* The window of relation in (TRT_ALL, dense) along key dim `dim` from
- * shift + off on (off a 0-d i64 on every rank, or NULL for 0): a relation
- * of type t, element i of dim `dim` being in's element shift + off + i,
- * zero outside in.  Each rank
- * makes the chunks placement p (TRT_ALL or TRT_PART) gives it; nothing is
- * sent. */
-TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, int64_t shift, int dim, const TrtType *t, TrtPlace p);
+/* A window along one key dim: with pos = stride * i + shift + off, out's
+ * element i is in's element pos (a gather), or, for a scatter, out's
+ * element pos is in's element i and the others are zero. */
+typedef struct TrtWindow {
+	int dim;
+	int64_t shift, stride;
+	int scatter;
+} TrtWindow;
+
+/* The window w of relation in (TRT_ALL, dense), off a 0-d i64 on every
+ * rank or NULL for 0: a relation of type t, zero where it reads outside
+ * in.  Each rank makes the chunks placement p (TRT_ALL or TRT_PART) gives
+ * it; nothing is sent. */
+TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const TrtType *t, TrtPlace p);
 
 /* A new relation holding r's tuples, sharing their chunks. */
 TrtRel *trt_rel_clone(const TrtRel *r);
