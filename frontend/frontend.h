@@ -43,12 +43,15 @@ typedef enum { R_SUM, R_MAX, R_MIN, R_ARGMAX, R_ARGMIN, R_MEAN } RedKind;
 
 typedef struct Node Node;
 
-/* sema: an affine index position, X[b*B + n]: index var `var` plus shift
- * plus the loop counters' multiples (the counter of the repeat block at
- * depth[i], times coef[i]); `expr` is the position as written. */
+/* sema: an affine index position, X[b*B + n], X[2*y + dy]: the index vars
+ * var[i] times vcoef[i] plus shift plus the loop counters' multiples (the
+ * counter of the repeat block at depth[i], times coef[i]); `expr` is the
+ * position as written.  var[0] names the position in the access's idx. */
 typedef struct IxAffine {
 	Node *expr;
-	int var;
+	int nvar;
+	int var[MAXDIM];
+	int64_t vcoef[MAXDIM];
 	int64_t shift;
 	int ncounter;
 	int depth[MAXDIM];

@@ -648,23 +648,26 @@ static bool check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
 	Affine a;
 	if (!affine_of(s, ix, &a))
 		return false;
-	int var = -1, nvar = 0;
 	IxAffine f = {.expr = ix, .shift = a.c0};
 	int64_t lo = a.c0, hi = a.c0;
+	bool rising = false;
 	for (int i = 0; i < a.n; i++) {
 		if (a.t[i].coef == 0)
 			continue;
 		if (!a.t[i].counter) {
-			nvar++;
-			if (a.t[i].coef != 1 || nvar > 1) {
-				char *text = loc_text(ix->loc);
-				diag(DIAG_ERROR, ix->loc, "index expression '%s' %s: not supported yet; a position holds one "
-				     "index name, with coefficient 1, plus loop counters and constants", text,
-				     nvar > 1 ? "adds two index names" : "multiplies an index name");
-				free(text);
+			if (f.nvar == MAXDIM) {
+				diag(DIAG_ERROR, ix->loc, "an index expression of more than %d index names", MAXDIM);
 				return false;
 			}
-			var = a.t[i].id;
+			/* one that rises with its var first: it names the position */
+			int at = f.nvar++;
+			if (a.t[i].coef > 0 && !rising) {
+				f.var[at] = f.var[0], f.vcoef[at] = f.vcoef[0];
+				at = 0;
+				rising = true;
+			}
+			f.var[at] = a.t[i].id;
+			f.vcoef[at] = a.t[i].coef;
 			continue;
 		}
 		const Sym *c = &s->syms.v[a.t[i].id];
@@ -676,7 +679,14 @@ static bool check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
 			return false;
 		}
 	}
-	if (var < 0) {
+	if (f.nvar > 0 && !rising) {
+		char *text = loc_text(ix->loc);
+		diag(DIAG_ERROR, ix->loc, "index expression '%s' only falls as its index names rise: not supported yet; "
+		     "write the position with a rising index, as in X[i + k] rather than X[i - k]", text);
+		free(text);
+		return false;
+	}
+	if (f.nvar == 0) {
 		char *text = loc_text(ix->loc);
 		diag(DIAG_ERROR, ix->loc, "index expression '%s' has no index name; a position moves with one, as "
 		     "n in Xb[n in B, d] = X[b*B + n, d]", text);
@@ -688,16 +698,35 @@ static bool check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
 		     t->name);
 		return false;
 	}
-	f.var = var;
-	n->u.access.aff[d] = arena_alloc(s->arena, sizeof f);
-	*n->u.access.aff[d] = f;
-	/* from here on the position reads as its var's name */
+	IxAffine *stored = arena_alloc(s->arena, sizeof f);
+	*stored = f;
+	n->u.access.aff[d] = stored;
+	/* from here on the position reads as its first var's name */
 	Node *name = ast_node(s->arena, N_NAME, ix->loc);
-	name->u.name.name = s->vars.v[var].name;
-	name->u.name.var = var;
+	name->u.name.name = s->vars.v[f.var[0]].name;
+	name->u.name.var = f.var[0];
 	n->u.access.idx[d] = name;
-	vec_push(&s->affuse, ((AffUse){var, lo, hi, t->shape[d], ix->loc}));
+	vec_push(&s->affuse, ((AffUse){stored, lo, hi, t->shape[d], ix->loc}));
 	return true;
+}
+
+/* The index vars of access n, each once: its positions' names, then the
+ * other vars of its affine positions. */
+static int access_vars(const Node *n, int *out)
+{
+	int k = 0;
+	for (int d = 0; d < n->u.access.nidx; d++) {
+		const IxAffine *f = n->u.access.aff ? n->u.access.aff[d] : NULL;
+		int nv = f ? f->nvar : 1;
+		for (int i = 0; i < nv; i++) {
+			int v = f ? f->var[i] : n->u.access.idx[d]->u.name.var, seen = 0;
+			for (int j = 0; j < k; j++)
+				seen |= out[j] == v;
+			if (!seen && k < 2 * MAXDIM)
+				out[k++] = v;
+		}
+	}
+	return k;
 }
 
 /* The statement's index vars that only affine positions use take the
@@ -706,31 +735,59 @@ static bool check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
  * infers ranges); false (reported) when there is none. */
 static bool infer_ranges(Sema *s)
 {
-	bool ok = true;
-	for (int i = 0; i < s->affuse.n; i++) {
-		int v = s->affuse.v[i].var;
-		if (s->vars.v[v].extent >= 0)
-			continue;
-		int64_t ext = INT64_MAX;
-		bool neg = false;
-		for (int j = 0; j < s->affuse.n; j++) {
-			const AffUse *u = &s->affuse.v[j];
-			if (u->var != v)
-				continue;
-			neg |= u->lo < 0;
-			if (u->extent - u->hi < ext)
-				ext = u->extent - u->hi;
-		}
-		const Var *var = &s->vars.v[v];
-		if (neg || ext < 1) {
-			diag(DIAG_ERROR, s->affuse.v[i].loc, "the range of index '%s' cannot be inferred: %s; give it one "
-			     "with '%s in SIZE' on the left or in a reduction's brackets", var->name,
-			     neg ? "a position below 0 is read for every value of it" :
-			           "no value of it keeps every access inside its tensor", var->name);
-			ok = false;
-			continue;
-		}
-		bind_extent(s, v, ext, s->affuse.v[i].loc, "the largest range keeping its accesses inside their tensors");
+	bool ok = true, progress = true;
+	/* a var whose uses' other vars all have extents first, until none is left */
+	while (progress) {
+		progress = false;
+		for (int i = 0; i < s->affuse.n; i++)
+			for (int k = 0; k < s->affuse.v[i].f->nvar; k++) {
+				int v = s->affuse.v[i].f->var[k];
+				if (s->vars.v[v].extent >= 0)
+					continue;
+				int64_t ext = INT64_MAX;
+				bool neg = false, ready = true;
+				for (int j = 0; j < s->affuse.n && ready; j++) {
+					const AffUse *u = &s->affuse.v[j];
+					int64_t lo = u->lo, hi = u->hi, a = 0;
+					bool has = false;
+					for (int m = 0; m < u->f->nvar; m++)
+						has |= u->f->var[m] == v;
+					for (int m = 0; has && m < u->f->nvar; m++) {
+						int64_t e = s->vars.v[u->f->var[m]].extent, c = u->f->vcoef[m];
+						if (u->f->var[m] == v)
+							a = c;
+						else if (e < 0)
+							ready = false;
+						else if (c > 0)
+							hi += c * (e - 1);
+						else
+							lo += c * (e - 1);
+					}
+					if (a == 0 || !ready)
+						continue;
+					neg |= lo < 0 || a < 0;
+					int64_t most = a > 0 ? (u->extent - 1 - hi) / a + 1 : 0;
+					if (u->extent - 1 - hi < 0)
+						most = 0;
+					if (most < ext)
+						ext = most;
+				}
+				if (!ready)
+					continue;
+				const Var *var = &s->vars.v[v];
+				progress = true;
+				if (neg || ext < 1) {
+					diag(DIAG_ERROR, s->affuse.v[i].loc, "the range of index '%s' cannot be inferred: %s; give it "
+					     "one with '%s in SIZE' on the left or in a reduction's brackets", var->name,
+					     neg ? "a position below 0 is read for every value of it" :
+					           "no value of it keeps every access inside its tensor", var->name);
+					s->vars.v[v].extent = 1;        /* reported: no second error */
+					ok = false;
+					continue;
+				}
+				bind_extent(s, v, ext, s->affuse.v[i].loc,
+				            "the largest range keeping its accesses inside their tensors");
+			}
 	}
 	return ok;
 }
@@ -1048,14 +1105,25 @@ static int children(Node *n, Node ***slot)
 	}
 }
 
+static bool count_in_idx(const Node *n, int v)
+{
+	for (int d = 0; d < n->u.access.nidx; d++)
+		if (n->u.access.idx[d]->u.name.var == v)
+			return true;
+	return false;
+}
+
 static int count_var(Node *n, int v)
 {
 	int c = 0;
 	if (n->kind == N_INDEX)
 		return n->u.name.var == v;
 	if (n->kind == N_ACCESS) {
+		int var[2 * MAXDIM], k = access_vars(n, var);
 		for (int d = 0; d < n->u.access.nidx; d++)
 			c += n->u.access.idx[d]->u.name.var == v;
+		for (int i = 0; i < k; i++)             /* a var of an affine position alone */
+			c += var[i] == v && !count_in_idx(n, v);
 		return c;
 	}
 	Node **slot[3];
@@ -1157,13 +1225,9 @@ static void free_vars(Node *n)
 		return;
 	}
 	if (n->kind == N_ACCESS) {
-		for (int d = 0; d < n->u.access.nidx; d++) {
-			int v = n->u.access.idx[d]->u.name.var, seen = 0;
-			for (int i = 0; i < n->nvar; i++)
-				seen |= n->var[i] == v;
-			if (!seen)
-				n->var[n->nvar++] = v;
-		}
+		int var[2 * MAXDIM], k = access_vars(n, var);
+		for (int i = 0; i < k && n->nvar < MAXDIM; i++)
+			n->var[n->nvar++] = var[i];
 		return;
 	}
 	Node **kids[3];

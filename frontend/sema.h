@@ -40,10 +40,11 @@ typedef struct Ty {
 	DType t;
 } Ty;
 
-/* An affine position of the statement being checked: var's values v give
- * positions v + lo .. v + hi (over the loop counters) in a dim of `extent`. */
+/* An affine position of the statement being checked, in a dim of
+ * `extent`: its index vars, and the positions lo .. hi its constant and
+ * loop counters add. */
 typedef struct AffUse {
-	int var;
+	const IxAffine *f;
 	int64_t lo, hi, extent;
 	Loc loc;
 } AffUse;
