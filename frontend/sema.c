@@ -682,7 +682,7 @@ static bool check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
 	if (f.nvar > 0 && !rising) {
 		char *text = loc_text(ix->loc);
 		diag(DIAG_ERROR, ix->loc, "index expression '%s' only falls as its index names rise: not supported yet; "
-		     "write the position with a rising index, as in X[i + k] rather than X[i - k]", text);
+		     "write it with an index that rises, as X[i] for X[N - 1 - i] with i reversed", text);
 		free(text);
 		return false;
 	}

@@ -526,6 +526,47 @@ case("window_grad", """
     output W; output dW;
 """, dict(X=rnd(6, 4), W0=rnd(6, 4)), window_grads, block=4, tol=2e-5, ranks=[1, 2, 3, 4])
 
+def convolutions(x):
+    """valid and same 2-d convolutions, a strided one, 2x2 max pooling and a
+    3-d convolution, with the gradients of a loss through them wrt the
+    kernel and the input, by PyTorch"""
+    import torch
+    F = torch.nn.functional
+    t = lambda a: torch.tensor(a, dtype=torch.float64, requires_grad=True)
+    X, K, K3, X3 = t(x["X"]), t(x["K"]), t(x["K3"]), t(x["X3"])
+    Y = F.conv2d(X[None], K)[0]
+    Z = F.conv2d(X[None], K, padding=1)[0]
+    S = F.conv2d(X[None], K, stride=2)[0]
+    P = F.max_pool2d(Z[None], 2)[0]
+    V = F.conv3d(X3[None], K3)[0]
+    loss = (Y ** 2).sum() + (P * P).sum() + S.sum()
+    loss3 = (V ** 2).sum()
+    dK, dX = torch.autograd.grad(loss, [K, X])
+    dK3, dX3 = torch.autograd.grad(loss3, [K3, X3])
+    f = lambda a: a.detach().numpy().astype(np.float32)
+    return dict(Y=f(Y), Z=f(Z), S=f(S), P=f(P), V=f(V), loss=f(loss), dK=f(dK), dX=f(dX), dK3=f(dK3), dX3=f(dX3))
+case("convolution", """
+    size C = 2, O = 3, H = 7, W = 6, R = 3;
+    input X[C, H, W];
+    input K[O, C, R, R];
+    input X3[C, 5, H, W];
+    input K3[O, C, 2, 3, 2];
+    Y[o, y, x] = K[o, c, dy, dx] * X[c, y + dy, x + dx];                   # valid
+    Z[o, y in H, x in W] = K[o, c, dy, dx] * X[c, y + dy - 1, x + dx - 1]; # same
+    S[o, y, x] = K[o, c, dy, dx] * X[c, 2*y + dy, 2*x + dx];               # stride 2
+    P[o, y, x] = max[py in 2, px in 2](Z[o, 2*y + py, 2*x + px]);          # 2x2 pooling
+    V[o, t, y, x] = K3[o, c, dt, dy, dx] * X3[c, t + dt, y + dy, x + dx];  # 3-d, valid
+    loss = sum[o, y, x](Y[o, y, x] ** 2) + sum[o, y, x](P[o, y, x] * P[o, y, x]) + sum[o, y, x](S[o, y, x]);
+    loss3 = sum[o, t, y, x](V[o, t, y, x] ** 2);
+    dK = grad(loss, K);
+    dX = grad(loss, X);
+    dK3 = grad(loss3, K3);
+    dX3 = grad(loss3, X3);
+    output Y; output Z; output S; output P; output V; output loss;
+    output dK; output dX; output dK3; output dX3;
+""", dict(X=rnd(2, 7, 6), K=rnd(3, 2, 3, 3), X3=rnd(2, 5, 7, 6), K3=rnd(3, 2, 2, 3, 2)), convolutions,
+     block=4, tol=2e-5, ranks=[1, 2, 3, 4])
+
 def run(c, tmp):
     d = os.path.join(tmp, c["name"])
     os.makedirs(d)
