@@ -115,23 +115,29 @@ static KExpr *in_or(TraBuild *l, KExpr *pend, int in)
 	return kx_subst(l->arena, pend, repl);
 }
 
-static void remap_idx(KExpr *e, const int *map)
+static void remap_idx(KExpr *e, const int *map, int nmap)
 {
 	if (e->kind == KX_IDX) {
-		if (map[e->in] < 0)
+		if (e->in >= nmap || map[e->in] < 0)
 			tr_bug("index label %d in no input", e->in);
 		e->in = map[e->in];
 	} else if (e->kind == KX_OP) {
 		for (int i = 0; i < kop_arity(e->op); i++)
-			remap_idx(e->arg[i], map);
+			remap_idx(e->arg[i], map, nmap);
 	}
 }
 
-/* Renumber a kernel's labels (index var ids) to 0.. in order of appearance. */
+/* Renumber a kernel's labels (index var ids, as many as a statement and
+ * its gradients make) to 0.. in order of appearance. */
 void tb_compact_labels(Kernel *k)
 {
-	int map[256], n = 0;
-	for (int i = 0; i < 256; i++)
+	int nmap = 0, n = 0;
+	for (int i = 0; i < k->nin; i++)
+		for (int d = 0; d < k->nindim[i]; d++)
+			if (k->inlab[i][d] >= nmap)
+				nmap = k->inlab[i][d] + 1;
+	int *map = xcalloc((size_t)nmap + 1, sizeof *map);
+	for (int i = 0; i < nmap; i++)
 		map[i] = -1;
 	for (int i = 0; i < k->nin; i++)
 		for (int d = 0; d < k->nindim[i]; d++) {
@@ -142,11 +148,12 @@ void tb_compact_labels(Kernel *k)
 		}
 	for (int d = 0; d < k->noutdim; d++) {
 		int v = k->outlab[d];
-		if (map[v] < 0)
+		if (v >= nmap || map[v] < 0)
 			tr_bug("output label %d not in any input", v);
 		k->outlab[d] = map[v];
 	}
-	remap_idx(k->expr, map);
+	remap_idx(k->expr, map, nmap);
+	free(map);
 	k->nlab = n;
 }
 
