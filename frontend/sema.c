@@ -729,6 +729,17 @@ static int access_vars(const Node *n, int *out)
 	return k;
 }
 
+/* Does var v occur in an affine position of the statement (its range is
+ * inferred after the statement is read)? */
+static bool in_affine(const Sema *s, int v)
+{
+	for (int i = 0; i < s->affuse.n; i++)
+		for (int k = 0; k < s->affuse.v[i].f->nvar; k++)
+			if (s->affuse.v[i].f->var[k] == v)
+				return true;
+	return false;
+}
+
 /* The statement's index vars that only affine positions use take the
  * largest range from 0 that keeps every such access inside its tensor
  * for every value of the loop counters ("valid", as Tensor Comprehensions
@@ -789,6 +800,20 @@ static bool infer_ranges(Sema *s)
 				            "the largest range keeping its accesses inside their tensors");
 			}
 	}
+	/* what is left waits on another var of its position that has no range either */
+	for (int i = 0; i < s->affuse.n; i++)
+		for (int k = 0; k < s->affuse.v[i].f->nvar; k++) {
+			Var *var = &s->vars.v[s->affuse.v[i].f->var[k]];
+			if (var->extent >= 0)
+				continue;
+			char *text = loc_text(s->affuse.v[i].loc);
+			diag(DIAG_ERROR, s->affuse.v[i].loc, "the range of index '%s' cannot be inferred: '%s' has other "
+			     "index names without ranges; give one of them a range with 'in', or use it plainly elsewhere",
+			     var->name, text);
+			free(text);
+			var->extent = 1;        /* reported: no second error */
+			ok = false;
+		}
 	return ok;
 }
 
@@ -941,7 +966,7 @@ static bool check_reduce(Sema *s, Node *n, Ty *ty)
 		if (s->vars.v[n->u.reduce.var[i]].value && s->vars.v[n->u.reduce.var[i]].extent < 0) {
 			needs_range(s, n->u.reduce.var[i], "in the brackets");
 			ok = false;
-		} else if (s->vars.v[n->u.reduce.var[i]].extent < 0) {
+		} else if (s->vars.v[n->u.reduce.var[i]].extent < 0 && !in_affine(s, n->u.reduce.var[i])) {
 			diag(DIAG_ERROR, n->u.reduce.nameloc[i], "index '%s' does not occur in the argument of %s",
 			     n->u.reduce.names[i], red_name(n->u.reduce.red));
 			ok = false;

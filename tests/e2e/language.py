@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """
 language.py: every construct of the .tra language, compiled by trac, run
-under mpirun on 1, 2 and 4 ranks, compared with numpy.
+under mpirun on 1, 2 and 4 ranks (1, 2, 3 and 4 for loop counters and index
+arithmetic: a case's ranks=), compared with numpy (gradients and
+convolutions with PyTorch).
 
 Each case is a .tra program, its inputs (shapes chosen so extents do not
 divide by the block size the case compiles with), and numpy code computing
