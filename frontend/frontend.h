@@ -67,6 +67,7 @@ typedef struct Var {
 	const char *extwhy;     /* "dimension 2 of B", for messages */
 	bool reduced;           /* bound by a reduction (explicit or implicit) */
 	bool value;             /* used as a value somewhere (N_INDEX) */
+	bool single;            /* an affine position without index names (X[b, d]): extent 1, summed away */
 } Var;
 
 struct Node {

@@ -687,11 +687,15 @@ static bool check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
 		return false;
 	}
 	if (f.nvar == 0) {
+		/* one position, X[b, d], X[3, d]: a window of one element along
+		 * a var of its own, which Einstein's rule sums away */
 		char *text = loc_text(ix->loc);
-		diag(DIAG_ERROR, ix->loc, "index expression '%s' has no index name; a position moves with one, as "
-		     "n in Xb[n in B, d] = X[b*B + n, d]", text);
+		int v = new_var(s, arena_strdup(s->arena, text), ix->loc, false);
 		free(text);
-		return false;
+		bind_extent(s, v, 1, ix->loc, "a single position");
+		s->vars.v[v].single = true;
+		f.var[f.nvar] = v;
+		f.vcoef[f.nvar++] = 1;
 	}
 	if (t->sparse) {
 		diag(DIAG_ERROR, ix->loc, "sparse input '%s' is indexed with an expression; index it with plain names",
@@ -1203,7 +1207,7 @@ static void place_implicit_sums(Sema *s, Node **root, int nlhs, const int *lhs)
 		}
 		Node *under = NULL;
 		Node **slot = lca(root, v, total, &under);
-		if (under && (*slot)->kind == N_ACCESS && under->kind == N_CALL)
+		if (under && (*slot)->kind == N_ACCESS && under->kind == N_CALL && !s->vars.v[v].single)
 			diag(DIAG_WARNING, (*slot)->loc,
 			     "implicit sum over '%s' is taken inside '%s', of this access alone; write sum[%s](...) "
 			     "around the call if you meant to sum its results",

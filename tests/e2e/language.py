@@ -460,6 +460,30 @@ case("shifted_positions", """
     output L; output R; output V; output S;
 """, dict(X=rnd(7, 5)), shifts, block=2, ranks=[1, 2, 3, 4])
 
+def single_positions(x):
+    X, l = x["X"].astype(np.float64), x["labels"]
+    A = sum(X[b + 2] * l[b] for b in range(4))
+    L = sum(l[2 * b] for b in range(4) if 2 * b < 7)
+    s = X[1:].sum()
+    return dict(A=A.astype(np.float32), L=np.float32(L), R=(X[3] - X[6]).astype(np.float32),
+                s=np.float32(s), T=(X[:, 0] * 2).astype(np.float32))
+case("single_positions", """
+    size N = 7, D = 3, NB = 4;
+    input X[N, D];
+    input labels[N] : i64;
+    param A[D] = zeros;
+    param L = zeros;
+    repeat b in NB {
+        A[d] += X[b + 2, d] * f32(labels[b]);   # row b + 2, label b
+        L += f32(labels[2 * b]);                # past the end: zero
+    }
+    R[d] = X[3, d] - X[N - 1, d];
+    s = sum[i, d](X[i + 1, d]);                 # i inferred for the sum: 6
+    T[i] = X[i, 0] + X[i, D - 3];
+    output A; output L; output R; output s; output T;
+""", dict(X=rnd(7, 3), labels=np.array([3, 1, 4, 1, 5, 9, 2], dtype=np.int64)), single_positions,
+     block=2, tol=1e-5, ranks=[1, 2, 3, 4])
+
 def minibatch_sgd(x):
     X, L = x["X"].astype(np.float64), x["labels"]
     W = np.zeros((5, 3))
