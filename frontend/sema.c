@@ -698,7 +698,7 @@ static bool check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
 		f.vcoef[f.nvar++] = 1;
 	}
 	if (t->sparse) {
-		diag(DIAG_ERROR, ix->loc, "sparse input '%s' is indexed with an expression; index it with plain names",
+		diag(DIAG_ERROR, ix->loc, "index arithmetic on sparse input '%s' is not supported yet; index it with plain names",
 		     t->name);
 		return false;
 	}
