@@ -338,6 +338,14 @@ bool ia_join_place(int nleft, const JoinSpec *on, const Place *l, const Place *r
  * needs one side on every site or both sides partitioned on matching join
  * keys, and nothing but a shuffle or an aggregation may consume partials.
  */
+static bool place_has(const Place *p, int dim)
+{
+	for (int i = 0; i < p->ndims; i++)
+		if (p->dims[i] == dim)
+			return true;
+	return false;
+}
+
 bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 {
 	int in[2];
@@ -381,10 +389,19 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 		*out = place_all();
 		return true;
 	case IA_SLICE:
-		/* cut from a whole input on every rank at an offset every rank
-		 * knows: any placement of the window, nothing moved */
-		if (a->place.kind != PL_ALL || (b && b->place.kind != PL_ALL)) {
-			buf_puts(why, "slices a relation or at an offset not held by every site");
+		/* cut at an offset every rank knows from a whole input on every
+		 * rank (any placement of the window), or from one partitioned on
+		 * other dims (the window placed alike): nothing moved */
+		if (b && b->place.kind != PL_ALL) {
+			buf_puts(why, "slices at an offset not held by every site");
+			return false;
+		}
+		if (a->place.kind == PL_PART && !place_has(&a->place, op->u.slice.dim)) {
+			*out = a->place;
+			return true;
+		}
+		if (a->place.kind != PL_ALL) {
+			buf_puts(why, "slices a relation neither everywhere nor partitioned on other dims");
 			return false;
 		}
 		if (op->place.kind == PL_PARTIAL) {

@@ -622,6 +622,17 @@ static void gen_impls(Search *s, int t)
 			tr_bug("a slice's inputs cannot be everywhere");
 		for (int i = 0; i < s->dom[t].n; i++)
 			offer(s, t, (Impl){.kind = IM_SLICE, .inpl = {a, op->u.slice.off >= 0 ? b : ANYPL}, .out = i});
+		/* or where the input is partitioned on other dims, placed alike */
+		const Dom *din = &s->dom[op->u.slice.in];
+		for (int i = 0; i < din->n; i++) {
+			const Place *q = &din->p[i];
+			bool along = false;
+			for (int k = 0; k < q->ndims; k++)
+				along |= q->dims[k] == op->u.slice.dim;
+			int o = q->kind == PL_PART && !along ? find_out(s, t, *q) : -1;
+			if (o >= 0)
+				offer(s, t, (Impl){.kind = IM_SLICE, .inpl = {i, op->u.slice.off >= 0 ? b : ANYPL}, .out = o});
+		}
 		break;
 	}
 	case TRA_JOIN:

@@ -677,8 +677,8 @@ bool ia_interpret(const IaPlan *p, int sites, Dense *const *inputs, Dense **outp
 			break;
 		}
 		case IA_SLICE:
-			if (a->kind != PL_ALL || (b && b->kind != PL_ALL))
-				fail(&in, "op %d slices a relation not held everywhere", i);
+			if (a->kind == PL_PARTIAL || (b && b->kind != PL_ALL))
+				fail(&in, "op %d slices partials or at an offset not held everywhere", i);
 			else
 				r = do_slice(&in, a, op->u.slice.shift + (b ? (int64_t)b->t.v[0].v[0] : 0), op);
 			break;

@@ -118,12 +118,16 @@ TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const
 {
 	int dim = w->dim;
 	const TrtType *it = &in->type;
-	if (in->place.kind != TRT_ALL || it->sparse || t->sparse ||
+	int along = 0;          /* a partitioned input must keep whole along dim */
+	for (int i = 0; in->place.kind == TRT_PART && i < in->place.ndims; i++)
+		along |= in->place.dims[i] == w->dim;
+	if (in->place.kind == TRT_ANY || along || (in->place.kind == TRT_PART && p.kind != TRT_PART) || it->sparse ||
+	    t->sparse ||
 	    (off && (off->place.kind != TRT_ALL || off->type.nkey != 0 || off->type.dtype != TRT_I64 || off->n != 1)) ||
 	    w->stride < 1 || dim < 0 || dim >= t->nkey ||
 	    it->nkey != t->nkey || it->nchunk != t->nchunk || t->nchunk < 1 || it->dtype != t->dtype ||
 	    p.kind == TRT_ANY)
-		rt_bug("a slice of a relation or at an offset not held whole by every rank");
+		rt_bug("a slice of a relation not whole along its dim, or at an offset not on every rank");
 	int64_t o = 0;
 	if (off)
 		memcpy(&o, rt_chunk_data(off->chunks[0]), sizeof o);

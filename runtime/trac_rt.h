@@ -211,10 +211,11 @@ typedef struct TrtWindow {
 	int scatter;
 } TrtWindow;
 
-/* The window w of relation in (TRT_ALL, dense), off a 0-d i64 on every
- * rank or NULL for 0: a relation of type t, zero where it reads outside
- * in.  Each rank makes the chunks placement p (TRT_ALL or TRT_PART) gives
- * it; nothing is sent. */
+/* The window w of relation in (dense: TRT_ALL, or TRT_PART on dims other
+ * than w's, then p is in's placement), off a 0-d i64 on every rank or
+ * NULL for 0: a relation of type t, zero where it reads outside in.  Each
+ * rank makes the chunks placement p (TRT_ALL or TRT_PART) gives it;
+ * nothing is sent. */
 TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const TrtType *t, TrtPlace p);
 
 /* A new relation holding r's tuples, sharing their chunks. */
