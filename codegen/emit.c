@@ -1227,6 +1227,25 @@ static void emit_main(Emit *e)
 			c_string(b, op->u.gather.tensor >= 0 ? p->tra->tensors.v[op->u.gather.tensor].name : "the table");
 			buf_puts(b, ");\n");
 			break;
+		case IA_COUNTER: {
+			/* the loop variable of the enclosing repeat block at that depth */
+			int l = loopof[i], depth = -1;
+			for (int k = l; k >= 0; k = life.parent[k])
+				depth++;
+			for (; l >= 0 && depth > op->u.counter.depth; depth--)
+				l = life.parent[l];
+			if (l < 0 || depth != op->u.counter.depth)
+				tr_bug("a counter of loop depth %d outside it", op->u.counter.depth);
+			buf_printf(b, "\tTrtRel *r%d = trt_counter(&type%d, it%d);\n", i, e->def[i][D_TYPE], l);
+			break;
+		}
+		case IA_SLICE:
+			buf_printf(b, "\tstatic const TrtWindow window%d = {%d, %" PRId64 ", %" PRId64 ", %d};\n", i,
+			           op->u.slice.dim, op->u.slice.shift, op->u.slice.stride, op->u.slice.scatter);
+			buf_printf(b, "\tTrtRel *r%d = trt_slice(%s, %s, &window%d, &type%d, ", i, whole(e, i, 0),
+			           op->u.slice.off >= 0 ? whole(e, i, 1) : "NULL", i, e->def[i][D_TYPE]);
+			end_call_at(b, &op->place);
+			break;
 		case IA_LOAD:
 			buf_printf(b, "\tTrtRel *r%d = var%d;\n", i, op->u.init.tensor);
 			break;

@@ -35,7 +35,8 @@ def tensors(name, dir):
             m = re.match(r"\s+(\w+)\s+(input|output)\s+(f32|f64|i32|i64)\s+\(([^)]*)\)", line)
             if m:
                 shape = tuple(int(d) for d in m.group(4).split(",") if d.strip())
-                out[m.group(1)] = (m.group(2), {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}[m.group(3)], shape)
+                out[m.group(1)] = (m.group(2), {"f32": np.float32, "f64": np.float64, "i32": np.int32,
+                                                "i64": np.int64}[m.group(3)], shape)
     return out
 
 

@@ -111,6 +111,9 @@ static void node_print(Buf *b, const Node *n)
 	case N_INDEX:
 		buf_printf(b, "(index %s)", n->u.name.name);
 		return;
+	case N_COUNTER:
+		buf_printf(b, "(counter %s)", n->u.name.name);
+		return;
 	}
 }
 
@@ -201,6 +204,8 @@ static void item_print(Buf *b, const Item *it, int depth)
 		break;
 	case I_REPEAT:
 		buf_puts(b, "repeat ");
+		if (it->u.repeat.counter)
+			buf_printf(b, "%s in ", it->u.repeat.counter);
 		node_print(b, it->u.repeat.count);
 		buf_puts(b, " {\n");
 		items_print(b, it->u.repeat.body, it->u.repeat.nbody, depth + 1);

@@ -32,6 +32,7 @@ typedef enum {
 	N_REDUCE,       /* sum[i, j](e); also inserted by sema for implicit sums */
 	N_GRAD,         /* grad(loss, W) */
 	N_INDEX,        /* sema: an index name where a value is expected, its position (i64) */
+	N_COUNTER,      /* sema: a loop counter (repeat b in N), an i64 scalar */
 } NodeKind;
 
 typedef enum {
@@ -42,6 +43,21 @@ typedef enum { R_SUM, R_MAX, R_MIN, R_ARGMAX, R_ARGMIN, R_MEAN } RedKind;
 
 typedef struct Node Node;
 
+/* sema: an affine index position, X[b*B + n], X[2*y + dy]: the index vars
+ * var[i] times vcoef[i] plus shift plus the loop counters' multiples (the
+ * counter of the repeat block at depth[i], times coef[i]); `expr` is the
+ * position as written.  var[0] names the position in the access's idx. */
+typedef struct IxAffine {
+	Node *expr;
+	int nvar;
+	int var[MAXDIM];
+	int64_t vcoef[MAXDIM];
+	int64_t shift;
+	int ncounter;
+	int depth[MAXDIM];
+	int64_t coef[MAXDIM];
+} IxAffine;
+
 /* An index variable of one statement: a name, its extent, where it was bound. */
 typedef struct Var {
 	const char *name;
@@ -51,6 +67,7 @@ typedef struct Var {
 	const char *extwhy;     /* "dimension 2 of B", for messages */
 	bool reduced;           /* bound by a reduction (explicit or implicit) */
 	bool value;             /* used as a value somewhere (N_INDEX) */
+	bool single;            /* an affine position without index names (X[b, d]): extent 1, summed away */
 } Var;
 
 struct Node {
@@ -67,7 +84,15 @@ struct Node {
 		struct { const char *name; int sym; int var; Node *range; } name;
 		/* gather: sema: 1 + the position that holds an access of an
 		 * integer tensor (E[idx[b], d]), 0 for none */
-		struct { const char *name; Loc nameloc; Node **idx; int nidx; int tensor; int gather; } access;
+		struct {
+			const char *name;
+			Loc nameloc;
+			Node **idx;             /* sema: an affine position becomes its var's name */
+			int nidx;
+			int tensor;
+			int gather;
+			IxAffine **aff;         /* sema: per position, its affine form or NULL; NULL when none */
+		} access;
 		struct { Node *a; } unary;
 		struct { BinOp op; Node *a, *b; } binary;
 		struct {
@@ -136,7 +161,13 @@ struct Item {
 		struct { Formal *params; int nparams; Formal result; Item **body; int nbody; } def;
 		struct { Node **idx; int nidx; bool has_idx; AssignOp op; Node *value; } assign;
 		struct { Node *value; } print;
-		struct { Node *count; Item **body; int nbody; } repeat;
+		struct {
+			Node *count;
+			const char *counter;    /* `repeat b in N`: b, else NULL */
+			Loc counterloc;
+			Item **body;
+			int nbody;
+		} repeat;
 	} u;
 };
 

@@ -84,20 +84,91 @@ static TVal lower_gather(TraBuild *b, Lowering *lw, Node *n)
 	return tb_access(b, tra_push(lw->prog, op), nv, var);
 }
 
+/* A window of op along dim d: positions stride * i + shift + the loop
+ * counters' multiples (computed each iteration as a 0-d i64), extent n. */
+static int window(TraBuild *b, Lowering *lw, int op, int d, const IxAffine *f, int64_t stride, int64_t shift,
+                  int64_t n)
+{
+	TraOp s = {.kind = TRA_SLICE, .stmt = lw->stmt, .type = lw->prog->ops.v[op].type};
+	s.type.extent[d] = s.type.block[d] = n;
+	s.u.slice.in = op;
+	s.u.slice.dim = d;
+	s.u.slice.shift = shift;
+	s.u.slice.stride = stride;
+	s.u.slice.off = -1;
+	if (f->ncounter) {
+		TVal off = tb_binary(b, KOP_MUL, tb_counter(b, f->depth[0]), tb_const(b, (double)f->coef[0]));
+		for (int i = 1; i < f->ncounter; i++)
+			off = tb_binary(b, KOP_ADD, off,
+			                tb_binary(b, KOP_MUL, tb_counter(b, f->depth[i]), tb_const(b, (double)f->coef[i])));
+		s.u.slice.off = tb_finish(b, off, 0, NULL);
+	}
+	return tra_push(lw->prog, s);
+}
+
+/* Access n's relation with each affine position cut to its windows.  The
+ * position's first var (rising) runs along the dim, with its coefficient
+ * as the stride; each other var's values make one window apiece, stacked
+ * along a new dim for that var (im2col: the window at k where the var is
+ * k, a sum of products with f32(var == k)).  *nvar, var: the result's
+ * vars, the access's positions first. */
+static int windows(TraBuild *b, Lowering *lw, Node *n, int op, int *nvar, int *var)
+{
+	*nvar = n->u.access.nidx;
+	for (int d = 0; d < n->u.access.nidx; d++)     /* a position not yet cut: a var of its own */
+		var[d] = n->u.access.aff && n->u.access.aff[d] ? tb_var(b, lw->prog->ops.v[op].type.extent[d])
+		                                               : n->u.access.idx[d]->u.name.var;
+	for (int d = 0; n->u.access.aff && d < n->u.access.nidx; d++) {
+		const IxAffine *f = n->u.access.aff[d];
+		if (!f)
+			continue;
+		int64_t ext = lw->vars[f->var[0]].extent;
+		if (f->nvar == 1) {
+			op = window(b, lw, op, d, f, f->vcoef[0], f->shift, ext);
+			var[d] = f->var[0];
+			continue;
+		}
+		var[d] = f->var[0];
+		DType dt = lw->prog->ops.v[op].type.dtype;
+		int64_t k[MAXDIM] = {0};
+		TVal acc = {.op = -1};
+		for (;;) {
+			int64_t shift = f->shift;
+			for (int i = 1; i < f->nvar; i++)
+				shift += f->vcoef[i] * k[i];
+			TVal w = tb_rel(b, window(b, lw, op, d, f, f->vcoef[0], shift, ext), *nvar, var);
+			for (int i = 1; i < f->nvar; i++) {
+				TVal at = tb_binary(b, KOP_EQ, tb_index(b, f->var[i]), tb_const(b, (double)k[i]));
+				w = tb_binary(b, KOP_MUL, w, tb_convert(b, at, dt));
+			}
+			acc = acc.op < 0 ? w : tb_binary(b, KOP_ADD, acc, w);
+			int i = f->nvar - 1;
+			while (i >= 1 && ++k[i] == lw->vars[f->var[i]].extent)
+				k[i--] = 0;
+			if (i < 1)
+				break;
+		}
+		for (int i = 1; i < f->nvar; i++)
+			var[(*nvar)++] = f->var[i];
+		op = tb_finish(b, acc, *nvar, var);
+	}
+	return op;
+}
+
 static TVal lower(TraBuild *b, Lowering *lw, Node *n)
 {
 	static const TbRed reds[] = {TB_SUM, TB_MAX, TB_MIN, TB_ARGMAX, TB_ARGMIN, TB_MEAN};
 	TVal v;
-	int var[MAXDIM];
 	switch (n->kind) {
 	case N_NUM:
 		return tb_const(b, n->u.num);
-	case N_ACCESS:
+	case N_ACCESS: {
 		if (n->u.access.gather)
 			return lower_gather(b, lw, n);
-		for (int d = 0; d < n->u.access.nidx; d++)
-			var[d] = n->u.access.idx[d]->u.name.var;
-		return tb_access(b, value_of(lw, n->u.access.tensor), n->u.access.nidx, var);
+		int nvar, avar[2 * MAXDIM];
+		int op = windows(b, lw, n, value_of(lw, n->u.access.tensor), &nvar, avar);
+		return tb_access(b, op, nvar, avar);
+	}
 	case N_UNARY:
 		return tb_unary(b, KOP_NEG, lower(b, lw, n->u.unary.a));
 	case N_CALL:
@@ -117,6 +188,8 @@ static TVal lower(TraBuild *b, Lowering *lw, Node *n)
 		                 n->u.reduce.var);
 	case N_INDEX:
 		return tb_index(b, n->u.name.var);
+	case N_COUNTER:
+		return tb_counter(b, n->u.name.var);
 	case N_STR:
 	case N_NAME:
 	case N_GRAD:

@@ -368,6 +368,12 @@ stmt:
 	                                  $$ = ast_item(ps->arena, I_REPEAT, @$); $$->u.repeat.count = $2;
 	                                  $$->u.repeat.body = items_copy(ps, &$4, &$$->u.repeat.nbody);
 	                                }
+	| REPEAT IDENT IN expr '{' stmts '}'
+	                                {
+	                                  $$ = ast_item(ps->arena, I_REPEAT, @$); $$->u.repeat.count = $4;
+	                                  $$->u.repeat.counter = $2; $$->u.repeat.counterloc = @2;
+	                                  $$->u.repeat.body = items_copy(ps, &$6, &$$->u.repeat.nbody);
+	                                }
 	| RETURN expr ';'               { $$ = NULL; diag(DIAG_ERROR, @1, "'return' is not supported; a def names its result after '->' and assigns it in its body"); }
 	;
 

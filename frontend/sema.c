@@ -117,6 +117,7 @@ static const char *sym_what(const Sym *sym, const TraProg *p)
 	case SYM_SIZE: return "a size";
 	case SYM_CONST: return "a const";
 	case SYM_DEF: return "a def";
+	case SYM_COUNTER: return "a loop counter";
 	case SYM_TENSOR:
 		if (sym->tensor < 0)
 			return "a tensor";
@@ -138,6 +139,11 @@ bool sym_live(const Sym *sym, Loc use)
 	if (sym->expired) {
 		int line, col;
 		loc_linecol(sym->expired_loc, &line, &col);
+		if (sym->kind == SYM_COUNTER) {
+			diag(DIAG_ERROR, use, "'%s' counts the iterations of the repeat block at %d:%d and has no value "
+			     "after it", sym->name, line, col);
+			return false;
+		}
 		diag(DIAG_ERROR, use, "'%s' is defined inside the repeat block at %d:%d and has no value after it; "
 		     "store it in a param to keep it", sym->name, line, col);
 		return false;
@@ -559,6 +565,312 @@ static bool check_gather_index(Sema *s, Node *n, int d, const Tensor *t)
 	return true;
 }
 
+/* ---- affine index positions: X[b*B + n, d], X[i - 1] ---- */
+
+/* A sum of index vars, loop counters and a constant, each with an integer
+ * coefficient, as it is being read. */
+typedef struct Affine {
+	int64_t c0;
+	int n;
+	struct { bool counter; int id; int64_t coef; Loc loc; } t[2 * MAXDIM];
+} Affine;
+
+static bool aff_add(Sema *s, Affine *a, const Affine *b, int64_t k, Loc loc)
+{
+	int64_t x;
+	if (!mul_ok(b->c0, k, &x) || !add_ok(a->c0, x, &a->c0))
+		goto overflow;
+	for (int i = 0; i < b->n; i++) {
+		if (!mul_ok(b->t[i].coef, k, &x))
+			goto overflow;
+		int j = 0;
+		while (j < a->n && (a->t[j].counter != b->t[i].counter || a->t[j].id != b->t[i].id))
+			j++;
+		if (j == a->n) {
+			if (a->n == 2 * MAXDIM) {
+				diag(DIAG_ERROR, loc, "an index expression of more than %d names", 2 * MAXDIM);
+				return false;
+			}
+			a->t[a->n++] = b->t[i];
+			a->t[j].coef = 0;
+		}
+		if (!add_ok(a->t[j].coef, x, &a->t[j].coef))
+			goto overflow;
+	}
+	return true;
+overflow:
+	diag(DIAG_ERROR, loc, "an index expression's coefficients overflow 64 bits");
+	return false;
+}
+
+static void not_affine(Node *n, const char *why)
+{
+	char *text = loc_text(n->loc);
+	diag(DIAG_ERROR, n->loc, "index expression '%s' is not affine: %s; an index position holds index names, loop "
+	     "counters and sizes, added, subtracted and multiplied by integers", text, why);
+	free(text);
+}
+
+/* n as an affine form; false (reported) when it is not one. */
+static bool affine_of(Sema *s, Node *n, Affine *a)
+{
+	Affine x = {0}, y = {0};
+	*a = (Affine){0};
+	switch (n->kind) {
+	case N_NUM:
+		if (n->u.num != floor(n->u.num) || fabs(n->u.num) > 9.2e18) {
+			not_affine(n, "a position is a whole number");
+			return false;
+		}
+		a->c0 = (int64_t)n->u.num;
+		return true;
+	case N_NAME: {
+		if (n->u.name.range) {
+			diag(DIAG_ERROR, n->loc, "a range such as '%s in N' goes on the left side or in a reduction's "
+			     "brackets, not in an access on the right", n->u.name.name);
+			return false;
+		}
+		Sym *sym = lookup(s, n->u.name.name);
+		if (!sym) {
+			a->t[a->n++] = (typeof(a->t[0])){false, find_var(s, n->u.name.name, n->loc), 1, n->loc};
+			return true;
+		}
+		sym->used = true;
+		if (!sym_live(sym, n->loc))
+			return false;
+		if (sym->kind == SYM_COUNTER) {
+			a->t[a->n++] = (typeof(a->t[0])){true, (int)(sym - s->syms.v), 1, n->loc};
+			return true;
+		}
+		int64_t v;
+		if (sym->kind == SYM_SIZE || sym->kind == SYM_CONST)
+			return eval_int(s, n, &v) && (a->c0 = v, true);
+		diag(DIAG_ERROR, n->loc, "'%s' is %s, not an index; index names are lower-case names not otherwise declared",
+		     n->u.name.name, sym_what(sym, s->prog));
+		return false;
+	}
+	case N_UNARY:
+		return affine_of(s, n->u.unary.a, &x) && aff_add(s, a, &x, -1, n->loc);
+	case N_BINARY:
+		if (n->u.binary.op != B_ADD && n->u.binary.op != B_SUB && n->u.binary.op != B_MUL)
+			break;
+		if (!affine_of(s, n->u.binary.a, &x) || !affine_of(s, n->u.binary.b, &y))
+			return false;
+		if (n->u.binary.op != B_MUL)
+			return aff_add(s, a, &x, 1, n->loc) && aff_add(s, a, &y, n->u.binary.op == B_ADD ? 1 : -1, n->loc);
+		if (x.n && y.n) {
+			not_affine(n, "it multiplies two names that are not sizes");
+			return false;
+		}
+		return x.n ? aff_add(s, a, &x, y.c0, n->loc) : aff_add(s, a, &y, x.c0, n->loc);
+	default:
+		break;
+	}
+	not_affine(n, n->kind == N_BINARY && n->u.binary.op == B_DIV ? "it divides" :
+	              n->kind == N_BINARY ? "it compares" : n->kind == N_CALL ? "it calls a function" : "it is not a sum");
+	return false;
+}
+
+/* Position d of access n is not a plain index name: read it as an index
+ * var plus loop counters' multiples plus a constant (a window that moves
+ * with the loop, a shift), the var's range left to inference unless the
+ * statement gives it.  A position checked before (a def inlined again)
+ * is read from what was written. */
+static bool check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
+{
+	if (!n->u.access.aff) {
+		n->u.access.aff = arena_alloc(s->arena, (size_t)n->u.access.nidx * sizeof(IxAffine *));
+		memset(n->u.access.aff, 0, (size_t)n->u.access.nidx * sizeof(IxAffine *));
+	}
+	IxAffine *ia = n->u.access.aff[d];
+	Node *ix = ia ? ia->expr : n->u.access.idx[d];
+	Affine a;
+	if (!affine_of(s, ix, &a))
+		return false;
+	IxAffine f = {.expr = ix, .shift = a.c0};
+	int64_t lo = a.c0, hi = a.c0;
+	bool rising = false;
+	for (int i = 0; i < a.n; i++) {
+		if (a.t[i].coef == 0)
+			continue;
+		if (!a.t[i].counter) {
+			if (f.nvar == MAXDIM) {
+				diag(DIAG_ERROR, ix->loc, "an index expression of more than %d index names", MAXDIM);
+				return false;
+			}
+			/* one that rises with its var first: it names the position */
+			int at = f.nvar++;
+			if (a.t[i].coef > 0 && !rising) {
+				f.var[at] = f.var[0], f.vcoef[at] = f.vcoef[0];
+				at = 0;
+				rising = true;
+			}
+			f.var[at] = a.t[i].id;
+			f.vcoef[at] = a.t[i].coef;
+			continue;
+		}
+		const Sym *c = &s->syms.v[a.t[i].id];
+		f.depth[f.ncounter] = c->loop_depth;
+		f.coef[f.ncounter++] = a.t[i].coef;
+		int64_t last = c->size > 0 ? c->size - 1 : 0, ext;
+		if (!mul_ok(a.t[i].coef, last, &ext) || !add_ok(ext > 0 ? hi : lo, ext, ext > 0 ? &hi : &lo)) {
+			diag(DIAG_ERROR, ix->loc, "an index expression's positions overflow 64 bits");
+			return false;
+		}
+	}
+	if (f.nvar > 0 && !rising) {
+		char *text = loc_text(ix->loc);
+		diag(DIAG_ERROR, ix->loc, "index expression '%s' only falls as its index names rise: not supported yet; "
+		     "write it with an index that rises, as X[i] for X[N - 1 - i] with i reversed", text);
+		free(text);
+		return false;
+	}
+	if (f.nvar == 0) {
+		/* one position, X[b, d], X[3, d]: a window of one element along
+		 * a var of its own, which Einstein's rule sums away */
+		char *text = loc_text(ix->loc);
+		int v = new_var(s, arena_strdup(s->arena, text), ix->loc, false);
+		free(text);
+		bind_extent(s, v, 1, ix->loc, "a single position");
+		s->vars.v[v].single = true;
+		f.var[f.nvar] = v;
+		f.vcoef[f.nvar++] = 1;
+	}
+	if (t->sparse) {
+		diag(DIAG_ERROR, ix->loc, "index arithmetic on sparse input '%s' is not supported yet; index it with plain names",
+		     t->name);
+		return false;
+	}
+	IxAffine *stored = arena_alloc(s->arena, sizeof f);
+	*stored = f;
+	n->u.access.aff[d] = stored;
+	/* from here on the position reads as its first var's name */
+	Node *name = ast_node(s->arena, N_NAME, ix->loc);
+	name->u.name.name = s->vars.v[f.var[0]].name;
+	name->u.name.var = f.var[0];
+	n->u.access.idx[d] = name;
+	vec_push(&s->affuse, ((AffUse){stored, lo, hi, t->shape[d], ix->loc}));
+	return true;
+}
+
+/* The index vars of access n, each once: its positions' names, then the
+ * other vars of its affine positions. */
+static int access_vars(const Node *n, int *out)
+{
+	int k = 0;
+	for (int d = 0; d < n->u.access.nidx; d++) {
+		if (n->u.access.idx[d]->kind == N_ACCESS) {     /* a gather: its index's vars */
+			int sub[2 * MAXDIM], ns = access_vars(n->u.access.idx[d], sub);
+			for (int i = 0; i < ns; i++) {
+				int seen = 0;
+				for (int j = 0; j < k; j++)
+					seen |= out[j] == sub[i];
+				if (!seen && k < 2 * MAXDIM)
+					out[k++] = sub[i];
+			}
+			continue;
+		}
+		const IxAffine *f = n->u.access.aff ? n->u.access.aff[d] : NULL;
+		int nv = f ? f->nvar : 1;
+		for (int i = 0; i < nv; i++) {
+			int v = f ? f->var[i] : n->u.access.idx[d]->u.name.var, seen = 0;
+			for (int j = 0; j < k; j++)
+				seen |= out[j] == v;
+			if (!seen && k < 2 * MAXDIM)
+				out[k++] = v;
+		}
+	}
+	return k;
+}
+
+/* Does var v occur in an affine position of the statement (its range is
+ * inferred after the statement is read)? */
+static bool in_affine(const Sema *s, int v)
+{
+	for (int i = 0; i < s->affuse.n; i++)
+		for (int k = 0; k < s->affuse.v[i].f->nvar; k++)
+			if (s->affuse.v[i].f->var[k] == v)
+				return true;
+	return false;
+}
+
+/* The statement's index vars that only affine positions use take the
+ * largest range from 0 that keeps every such access inside its tensor
+ * for every value of the loop counters ("valid", as Tensor Comprehensions
+ * infers ranges); false (reported) when there is none. */
+static bool infer_ranges(Sema *s)
+{
+	bool ok = true, progress = true;
+	/* a var whose uses' other vars all have extents first, until none is left */
+	while (progress) {
+		progress = false;
+		for (int i = 0; i < s->affuse.n; i++)
+			for (int k = 0; k < s->affuse.v[i].f->nvar; k++) {
+				int v = s->affuse.v[i].f->var[k];
+				if (s->vars.v[v].extent >= 0)
+					continue;
+				int64_t ext = INT64_MAX;
+				bool neg = false, ready = true;
+				for (int j = 0; j < s->affuse.n && ready; j++) {
+					const AffUse *u = &s->affuse.v[j];
+					int64_t lo = u->lo, hi = u->hi, a = 0;
+					bool has = false;
+					for (int m = 0; m < u->f->nvar; m++)
+						has |= u->f->var[m] == v;
+					for (int m = 0; has && m < u->f->nvar; m++) {
+						int64_t e = s->vars.v[u->f->var[m]].extent, c = u->f->vcoef[m];
+						if (u->f->var[m] == v)
+							a = c;
+						else if (e < 0)
+							ready = false;
+						else if (c > 0)
+							hi += c * (e - 1);
+						else
+							lo += c * (e - 1);
+					}
+					if (a == 0 || !ready)
+						continue;
+					neg |= lo < 0 || a < 0;
+					int64_t most = a > 0 ? (u->extent - 1 - hi) / a + 1 : 0;
+					if (u->extent - 1 - hi < 0)
+						most = 0;
+					if (most < ext)
+						ext = most;
+				}
+				if (!ready)
+					continue;
+				const Var *var = &s->vars.v[v];
+				progress = true;
+				if (neg || ext < 1) {
+					diag(DIAG_ERROR, s->affuse.v[i].loc, "the range of index '%s' cannot be inferred: %s; give it "
+					     "one with '%s in SIZE' on the left or in a reduction's brackets", var->name,
+					     neg ? "a position below 0 is read for every value of it" :
+					           "no value of it keeps every access inside its tensor", var->name);
+					s->vars.v[v].extent = 1;        /* reported: no second error */
+					ok = false;
+					continue;
+				}
+				bind_extent(s, v, ext, s->affuse.v[i].loc,
+				            "the largest range keeping its accesses inside their tensors");
+			}
+	}
+	/* what is left waits on another var of its position that has no range either */
+	for (int i = 0; i < s->affuse.n; i++)
+		for (int k = 0; k < s->affuse.v[i].f->nvar; k++) {
+			Var *var = &s->vars.v[s->affuse.v[i].f->var[k]];
+			if (var->extent >= 0)
+				continue;
+			char *text = loc_text(s->affuse.v[i].loc);
+			diag(DIAG_ERROR, s->affuse.v[i].loc, "the range of index '%s' cannot be inferred: '%s' has other "
+			     "index names without ranges; give one of them a range with 'in', or use it plainly elsewhere",
+			     var->name, text);
+			free(text);
+			var->extent = 1;        /* reported: no second error */
+			ok = false;
+		}
+	return ok;
+}
+
 static bool check_access(Sema *s, Node *n, Ty *ty)
 {
 	const char *name = n->u.access.name;
@@ -598,9 +910,9 @@ static bool check_access(Sema *s, Node *n, Ty *ty)
 			ok &= check_gather_index(s, n, d, t);
 			continue;
 		}
-		if (ix->kind != N_NAME) {
-			diag(DIAG_ERROR, ix->loc, "index arithmetic is not supported yet; index with a plain name such as 'i'");
-			ok = false;
+		Sym *counter = ix->kind == N_NAME ? lookup(s, ix->u.name.name) : NULL;
+		if (ix->kind != N_NAME || (counter && counter->kind == SYM_COUNTER) || (n->u.access.aff && n->u.access.aff[d])) {
+			ok &= check_affine_index(s, n, d, t);
 			continue;
 		}
 		if (ix->u.name.range) {
@@ -623,6 +935,13 @@ static bool check_access(Sema *s, Node *n, Ty *ty)
 		sprintf(why, "dimension %d of %s", d + 1, name);
 		ok &= bind_extent(s, v, t->shape[d], ix->loc, why);
 	}
+	for (int d = 0; ok && n->u.access.gather && n->u.access.aff && d < n->u.access.nidx; d++)
+		if (n->u.access.aff[d]) {
+			diag(DIAG_ERROR, n->u.access.idx[d]->loc, "index arithmetic in an access that gathers is not "
+			     "supported yet; gather into a temporary first, as in 'T[b, j] = %s[idx[b], j]', then index "
+			     "that", name);
+			ok = false;
+		}
 	return ok;
 }
 
@@ -713,7 +1032,7 @@ static bool check_reduce(Sema *s, Node *n, Ty *ty)
 		if (s->vars.v[n->u.reduce.var[i]].value && s->vars.v[n->u.reduce.var[i]].extent < 0) {
 			needs_range(s, n->u.reduce.var[i], "in the brackets");
 			ok = false;
-		} else if (s->vars.v[n->u.reduce.var[i]].extent < 0) {
+		} else if (s->vars.v[n->u.reduce.var[i]].extent < 0 && !in_affine(s, n->u.reduce.var[i])) {
 			diag(DIAG_ERROR, n->u.reduce.nameloc[i], "index '%s' does not occur in the argument of %s",
 			     n->u.reduce.names[i], red_name(n->u.reduce.red));
 			ok = false;
@@ -739,6 +1058,9 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		diag(DIAG_ERROR, n->loc, "a string can only name a file, in a declaration");
 		ok = false;
 		break;
+	case N_COUNTER:         /* the same */
+		n->kind = N_NAME;
+		/* fall through */
 	case N_INDEX:           /* checked before: a def's body, inlined again */
 		n->kind = N_NAME;
 		/* fall through */
@@ -767,6 +1089,15 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		} else if (sym->kind == SYM_DEF) {
 			diag(DIAG_ERROR, n->loc, "'%s' is a def; call it, as in %s(...)", n->u.name.name, n->u.name.name);
 			ok = false;
+		} else if (sym->kind == SYM_COUNTER) {
+			if (!sym_live(sym, n->loc)) {
+				ok = false;
+				break;
+			}
+			n->kind = N_COUNTER;
+			n->u.name.var = sym->loop_depth;
+			ty->typed = true;
+			ty->t = DT_I64;
 		} else {
 			const Tensor *t = &s->prog->tensors.v[sym->tensor];
 			if (t->rank != 0) {
@@ -865,15 +1196,27 @@ static int children(Node *n, Node ***slot)
 	}
 }
 
+static bool count_in_idx(const Node *n, int v)
+{
+	for (int d = 0; d < n->u.access.nidx; d++)
+		if (n->u.access.idx[d]->kind == N_ACCESS ? count_in_idx(n->u.access.idx[d], v)
+		                                         : n->u.access.idx[d]->u.name.var == v)
+			return true;
+	return false;
+}
+
 static int count_var(Node *n, int v)
 {
 	int c = 0;
 	if (n->kind == N_INDEX)
 		return n->u.name.var == v;
 	if (n->kind == N_ACCESS) {
+		int var[2 * MAXDIM], k = access_vars(n, var);
 		for (int d = 0; d < n->u.access.nidx; d++)
 			c += n->u.access.idx[d]->kind == N_ACCESS ? count_var(n->u.access.idx[d], v)
 			                                          : n->u.access.idx[d]->u.name.var == v;
+		for (int i = 0; i < k; i++)             /* a var of an affine position alone */
+			c += var[i] == v && !count_in_idx(n, v);
 		return c;
 	}
 	Node **slot[3];
@@ -928,7 +1271,7 @@ static void place_implicit_sums(Sema *s, Node **root, int nlhs, const int *lhs)
 		}
 		Node *under = NULL;
 		Node **slot = lca(root, v, total, &under);
-		if (under && (*slot)->kind == N_ACCESS && under->kind == N_CALL)
+		if (under && (*slot)->kind == N_ACCESS && under->kind == N_CALL && !s->vars.v[v].single)
 			diag(DIAG_WARNING, (*slot)->loc,
 			     "implicit sum over '%s' is taken inside '%s', of this access alone; write sum[%s](...) "
 			     "around the call if you meant to sum its results",
@@ -975,18 +1318,12 @@ static void free_vars(Node *n)
 		return;
 	}
 	if (n->kind == N_ACCESS) {
-		for (int d = 0; d < n->u.access.nidx; d++) {
-			Node *ix = n->u.access.idx[d];
-			if (ix->kind == N_ACCESS)
-				free_vars(ix);
-			for (int k = 0; k < (ix->kind == N_ACCESS ? ix->nvar : 1); k++) {
-				int v = ix->kind == N_ACCESS ? ix->var[k] : ix->u.name.var, seen = 0;
-				for (int i = 0; i < n->nvar; i++)
-					seen |= n->var[i] == v;
-				if (!seen && n->nvar < MAXDIM)
-					n->var[n->nvar++] = v;
-			}
-		}
+		for (int d = 0; d < n->u.access.nidx; d++)
+			if (n->u.access.idx[d]->kind == N_ACCESS)
+				free_vars(n->u.access.idx[d]);  /* a gather's index, lowered on its own */
+		int var[2 * MAXDIM], k = access_vars(n, var);
+		for (int i = 0; i < k && n->nvar < MAXDIM; i++)
+			n->var[n->nvar++] = var[i];
 		return;
 	}
 	Node **kids[3];
@@ -1143,6 +1480,7 @@ static bool lhs_indices(Sema *s, Item *it, const Tensor *param, int *lhs)
 {
 	int nlhs = it->u.assign.nidx;
 	s->vars.n = 0;
+	s->affuse.n = 0;
 	s->scope.n = 0;
 	bool ok = true;
 	for (int i = 0; i < nlhs; i++) {
@@ -1218,7 +1556,7 @@ static bool check_rhs(Sema *s, Item *it, const Tensor *param, const int *lhs, Ty
 		     dtype_name(param->dtype), it->name, dtype_name(ty->t), dtype_name(param->dtype));
 		return false;
 	}
-	bool ok = true;
+	bool ok = infer_ranges(s);
 	for (int i = 0; i < nlhs; i++)
 		if (!param && count_var(it->u.assign.value, lhs[i]) == 0) {
 			diag(DIAG_ERROR, it->u.assign.idx[i]->loc, "index '%s' on the left does not occur on the right",
@@ -1449,6 +1787,9 @@ static void check_repeat(Sema *s, Item *it)
 	}
 	int first = s->syms.n;
 	lower_loop(s->prog, n, it->loc);
+	if (it->u.repeat.counter)
+		declare(s, (Sym){.kind = SYM_COUNTER, .name = it->u.repeat.counter, .loc = it->u.repeat.counterloc,
+		                 .size = n, .loop_depth = s->loop_depth, .defined = true, .used = true});
 	for (int t = 0; t < s->cur.n; t++)
 		if (s->prog->tensors.v[t].role == TENSOR_PARAM)
 			s->cur.v[t] = -1;       /* each iteration reads the params afresh */
@@ -1728,6 +2069,7 @@ TraProg *fe_compile(Ast *ast, FeOptions *opt)
 	vec_free(&s.syms);
 	vec_free(&s.cur);
 	vec_free(&s.vars);
+	vec_free(&s.affuse);
 	vec_free(&s.scope);
 	free(s.define_used);
 	if (diag_errors()) {

@@ -15,20 +15,20 @@
 #define MAX_STATEMENTS 10000    /* after inlining defs: compile time grows faster than linearly */
 #define MAX_LOOP_DEPTH 32       /* repeat blocks inside one another */
 
-typedef enum { SYM_SIZE, SYM_CONST, SYM_TENSOR, SYM_DEF } SymKind;
+typedef enum { SYM_SIZE, SYM_CONST, SYM_TENSOR, SYM_DEF, SYM_COUNTER } SymKind;
 
 typedef struct Sym {
 	SymKind kind;
 	const char *name;
 	Loc loc;
-	int64_t size;           /* SYM_SIZE */
+	int64_t size;           /* SYM_SIZE; SYM_COUNTER: its loop's count */
 	double value;           /* SYM_CONST */
 	int tensor;             /* SYM_TENSOR */
 	Item *def;              /* SYM_DEF */
 	bool defined;           /* SYM_TENSOR: has a value (inputs always) */
 	bool used;
 	bool poisoned;          /* its definition had an error: stay quiet about it */
-	int loop_depth;         /* repeat blocks around its definition */
+	int loop_depth;         /* repeat blocks around its definition; SYM_COUNTER: its loop's depth */
 	bool expired;           /* defined in a repeat block that has ended */
 	Loc expired_loc;
 } Sym;
@@ -39,6 +39,15 @@ typedef struct Ty {
 	bool typed;
 	DType t;
 } Ty;
+
+/* An affine position of the statement being checked, in a dim of
+ * `extent`: its index vars, and the positions lo .. hi its constant and
+ * loop counters add. */
+typedef struct AffUse {
+	const IxAffine *f;
+	int64_t lo, hi, extent;
+	Loc loc;
+} AffUse;
 
 typedef struct Sema {
 	FeOptions *opt;
@@ -51,6 +60,7 @@ typedef struct Sema {
 	Vec(Var) vars;
 	Vec(int) scope;                 /* reduction-bound vars, innermost last */
 	Node *rhs;                      /* its right side: the names its accesses index are indices */
+	Vec(AffUse) affuse;      /* its affine positions, for ranges ("valid") */
 	int loop_depth;                 /* repeat blocks around the current item */
 	int scope_base;                 /* syms from here on are the innermost def's */
 	const char *prefix;             /* "linear." inside an inlined def, for tensor names */

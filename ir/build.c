@@ -10,6 +10,7 @@
  *
  *   a relation         tb_rel, tb_access (a repeated var takes a diagonal)
  *   an index's value   tb_index: a range over it, read as any relation
+ *   a loop counter     tb_counter: a 0-d i64
  *   f(e), e op c       deferred in pend (tb_unary, tb_binary with a constant)
  *   e1 op e2           join on the shared vars, kernel op(pend1, pend2);
  *                      two values of one relation with one schema need no join
@@ -84,6 +85,15 @@ TVal tb_index(TraBuild *l, int var)
 	return tb_rel(l, l->range.v[var], 1, &var);
 }
 
+/* The iteration of the repeat block at `depth` (0 the outermost): a 0-d
+ * i64 made where it is used, never hoisted out of its loop. */
+TVal tb_counter(TraBuild *l, int depth)
+{
+	TraOp op = {.kind = TRA_COUNTER, .stmt = l->stmt, .type = {.dtype = DT_I64}};
+	op.u.counter.depth = depth;
+	return tb_rel(l, tra_push(l->prog, op), 0, NULL);
+}
+
 static TraOp *op_at(TraBuild *l, int i)
 {
 	return &l->prog->ops.v[i];
@@ -105,23 +115,29 @@ static KExpr *in_or(TraBuild *l, KExpr *pend, int in)
 	return kx_subst(l->arena, pend, repl);
 }
 
-static void remap_idx(KExpr *e, const int *map)
+static void remap_idx(KExpr *e, const int *map, int nmap)
 {
 	if (e->kind == KX_IDX) {
-		if (map[e->in] < 0)
+		if (e->in >= nmap || map[e->in] < 0)
 			tr_bug("index label %d in no input", e->in);
 		e->in = map[e->in];
 	} else if (e->kind == KX_OP) {
 		for (int i = 0; i < kop_arity(e->op); i++)
-			remap_idx(e->arg[i], map);
+			remap_idx(e->arg[i], map, nmap);
 	}
 }
 
-/* Renumber a kernel's labels (index var ids) to 0.. in order of appearance. */
+/* Renumber a kernel's labels (index var ids, as many as a statement and
+ * its gradients make) to 0.. in order of appearance. */
 void tb_compact_labels(Kernel *k)
 {
-	int map[256], n = 0;
-	for (int i = 0; i < 256; i++)
+	int nmap = 0, n = 0;
+	for (int i = 0; i < k->nin; i++)
+		for (int d = 0; d < k->nindim[i]; d++)
+			if (k->inlab[i][d] >= nmap)
+				nmap = k->inlab[i][d] + 1;
+	int *map = xcalloc((size_t)nmap + 1, sizeof *map);
+	for (int i = 0; i < nmap; i++)
 		map[i] = -1;
 	for (int i = 0; i < k->nin; i++)
 		for (int d = 0; d < k->nindim[i]; d++) {
@@ -132,11 +148,12 @@ void tb_compact_labels(Kernel *k)
 		}
 	for (int d = 0; d < k->noutdim; d++) {
 		int v = k->outlab[d];
-		if (map[v] < 0)
+		if (v >= nmap || map[v] < 0)
 			tr_bug("output label %d not in any input", v);
 		k->outlab[d] = map[v];
 	}
-	remap_idx(k->expr, map);
+	remap_idx(k->expr, map, nmap);
+	free(map);
 	k->nlab = n;
 }
 

@@ -218,9 +218,14 @@ int ia_inputs(const IaOp *op, int *in)
 	case IA_PRINT:
 		in[0] = op->u.store.in;
 		return 1;
+	case IA_SLICE:
+		in[0] = op->u.slice.in;
+		in[1] = op->u.slice.off;
+		return op->u.slice.off >= 0 ? 2 : 1;
 	case IA_INIT:
 	case IA_LOAD:
 	case IA_RANGE:
+	case IA_COUNTER:
 	case IA_LOOP:
 	case IA_ENDLOOP:
 		return 0;
@@ -234,8 +239,8 @@ bool ia_has_result(IaOpKind k)
 	case IA_WRITE: case IA_STORE: case IA_PRINT: case IA_LOOP: case IA_ENDLOOP:
 		return false;
 	case IA_READ: case IA_BCAST: case IA_SHUFFLE: case IA_JOIN: case IA_AGG: case IA_MAP:
-	case IA_FILTER: case IA_INIT: case IA_LOAD: case IA_RANGE: case IA_TWOPHASE:
-	case IA_GATHER: case IA_LOOKUP: case IA_SCATTER:
+	case IA_FILTER: case IA_INIT: case IA_LOAD: case IA_RANGE: case IA_COUNTER: case IA_SLICE:
+	case IA_TWOPHASE: case IA_GATHER: case IA_LOOKUP: case IA_SCATTER:
 		return true;
 	}
 	return false;
@@ -340,6 +345,14 @@ bool ia_join_place(int nleft, const JoinSpec *on, const Place *l, const Place *r
  * needs one side on every site or both sides partitioned on matching join
  * keys, and nothing but a shuffle or an aggregation may consume partials.
  */
+static bool place_has(const Place *p, int dim)
+{
+	for (int i = 0; i < p->ndims; i++)
+		if (p->dims[i] == dim)
+			return true;
+	return false;
+}
+
 bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 {
 	int in[2];
@@ -379,7 +392,30 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 		*out = a->place;
 		return true;
 	case IA_BCAST:
+	case IA_COUNTER:        /* every rank knows the loop's iteration */
 		*out = place_all();
+		return true;
+	case IA_SLICE:
+		/* cut at an offset every rank knows from a whole input on every
+		 * rank (any placement of the window), or from one partitioned on
+		 * other dims (the window placed alike): nothing moved */
+		if (b && b->place.kind != PL_ALL) {
+			buf_puts(why, "slices at an offset not held by every site");
+			return false;
+		}
+		if (a->place.kind == PL_PART && !place_has(&a->place, op->u.slice.dim)) {
+			*out = a->place;
+			return true;
+		}
+		if (a->place.kind != PL_ALL) {
+			buf_puts(why, "slices a relation neither everywhere nor partitioned on other dims");
+			return false;
+		}
+		if (op->place.kind == PL_PARTIAL) {
+			buf_puts(why, "makes a slice as partials");
+			return false;
+		}
+		*out = op->place;
 		return true;
 	case IA_FILTER:
 		*out = a->place;
@@ -506,9 +542,14 @@ IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a)
 	case IA_WRITE: c.u.write.in = map[c.u.write.in]; break;
 	case IA_STORE:
 	case IA_PRINT: c.u.store.in = map[c.u.store.in]; break;
+	case IA_SLICE:
+		c.u.slice.in = map[c.u.slice.in];
+		c.u.slice.off = c.u.slice.off >= 0 ? map[c.u.slice.off] : -1;
+		break;
 	case IA_INIT:
 	case IA_LOAD:
 	case IA_RANGE:
+	case IA_COUNTER:
 	case IA_LOOP:
 	case IA_ENDLOOP: break;
 	}

@@ -301,6 +301,13 @@ typedef struct TraOp {
 		struct { int tensor; } init;            /* INIT, LOAD */
 		struct { int in; int tensor; } store;   /* STORE, PRINT */
 		struct { int64_t count; } loop;
+		struct { int depth; } counter;          /* the repeat block's nesting depth, 0 outermost */
+		/* along key dim `dim`, with p = stride * i + shift + off:
+		 * out[.., i, ..] = in[.., p, ..] (a window: gather), or, when
+		 * scatter, out[.., p, ..] = in[.., i, ..] and zero between (its
+		 * adjoint); zero outside the input.  off: a 0-d i64 op (a loop
+		 * counter's multiple), or -1 */
+		struct { int in, off; int dim; int64_t shift, stride; bool scatter; } slice;
 		struct { int loss; int tensor; } grad;
 		/* GATHER: src is the table, dim its gathered key dim; SCATTER:
 		 * src is the rows (keyed like a gather's output), dim the
@@ -361,6 +368,7 @@ TVal tb_rel(TraBuild *b, int op, int nvar, const int *var);          /* an op, i
 TVal tb_access(TraBuild *b, int op, int nvar, const int *var);       /* the same; a repeated var takes a diagonal */
 TVal tb_const(TraBuild *b, double c);
 TVal tb_index(TraBuild *b, int var);                                 /* var's position, an i64: a range */
+TVal tb_counter(TraBuild *b, int depth);                             /* a repeat block's iteration, an i64 */
 TVal tb_unary(TraBuild *b, KOp op, TVal v);
 TVal tb_binary(TraBuild *b, KOp op, TVal x, TVal y);                 /* elementwise; joins when needed */
 TVal tb_where(TraBuild *b, TVal c, TVal x, TVal y);
@@ -474,6 +482,8 @@ typedef struct IaOp {
 		struct { int in; int tensor; } store;   /* STORE, PRINT */
 		struct { int64_t count; } loop;
 		struct { int src, index, dim, tensor, itensor; } gather;   /* GATHER, LOOKUP, SCATTER: as TRA's */
+		struct { int depth; } counter;
+		struct { int in, off; int dim; int64_t shift, stride; bool scatter; } slice;
 	} u;
 } IaOp;
 

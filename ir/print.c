@@ -69,6 +69,15 @@ void tra_print(Buf *b, const TraProg *p)
 			break;
 		case TRA_RANGE:
 			break;
+		case TRA_COUNTER:
+			buf_printf(b, " depth %d", op->u.counter.depth);
+			break;
+		case TRA_SLICE:
+			buf_printf(b, " %%%d dim %d%s at %" PRId64 " stride %" PRId64, op->u.slice.in, op->u.slice.dim,
+			           op->u.slice.scatter ? " scatter" : "", op->u.slice.shift, op->u.slice.stride);
+			if (op->u.slice.off >= 0)
+				buf_printf(b, " + %%%d", op->u.slice.off);
+			break;
 		case TRA_STORE:
 		case TRA_PRINT:
 			buf_printf(b, " %%%d %s %s\n", op->u.store.in, op->kind == TRA_STORE ? "->" : "as",
@@ -175,6 +184,15 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 	case IA_LOOKUP:
 	case IA_SCATTER:
 		buf_printf(b, " dim %d", op->u.gather.dim);
+		break;
+	case IA_COUNTER:
+		buf_printf(b, " depth %d", op->u.counter.depth);
+		break;
+	case IA_SLICE:
+		buf_printf(b, " dim %d%s at %" PRId64 "%s", op->u.slice.dim, op->u.slice.scatter ? " scatter" : "",
+		           op->u.slice.shift, op->u.slice.off >= 0 ? " + counter" : "");
+		if (op->u.slice.stride != 1)
+			buf_printf(b, " stride %" PRId64, op->u.slice.stride);
 		break;
 	case IA_STORE:
 	case IA_PRINT:
@@ -775,6 +793,13 @@ static void dot_what(Buf *b, const IaPlan *p, const IaOp *op)
 		break;
 	case IA_SCATTER:
 		buf_printf(&k, " rows added into dim %d at the index's values", op->u.gather.dim);
+		break;
+	case IA_COUNTER:
+		buf_printf(&k, " depth %d", op->u.counter.depth);
+		break;
+	case IA_SLICE:
+		buf_printf(&k, " dim %d, %" PRId64 " of %" PRId64, op->u.slice.dim, op->type.extent[op->u.slice.dim],
+		           p->ops.v[op->u.slice.in].type.extent[op->u.slice.dim]);
 		break;
 	case IA_STORE:
 	case IA_PRINT:

@@ -645,9 +645,14 @@ int tra_inputs(const TraOp *op, int *in)
 		in[0] = op->u.gather.src;
 		in[1] = op->u.gather.index;
 		return 2;
+	case TRA_SLICE:
+		in[0] = op->u.slice.in;
+		in[1] = op->u.slice.off;
+		return op->u.slice.off >= 0 ? 2 : 1;
 	case TRA_INIT:
 	case TRA_LOAD:
 	case TRA_RANGE:
+	case TRA_COUNTER:
 	case TRA_LOOP:
 	case TRA_ENDLOOP:
 		return 0;
@@ -684,7 +689,8 @@ bool tra_has_result(TraOpKind k)
 	case TRA_OUTPUT: case TRA_STORE: case TRA_PRINT: case TRA_LOOP: case TRA_ENDLOOP:
 		return false;
 	case TRA_INPUT: case TRA_JOIN: case TRA_AGG: case TRA_MAP: case TRA_REKEY: case TRA_FILTER:
-	case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_GRAD: case TRA_GATHER: case TRA_SCATTER:
+	case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_COUNTER: case TRA_SLICE: case TRA_GRAD:
+	case TRA_GATHER: case TRA_SCATTER:
 		return true;
 	}
 	return false;

@@ -311,6 +311,32 @@ static void check_gather(Ctx *c, const RelType *table, const RelType *index, int
 			     rows->extent[d], rows->block[d], want.extent[d], want.block[d]);
 }
 
+/* A loop counter: a 0-d i64 of a repeat block around it. */
+static void check_counter(Ctx *c, int depth, const RelType *t)
+{
+	if (t->nkey != 0 || t->dtype != DT_I64 || depth < 0)
+		fail(c, "a counter of %d key dims, %s, depth %d", t->nkey, dtype_name(t->dtype), depth);
+}
+
+/* A slice: the input's type but for the sliced dim's extent (and blocks),
+ * at a 0-d i64 offset. */
+static void check_slice(Ctx *c, const RelType *in, const RelType *off, int dim, int64_t stride, const RelType *t)
+{
+	if (stride < 1)
+		fail(c, "a slice of stride %" PRId64, stride);
+	if (off && (off->nkey != 0 || off->dtype != DT_I64))
+		fail(c, "a slice at an offset of %d key dims, %s", off->nkey, dtype_name(off->dtype));
+	else if (dim < 0 || dim >= in->nkey || t->nkey != in->nkey || t->nchunk != in->nchunk || t->dtype != in->dtype ||
+	         t->sparse || in->sparse)
+		fail(c, "a slice along dim %d of a different relation", dim);
+	for (int d = 0; c->ok && d < t->nkey; d++)
+		if (d != dim && t->extent[d] != in->extent[d])
+			fail(c, "a slice changes the extent of dim %d", d);
+	for (int d = 0; c->ok && d < t->nchunk; d++)
+		if (t->chunkdim[d] != in->chunkdim[d])
+			fail(c, "a slice reorders its chunks");
+}
+
 static Ctx ctx_new(Buf *err, const char *ir, int nops, int ntensors)
 {
 	Scope sc = {xcalloc(nops + 1, sizeof(int)), xcalloc(nops + 1, sizeof(int)),
@@ -448,6 +474,12 @@ static void check_tra_op(Ctx *c, const TraProg *p, int i)
 	case TRA_SCATTER:
 		check_gather(c, &op->type, b, op->u.gather.dim, a);
 		break;
+	case TRA_COUNTER:
+		check_counter(c, op->u.counter.depth, &op->type);
+		break;
+	case TRA_SLICE:
+		check_slice(c, a, b, op->u.slice.dim, op->u.slice.stride, &op->type);
+		break;
 	case TRA_STORE:
 		check_param(c, p, op->u.store.tensor, a);
 		break;
@@ -549,6 +581,12 @@ static void check_ia_op(Ctx *c, const IaPlan *p, int i)
 		break;
 	case IA_SCATTER:
 		check_gather(c, &op->type, b, op->u.gather.dim, a);
+		break;
+	case IA_COUNTER:
+		check_counter(c, op->u.counter.depth, &op->type);
+		break;
+	case IA_SLICE:
+		check_slice(c, a, b, op->u.slice.dim, op->u.slice.stride, &op->type);
 		break;
 	case IA_STORE:
 		check_param(c, p->tra, op->u.store.tensor, a);

@@ -39,7 +39,7 @@
 
 #include "optimizer/opt.h"
 
-typedef enum { D_NONE, D_EINSUM, D_DIAG, D_REKEY, D_GATHER, D_LEAF } DiffKind;
+typedef enum { D_NONE, D_EINSUM, D_DIAG, D_REKEY, D_GATHER, D_SLICE, D_LEAF } DiffKind;
 
 typedef struct DiffUnit {
 	DiffKind kind;
@@ -110,6 +110,12 @@ static void find_units(Grad *g)
 		case TRA_GATHER:
 			u->kind = D_GATHER;
 			u->prod = i;
+			break;
+		case TRA_SLICE:         /* the offset is an integer: no gradient */
+			u->kind = D_SLICE;
+			u->prod = i;
+			u->nin = 1;
+			u->in[0] = op->u.slice.in;
 			break;
 		default:
 			break;
@@ -385,6 +391,33 @@ static void vjp_gather(Grad *g, TraBuild *b, int u, int G)
 	contribute(g, b, a, T, avar);
 }
 
+/* A window's adjoint is the window the other way: G scattered back to the
+ * positions it was gathered from, zero elsewhere (and a scatter's is the
+ * gather). */
+static void vjp_slice(Grad *g, TraBuild *b, int u, int G)
+{
+	const TraOp *S = &g->old->ops.v[u];
+	int a = g->unit[u].in[0];
+	if (g->prop[u][0] || g->adj[a] == -2)
+		return;
+	g->prop[u][0] = true;
+	const RelType *ta = &g->old->ops.v[a].type;
+	int d = S->u.slice.dim, avar[MAXDIM];
+	TraOp s = {.kind = TRA_SLICE, .stmt = b->stmt, .type = g->p->ops.v[G].type};
+	s.type.extent[d] = ta->extent[d];
+	s.type.block[d] = ta->block[d];
+	s.u.slice.in = G;
+	s.u.slice.dim = d;
+	s.u.slice.shift = S->u.slice.shift;
+	s.u.slice.stride = S->u.slice.stride;
+	s.u.slice.scatter = !S->u.slice.scatter;
+	s.u.slice.off = S->u.slice.off >= 0 ? g->map[S->u.slice.off] : -1;
+	int op = tra_push(g->p, s);
+	for (int k = 0; k < ta->nkey; k++)
+		avar[k] = tb_var(b, ta->extent[k]);
+	contribute(g, b, a, tb_rel(b, op, ta->nkey, avar), avar);
+}
+
 /* ---- one grad op ---- */
 
 static void mark_ancestors(const TraProg *o, int v, bool *anc)
@@ -501,6 +534,7 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 		case D_DIAG:
 		case D_REKEY:
 		case D_GATHER:
+		case D_SLICE:
 			break;
 		}
 		int G = adjoint(g, &b, v);
@@ -511,6 +545,7 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 		case D_DIAG: vjp_diag(g, &b, v, G); break;
 		case D_REKEY: vjp_rekey(g, &b, v, G); break;
 		case D_GATHER: vjp_gather(g, &b, v, G); break;
+		case D_SLICE: vjp_slice(g, &b, v, G); break;
 		default: break;
 		}
 	}
@@ -570,7 +605,11 @@ static int remap_op(Grad *g, TraOp op)
 		op.u.gather.src = g->map[op.u.gather.src];
 		op.u.gather.index = g->map[op.u.gather.index];
 		break;
-	case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_LOOP: case TRA_ENDLOOP:
+	case TRA_SLICE:
+		op.u.slice.in = g->map[op.u.slice.in];
+		op.u.slice.off = op.u.slice.off >= 0 ? g->map[op.u.slice.off] : -1;
+		break;
+	case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_COUNTER: case TRA_LOOP: case TRA_ENDLOOP:
 		break;
 	}
 	return tra_push(g->p, op);

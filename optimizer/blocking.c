@@ -62,6 +62,12 @@ BlockClasses *opt_block_classes(const TraProg *p)
 		switch (op->kind) {
 		case TRA_INPUT:
 		case TRA_RANGE:
+		case TRA_COUNTER:
+			break;
+		case TRA_SLICE:         /* blocked as its input but along the window's dim */
+			for (int d = 0; d < op->type.nkey; d++)
+				if (d != op->u.slice.dim)
+					unite(parent, base[op->u.slice.in] + d, base[i] + d);
 			break;
 		case TRA_JOIN: {
 			int l = op->u.join.left, r = op->u.join.right;

@@ -116,6 +116,28 @@ static int b_range(Emit *e, const Unit *u, const int *x, const Place *mid, const
 	return emit_op(e, ia);
 }
 
+static int b_counter(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)x, (void)mid, (void)out, (void)tp;
+	IaOp ia = {.kind = IA_COUNTER, .stmt = u->op->stmt, .tra = u->tra, .type = u->op->type};
+	ia.u.counter.depth = u->op->u.counter.depth;
+	return emit_op(e, ia);
+}
+
+/* Each site cuts the chunks its placement gives it: nothing to move. */
+static int b_slice(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)mid, (void)tp;
+	IaOp ia = {.kind = IA_SLICE, .stmt = u->op->stmt, .tra = u->tra, .type = u->op->type, .place = *out};
+	ia.u.slice.in = x[0];
+	ia.u.slice.off = u->op->u.slice.off >= 0 ? x[1] : -1;
+	ia.u.slice.dim = u->op->u.slice.dim;
+	ia.u.slice.shift = u->op->u.slice.shift;
+	ia.u.slice.stride = u->op->u.slice.stride;
+	ia.u.slice.scatter = u->op->u.slice.scatter;
+	return emit_op(e, ia);
+}
+
 static int b_sink(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)mid, (void)out, (void)tp;

@@ -418,7 +418,11 @@ static Val build_node(Build *b, const Plan *pl, int ni, bool root)
 static void remap_inputs(TraOp *op, const int *map)
 {
 	switch (op->kind) {
-	case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_LOOP: case TRA_ENDLOOP:
+	case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_COUNTER: case TRA_LOOP: case TRA_ENDLOOP:
+		break;
+	case TRA_SLICE:
+		op->u.slice.in = map[op->u.slice.in];
+		op->u.slice.off = op->u.slice.off >= 0 ? map[op->u.slice.off] : -1;
 		break;
 	case TRA_JOIN:
 		op->u.join.left = map[op->u.join.left];

@@ -583,6 +583,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		case IA_INIT:
 		case IA_LOAD:
 		case IA_RANGE:
+		case IA_COUNTER:
 		case IA_STORE:
 		case IA_PRINT:
 		case IA_LOOP:
@@ -629,6 +630,10 @@ void opt_cost(IaPlan *p, const Machine *mach)
 			break;
 		case IA_SCATTER:
 			c = cost_scatter(&cc, &a->type, &a->place, &b->type, &op->type, &op->place);
+			break;
+		case IA_SLICE:          /* the window copied out, locally */
+			c.seconds = cost_rank_bytes(&cc, &op->type, &op->place, 1) / cc.m->memcpy_bw +
+			            cc.m->local_op_overhead;
 			break;
 		case IA_TWOPHASE: {
 			/* planned with the schedule (twophase.c) */

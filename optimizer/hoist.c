@@ -21,9 +21,10 @@
 static bool movable(TraOpKind k)
 {
 	switch (k) {
-	case TRA_JOIN: case TRA_AGG: case TRA_MAP: case TRA_REKEY: case TRA_FILTER: case TRA_RANGE:
+	case TRA_JOIN: case TRA_AGG: case TRA_MAP: case TRA_REKEY: case TRA_FILTER: case TRA_RANGE: case TRA_SLICE:
 	case TRA_GATHER: case TRA_SCATTER:
 		return true;
+	case TRA_COUNTER:       /* changes every iteration of its loop */
 	case TRA_INPUT: case TRA_OUTPUT: case TRA_INIT: case TRA_LOAD: case TRA_STORE:
 	case TRA_PRINT: case TRA_LOOP: case TRA_ENDLOOP: case TRA_GRAD:
 		return false;
@@ -117,7 +118,11 @@ void opt_hoist(TraProg *p)
 		case TRA_STORE:
 		case TRA_PRINT: op.u.store.in = remap_in(pos, op.u.store.in); break;
 		case TRA_GRAD: op.u.grad.loss = remap_in(pos, op.u.grad.loss); break;
-		case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_LOOP: case TRA_ENDLOOP:
+		case TRA_SLICE:
+			op.u.slice.in = remap_in(pos, op.u.slice.in);
+			op.u.slice.off = op.u.slice.off >= 0 ? remap_in(pos, op.u.slice.off) : -1;
+			break;
+		case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_COUNTER: case TRA_LOOP: case TRA_ENDLOOP:
 			break;
 		}
 		ops[i] = op;

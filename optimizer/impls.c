@@ -214,6 +214,17 @@ static void c_param(Search *s, int t, Impl *im)
 	im->mem = rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
 }
 
+/* a slice: the window's chunks copied out of the whole input, which every
+ * rank holds */
+static void c_slice(Search *s, int t, Impl *im)
+{
+	const RelType *ot = type_of(s, t);
+	const Place *p = out_place(s, t, im);
+	double bytes = rank_bytes(s, ot, p, 1);
+	im->cost.seconds = bytes / s->cc.m->memcpy_bw + s->cc.m->local_op_overhead;
+	im->mem = rank_bytes(s, in_type(s, t, 0), in_place(s, t, im, 0), 1) + bytes;
+}
+
 static void c_unary(Search *s, int t, Impl *im)
 {
 	const TraOp *op = &s->tra->ops.v[t];
@@ -653,6 +664,33 @@ static void gen_impls(Search *s, int t)
 		for (int i = 0; i < s->dom[t].n; i++)
 			offer(s, t, (Impl){.kind = IM_RANGE, .inpl = {ANYPL, ANYPL}, .out = i});
 		break;
+	case TRA_COUNTER: {
+		int i = find_out(s, t, place_all());
+		if (i < 0)
+			tr_bug("a counter cannot be everywhere");
+		offer(s, t, (Impl){.kind = IM_COUNTER, .inpl = {ANYPL, ANYPL}, .out = i});
+		break;
+	}
+	case TRA_SLICE: {
+		int a = find_out(s, op->u.slice.in, place_all());
+		int b = op->u.slice.off >= 0 ? find_out(s, op->u.slice.off, place_all()) : 0;
+		if (a < 0 || b < 0)
+			tr_bug("a slice's inputs cannot be everywhere");
+		for (int i = 0; i < s->dom[t].n; i++)
+			offer(s, t, (Impl){.kind = IM_SLICE, .inpl = {a, op->u.slice.off >= 0 ? b : ANYPL}, .out = i});
+		/* or where the input is partitioned on other dims, placed alike */
+		const Dom *din = &s->dom[op->u.slice.in];
+		for (int i = 0; i < din->n; i++) {
+			const Place *q = &din->p[i];
+			bool along = false;
+			for (int k = 0; k < q->ndims; k++)
+				along |= q->dims[k] == op->u.slice.dim;
+			int o = q->kind == PL_PART && !along ? find_out(s, t, *q) : -1;
+			if (o >= 0)
+				offer(s, t, (Impl){.kind = IM_SLICE, .inpl = {i, op->u.slice.off >= 0 ? b : ANYPL}, .out = o});
+		}
+		break;
+	}
 	case TRA_JOIN:
 		if (s->absorbed[t] < 0)
 			join_impls(s, t, op);

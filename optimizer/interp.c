@@ -145,6 +145,45 @@ static Rel *from_dense(const Dense *x, const RelType *t, const Place *p, int s)
 	return r;
 }
 
+static Dense *to_dense(Interp *in, const Rel *r, const Tensor *ten);
+
+/* A window of a along key dim `dim` from off on (zero outside a), placed
+ * as op says. */
+static Rel *do_slice(Interp *in, const Rel *a, int64_t off, const IaOp *op)
+{
+	const RelType *at = &a->type, *t = &op->type;
+	Tensor whole = {.name = "a sliced relation", .rank = at->nkey};
+	for (int d = 0; d < at->nkey; d++)
+		whole.shape[d] = at->extent[d];
+	Dense *x = to_dense(in, a, &whole);
+	if (!x)
+		return NULL;
+	int dim = op->u.slice.dim;
+	Dense y = {.rank = t->nkey};
+	int64_t n = 1, inner = 1;
+	for (int d = 0; d < t->nkey; d++) {
+		y.shape[d] = t->extent[d];
+		n *= t->extent[d];
+		if (d > dim)
+			inner *= t->extent[d];
+	}
+	y.v = xcalloc((size_t)(n ? n : 1), sizeof *y.v);
+	for (int64_t e = 0; e < n; e++) {
+		int64_t outer = e / inner / t->extent[dim], j = e / inner % t->extent[dim], src = -1;
+		int64_t stride = op->u.slice.stride;
+		if (!op->u.slice.scatter)
+			src = stride * j + off;
+		else if ((j - off) % stride == 0)
+			src = (j - off) / stride;
+		if (src >= 0 && src < at->extent[dim])
+			y.v[e] = x->v[(outer * at->extent[dim] + src) * inner + e % inner];
+	}
+	Rel *r = from_dense(&y, t, &op->place, in->s);
+	free(y.v);
+	dense_free(x);
+	return r;
+}
+
 /* ---- kernels ---- */
 
 typedef struct KEval {
@@ -762,6 +801,23 @@ bool ia_interpret(const IaPlan *p, int sites, Dense *const *inputs, Dense **outp
 			free(d.v);
 			break;
 		}
+		case IA_COUNTER: {
+			if (op->u.counter.depth >= left.n) {
+				fail(&in, "op %d counts loop depth %d inside %d loops", i, op->u.counter.depth, (int)left.n);
+				break;
+			}
+			const IaOp *l = &p->ops.v[loopstart.v[op->u.counter.depth]];
+			double it = (double)(l->u.loop.count - left.v[op->u.counter.depth]);
+			Dense d = {.rank = 0, .v = &it};
+			r = from_dense(&d, &op->type, &op->place, sites);
+			break;
+		}
+		case IA_SLICE:
+			if (a->kind == PL_PARTIAL || (b && b->kind != PL_ALL))
+				fail(&in, "op %d slices partials or at an offset not held everywhere", i);
+			else
+				r = do_slice(&in, a, op->u.slice.shift + (b ? (int64_t)b->t.v[0].v[0] : 0), op);
+			break;
 		case IA_LOAD:
 			if (!in.var[op->u.init.tensor]) {
 				fail(&in, "param %s loaded before it has a value", p->tra->tensors.v[op->u.init.tensor].name);

@@ -98,6 +98,8 @@ static void mark(TraProg *p, TraOp *op)
 	case TRA_STORE:         /* a param's value is dense and whole: codegen fills it */
 	case TRA_INIT:
 	case TRA_RANGE:
+	case TRA_COUNTER:
+	case TRA_SLICE:         /* cut into dense chunks (codegen densifies a sparse input) */
 	case TRA_LOAD:
 	case TRA_LOOP:
 	case TRA_ENDLOOP:

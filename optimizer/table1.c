@@ -42,6 +42,11 @@ static ImplKind row(const TraOp *t, const IaPlan *p, Place *need)
 		return IM_PARAM;
 	case TRA_RANGE:
 		return IM_RANGE;
+	case TRA_COUNTER:
+		return IM_COUNTER;
+	case TRA_SLICE:
+		need[0] = need[1] = place_all();
+		return IM_SLICE;
 	case TRA_JOIN:
 		need[0] = place_all();
 		return IM_JOIN_BCAST;
@@ -103,6 +108,8 @@ IaPlan *opt_table1(const TraProg *tra, int nranks)
 		Place mid = place_part(0, NULL), out = mid;
 		if (t->kind == TRA_AGG)
 			mid = place_part(t->u.agg.ngroup, t->u.agg.group);
+		if (t->kind == TRA_SLICE)
+			out = place_all();
 		if (t->kind == TRA_INPUT || t->kind == TRA_RANGE || t->kind == TRA_SCATTER) {
 			int dim0 = 0;
 			out = place_part(t->type.nkey > 0, &dim0);

@@ -204,6 +204,25 @@ TrtRel *trt_init_param(int tensor, const TrtType *t, TrtPlace p, TrtInit kind, d
  * rank makes the chunks placement p (TRT_ALL or TRT_PART) gives it. */
 TrtRel *trt_range(const TrtType *t, TrtPlace p);
 
+/* A loop's counter: a 0-d i64 relation holding value, on every rank. */
+TrtRel *trt_counter(const TrtType *t, int64_t value);
+
+/* A window along one key dim: with pos = stride * i + shift + off, out's
+ * element i is in's element pos (a gather), or, for a scatter, out's
+ * element pos is in's element i and the others are zero. */
+typedef struct TrtWindow {
+	int dim;
+	int64_t shift, stride;
+	int scatter;
+} TrtWindow;
+
+/* The window w of relation in (dense: TRT_ALL, or TRT_PART on dims other
+ * than w's, then p is in's placement), off a 0-d i64 on every rank or
+ * NULL for 0: a relation of type t, zero where it reads outside in.  Each
+ * rank makes the chunks placement p (TRT_ALL or TRT_PART) gives it;
+ * nothing is sent. */
+TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const TrtType *t, TrtPlace p);
+
 /* A new relation holding r's tuples, sharing their chunks. */
 TrtRel *trt_rel_clone(const TrtRel *r);
 

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """
 language.py: every construct of the .tra language, compiled by trac, run
-under mpirun on 1, 2 and 4 ranks, compared with numpy.
+under mpirun on 1, 2 and 4 ranks (1, 2, 3 and 4 for loop counters and index
+arithmetic: a case's ranks=), compared with numpy (gradients and
+convolutions with PyTorch).
 
 Each case is a .tra program, its inputs (shapes chosen so extents do not
 divide by the block size the case compiles with), and numpy code computing
@@ -25,10 +27,10 @@ env = mpi_env()
 
 CASES = []
 
-def case(name, src, inputs, expect, block=3, tol=None, files=None, flags=(), outputs=None):
+def case(name, src, inputs, expect, block=3, tol=None, files=None, flags=(), outputs=None, ranks=RANKS):
     """inputs: {name: array}; expect: function(inputs) -> {output: array}."""
     CASES.append(dict(name=name, src=textwrap.dedent(src), inputs=inputs, expect=expect,
-                      block=block, tol=tol, files=files or {}, flags=list(flags)))
+                      block=block, tol=tol, files=files or {}, flags=list(flags), ranks=ranks))
 
 r = np.random.default_rng(7)
 def rnd(*shape, dt=np.float32):
@@ -408,6 +410,189 @@ case("one_hot_training", """
     output W;
 """, dict(X=rnd(8, 5), labels=np.array([0, 2, 1, 1, 0, 2, 2, 1], dtype=np.int64)), one_hot_training, tol=2e-5)
 
+# ---- loop counters, windows that move with them, shifted positions ----
+# (on 1, 2, 3 and 4 ranks, blocks that divide nothing)
+
+def padded(X, lo, n):
+    """X's rows lo .. lo+n-1, zero outside X (a window's padding)."""
+    out = np.zeros((n,) + X.shape[1:], X.dtype)
+    for i in range(n):
+        if 0 <= lo + i < len(X):
+            out[i] = X[lo + i]
+    return out
+
+def minibatch_sums(x):
+    X = x["X"].astype(np.float64)
+    A, C = np.zeros((3, 5)), np.zeros(2 * 4)
+    for e in range(2):
+        for b in range(4):
+            Xb = padded(X, b * 3 + e, 3)
+            A += Xb * (10 * e + b + 1)
+            C[e * 4 + b] = Xb.sum()
+    return dict(A=A.astype(np.float32), C=C.astype(np.float32))
+case("loop_counter_window", """
+    size N = 11, B = 3, NB = 4, D = 5, E = 2, K = E * NB;
+    input X[N, D];
+    param A[B, D] = zeros;
+    param C[K] = zeros;
+    repeat e in E {
+        repeat b in NB {                      # the last window runs past X: zeros
+            Xb[n in B, d] = X[b*B + n + e, d];
+            A[n, d] += Xb[n, d] * f32(10 * e + b + 1);
+            s = sum[n, d](Xb[n, d]);
+            C[k] += where(k == e * NB + b, s, 0);
+        }
+    }
+    output A; output C;
+""", dict(X=rnd(11, 5)), minibatch_sums, block=2, tol=1e-5, ranks=[1, 2, 3, 4])
+
+def shifts(x):
+    X = x["X"]
+    return dict(L=padded(X, -1, 7), R=padded(X, 1, 7) - X, V=X[2:] * 2,
+                S=padded(X, -2, 7) + X + padded(X, 3, 7))
+case("shifted_positions", """
+    size N = 7, J = 5;
+    input X[N, J];
+    L[i in N, j] = X[i - 1, j];              # an explicit range: X[-1] reads zero
+    R[i, j] = X[i + 1, j] - X[i, j];         # a plain use fixes i; X[7] reads zero
+    V[i, j] = 2 * X[2 + i, j];               # inferred: the largest range in X, 5
+    S[i, j] = X[i - 2, j] + X[i, j] + X[(i + 1) * 1 + 2, j];
+    output L; output R; output V; output S;
+""", dict(X=rnd(7, 5)), shifts, block=2, ranks=[1, 2, 3, 4])
+
+def single_positions(x):
+    X, l = x["X"].astype(np.float64), x["labels"]
+    A = sum(X[b + 2] * l[b] for b in range(4))
+    L = sum(l[2 * b] for b in range(4) if 2 * b < 7)
+    s = X[1:].sum()
+    return dict(A=A.astype(np.float32), L=np.float32(L), R=(X[3] - X[6]).astype(np.float32),
+                s=np.float32(s), T=(X[:, 0] * 2).astype(np.float32))
+case("single_positions", """
+    size N = 7, D = 3, NB = 4;
+    input X[N, D];
+    input labels[N] : i64;
+    param A[D] = zeros;
+    param L = zeros;
+    repeat b in NB {
+        A[d] += X[b + 2, d] * f32(labels[b]);   # row b + 2, label b
+        L += f32(labels[2 * b]);                # past the end: zero
+    }
+    R[d] = X[3, d] - X[N - 1, d];
+    s = sum[i, d](X[i + 1, d]);                 # i inferred for the sum: 6
+    T[i] = X[i, 0] + X[i, D - 3];
+    output A; output L; output R; output s; output T;
+""", dict(X=rnd(7, 3), labels=np.array([3, 1, 4, 1, 5, 9, 2], dtype=np.int64)), single_positions,
+     block=2, tol=1e-5, ranks=[1, 2, 3, 4])
+
+def minibatch_sgd(x):
+    X, L = x["X"].astype(np.float64), x["labels"]
+    W = np.zeros((5, 3))
+    for e in range(2):
+        for b in range(3):
+            Xb, Lb = X[b * 4:b * 4 + 4], L[b * 4:b * 4 + 4]
+            Y = (Lb[:, None] == np.arange(3)).astype(np.float64)
+            Z = Xb @ W
+            P = np.exp(Z - Z.max(1, keepdims=True))
+            P /= P.sum(1, keepdims=True)
+            W -= 0.5 / (1 + e) * Xb.T @ (P - Y) / len(Xb)
+    return dict(W=W.astype(np.float32))
+case("minibatch_sgd", """
+    import "nn.tra";
+    size N = 12, B = 4, NB = 3, D = 5, C = 3;
+    input X[N, D];
+    input labels[N] : i64;
+    param W[D, C] = zeros;
+    repeat e in 2 {
+        repeat b in NB {
+            Xb[n in B, d] = X[b*B + n, d];
+            Y[n in B, c in C] = f32(labels[B*b + n] == c);
+            Z[n, c] = Xb[n, d] * W[d, c];
+            loss = softmax_xent(Z, Y);
+            dW = grad(loss, W);
+            W[d, c] -= (0.5 / (1 + f32(e))) * dW[d, c];
+        }
+    }
+    output W;
+""", dict(X=rnd(12, 5), labels=np.array([0, 2, 1, 1, 0, 2, 2, 1, 0, 0, 1, 2], dtype=np.int64)),
+     minibatch_sgd, tol=2e-5, ranks=[1, 2, 3, 4])
+
+def window_grads(x):
+    """gradients through windows and shifts, by PyTorch autograd"""
+    import torch
+    W = torch.tensor(x["W0"], dtype=torch.float64, requires_grad=True)
+    X = torch.tensor(x["X"], dtype=torch.float64)
+    Wc = W.detach().clone()
+    for b in range(3):                      # a window that moves with b
+        Wv = Wc.clone().requires_grad_(True)
+        Wb = torch.zeros(2, 4, dtype=torch.float64)
+        Wb[:len(Wv[b * 2 + 1:b * 2 + 3])] = Wv[b * 2 + 1:b * 2 + 3]
+        loss = ((Wb * X[4:]) ** 2).sum()
+        loss.backward()
+        Wc = Wc - 0.1 * Wv.grad
+    # shifted reads: Y[i] = W[i - 1] X[i] + W[i + 1] (zero outside W)
+    Wm = torch.cat([torch.zeros(1, 4, dtype=torch.float64), W[:-1]])
+    Wp = torch.cat([W[1:], torch.zeros(1, 4, dtype=torch.float64)])
+    l2 = ((Wm * X + Wp) ** 2).sum()
+    dW, = torch.autograd.grad(l2, W)
+    return dict(W=Wc.numpy().astype(np.float32), dW=dW.numpy().astype(np.float32))
+case("window_grad", """
+    size N = 6, B = 2, NB = 3, D = 4;
+    input X[N, D];
+    input W0[N, D];
+    param W[N, D] = "W0.npy";
+    Y[i, d] = W[i - 1, d] * X[i, d] + W[i + 1, d];
+    l2 = sum[i, d](Y[i, d] ** 2);
+    dW = grad(l2, W);
+    repeat b in NB {                         # the last window runs past W
+        Wb[n in B, d] = W[b*B + n + 1, d];
+        loss = sum[n, d]((Wb[n, d] * X[n + 4, d]) ** 2);
+        g = grad(loss, W);
+        W[i, d] -= 0.1 * g[i, d];
+    }
+    output W; output dW;
+""", dict(X=rnd(6, 4), W0=rnd(6, 4)), window_grads, block=4, tol=2e-5, ranks=[1, 2, 3, 4])
+
+def convolutions(x):
+    """valid and same 2-d convolutions, a strided one, 2x2 max pooling and a
+    3-d convolution, with the gradients of a loss through them wrt the
+    kernel and the input, by PyTorch"""
+    import torch
+    F = torch.nn.functional
+    t = lambda a: torch.tensor(a, dtype=torch.float64, requires_grad=True)
+    X, K, K3, X3 = t(x["X"]), t(x["K"]), t(x["K3"]), t(x["X3"])
+    Y = F.conv2d(X[None], K)[0]
+    Z = F.conv2d(X[None], K, padding=1)[0]
+    S = F.conv2d(X[None], K, stride=2)[0]
+    P = F.max_pool2d(Z[None], 2)[0]
+    V = F.conv3d(X3[None], K3)[0]
+    loss = (Y ** 2).sum() + (P * P).sum() + S.sum()
+    loss3 = (V ** 2).sum()
+    dK, dX = torch.autograd.grad(loss, [K, X])
+    dK3, dX3 = torch.autograd.grad(loss3, [K3, X3])
+    f = lambda a: a.detach().numpy().astype(np.float32)
+    return dict(Y=f(Y), Z=f(Z), S=f(S), P=f(P), V=f(V), loss=f(loss), dK=f(dK), dX=f(dX), dK3=f(dK3), dX3=f(dX3))
+case("convolution", """
+    size C = 2, O = 3, H = 7, W = 6, R = 3;
+    input X[C, H, W];
+    input K[O, C, R, R];
+    input X3[C, 5, H, W];
+    input K3[O, C, 2, 3, 2];
+    Y[o, y, x] = K[o, c, dy, dx] * X[c, y + dy, x + dx];                   # valid
+    Z[o, y in H, x in W] = K[o, c, dy, dx] * X[c, y + dy - 1, x + dx - 1]; # same
+    S[o, y, x] = K[o, c, dy, dx] * X[c, 2*y + dy, 2*x + dx];               # stride 2
+    P[o, y, x] = max[py in 2, px in 2](Z[o, 2*y + py, 2*x + px]);          # 2x2 pooling
+    V[o, t, y, x] = K3[o, c, dt, dy, dx] * X3[c, t + dt, y + dy, x + dx];  # 3-d, valid
+    loss = sum[o, y, x](Y[o, y, x] ** 2) + sum[o, y, x](P[o, y, x] * P[o, y, x]) + sum[o, y, x](S[o, y, x]);
+    loss3 = sum[o, t, y, x](V[o, t, y, x] ** 2);
+    dK = grad(loss, K);
+    dX = grad(loss, X);
+    dK3 = grad(loss3, K3);
+    dX3 = grad(loss3, X3);
+    output Y; output Z; output S; output P; output V; output loss;
+    output dK; output dX; output dK3; output dX3;
+""", dict(X=rnd(2, 7, 6), K=rnd(3, 2, 3, 3), X3=rnd(2, 5, 7, 6), K3=rnd(3, 2, 2, 3, 2)), convolutions,
+     block=4, tol=2e-5, ranks=[1, 2, 3, 4])
+
 def run(c, tmp):
     d = os.path.join(tmp, c["name"])
     os.makedirs(d)
@@ -422,7 +607,7 @@ def run(c, tmp):
     if p.returncode != 0:
         return ["trac failed:\n" + p.stderr]
     errors, first = [], None
-    for n in RANKS:
+    for n in c["ranks"]:
         for f in os.listdir(d):
             if f.endswith(".npy") and f[:-4] not in c["inputs"]:
                 os.unlink(os.path.join(d, f))

@@ -82,6 +82,8 @@ static void test_blocks(void **state)
 {
 	expect_ast("repeat 3 { W[d] -= 0.5 * g[d]; print W; }\n",
 	           "repeat 3 {\n  W[d] -= (* 0.5 g[d])\n  print W\n}\n");
+	expect_ast("repeat b in NB { Xb[n in B, d] = X[b*B + n, d]; }\n",
+	           "repeat b in NB {\n  Xb[n in B, d] = X[(+ (* b B) n), d]\n}\n");
 	expect_ast("def lin(X[n, d], W[d, h]) -> Y[n, h] { Y[n, h] = X[n, d] * W[d, h]; }\n",
 	           "def lin(X[n, d], W[d, h]) -> Y[n, h] {\n  Y[n, h] = (* X[n, d] W[d, h])\n}\n");
 	expect_ast("import \"nn.tra\";\n", "import \"nn.tra\"\n");

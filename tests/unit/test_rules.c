@@ -488,6 +488,11 @@ static const char *impl_programs[] = {
 	"size V = 7, D = 5, B = 6;\ninput E[V, D];\ninput idx[B] : i64;\nparam W[V, D] = normal(0, 0.1);\n"
 	"Z[b, d] = E[idx[b], d] * W[idx[b], d];\nG[v, b] = E[v, idx[b]];\nloss = sum[b, d](Z[b, d] ** 2);\n"
 	"dW = grad(loss, W);\noutput Z;\noutput G;\noutput dW;\n",
+	/* loop counters, windows that move with them, shifts and their gradients */
+	"size N = 7, B = 2, NB = 4, D = 3;\ninput X[N, D];\nparam W[N, D] = normal(0, 1);\nparam A[B, D] = zeros;\n"
+	"repeat e in 2 {\nrepeat b in NB {\nXb[n in B, d] = X[b*B + n + e, d];\n"
+	"Y[i, d] = W[i - 1, d] * X[i, d] + W[i + 2, d];\nl = sum[i, d](Y[i, d] * Y[i, d]);\ng = grad(l, W);\n"
+	"W[i, d] -= 0.1 * g[i, d];\nA[n, d] += Xb[n, d] * f32(b - e);\n}\n}\noutput A;\noutput W;\n",
 };
 
 static void test_impls(void **state)
