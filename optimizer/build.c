@@ -294,14 +294,12 @@ static int b_twophase(Emit *e, const Unit *u, const int *x, const Place *mid, co
 	return emit_op(e, f);
 }
 
-/* A look-up where the index is: local when the table is everywhere
- * (GATHER_REPLICATE), else with requests to the rows' owners (LOOKUP). */
-static int b_gather(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+/* A gather or scatter op of TRA op t's table, index and tensors, on
+ * inputs x (the table or rows, then the index), in placement p. */
+static int emit_gather_op(Emit *e, const Unit *u, IaOpKind kind, const int *x, Place p)
 {
-	(void)mid, (void)out, (void)tp;
 	const TraOp *t = u->op;
-	IaOp ia = {.kind = e->p->ops.v[x[0]].place.kind == PL_ALL ? IA_GATHER : IA_LOOKUP, .stmt = t->stmt,
-	           .tra = u->tra, .type = t->type};
+	IaOp ia = {.kind = kind, .stmt = t->stmt, .tra = u->tra, .type = t->type, .place = p};
 	ia.u.gather.src = x[0];
 	ia.u.gather.index = x[1];
 	ia.u.gather.dim = t->u.gather.dim;
@@ -310,18 +308,19 @@ static int b_gather(Emit *e, const Unit *u, const int *x, const Place *mid, cons
 	return emit_op(e, ia);
 }
 
+/* A look-up where the index is: local when the table is everywhere
+ * (GATHER_REPLICATE), else with requests to the rows' owners (LOOKUP). */
+static int b_gather(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)mid, (void)out, (void)tp;
+	return emit_gather_op(e, u, e->p->ops.v[x[0]].place.kind == PL_ALL ? IA_GATHER : IA_LOOKUP, x, (Place){0});
+}
+
 /* A scatter-add into the result's placement `out`. */
 static int b_scatter(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)mid, (void)tp;
-	const TraOp *t = u->op;
-	IaOp ia = {.kind = IA_SCATTER, .stmt = t->stmt, .tra = u->tra, .type = t->type, .place = *out};
-	ia.u.gather.src = x[0];
-	ia.u.gather.index = x[1];
-	ia.u.gather.dim = t->u.gather.dim;
-	ia.u.gather.tensor = t->u.gather.tensor;
-	ia.u.gather.itensor = t->u.gather.itensor;
-	return emit_op(e, ia);
+	return emit_gather_op(e, u, IA_SCATTER, x, *out);
 }
 
 /* ---- the table ---- */
