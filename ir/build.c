@@ -359,7 +359,14 @@ static TVal argreduce(TraBuild *l, TVal v, TbRed red, int k)
 {
 	if (v.op < 0)
 		return (TVal){.op = -1, .pend = kx_const(l->arena, 0)};
+	bool varies = false;
+	for (int i = 0; i < v.nvar; i++)
+		varies |= v.var[i] == k;
 	v = tb_absorb(l, v);
+	if (!varies) {          /* e is the same all along k: the first position */
+		v.pend = kx_const(l->arena, 0);
+		return v;
+	}
 	v.fresh = false;        /* read twice: the max, and the comparison */
 	TVal m = tb_reduce(l, v, red == TB_ARGMAX ? TB_MAX : TB_MIN, 1, &k);
 	KExpr *e = kx_op(l->arena, KOP_WHERE,

@@ -343,6 +343,16 @@ case("range_reductions", """
     m=(x["A"] * (7 - np.arange(7))[:, None].astype(np.float32)).max(0),
     a=np.argmax(x["A"] - np.arange(5).astype(np.float32) / 4, axis=1).astype(np.float32),
     w=(x["A"] * np.arange(5).astype(np.float32)).sum(1)))
+# argmax along an index its argument does not vary with: every position
+# ties, the first (0) wins, as numpy's argmax of a constant row (a fuzzer's
+# crasher: tests/fuzz/regress/build-argmax-constant.tra)
+case("argmax_constant", """
+    size N = 7, K = 5;
+    input A[N, K];
+    a[i] = argmax[j in K](A[i, 2]);
+    b[i, k] = argmin[j in N](A[i, k] * 2.0);
+    output a; output b;
+""", dict(A=rnd(7, 5)), lambda x: dict(a=np.zeros(7, np.float32), b=np.zeros((7, 5), np.float32)))
 case("index_arithmetic", """
     size N = 7, K = 5;
     input A[N, K];
