@@ -935,6 +935,27 @@ static bool check_access(Sema *s, Node *n, Ty *ty)
 		sprintf(why, "dimension %d of %s", d + 1, name);
 		ok &= bind_extent(s, v, t->shape[d], ix->loc, why);
 	}
+	/* an index name in two shifted positions of one access (X[y + dx, x + dx])
+	 * would need a diagonal of the stacked windows: not built */
+	for (int d = 0; ok && n->u.access.aff && d < n->u.access.nidx; d++) {
+		const IxAffine *f = n->u.access.aff[d];
+		for (int e = 0; f && ok && e < n->u.access.nidx; e++) {
+			if (e == d)
+				continue;
+			const IxAffine *g = n->u.access.aff[e];
+			for (int i = 0; ok && i < f->nvar; i++) {
+				bool twice = g ? false : n->u.access.idx[e]->kind == N_NAME && n->u.access.idx[e]->u.name.var == f->var[i];
+				for (int j = 0; g && j < g->nvar; j++)
+					twice |= g->var[j] == f->var[i];
+				if (twice) {
+					diag(DIAG_ERROR, n->u.access.idx[d]->loc, "an index name in two positions of '%s' where "
+					     "either is shifted or strided is not supported yet; give one of them a name of its "
+					     "own", name);
+					ok = false;
+				}
+			}
+		}
+	}
 	for (int d = 0; ok && n->u.access.gather && n->u.access.aff && d < n->u.access.nidx; d++)
 		if (n->u.access.aff[d]) {
 			diag(DIAG_ERROR, n->u.access.idx[d]->loc, "index arithmetic in an access that gathers is not "
