@@ -123,7 +123,8 @@ void rt_check_key(const TrtType *t, const int64_t *key)
  *    MADV_HUGEPAGE: one fault per 2 MiB instead of 512 (and fewer TLB misses
  *    for BLIS's packing);
  *  - a freed mapping goes to a small cache and the next chunk of about its
- *    size reuses it, already faulted in.  The cache holds at most half the
+ *    size reuses it, already faulted in; a smaller chunk takes the head of
+ *    a larger one, and the rest stays cached.  The cache holds at most half the
  *    peak of live chunk bytes (plus CACHE_MIN), so the process's memory
  *    stays within 1.5 times the peak that --profile reports.
  * glibc's malloc would return big blocks to the kernel on free (its mmap
@@ -156,6 +157,25 @@ static void *map_big(size_t len)
 		void *p = cache[best].p;
 		cached -= (double)cache[best].len;
 		cache[best] = cache[--ncache];
+		return p;
+	}
+	/* else the head of the smallest larger one: its pages are faulted in
+	 * already, which on a virtual machine is most of a new chunk's cost */
+	for (int i = 0; i < ncache; i++)
+		if (cache[i].len > len && (best < 0 || cache[i].len < cache[best].len))
+			best = i;
+	if (best >= 0) {
+		char *p = cache[best].p;
+		size_t rest = cache[best].len - len;
+		cached -= (double)len;
+		if (rest >= BIG) {
+			cache[best].p = p + len;
+			cache[best].len = rest;
+		} else {
+			munmap(p + len, rest);
+			cached -= (double)rest;
+			cache[best] = cache[--ncache];
+		}
 		return p;
 	}
 	size_t align = len >= HUGE_PAGE ? HUGE_PAGE : PAGE;
