@@ -58,7 +58,8 @@ for a in sys.argv[1:]:
     if a.startswith("--reps="):
         REPS = int(a[7:])
 SECTIONS = [a for a in sys.argv[1:] if not a.startswith("--")]
-ALL = ["calibrate", "vector", "startup", "plantime", "scale", "matmul1", "blocks", "scaling", "pdgemm", "einsum"]
+ALL = ["calibrate", "vector", "startup", "plantime", "scale", "matmul1", "blocks", "scaling", "pdgemm", "einsum",
+       "predict"]
 
 LOG = []              # every line printed, for bench-work/results.txt
 BYTES = []            # (workload, op, kind, chunks, keys, pred) from every trac run
@@ -595,6 +596,85 @@ def sec_bytes():
                 verdict = "DIFFERS by %.0f" % (chunks - pred)
             say("%-30s %3d %-8s %14.0f %10.0f %14.0f  %s" % (workload[:30], op, kind, chunks, keys, pred,
                                                            verdict))
+
+
+# ---- how well the cost model predicts ----
+
+OPLINE = re.compile(r"^\s*(\d+)\s+(\w+)\s+(.*)$")
+
+
+def op_table(text):
+    """--profile's op table: [(op, kind, label, seconds, pred s)]."""
+    ops, on = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("op  kind"):
+            on = True
+            continue
+        if on:
+            m = OPLINE.match(line)
+            if not m:
+                break
+            rest = m.group(3).split()
+            if len(rest) < 10:
+                break
+            ops.append((int(m.group(1)), m.group(2), " ".join(rest[:-10])[:30],
+                        float(rest[-9]), float(rest[-8])))
+    return ops
+
+
+def predict_programs():
+    """(name, .tra, ranks, defines, inputs): bench's programs, whole (inits and reads included)."""
+    n = 2000 if QUICK else 4000
+    out = []
+    for dt, r in [("f32", 1), ("f64", 1), ("f32", 2), ("f64", 2)]:
+        out.append(("matmul %s n=%d" % (dt, n), matmul_src(dt), r, ["I=%d" % n, "J=%d" % n, "K=%d" % n],
+                    matmul_inputs(dt, n, n, n)))
+    for name, tra, shapes, qshapes, spec, manual in EINSUM:
+        shp = qshapes if QUICK else shapes
+        out.append((name, os.path.join(SRC, "bench", tra), 2, sizes_from(os.path.join(SRC, "bench", tra), shp),
+                    make_inputs(name, {t: (s, "f32") for t, s in shp.items()})))
+    out.append(("ffnn train", os.path.join(SRC, "examples/ffnn.tra"), 2, [],
+                make_inputs("ffnn", {"X": ((2000, 1600), "f32"), "Y": ((2000, 10), "f32")})))
+    return out
+
+
+def sec_predict():
+    """Predicted seconds (the machine model: $TRAC_MACHINE, else bench-work/machine.model from
+    make calibrate, else the built-in one) against --profile's measured seconds, per op and in all."""
+    model = os.environ.get("TRAC_MACHINE") or os.path.join(WORK, "machine.model")
+    if not os.path.exists(model):
+        say("== predict: no machine model; run make calibrate first")
+        return
+    env = dict(ENV, TRAC_MACHINE=model)
+    say("== predicted vs measured seconds (machine model %s; target: within 25%%)" % model)
+    say("   per op: every op taking >= 10%% of the run; ratio = predicted / measured (medians of %d runs)" % REPS)
+    say("%-16s %5s %4s %-6s %-30s %9s %9s %7s" % ("program", "ranks", "op", "kind", "label", "meas s",
+                                                 "pred s", "ratio"))
+    worst, totals = [], []
+    for name, tra, ranks, defs, inputs in predict_programs():
+        exe = os.path.join(WORK, "pr-" + re.sub(r"\W+", "-", name) + "-%d" % ranks)
+        cmd = [TRAC, "-P", str(ranks)] + sum([["-D", d] for d in defs], []) + [tra, "-o", exe]
+        run(cmd, env=env)
+        runs = interleave([lambda: run_trac(exe, ranks, inputs)])[0]
+        tabs = [op_table(x["text"]) for x in runs]
+        meas = {}
+        for tab in tabs:
+            for op, kind, label, sec, pred in tab:
+                meas.setdefault(op, (kind, label, pred, []))[3].append(sec)
+        total_m = sum(med(v[3]) for v in meas.values())
+        total_p = sum(v[2] for v in meas.values())
+        for op, (kind, label, pred, secs) in sorted(meas.items()):
+            m = med(secs)
+            if m >= 0.1 * total_m:
+                say("%-16s %5d %4d %-6s %-30s %9.4f %9.4f %7.2f" % (name, ranks, op, kind, label, m, pred,
+                                                                   pred / m if m else float("nan")))
+                worst.append(pred / m if m else float("nan"))
+        say("%-16s %5d %4s %-6s %-30s %9.4f %9.4f %7.2f" % (name, ranks, "all", "", "(every op)", total_m,
+                                                           total_p, total_p / total_m))
+        totals.append(total_p / total_m)
+    inside = lambda v: sum(1 for r in v if 0.75 <= r <= 1.25)
+    say("   within 25%%: %d of %d ops, %d of %d totals" % (inside(worst), len(worst), inside(totals),
+                                                          len(totals)))
 
 
 def wait_quiet():

@@ -24,6 +24,10 @@
  *    runs it at once, as in a real run, so memory bandwidth is shared.
  *  - the generated loops' rate: an elementwise multiply-add (a fused map) on
  *    a chunk, in flops per second;
+ *  - memory new to the process (first_touch_cold_bandwidth_Bps): what a
+ *    program's chunks cost up to its peak; reading a 64 MiB file into new
+ *    memory and writing one (file_*_bandwidth_Bps);
+ *  - the initialisers' values per second (WITH_TRACRT: rt_init_values);
  *  - fixed costs: one BLIS call (call_overhead_s), and, when built with
  *    libtracrt (-DWITH_TRACRT, as bench.py builds it), one runtime op: a
  *    shuffle (op_overhead_s) and a local map (local_op_overhead_s) of one
@@ -216,6 +220,73 @@ static void calibrate_memcpy(void)
 		MPI_Allreduce(&m, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
 		if (rank == 0)
 			printf("first_touch%s_bandwidth_Bps=%.4g\n", huge ? "_huge" : "", (double)n / all);
+	}
+
+	/* memory new to the process, as the runtime maps it: the mappings
+	 * above were unmapped and handed back, so the kernel (and a virtual
+	 * machine's host) gives each of these pages for the first time */
+	char *keep[5];
+	for (int r = 0; r < 5; r++) {
+		char *p = keep[r] = mmap(NULL, n + ((size_t)2 << 20), PROT_READ | PROT_WRITE,
+		                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char *q = (char *)(((size_t)p + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1));
+#ifdef MADV_HUGEPAGE
+		madvise(q, n, MADV_HUGEPAGE);
+#endif
+		MPI_Barrier(MPI_COMM_WORLD);
+		double t0 = now();
+		memset(q, 1, n);
+		t[r] = now() - t0;
+	}
+	for (int r = 0; r < 5; r++)
+		munmap(keep[r], n + ((size_t)2 << 20));
+	m = median(t, 5);
+	MPI_Allreduce(&m, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	if (rank == 0)
+		printf("first_touch_cold_bandwidth_Bps=%.4g\n", (double)n / all);
+}
+
+/* ---- files ----
+ *
+ * What trac's reads and writes cost: every rank reads its own 64 MiB file
+ * (from the page cache, into new memory, as trt_read does), and rank 0
+ * writes one (as trt_write: into the page cache, no fsync), in the
+ * current directory. */
+
+static void calibrate_files(void)
+{
+	size_t n = (size_t)64 << 20;
+	char path[64];
+	snprintf(path, sizeof path, "calibrate-%d.tmp", rank);
+	char *buf = xmalloc(n);
+	memset(buf, 1, n);
+	double tw[5], tr[5];
+	for (int r = 0; r < 5; r++) {
+		MPI_Barrier(MPI_COMM_WORLD);
+		double t0 = now();
+		FILE *f = fopen(path, "wb");
+		int ok = f && fwrite(buf, 1, n, f) == n;
+		if (f && fclose(f))
+			ok = 0;
+		tw[r] = ok ? now() - t0 : 1e9;
+		MPI_Barrier(MPI_COMM_WORLD);
+		char *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		t0 = now();
+		f = fopen(path, "rb");
+		ok = f && p != MAP_FAILED && fread(p, 1, n, f) == n;
+		if (f)
+			fclose(f);
+		tr[r] = ok ? now() - t0 : 1e9;
+		if (p != MAP_FAILED)
+			munmap(p, n);
+	}
+	remove(path);
+	free(buf);
+	double v[2] = { median(tw, 5), median(tr, 5) }, all[2];
+	MPI_Allreduce(v, all, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	if (rank == 0 && all[0] < 1e9 && all[1] < 1e9) {
+		printf("file_write_bandwidth_Bps=%.4g\n", (double)n / all[0]);
+		printf("file_read_bandwidth_Bps=%.4g\n", (double)n / all[1]);
 	}
 }
 
@@ -419,6 +490,24 @@ static void calibrate_ops(void)
 	trt_free(r);
 	if (nranks > 1)
 		calibrate_trac_comm();
+
+	/* the initialisers' values into warm memory (runtime/param.c) */
+	int64_t n = (int64_t)1 << 22;
+	float *out = xmalloc(sizeof *out * (size_t)n);
+	double ti[2][7];
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < 7; i++) {
+			double t0 = now();
+			rt_init_values(k ? TRT_INIT_NORMAL : TRT_INIT_UNIFORM, 0, 1, 7, 0, n, TRT_F32, out);
+			ti[k][i] = now() - t0;
+		}
+	free(out);
+	double rates[2] = { n / median(ti[0], 7), n / median(ti[1], 7) }, low[2];
+	MPI_Allreduce(rates, low, 2, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+	if (rank == 0) {
+		printf("init_uniform_per_s=%.4g\n", low[0]);
+		printf("init_normal_per_s=%.4g\n", low[1]);
+	}
 }
 #endif
 
@@ -498,6 +587,7 @@ int main(int argc, char **argv)
 	if (quick != 2) {
 		calibrate_call();
 		calibrate_memcpy();
+		calibrate_files();
 		calibrate_loops();
 		fflush(stdout);
 		calibrate_gemm();

@@ -50,7 +50,7 @@ static const char usage[] =
 	"                          everywhere), co-partition, replicate, local or\n"
 	"                          two-phase (a per-chunk schedule)\n"
 	"  --machine FILE          the machine model (bench/calibrate's output; default\n"
-	"                          $TRAC_MACHINE, else built in)\n"
+	"                          $TRAC_MACHINE, else the installed one, else built in)\n"
 	"  --seed N                default random seed baked into the executable\n"
 	"  -fsyntax-only           check the program and exit\n"
 	"  -M, -MM                 print a make rule: the output depends on the source\n"
@@ -262,13 +262,16 @@ static void parse_args(int argc, char **argv, Cmdline *o)
 		cmdline_usage_error("no input file");
 }
 
-/* The machine model: --machine FILE, else $TRAC_MACHINE, else built in. */
+/* The machine model: --machine FILE, else $TRAC_MACHINE, else the one
+ * `make install` installed after `make calibrate`, else built in. */
 static const Machine *load_machine(const char *path)
 {
 	static Machine machine;
 	machine_default(&machine);
 	if (!path && getenv("TRAC_MACHINE") && *getenv("TRAC_MACHINE"))
 		path = getenv("TRAC_MACHINE");
+	if (!path)
+		path = fe_machine_file();
 	if (path) {
 		Buf err = {0};
 		if (!machine_load(&machine, path, &err))

@@ -46,6 +46,28 @@ const char *fe_stdlib_dir(void)
 	return dir = xstrdup(TRAC_STDLIBDIR);
 }
 
+/* The machine model `make install` put beside the stdlib, if any; never
+ * for a trac in its build tree, whose plans the tests pin. */
+const char *fe_machine_file(void)
+{
+	bool in_build;
+	char *self = tr_exe_dir(&in_build);
+	if (!self || in_build) {
+		free(self);
+		return NULL;
+	}
+	static char *path;
+	struct stat st;
+	free(path);
+	path = xprintf("%s/../share/trac/machine.model", self);
+	free(self);
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+		return path;
+	free(path);
+	path = xstrdup(TRAC_MACHINE_FILE);
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) ? path : NULL;
+}
+
 void fe_add_dep(FeOptions *o, const char *path)
 {
 	for (int i = 0; i < o->ndeps; i++)

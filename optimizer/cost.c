@@ -214,6 +214,32 @@ Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)
 	return (Cost){.seconds = cost_rank_bytes(c, t, p, 1) / c->m->read_bw};
 }
 
+/* Rank 0 receives the other ranks' share of an output and writes it all
+ * (runtime/npy.c, trt_write). */
+static double cost_write(const CostCtx *c, const RelType *t)
+{
+	double b = rel_bytes(t), s = c->nsites;
+	double recv = s > 1 ? machine_coll(c->m, COLL_ALLGATHER, b * (s - 1) / s) : 0;
+	return recv + b / c->m->write_bw;
+}
+
+/* A param's initial values: this rank's share, made by seed and index
+ * (not the memory's first touch: see HACKING.md, "The cost model"). */
+static double cost_init(const CostCtx *c, const Tensor *x, const RelType *t, const Place *p)
+{
+	double bytes = cost_rank_bytes(c, t, p, 1);
+	switch (x->init) {
+	case INIT_UNIFORM:
+		return bytes / dtype_size(t->dtype) / c->m->uniform_rate;
+	case INIT_NORMAL:
+		return bytes / dtype_size(t->dtype) / c->m->normal_rate;
+	case INIT_FILE:
+		return bytes / c->m->read_bw;
+	default:
+		return 0;
+	}
+}
+
 double cost_rank_bytes(const CostCtx *c, const RelType *t, const Place *p, double copies)
 {
 	double b = rel_bytes(t);
@@ -572,15 +598,23 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		const IaOp *a = k > 0 ? &p->ops.v[in[0]] : NULL;
 		const IaOp *b = k > 1 ? &p->ops.v[in[1]] : NULL;
 		Cost c = {0};
+		double io = 0;  /* the op's seconds no plan saves: not the plan's */
 
 		copies[i] = 1;
 		switch (op->kind) {
 		case IA_READ:
+			/* the search weighs only reads every rank makes whole
+			 * (cost_read); the op's time is every rank's share */
 			c = cost_read(&cc, &op->type, &op->place);
+			io = cost_rank_bytes(&cc, &op->type, &op->place, 1) / cc.m->read_bw - c.seconds;
 			break;
 		case IA_WRITE:
-		case IA_FILTER:
+			io = cost_write(&cc, &a->type);
+			break;
 		case IA_INIT:
+			io = cost_init(&cc, &p->tra->tensors.v[op->u.init.tensor], &op->type, &op->place);
+			break;
+		case IA_FILTER:
 		case IA_LOAD:
 		case IA_RANGE:
 		case IA_COUNTER:
@@ -645,7 +679,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		op->floats_moved = c.floats;
 		op->bytes_sent = c.bytes;
 		op->flops = c.flops;
-		op->seconds = c.seconds;
+		op->seconds = c.seconds + io;
 		p->total_floats_moved += c.floats * times;
 		p->total_bytes_sent += c.bytes * times;
 		p->total_flops += c.flops * times;

@@ -14,7 +14,11 @@
  *
  *   bcast_latency_s, bcast_bandwidth_Bps        and likewise for allgatherv,
  *   alltoallv, allreduce, reduce_scatter;  memcpy_bandwidth_Bps;
- *   file_read_bandwidth_Bps (what one rank reads of an input's file);
+ *   file_read_bandwidth_Bps (what one rank reads of an input's file, into
+ *   new memory), file_write_bandwidth_Bps (rank 0 writing an output);
+ *   first_touch_cold_bandwidth_Bps (memory new to the process: the
+ *   kernel's, and on a virtual machine the host's, first touch);
+ *   init_uniform_per_s, init_normal_per_s (the initialisers' values);
  *   loop_rate_flops;  gemm_f32_gflops_bB, gemm_f64_gflops_bB (by block B);
  *   call_overhead_s, op_overhead_s, local_op_overhead_s;
  *   trac_shuffle_bandwidth_Bps, trac_bcast_bandwidth_Bps: the runtime's own
@@ -47,6 +51,10 @@ void machine_default(Machine *m)
 	m->bandwidth[COLL_REDUCE_SCATTER] = 8e8;
 	m->memcpy_bw = 3e9;
 	m->read_bw = 3e9;               /* a .npy from the page cache, 64 MB in 0.012-0.021 s */
+	m->write_bw = 1e9;
+	m->touch_bw = 2e9;
+	m->uniform_rate = 7e8;          /* bench/README.md "Start-up", at the best run */
+	m->normal_rate = 3e8;
 	m->loop_rate = 8e8;
 	m->ngemm = (int)(sizeof blocks / sizeof *blocks);
 	for (int i = 0; i < m->ngemm; i++) {
@@ -152,6 +160,21 @@ bool machine_load(Machine *m, const char *path, Buf *err)
 			ok = num && v > 0;
 			if (ok)
 				m->read_bw = v;
+		} else if (!strcmp(key, "file_write_bandwidth_Bps")) {
+			known = true;
+			ok = num && v > 0;
+			if (ok)
+				m->write_bw = v;
+		} else if (!strcmp(key, "first_touch_cold_bandwidth_Bps")) {
+			known = true;
+			ok = num && v > 0;
+			if (ok)
+				m->touch_bw = v;
+		} else if (!strcmp(key, "init_uniform_per_s") || !strcmp(key, "init_normal_per_s")) {
+			known = true;
+			ok = num && v > 0;
+			if (ok)
+				*(key[5] == 'u' ? &m->uniform_rate : &m->normal_rate) = v;
 		} else if (!strcmp(key, "loop_rate_flops")) {
 			known = true;
 			ok = num && v > 0;

@@ -42,6 +42,10 @@ typedef struct Machine {
 	double bandwidth[NCOLL];        /* bytes per second one rank sends */
 	double memcpy_bw;               /* bytes per second, one rank */
 	double read_bw;                 /* bytes per second one rank reads an input's file */
+	double write_bw;                /* bytes per second rank 0 writes an output's file */
+	double touch_bw;                /* bytes per second of memory new to the process */
+	double uniform_rate;            /* values per second uniform() makes, one rank */
+	double normal_rate;             /* likewise normal() */
 	double loop_rate;               /* flop/s of generated loops, one rank */
 	int ngemm;
 	int gemm_block[MAXGEMM];        /* block sizes measured, increasing */

@@ -66,6 +66,27 @@ else
 	fail "the installed trac failed"
 fi
 
+# the machine model: make install says how to measure one when none was;
+# an installed one is what the installed trac costs plans with, unless
+# --machine or $TRAC_MACHINE name another; the build tree's trac never reads it
+model=$root/share/trac/machine.model
+if [ -f "$BUILD/bench-work/machine.model" ]; then
+	[ -f "$model" ] || fail "make install did not install bench-work/machine.model"
+else
+	grep -q "make calibrate && make install" install.log ||
+		fail "make install did not offer make calibrate: $(cat install.log | tail -3)"
+	printf 'loop_rate_flops=1e9\nfile_write_bandwidth_Bps=5e8\n' >"$model"
+fi
+machine_of() { "$@" --explain matmul.tra 2>&1 | sed -n 's/^machine model: //p'; }
+[ "$(unset TRAC_MACHINE; machine_of "$bin" $sizes -P 2)" = "$root/bin/../share/trac/machine.model" ] ||
+	fail "the installed trac does not read the installed machine model: $(unset TRAC_MACHINE; machine_of "$bin" $sizes -P 2)"
+printf 'loop_rate_flops=2e9\n' >other.model
+[ "$(TRAC_MACHINE=other.model machine_of "$bin" $sizes -P 2)" = "other.model" ] ||
+	fail "\$TRAC_MACHINE does not override the installed machine model"
+[ "$(unset TRAC_MACHINE; machine_of "$BUILD/trac" $sizes -P 2)" = "built-in" ] ||
+	fail "the build tree's trac reads an installed machine model"
+pass "the installed machine model"
+
 # C from trac -S, linked by hand against the shared runtime with tracrt.pc
 pc="pkg-config --define-variable=prefix=$root"
 export PKG_CONFIG_PATH="$root/lib/pkgconfig"

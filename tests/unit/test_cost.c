@@ -3,8 +3,9 @@
  * chunks short), the most loaded rank's share under a partitioning (the
  * runtime's site function), the paper's metric for moves (broadcast f*s,
  * shuffle f, nothing when already placed), partial copies, the machine
- * model's file and interpolation, and the paper's predicted costs of its
- * matmul plans (Table 4) under the layouts it states.
+ * model's file and interpolation, the paper's predicted costs of its
+ * matmul plans (Table 4) under the layouts it states, and the seconds of
+ * reads, initial values and writes.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -217,6 +218,56 @@ static void test_table4(void **state)
 	}
 }
 
+/* Reads, initial values and writes are predicted per op, at the machine's
+ * rates, and left out of the plan's seconds, which the search compares. */
+static void test_io(void **state)
+{
+	(void)state;
+	TraProg *p = compile("size N = 1000;\ninput A[N, N];\nparam W[N, N] = normal(0, 1);\n"
+	                     "C[i, j] = A[i, k] * W[k, j];\noutput C;\n");
+	Machine m;
+	machine_default(&m);
+	m.read_bw = 1e9;
+	m.write_bw = 5e8;
+	m.normal_rate = 1e8;
+	BlockPin bp[] = {{0, 0, 500}, {0, 1, 1000}};
+	OptOptions o = {.nranks = 2, .level = 2, .verify = true, .machine = &m, .blockpins = bp, .nblockpins = 2};
+	opt_block(p, &o);
+	IaPlan *plan = opt_plan(p, &o);
+	double ops = 0, io = 0;
+	int seen = 0;
+	for (int i = 0; i < plan->ops.n; i++) {
+		const IaOp *op = &plan->ops.v[i];
+		double share = cost_rank_bytes(&(CostCtx){&m, 2}, &op->type, &op->place, 1);
+		switch (op->kind) {
+		case IA_READ:           /* this rank's share of the file */
+			assert_true(fabs(op->seconds - share / 1e9) < 1e-12 + 1e-9 * op->seconds);
+			io += op->seconds;
+			seen |= 1;
+			break;
+		case IA_INIT:           /* its values, this rank's share */
+			assert_true(fabs(op->seconds - share / 4 / 1e8) < 1e-9 * op->seconds);
+			io += op->seconds;
+			seen |= 2;
+			break;
+		case IA_WRITE: {        /* rank 0 gets the other half, writes the whole */
+			double b = 1000.0 * 1000 * 4;
+			double want = machine_coll(&m, COLL_ALLGATHER, b / 2) + b / 5e8;
+			assert_true(fabs(op->seconds - want) < 1e-9 * want);
+			io += op->seconds;
+			seen |= 4;
+			break;
+		}
+		default:
+			ops += op->seconds;
+		}
+	}
+	assert_int_equal(seen, 7);
+	assert_true(io > 0 && fabs(plan->predicted_seconds - ops) < 1e-9 * plan->predicted_seconds);
+	ia_free(plan);
+	tra_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -225,6 +276,7 @@ int main(void)
 		cmocka_unit_test(test_moves),
 		cmocka_unit_test(test_machine),
 		cmocka_unit_test(test_table4),
+		cmocka_unit_test(test_io),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
