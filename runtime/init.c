@@ -172,6 +172,8 @@ static void print_help(const TrtProgram *prog)
 	rt_trace_help();
 	printf("  --placement balanced|hash  where a sparse input's blocks go: by their stored\n"
 	       "               elements, read from the file first (default), or block modulo ranks\n");
+	printf("  --no-overlap a two-phase op waits for all its input chunks before its first\n"
+	       "               kernel (to measure what overlapping them saves)\n");
 	printf("  --quiet      do not print the values the program prints (its 'print' statements)\n");
 	rt_ckpt_help();
 	printf("  --help       print this help and exit\n");
@@ -226,6 +228,8 @@ static const char *parse_args(int argc, char **argv, const TrtProgram *prog,
 				snprintf(msg, len, "%s: --placement is 'balanced' or 'hash', found '%s'", pn, v);
 				return msg;
 			}
+		} else if (!strcmp(arg, "--no-overlap")) {
+			rt_no_overlap = 1;
 		} else if (!strcmp(arg, "--quiet")) {
 			rt.quiet = 1;
 		} else if (rt_ckpt_arg(argc, argv, &a, msg, len)) {
@@ -269,7 +273,7 @@ static const char *parse_args(int argc, char **argv, const TrtProgram *prog,
 			rt.paths[i] = eq + 1;
 		} else {
 			snprintf(msg, len, "%s: unexpected argument '%s' (expected NAME=path.npy, "
-			         "--seed N, --profile, --trace FILE, --placement hash|balanced, --quiet, --checkpoint FILE, "
+			         "--seed N, --profile, --trace FILE, --placement hash|balanced, --no-overlap, --quiet, --checkpoint FILE, "
 			         "--checkpoint-every N, --resume FILE or --help)", pn, arg);
 			return msg;
 		}

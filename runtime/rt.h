@@ -131,6 +131,7 @@ typedef struct RtSiteMap {
 RtSiteMap *rt_site_map(int64_t extent, int64_t block, int create);
 int rt_site_maps(RtSiteMap **maps);
 extern int rt_placement_hash;   /* --placement=hash (sparse.c) */
+extern int rt_no_overlap;       /* --no-overlap (twophase.c) */
 extern double rt_sparse_excess; /* bytes of sparse inputs beyond the plan's estimate, this rank */
 
 /* ---- sparse.c ---- */

@@ -39,6 +39,8 @@
 
 enum { TAG_TP_IN = 7301, TAG_TP_SUM = 7302 };
 
+int rt_no_overlap;
+
 /* A message being received: an input chunk (side 0, 1) or a partial sum
  * (side 2, chunk = output tuple, from = the sending rank). */
 typedef struct Msg {
@@ -111,6 +113,7 @@ typedef struct Tp {
 	 * the message each belongs to, how many are still open */
 	MPI_Request *rreq;
 	int64_t nrreq, crreq, *rown, pending;
+	int64_t inputs;                 /* input chunks still to arrive */
 	Msg *msg;
 	int64_t nmsg, cmsg;
 	int *idx;
@@ -262,6 +265,7 @@ static void arrived(Tp *t, Msg *m)
 	int i = m->side;
 	int64_t c = m->chunk;
 	t->have[i][c] = m->c;
+	t->inputs--;
 	for (int64_t q = t->rev_first[i][c]; q < t->rev_first[i][c + 1]; q++) {
 		int64_t jg = t->rev[i * t->nmine + q];
 		if (--t->missing[jg] == 0) {
@@ -540,6 +544,7 @@ TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKern
 					rt_trace_span(RT_SPAN_RECV, t0, from, (double)nb, 0, i < 2 ? "chunk" : "sum");
 				rt_count_recv((double)nb);
 				t.nmsg++;
+				t.inputs += i < 2;
 			}
 		}
 	}
@@ -573,6 +578,8 @@ TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKern
 	memset(t.queued, 0, (size_t)(t.nagg + 1));
 	for (int64_t g = 0; g < t.nagg; g++)
 		enqueue(&t, g);
+	while (rt_no_overlap && t.inputs > 0)
+		poll_arrivals(&t, 1);   /* --no-overlap: everything in first */
 	for (;;) {
 		while (t.rlen > 0) {
 			int64_t g = t.ring[t.rhead];

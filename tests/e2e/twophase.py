@@ -179,6 +179,17 @@ def run(c, tmp):
                     first = got
                 elif not np.allclose(first, got, rtol=1e-5, atol=1e-6):
                     errors.append("%s: %s differs from the 1-rank run" % (what, k))
+            if n == planned and not errors:
+                # --no-overlap waits for every chunk before the first kernel:
+                # the same sums in the same order, so the same bits
+                outs = {k: np.load(os.path.join(d, k + ".npy")) for k in want}
+                p = subprocess.run(args[:-1] + ["--no-overlap"], cwd=d, capture_output=True, text=True, env=env)
+                if p.returncode != 0:
+                    errors.append("%s --no-overlap: exit %d\n%s" % (what, p.returncode, p.stderr))
+                for k, ref in outs.items():
+                    got = np.load(os.path.join(d, k + ".npy"))
+                    if got.tobytes() != ref.tobytes():
+                        errors.append("%s: %s with --no-overlap differs from the overlapped run" % (what, k))
     return errors
 
 
