@@ -28,12 +28,13 @@
  * rebuilt forward join disappears and the contribution is one contraction of
  * G with the other input, a gemm; the aggregation's own RJP, a broadcast, is
  * never materialised; an aggregation over no var is not made).  A max or min
- * routes G to the elements equal to the result.  Contributions to one op add
+ * routes G to the first element equal to the result (first_extreme).  Contributions to one op add
  * up (the total derivative), in reverse program order.
  *
  * Adjoints are cached per loss, so dW = grad(loss, W); db = grad(loss, b);
  * share the backward computation they have in common.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -217,6 +218,44 @@ static KExpr *as_in0(Arena *a, const KExpr *e, int from)
 }
 
 /* An einsum unit's contributions to its inputs. */
+/*
+ * Where a max or min's G goes: to the first of the elements equal to the
+ * result, in the order of the reduced vars (row-major over them), as
+ * PyTorch's max pooling and max(dim) do; so ties (a window of zeros after
+ * a relu) take G once, not once each.  cand = the position where F equals
+ * the result, else inf; the mask is cand == min(cand), where that is finite
+ * (a NaN result, equal to nothing, sends nothing).
+ */
+static TVal first_extreme(TraBuild *b, TVal F, TVal out, int np, const int *pvar, int no, const int *ovar)
+{
+	Arena *a = b->arena;
+	int red[2 * MAXDIM], nred = 0;
+	for (int i = 0; i < np; i++) {
+		bool kept = false;
+		for (int j = 0; j < no; j++)
+			kept |= ovar[j] == pvar[i];
+		if (!kept)
+			red[nred++] = pvar[i];
+	}
+	if (nred == 0)
+		return tb_binary(b, KOP_EQ, F, out);
+	KExpr *pos = NULL;
+	for (int i = 0; i < nred; i++) {
+		KExpr *x = kx_idx(a, red[i]);
+		pos = pos ? kx_op(a, KOP_ADD, kx_op(a, KOP_MUL, pos, kx_const(a, (double)b->extent.v[red[i]]), NULL), x,
+		                  NULL)
+		          : x;
+	}
+	KExpr *at = kx_op(a, KOP_WHERE, kx_op(a, KOP_EQ, kx_in(a, 0), kx_in(a, 1), NULL), pos,
+	                  kx_const(a, INFINITY));
+	TVal cand = tb_absorb(b, tb_join_expr(b, F, out, at));
+	cand.fresh = false;     /* read twice: its min, and the comparison */
+	TVal first = tb_reduce(b, cand, TB_MIN, nred, red);
+	KExpr *hit = kx_op(a, KOP_MUL, kx_op(a, KOP_EQ, kx_in(a, 0), kx_in(a, 1), NULL),
+	                   kx_op(a, KOP_LT, kx_in(a, 1), kx_const(a, INFINITY), NULL), NULL);
+	return tb_join_expr(b, cand, first, hit);
+}
+
 static void vjp_einsum(Grad *g, TraBuild *b, int u, int G)
 {
 	const DiffUnit *un = &g->unit[u];
@@ -290,8 +329,7 @@ static void vjp_einsum(Grad *g, TraBuild *b, int u, int G)
 			F.fresh = false;
 		}
 		TVal out = tb_rel(b, g->map[un->agg], no, ovar);
-		TVal mask = tb_binary(b, KOP_EQ, F, out);
-		Gv = tb_binary(b, KOP_MUL, mask, Gv);
+		Gv = tb_binary(b, KOP_MUL, first_extreme(b, F, out, np, pvar, no, ovar), Gv);
 	}
 
 	TVal shared = {.op = -1};       /* G * d when both inputs' derivatives are one expression */

@@ -353,6 +353,29 @@ case("argmax_constant", """
     b[i, k] = argmin[j in N](A[i, k] * 2.0);
     output a; output b;
 """, dict(A=rnd(7, 5)), lambda x: dict(a=np.zeros(7, np.float32), b=np.zeros((7, 5), np.float32)))
+def max_ties_grad(x):
+    """max over a dim and 2x2 max pooling of a tensor full of ties: the
+    gradient goes to the first maximal element only, as PyTorch's"""
+    import torch
+    F = torch.nn.functional
+    X = torch.tensor(x["X"], dtype=torch.float64, requires_grad=True)
+    m = X.max(dim=1).values
+    P = F.max_pool2d(X[None, None], 2)[0, 0]
+    n = torch.amin(X, dim=0)
+    loss = (m * torch.arange(1, 6, dtype=torch.float64)).sum() + (P * P + P).sum()
+    (dX,) = torch.autograd.grad(loss, [X])
+    f = lambda a: a.detach().numpy().astype(np.float32)
+    return dict(m=f(m), P=f(P), dX=f(dX))
+case("max_ties", """
+    size N = 5, M = 6;
+    input X[N, M];
+    m[i] = max[j](X[i, j]);
+    P[y, x] = max[py in 2, px in 2](X[2*y + py, 2*x + px]);
+    loss = sum[i](m[i] * f32(i + 1)) + sum[y, x](P[y, x] * P[y, x] + P[y, x]);
+    dX = grad(loss, X);
+    output m; output P; output dX;
+""", dict(X=np.random.default_rng(5).integers(1, 3, (5, 6)).astype(np.float32)), max_ties_grad,
+     block=4, ranks=[1, 2, 3, 4])
 case("index_arithmetic", """
     size N = 7, K = 5;
     input A[N, K];
