@@ -718,13 +718,6 @@ static bool check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
 			return false;
 		}
 	}
-	if (f.nvar > 0 && !rising) {
-		char *text = loc_text(ix->loc);
-		diag(DIAG_ERROR, ix->loc, "index expression '%s' only falls as its index names rise: not supported yet; "
-		     "write it with an index that rises, as X[i] for X[N - 1 - i] with i reversed", text);
-		free(text);
-		return false;
-	}
 	if (f.nvar == 0) {
 		/* one position, X[b, d], X[3, d]: a window of one element along
 		 * a var of its own, which Einstein's rule sums away */
@@ -830,9 +823,10 @@ static bool infer_ranges(Sema *s)
 					}
 					if (a == 0 || !ready)
 						continue;
-					neg |= lo < 0 || a < 0;
-					int64_t most = a > 0 ? (u->extent - 1 - hi) / a + 1 : 0;
-					if (u->extent - 1 - hi < 0)
+					/* rising: from lo up, by a; falling: from hi down */
+					neg |= a > 0 && lo < 0;
+					int64_t most = a > 0 ? (u->extent - 1 - hi) / a + 1 : lo / -a + 1;
+					if (u->extent - 1 - hi < 0 || lo < 0)
 						most = 0;
 					if (most < ext)
 						ext = most;

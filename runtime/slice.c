@@ -124,7 +124,7 @@ TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const
 	if (in->place.kind == TRT_ANY || along || (in->place.kind == TRT_PART && p.kind != TRT_PART) || it->sparse ||
 	    t->sparse ||
 	    (off && (off->place.kind != TRT_ALL || off->type.nkey != 0 || off->type.dtype != TRT_I64 || off->n != 1)) ||
-	    w->stride < 1 || dim < 0 || dim >= t->nkey ||
+	    w->stride == 0 || dim < 0 || dim >= t->nkey ||
 	    it->nkey != t->nkey || it->nchunk != t->nchunk || t->nchunk < 1 || it->dtype != t->dtype ||
 	    p.kind == TRT_ANY)
 		rt_bug("a slice of a relation not whole along its dim, or at an offset not on every rank");

@@ -376,6 +376,23 @@ case("max_ties", """
     output m; output P; output dX;
 """, dict(X=np.random.default_rng(5).integers(1, 3, (5, 6)).astype(np.float32)), max_ties_grad,
      block=4, ranks=[1, 2, 3, 4])
+def falling_grad(x):
+    A, W = x["A"], x["W"]
+    dA = W[::-1].copy()
+    dA[6::-2, ::-1] += 2 * A[6::-2, ::-1]
+    return dict(R=A[::-1], S=A[6::-2, ::-1], dA=dA)
+# positions that fall as their index rises: reversed and strided from the
+# end, with the gradient put back where each element came from
+case("falling_positions", """
+    size N = 7, K = 5;
+    input A[N, K];
+    input W[N, K];
+    R[i, k] = A[N - 1 - i, k];
+    S[i, k] = A[N - 1 - 2*i, K - 1 - k];
+    loss = sum[i, k](R[i, k] * W[i, k]) + sum[i, k](S[i, k] * S[i, k]);
+    dA = grad(loss, A);
+    output R; output S; output dA;
+""", dict(A=rnd(7, 5), W=rnd(7, 5)), falling_grad, block=3, ranks=[1, 2, 3, 4])
 case("index_arithmetic", """
     size N = 7, K = 5;
     input A[N, K];
