@@ -181,6 +181,8 @@ static void print_help(const TrtProgram *prog)
 	printf("  TRAC_BLIS_ARCH=auto|native|ID  BLIS kernels: auto picks skx on AVX-512 CPUs\n");
 	printf("  BLIS_NUM_THREADS=N             BLIS threads per rank (default 1)\n");
 	printf("  TRAC_TRACE_EVENTS=N            spans --trace keeps per rank (default 1000000)\n");
+	printf("  TRAC_HUGEPAGES=1               big chunks on huge pages (faster first touch on\n"
+	       "                                 bare metal, often slower on virtual machines)\n");
 }
 
 /* The tensor NAME= names: the first of that name in the table, which lists

@@ -119,9 +119,12 @@ void rt_check_key(const TrtType *t, const int64_t *key)
  * Big chunks (BIG bytes and more) are mapped, not malloc'd: a chunk's pages
  * are faulted in and zeroed by the kernel on first touch, which on a virtual
  * machine costs as much as a memcpy of the data, once per new chunk.  So
- *  - a mapping of 2 MiB or more starts on a 2 MiB boundary and is advised
- *    MADV_HUGEPAGE: one fault per 2 MiB instead of 512 (and fewer TLB misses
- *    for BLIS's packing);
+ *  - a mapping of 2 MiB or more starts on a 2 MiB boundary, and with
+ *    TRAC_HUGEPAGES=1 is advised MADV_HUGEPAGE: one fault per 2 MiB instead
+ *    of 512.  Not by default: on the virtual machines we run on, a huge page
+ *    new to the guest often comes from memory the host has taken back, and
+ *    its first touch ran at 0.2-0.3 GB/s against 1-2 GB/s for 4 KiB pages
+ *    (bench/README.md, "Start-up"), which made Tucker 1.5-1.8x slower;
  *  - a freed mapping goes to a small cache and the next chunk of about its
  *    size reuses it, already faulted in; a smaller chunk takes the head of
  *    a larger one, and the rest stays cached.  The cache holds at most half the
@@ -188,7 +191,10 @@ static void *map_big(size_t len)
 	if (p + len + align > start + len)
 		munmap(start + len, (size_t)(p + len + align - (start + len)));
 #ifdef MADV_HUGEPAGE
-	if (align == HUGE_PAGE)
+	static int huge = -1;
+	if (huge < 0)
+		huge = getenv("TRAC_HUGEPAGES") && !strcmp(getenv("TRAC_HUGEPAGES"), "1");
+	if (align == HUGE_PAGE && huge)
 		madvise(start, len, MADV_HUGEPAGE);
 #endif
 	return start;
