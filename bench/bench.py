@@ -21,6 +21,8 @@ Sections (bench/README.md has the targets and the results):
     scale     the paper's workloads and bench's programs planned for 16 to 1024
               ranks (--explain=json): predicted time, bytes sent, peak memory per rank
     calibrate bench/calibrate: the machine model's constants
+    parity    whole processes: trac's matmul program vs bench/matmul_hand.c
+    predict   the cost model's seconds against --profile's, op by op
 
 Every comparison runs its contenders alternately, repetition by repetition,
 in one session, and compares medians: the machine is shared and noisy, so a
@@ -59,7 +61,7 @@ for a in sys.argv[1:]:
         REPS = int(a[7:])
 SECTIONS = [a for a in sys.argv[1:] if not a.startswith("--")]
 ALL = ["calibrate", "vector", "startup", "plantime", "scale", "matmul1", "blocks", "scaling", "pdgemm", "einsum",
-       "predict"]
+       "parity", "predict"]
 
 LOG = []              # every line printed, for bench-work/results.txt
 BYTES = []            # (workload, op, kind, chunks, keys, pred) from every trac run
@@ -97,7 +99,7 @@ def build_helpers():
     if not os.path.exists(os.path.join(rtinc, "rt.h")):
         rtinc = os.path.join(SRC, "runtime")
     rt = ["-DWITH_TRACRT", "-I" + rtinc, os.path.join(BUILD, "runtime", "libtracrt.a")]
-    for prog, extra in [("gemm_direct", []), ("calibrate", rt)]:
+    for prog, extra in [("gemm_direct", []), ("matmul_hand", []), ("calibrate", rt)]:
         src = os.path.join(SRC, "bench", prog + ".c")
         run([MPICC, *flags, *extra[:2], src, *extra[2:], "-o", os.path.join(WORK, prog), *libs])
     have = os.path.exists(LIBDIR + "/libscalapack-openmpi.so")
@@ -596,6 +598,47 @@ def sec_bytes():
                 verdict = "DIFFERS by %.0f" % (chunks - pred)
             say("%-30s %3d %-8s %14.0f %10.0f %14.0f  %s" % (workload[:30], op, kind, chunks, keys, pred,
                                                            verdict))
+
+
+# ---- whole processes: trac's matmul program against the same by hand ----
+
+PARITY_TRA = """
+size N = %d;
+param A[N, N] = uniform(-1, 1);
+param B[N, N] = uniform(-1, 1);
+C[i, j] = A[i, k] * B[k, j];
+output C;
+"""
+
+
+def wall(cmd):
+    t = time.perf_counter()
+    run(cmd)
+    return time.perf_counter() - t
+
+
+def sec_parity():
+    """The issue's whole-process figure: A and B made uniform at random, C = A B, C.npy written;
+    trac's executable (run as ./prog, and under mpirun -np 1) against bench/matmul_hand.c."""
+    n = 2000 if QUICK else 4000
+    say("== whole process, 1 rank: trac's matmul program vs the same by hand with BLIS (target: ratio >= 0.95)")
+    say("   n = %d f32, params uniform(-1, 1), C written to .npy; wall seconds, medians of %d alternating runs"
+        % (n, REPS))
+    src = os.path.join(WORK, "parity-%d.tra" % n)
+    with open(src, "w") as f:
+        f.write(PARITY_TRA % n)
+    exe = os.path.join(WORK, "parity-%d" % n)
+    run([TRAC, "-P", "1", src, "-o", exe])
+    out = os.path.join(WORK, "parity-C.npy")
+    hand, alone, mpi = interleave([
+        lambda: wall([os.path.join(WORK, "matmul_hand"), str(n), out]),
+        lambda: wall([exe, "C=" + out]),
+        lambda: wall([MPIRUN, "-np", "1", "--bind-to", "none", exe, "C=" + out])])
+    h, a, m = med(hand), med(alone), med(mpi)
+    say("%-34s %9s %8s" % ("", "wall s", "ratio"))
+    say("%-34s %9.3f %8s" % ("by hand (bench/matmul_hand.c)", h, "1"))
+    say("%-34s %9.3f %8.3f" % ("trac, ./prog", a, h / a))
+    say("%-34s %9.3f %8.3f" % ("trac, mpirun -np 1 ./prog", m, h / m))
 
 
 # ---- how well the cost model predicts ----

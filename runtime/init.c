@@ -332,14 +332,32 @@ static int choose_plan(const TrtProgram *progs, int n)
 	return best;
 }
 
+/*
+ * Run as ./prog, without a launcher, the process is an MPI singleton: one
+ * rank, no peer.  Open MPI then starts a helper daemon and its UCX layer,
+ * 0.3-0.4 s of a run's start and exit here; alone, with ob1 (whose self
+ * transport is all one rank needs), 0.04 s.  The user's own settings win.
+ */
+static void singleton_defaults(void)
+{
+	static const char *launched[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
+	for (size_t i = 0; i < sizeof launched / sizeof *launched; i++)
+		if (getenv(launched[i]))
+			return;
+	setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+	setenv("OMPI_MCA_pml", "ob1", 0);
+}
+
 int trt_init(int *argc, char ***argv, const TrtProgram *progs, int nprogs)
 {
 	char msg[1024];
 	int init = 0;
 
 	MPI_Initialized(&init);
-	if (!init)
+	if (!init) {
+		singleton_defaults();
 		MPI_Init(argc, argv);
+	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &rt.rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &rt.nranks);
 	if (nprogs < 1)
