@@ -186,6 +186,28 @@ static double cpu_now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Seconds to write n bytes of a new mapping aligned to 2 MiB (advised
+ * MADV_HUGEPAGE when huge); unmapped unless keep, which then gets it. */
+static double first_touch(size_t n, int huge, char **keep)
+{
+	size_t len = n + ((size_t)2 << 20);
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *q = (char *)(((size_t)p + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1));
+#ifdef MADV_HUGEPAGE
+	if (huge)
+		madvise(q, n, MADV_HUGEPAGE);
+#endif
+	MPI_Barrier(MPI_COMM_WORLD);
+	double t0 = now();      /* wall: a host backing the pages is no CPU time of ours */
+	memset(q, 1, n);
+	double t = now() - t0;
+	if (keep)
+		*keep = p;
+	else
+		munmap(p, len);
+	return t;
+}
+
 static void calibrate_memcpy(void)
 {
 	size_t n = (size_t)64 << 20;
@@ -206,44 +228,24 @@ static void calibrate_memcpy(void)
 	free(b);
 
 	/* fresh memory: the kernel zeroes each page on first touch; runtime
-	 * chunks of 2 MiB and more are huge-page backed (runtime/rel.c) */
+	 * chunks of 2 MiB and more start on a 2 MiB boundary, on huge pages
+	 * with TRAC_HUGEPAGES=1 (runtime/rel.c) */
 	for (int huge = 0; huge < 2; huge++) {
-		for (int r = 0; r < 5; r++) {
-			char *p = mmap(NULL, n + ((size_t)2 << 20), PROT_READ | PROT_WRITE,
-			               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			char *q = (char *)(((size_t)p + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1));
-#ifdef MADV_HUGEPAGE
-			if (huge)
-				madvise(q, n, MADV_HUGEPAGE);
-#endif
-			MPI_Barrier(MPI_COMM_WORLD);
-			double t0 = cpu_now();
-			memset(q, 1, n);
-			t[r] = cpu_now() - t0;
-			munmap(p, n + ((size_t)2 << 20));
-		}
+		for (int r = 0; r < 5; r++)
+			t[r] = first_touch(n, huge, NULL);
 		m = median(t, 5);
 		MPI_Allreduce(&m, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
 		if (rank == 0)
 			printf("first_touch%s_bandwidth_Bps=%.4g\n", huge ? "_huge" : "", (double)n / all);
 	}
 
-	/* memory new to the process, as the runtime maps it: the mappings
-	 * above were unmapped and handed back, so the kernel (and a virtual
-	 * machine's host) gives each of these pages for the first time */
+	/* memory new to the process, as the runtime maps it by default: the
+	 * mappings above were handed back, so these five, all kept until the
+	 * end, are pages the kernel (and a virtual machine's host) gives this
+	 * process for the first time */
 	char *keep[5];
-	for (int r = 0; r < 5; r++) {
-		char *p = keep[r] = mmap(NULL, n + ((size_t)2 << 20), PROT_READ | PROT_WRITE,
-		                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		char *q = (char *)(((size_t)p + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1));
-#ifdef MADV_HUGEPAGE
-		madvise(q, n, MADV_HUGEPAGE);
-#endif
-		MPI_Barrier(MPI_COMM_WORLD);
-		double t0 = now();
-		memset(q, 1, n);
-		t[r] = now() - t0;
-	}
+	for (int r = 0; r < 5; r++)
+		t[r] = first_touch(n, 0, &keep[r]);
 	for (int r = 0; r < 5; r++)
 		munmap(keep[r], n + ((size_t)2 << 20));
 	m = median(t, 5);

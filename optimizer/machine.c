@@ -26,6 +26,7 @@
  *   (else alltoallv's and allgatherv's);  mem_per_rank_bytes.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,34 @@ static void set_gemm(Machine *m, int which, int b, double rate)
 	m->gemm_rate[which][i] = rate;
 }
 
+/* The keys that set one number: where it goes (an offset in Machine, or
+ * for the runtime's own exchanges one of two locals), and whether 0 is a
+ * value. */
+typedef struct Scalar {
+	const char *key;
+	bool field;                     /* at: an offset in Machine; else 0 shuffle, 1 bcast */
+	size_t at;
+	bool zero_ok;
+} Scalar;
+
+#define FIELD(k, f, z) {k, true, offsetof(Machine, f), z}
+static const Scalar scalars[] = {
+	FIELD("memcpy_bandwidth_Bps", memcpy_bw, false),
+	FIELD("file_read_bandwidth_Bps", read_bw, false),
+	FIELD("file_write_bandwidth_Bps", write_bw, false),
+	FIELD("first_touch_cold_bandwidth_Bps", touch_bw, false),
+	FIELD("init_uniform_per_s", uniform_rate, false),
+	FIELD("init_normal_per_s", normal_rate, false),
+	FIELD("loop_rate_flops", loop_rate, false),
+	FIELD("call_overhead_s", call_overhead, true),
+	FIELD("op_overhead_s", op_overhead, true),
+	FIELD("local_op_overhead_s", local_op_overhead, true),
+	FIELD("mem_per_rank_bytes", mem_per_rank, true),
+	{"trac_shuffle_bandwidth_Bps", false, 0, false},
+	{"trac_bcast_bandwidth_Bps", false, 1, false},
+};
+#undef FIELD
+
 bool machine_load(Machine *m, const char *path, Buf *err)
 {
 	FILE *f = fopen(path, "r");
@@ -149,62 +178,16 @@ bool machine_load(Machine *m, const char *path, Buf *err)
 		}
 		int b;
 		char prec[8];
+		const Scalar *sc = NULL;
+		for (size_t i = 0; !known && i < sizeof scalars / sizeof *scalars; i++)
+			if (!strcmp(key, scalars[i].key))
+				sc = &scalars[i];
 		if (known) {
-		} else if (!strcmp(key, "memcpy_bandwidth_Bps")) {
+		} else if (sc) {
 			known = true;
-			ok = num && v > 0;
+			ok = num && (sc->zero_ok ? v >= 0 : v > 0);
 			if (ok)
-				m->memcpy_bw = v;
-		} else if (!strcmp(key, "file_read_bandwidth_Bps")) {
-			known = true;
-			ok = num && v > 0;
-			if (ok)
-				m->read_bw = v;
-		} else if (!strcmp(key, "file_write_bandwidth_Bps")) {
-			known = true;
-			ok = num && v > 0;
-			if (ok)
-				m->write_bw = v;
-		} else if (!strcmp(key, "first_touch_cold_bandwidth_Bps")) {
-			known = true;
-			ok = num && v > 0;
-			if (ok)
-				m->touch_bw = v;
-		} else if (!strcmp(key, "init_uniform_per_s") || !strcmp(key, "init_normal_per_s")) {
-			known = true;
-			ok = num && v > 0;
-			if (ok)
-				*(key[5] == 'u' ? &m->uniform_rate : &m->normal_rate) = v;
-		} else if (!strcmp(key, "loop_rate_flops")) {
-			known = true;
-			ok = num && v > 0;
-			if (ok)
-				m->loop_rate = v;
-		} else if (!strcmp(key, "call_overhead_s")) {
-			known = true;
-			ok = num && v >= 0;
-			if (ok)
-				m->call_overhead = v;
-		} else if (!strcmp(key, "local_op_overhead_s")) {
-			known = true;
-			ok = num && v >= 0;
-			if (ok)
-				m->local_op_overhead = v;
-		} else if (!strcmp(key, "trac_shuffle_bandwidth_Bps") || !strcmp(key, "trac_bcast_bandwidth_Bps")) {
-			known = true;
-			ok = num && v > 0;
-			if (ok)
-				*(key[5] == 's' ? &trac_shuffle : &trac_bcast) = v;
-		} else if (!strcmp(key, "op_overhead_s")) {
-			known = true;
-			ok = num && v >= 0;
-			if (ok)
-				m->op_overhead = v;
-		} else if (!strcmp(key, "mem_per_rank_bytes")) {
-			known = true;
-			ok = num && v >= 0;
-			if (ok)
-				m->mem_per_rank = v;
+				*(sc->field ? (double *)((char *)m + sc->at) : sc->at ? &trac_bcast : &trac_shuffle) = v;
 		} else if (sscanf(key, "gemm_%3[f0-9]_gflops_b%d", prec, &b) == 2 && b > 0 &&
 		           (!strcmp(prec, "f32") || !strcmp(prec, "f64"))) {
 			known = true;
