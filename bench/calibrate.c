@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <blis.h>
 #include <mpi.h>
@@ -258,8 +259,8 @@ static void calibrate_memcpy(void)
  *
  * What trac's reads and writes cost: every rank reads its own 64 MiB file
  * (from the page cache, into new memory, as trt_read does), and rank 0
- * writes one (as trt_write: into the page cache, no fsync), in the
- * current directory. */
+ * writes one and fsyncs it (as trt_write does, so that a finished run's
+ * outputs survive a crash), in the current directory. */
 
 static void calibrate_files(void)
 {
@@ -273,7 +274,7 @@ static void calibrate_files(void)
 		MPI_Barrier(MPI_COMM_WORLD);
 		double t0 = now();
 		FILE *f = fopen(path, "wb");
-		int ok = f && fwrite(buf, 1, n, f) == n;
+		int ok = f && fwrite(buf, 1, n, f) == n && !fflush(f) && !fsync(fileno(f));
 		if (f && fclose(f))
 			ok = 0;
 		tw[r] = ok ? now() - t0 : 1e9;
