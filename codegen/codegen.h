@@ -15,6 +15,10 @@ typedef struct CgOptions {
 	const char *program;    /* name for messages and --help */
 	const char *source;     /* the .tra file, for the header comment */
 	uint64_t seed;          /* default --seed baked in */
+	/* the IST loops' bodies, each compiled apart for one rank on the
+	 * subnet: ist[k * nist + i] is loop i's under plans[k] */
+	const IaPlan *const *ist;
+	int nist;
 } CgOptions;
 
 /* ---- emit.c ---- */

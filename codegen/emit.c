@@ -25,7 +25,7 @@
 /* What the file defines once however many plans use it: a definition's
  * text names it with HOLE, which becomes its number among its kind's. */
 #define HOLE "\001"
-typedef enum { D_TYPE, D_KERNEL, D_PRED, D_SCHED, D_RUN, ND } DefKind;
+typedef enum { D_TYPE, D_KERNEL, D_PRED, D_SCHED, D_RUN, D_IST, ND } DefKind;
 
 typedef struct Def {
 	DefKind kind;
@@ -46,6 +46,13 @@ typedef struct Emit {
 	Vec(Def) defs;          /* every definition emitted so far */
 	int bucket[NBUCKET];    /* by hash: the last def there, or -1 */
 	int ndef[ND];           /* definitions of each kind */
+	/* IST loops: the bodies (CgOptions.ist), and while a plan is emitted
+	 * each loop's body function and descriptor numbers */
+	const CgOptions *o;
+	int plan;               /* the plan being emitted */
+	bool local;             /* emitting an IST body */
+	int ist_loop;           /* which (the loop's number) */
+	int *ist_run, *ist_desc;
 } Emit;
 
 /* Writes the definition in *text (HOLE for its name) unless an equal one
@@ -173,7 +180,14 @@ static void emit_ops(Emit *e, int k)
 			buf_printf(&label, "write %s", t->tensors.v[op->u.write.tensor].name);
 		buf_printf(b, "\t{\"%s\", ", ia_op_name(op->kind));
 		c_string(b, label.s ? label.s : "");
-		buf_printf(b, ", %.17g, %.17g, %.17g},\n", op->bytes_sent, op->seconds, op->flops);
+		double bytes = op->bytes_sent;
+		if (op->kind == IA_LOOP && op->u.loop.ist) {   /* an IST run: its exchanges and gather, f32 */
+			int l = op->u.loop.ist - 1;
+			const IaPlan *body = e->o->ist[e->plan * e->o->nist + l];
+			IstTraffic tr = ist_traffic(body->tra, &e->p->tra->ist.v[l], e->p->nranks);
+			bytes = 4 * ((double)(tr.rounds - 1) * (tr.exchange + tr.average) + tr.gather);
+		}
+		buf_printf(b, ", %.17g, %.17g, %.17g},\n", bytes, op->seconds, op->flops);
 		buf_free(&label);
 	}
 	buf_puts(b, "};\n\n");
@@ -1067,6 +1081,140 @@ static const char *whole(Emit *e, int i, int j)
 	return needs_whole(e->p, op, j) ? xprintf("w%d_%d", i, j) : xprintf("r%d", in[j]);
 }
 
+/* ---- IST loops ---- */
+
+/* In an IST body: the params it trains (those it loads), in tensor order. */
+static bool ist_param(const IaPlan *p, int t)
+{
+	for (int i = 0; i < p->ops.n; i++)
+		if (p->ops.v[i].kind == IA_LOAD && p->ops.v[i].u.init.tensor == t)
+			return true;
+	return false;
+}
+
+/* An IST body's params as trt_ist_next takes them. */
+static void emit_ist_vars(Emit *e)
+{
+	Buf *b = e->b;
+	const IaPlan *p = e->p;
+	int n = 0;
+	buf_puts(b, "\tstatic const int ist_tensors[] = {");
+	for (int t = 0; t < p->tra->tensors.n; t++)
+		if (p->tra->tensors.v[t].role == TENSOR_PARAM && ist_param(p, t))
+			buf_printf(b, "%s%d", n++ ? ", " : "", e->tensor_index[t]);
+	buf_printf(b, "%s};\n\tTrtRel **const ist_vars[] = {", n ? "" : "-1");
+	n = 0;
+	for (int t = 0; t < p->tra->tensors.n; t++)
+		if (p->tra->tensors.v[t].role == TENSOR_PARAM && ist_param(p, t))
+			buf_printf(b, "%s&var%d", n++ ? ", " : "", t);
+	buf_printf(b, "%s};\n\tconst TrtParams istp = {%d, ist_tensors, ist_vars};\n", n ? "" : "NULL", n);
+}
+
+/* The loop op of an IST loop: in the program, the IST run standing for
+ * the whole loop; in its body, the loop over this rank's share. */
+static void emit_ist_loop(Emit *e, int i)
+{
+	const IaOp *op = &e->p->ops.v[i];
+	if (e->local) {
+		buf_printf(e->b, "\tfor (int64_t it%d; trt_ist_next(ist, &istp, &it%d); ) {\n", i, i);
+		return;
+	}
+	/* the iterations of the blocks around it, outermost first, for the
+	 * body's counters of them */
+	Vec(int) open = {0};
+	for (int j = 0; j < i; j++)
+		if (e->p->ops.v[j].kind == IA_LOOP)
+			vec_push(&open, j);
+		else if (e->p->ops.v[j].kind == IA_ENDLOOP)
+			open.n--;
+	buf_printf(e->b, "\ttrt_ist(&ist%d, &params, run%d, ", e->ist_desc[op->u.loop.ist - 1],
+	           e->ist_run[op->u.loop.ist - 1]);
+	for (int k = 0; k < open.n; k++)
+		buf_printf(e->b, "%sit%d", k ? ", " : "(const int64_t[]){", open.v[k]);
+	buf_puts(e->b, open.n ? "});\n" : "NULL);\n");
+	vec_free(&open);
+}
+
+static void emit_main(Emit *e);
+static void emit_defs(Emit *e);
+
+/* IST loop `loop`'s body (CgOptions.ist) under plan e->plan: its
+ * definitions, its body function and the loop's descriptor; the numbers
+ * of the last two in e->ist_run and e->ist_desc. */
+static void emit_ist_body(Emit *e, int loop)
+{
+	const IaPlan *main_plan = e->p;
+	const IaPlan *p = e->o->ist[e->plan * e->o->nist + loop];
+	const IstLoop *l = &main_plan->tra->ist.v[loop];
+	int (*main_def)[ND] = e->def;
+	int *main_index = e->tensor_index;
+	int nt = p->tra->tensors.n;
+	e->tensor_index = xcalloc((size_t)nt + 1, sizeof(int));
+	for (int t = 0; t < nt; t++) {
+		e->tensor_index[t] = -1;
+		for (int u = 0; u < main_plan->tra->tensors.n; u++)
+			if (!strcmp(main_plan->tra->tensors.v[u].name, p->tra->tensors.v[t].name) &&
+			    main_plan->tra->tensors.v[u].role == p->tra->tensors.v[t].role)
+				e->tensor_index[t] = main_index[u];
+	}
+	e->p = p;
+	e->local = true;
+	e->ist_loop = loop;
+	emit_defs(e);
+	Buf *out = e->b, text = {0};
+	e->b = &text;
+	emit_main(e);
+	e->b = out;
+	e->ist_run[loop] = share(e, D_RUN, &text);
+
+	/* the descriptor */
+	e->b = &text;
+	Buf *b = &text;
+	int np = 0;
+	buf_puts(b, "static const TrtIstParam istparams" HOLE "[] = {\n");
+	for (int i = 0; i < p->ops.n; i++) {
+		const IaOp *op = &p->ops.v[i];
+		int t = op->u.init.tensor;
+		if (op->kind != IA_INIT || !ist_param(p, t))
+			continue;
+		const Tensor *ten = &p->tra->tensors.v[t];
+		buf_printf(b, "\t{%d, {", e->tensor_index[t]);
+		for (int d = 0; d < ten->rank; d++) {
+			int z = -1;
+			for (int k = 0; k < l->nsplit && ten->dimsize[d]; k++)
+				if (!strcmp(l->split[k], ten->dimsize[d]))
+					z = k;
+			buf_printf(b, "%s%d", d ? ", " : "", z);
+		}
+		static const char *kinds[] = {"TRT_ALL", "TRT_PART", "TRT_ANY"};
+		buf_printf(b, "%s}, &type%d, {%s, %d, {", ten->rank ? "" : "0", e->def[i][D_TYPE], kinds[op->place.kind],
+		           op->place.ndims);
+		buf_ints(b, op->place.ndims, op->place.dims, ", ");
+		buf_puts(b, op->place.ndims ? "}}},\n" : "0}}},\n");
+		np++;
+	}
+	if (!np)
+		buf_puts(b, "\t{-1, {0}, NULL, {TRT_ALL, 0, {0}}},\n");
+	buf_printf(b, "};\nstatic const TrtIst ist" HOLE " = {%d, %d, %d, {", loop, main_plan->nranks, l->nsplit);
+	for (int k = 0; k < l->nsplit; k++) {
+		buf_puts(b, k ? ", " : "");
+		c_string(b, l->split[k]);
+	}
+	buf_puts(b, "}, {");
+	for (int k = 0; k < l->nsplit; k++)
+		buf_printf(b, "%s%" PRId64, k ? ", " : "", l->extent[k]);
+	buf_printf(b, "}, %" PRId64 ", %" PRId64 ", %d, istparams" HOLE "};\n\n", l->every, l->count, np);
+	e->b = out;
+	e->ist_desc[loop] = share(e, D_IST, &text);
+
+	free(e->def);
+	free(e->tensor_index);
+	e->def = main_def;
+	e->tensor_index = main_index;
+	e->p = main_plan;
+	e->local = false;
+}
+
 static void emit_main(Emit *e)
 {
 	Buf *b = e->b;
@@ -1093,11 +1241,14 @@ static void emit_main(Emit *e)
 			free_at[i] = at;
 	}
 
-	buf_puts(b, "static BODY int run" HOLE "(void)\n{\n");
+	if (e->local)
+		buf_puts(b, "static BODY int run" HOLE "(TrtIstRun *ist)\n{\n");
+	else
+		buf_puts(b, "static BODY int run" HOLE "(void)\n{\n");
 	/* sparse inputs place their blocks first, and the memory check adds
 	 * what their files hold beyond the plan's estimate */
 	bool sparse_in = false;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n && !e->local; i++)
 		if (p->ops.v[i].kind == IA_READ && p->ops.v[i].type.sparse) {
 			buf_printf(b, "\ttrt_balance(%d, &type%d, %.17g, ", e->tensor_index[p->ops.v[i].u.read.tensor],
 			           e->def[i][D_TYPE], rel_density(&p->ops.v[i].type));
@@ -1122,10 +1273,14 @@ static void emit_main(Emit *e)
 			buf_printf(b, "%s&var%d", nparams++ ? ", " : "", t);
 	buf_printf(b, "%s};\n\tconst TrtParams params = {%d, param_tensors, param_vars};\n\t(void)params;\n",
 	           nparams ? "" : "NULL", nparams);
+	if (e->local)
+		emit_ist_vars(e);
 	int nloop = 0;                  /* outermost repeat blocks so far */
 	for (int i = 0; i < n; i++) {
 		const IaOp *op = &p->ops.v[i];
-		buf_printf(b, "\n\t/* #%d %s */\n\ttrt_op_begin(%d);\n", i, ia_op_name(op->kind), i);
+		buf_printf(b, "\n\t/* #%d %s */\n", i, ia_op_name(op->kind));
+		if (!e->local)
+			buf_printf(b, "\ttrt_op_begin(%d);\n", i);
 		int in[2];
 		int nin = ia_inputs(op, in);
 		for (int j = 0; j < nin; j++)
@@ -1196,6 +1351,10 @@ static void emit_main(Emit *e)
 			break;
 		case IA_INIT: {
 			const Tensor *ten = &p->tra->tensors.v[op->u.init.tensor];
+			if (e->local) {         /* an IST body's params come from trt_ist_next */
+				buf_printf(b, "\tTrtRel *r%d = NULL;\n", i);
+				break;
+			}
 			static const char *kinds[] = {"?", "TRT_INIT_ZEROS", "TRT_INIT_ONES", "TRT_INIT_UNIFORM",
 			                              "TRT_INIT_NORMAL", "?"};
 			if (ten->init == INIT_FILE)
@@ -1228,7 +1387,19 @@ static void emit_main(Emit *e)
 			buf_puts(b, ");\n");
 			break;
 		case IA_COUNTER: {
-			/* the loop variable of the enclosing repeat block at that depth */
+			/* the loop variable of the enclosing repeat block at that depth;
+			 * in an IST body, the blocks around the IST loop are trt_ist's */
+			if (e->local && op->u.counter.depth < p->tra->ist.v[e->ist_loop].depth) {
+				buf_printf(b, "\tTrtRel *r%d = trt_counter(&type%d, trt_ist_counter(ist, %d));\n", i,
+				           e->def[i][D_TYPE], op->u.counter.depth);
+				break;
+			}
+			if (e->local) {
+				if (loopof[i] < 0)
+					tr_bug("an IST body's counter outside its loop");
+				buf_printf(b, "\tTrtRel *r%d = trt_counter(&type%d, it%d);\n", i, e->def[i][D_TYPE], loopof[i]);
+				break;
+			}
 			int l = loopof[i], depth = -1;
 			for (int k = l; k >= 0; k = life.parent[k])
 				depth++;
@@ -1251,7 +1422,9 @@ static void emit_main(Emit *e)
 			break;
 		case IA_STORE:
 			/* a param's value is dense and whole */
-			if (p->ops.v[op->u.store.in].type.sparse)
+			if (e->local && p->ops.v[op->u.store.in].kind == IA_INIT)
+				;
+			else if (p->ops.v[op->u.store.in].type.sparse)
 				buf_printf(b, "\ttrt_free(var%d);\n\tvar%d = trt_densify(r%d);\n", op->u.store.tensor,
 				           op->u.store.tensor, op->u.store.in);
 			else
@@ -1264,6 +1437,10 @@ static void emit_main(Emit *e)
 			buf_puts(b, ");\n");
 			break;
 		case IA_LOOP:
+			if (op->u.loop.ist) {
+				emit_ist_loop(e, i);
+				break;
+			}
 			buf_printf(b, "\ttrt_op_end(%d);\n\ttrt_loop_begin(%" PRId64 ");\n", i, op->u.loop.count);
 			if (loopof[i] < 0)      /* outermost: where --resume may start */
 				buf_printf(b, "\tfor (int64_t it%d = trt_resume(%d, %" PRId64 ", &params); it%d < %" PRId64
@@ -1274,13 +1451,14 @@ static void emit_main(Emit *e)
 				           i, i, op->u.loop.count, i, i);
 			continue;
 		case IA_ENDLOOP:
-			buf_printf(b, "\ttrt_op_end(%d);\n", i);
+			if (!e->local)
+				buf_printf(b, "\ttrt_op_end(%d);\n", i);
 			break;
 		}
 		for (int j = 0; j < nin; j++)
 			if (needs_whole(p, op, j))
 				buf_printf(b, "\ttrt_free(w%d_%d);\n", i, j);
-		if (op->kind != IA_ENDLOOP)
+		if (op->kind != IA_ENDLOOP && !e->local)
 			buf_printf(b, "\ttrt_op_end(%d);\n", i);
 		for (int j = 0; j < n; j++)
 			if (free_at[j] == i)
@@ -1289,19 +1467,26 @@ static void emit_main(Emit *e)
 		for (int k = 0; op->kind == IA_ENDLOOP && k < i; k++)
 			if (p->ops.v[k].kind == IA_LOOP && endof[k] == i)
 				closes = k;
-		if (closes >= 0 && loopof[closes] < 0)        /* the end of an outermost iteration */
+		bool ist = closes >= 0 && p->ops.v[closes].u.loop.ist;
+		if (closes >= 0 && loopof[closes] < 0 && ist)       /* no checkpoints inside an IST run */
+			nloop++;
+		else if (closes >= 0 && loopof[closes] < 0)        /* the end of an outermost iteration */
 			buf_printf(b, "\ttrt_checkpoint(%d, it%d, %" PRId64 ", &params);\n", nloop++, closes,
 			           p->ops.v[closes].u.loop.count);
-		if (op->kind == IA_ENDLOOP)
+		if (op->kind == IA_ENDLOOP && e->local)
+			buf_puts(b, "\t}\n");
+		else if (op->kind == IA_ENDLOOP && !ist)
 			buf_puts(b, "\t}\n\ttrt_loop_end();\n");
 		for (int j = 0; j < n; j++)
 			if (free_after_loop[j] == i)
 				buf_printf(b, "\ttrt_free(r%d);\n", j);
 	}
+	if (e->local)
+		buf_puts(b, "\ttrt_ist_end(ist, &istp);\n");
 	for (int t = 0; t < p->tra->tensors.n; t++)
 		if (p->tra->tensors.v[t].role == TENSOR_PARAM)
 			buf_printf(b, "\ttrt_free(var%d);\n", t);
-	buf_puts(b, "\treturn trt_finish();\n}\n");
+	buf_puts(b, e->local ? "\treturn 0;\n}\n" : "\treturn trt_finish();\n}\n");
 	ia_loops_free(&life);
 	free(free_at);
 	free(free_after_loop);
@@ -1309,7 +1494,7 @@ static void emit_main(Emit *e)
 
 /* One plan's definitions and body (shared with earlier plans where equal);
  * returns the body's number. */
-static int emit_plan(Emit *e, int k)
+static void emit_defs(Emit *e)
 {
 	const IaPlan *p = e->p;
 	Buf *out = e->b;
@@ -1344,6 +1529,18 @@ static int emit_plan(Emit *e, int k)
 			e->def[i][D_SCHED] = share(e, D_SCHED, &text);
 		}
 	}
+}
+
+static int emit_plan(Emit *e, int k)
+{
+	Buf *out = e->b;
+	e->plan = k;
+	int nist = e->p->tra->ist.n;
+	e->ist_run = xcalloc((size_t)nist + 1, sizeof *e->ist_run);
+	e->ist_desc = xcalloc((size_t)nist + 1, sizeof *e->ist_desc);
+	for (int i = 0; i < nist; i++)
+		emit_ist_body(e, i);
+	emit_defs(e);
 	emit_ops(e, k);
 	Buf text = {0};
 	e->b = &text;
@@ -1352,6 +1549,8 @@ static int emit_plan(Emit *e, int k)
 	int run = share(e, D_RUN, &text);
 	free(e->def);
 	e->def = NULL;
+	free(e->ist_run);
+	free(e->ist_desc);
 	return run;
 }
 
@@ -1365,6 +1564,7 @@ void cg_emit(Buf *out, const IaPlan *const *plans, int nplans, const CgOptions *
 	Emit *e = xcalloc(1, sizeof *e);
 	e->b = out;
 	e->p = p;
+	e->o = o;
 	e->tensor_index = xcalloc(nt + 1, sizeof(int));
 	e->output_index = xcalloc(nt + 1, sizeof(int));
 	for (int i = 0; i < nt; i++)

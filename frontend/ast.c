@@ -207,6 +207,12 @@ static void item_print(Buf *b, const Item *it, int depth)
 		if (it->u.repeat.counter)
 			buf_printf(b, "%s in ", it->u.repeat.counter);
 		node_print(b, it->u.repeat.count);
+		for (int i = 0; i < it->u.repeat.nsplit; i++)
+			buf_printf(b, "%s%s", i ? ", " : " split ", it->u.repeat.split[i]);
+		if (it->u.repeat.nsplit) {
+			buf_puts(b, " every ");
+			node_print(b, it->u.repeat.every);
+		}
 		buf_puts(b, " {\n");
 		items_print(b, it->u.repeat.body, it->u.repeat.nbody, depth + 1);
 		buf_printf(b, "%*s}", 2 * depth, "");

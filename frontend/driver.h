@@ -62,6 +62,7 @@ typedef struct Pipeline {
 	Ast *ast;
 	TraProg *prog;
 	IaPlan *plan;
+	char *ist_sizes[MAXSPLIT];      /* trac_ist_body: the split sizes' subnet extents */
 } Pipeline;
 
 /* Source file -> IA plan: parse, check and lower, autodiff, hoisting,
@@ -71,6 +72,16 @@ typedef struct Pipeline {
  * -fsyntax-only, a hook), 1 on errors in the program (reported). */
 int trac_pipeline(Pipeline *pl, int file, FILE *out);
 void trac_pipeline_free(Pipeline *pl);
+
+/* IST loops (HACKING.md "IST"): whether every split size of program p
+ * divides among nranks (else the first that does not, in *loop, *split);
+ * and IST loop `loop`'s body compiled apart, for a plan of nranks ranks:
+ * base's options with each split size H bound to H / nranks, one rank,
+ * only that loop's body (FeOptions.ist_local).  trac_ist_body returns as
+ * trac_pipeline does; trac_ist_body_free frees what it made. */
+bool trac_ist_divides(const TraProg *p, int nranks, const IstLoop **loop, int *split);
+int trac_ist_body(const Pipeline *base, const TraProg *whole, int nranks, int loop, int file, Pipeline *body);
+void trac_ist_body_free(Pipeline *body);
 
 /* ---- cmdline.c ---- */
 

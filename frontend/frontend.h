@@ -167,6 +167,12 @@ struct Item {
 			Loc counterloc;
 			Item **body;
 			int nbody;
+			/* `split H1, H2 every J`: an IST loop (nsplit > 0) */
+			const char **split;
+			Loc *splitloc;
+			int nsplit;
+			Node *every;
+			Loc istloc;             /* the clause */
 		} repeat;
 	} u;
 };
@@ -209,6 +215,9 @@ typedef struct FeOptions {
 	bool warnings;
 	const char **deps;      /* sema fills: every file read (for -M) */
 	int ndeps;
+	int ist_local;          /* 0: the whole program, its IST loops' bodies left out;
+	                         * k: only the body of IST loop k - 1, as an ordinary loop
+	                         * (the split sizes' subnet extents come as defines) */
 } FeOptions;
 
 /* ---- paths.c ---- */

@@ -213,6 +213,103 @@ static Pipeline *plan_counts(Cmdline *cmd, Driver *d, int file, int *n)
 	return pl;
 }
 
+/* IST loops (repeat ... split ... every ...): each loop's body compiled
+ * apart for each plan's rank count n, as a one-rank program in which each
+ * split size H is H / n (HACKING.md "IST").  A count that does not divide
+ * a split size is left out of the default counts and an error under an
+ * explicit -P.  Returns the bodies' plans (plans[k * nist + i]) with
+ * *nplans and pl[] trimmed to the counts kept, or NULL and the exit status
+ * in *status. */
+static const IaPlan **ist_bodies(Cmdline *cmd, int file, Pipeline *pl, int *nplans, int *status)
+{
+	const TraProg *prog = pl[0].prog;
+	int nist = prog->ist.n, kept = 0;
+	for (int k = 0; k < *nplans; k++) {
+		const IstLoop *l;
+		int z;
+		if (trac_ist_divides(prog, pl[k].plan->nranks, &l, &z)) {
+			pl[kept++] = pl[k];
+			continue;
+		}
+		if (!cmd->ranks_default) {
+			diag(DIAG_ERROR, l->splitloc[z], "split size '%s' is %" PRId64 ", which %d ranks cannot share "
+			     "equally; choose -P counts that divide it", l->split[z], l->extent[z], pl[k].plan->nranks);
+			*status = 1;
+			return NULL;
+		}
+		trac_pipeline_free(&pl[k]);
+	}
+	*nplans = kept;
+	const IaPlan **body = xcalloc((size_t)(kept * nist) + 1, sizeof *body);
+	FILE *loud = diag_out ? diag_out : stderr;
+	for (int k = 0; k < kept; k++)
+		for (int i = 0; i < nist; i++) {
+			Pipeline *q = xcalloc(1, sizeof *q);    /* lives as long as trac */
+			char *said = NULL;
+			size_t nsaid = 0;
+			diag_out = open_memstream(&said, &nsaid);
+			diag_reset();
+			int st = trac_ist_body(&cmd->pipe, prog, pl[k].plan->nranks, i, file, q);
+			fclose(diag_out);
+			diag_out = loud;
+			if (st >= 0) {
+				fwrite(said, 1, nsaid, loud);
+				free(said);
+				*status = st ? st : 1;
+				return NULL;
+			}
+			free(said);
+			body[k * nist + i] = q->plan;
+		}
+	return body;
+}
+
+/* --explain of an IST loop under a plan for n ranks: the split, the
+ * subnet's extents, the predicted floats, then the subnet's own plan. */
+static void explain_ist(const IaPlan *plan, const IaPlan *body, int loop, ExplainFormat f, bool costs)
+{
+	const IstLoop *l = &plan->tra->ist.v[loop];
+	int n = plan->nranks, line, col;
+	loc_linecol(l->loc, &line, &col);
+	int64_t most = (l->count + n - 1) / n;
+	printf("\nIST loop %d (line %d) on %d rank%s: %" PRId64 " iterations dealt round-robin, at most %" PRId64
+	       " a rank; rounds of %" PRId64 " local steps\n  split:", loop, line, n, n == 1 ? "" : "s", l->count,
+	       most, l->every);
+	for (int z = 0; z < l->nsplit; z++)
+		printf("%s %s = %" PRId64 " -> %" PRId64 " neurons a subnet", z ? "," : "", l->split[z], l->extent[z],
+		       l->extent[z] / n);
+	printf("\n  subnet params:");
+	bool any = false;
+	for (int t = 0; t < body->tra->tensors.n; t++) {
+		const Tensor *ten = &body->tra->tensors.v[t];
+		bool loaded = false;
+		for (int i = 0; i < body->ops.n && !loaded; i++)
+			loaded = body->ops.v[i].kind == IA_LOAD && body->ops.v[i].u.init.tensor == t;
+		if (ten->role != TENSOR_PARAM || !loaded)
+			continue;
+		printf("%s %s[", any ? "," : "", ten->name);
+		for (int d = 0; d < ten->rank; d++)
+			printf("%s%" PRId64, d ? ", " : "", ten->shape[d]);
+		printf("]");
+		any = true;
+	}
+	IstTraffic tr = ist_traffic(body->tra, l, n);
+	printf("\n  predicted floats per round, all ranks: %.0f by the thesis's formula (a coordinator sending every "
+	       "slice), %.0f exchanged here (x (1 - 1/n): slices already on their next owner stay), %.0f averaging "
+	       "unsplit params; per step %.6g; the final gather %.0f\n", tr.thesis, tr.exchange, tr.average,
+	       (tr.exchange + tr.average) / (double)l->every, tr.gather);
+	printf("  the subnet's plan (one rank, no communication):\n");
+	Buf b = {0};
+	ia_explain(&b, body, f, costs);
+	for (const char *c = b.s ? b.s : ""; *c;) {
+		const char *nl = strchr(c, '\n');
+		int len = nl ? (int)(nl - c) : (int)strlen(c);
+		printf("    %.*s\n", len, c);
+		c += len + (nl != NULL);
+	}
+	buf_free(&b);
+}
+
 /* --explain of each plan: one count as ever; several, the text of each in
  * turn, or in JSON the first count's object (the contract's fields, as for
  * one count) with "plans": each count's object, the first's too. */
@@ -269,18 +366,30 @@ int main(int argc, char **argv)
 	Pipeline *pl = plan_counts(&cmd, &d, file, &nplans);
 	if (!pl)
 		return nplans;
+	const IaPlan **ist = NULL;
+	int nist = pl[0].prog->ist.n;
+	if (nist) {
+		int status = 1;
+		ist = ist_bodies(&cmd, file, pl, &nplans, &status);
+		if (!ist)
+			return status;
+		phase_end(&d.clock, "IST bodies");
+	}
 	const IaPlan **plans = xcalloc((size_t)nplans, sizeof *plans);
 	for (int k = 0; k < nplans; k++)
 		plans[k] = pl[k].plan;
 
 	if (cmd.explain) {
 		explain(plans, nplans, cmd.explain_format, cmd.pipe.costs);
+		for (int k = 0; k < nplans && cmd.explain_format != EXPLAIN_JSON && cmd.explain_format != EXPLAIN_DOT; k++)
+			for (int i = 0; i < nist; i++)
+				explain_ist(plans[k], ist[k * nist + i], i, cmd.explain_format, cmd.pipe.costs);
 		return 0;
 	}
 
 	/* IA -> C -> executable */
 	char *name = program_name(cmd.input);
-	CgOptions cg = {name, cmd.input, cmd.seed};
+	CgOptions cg = {name, cmd.input, cmd.seed, ist, nist};
 	Buf c = {0};
 	cg_emit(&c, plans, nplans, &cg);
 	phase_end(&d.clock, "emit C");

@@ -374,6 +374,24 @@ stmt:
 	                                  $$->u.repeat.counter = $2; $$->u.repeat.counterloc = @2;
 	                                  $$->u.repeat.body = items_copy(ps, &$6, &$$->u.repeat.nbody);
 	                                }
+	| REPEAT IDENT IN expr IDENT names IDENT expr '{' stmts '}'
+	                                {
+	                                  /* split and every are words only here: `repeat b in NB split H1, H2 every J` */
+	                                  $$ = ast_item(ps->arena, I_REPEAT, @$); $$->u.repeat.count = $4;
+	                                  $$->u.repeat.counter = $2; $$->u.repeat.counterloc = @2;
+	                                  $$->u.repeat.body = items_copy(ps, &$10, &$$->u.repeat.nbody);
+	                                  if (strcmp($5, "split") || strcmp($7, "every")) {
+	                                          diag(DIAG_ERROR, strcmp($5, "split") ? @5 : @7,
+	                                               "expected 'split SIZES every COUNT' after the repeat count, found '%s'",
+	                                               strcmp($5, "split") ? $5 : $7);
+	                                          free($6.v); free($6.loc); free($6.range);
+	                                  } else {
+	                                          $$->u.repeat.split = names_copy(ps, &$6, &$$->u.repeat.splitloc, NULL,
+	                                                                          &$$->u.repeat.nsplit);
+	                                          $$->u.repeat.every = $8;
+	                                          $$->u.repeat.istloc = loc_span(@5, @8);
+	                                  }
+	                                }
 	| RETURN expr ';'               { $$ = NULL; diag(DIAG_ERROR, @1, "'return' is not supported; a def names its result after '->' and assigns it in its body"); }
 	;
 

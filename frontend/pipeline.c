@@ -195,3 +195,60 @@ void trac_pipeline_free(Pipeline *pl)
 	pl->fe.ndeps = 0;
 	pl->arena = NULL;
 }
+
+bool trac_ist_divides(const TraProg *p, int nranks, const IstLoop **loop, int *split)
+{
+	for (int i = 0; i < p->ist.n; i++)
+		for (int z = 0; z < p->ist.v[i].nsplit; z++)
+			if (p->ist.v[i].extent[z] % nranks) {
+				*loop = &p->ist.v[i];
+				*split = z;
+				return false;
+			}
+	return true;
+}
+
+int trac_ist_body(const Pipeline *base, const TraProg *whole, int nranks, int loop, int file, Pipeline *body)
+{
+	const IstLoop *l = &whole->ist.v[loop];
+	*body = *base;
+	int nd = base->fe.ndefines;
+	Define *defs = xcalloc((size_t)(nd + l->nsplit) + 1, sizeof *defs);
+	if (nd)
+		memcpy(defs, base->fe.defines, (size_t)nd * sizeof *defs);
+	for (int z = 0; z < l->nsplit; z++) {
+		body->ist_sizes[z] = xprintf("%" PRId64, l->extent[z] / nranks);
+		Define sub = {l->split[z], body->ist_sizes[z]};
+		int at = 0;
+		while (at < nd && strcmp(defs[at].name, sub.name))
+			at++;
+		defs[at] = sub;         /* after -D H1=...: the subnet's share of it */
+		nd += at == nd;
+	}
+	body->fe.defines = defs;
+	body->fe.ndefines = nd;
+	body->fe.deps = NULL;
+	body->fe.ndeps = 0;
+	body->fe.ist_local = loop + 1;
+	body->opt.nranks = 1;
+	body->opt.prior = body->opt.chosen = NULL;
+	body->dump_after = DUMP_NONE;
+	body->syntax_only = false;
+	body->hooks = (PipelineHooks){0};
+	body->arena = NULL;
+	body->ast = NULL;
+	body->prog = NULL;
+	body->plan = NULL;
+	return trac_pipeline(body, file, stdout);
+}
+
+void trac_ist_body_free(Pipeline *body)
+{
+	trac_pipeline_free(body);
+	for (int z = 0; z < MAXSPLIT; z++) {
+		free(body->ist_sizes[z]);
+		body->ist_sizes[z] = NULL;
+	}
+	free(body->fe.defines);
+	body->fe.defines = NULL;
+}

@@ -132,10 +132,29 @@ static const char *sym_what(const Sym *sym, const TraProg *p)
 
 /* May a use at `use` read sym?  Not when its definition had an error
  * (quietly: that was reported) nor when its repeat block has ended. */
+/* The IST loop whose body is being checked (in the whole program): its
+ * body is compiled apart, where what the program computed before it does
+ * not exist (the counters of the blocks around it do: trt_ist passes them). */
+static struct {
+	const Sema *s;          /* NULL outside an IST body */
+	int first_sym;          /* the syms declared before the body */
+	Loc loc;                /* its clause */
+} ist_scope;
+
 bool sym_live(const Sym *sym, Loc use)
 {
 	if (sym->poisoned)
 		return false;
+	const Sema *s = ist_scope.s;
+	if (s && sym >= s->syms.v && sym < s->syms.v + ist_scope.first_sym && !sym->expired) {
+		int line, col;
+		loc_linecol(ist_scope.loc, &line, &col);
+		if (sym->kind == SYM_TENSOR && sym->tensor >= 0 && s->prog->tensors.v[sym->tensor].role == TENSOR_TEMP) {
+			diag(DIAG_ERROR, use, "the IST loop at %d:%d cannot read '%s', computed before it, yet: its body "
+			     "is compiled apart as the subnet's program; compute it inside the loop", line, col, sym->name);
+			return false;
+		}
+	}
 	if (sym->expired) {
 		int line, col;
 		loc_linecol(sym->expired_loc, &line, &col);
@@ -1404,6 +1423,8 @@ static void check_input(Sema *s, Item *it)
 	int64_t total = 1;
 	bool ok = true;
 	for (int d = 0; d < t.rank; d++) {
+		if (it->u.decl.dims[d]->kind == N_NAME)
+			t.dimsize[d] = it->u.decl.dims[d]->u.name.name;
 		if (!eval_int(s, it->u.decl.dims[d], &t.shape[d])) {
 			ok = false;
 			continue;
@@ -1715,6 +1736,8 @@ static void check_param(Sema *s, Item *it)
 	t.rank = it->u.decl.ndims;
 	int64_t total = 1;
 	for (int d = 0; d < t.rank; d++) {
+		if (it->u.decl.dims[d]->kind == N_NAME)
+			t.dimsize[d] = it->u.decl.dims[d]->u.name.name;
 		if (!eval_int(s, it->u.decl.dims[d], &t.shape[d])) {
 			ok = false;
 		} else if (t.shape[d] < 1) {
@@ -1786,12 +1809,111 @@ static void check_print(Sema *s, Item *it)
 }
 
 
-/* repeat N { ... }: the body's temps exist only inside it. */
+/* The split clause of an IST loop: each name a size that some param's
+ * dim is declared with and no input's, J at least 1.  False (reported)
+ * otherwise. */
+static bool check_split(Sema *s, Item *it, IstLoop *l)
+{
+	bool ok = true;
+	if (it->u.repeat.nsplit > MAXSPLIT) {
+		diag(DIAG_ERROR, it->u.repeat.splitloc[MAXSPLIT], "an IST loop splits at most %d sizes", MAXSPLIT);
+		return false;
+	}
+	l->loc = it->u.repeat.istloc;
+	l->nsplit = it->u.repeat.nsplit;
+	for (int i = 0; i < l->nsplit; i++) {
+		const char *name = it->u.repeat.split[i];
+		Loc at = it->u.repeat.splitloc[i];
+		l->split[i] = name;
+		l->splitloc[i] = at;
+		Sym *sym = lookup(s, name);
+		if (!sym || sym->kind != SYM_SIZE) {
+			diag(DIAG_ERROR, at, "'%s' is %s; split names sizes whose neurons are dealt among the ranks",
+			     name, sym ? sym_what(sym, s->prog) : "not declared");
+			ok = false;
+			continue;
+		}
+		l->extent[i] = sym->size;
+		for (int j = 0; j < i; j++)
+			if (!strcmp(l->split[j], name)) {
+				diag(DIAG_ERROR, at, "'%s' is split twice", name);
+				ok = false;
+			}
+		bool used = false;
+		for (int t = 0; t < s->prog->tensors.n; t++) {
+			const Tensor *ten = &s->prog->tensors.v[t];
+			for (int d = 0; d < ten->rank; d++) {
+				if (!ten->dimsize[d] || strcmp(ten->dimsize[d], name))
+					continue;
+				if (ten->role == TENSOR_PARAM)
+					used = true;
+				else if (ten->role == TENSOR_INPUT && ok) {
+					diag(DIAG_ERROR, at, "input '%s' has a dim of split size '%s': splitting an input "
+					     "among the subnets is not supported yet", ten->name, name);
+					ok = false;
+				}
+			}
+		}
+		if (!used && ok) {
+			diag(DIAG_ERROR, at, "no param has a dim of size '%s', so splitting it splits nothing; "
+			     "declare the params' dims with the size's name", name);
+			ok = false;
+		}
+	}
+	if (!eval_int(s, it->u.repeat.every, &l->every))
+		return false;
+	if (l->every < 1) {
+		diag(DIAG_ERROR, it->u.repeat.every->loc, "every takes the local iterations between exchanges, "
+		     "at least 1; found %" PRId64, l->every);
+		ok = false;
+	}
+	return ok;
+}
+
+/* Items outside the IST body being compiled apart: sizes, consts,
+ * declarations, imports and defs count; statements do not, and repeat
+ * blocks only for the IST loops inside them. */
+static void skip_items(Sema *s, Item **items, int n);
+
+/* repeat N { ... }: the body's temps exist only inside it.  An IST loop
+ * (`split ... every ...`) in the whole program is checked and then left
+ * empty: its body is compiled apart (fe_compile with ist_local). */
 static void check_repeat(Sema *s, Item *it)
 {
 	int64_t n;
+	bool ist = it->u.repeat.nsplit > 0;
+	if (s->ist_depth) {
+		int line, col;
+		loc_linecol(s->prog->ist.v[s->nist - 1].loc, &line, &col);
+		diag(DIAG_ERROR, it->loc, "a repeat block inside an IST loop (at %d:%d) is not supported yet: the "
+		     "body is one training step", line, col);
+		return;
+	}
 	if (!eval_int(s, it->u.repeat.count, &n))
 		return;
+	IstLoop l = {.count = n, .depth = s->loop_depth};
+	if (ist) {
+		if (!check_split(s, it, &l))
+			return;
+		vec_push(&s->prog->ist, l);
+		s->nist++;
+	}
+	if (s->ist_skip && !(ist && s->nist == s->opt->ist_local)) {
+		/* a block around the IST body compiled apart: its counter, of its
+		 * depth, is the value trt_ist passes in (emit.c) */
+		int first = s->syms.n;
+		if (it->u.repeat.counter && !ist)
+			declare(s, (Sym){.kind = SYM_COUNTER, .name = it->u.repeat.counter, .loc = it->u.repeat.counterloc,
+			                 .size = n, .loop_depth = s->loop_depth, .defined = true, .used = true});
+		s->loop_depth++;
+		skip_items(s, it->u.repeat.body, it->u.repeat.nbody);
+		s->loop_depth--;
+		for (int i = first; i < s->syms.n; i++) {
+			s->syms.v[i].expired = true;
+			s->syms.v[i].expired_loc = it->loc;
+		}
+		return;
+	}
 	if (n < 0) {
 		diag(DIAG_ERROR, it->u.repeat.count->loc, "a repeat count cannot be negative");
 		return;
@@ -1800,8 +1922,15 @@ static void check_repeat(Sema *s, Item *it)
 		diag(DIAG_ERROR, it->loc, "repeat blocks nested more than %d deep", MAX_LOOP_DEPTH);
 		return;
 	}
-	int first = s->syms.n;
+	int first = s->syms.n, loop_op = s->prog->ops.n, nstmt = s->prog->stmts.n;
 	lower_loop(s->prog, n, it->loc);
+	if (ist) {
+		s->prog->ops.v[loop_op].u.loop.ist = s->nist;
+		s->ist_depth = s->loop_depth + 1;
+		s->ist_skip = false;
+		if (!s->opt->ist_local)
+			ist_scope = (typeof(ist_scope)){s, first, l.loc};
+	}
 	if (it->u.repeat.counter)
 		declare(s, (Sym){.kind = SYM_COUNTER, .name = it->u.repeat.counter, .loc = it->u.repeat.counterloc,
 		                 .size = n, .loop_depth = s->loop_depth, .defined = true, .used = true});
@@ -1812,6 +1941,21 @@ static void check_repeat(Sema *s, Item *it)
 	for (int i = 0; i < it->u.repeat.nbody && diag_errors() < diag_max; i++)
 		check_item(s, it->u.repeat.body[i]);
 	s->loop_depth--;
+	if (ist) {
+		ist_scope.s = NULL;
+		s->ist_depth = 0;
+		s->ist_skip = s->opt->ist_local > 0;
+		if (!s->opt->ist_local) {
+			/* the whole program keeps the loop, empty: the IST run stands for it */
+			for (int i = nstmt; i < s->prog->stmts.n; i++)
+				free(s->prog->stmts.v[i].text);
+			s->prog->stmts.n = nstmt;
+			s->prog->ops.n = loop_op + 1;
+			for (int t = 0; t < s->cur.n; t++)
+				if (s->cur.v[t] > loop_op)
+					s->cur.v[t] = -1;
+		}
+	}
 	lower_endloop(s->prog);
 	for (int t = 0; t < s->cur.n; t++)
 		if (s->prog->tensors.v[t].role == TENSOR_PARAM)
@@ -1902,8 +2046,23 @@ static void poison_on_error(Sema *s, Item *it)
 		                          .tensor = -1, .poisoned = true}));
 }
 
+static void skip_items(Sema *s, Item **items, int n)
+{
+	for (int i = 0; i < n && diag_errors() < diag_max; i++)
+		check_item(s, items[i]);
+}
+
 void check_item(Sema *s, Item *it)
 {
+	if (s->ist_skip && (it->kind == I_ASSIGN || it->kind == I_PRINT || it->kind == I_OUTPUT))
+		return;
+	if (s->ist_depth && it->kind == I_PRINT) {
+		int line, col;
+		loc_linecol(s->prog->ist.v[s->nist - 1].loc, &line, &col);
+		diag(DIAG_ERROR, it->loc, "print inside an IST loop (at %d:%d) is not supported yet: each rank "
+		     "trains its own subnet; print after the loop", line, col);
+		return;
+	}
 	s->nerr_before = diag_errors();
 	if (s->prog->stmts.n >= MAX_STATEMENTS) {
 		if (!s->too_many)
@@ -2048,8 +2207,10 @@ TraProg *fe_compile(Ast *ast, FeOptions *opt)
 	vec_push(&s.shown, xstrdup(main_path));
 	vec_push(&s.files, ast->file);
 
+	s.ist_skip = opt->ist_local > 0;
 	check_items(&s, ast->items, ast->nitems);
-	check_outputs(&s, ast);
+	if (!opt->ist_local)
+		check_outputs(&s, ast);
 
 	for (int i = 0; i < opt->ndefines; i++)
 		if (!s.define_used[i])
@@ -2058,7 +2219,7 @@ TraProg *fe_compile(Ast *ast, FeOptions *opt)
 	bool any_output = false;
 	for (int i = 0; i < s.prog->tensors.n; i++)
 		any_output |= s.prog->tensors.v[i].output;
-	if (opt->warnings && diag_errors() == 0) {
+	if (opt->warnings && !opt->ist_local && diag_errors() == 0) {
 		for (int i = 0; i < s.syms.n; i++) {
 			Sym *sym = &s.syms.v[i];
 			if (sym->kind == SYM_TENSOR && !sym->poisoned && !sym->used && sym->tensor >= 0 &&

@@ -252,7 +252,22 @@ typedef struct Tensor {
 	bool output;                    /* written at the end of the run */
 	const char *outpath;            /* output: default file, or NULL */
 	Loc outloc;
+	const char *dimsize[MAXDIM];    /* a dim declared by a plain size name: the name, else NULL */
 } Tensor;
+
+/* An IST loop (`repeat b in NB split H1, H2 every J`): its body is compiled
+ * apart, as a one-rank program on the subnet (see HACKING.md "IST"). */
+enum { MAXSPLIT = 8 };
+typedef struct IstLoop {
+	Loc loc;                        /* the split clause */
+	int nsplit;
+	const char *split[MAXSPLIT];    /* the split sizes, in the clause's order */
+	Loc splitloc[MAXSPLIT];
+	int64_t extent[MAXSPLIT];       /* their extents in this program */
+	int64_t every;                  /* J: local iterations per round */
+	int64_t count;                  /* the loop's iterations, NB */
+	int depth;                      /* repeat blocks around it */
+} IstLoop;
 
 typedef struct Stmt {
 	Loc loc;
@@ -300,7 +315,7 @@ typedef struct TraOp {
 		struct { int in; int tensor; } output;
 		struct { int tensor; } init;            /* INIT, LOAD */
 		struct { int in; int tensor; } store;   /* STORE, PRINT */
-		struct { int64_t count; } loop;
+		struct { int64_t count; int ist; } loop;   /* ist: 0, or IST loop ist - 1 */
 		struct { int depth; } counter;          /* the repeat block's nesting depth, 0 outermost */
 		/* along key dim `dim`, with p = stride * i + shift + off:
 		 * out[.., i, ..] = in[.., p, ..] (a window: gather), or, when
@@ -322,7 +337,21 @@ typedef struct TraProg {
 	Vec(Tensor) tensors;
 	Vec(Stmt) stmts;
 	Vec(TraOp) ops;
+	Vec(IstLoop) ist;               /* the IST loops, in source order */
 } TraProg;
+
+/* An IST loop's traffic in floats, all ranks together, from its body's
+ * program (its params at the subnet's extents) on n subnets: per round the
+ * thesis's coordinator count (each split param's subnet slices: whole for
+ * one split dim, 1/n for more), the exchange's expectation (that times
+ * 1 - 1/n: an entry already on its next owner stays), the unsplit params'
+ * averaging (2 (n-1)/n of each per rank, n ranks); per run the final
+ * gather's.  Per step is per round / every. */
+typedef struct IstTraffic {
+	double thesis, exchange, average, gather;
+	int64_t rounds;                 /* per run of the loop */
+} IstTraffic;
+IstTraffic ist_traffic(const TraProg *body, const IstLoop *l, int n);
 
 TraProg *tra_new(void);
 void tra_free(TraProg *p);
@@ -480,7 +509,7 @@ typedef struct IaOp {
 		struct { int in; int tensor; } write;
 		struct { int tensor; } init;            /* INIT, LOAD */
 		struct { int in; int tensor; } store;   /* STORE, PRINT */
-		struct { int64_t count; } loop;
+		struct { int64_t count; int ist; } loop;   /* ist: 0, or IST loop ist - 1 */
 		struct { int src, index, dim, tensor, itensor; } gather;   /* GATHER, LOOKUP, SCATTER: as TRA's */
 		struct { int depth; } counter;
 		struct { int in, off; int dim; int64_t shift, stride; bool scatter; } slice;

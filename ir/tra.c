@@ -586,6 +586,7 @@ void tra_free(TraProg *p)
 	vec_free(&p->tensors);
 	vec_free(&p->stmts);
 	vec_free(&p->ops);
+	vec_free(&p->ist);
 	arena_free(p->arena);
 	free(p);
 }
@@ -799,4 +800,40 @@ bool kx_distributes(const KExpr *e, AggKind agg, bool *uses_in)
 	default:
 		return false;
 	}
+}
+
+IstTraffic ist_traffic(const TraProg *body, const IstLoop *l, int n)
+{
+	IstTraffic t = {0};
+	int64_t most = (l->count + n - 1) / n;
+	t.rounds = (most + l->every - 1) / l->every;
+	for (int i = 0; i < body->tensors.n; i++) {
+		const Tensor *ten = &body->tensors.v[i];
+		bool loaded = false;
+		for (int k = 0; k < body->ops.n && !loaded; k++)
+			loaded = body->ops.v[k].kind == TRA_LOAD && body->ops.v[k].u.init.tensor == i;
+		if (ten->role != TENSOR_PARAM || !loaded)
+			continue;
+		double whole = 1;
+		int nsplit = 0;
+		for (int d = 0; d < ten->rank; d++) {
+			bool split = false;
+			for (int z = 0; z < l->nsplit && ten->dimsize[d]; z++)
+				split |= !strcmp(ten->dimsize[d], l->split[z]);
+			nsplit += split;
+			whole *= (double)ten->shape[d] * (split ? n : 1);
+		}
+		if (nsplit == 0) {
+			t.average += n > 1 ? 2.0 * (n - 1) * whole : 0;
+			t.gather += n > 1 ? 2.0 * (n - 1) * whole : 0;
+			continue;
+		}
+		double slices = nsplit == 1 ? whole : whole / n;   /* what subnets hold */
+		t.thesis += slices;
+		t.exchange += slices * (1.0 - 1.0 / n);
+		/* each entry some subnet held goes from its holder to the n - 1 others */
+		double held = nsplit == 1 ? whole : whole * (1.0 - pow(1.0 - 1.0 / n, (double)t.rounds));
+		t.gather += (n - 1) * held;
+	}
+	return t;
 }

@@ -322,6 +322,7 @@ IaPlan *search_build(Search *s)
 		if (op->kind == TRA_LOOP || op->kind == TRA_ENDLOOP) {
 			IaOp l = {.kind = op->kind == TRA_LOOP ? IA_LOOP : IA_ENDLOOP, .stmt = -1, .tra = t};
 			l.u.loop.count = op->u.loop.count;
+			l.u.loop.ist = op->u.loop.ist;
 			emit_op(&b.e, l);
 			continue;
 		}

@@ -89,6 +89,7 @@ IaPlan *opt_table1(const TraProg *tra, int nranks)
 		if (t->kind == TRA_LOOP || t->kind == TRA_ENDLOOP) {
 			IaOp op = {.kind = t->kind == TRA_LOOP ? IA_LOOP : IA_ENDLOOP, .stmt = t->stmt, .tra = i};
 			op.u.loop.count = t->u.loop.count;
+			op.u.loop.ist = t->u.loop.ist;
 			map[i] = emit_op(&e, op);
 			continue;
 		}

@@ -111,9 +111,9 @@ static void post(Reqs *rq, int send, int peer, int tag, const Piece *v, int n, s
 
 	if (n == 1) {
 		if (send)
-			MPI_Isend(v[0].p + off, (int)len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, req);
+			MPI_Isend(v[0].p + off, (int)len, MPI_BYTE, peer, tag, rt.comm, req);
 		else
-			MPI_Irecv(v[0].p + off, (int)len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, req);
+			MPI_Irecv(v[0].p + off, (int)len, MPI_BYTE, peer, tag, rt.comm, req);
 		return;
 	}
 	int *lens = rt_alloc(sizeof *lens * (size_t)n);
@@ -126,9 +126,9 @@ static void post(Reqs *rq, int send, int peer, int tag, const Piece *v, int n, s
 	MPI_Type_create_hindexed(n, lens, addr, MPI_BYTE, &t);
 	MPI_Type_commit(&t);
 	if (send)
-		MPI_Isend(MPI_BOTTOM, 1, t, peer, tag, MPI_COMM_WORLD, req);
+		MPI_Isend(MPI_BOTTOM, 1, t, peer, tag, rt.comm, req);
 	else
-		MPI_Irecv(MPI_BOTTOM, 1, t, peer, tag, MPI_COMM_WORLD, req);
+		MPI_Irecv(MPI_BOTTOM, 1, t, peer, tag, rt.comm, req);
 	MPI_Type_free(&t);      /* freed when the message completes */
 	free(lens);
 	free(addr);
@@ -256,7 +256,7 @@ void rt_send_bytes(const void *buf, size_t n, int dest, int tag)
 	rt_count_sent((double)n);
 	do {
 		size_t piece = n < (size_t)rt_msg_limit ? n : (size_t)rt_msg_limit;
-		MPI_Send(p, (int)piece, MPI_BYTE, dest, tag, MPI_COMM_WORLD);
+		MPI_Send(p, (int)piece, MPI_BYTE, dest, tag, rt.comm);
 		p += piece;
 		n -= piece;
 	} while (n);
@@ -272,7 +272,7 @@ void rt_recv_bytes(void *buf, size_t n, int src, int tag)
 	rt_count_recv((double)n);
 	do {
 		size_t piece = n < (size_t)rt_msg_limit ? n : (size_t)rt_msg_limit;
-		MPI_Recv(p, (int)piece, MPI_BYTE, src, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		MPI_Recv(p, (int)piece, MPI_BYTE, src, tag, rt.comm, MPI_STATUS_IGNORE);
 		p += piece;
 		n -= piece;
 	} while (n);
@@ -362,7 +362,7 @@ TrtRel *trt_bcast(const TrtRel *r)
 	int64_t mine = r->n;
 	int64_t *ntup = rt_alloc(sizeof *ntup * (size_t)nr);
 	int64_t t0 = rt_span_begin();
-	MPI_Allgather(&mine, 1, MPI_INT64_T, ntup, 1, MPI_INT64_T, MPI_COMM_WORLD);
+	MPI_Allgather(&mine, 1, MPI_INT64_T, ntup, 1, MPI_INT64_T, rt.comm);
 	if (t0)
 		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "counts");
 
@@ -451,7 +451,7 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 		scount[site[i]]++;
 	}
 	int64_t t0 = rt_span_begin();
-	MPI_Alltoall(scount, 1, MPI_INT64_T, rcount, 1, MPI_INT64_T, MPI_COMM_WORLD);
+	MPI_Alltoall(scount, 1, MPI_INT64_T, rcount, 1, MPI_INT64_T, rt.comm);
 	if (t0)
 		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "counts");
 

@@ -299,7 +299,7 @@ static char *exchange(const Bufs *out, int64_t **off, const char *what)
 			sent += (double)sc[r];
 	}
 	int64_t t0 = rt_span_begin();
-	MPI_Alltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, MPI_COMM_WORLD);
+	MPI_Alltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, rt.comm);
 	if (t0)
 		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "counts");
 	int64_t stot = 0, rtot = 0;
@@ -320,7 +320,7 @@ static char *exchange(const Bufs *out, int64_t **off, const char *what)
 			memcpy(sbuf + sd[r], out->p[r], (size_t)sc[r]);
 	rt_count_buf((double)(stot + rtot));
 	t0 = rt_span_begin();
-	MPI_Alltoallv(sbuf, sc, sd, MPI_BYTE, rbuf, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
+	MPI_Alltoallv(sbuf, sc, sd, MPI_BYTE, rbuf, rc, rd, MPI_BYTE, rt.comm);
 	if (t0) {
 		/* one call sends and receives: the send span, then what it
 		 * received as a receive span at its end */

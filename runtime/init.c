@@ -67,7 +67,7 @@ void rt_agree(const char *msg)
 
 	int64_t t0 = rt_span_begin();
 	if (mpi_live())
-		MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+		MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, rt.comm);
 	if (t0)
 		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "agree");
 	if (first == rt.nranks)
@@ -176,6 +176,7 @@ static void print_help(const TrtProgram *prog)
 	       "               kernel (to measure what overlapping them saves)\n");
 	printf("  --quiet      do not print the values the program prints (its 'print' statements)\n");
 	rt_ckpt_help();
+	rt_ist_help();
 	printf("  --help       print this help and exit\n");
 	printf("\nenvironment:\n");
 	printf("  TRAC_BLIS_ARCH=auto|native|ID  BLIS kernels: auto picks skx on AVX-512 CPUs\n");
@@ -238,6 +239,9 @@ static const char *parse_args(int argc, char **argv, const TrtProgram *prog,
 			if (*msg)
 				return msg;
 		} else if (rt_trace_arg(argc, argv, &a, msg, len)) {
+			if (*msg)
+				return msg;
+		} else if (rt_ist_arg(argc, argv, &a, msg, len)) {
 			if (*msg)
 				return msg;
 		} else if (!strcmp(arg, "--seed") || !strncmp(arg, "--seed=", 7)) {
@@ -358,6 +362,7 @@ int trt_init(int *argc, char ***argv, const TrtProgram *progs, int nprogs)
 		singleton_defaults();
 		MPI_Init(argc, argv);
 	}
+	rt.comm = MPI_COMM_WORLD;
 	MPI_Comm_rank(MPI_COMM_WORLD, &rt.rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &rt.nranks);
 	if (nprogs < 1)

@@ -41,6 +41,8 @@ struct TrtRel {
 /* The process-wide state that trt_init fills in. */
 typedef struct RtState {
 	int rank, nranks;
+	MPI_Comm comm;                  /* the ranks' communicator: MPI_COMM_WORLD, but
+	                                 * MPI_COMM_SELF while an IST body runs (ist.c) */
 	const TrtProgram *prog;
 	const char *progname;           /* basename of argv[0], for messages */
 	const char **paths;             /* per tensor: file to read or write, or NULL */
@@ -267,6 +269,12 @@ void rt_oom(size_t nbytes, const char *what) __attribute__((noreturn));
 void rt_blas_init(void);
 const char *rt_blas_arch(void);
 int rt_blas_threads(void);
+
+/* ---- ist.c ---- */
+
+/* --ist-log=FILE at argv[*a]: 1 and msg "" if taken, msg set on a bad value. */
+int rt_ist_arg(int argc, char **argv, int *a, char *msg, size_t len);
+void rt_ist_help(void);
 
 /* ---- profile.c ---- */
 

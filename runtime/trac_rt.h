@@ -259,6 +259,46 @@ int64_t trt_resume(int loop, int64_t count, const TrtParams *params);
  * where the run is) to the checkpoint file, atomically.  Every rank calls it. */
 void trt_checkpoint(int loop, int64_t iter, int64_t count, const TrtParams *params);
 
+/* ---- IST: independent subnet training (ist.c) ---- */
+
+/* A param an IST body trains: its tensor, which of its dims are split
+ * (the split size's position in the clause, or -1) and its relation type
+ * and placement in the body's one-rank plan (the subnet's extents). */
+typedef struct TrtIstParam {
+	int tensor;
+	int split[TRT_MAXDIM];
+	const TrtType *local;
+	TrtPlace place;
+} TrtIstParam;
+
+#define TRT_MAXSPLIT 8
+typedef struct TrtIst {
+	int loop;                       /* the IST loop's number, 0 first in the source */
+	int nsub;                       /* subnets: the plan's rank count */
+	int nsplit;
+	const char *split[TRT_MAXSPLIT];        /* the split sizes' names and extents */
+	int64_t extent[TRT_MAXSPLIT];
+	int64_t every, count;           /* J local iterations per round; NB iterations in all */
+	int nparams;
+	const TrtIstParam *params;
+} TrtIst;
+
+typedef struct TrtIstRun TrtIstRun;
+
+/* Runs IST loop `ist` on the params of the program (`params`, in the
+ * program's layout before and after): body is the loop's one-rank program
+ * on the subnet, which calls trt_ist_next before each iteration and
+ * trt_ist_end after the last; outer[] the iterations of the repeat blocks
+ * around the loop, outermost first (NULL: none).  Every rank calls it. */
+void trt_ist(const TrtIst *ist, const TrtParams *params, int (*body)(TrtIstRun *), const int64_t *outer);
+/* In the body: the iteration of the repeat block around the IST loop at
+ * `depth` (0 the outermost), from trt_ist's outer[]. */
+int64_t trt_ist_counter(const TrtIstRun *x, int depth);
+/* The next iteration of this rank's share (0 when none is left), the
+ * rounds' exchanges and the subnet's params in `local` in between. */
+int trt_ist_next(TrtIstRun *x, const TrtParams *local, int64_t *it);
+void trt_ist_end(TrtIstRun *x, const TrtParams *local);
+
 /* ---- communication ---- */
 
 /* -> TRT_ALL.  From TRT_ANY, a key held by several ranks arrives once per

@@ -68,9 +68,9 @@ static int post_pieces(MPI_Request **reqs, int64_t *nreq, int64_t *cap, int64_t 
 		if (owner)
 			(*owner)[*nreq] = who;
 		if (send)
-			MPI_Isend(p + off, (int)len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &(*reqs)[*nreq]);
+			MPI_Isend(p + off, (int)len, MPI_BYTE, peer, tag, rt.comm, &(*reqs)[*nreq]);
 		else
-			MPI_Irecv(p + off, (int)len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &(*reqs)[*nreq]);
+			MPI_Irecv(p + off, (int)len, MPI_BYTE, peer, tag, rt.comm, &(*reqs)[*nreq]);
 		(*nreq)++;
 		pieces++;
 	}

@@ -73,10 +73,26 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		Buf x = {0};
 		ia_explain(&x, pl.plan, pl.opt.alternatives ? EXPLAIN_ALL : (ExplainFormat)((h >> 16) % 3), (h >> 20) & 1);
 		buf_free(&x);
-		Buf c = {0};
-		CgOptions cg = {"fuzz", "fuzz.tra", 0};
-		cg_emit(&c, (const IaPlan *const *)&pl.plan, 1, &cg);
-		buf_free(&c);
+		/* IST loops' bodies, compiled apart as trac does (main.c's ist_bodies) */
+		int nist = pl.prog->ist.n, built = 0, z;
+		const IstLoop *l;
+		Pipeline *body = xcalloc((size_t)nist + 1, sizeof *body);
+		const IaPlan **bodies = xcalloc((size_t)nist + 1, sizeof *bodies);
+		bool ok = trac_ist_divides(pl.prog, pl.opt.nranks, &l, &z);
+		for (; ok && built < nist; built++) {
+			ok = trac_ist_body(&pl, pl.prog, pl.opt.nranks, built, file, &body[built]) < 0;
+			bodies[built] = body[built].plan;
+		}
+		if (ok) {
+			Buf c = {0};
+			CgOptions cg = {"fuzz", "fuzz.tra", 0, bodies, nist};
+			cg_emit(&c, (const IaPlan *const *)&pl.plan, 1, &cg);
+			buf_free(&c);
+		}
+		for (int i = 0; i < built; i++)
+			trac_ist_body_free(&body[i]);
+		free(body);
+		free(bodies);
 	}
 	trac_pipeline_free(&pl);
 	return 0;
