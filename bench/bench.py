@@ -23,6 +23,8 @@ Sections (bench/README.md has the targets and the results):
     calibrate bench/calibrate: the machine model's constants
     parity    whole processes: trac's matmul program vs bench/matmul_hand.c
     predict   the cost model's seconds against --profile's, op by op
+    overlap   a two-phase matmul on 2 ranks with its sends under the gemms vs
+              --no-overlap, over shared memory and over TCP
 
 Every comparison runs its contenders alternately, repetition by repetition,
 in one session, and compares medians: the machine is shared and noisy, so a
@@ -61,7 +63,7 @@ for a in sys.argv[1:]:
         REPS = int(a[7:])
 SECTIONS = [a for a in sys.argv[1:] if not a.startswith("--")]
 ALL = ["calibrate", "vector", "startup", "plantime", "scale", "matmul1", "blocks", "scaling", "pdgemm", "einsum",
-       "parity", "predict"]
+       "parity", "predict", "overlap"]
 
 LOG = []              # every line printed, for bench-work/results.txt
 BYTES = []            # (workload, op, kind, chunks, keys, pred) from every trac run
@@ -718,6 +720,33 @@ def sec_predict():
     inside = lambda v: sum(1 for r in v if 0.75 <= r <= 1.25)
     say("   within 25%%: %d of %d ops, %d of %d totals" % (inside(worst), len(worst), inside(totals),
                                                           len(totals)))
+
+
+# ---- overlap: the two-phase join's sends under the gemms, against waiting for every input ----
+
+def sec_overlap():
+    """A two-phase matmul on 2 ranks whose chunks travel while the gemms run, against the same
+    executable with --no-overlap (every input chunk received before the first gemm), over shared
+    memory and over TCP (--mca btl self,tcp, as between machines); whole processes."""
+    n, b = (2000, 500) if QUICK else (4000, 1000)
+    exe = os.path.join(WORK, "ov-mm-%d" % n)
+    run([TRAC, "-P", "2", "-D", "I=%d" % n, "-D", "J=%d" % n, "-D", "K=%d" % n, "--strategy", "11=two-phase",
+         "--block", str(b), os.path.join(SRC, "examples/matmul.tra"), "-o", exe])
+    inputs = matmul_inputs("f32", n, n, n)
+    args = ["%s=%s" % (k, v) for k, v in inputs.items()]
+    say("== overlap: two-phase matmul f32 n=%d, blocks %d, 2 ranks: sends under the gemms vs --no-overlap"
+        % (n, b))
+    say("   wall seconds of whole processes, medians of %d alternating runs; ratio = no-overlap / overlap" % REPS)
+    say("   (no thread: TRAC_PROGRESS_THREAD=0, the main thread tests for arrivals between kernels)")
+    say("%-22s %11s %11s %11s %9s %9s" % ("transport", "overlap s", "no thread", "no-overlap", "ratio",
+                                         "no thread"))
+    for name, mca in [("shared memory", []), ("tcp (btl self,tcp)", ["--mca", "btl", "self,tcp"])]:
+        base = [MPIRUN, "-np", "2", "--bind-to", "none"] + mca
+        on, bare, off = interleave([lambda: wall(base + [exe] + args),
+                                    lambda: wall(base + ["-x", "TRAC_PROGRESS_THREAD=0", exe] + args),
+                                    lambda: wall(base + [exe] + args + ["--no-overlap"])])
+        say("%-22s %11.3f %11.3f %11.3f %9.3f %9.3f" % (name, med(on), med(bare), med(off), med(off) / med(on),
+                                                      med(off) / med(bare)))
 
 
 def wait_quiet():

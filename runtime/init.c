@@ -357,11 +357,16 @@ int trt_init(int *argc, char ***argv, const TrtProgram *progs, int nprogs)
 	char msg[1024];
 	int init = 0;
 
+	int level = MPI_THREAD_SINGLE;
 	MPI_Initialized(&init);
 	if (!init) {
 		singleton_defaults();
-		MPI_Init(argc, argv);
-	}
+		/* serialized: the two-phase schedule's progress thread makes the
+		 * MPI calls while the main thread computes, never both at once */
+		MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &level);
+	} else
+		MPI_Query_thread(&level);
+	rt.threads = level >= MPI_THREAD_SERIALIZED;
 	rt.comm = MPI_COMM_WORLD;
 	MPI_Comm_rank(MPI_COMM_WORLD, &rt.rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &rt.nranks);

@@ -43,6 +43,8 @@ typedef struct RtState {
 	int rank, nranks;
 	MPI_Comm comm;                  /* the ranks' communicator: MPI_COMM_WORLD, but
 	                                 * MPI_COMM_SELF while an IST body runs (ist.c) */
+	int threads;                    /* MPI_THREAD_SERIALIZED or better: a second
+	                                 * thread may make the MPI calls (twophase.c) */
 	const TrtProgram *prog;
 	const char *progname;           /* basename of argv[0], for messages */
 	const char **paths;             /* per tensor: file to read or write, or NULL */

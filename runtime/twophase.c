@@ -31,9 +31,24 @@
  *
  * Bytes counted for --profile are chunk bytes only: the plan's prediction
  * exactly, when run on the rank count it was planned for.
+ *
+ * Progress.  MPI moves a message only inside MPI calls, and over TCP a big
+ * one needs many (a rendezvous, then the data in fragments): tested only
+ * between two gemms of tens of milliseconds, a chunk advances one step per
+ * gemm, and a rank out of work waits for its peer's next gemm to end (a
+ * 4000^3 matmul on 2 ranks took 1.4x the time of waiting for every input
+ * first).  So while the schedule runs, a second thread makes every MPI call
+ * (`progress`): it tests the receives every few tens of microseconds,
+ * sleeping between, posts the sums the main thread hands it, and hands back
+ * the receives that completed.  MPI is initialised MPI_THREAD_SERIALIZED
+ * (init.c) and the main thread makes no MPI call while the thread runs.
+ * Without that level, or with TRAC_PROGRESS_THREAD=0, the main thread tests
+ * between kernels itself.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rt.h"
 
@@ -76,6 +91,27 @@ static int post_pieces(MPI_Request **reqs, int64_t *nreq, int64_t *cap, int64_t 
 	}
 	return pieces;
 }
+
+/* A send the main thread asks the progress thread to post. */
+typedef struct Send {
+	char *p;
+	size_t n;
+	int peer, tag;
+} Send;
+
+/* The progress thread and what the two threads hand each other, under mu. */
+typedef struct Prog {
+	int on;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;              /* signalled when done grows */
+	int stop;                       /* main: no more sends will come */
+	Send *q;                        /* sends asked for, not yet posted */
+	int64_t nq, cq;
+	int *done;                      /* completed receive requests, not yet taken */
+	int64_t ndone, cdone;
+	int *idx;                       /* the thread's MPI_Testsome indices */
+} Prog;
 
 /* The whole state of one call. */
 typedef struct Tp {
@@ -122,6 +158,7 @@ typedef struct Tp {
 	 * runnable: a ring, each tuple in it at most once */
 	int64_t *ring, rhead, rlen;
 	char *queued;
+	Prog prog;
 } Tp;
 
 static void key_of(const int64_t *f, int n, int64_t lin, int64_t *key)
@@ -175,6 +212,23 @@ static void finish_tuple(Tp *t, int64_t g)
 	t->left--;
 }
 
+/* Post a sum, or hand it to the progress thread to post. */
+static void send_sum(Tp *t, char *p, size_t n, int d)
+{
+	Prog *g = &t->prog;
+	if (!g->on) {
+		post_pieces(&t->sreq, &t->nsreq, &t->csreq, NULL, 0, 1, p, n, d, TAG_TP_SUM);
+		return;
+	}
+	pthread_mutex_lock(&g->mu);
+	if (g->nq == g->cq) {
+		g->cq = g->cq ? 2 * g->cq : 16;
+		g->q = rt_realloc(g->q, sizeof *g->q * (size_t)g->cq);
+	}
+	g->q[g->nq++] = (Send){p, n, d, TAG_TP_SUM};
+	pthread_mutex_unlock(&g->mu);
+}
+
 /* Post the sums to rank d that are ready, in output-tuple order. */
 static void flush_sums(Tp *t, int d)
 {
@@ -185,7 +239,7 @@ static void flush_sums(Tp *t, int d)
 		rt_key_from_linear(t->out, g, key);
 		size_t nb = rt_chunk_bytes(t->out, key);
 		int64_t t0 = rt_span_begin();
-		post_pieces(&t->sreq, &t->nsreq, &t->csreq, NULL, 0, 1, rt_chunk_data(c), nb, d, TAG_TP_SUM);
+		send_sum(t, rt_chunk_data(c), nb, d);
 		if (t0)
 			rt_trace_span(RT_SPAN_SEND, t0, d, (double)nb, 0, "sum");
 		rt_count_sent((double)nb);
@@ -276,6 +330,95 @@ static void arrived(Tp *t, Msg *m)
 	}
 }
 
+/* The progress thread: every MPI call while the schedule runs. */
+static void *progress(void *arg)
+{
+	Tp *t = arg;
+	Prog *g = &t->prog;
+	Send *mine = NULL;
+	int64_t cmine = 0;
+	int64_t open = t->nrreq;        /* receive requests not complete */
+	for (;;) {
+		pthread_mutex_lock(&g->mu);
+		int64_t n = g->nq;
+		int stop = g->stop;
+		if (n > cmine) {
+			cmine = n;
+			mine = rt_realloc(mine, sizeof *mine * (size_t)cmine);
+		}
+		if (n)
+			memcpy(mine, g->q, sizeof *mine * (size_t)n);
+		g->nq = 0;
+		pthread_mutex_unlock(&g->mu);
+		for (int64_t i = 0; i < n; i++)
+			post_pieces(&t->sreq, &t->nsreq, &t->csreq, NULL, 0, 1, mine[i].p, mine[i].n, mine[i].peer,
+			            mine[i].tag);
+		int outcount = 0;
+		if (open > 0) {
+			MPI_Testsome((int)t->nrreq, t->rreq, &outcount, g->idx, MPI_STATUSES_IGNORE);
+			if (outcount == MPI_UNDEFINED)
+				outcount = 0;
+		} else if (t->nsreq > 0) {
+			int flag;               /* our sums still travel: keep them moving */
+			MPI_Testall((int)t->nsreq, t->sreq, &flag, MPI_STATUSES_IGNORE);
+		}
+		if (outcount > 0) {
+			pthread_mutex_lock(&g->mu);
+			if (g->ndone + outcount > g->cdone) {
+				g->cdone = 2 * (g->ndone + outcount);
+				g->done = rt_realloc(g->done, sizeof *g->done * (size_t)g->cdone);
+			}
+			memcpy(g->done + g->ndone, g->idx, sizeof *g->idx * (size_t)outcount);
+			g->ndone += outcount;
+			pthread_cond_signal(&g->cv);
+			pthread_mutex_unlock(&g->mu);
+			open -= outcount;
+		}
+		if (stop && open == 0)
+			break;
+		if (outcount == 0 && n == 0)
+			nanosleep(&(struct timespec){0, 20000}, NULL);
+	}
+	free(mine);
+	return NULL;
+}
+
+/* Start the progress thread if MPI and the environment allow it. */
+static void progress_start(Tp *t)
+{
+	Prog *g = &t->prog;
+	const char *e = getenv("TRAC_PROGRESS_THREAD");
+	if (!rt.threads || t->nr < 2 || (e && !strcmp(e, "0")))
+		return;
+	g->idx = rt_alloc(sizeof *g->idx * (size_t)(t->nrreq + 1));
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_cond_init(&g->cv, NULL);
+	g->on = pthread_create(&g->th, NULL, progress, t) == 0;
+	if (!g->on) {
+		pthread_mutex_destroy(&g->mu);
+		pthread_cond_destroy(&g->cv);
+		free(g->idx);
+	}
+}
+
+/* The main thread has taken in everything and asked for every send. */
+static void progress_stop(Tp *t)
+{
+	Prog *g = &t->prog;
+	if (!g->on)
+		return;
+	pthread_mutex_lock(&g->mu);
+	g->stop = 1;
+	pthread_mutex_unlock(&g->mu);
+	pthread_join(g->th, NULL);
+	pthread_mutex_destroy(&g->mu);
+	pthread_cond_destroy(&g->cv);
+	free(g->q);
+	free(g->done);
+	free(g->idx);
+	g->on = 0;
+}
+
 /* Take in what has arrived; with block, wait for at least one message
  * piece when any is still to come. */
 static void poll_arrivals(Tp *t, int block)
@@ -283,7 +426,22 @@ static void poll_arrivals(Tp *t, int block)
 	if (t->pending == 0)
 		return;
 	int outcount;
-	if (block) {
+	Prog *g = &t->prog;
+	if (g->on) {
+		pthread_mutex_lock(&g->mu);
+		if (block && g->ndone == 0) {
+			int64_t t0 = rt_span_begin();
+			while (g->ndone == 0)
+				pthread_cond_wait(&g->cv, &g->mu);
+			if (t0)
+				rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "arrivals");
+		}
+		outcount = (int)g->ndone;
+		if (outcount)
+			memcpy(t->idx, g->done, sizeof *t->idx * (size_t)outcount);
+		g->ndone = 0;
+		pthread_mutex_unlock(&g->mu);
+	} else if (block) {
 		int64_t t0 = rt_span_begin();
 		MPI_Waitsome((int)t->nrreq, t->rreq, &outcount, t->idx, MPI_STATUSES_IGNORE);
 		if (t0)
@@ -578,6 +736,7 @@ TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKern
 	memset(t.queued, 0, (size_t)(t.nagg + 1));
 	for (int64_t g = 0; g < t.nagg; g++)
 		enqueue(&t, g);
+	progress_start(&t);
 	while (rt_no_overlap && t.inputs > 0)
 		poll_arrivals(&t, 1);   /* --no-overlap: everything in first */
 	for (;;) {
@@ -595,6 +754,7 @@ TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKern
 	for (int64_t g = 0; g < t.nagg; g++)
 		if (t.gnext[g] != t.gfirst[g + 1])
 			rt_bug("two-phase schedule ends with join groups not run");
+	progress_stop(&t);
 	if (t.left != 0)
 		rt_bug("two-phase schedule ends with %lld output tuples unfinished", (long long)t.left);
 	int64_t t0 = rt_span_begin();
