@@ -246,6 +246,35 @@ static void counted(int64_t t0, double sent, double recvd, const char *what)
 	rt_count_recv(recvd);
 }
 
+/* The unsplit params: the mean over the subnets (ranks past them add
+ * zero), by one allreduce each; returns the bytes each rank sent (a ring
+ * allreduce sends 2 (n-1)/n of the tensor). */
+static double average_unsplit(TrtIstRun *x)
+{
+	const TrtIst *d = x->d;
+	int nr = rt.nranks;
+	double avg = 0;
+	for (int p = 0; p < d->nparams && x->nsub > 1; p++) {
+		if (x->holder[p])
+			continue;
+		TrtDtype dt = tensor_of(x, p)->dtype;
+		if (x->me < 0)
+			memset(x->whole[p], 0, (size_t)x->size[p] * x->es[p]);
+		int64_t ta = rt_span_begin();
+		MPI_Allreduce(MPI_IN_PLACE, x->whole[p], (int)x->size[p], dt == TRT_F64 ? MPI_DOUBLE : MPI_FLOAT,
+		              MPI_SUM, MPI_COMM_WORLD);
+		double b = 2.0 * (nr - 1) / nr * (double)x->size[p] * (double)x->es[p];
+		counted(ta, b, b, "IST average");
+		avg += b;
+		for (int64_t e = 0; e < x->size[p]; e++)
+			if (dt == TRT_F64)
+				((double *)x->whole[p])[e] /= x->nsub;
+			else
+				((float *)x->whole[p])[e] /= (float)x->nsub;
+	}
+	return avg;
+}
+
 /* Every entry a subnet needs this round and its rank does not hold, from
  * its holder; then the unsplit params averaged.  Collective. */
 static void exchange(TrtIstRun *x)
@@ -320,28 +349,7 @@ static void exchange(TrtIstRun *x)
 	free(sd);
 	free(rd);
 
-	/* the unsplit params: the mean over the subnets (ranks past them add zero) */
-	double avg = 0;
-	if (x->round > 0 && x->nsub > 1)
-		for (int p = 0; p < d->nparams; p++) {
-			if (x->holder[p])
-				continue;
-			TrtDtype dt = tensor_of(x, p)->dtype;
-			if (x->me < 0)
-				memset(x->whole[p], 0, (size_t)x->size[p] * x->es[p]);
-			int64_t ta = rt_span_begin();
-			MPI_Allreduce(MPI_IN_PLACE, x->whole[p], (int)x->size[p], dt == TRT_F64 ? MPI_DOUBLE : MPI_FLOAT,
-			              MPI_SUM, MPI_COMM_WORLD);
-			/* a ring allreduce: each rank sends 2 (n-1)/n of the tensor */
-			double b = 2.0 * (nr - 1) / nr * (double)x->size[p] * (double)x->es[p];
-			counted(ta, b, b, "IST average");
-			avg += b;
-			for (int64_t e = 0; e < x->size[p]; e++)
-				if (dt == TRT_F64)
-					((double *)x->whole[p])[e] /= x->nsub;
-				else
-					((float *)x->whole[p])[e] /= (float)x->nsub;
-		}
+	double avg = x->round > 0 ? average_unsplit(x) : 0;
 	x->sent += sent + avg;
 	x->recvd += recvd + avg;
 	x->avg_sent += avg;
@@ -486,26 +494,10 @@ static void gather_whole(TrtIstRun *x)
 	free(all);
 	free(cnt);
 	free(disp);
-	double before = x->sent;
-	for (int p = 0; p < d->nparams && x->nsub > 1; p++)
-		if (!x->holder[p]) {
-			TrtDtype dt = tensor_of(x, p)->dtype;
-			if (x->me < 0)
-				memset(x->whole[p], 0, (size_t)x->size[p] * x->es[p]);
-			int64_t ta = rt_span_begin();
-			MPI_Allreduce(MPI_IN_PLACE, x->whole[p], (int)x->size[p], dt == TRT_F64 ? MPI_DOUBLE : MPI_FLOAT,
-			              MPI_SUM, MPI_COMM_WORLD);
-			double b = 2.0 * (nr - 1) / nr * (double)x->size[p] * (double)x->es[p];
-			counted(ta, b, b, "IST average");
-			x->sent += b;
-			for (int64_t e = 0; e < x->size[p]; e++)
-				if (dt == TRT_F64)
-					((double *)x->whole[p])[e] /= x->nsub;
-				else
-					((float *)x->whole[p])[e] /= (float)x->nsub;
-		}
+	double avg = average_unsplit(x);
+	x->sent += avg;
 	if (x->log)
-		fprintf(x->log, "{\"loop\": %d, \"gather\": %.0f, \"averaged\": %.0f}\n", d->loop, sent, x->sent - before);
+		fprintf(x->log, "{\"loop\": %d, \"gather\": %.0f, \"averaged\": %.0f}\n", d->loop, sent, avg);
 	x->sent += sent;
 }
 
