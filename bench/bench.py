@@ -37,7 +37,7 @@ Environment (from make): TRAC, MPICC, MPIRUN, PYTHON, BLIS_CFLAGS, BLIS_LIBS,
 srcdir, builddir.  Work files go to $TRAC_BENCH_DIR (default
 $builddir/bench-work): inputs are made once and kept.
 """
-import json, os, re, shlex, statistics, subprocess, sys, time
+import json, os, re, shlex, shutil, statistics, subprocess, sys, time
 
 SRC = os.path.abspath(os.environ.get("srcdir", os.path.dirname(os.path.abspath(__file__)) + "/.."))
 BUILD = os.path.abspath(os.environ.get("builddir", "."))
@@ -740,11 +740,24 @@ def sec_overlap():
     say("   (no thread: TRAC_PROGRESS_THREAD=0, the main thread tests for arrivals between kernels)")
     say("%-22s %11s %11s %11s %9s %9s" % ("transport", "overlap s", "no thread", "no-overlap", "ratio",
                                          "no thread"))
-    for name, mca in [("shared memory", []), ("tcp (btl self,tcp)", ["--mca", "btl", "self,tcp"])]:
-        base = [MPIRUN, "-np", "2", "--bind-to", "none"] + mca
-        on, bare, off = interleave([lambda: wall(base + [exe] + args),
-                                    lambda: wall(base + ["-x", "TRAC_PROGRESS_THREAD=0", exe] + args),
-                                    lambda: wall(base + [exe] + args + ["--no-overlap"])])
+    tcp = ["--mca", "btl", "self,tcp"]
+    rows = [("shared memory", [], None), ("tcp (btl self,tcp)", tcp, None)]
+    if os.geteuid() == 0 and shutil.which("tc"):
+        rows.append(("tcp, lo at 1 Gbit/s", tcp, "1gbit"))
+    else:
+        say("   (not root or no tc: no row with the loopback throttled to a cluster network's speed)")
+    for name, mca, rate in rows:
+        if rate:      # the loopback as slow as a network between machines, for this row only
+            run(["tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", rate, "burst", "1mb",
+                 "latency", "100ms"])
+        try:
+            base = [MPIRUN, "-np", "2", "--bind-to", "none"] + mca
+            on, bare, off = interleave([lambda: wall(base + [exe] + args),
+                                        lambda: wall(base + ["-x", "TRAC_PROGRESS_THREAD=0", exe] + args),
+                                        lambda: wall(base + [exe] + args + ["--no-overlap"])])
+        finally:
+            if rate:
+                run(["tc", "qdisc", "del", "dev", "lo", "root"])
         say("%-22s %11.3f %11.3f %11.3f %9.3f %9.3f" % (name, med(on), med(bare), med(off), med(off) / med(on),
                                                       med(off) / med(bare)))
 
