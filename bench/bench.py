@@ -749,7 +749,7 @@ def sec_overlap():
     for name, mca, rate in rows:
         if rate:      # the loopback as slow as a network between machines, for this row only
             run(["tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", rate, "burst", "1mb",
-                 "latency", "100ms"])
+                 "limit", "256mb"])
         try:
             base = [MPIRUN, "-np", "2", "--bind-to", "none"] + mca
             on, bare, off = interleave([lambda: wall(base + [exe] + args),

@@ -6,6 +6,14 @@ examples/mnist_ist.tra (784-512-512-10, per-neuron standardisation, batch
 data-parallel synchronous SGD, on 2 and 4 ranks.
 
     make bench-ist                        # or: bench/ist.py [--epochs 1,2,4,6] [--ranks 2,4]
+    bench/ist.py --network 1gbit          # over TCP, the loopback throttled (tc, as root)
+
+With --network RATE the ranks talk over TCP (--mca btl self,tcp) through a
+loopback throttled to RATE by `tc qdisc ... tbf` for the run, as between
+machines on a network of that speed, and the seconds are the wall time of
+a second run without --profile (whose barrier before every op would cost a
+round trip each); otherwise over shared memory, where communication is
+nearly free.
 
 For each rank count and number of epochs, one whole process each way:
 test accuracy, bytes sent (--profile), seconds.  Then per rank count:
@@ -19,6 +27,7 @@ Environment: TRAC (default ./trac), MPIRUN.
 """
 import os
 import re
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,10 +47,23 @@ def arg(name, default):
 
 def main():
     epochs, ranks = arg("--epochs", "1,2,4,6"), arg("--ranks", "2,4")
+    rate = sys.argv[sys.argv.index("--network") + 1] if "--network" in sys.argv else None
+    if not rate:
+        return train(epochs, ranks, (), False)
+    subprocess.run(["tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", rate, "burst", "1mb",
+                    "limit", "256mb"], check=True)
+    try:
+        print("over TCP, the loopback throttled to %s" % rate)
+        train(epochs, ranks, ("--mca", "btl", "self,tcp"), True)
+    finally:
+        subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], check=True)
+
+
+def train(epochs, ranks, mpiflags, wall):
     rows = {}
     for n in ranks:
         for e in epochs:
-            r = mnist_ist.run_both(n, ["-D", "EPOCHS=%d" % e], trac=TRAC, mpirun=MPIRUN)
+            r = mnist_ist.run_both(n, ["-D", "EPOCHS=%d" % e], trac=TRAC, mpirun=MPIRUN, mpiflags=mpiflags, wall=wall)
             rows[n, e] = r
             print("n=%d epochs=%d: IST acc %.4f sent %.4g B %.1f s | sync acc %.4f sent %.4g B %.1f s"
                   % (n, e, r["ist"][0], r["ist"][1], r["ist"][2], r["sync"][0], r["sync"][1], r["sync"][2]),

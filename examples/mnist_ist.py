@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -97,8 +98,11 @@ def check(X, labels, Xt, tlabels, acc, W1, W2, W3, b3):
     return abs(mine - float(acc)) <= 1.5 / len(Xt) and abs(float(acc) - want) <= 0.05
 
 
-def run_both(np_, flags, trac=None, mpirun="mpirun"):
-    """Both trainings on np_ ranks: {"ist"|"sync": (accuracy, bytes sent, seconds, ist lines)}."""
+def run_both(np_, flags, trac=None, mpirun="mpirun", mpiflags=(), wall=False):
+    """Both trainings on np_ ranks: {"ist"|"sync": (accuracy, bytes sent, seconds, ist lines)};
+    mpiflags go to mpirun (e.g. --mca btl self,tcp).  The seconds are --profile's total, or with
+    wall, the wall time of a second whole run without --profile (whose barrier before every op
+    costs a network round trip each)."""
     trac = trac or os.environ.get("TRAC") or os.path.join(HERE, "..", "trac")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
@@ -114,14 +118,18 @@ def run_both(np_, flags, trac=None, mpirun="mpirun"):
                 f.write(text)
             subprocess.run([trac, "-P", str(np_)] + flags + ["-I", HERE, os.path.join(d, name + ".tra"),
                             "-o", os.path.join(d, name)], check=True, env=env)
-            args = [mpirun, "-np", str(np_), os.path.join(d, name)] + \
+            args = [mpirun, "-np", str(np_), *mpiflags, os.path.join(d, name)] + \
                    ["%s=%s.npy" % (k, k) for k in ("X", "labels", "Xt", "tlabels")] + ["--profile"]
             p = subprocess.run(args, cwd=d, env=env, capture_output=True, text=True, check=True)
             acc = float([x for x in p.stdout.splitlines() if x.startswith("acc = ")][-1].split("=")[1])
             summ = [x for x in p.stdout.splitlines() if x.startswith("summary:")][-1]
             field = lambda k: float(re.search(r"\b%s=([0-9.e+-]+)" % k, summ).group(1))
-            out[name] = (acc, field("sent"), field("total_s"),
-                         [x for x in p.stdout.splitlines() if x.startswith("ist:")])
+            secs = field("total_s")
+            if wall:
+                t0 = time.time()
+                subprocess.run(args[:-1], cwd=d, env=env, capture_output=True, check=True)
+                secs = time.time() - t0
+            out[name] = (acc, field("sent"), secs, [x for x in p.stdout.splitlines() if x.startswith("ist:")])
     return out
 
 
