@@ -627,6 +627,7 @@ static int remap_op(Grad *g, TraOp op)
 {
 	switch (op.kind) {
 	case TRA_JOIN:
+	case TRA_CONV:
 		op.u.join.left = g->map[op.u.join.left];
 		op.u.join.right = g->map[op.u.join.right];
 		break;
