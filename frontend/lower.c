@@ -165,18 +165,20 @@ static bool has_var(const TVal *t, int v)
 }
 
 /* The window of position f for a convolution with weights w: own + coef
- * * lab + shift, own of coefficient 1 and not w's, lab w's and summed
- * (among r[0..nr)); false when f is not of that form. */
+ * * lab + shift, own of coefficient 1, neither w's nor summed, lab w's
+ * and summed (among r[0..nr)); false when f is not of that form. */
 static bool conv_window(const IxAffine *f, const TVal *w, int nr, const int *r, TbWin *win)
 {
 	if (f->nvar != 2 || f->ncounter)
 		return false;
 	for (int o = 0; o < 2; o++) {
 		int own = f->var[o], lab = f->var[1 - o];
-		bool summed = false;
-		for (int i = 0; i < nr; i++)
+		bool summed = false, own_summed = false;
+		for (int i = 0; i < nr; i++) {
 			summed |= r[i] == lab;
-		if (f->vcoef[o] == 1 && !has_var(w, own) && has_var(w, lab) && summed) {
+			own_summed |= r[i] == own;
+		}
+		if (f->vcoef[o] == 1 && !has_var(w, own) && has_var(w, lab) && summed && !own_summed) {
 			*win = (TbWin){.own = own, .lab = lab, .coef = f->vcoef[1 - o], .shift = f->shift};
 			return true;
 		}
