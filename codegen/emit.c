@@ -894,10 +894,18 @@ static void emit_conv_kernel(Emit *e, const Kernel *k, DType dt)
 	for (int c = 0; c < k->nindim[0]; c++)
 		if (k->inlab[0][c] == J)
 			jw = c;
-	/* the loops: the output's labels, then the summed ones, J innermost */
-	for (int pass = 0; pass < 2; pass++)
+	/* the loops: the output's labels that in1 reads by (its rows stay in
+	 * cache across the others: a convolution's kernels), the output's
+	 * other labels, then the summed ones; J innermost */
+	bool by1[2 * MAXDIM] = {0};
+	for (int c = 0; c < k->nindim[1]; c++)
+		by1[k->inlab[1][c]] = true;
+	for (int w = 0; w < k->nwin; w++)
+		by1[k->win[w].lab] = true;
+	for (int pass = 0; pass < 3; pass++)
 		for (int l = 0; l < k->nlab; l++) {
-			if (l == J || isout[l] != (pass == 0))
+			int p = isout[l] ? (by1[l] ? 0 : 1) : 2;
+			if (l == J || p != pass)
 				continue;
 			buf_printf(b, "%sfor (int64_t l%d = 0; l%d < n%d; l%d++) {\n", tabs(depth), l, l, l, l);
 			depth++;
