@@ -222,12 +222,22 @@ static bool lower_conv(TraBuild *b, Lowering *lw, Node *n, TVal *res)
 			w = tb_absorb(b, w);
 		TbWin win[MAXDIM];
 		int nwin = 0;
-		bool ok = true;
-		for (int d = 0; d < x->u.access.nidx && ok; d++)
+		bool ok = lw->prog->ops.v[w.op].type.dtype == lw->prog->tensors.v[x->u.access.tensor].dtype;
+		int seen[MAXDIM], nseen = 0;     /* X's vars along its dims: none twice (a diagonal) */
+		for (int d = 0; d < x->u.access.nidx && ok; d++) {
+			const IxAffine *f = x->u.access.aff[d];
+			int v = f ? f->var[0] : x->u.access.idx[d]->u.name.var;
 			if (two & 1u << d) {
-				ok = conv_window(x->u.access.aff[d], &w, n->u.reduce.nnames, n->u.reduce.var, &win[nwin]);
+				ok = conv_window(f, &w, n->u.reduce.nnames, n->u.reduce.var, &win[nwin]);
+				v = win[nwin].own;
 				win[nwin++].dim = d;
+			} else if (f && f->nvar == 0) {
+				continue;       /* a constant position: no var */
 			}
+			for (int i = 0; i < nseen; i++)
+				ok &= seen[i] != v;
+			seen[nseen++] = v;
+		}
 		if (!ok) {
 			TVal xv = lower(b, lw, x);      /* im2col after all; w is built already */
 			TVal prod = side ? tb_binary(b, KOP_MUL, w, xv) : tb_binary(b, KOP_MUL, xv, w);
