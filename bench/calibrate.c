@@ -553,6 +553,95 @@ static void calibrate_loops(void)
 	free(o);
 }
 
+/* ---- convolutions ---- */
+
+/*
+ * One chunk of a 3x3x3 convolution (O = 10 kernels over C = 3 channels of
+ * a T x H x W = 8 x 64 x 126 block, "valid"), two ways:
+ *   direct  the loop trac generates for IA_CONV (codegen/emit.c,
+ *           emit_conv_kernel): per output row and kernel tap, a row of the
+ *           input times a weight added into the row, innermost contiguous;
+ *   im2col  the input's windows copied into a (C R^3) x (T' H' W') matrix,
+ *           then one BLIS sgemm with the O x (C R^3) kernels.
+ * conv_rate_flops is the direct loop's (2 flops a multiply-add), built at
+ * -O3 as trac builds generated code; the im2col rate is printed as a
+ * comment, to compare (bench/README.md).
+ */
+enum { CV_O = 10, CV_C = 3, CV_R = 3, CV_T = 8, CV_H = 64, CV_W = 126 };
+enum { CV_TO = CV_T - CV_R + 1, CV_HO = CV_H - CV_R + 1, CV_WO = CV_W - CV_R + 1 };
+
+static void __attribute__((noinline, optimize("O3"))) conv_direct(const float *restrict k, const float *restrict x,
+                                                                   float *restrict y)
+{
+	memset(y, 0, sizeof *y * CV_O * CV_TO * CV_HO * CV_WO);
+	for (int o = 0; o < CV_O; o++)
+		for (int t = 0; t < CV_TO; t++)
+			for (int h = 0; h < CV_HO; h++) {
+				float *yr = y + ((o * CV_TO + t) * CV_HO + h) * CV_WO;
+				for (int c = 0; c < CV_C; c++)
+					for (int dt = 0; dt < CV_R; dt++)
+						for (int dh = 0; dh < CV_R; dh++)
+							for (int dw = 0; dw < CV_R; dw++) {
+								const float *xr = x + ((c * CV_T + t + dt) * CV_H + h + dh) * CV_W + dw;
+								const float wv = k[(((o * CV_C + c) * CV_R + dt) * CV_R + dh) * CV_R + dw];
+								for (int j = 0; j < CV_WO; j++)
+									yr[j] += wv * xr[j];
+							}
+			}
+}
+
+static void __attribute__((noinline)) conv_im2col(const float *k, const float *x, float *col, float *y)
+{
+	const long n = (long)CV_TO * CV_HO * CV_WO, kk = CV_C * CV_R * CV_R * CV_R;
+	for (int c = 0; c < CV_C; c++)
+		for (int dt = 0; dt < CV_R; dt++)
+			for (int dh = 0; dh < CV_R; dh++)
+				for (int dw = 0; dw < CV_R; dw++) {
+					float *cr = col + (((c * CV_R + dt) * CV_R + dh) * CV_R + dw) * n;
+					for (int t = 0; t < CV_TO; t++)
+						for (int h = 0; h < CV_HO; h++)
+							memcpy(cr + (t * CV_HO + h) * CV_WO,
+							       x + ((c * CV_T + t + dt) * CV_H + h + dh) * CV_W + dw, sizeof *cr * CV_WO);
+				}
+	float one = 1, zero = 0;
+	bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, CV_O, n, kk, &one, (float *)k, kk, 1, col, n, 1, &zero, y, n, 1);
+}
+
+static void calibrate_conv(void)
+{
+	const long nx = (long)CV_C * CV_T * CV_H * CV_W, ny = (long)CV_O * CV_TO * CV_HO * CV_WO;
+	const long nk = (long)CV_O * CV_C * CV_R * CV_R * CV_R;
+	float *x = xmalloc(sizeof *x * nx), *k = xmalloc(sizeof *k * nk), *y = xmalloc(sizeof *y * ny);
+	float *col = xmalloc(sizeof *col * (nk / CV_O) * (ny / CV_O));
+	for (long i = 0; i < nx; i++)
+		x[i] = (float)(i % 7) * 0.25f;
+	for (long i = 0; i < nk; i++)
+		k[i] = (float)(i % 5) * 0.5f;
+	double td[7], ti[7];
+	for (int r = 0; r < 7; r++) {
+		MPI_Barrier(MPI_COMM_WORLD);
+		double t0 = cpu_now();
+		conv_direct(k, x, y);
+		td[r] = cpu_now() - t0;
+		t0 = cpu_now();
+		conv_im2col(k, x, col, y);
+		ti[r] = cpu_now() - t0;
+	}
+	double d = median(td, 7), i = median(ti, 7), dall, iall;
+	MPI_Allreduce(&d, &dall, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	MPI_Allreduce(&i, &iall, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	double flops = 2.0 * (double)ny * CV_C * CV_R * CV_R * CV_R;
+	if (rank == 0) {
+		printf("# a 3x3x3 convolution chunk: direct loop %.3g flop/s, im2col + BLIS sgemm %.3g flop/s\n",
+		       flops / dall, flops / iall);
+		printf("conv_rate_flops=%.4g\n", flops / dall);
+	}
+	free(x);
+	free(k);
+	free(y);
+	free(col);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -598,6 +687,7 @@ int main(int argc, char **argv)
 		calibrate_memcpy();
 		calibrate_files();
 		calibrate_loops();
+		calibrate_conv();
 		fflush(stdout);
 		calibrate_gemm();
 	}

@@ -813,6 +813,170 @@ static void emit_loop_kernel(Emit *e, const Kernel *k, DType dt, const DType *in
 #undef INDENT
 }
 
+/* ---- convolutions: a direct loop ---- */
+
+/* Lanes of a convolution's dot product (partial sums that vectorise). */
+#define CONV_LANES 16
+
+/* n tabs (up to 31) */
+static const char *tabs(int n)
+{
+	static const char t[] = "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t";
+	return t + sizeof t - 1 - n;
+}
+
+/* The window of kernel k that reads in1's chunk dim ch, or -1. */
+static int conv_win(const Kernel *k, int ch)
+{
+	for (int w = 0; w < k->nwin; w++)
+		if (k->win[w].dim == ch)
+			return w;
+	return -1;
+}
+
+/*
+ * A convolution's kernel (IA_CONV): out (+)= the sum of in0 * in1 over the
+ * labels the output lacks, in1 read through the kernel's windows: no
+ * im2col copy.  Each label runs over the chunk of the first operand that
+ * carries it as a plain dim (the output, in0, then in1 where no window
+ * is); positions in the whole tensor are that chunk's offset plus the
+ * loop index, and a window reads in1 at own + coef * lab + shift there,
+ * zero (skipped) outside in1's chunk, which blocking makes the whole of
+ * in1 along a window dim.
+ *
+ * The innermost loop is the label J of in1's last chunk dim, contiguous
+ * in in1, its range clipped once per row to where in1 is read inside.
+ * When J is the output's (a convolution, or an input's gradient: the
+ * flipped kernel), that loop adds a row of in1 times a weight into a row
+ * of the output and vectorises; otherwise (the kernel's gradient) it is a
+ * dot product, summed in CONV_LANES partial sums that vectorise.
+ * bench/README.md "3D convolution" measures it against im2col and gemm.
+ */
+static void emit_conv_kernel(Emit *e, const Kernel *k, DType dt)
+{
+	Buf *b = e->b;
+	const char *T = ctype(dt);
+	int J = k->inlab[1][k->nindim[1] - 1];
+	int jout = -1, jw = -1;         /* J's chunk dim in the output, in0 */
+	int depth = 1;
+
+	buf_printf(b, "\tconst %s *restrict p0 = in[0].p;\n\tconst %s *restrict p1 = in[1].p;\n", T, T);
+	buf_printf(b, "\t%s *restrict po = out->p;\n", T);
+	emit_strides(b, "0", "in[0]", k->nindim[0]);
+	emit_strides(b, "1", "in[1]", k->nindim[1]);
+	emit_strides(b, "o", "(*out)", k->noutdim);
+	buf_puts(b, "\tint64_t nout = 1;\n");
+	for (int c = 0; c < k->noutdim; c++)
+		buf_printf(b, "\tnout *= out->n[%d];\n", c);
+	buf_printf(b, "\tif (!acc)\n\t\tmemset(po, 0, sizeof(%s) * (size_t)nout);\n", T);
+	/* each label's range and offset in the whole tensor */
+	bool isout[2 * MAXDIM] = {0};
+	for (int l = 0; l < k->nlab; l++) {
+		const char *v = NULL;
+		int pos = -1;
+		for (int c = 0; c < k->noutdim && !v; c++)
+			if (k->outlab[c] == l)
+				v = "(*out)", pos = c, isout[l] = true;
+		for (int c = 0; c < k->nindim[0] && !v; c++)
+			if (k->inlab[0][c] == l)
+				v = "in[0]", pos = c;
+		for (int c = 0; c < k->nindim[1] && !v; c++)
+			if (k->inlab[1][c] == l && conv_win(k, c) < 0)
+				v = "in[1]", pos = c;
+		if (!v)
+			tr_bug("convolution label %d on no plain dim", l);
+		buf_printf(b, "\tconst int64_t n%d = %s.n[%d], g%d = %s.off[%d];\n", l, v, pos, l, v, pos);
+		buf_printf(b, "\t(void)g%d;\n", l);
+	}
+	for (int c = 0; c < k->noutdim; c++)
+		if (k->outlab[c] == J)
+			jout = c;
+	for (int c = 0; c < k->nindim[0]; c++)
+		if (k->inlab[0][c] == J)
+			jw = c;
+	/* the loops: the output's labels that in1 reads by (its rows stay in
+	 * cache across the others: a convolution's kernels), the output's
+	 * other labels, then the summed ones; J innermost */
+	bool by1[2 * MAXDIM] = {0};
+	for (int c = 0; c < k->nindim[1]; c++)
+		by1[k->inlab[1][c]] = true;
+	for (int w = 0; w < k->nwin; w++)
+		by1[k->win[w].lab] = true;
+	for (int pass = 0; pass < 3; pass++)
+		for (int l = 0; l < k->nlab; l++) {
+			int p = isout[l] ? (by1[l] ? 0 : 1) : 2;
+			if (l == J || p != pass)
+				continue;
+			buf_printf(b, "%sfor (int64_t l%d = 0; l%d < n%d; l%d++) {\n", tabs(depth), l, l, l, l);
+			depth++;
+		}
+	/* in1's element at each window dim (J's: where its row starts) */
+	for (int c = 0; c < k->nindim[1]; c++) {
+		int w = conv_win(k, c);
+		if (w < 0)
+			continue;
+		int own = k->inlab[1][c], lab = k->win[w].lab;
+		buf_printf(b, "%sconst int64_t w%d = ", tabs(depth), c);
+		if (own == J)
+			buf_printf(b, "g%d", own);
+		else
+			buf_printf(b, "l%d + g%d", own, own);
+		buf_printf(b, " + (%" PRId64 ") * (l%d + g%d) + (%" PRId64 ") - in[1].off[%d];\n", k->win[w].coef, lab, lab,
+		           k->win[w].shift, c);
+		if (own != J)
+			buf_printf(b, "%sif (w%d < 0 || w%d >= in[1].n[%d])\n%s\tcontinue;\n", tabs(depth), c, c, c, tabs(depth));
+	}
+	int cj = k->nindim[1] - 1;
+	bool jwin = conv_win(k, cj) >= 0;
+	buf_printf(b, "%sconst int64_t x0 = %s;\n", tabs(depth), jwin ? xprintf("w%d", cj) : "0");
+	buf_printf(b, "%sconst int64_t lo = x0 < 0 ? -x0 : 0;\n", tabs(depth));
+	buf_printf(b, "%sconst int64_t hi = in[1].n[%d] - x0 < n%d ? in[1].n[%d] - x0 : n%d;\n", tabs(depth), cj, J, cj, J);
+	/* row pointers: every dim but J's */
+	buf_printf(b, "%sconst %s *xr = p1 + x0", tabs(depth), T);
+	for (int c = 0; c < cj; c++) {
+		if (conv_win(k, c) >= 0)
+			buf_printf(b, " + w%d * s1[%d]", c, c);
+		else
+			buf_printf(b, " + l%d * s1[%d]", k->inlab[1][c], c);
+	}
+	buf_puts(b, ";\n");
+	buf_printf(b, "%sconst %s *wr = p0", tabs(depth), T);
+	for (int c = 0; c < k->nindim[0]; c++)
+		if (c != jw)
+			buf_printf(b, " + l%d * s0[%d]", k->inlab[0][c], c);
+	buf_puts(b, ";\n");
+	buf_printf(b, "%s%s *orow = po", tabs(depth), T);
+	for (int c = 0; c < k->noutdim; c++)
+		if (c != jout)
+			buf_printf(b, " + l%d * so[%d]", k->outlab[c], c);
+	buf_puts(b, ";\n");
+	const char *wj = jw < 0 ? "wr[0]" : jw == k->nindim[0] - 1 ? "wr[j]" : xprintf("wr[j * s0[%d]]", jw);
+	if (jout >= 0) {
+		const char *oj = jout == k->noutdim - 1 ? "orow[j]" : xprintf("orow[j * so[%d]]", jout);
+		if (jw < 0) {
+			buf_printf(b, "%sconst %s wv = wr[0];\n", tabs(depth), T);
+			wj = "wv";
+		}
+		buf_printf(b, "%s#pragma GCC ivdep\n%sfor (int64_t j = lo; j < hi; j++)\n%s\t%s += %s * xr[j];\n", tabs(depth),
+		           tabs(depth), tabs(depth), oj, wj);
+	} else {
+		const char *wq = jw < 0 ? "wr[0]" : jw == k->nindim[0] - 1 ? "wr[j + q]" : xprintf("wr[(j + q) * s0[%d]]", jw);
+		buf_printf(b, "%s%s part[%d] = {0};\n", tabs(depth), T, CONV_LANES);
+		buf_printf(b, "%sint64_t j = lo;\n", tabs(depth));
+		buf_printf(b, "%sfor (; j + %d <= hi; j += %d)\n", tabs(depth), CONV_LANES, CONV_LANES);
+		buf_printf(b, "%s\tfor (int q = 0; q < %d; q++)\n", tabs(depth), CONV_LANES);
+		buf_printf(b, "%s\t\tpart[q] += %s * xr[j + q];\n", tabs(depth), wq);
+		buf_printf(b, "%sfor (; j < hi; j++)\n%s\tpart[0] += %s * xr[j];\n", tabs(depth), tabs(depth), wj);
+		buf_printf(b, "%s%s s = 0;\n%sfor (int q = 0; q < %d; q++)\n%s\ts += part[q];\n", tabs(depth), T, tabs(depth),
+		           CONV_LANES, tabs(depth));
+		buf_printf(b, "%sorow[0] += s;\n", tabs(depth));
+	}
+	while (depth > 1) {
+		depth--;
+		buf_printf(b, "%s}\n", tabs(depth));
+	}
+}
+
 /* ---- kernels over sparse chunks ---- */
 
 /*
@@ -974,7 +1138,9 @@ static void emit_kernel(Emit *e, int i, const Kernel *k)
 	int d = sparse ? sparse_driver(k, inty, sparse_out) : -1;
 	if (sparse_out && d < 0)
 		tr_bug("op %d: a kernel's sparse output without a pattern input", i);
-	if (d >= 0)
+	if (k->nwin)
+		emit_conv_kernel(e, k, dt);
+	else if (d >= 0)
 		emit_driven_kernel(e, k, dt, indt, d, sparse_out);
 	else if (!sparse && plan_contraction(k, inty, dt, &c))
 		emit_gemm_kernel(e, k, dt, &c);
@@ -1055,6 +1221,8 @@ static bool needs_whole(const IaPlan *p, const IaOp *op, int j)
 	case IA_JOIN:
 	case IA_TWOPHASE:
 		return !kernel_hole_ok(op->u.join.kernel, j);
+	case IA_CONV:
+		return true;
 	case IA_MAP:
 		return op->u.map.kernel && !kernel_hole_ok(op->u.map.kernel, 0);
 	case IA_AGG:
@@ -1299,6 +1467,7 @@ static void emit_main(Emit *e)
 			end_call_at(b, &op->place);
 			break;
 		case IA_JOIN:
+		case IA_CONV:           /* a join whose kernel reads windows */
 		case IA_TWOPHASE:       /* the same join, run by its schedule */
 			buf_printf(b, "\tstatic const TrtJoin join%d = {%d, ", i, op->u.join.on.nmatch);
 			int_list(b, op->u.join.on.nmatch, op->u.join.on.lkey);
@@ -1509,7 +1678,7 @@ static void emit_defs(Emit *e)
 			e->def[i][D_TYPE] = share(e, D_TYPE, &text);
 			e->b = &text;
 		}
-		const Kernel *kernel = op->kind == IA_JOIN || op->kind == IA_TWOPHASE ? op->u.join.kernel
+		const Kernel *kernel = op->kind == IA_JOIN || op->kind == IA_CONV || op->kind == IA_TWOPHASE ? op->u.join.kernel
 		                       : op->kind == IA_MAP ? op->u.map.kernel : NULL;
 		DefKind kind = ND;
 		if (kernel) {
@@ -1576,7 +1745,7 @@ void cg_emit(Buf *out, const IaPlan *const *plans, int nplans, const CgOptions *
 	for (int k = 0; k < nplans; k++)
 		buf_printf(out, "%s%d", k ? (k + 1 < nplans ? ", " : " and ") : "", plans[k]->nranks);
 	buf_printf(out, " rank%s.  Do not edit. */\n", nplans == 1 && p->nranks == 1 ? "" : "s");
-	buf_puts(out, "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include \"trac_rt.h\"\n\n");
+	buf_puts(out, "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n#include \"trac_rt.h\"\n\n");
 	/* a plan's body is straight-line calls into the runtime: optimising it
 	 * gains nothing and, with a body per rank count, costs most of the C
 	 * compiler's time */

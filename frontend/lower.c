@@ -112,7 +112,7 @@ static int window(TraBuild *b, Lowering *lw, int op, int d, const IxAffine *f, i
  * along a new dim for that var (im2col: the window at k where the var is
  * k, a sum of products with f32(var == k)).  *nvar, var: the result's
  * vars, the access's positions first. */
-static int windows(TraBuild *b, Lowering *lw, Node *n, int op, int *nvar, int *var)
+static int windows(TraBuild *b, Lowering *lw, Node *n, int op, int *nvar, int *var, unsigned skip)
 {
 	*nvar = n->u.access.nidx;
 	for (int d = 0; d < n->u.access.nidx; d++)     /* a position not yet cut: a var of its own */
@@ -120,7 +120,7 @@ static int windows(TraBuild *b, Lowering *lw, Node *n, int op, int *nvar, int *v
 		                                               : n->u.access.idx[d]->u.name.var;
 	for (int d = 0; n->u.access.aff && d < n->u.access.nidx; d++) {
 		const IxAffine *f = n->u.access.aff[d];
-		if (!f)
+		if (!f || (skip & 1u << d))
 			continue;
 		int64_t ext = lw->vars[f->var[0]].extent;
 		if (f->nvar == 1) {
@@ -155,6 +155,106 @@ static int windows(TraBuild *b, Lowering *lw, Node *n, int op, int *nvar, int *v
 	return op;
 }
 
+/* Does var v occur in the vars of t? */
+static bool has_var(const TVal *t, int v)
+{
+	for (int i = 0; i < t->nvar; i++)
+		if (t->var[i] == v)
+			return true;
+	return false;
+}
+
+/* The window of position f for a convolution with weights w: own + coef
+ * * lab + shift, own of coefficient 1, neither w's nor summed, lab w's
+ * and summed (among r[0..nr)); false when f is not of that form. */
+static bool conv_window(const IxAffine *f, const TVal *w, int nr, const int *r, TbWin *win)
+{
+	if (f->nvar != 2 || f->ncounter)
+		return false;
+	for (int o = 0; o < 2; o++) {
+		int own = f->var[o], lab = f->var[1 - o];
+		bool summed = false, own_summed = false;
+		for (int i = 0; i < nr; i++) {
+			summed |= r[i] == lab;
+			own_summed |= r[i] == own;
+		}
+		if (f->vcoef[o] == 1 && !has_var(w, own) && has_var(w, lab) && summed && !own_summed) {
+			*win = (TbWin){.own = own, .lab = lab, .coef = f->vcoef[1 - o], .shift = f->shift};
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * sum[r](W * X[.., y + dy, ..]), a position of X with two vars, one of
+ * them (dy) W's and summed: a convolution, one TRA_CONV op whose kernel
+ * reads X's windows directly, rather than im2col's stacked windows.  Each
+ * such position of X must be of the form own + coef * lab + shift with
+ * own's coefficient 1 (a stride other than 1 stays im2col); positions of
+ * one var are cut as slices first.  Returns false (nothing built) when
+ * the sum is not of this form.
+ */
+static bool lower_conv(TraBuild *b, Lowering *lw, Node *n, TVal *res)
+{
+	Node *body = n->u.reduce.body;
+	if (n->u.reduce.red != R_SUM || body->kind != N_BINARY || body->u.binary.op != B_MUL)
+		return false;
+	for (int side = 0; side < 2; side++) {
+		Node *x = side ? body->u.binary.b : body->u.binary.a;
+		Node *wn = side ? body->u.binary.a : body->u.binary.b;
+		if (x->kind != N_ACCESS || x->u.access.gather || !x->u.access.aff)
+			continue;
+		if (dtype_is_int(lw->prog->tensors.v[x->u.access.tensor].dtype))
+			continue;
+		unsigned two = 0;
+		for (int d = 0; d < x->u.access.nidx; d++)
+			if (x->u.access.aff[d] && x->u.access.aff[d]->nvar > 1)
+				two |= 1u << d;
+		if (!two)
+			continue;
+		/* the weights' vars decide; lowering them twice is harmless only
+		 * if we go on, so check the form on the vars first */
+		TVal w = lower(b, lw, wn);
+		if (w.op < 0)
+			return false;
+		if (w.pend)
+			w = tb_absorb(b, w);
+		TbWin win[MAXDIM];
+		int nwin = 0;
+		bool ok = lw->prog->ops.v[w.op].type.dtype == lw->prog->tensors.v[x->u.access.tensor].dtype;
+		int seen[MAXDIM], nseen = 0;     /* X's vars along its dims: none twice (a diagonal) */
+		for (int d = 0; d < x->u.access.nidx && ok; d++) {
+			const IxAffine *f = x->u.access.aff[d];
+			int v = f ? f->var[0] : x->u.access.idx[d]->u.name.var;
+			if (two & 1u << d) {
+				ok = conv_window(f, &w, n->u.reduce.nnames, n->u.reduce.var, &win[nwin]);
+				v = win[nwin].own;
+				win[nwin++].dim = d;
+			} else if (f && f->nvar == 0) {
+				continue;       /* a constant position: no var */
+			}
+			for (int i = 0; i < nseen; i++)
+				ok &= seen[i] != v;
+			seen[nseen++] = v;
+		}
+		if (!ok) {
+			TVal xv = lower(b, lw, x);      /* im2col after all; w is built already */
+			TVal prod = side ? tb_binary(b, KOP_MUL, w, xv) : tb_binary(b, KOP_MUL, xv, w);
+			*res = tb_reduce(b, prod, TB_SUM, n->u.reduce.nnames, n->u.reduce.var);
+			return true;
+		}
+		int nvar, xvar[2 * MAXDIM];
+		int op = windows(b, lw, x, value_of(lw, x->u.access.tensor), &nvar, xvar, two);
+		TVal xv = tb_access(b, op, nvar, xvar);
+		if (xv.op != op || xv.nvar != nvar)
+			tr_bug("a convolution's input read on a diagonal");
+		*res = tb_reduce(b, tb_conv(b, w, xv, nwin, win), TB_SUM, n->u.reduce.nnames, n->u.reduce.var);
+		return true;
+	}
+	return false;
+}
+
 static TVal lower(TraBuild *b, Lowering *lw, Node *n)
 {
 	static const TbRed reds[] = {TB_SUM, TB_MAX, TB_MIN, TB_ARGMAX, TB_ARGMIN, TB_MEAN};
@@ -166,7 +266,7 @@ static TVal lower(TraBuild *b, Lowering *lw, Node *n)
 		if (n->u.access.gather)
 			return lower_gather(b, lw, n);
 		int nvar, avar[2 * MAXDIM];
-		int op = windows(b, lw, n, value_of(lw, n->u.access.tensor), &nvar, avar);
+		int op = windows(b, lw, n, value_of(lw, n->u.access.tensor), &nvar, avar, 0);
 		return tb_access(b, op, nvar, avar);
 	}
 	case N_UNARY:
@@ -184,6 +284,8 @@ static TVal lower(TraBuild *b, Lowering *lw, Node *n)
 		return tb_where(b, c, x, lower(b, lw, n->u.where.b));
 	}
 	case N_REDUCE:
+		if (lower_conv(b, lw, n, &v))
+			return v;
 		return tb_reduce(b, lower(b, lw, n->u.reduce.body), reds[n->u.reduce.red], n->u.reduce.nnames,
 		                 n->u.reduce.var);
 	case N_INDEX:

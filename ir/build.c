@@ -136,6 +136,9 @@ void tb_compact_labels(Kernel *k)
 		for (int d = 0; d < k->nindim[i]; d++)
 			if (k->inlab[i][d] >= nmap)
 				nmap = k->inlab[i][d] + 1;
+	for (int w = 0; w < k->nwin; w++)
+		if (k->win[w].lab >= nmap)
+			nmap = k->win[w].lab + 1;
 	int *map = xcalloc((size_t)nmap + 1, sizeof *map);
 	for (int i = 0; i < nmap; i++)
 		map[i] = -1;
@@ -146,6 +149,12 @@ void tb_compact_labels(Kernel *k)
 				map[v] = n++;
 			k->inlab[i][d] = map[v];
 		}
+	for (int w = 0; w < k->nwin; w++) {
+		int v = k->win[w].lab;
+		if (map[v] < 0)
+			map[v] = n++;
+		k->win[w].lab = map[v];
+	}
 	for (int d = 0; d < k->noutdim; d++) {
 		int v = k->outlab[d];
 		if (v >= nmap || map[v] < 0)
@@ -166,11 +175,25 @@ void tb_input_labels(Kernel *k, int in, const RelType *t, const int *var)
 		k->inlab[in][c] = var[t->chunkdim[c]];
 }
 
+/* The label of the join output's key dim that input 1's chunk dim ch
+ * becomes: its own, or for a convolution's window dim whichever of its
+ * position's labels input 0 lacks. */
+static int conv_slot_label(const Kernel *k, int ch)
+{
+	int own = k->inlab[1][ch];
+	for (int w = 0; w < k->nwin; w++)
+		if (k->win[w].dim == ch)
+			for (int c = 0; c < k->nindim[0]; c++)
+				if (k->inlab[0][c] == own)
+					return k->win[w].lab;
+	return own;
+}
+
 /* A kernel's output labels and its op's chunk dims, in the given var order. */
 static void set_output_order(TraBuild *l, int opi, int nvar, const int *var, int nout, const int *outvar)
 {
 	TraOp *op = op_at(l, opi);
-	Kernel *k = op->kind == TRA_JOIN ? op->u.join.kernel : op->u.map.kernel;
+	Kernel *k = op->kind == TRA_MAP ? op->u.map.kernel : op->u.join.kernel;
 	/* labels are compacted; recover each var's label from the inputs */
 	op->type.nchunk = nout;
 	k->noutdim = nout;
@@ -194,10 +217,10 @@ static void set_output_order(TraBuild *l, int opi, int nvar, const int *var, int
 			for (int ch = 0; ch < it->nchunk; ch++) {
 				int kd = it->chunkdim[ch];
 				int od = kd;
-				if (op->kind == TRA_JOIN && i == 1)
+				if (op->kind != TRA_MAP && i == 1)
 					od = ia_join_out_dim(op_at(l, in[0])->type.nkey, &op->u.join.on, kd);
 				if (od == d) {
-					k->outlab[c] = k->inlab[i][ch];
+					k->outlab[c] = i == 1 ? conv_slot_label(k, ch) : k->inlab[i][ch];
 					break;
 				}
 			}
@@ -276,6 +299,58 @@ TVal tb_join_expr(TraBuild *l, TVal a, TVal b, KExpr *e)
 	return out;
 }
 
+/* A convolution (TRA_CONV): the product of w and x, x read through windows
+ * win[0..nwin): along x's key dim win[i].dim at pos(own) + coef * pos(lab)
+ * + shift, where one of the vars own and lab is w's; x's own var at a
+ * window dim is ignored.  Shared vars elsewhere are matched as a join's;
+ * the result's key at a window dim is the one of own and lab that w lacks
+ * (its extent that var's).  Sum it with tb_reduce, as a join. */
+static TVal map(TraBuild *l, TVal v);
+
+TVal tb_conv(TraBuild *l, TVal w, TVal x, int nwin, const TbWin *win)
+{
+	if (w.pend)
+		w = map(l, w);
+	if (x.pend)
+		x = map(l, x);
+	TraOp op = {.kind = TRA_CONV};
+	const RelType *tw = &op_at(l, w.op)->type, *tx = &op_at(l, x.op)->type;
+	TVal out = {.fresh = true};
+	int xkey[MAXDIM], xlab[MAXDIM];
+	memcpy(xkey, x.var, sizeof xkey);
+	memcpy(xlab, x.var, sizeof xlab);
+	Kernel *k = kernel_new(l->arena, 2);
+	for (int i = 0; i < nwin; i++) {
+		bool own_in_w = false;
+		for (int d = 0; d < w.nvar; d++)
+			own_in_w |= w.var[d] == win[i].own;
+		xkey[win[i].dim] = own_in_w ? win[i].lab : win[i].own;
+		xlab[win[i].dim] = win[i].own;
+		k->win[i].dim = rel_chunkpos(tx, win[i].dim);
+		k->win[i].lab = win[i].lab;
+		k->win[i].coef = win[i].coef;
+		k->win[i].shift = win[i].shift;
+		if (k->win[i].dim < 0)
+			tr_bug("a window along a dim with no chunk dim");
+	}
+	k->nwin = nwin;
+	op.u.join.left = w.op;
+	op.u.join.right = x.op;
+	memcpy(out.var, w.var, sizeof out.var);
+	out.nvar = tb_join_keys(out.var, w.nvar, xkey, x.nvar, &op.u.join.on);
+	tb_input_labels(k, 0, tw, w.var);
+	tb_input_labels(k, 1, tx, xlab);
+	k->noutdim = out.nvar;
+	for (int d = 0; d < out.nvar; d++)
+		k->outlab[d] = out.var[d];
+	k->expr = kx_op(l->arena, KOP_MUL, kx_in(l->arena, 0), kx_in(l->arena, 1), NULL);
+	tb_compact_labels(k);
+	op.u.join.kernel = k;
+	op.type = make_type(l, out.nvar, out.var, tw->dtype);
+	out.op = push(l, op);
+	return out;
+}
+
 /* A map applying v's pending expression (or the identity), fresh. */
 static TVal map(TraBuild *l, TVal v)
 {
@@ -302,6 +377,8 @@ static TVal map(TraBuild *l, TVal v)
 TVal tb_absorb(TraBuild *l, TVal v)
 {
 	TraOp *op = v.op >= 0 ? op_at(l, v.op) : NULL;
+	if (op && v.fresh && op->kind == TRA_CONV && !v.pend)
+		return v;       /* a convolution is summed by the aggregation after it */
 	if (op && v.fresh && (op->kind == TRA_JOIN || op->kind == TRA_MAP)) {
 		Kernel *k = op->kind == TRA_JOIN ? op->u.join.kernel : op->u.map.kernel;
 		if (!k->reduces) {
@@ -407,7 +484,9 @@ TVal tb_reduce(TraBuild *l, TVal v, TbRed red, int nr, const int *r)
 	int nkeep = keep_order(l, &v, np, present, keep);
 	set_output_order(l, v.op, v.nvar, v.var, nkeep, keep);
 	TraOp *p = op_at(l, v.op);
-	Kernel *k = p->kind == TRA_JOIN ? p->u.join.kernel : p->u.map.kernel;
+	Kernel *k = p->kind == TRA_MAP ? p->u.map.kernel : p->u.join.kernel;
+	if (p->kind == TRA_CONV && agg != AGG_ADD)
+		tr_bug("a convolution reduced by %s", agg_name(agg));
 	k->red = agg;
 
 	TraOp op = {.kind = TRA_AGG};

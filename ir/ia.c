@@ -192,6 +192,7 @@ int ia_inputs(const IaOp *op, int *in)
 		in[0] = op->u.shuffle.in;
 		return 1;
 	case IA_JOIN:
+	case IA_CONV:
 	case IA_TWOPHASE:
 		in[0] = op->u.join.left;
 		in[1] = op->u.join.right;
@@ -240,7 +241,7 @@ bool ia_has_result(IaOpKind k)
 		return false;
 	case IA_READ: case IA_BCAST: case IA_SHUFFLE: case IA_JOIN: case IA_AGG: case IA_MAP:
 	case IA_FILTER: case IA_INIT: case IA_LOAD: case IA_RANGE: case IA_COUNTER: case IA_SLICE:
-	case IA_TWOPHASE: case IA_GATHER: case IA_LOOKUP: case IA_SCATTER:
+	case IA_TWOPHASE: case IA_GATHER: case IA_LOOKUP: case IA_SCATTER: case IA_CONV:
 		return true;
 	}
 	return false;
@@ -442,7 +443,8 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 				out->dims[out->ndims++] = pos;
 		}
 		return true;
-	case IA_JOIN: {
+	case IA_JOIN:
+	case IA_CONV: {         /* a convolution's windows never partition: as a join */
 		const Place *l = &a->place, *r = &b->place;
 		Place j;
 		if (l->kind == PL_PARTIAL || r->kind == PL_PARTIAL) {
@@ -528,6 +530,7 @@ IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a)
 		break;
 	case IA_FILTER: c.u.filter.in = map[c.u.filter.in]; break;
 	case IA_JOIN:
+	case IA_CONV:
 	case IA_TWOPHASE:
 		c.u.join.left = map[c.u.join.left];
 		c.u.join.right = map[c.u.join.right];

@@ -182,6 +182,13 @@ typedef struct Kernel {
 	AggKind red;
 	bool reduces;                   /* some label is reduced */
 	KExpr *expr;                    /* never NULL */
+	/* A convolution's windows (TRA_CONV, IA_CONV; expr in0 * in1, red
+	 * add): input 1's chunk dim win[w].dim, labelled L, is read at element
+	 * pos(L) + coef * pos(win[w].lab) + shift, positions in the whole
+	 * tensors (TrtView.off), zero outside input 1.  Of L and lab, one is
+	 * a label of input 0 (summed) and the other the output's. */
+	int nwin;
+	struct { int dim, lab; int64_t coef, shift; } win[MAXDIM];
 } Kernel;
 
 Kernel *kernel_new(Arena *a, int nin);
@@ -404,6 +411,10 @@ TVal tb_where(TraBuild *b, TVal c, TVal x, TVal y);
 TVal tb_join_expr(TraBuild *b, TVal x, TVal y, KExpr *e);            /* e over in0 (x) and in1 (y) */
 TVal tb_reduce(TraBuild *b, TVal v, TbRed red, int nr, const int *r);
 TVal tb_convert(TraBuild *b, TVal v, DType to);
+/* A convolution: w * x[.., own + coef * lab + shift, ..] along x's key dim
+ * `dim` per window, one of own and lab a var of w; sum it with tb_reduce. */
+typedef struct TbWin { int dim, own, lab; int64_t coef, shift; } TbWin;
+TVal tb_conv(TraBuild *b, TVal w, TVal x, int nwin, const TbWin *win);
 TVal tb_absorb(TraBuild *b, TVal v);                                 /* v as a fresh op, pend applied */
 int tb_finish(TraBuild *b, TVal v, int n, const int *order);         /* keys and chunks in this order */
 /* The builder's steps that contract.c, which builds its joins itself, shares */

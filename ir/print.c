@@ -37,6 +37,7 @@ void tra_print(Buf *b, const TraProg *p)
 			buf_printf(b, " %s", p->tensors.v[op->u.input.tensor].name);
 			break;
 		case TRA_JOIN:
+		case TRA_CONV:
 			buf_printf(b, " %%%d %%%d on ", op->u.join.left, op->u.join.right);
 			keys_print(b, op->u.join.on.nmatch, op->u.join.on.lkey);
 			buf_puts(b, "=");
@@ -119,6 +120,7 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 	case IA_SHUFFLE:
 		break;
 	case IA_JOIN:
+	case IA_CONV:
 		buf_puts(b, " on ");
 		keys_print(b, op->u.join.on.nmatch, op->u.join.on.lkey);
 		buf_puts(b, "=");
@@ -746,6 +748,7 @@ static void dot_what(Buf *b, const IaPlan *p, const IaOp *op)
 	case IA_SHUFFLE:
 		break;
 	case IA_JOIN:
+	case IA_CONV:
 	case IA_TWOPHASE:       /* a two-phase op always aggregates (ngroup >= 0) */
 		buf_puts(&k, " on ");
 		keys_print(&k, op->u.join.on.nmatch, op->u.join.on.lkey);

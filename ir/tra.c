@@ -428,7 +428,7 @@ Kernel *kernel_clone(Arena *a, const Kernel *k)
  * Hadamard product) is a loop, not a gemm per element. */
 bool kernel_is_gemm(const Kernel *k)
 {
-	if (k->nin != 2 || k->red != AGG_ADD || !kx_is_product(k->expr))
+	if (k->nin != 2 || k->red != AGG_ADD || !kx_is_product(k->expr) || k->nwin)
 		return false;
 	int nm = 0, nn = 0, nk = 0;
 	for (int l = 0; l < k->nlab; l++) {
@@ -470,6 +470,19 @@ void kernel_print(Buf *b, const Kernel *k)
 	labels_print(b, k->noutdim, k->outlab);
 	if (k->reduces)
 		buf_printf(b, " %s", agg_name(k->red));
+	/* a convolution's windows: "in1[1]=b+c-1" (dim 1 of in1 at b + c - 1) */
+	for (int w = 0; w < k->nwin; w++) {
+		int own = k->inlab[1][k->win[w].dim], lab = k->win[w].lab;
+		buf_printf(b, " in1[%d]=", k->win[w].dim);
+		labels_print(b, 1, &own);
+		if (k->win[w].coef == 1 || k->win[w].coef == -1)
+			buf_puts(b, k->win[w].coef < 0 ? "-" : "+");
+		else
+			buf_printf(b, "%+" PRId64 "*", k->win[w].coef);
+		labels_print(b, 1, &lab);
+		if (k->win[w].shift)
+			buf_printf(b, "%+" PRId64, k->win[w].shift);
+	}
 }
 
 /* ---- relation types ---- */
@@ -616,6 +629,7 @@ int tra_inputs(const TraOp *op, int *in)
 	case TRA_INPUT:
 		return 0;
 	case TRA_JOIN:
+	case TRA_CONV:
 		in[0] = op->u.join.left;
 		in[1] = op->u.join.right;
 		return 2;
@@ -691,7 +705,7 @@ bool tra_has_result(TraOpKind k)
 		return false;
 	case TRA_INPUT: case TRA_JOIN: case TRA_AGG: case TRA_MAP: case TRA_REKEY: case TRA_FILTER:
 	case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_COUNTER: case TRA_SLICE: case TRA_GRAD:
-	case TRA_GATHER: case TRA_SCATTER:
+	case TRA_GATHER: case TRA_SCATTER: case TRA_CONV:
 		return true;
 	}
 	return false;

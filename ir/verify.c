@@ -187,6 +187,46 @@ static void check_join(Ctx *c, const RelType *l, const RelType *r, const JoinSpe
 	check_kernel(c, k, 2, in, inmap, &o2);
 }
 
+/* A convolution: a join (keys as check_join's) whose kernel is in0 * in1
+ * summed, reading input 1 through windows.  A window dim of the right
+ * input is never matched, and is one chunk there and in the output (a
+ * chunk of the output reads its whole window from one chunk). */
+static void check_conv(Ctx *c, const RelType *l, const RelType *r, const JoinSpec *on, const Kernel *k,
+                       const RelType *out, int ngroup, const int *group)
+{
+	if (l->dtype != r->dtype || l->dtype != out->dtype)
+		return fail(c, "mixed element types");
+	if (!k || k->nin != 2 || !kx_is_product(k->expr) || k->red != AGG_ADD || k->nwin < 1 || k->nwin > MAXDIM)
+		return fail(c, "a convolution's kernel is not a windowed product summed");
+	if (k->nindim[0] != l->nchunk || k->nindim[1] != r->nchunk || k->noutdim != out->nchunk)
+		return fail(c, "a convolution's kernel does not fit its chunks");
+	int nkey = l->nkey;
+	for (int w = 0; w < k->nwin; w++) {
+		int ch = k->win[w].dim;
+		if (ch < 0 || ch >= r->nchunk || k->win[w].lab < 0 || k->win[w].lab >= k->nlab)
+			return fail(c, "window %d reads chunk dim %d", w, ch);
+		int d = r->chunkdim[ch];
+		for (int m = 0; m < on->nmatch; m++)
+			if (on->rkey[m] == d)
+				return fail(c, "window dim %d is a join key", d);
+		if (rel_frontier(r, d) != 1)
+			return fail(c, "window dim %d is more than one chunk", d);
+	}
+	for (int m = 0; m < on->nmatch; m++) {
+		int lk = on->lkey[m], rk = on->rkey[m];
+		if (lk < 0 || lk >= l->nkey || rk < 0 || rk >= r->nkey)
+			return fail(c, "join key pair %d (%d, %d) out of range", m, lk, rk);
+		if (!same_dim(l, lk, r, rk))
+			return fail(c, "join keys %d and %d differ in extent or block", lk, rk);
+	}
+	nkey += r->nkey - on->nmatch;
+	if (ngroup < 0 ? out->nkey != nkey : out->nkey != ngroup)
+		return fail(c, "a convolution's output has %d key dims", out->nkey);
+	for (int g = 0; g < ngroup; g++)
+		if (group[g] < 0 || group[g] >= nkey)
+			return fail(c, "bad group dim %d", group[g]);
+}
+
 static void check_agg(Ctx *c, const RelType *in, int ngroup, const int *group, const RelType *out)
 {
 	unsigned seen = 0;
@@ -438,6 +478,9 @@ static void check_tra_op(Ctx *c, const TraProg *p, int i)
 		check_join(c, a, b, &op->u.join.on,
 		           op->u.join.kernel, &op->type, -1, NULL);
 		break;
+	case TRA_CONV:
+		check_conv(c, a, b, &op->u.join.on, op->u.join.kernel, &op->type, -1, NULL);
+		break;
 	case TRA_AGG:
 		check_agg(c, a, op->u.agg.ngroup, op->u.agg.group, &op->type);
 		break;
@@ -541,6 +584,9 @@ static void check_ia_op(Ctx *c, const IaPlan *p, int i)
 	case IA_JOIN:
 		check_join(c, a, b, &op->u.join.on,
 		           op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);
+		break;
+	case IA_CONV:
+		check_conv(c, a, b, &op->u.join.on, op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);
 		break;
 	case IA_TWOPHASE: {
 		const TpSched *ts = op->u.join.sched;

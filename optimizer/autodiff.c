@@ -13,6 +13,8 @@
  *            out[O] = red over the other vars of f(in0[I0], in1[I1])
  *   diag     filter + diagonal map + aggregation (a repeated index)
  *   rekey    a permutation of keys
+ *   conv     a convolution (TRA_CONV) with its sum: both adjoints are
+ *            convolutions again (vjp_conv), never im2col
  *   gather   a look-up by an integer index's values: its adjoint is a
  *            scatter-add of G into the rows read (TRA_SCATTER), touching
  *            only those; nothing flows into the index
@@ -40,7 +42,7 @@
 
 #include "optimizer/opt.h"
 
-typedef enum { D_NONE, D_EINSUM, D_DIAG, D_REKEY, D_GATHER, D_SLICE, D_LEAF } DiffKind;
+typedef enum { D_NONE, D_EINSUM, D_DIAG, D_REKEY, D_GATHER, D_SLICE, D_CONV, D_LEAF } DiffKind;
 
 typedef struct DiffUnit {
 	DiffKind kind;
@@ -96,6 +98,9 @@ static void find_units(Grad *g)
 				u->kind = D_DIAG;
 				u->prod = op->u.agg.in;
 				u->filter = in->u.map.in;
+			} else if (in->kind == TRA_CONV) {
+				u->kind = D_CONV;
+				u->prod = op->u.agg.in;
 			} else if ((in->kind == TRA_JOIN && in->u.join.kernel->reduces) ||
 			           (in->kind == TRA_MAP && in->u.map.kernel->reduces)) {
 				u->kind = D_EINSUM;
@@ -121,7 +126,7 @@ static void find_units(Grad *g)
 		default:
 			break;
 		}
-		if (u->kind == D_EINSUM || u->kind == D_REKEY || u->kind == D_GATHER)
+		if (u->kind == D_EINSUM || u->kind == D_REKEY || u->kind == D_GATHER || u->kind == D_CONV)
 			u->nin = tra_inputs(&o->ops.v[u->prod], u->in);
 		else if (u->kind == D_DIAG)
 			u->nin = tra_inputs(&o->ops.v[u->filter], u->in);
@@ -456,6 +461,100 @@ static void vjp_slice(Grad *g, TraBuild *b, int u, int G)
 	contribute(g, b, a, tb_rel(b, op, ta->nkey, avar), avar);
 }
 
+/*
+ * out[O] = sum W[Iw] X[.., own + coef * lab + shift, ..] (a convolution:
+ * own the output's var, lab W's and summed; lowering makes no other).
+ * With G the adjoint of out, both contributions are convolutions:
+ *
+ *   dW = sum G[O] X[.., own + coef * lab + shift, ..]: the same windows,
+ *        G in W's place; lab is now the result's var and own summed (the
+ *        kernel's gradient, a correlation of X with G);
+ *   dX[.., p, ..] = sum G[.., p - coef * lab - shift, ..] W[Iw]: G read
+ *        through the flipped windows (own p, coefficient -coef), zero
+ *        outside G: the transposed convolution, padded.
+ */
+static void vjp_conv(Grad *g, TraBuild *b, int u, int G)
+{
+	const DiffUnit *un = &g->unit[u];
+	const TraOp *P = &g->old->ops.v[un->prod], *A = &g->old->ops.v[u];
+	const Kernel *k = P->u.join.kernel;
+	const RelType *tw = &g->old->ops.v[un->in[0]].type, *tx = &g->old->ops.v[un->in[1]].type;
+	int wvar[MAXDIM], xvar[MAXDIM], pvar[MAXDIM], labvar[4 * MAXDIM], ovar[MAXDIM];
+	for (int l = 0; l < 4 * MAXDIM; l++)
+		labvar[l] = -1;
+	for (int d = 0; d < tw->nkey; d++)
+		wvar[d] = pvar[d] = tb_var(b, tw->extent[d]);
+	for (int c = 0; c < tw->nchunk; c++)
+		labvar[k->inlab[0][c]] = wvar[tw->chunkdim[c]];
+	int winof[MAXDIM];              /* per key dim of X: its window, or -1 */
+	for (int d = 0; d < tx->nkey; d++)
+		winof[d] = -1;
+	for (int w = 0; w < k->nwin; w++)
+		winof[tx->chunkdim[k->win[w].dim]] = w;
+	for (int d = 0; d < tx->nkey; d++) {
+		xvar[d] = -1;
+		for (int m = 0; m < P->u.join.on.nmatch; m++)
+			if (P->u.join.on.rkey[m] == d)
+				xvar[d] = wvar[P->u.join.on.lkey[m]];
+		if (xvar[d] < 0)
+			xvar[d] = tb_var(b, tx->extent[d]);
+		int o = ia_join_out_dim(tw->nkey, &P->u.join.on, d);
+		if (winof[d] < 0) {
+			pvar[o] = xvar[d];
+			continue;
+		}
+		/* the window's output var: own's, its extent the output's */
+		const typeof(k->win[0]) *w = &k->win[winof[d]];
+		int own = k->inlab[1][w->dim];
+		if (labvar[own] >= 0 || labvar[w->lab] < 0)
+			tr_bug("a convolution whose output var is its weights'");
+		pvar[o] = labvar[own] = tb_var(b, P->type.extent[o]);
+	}
+	for (int c = 0; c < tx->nchunk; c++)
+		if (winof[tx->chunkdim[c]] < 0)
+			labvar[k->inlab[1][c]] = xvar[tx->chunkdim[c]];
+	int no = A->u.agg.ngroup;
+	for (int j = 0; j < no; j++)
+		ovar[j] = pvar[A->u.agg.group[j]];
+	TVal Gv = tb_rel(b, G, no, ovar);
+	TVal W = tb_rel(b, g->map[un->in[0]], tw->nkey, wvar);
+	TVal X = tb_rel(b, g->map[un->in[1]], tx->nkey, xvar);
+
+	for (int i = 0; i < 2; i++) {
+		int in = un->in[i];
+		if (g->prop[u][i] || g->adj[in] == -2)
+			continue;
+		g->prop[u][i] = true;
+		TbWin win[MAXDIM];
+		int nwin = 0;
+		for (int d = 0; d < tx->nkey; d++) {
+			if (winof[d] < 0)
+				continue;
+			const typeof(k->win[0]) *w = &k->win[winof[d]];
+			int own = labvar[k->inlab[1][w->dim]], lab = labvar[w->lab];
+			if (i == 0) {
+				win[nwin++] = (TbWin){.dim = d, .own = own, .lab = lab, .coef = w->coef, .shift = w->shift};
+				continue;
+			}
+			int gd = -1;
+			for (int j = 0; j < no; j++)
+				if (ovar[j] == own)
+					gd = j;
+			if (gd < 0)
+				tr_bug("a convolution's output summed along a window");
+			win[nwin++] = (TbWin){.dim = gd, .own = xvar[d], .lab = lab, .coef = -w->coef, .shift = -w->shift};
+		}
+		TVal T = i == 0 ? tb_conv(b, Gv, X, nwin, win) : tb_conv(b, W, Gv, nwin, win);
+		const RelType *ti = i == 0 ? tw : tx;
+		int *iv = i == 0 ? wvar : xvar;
+		b->order = iv;
+		b->norder = ti->nkey;
+		T = fit(b, T, i == 0 ? W : X, ti->nkey, iv);
+		b->norder = 0;
+		contribute(g, b, in, T, iv);
+	}
+}
+
 /* ---- one grad op ---- */
 
 static void mark_ancestors(const TraProg *o, int v, bool *anc)
@@ -563,7 +662,7 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 		case D_NONE:
 			if (op->kind == TRA_GRAD)
 				diag(DIAG_ERROR, loc, "the loss depends on a gradient; second derivatives are not supported");
-			else if (op->kind != TRA_JOIN && op->kind != TRA_MAP && op->kind != TRA_FILTER)
+			else if (op->kind != TRA_JOIN && op->kind != TRA_MAP && op->kind != TRA_FILTER && op->kind != TRA_CONV)
 				tr_bug("autodiff meets a %s op it has no rule for", tra_op_name(op->kind));
 			continue;       /* a reducing kernel or filter inside its unit */
 		case D_LEAF:
@@ -573,6 +672,7 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 		case D_REKEY:
 		case D_GATHER:
 		case D_SLICE:
+		case D_CONV:
 			break;
 		}
 		int G = adjoint(g, &b, v);
@@ -584,6 +684,7 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 		case D_REKEY: vjp_rekey(g, &b, v, G); break;
 		case D_GATHER: vjp_gather(g, &b, v, G); break;
 		case D_SLICE: vjp_slice(g, &b, v, G); break;
+		case D_CONV: vjp_conv(g, &b, v, G); break;
 		default: break;
 		}
 	}
@@ -627,6 +728,7 @@ static int remap_op(Grad *g, TraOp op)
 {
 	switch (op.kind) {
 	case TRA_JOIN:
+	case TRA_CONV:
 		op.u.join.left = g->map[op.u.join.left];
 		op.u.join.right = g->map[op.u.join.right];
 		break;

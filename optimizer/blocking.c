@@ -80,6 +80,22 @@ BlockClasses *opt_block_classes(const TraProg *p)
 			}
 			break;
 		}
+		case TRA_CONV: {        /* as a join, but a window dim meets its output's dim nowhere */
+			int l = op->u.join.left, r = op->u.join.right;
+			int nl = p->ops.v[l].type.nkey;
+			const Kernel *k = op->u.join.kernel;
+			for (int d = 0; d < nl; d++)
+				unite(parent, base[l] + d, base[i] + d);
+			for (int d = 0; d < p->ops.v[r].type.nkey; d++) {
+				int o2 = ia_join_out_dim(nl, &op->u.join.on, d);
+				bool win = false;
+				for (int w = 0; w < k->nwin; w++)
+					win |= p->ops.v[r].type.chunkdim[k->win[w].dim] == d;
+				if (!win)
+					unite(parent, base[r] + d, base[i] + o2);
+			}
+			break;
+		}
 		case TRA_AGG:
 			for (int g = 0; g < op->u.agg.ngroup; g++)
 				unite(parent, base[op->u.agg.in] + op->u.agg.group[g], base[i] + g);
@@ -151,6 +167,7 @@ BlockClasses *opt_block_classes(const TraProg *p)
 	c->pinned = xcalloc(c->n + 1, sizeof *c->pinned);
 	c->dtype = xcalloc(c->n + 1, sizeof *c->dtype);
 	c->sparse = xcalloc(c->n + 1, sizeof *c->sparse);
+	c->whole = xcalloc(c->n + 1, sizeof *c->whole);
 	for (int i = 0; i < n; i++) {
 		const RelType *t = &p->ops.v[i].type;
 		for (int d = 0; d < t->nkey; d++) {
@@ -163,6 +180,20 @@ BlockClasses *opt_block_classes(const TraProg *p)
 			} else if (c->extent[k] != t->extent[d]) {
 				tr_bug("blocking class %d mixes extents %" PRId64 " and %" PRId64, k, c->extent[k], t->extent[d]);
 			}
+		}
+	}
+	/* a convolution's window dims, in its right input and its output:
+	 * one chunk (a chunk of the output reads its windows from one chunk) */
+	for (int i = 0; i < n; i++) {
+		const TraOp *op = &p->ops.v[i];
+		if (op->kind != TRA_CONV)
+			continue;
+		const RelType *rt = &p->ops.v[op->u.join.right].type;
+		int nl = p->ops.v[op->u.join.left].type.nkey;
+		for (int w = 0; w < op->u.join.kernel->nwin; w++) {
+			int d = rt->chunkdim[op->u.join.kernel->win[w].dim];
+			c->whole[c->of[base[op->u.join.right] + d]] = true;
+			c->whole[c->of[base[i] + ia_join_out_dim(nl, &op->u.join.on, d)]] = true;
 		}
 	}
 	free(num);
@@ -182,6 +213,7 @@ void opt_block_classes_free(BlockClasses *c)
 	free(c->pinned);
 	free(c->dtype);
 	free(c->sparse);
+	free(c->whole);
 	free(c);
 }
 
@@ -298,6 +330,11 @@ bool opt_block_pins(BlockClasses *c, const TraProg *p, const OptOptions *o, Buf 
 	}
 	free(who);
 	free(whodim);
+	for (int k = 0; k < c->n; k++)
+		if (c->whole[k]) {      /* the search leaves it alone, as a pinned class */
+			c->block[k] = c->extent[k];
+			c->pinned[k] = true;
+		}
 	return ok;
 }
 

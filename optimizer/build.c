@@ -47,7 +47,8 @@ int emit_move(Emit *e, int in, const Place *to, int stmt, int tra)
 static IaOp join_op(const Unit *u, int l, int r)
 {
 	const TraOp *j = u->join ? u->join : u->op;
-	IaOp op = {.kind = IA_JOIN, .stmt = u->op->stmt, .tra = u->tra, .type = u->op->type};
+	IaOp op = {.kind = j->kind == TRA_CONV ? IA_CONV : IA_JOIN, .stmt = u->op->stmt, .tra = u->tra,
+	           .type = u->op->type};
 	op.u.join.left = l;
 	op.u.join.right = r;
 	op.u.join.on.nmatch = j->u.join.on.nmatch;

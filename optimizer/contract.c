@@ -425,6 +425,7 @@ static void remap_inputs(TraOp *op, const int *map)
 		op->u.slice.off = op->u.slice.off >= 0 ? map[op->u.slice.off] : -1;
 		break;
 	case TRA_JOIN:
+	case TRA_CONV:
 		op->u.join.left = map[op->u.join.left];
 		op->u.join.right = map[op->u.join.right];
 		break;

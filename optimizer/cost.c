@@ -452,6 +452,38 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	return x;
 }
 
+/* A convolution (IA_CONV; out its output, the join's or the fused
+ * aggregation's): a multiply-add per point of its labels' space, every
+ * label spanning a chunk dim of an input or of the output, at the
+ * machine's conv rate; a kernel call per tuple of the join's key space. */
+Cost cost_conv(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
+               const RelType *out, const Place *jp)
+{
+	const RelType *ty[3] = {l, r, out};
+	const int *lab[3] = {k->inlab[0], k->inlab[1], k->outlab};
+	int nlab[3] = {k->nindim[0], k->nindim[1], k->noutdim};
+	double n = 1;
+	for (int x = 0; x < k->nlab; x++) {
+		double e = 0;
+		for (int i = 0; i < 3 && !e; i++)
+			for (int ch = 0; ch < nlab[i] && !e; ch++) {
+				bool win = false;
+				for (int w = 0; w < k->nwin; w++)
+					win |= i == 1 && k->win[w].dim == ch;
+				if (lab[i][ch] == x && !win)
+					e = (double)ty[i]->extent[ty[i]->chunkdim[ch]];
+			}
+		n *= e ? e : 1;
+	}
+	RelType jt = ia_join_type(l, r, on);
+	double share = cost_share(c, &jt, jp);
+	Cost x = {0};
+	x.flops = 2 * n;
+	x.seconds = x.flops * share / c->m->conv_rate + (double)rel_ntuples(&jt) * share * c->m->call_overhead +
+	            c->m->local_op_overhead;
+	return x;
+}
+
 Cost cost_agg(const CostCtx *c, const RelType *in, const Place *p, double copies, const RelType *out)
 {
 	(void)out;
@@ -629,7 +661,8 @@ void opt_cost(IaPlan *p, const Machine *mach)
 			if (op->kind == IA_BCAST && a->place.kind == PL_PARTIAL)
 				copies[i] = copies[in[0]];      /* every partial, everywhere */
 			break;
-		case IA_JOIN: {
+		case IA_JOIN:
+		case IA_CONV: {
 			/* the join works over its key space, placed as its inputs give */
 			Place jp;
 			if (a->place.kind == PL_ALL && b->place.kind == PL_ALL)
@@ -640,7 +673,10 @@ void opt_cost(IaPlan *p, const Machine *mach)
 					jp.dims[d] = ia_join_out_dim(a->type.nkey, &op->u.join.on, b->place.dims[d]);
 			} else
 				jp = a->place;
-			c = cost_join(&cc, op->u.join.kernel, &a->type, &b->type, &op->u.join.on, &jp);
+			if (op->kind == IA_CONV)
+				c = cost_conv(&cc, op->u.join.kernel, &a->type, &b->type, &op->u.join.on, &op->type, &jp);
+			else
+				c = cost_join(&cc, op->u.join.kernel, &a->type, &b->type, &op->u.join.on, &jp);
 			if (op->place.kind == PL_PARTIAL) {
 				RelType jt = ia_join_type(&a->type, &b->type, &op->u.join.on);
 				copies[i] = cost_partial_copies(&cc, &jt, &jp, op->u.join.ngroup, op->u.join.group);

@@ -22,7 +22,7 @@ static bool movable(TraOpKind k)
 {
 	switch (k) {
 	case TRA_JOIN: case TRA_AGG: case TRA_MAP: case TRA_REKEY: case TRA_FILTER: case TRA_RANGE: case TRA_SLICE:
-	case TRA_GATHER: case TRA_SCATTER:
+	case TRA_GATHER: case TRA_SCATTER: case TRA_CONV:
 		return true;
 	case TRA_COUNTER:       /* changes every iteration of its loop */
 	case TRA_INPUT: case TRA_OUTPUT: case TRA_INIT: case TRA_LOAD: case TRA_STORE:
@@ -102,6 +102,7 @@ void opt_hoist(TraProg *p)
 		TraOp op = p->ops.v[order[i]];
 		switch (op.kind) {
 		case TRA_JOIN:
+		case TRA_CONV:
 			op.u.join.left = remap_in(pos, op.u.join.left);
 			op.u.join.right = remap_in(pos, op.u.join.right);
 			break;

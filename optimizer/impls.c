@@ -235,13 +235,21 @@ static void c_unary(Search *s, int t, Impl *im)
 	im->mem = rank_bytes(s, it, p, 1) * (op->kind == TRA_MAP ? 2 : 1);
 }
 
+/* A join's kernel over its key space at jp: a convolution's at its own rate. */
+static Cost join_cost(Search *s, int t, const TraOp *j, const RelType *lt, const RelType *rt, const Place *jp)
+{
+	if (j->kind == TRA_CONV)
+		return cost_conv(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, type_of(s, t), jp);
+	return cost_join(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, jp);
+}
+
 static void c_join(Search *s, int t, Impl *im)
 {
 	const TraOp *j = join_of(s, t);
 	const RelType *lt = in_type(s, t, 0), *rt = in_type(s, t, 1);
 	const Place *pl = in_place(s, t, im, 0), *pr = in_place(s, t, im, 1);
 	Place jp = join_at(s, j, pl, pr);
-	im->cost = cost_join(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, &jp);
+	im->cost = join_cost(s, t, j, lt, rt, &jp);
 	im->mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1) + rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
 }
 
@@ -305,7 +313,7 @@ static void c_fused_partial(Search *s, int t, Impl *im)
 	const Place *pl = in_place(s, t, im, 0), *pr = in_place(s, t, im, 1);
 	RelType jt = ia_join_type(lt, rt, &j->u.join.on);
 	Place jp = join_at(s, j, pl, pr);
-	im->cost = cost_join(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, &jp);
+	im->cost = join_cost(s, t, j, lt, rt, &jp);
 	im->mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1);
 	double copies = cost_partial_copies(&s->cc, &jt, &jp, op->u.agg.ngroup, op->u.agg.group);
 	im->mem += rank_bytes(s, type_of(s, t), &(Place){.kind = PL_PARTIAL}, copies);
@@ -467,6 +475,8 @@ static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 		}
 	}
 
+	if (j->kind == TRA_CONV)
+		return;         /* a convolution's kernel runs where trt_join meets its chunks */
 	twophase_impls(s, t, op, j);
 
 	/* RMM: the dims only one side has must all be grouped on and make the
@@ -692,6 +702,7 @@ static void gen_impls(Search *s, int t)
 		break;
 	}
 	case TRA_JOIN:
+	case TRA_CONV:
 		if (s->absorbed[t] < 0)
 			join_impls(s, t, op);
 		break;
@@ -699,7 +710,7 @@ static void gen_impls(Search *s, int t)
 		for (int j = 0; j < s->n; j++)
 			if (s->absorbed[j] == t)
 				contraction_impls(s, t, op, &s->tra->ops.v[j]);
-		if (s->tra->ops.v[op->u.agg.in].kind != TRA_JOIN || s->absorbed[op->u.agg.in] != t)
+		if (s->absorbed[op->u.agg.in] != t)
 			agg_impls(s, t, op);
 		break;
 	case TRA_MAP:
@@ -744,7 +755,7 @@ void make_impls(Search *s)
 	for (int t = 0; t < s->n; t++) {
 		TraOpKind k = s->tra->ops.v[t].kind;
 		s->impls[t].n = 0;
-		if (k != TRA_JOIN && k != TRA_AGG && k != TRA_MAP && k != TRA_REKEY && k != TRA_FILTER) {
+		if (k != TRA_JOIN && k != TRA_CONV && k != TRA_AGG && k != TRA_MAP && k != TRA_REKEY && k != TRA_FILTER) {
 			gen_impls(s, t);
 			continue;
 		}
@@ -760,7 +771,7 @@ void make_impls(Search *s)
 		}
 		/* joins and contractions obey --strategy; aggregations, maps do not */
 		const TraOp *op = &s->tra->ops.v[t];
-		bool forceable = k == TRA_JOIN || (k == TRA_AGG && s->absorbed[op->u.agg.in] == t);
+		bool forceable = k == TRA_JOIN || k == TRA_CONV || (k == TRA_AGG && s->absorbed[op->u.agg.in] == t);
 		for (int c = 0; c < s->cache[t].n; c++) {
 			const Impl *im = &s->cache[t].v[c];
 			if ((s->budget > 0 && im->mem > s->budget) || (forceable && !allowed(s, t, impl_strategy(im->kind), im->side)))

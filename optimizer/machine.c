@@ -19,7 +19,8 @@
  *   first_touch_cold_bandwidth_Bps (memory new to the process: the
  *   kernel's, and on a virtual machine the host's, first touch);
  *   init_uniform_per_s, init_normal_per_s (the initialisers' values);
- *   loop_rate_flops;  gemm_f32_gflops_bB, gemm_f64_gflops_bB (by block B);
+ *   loop_rate_flops, conv_rate_flops (a convolution's direct loop);
+ *   gemm_f32_gflops_bB, gemm_f64_gflops_bB (by block B);
  *   call_overhead_s, op_overhead_s, local_op_overhead_s;
  *   trac_shuffle_bandwidth_Bps, trac_bcast_bandwidth_Bps: the runtime's own
  *   exchanges, which shuffles and broadcasts are costed with when given
@@ -57,6 +58,7 @@ void machine_default(Machine *m)
 	m->uniform_rate = 7e8;          /* bench/README.md "Start-up", at the best run */
 	m->normal_rate = 3e8;
 	m->loop_rate = 8e8;
+	m->conv_rate = 2e10;            /* calibrate: 3.2e10 on a chunk in cache; conv3d whole, 1.1e10 at load 4-6 */
 	m->ngemm = (int)(sizeof blocks / sizeof *blocks);
 	for (int i = 0; i < m->ngemm; i++) {
 		m->gemm_block[i] = blocks[i];
@@ -114,6 +116,7 @@ static const Scalar scalars[] = {
 	FIELD("init_uniform_per_s", uniform_rate, false),
 	FIELD("init_normal_per_s", normal_rate, false),
 	FIELD("loop_rate_flops", loop_rate, false),
+	FIELD("conv_rate_flops", conv_rate, false),
 	FIELD("call_overhead_s", call_overhead, true),
 	FIELD("op_overhead_s", op_overhead, true),
 	FIELD("local_op_overhead_s", local_op_overhead, true),

@@ -47,6 +47,7 @@ typedef struct Machine {
 	double uniform_rate;            /* values per second uniform() makes, one rank */
 	double normal_rate;             /* likewise normal() */
 	double loop_rate;               /* flop/s of generated loops, one rank */
+	double conv_rate;               /* flop/s of a convolution's direct loop, one rank */
 	int ngemm;
 	int gemm_block[MAXGEMM];        /* block sizes measured, increasing */
 	double gemm_rate[2][MAXGEMM];   /* flop/s by block size: f32, f64 */
@@ -170,6 +171,7 @@ typedef struct BlockClasses {
 	bool *pinned;           /* per class: set by an override */
 	DType *dtype;           /* per class: the element type of an op carrying it */
 	bool *sparse;           /* per class: a dim of a sparse relation (opt_block_cap) */
+	bool *whole;            /* per class: a convolution's window dim, one chunk always */
 } BlockClasses;
 
 /* The classes of p's key dims, each with the block p's types give it. */
@@ -266,6 +268,8 @@ double cost_rank_bytes(const CostCtx *c, const RelType *t, const Place *p, doubl
 Cost cost_move(const CostCtx *c, const RelType *t, const Place *from, double copies, const Place *to);
 /* A local join (fused with its aggregation when grouped), computing over
  * its key space (ia_join_type) placed by `jp`. */
+Cost cost_conv(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
+               const RelType *out, const Place *jp);
 Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
                const Place *jp);
 /* A local aggregation of a relation placed by p (copies: partials). */

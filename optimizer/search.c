@@ -152,7 +152,7 @@ static bool extract(Search *s)
 	for (int t = s->n - 1; t >= 0; t--) {
 		const TraOp *op = &s->tra->ops.v[t];
 		s->choice[t] = -1;
-		if (op->kind == TRA_LOOP || op->kind == TRA_ENDLOOP || (op->kind == TRA_JOIN && s->absorbed[t] >= 0))
+		if (op->kind == TRA_LOOP || op->kind == TRA_ENDLOOP || ((op->kind == TRA_JOIN || op->kind == TRA_CONV) && s->absorbed[t] >= 0))
 			continue;
 		if (!is_sink(op->kind) && !s->req[t] && !s->anyreq[t])
 			continue;       /* nobody reads it */
@@ -361,7 +361,7 @@ void classify(IaPlan *p)
 			p->strategy.v[op->stmt] = STRAT_TWOPHASE;
 			continue;
 		}
-		if (op->stmt < 0 || op->kind != IA_JOIN)
+		if (op->stmt < 0 || (op->kind != IA_JOIN && op->kind != IA_CONV))
 			continue;
 		if (p->strategy.v[op->stmt] != STRAT_NONE && op->flops <= flops[op->stmt])
 			continue;
@@ -483,7 +483,7 @@ void search_init(Search *s, const TraProg *tra, const OptOptions *o, const Machi
 			continue;
 		int j = op->u.agg.in;
 		const TraOp *jo = &tra->ops.v[j];
-		if (jo->kind == TRA_JOIN && s->uses[j] == 1 &&
+		if ((jo->kind == TRA_JOIN || jo->kind == TRA_CONV) && s->uses[j] == 1 &&
 		    (!jo->u.join.kernel->reduces || jo->u.join.kernel->red == op->u.agg.agg))
 			s->absorbed[j] = t;
 	}

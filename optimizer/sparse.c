@@ -100,6 +100,7 @@ static void mark(TraProg *p, TraOp *op)
 	case TRA_RANGE:
 	case TRA_COUNTER:
 	case TRA_SLICE:         /* cut into dense chunks (codegen densifies a sparse input) */
+	case TRA_CONV:          /* dense: sema keeps sparse inputs out of windows */
 	case TRA_LOAD:
 	case TRA_LOOP:
 	case TRA_ENDLOOP:

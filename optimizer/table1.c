@@ -48,6 +48,7 @@ static ImplKind row(const TraOp *t, const IaPlan *p, Place *need)
 		need[0] = need[1] = place_all();
 		return IM_SLICE;
 	case TRA_JOIN:
+	case TRA_CONV:
 		need[0] = place_all();
 		return IM_JOIN_BCAST;
 	case TRA_AGG:
@@ -102,7 +103,7 @@ IaPlan *opt_table1(const TraProg *tra, int nranks)
 			/* the join's left is broadcast as it is, a stored value
 			 * moved only when elsewhere */
 			if (need[j].kind != PL_PARTIAL &&
-			    (t->kind == TRA_JOIN || t->kind == TRA_GATHER || !place_eq(&p->ops.v[x[j]].place, &need[j])))
+			    (t->kind == TRA_JOIN || t->kind == TRA_CONV || t->kind == TRA_GATHER || !place_eq(&p->ops.v[x[j]].place, &need[j])))
 				x[j] = emit_move(&e, x[j], &need[j], t->stmt, i);
 		}
 		Unit u = {t, NULL, i};
@@ -116,7 +117,7 @@ IaPlan *opt_table1(const TraProg *tra, int nranks)
 			out = place_part(t->type.nkey > 0, &dim0);
 		}
 		map[i] = impl_build(&e, k, &u, x, &mid, &out, NULL);
-		if (t->kind == TRA_JOIN && t->stmt >= 0)
+		if ((t->kind == TRA_JOIN || t->kind == TRA_CONV) && t->stmt >= 0)
 			p->strategy.v[t->stmt] = impl_strategy(k);
 	}
 	free(map);

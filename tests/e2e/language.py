@@ -643,6 +643,36 @@ case("convolution", """
 """, dict(X=rnd(2, 7, 6), K=rnd(3, 2, 3, 3), X3=rnd(2, 5, 7, 6), K3=rnd(3, 2, 2, 3, 2)), convolutions,
      block=4, tol=2e-5, ranks=[1, 2, 3, 4])
 
+def conv_direct(x):
+    """direct convolutions (TRA_CONV): batch, channels and kernels over several
+    blocks, a dilated window, a pending weight expression, and the gradients
+    wrt the kernel and the input through them, by PyTorch (inputs scaled
+    down: partial sums over channel blocks add in another order on more
+    ranks, and the runs are compared with each other to 1e-6 absolute)"""
+    import torch
+    F = torch.nn.functional
+    t = lambda a: torch.tensor(a, dtype=torch.float64, requires_grad=True)
+    X, K, B = t(x["X"]), t(x["K"]), t(x["B"])
+    Y = F.conv2d(X, K, padding=(1, 2)) + B[None, :, None, None]
+    D = F.conv2d(X, 2 * K, dilation=(1, 2))
+    loss = (torch.tanh(Y) ** 2).sum() + (D * D).sum() / 10
+    dK, dX, dB = torch.autograd.grad(loss, [K, X, B])
+    f = lambda a: a.detach().numpy().astype(np.float32)
+    return dict(Y=f(Y), D=f(D), dK=f(dK), dX=f(dX), dB=f(dB))
+case("convolution_direct", """
+    size N = 5, C = 5, O = 4, H = 8, W = 11, R = 3;
+    input X[N, C, H, W];
+    input K[O, C, R, R];
+    input B[O];
+    Y[n, o, y in H, x in 13] = K[o, c, dy, dx] * X[n, c, y + dy - 1, x + dx - 2] + B[o];
+    D[n, o, y, x] = (2 * K[o, c, dy, dx]) * X[n, c, y + dy, x + 2*dx];   # dilated along x
+    loss = sum[n, o, y, x](tanh(Y[n, o, y, x]) ** 2) + sum[n, o, y, x](D[n, o, y, x] * D[n, o, y, x]) / 10;
+    dK = grad(loss, K);
+    dX = grad(loss, X);
+    dB = grad(loss, B);
+    output Y; output D; output dK; output dX; output dB;
+""", dict(X=rnd(5, 5, 8, 11) / 4, K=rnd(4, 5, 3, 3) / 4, B=rnd(4)), conv_direct, block=3, tol=2e-5, ranks=[1, 2, 3, 4])
+
 def run(c, tmp):
     d = os.path.join(tmp, c["name"])
     os.makedirs(d)

@@ -136,7 +136,7 @@ static void test_machine(void **state)
 	assert_true(fd >= 0);
 	FILE *f = fdopen(fd, "w");
 	fputs("# a calibrate file\nranks=4\nblis_arch=skx\nalltoallv_latency_s=1e-5\n"
-	      "alltoallv_bandwidth_Bps=1e9\nloop_rate_flops=2e9\ngemm_f32_gflops_b256=20\n"
+	      "alltoallv_bandwidth_Bps=1e9\nloop_rate_flops=2e9\nconv_rate_flops=3e10\ngemm_f32_gflops_b256=20\n"
 	      "gemm_f32_gflops_b1024=40\nsome_new_key=7\n", f);
 	fclose(f);
 	Buf err = {0};
@@ -144,6 +144,7 @@ static void test_machine(void **state)
 	assert_true(m.latency[COLL_ALLTOALL] == 1e-5);
 	assert_true(m.bandwidth[COLL_ALLTOALL] == 1e9);
 	assert_true(m.loop_rate == 2e9);
+	assert_true(m.conv_rate == 3e10);
 	assert_true(fabs(machine_gemm_rate(&m, DT_F32, 256) - 20e9) < 1);
 	assert_true(fabs(machine_gemm_rate(&m, DT_F32, 1024) - 40e9) < 1);
 	double mid = machine_gemm_rate(&m, DT_F32, 512);
@@ -195,6 +196,40 @@ static double mm_cost(int64_t I, int64_t K, int64_t J, int ni, int nj, Strategy 
 	ia_free(plan);
 	tra_free(p);
 	return f;
+}
+
+/* A convolution is one conv op whose flops are two per multiply-add: the
+ * output's elements times the summed labels' extents (padding included),
+ * in the forward op and in its gradients' (dK: the kernel's elements times
+ * the output's positions; dX: the input's elements times kernels and taps),
+ * at the machine's conv rate. */
+static void test_conv(void **state)
+{
+	(void)state;
+	TraProg *p = compile("size N = 3, C = 2, O = 5, H = 9, W = 7, R = 3;\ninput X[N, C, H, W];\n"
+	                     "input K[O, C, R, R];\n"
+	                     "Y[n, o, y in H, x in W] = K[o, c, dy, dx] * X[n, c, y + dy - 1, x + dx - 1];\n"
+	                     "l = sum[n, o, y, x](Y[n, o, y, x]);\ndK = grad(l, K);\ndX = grad(l, X);\n"
+	                     "output Y;\noutput dK;\noutput dX;\n");
+	OptOptions o = {.nranks = 1, .level = 2, .verify = true};
+	opt_autodiff(p);
+	opt_block(p, &o);
+	IaPlan *plan = opt_plan(p, &o);
+	double want[3] = {2.0 * 3 * 5 * 9 * 7 * 2 * 3 * 3,     /* Y: N O H W outputs, C R R taps */
+	                  2.0 * 5 * 2 * 3 * 3 * 3 * 9 * 7,     /* dK: O C R R outputs, N H W positions */
+	                  2.0 * 3 * 2 * 9 * 7 * 5 * 3 * 3};    /* dX: N C H W outputs, O R R taps */
+	int nconv = 0;
+	for (int i = 0; i < plan->ops.n; i++) {
+		const IaOp *op = &plan->ops.v[i];
+		if (op->kind != IA_CONV)
+			continue;
+		assert_true(nconv < 3);
+		assert_true(fabs(op->flops - want[nconv]) < 0.5);
+		nconv++;
+	}
+	assert_int_equal(nconv, 3);
+	ia_free(plan);
+	tra_free(p);
 }
 
 static void test_table4(void **state)
@@ -276,6 +311,7 @@ int main(void)
 		cmocka_unit_test(test_moves),
 		cmocka_unit_test(test_machine),
 		cmocka_unit_test(test_table4),
+		cmocka_unit_test(test_conv),
 		cmocka_unit_test(test_io),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

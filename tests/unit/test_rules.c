@@ -493,6 +493,12 @@ static const char *impl_programs[] = {
 	"repeat e in 2 {\nrepeat b in NB {\nXb[n in B, d] = X[b*B + n + e, d];\n"
 	"Y[i, d] = W[i - 1, d] * X[i, d] + W[i + 2, d];\nl = sum[i, d](Y[i, d] * Y[i, d]);\ng = grad(l, W);\n"
 	"W[i, d] -= 0.1 * g[i, d];\nA[n, d] += Xb[n, d] * f32(b - e);\n}\n}\noutput A;\noutput W;\n",
+	/* convolutions (TRA_CONV), padded and valid, and their gradients: convolutions too */
+	"size N = 3, C = 2, O = 3, H = 7, W = 6, R = 3;\ninput X[N, C, H, W];\nparam K[O, C, R, R] = normal(0, 1);\n"
+	"Y[n, o, y in H, x in W] = K[o, c, dy, dx] * X[n, c, y + dy - 1, x + dx - 1];\n"
+	"V[n, o, y, x] = K[o, c, dy, dx] * X[n, c, y + dy, x + 2*dx];\n"
+	"l = sum[n, o, y, x](Y[n, o, y, x] * Y[n, o, y, x]) + sum[n, o, y, x](V[n, o, y, x]);\n"
+	"dK = grad(l, K);\ndX = grad(l, X);\noutput Y;\noutput V;\noutput dK;\noutput dX;\n",
 };
 
 static void test_impls(void **state)
