@@ -842,12 +842,13 @@ static int sparse_driver(const Kernel *k, const RelType *const *inty, bool spars
 /* A sampled contraction's inner sum as one dot product: the kernel
  * in0 * in1 summed over one label, both inputs dense of the output's type
  * and carrying it once.  Its position in each input, or false. */
-static bool sampled_dot(const Kernel *k, DType dt, const DType *indt, const bool *byq, int lab, int *pos)
+static bool sampled_dot(const Kernel *k, DType dt, const DType *indt, const bool *byq, const bool *byfind, int lab,
+                        int *pos)
 {
 	if (k->red != AGG_ADD || !kx_is_product(k->expr) || dtype_is_int(dt) || k->nin != 2)
 		return false;
 	for (int j = 0; j < 2; j++) {
-		if (indt[j] != dt || byq[j])
+		if (indt[j] != dt || byq[j] || byfind[j])
 			return false;
 		pos[j] = -1;
 		for (int c = 0; c < k->nindim[j]; c++)
@@ -861,9 +862,11 @@ static bool sampled_dot(const Kernel *k, DType dt, const DType *indt, const bool
 
 /* d: the driver (k's input, or k->nin for a sampled join's mask), its
  * chunk labels dlab[0..nd); byq[j]: input j is sparse with the driver's
- * pattern (a value per stored element, read at q). */
+ * pattern (a value per stored element, read at q); byfind[j]: input j is
+ * sparse, 2-d, labelled as the driver, and read where the driver stores by
+ * a search in its row (trt_csr_find). */
 static void emit_driven_kernel(Emit *e, const Kernel *k, DType dt, const DType *indt, int d, int nd, const int *dlab,
-                               const bool *byq, bool sparse_out)
+                               const bool *byq, const bool *byfind, bool sparse_out)
 {
 	Buf *b = e->b;
 	const char *T = ctype(dt);
@@ -881,7 +884,7 @@ static void emit_driven_kernel(Emit *e, const Kernel *k, DType dt, const DType *
 	buf_printf(b, "\t%s *restrict po = out->p;\n", T);
 	buf_printf(b, "\tconst int64_t *restrict rp = in[%d].rowptr, *restrict ci = in[%d].col;\n", d, d);
 	for (int j = 0; j < k->nin; j++)
-		if (j != d && !byq[j]) {
+		if (j != d && !byq[j] && !byfind[j]) {
 			char name[16];
 			snprintf(name, sizeof name, "%d", j);
 			emit_strides(b, name, xprintf("in[%d]", j), k->nindim[j]);
@@ -914,9 +917,16 @@ static void emit_driven_kernel(Emit *e, const Kernel *k, DType dt, const DType *
 	}
 	if (!mask)
 		buf_printf(b, "%sconst %s x%d = (%s)p%d[q];\n", INDENT(), T, d, T, d);
-	for (int j = 0; j < k->nin; j++)
-		if (j != d && byq[j] && kx_uses(k->expr, j))
+	for (int j = 0; j < k->nin; j++) {
+		if (j == d || !kx_uses(k->expr, j))
+			continue;
+		if (byq[j])
 			buf_printf(b, "%sconst %s x%d = (%s)p%d[q];\n", INDENT(), T, j, T, j);
+		if (byfind[j]) {
+			buf_printf(b, "%sconst int64_t q%d = trt_csr_find(&in[%d], l%d, l%d);\n", INDENT(), j, j, dlab[0], dlab[1]);
+			buf_printf(b, "%sconst %s x%d = q%d >= 0 ? (%s)p%d[q%d] : 0;\n", INDENT(), T, j, j, T, j, j);
+		}
+	}
 	/* the other labels: the output's, in its order, then the reduced */
 	int other[2 * MAXDIM], nother = 0;
 	for (int c = 0; c < k->noutdim; c++)
@@ -934,7 +944,7 @@ static void emit_driven_kernel(Emit *e, const Kernel *k, DType dt, const DType *
 		}
 	bool red_inside = sparse_out && nother > nout_other;   /* sparse_out: no output label is other */
 	int dpos[2];
-	if (red_inside && nother == 1 && sampled_dot(k, dt, indt, byq, other[0], dpos)) {
+	if (red_inside && nother == 1 && sampled_dot(k, dt, indt, byq, byfind, other[0], dpos)) {
 		/* SDDMM: r = dot(U[i, :], V[j, :]) at the stored (i, j) */
 		buf_printf(b, "%sconst %s r = trt_%sdot(in[0].n[%d], p0", INDENT(), T, dt == DT_F32 ? "s" : "d", dpos[0]);
 		for (int j = 0; j < 2; j++) {
@@ -964,7 +974,7 @@ static void emit_driven_kernel(Emit *e, const Kernel *k, DType dt, const DType *
 		depth++;
 	}
 	for (int j = 0; j < k->nin; j++) {
-		if (j == d || byq[j] || !kx_uses(k->expr, j))
+		if (j == d || byq[j] || byfind[j] || !kx_uses(k->expr, j))
 			continue;
 		char sname[16];
 		snprintf(sname, sizeof sname, "%d", j);
@@ -1033,12 +1043,15 @@ static void emit_kernel(Emit *e, int i, const Kernel *k)
 	DType dt = op->type.dtype;
 	DType indt[2] = {dt, dt};
 	const RelType *inty[2] = {&op->type, &op->type};
-	bool sparse = sampled, byq[2] = {false, false};
+	bool sparse = sampled, byq[2] = {false, false}, byfind[2] = {false, false};
 	for (int j = 0; j < nk; j++) {
 		indt[j] = e->p->ops.v[in[j]].type.dtype;
 		inty[j] = &e->p->ops.v[in[j]].type;
 		sparse |= inty[j]->sparse;
 		byq[j] = sampled && inty[j]->sparse && same_pattern(e->p, in[j], in[2]);
+		/* another pattern: looked up at the mask's elements, not expanded */
+		byfind[j] = sampled && inty[j]->sparse && !byq[j] && k->nindim[j] == 2 && k->noutdim == 2 &&
+		            k->inlab[j][0] == k->outlab[0] && k->inlab[j][1] == k->outlab[1];
 	}
 	buf_printf(b, "/* %s%s */\nstatic void kernel" HOLE "%s(const TrtView *in, TrtView *out, int acc)\n{\n",
 	           desc.s, sampled ? ", at the mask's elements" : "", sparse ? "_body" : "");
@@ -1049,9 +1062,9 @@ static void emit_kernel(Emit *e, int i, const Kernel *k)
 	if (sparse_out && d < 0)
 		tr_bug("op %d: a kernel's sparse output without a pattern input", i);
 	if (sampled)
-		emit_driven_kernel(e, k, dt, indt, d, k->noutdim, k->outlab, byq, true);
+		emit_driven_kernel(e, k, dt, indt, d, k->noutdim, k->outlab, byq, byfind, true);
 	else if (d >= 0)
-		emit_driven_kernel(e, k, dt, indt, d, k->nindim[d], k->inlab[d], byq, sparse_out);
+		emit_driven_kernel(e, k, dt, indt, d, k->nindim[d], k->inlab[d], byq, byfind, sparse_out);
 	else if (!sparse && plan_contraction(k, inty, dt, &c))
 		emit_gemm_kernel(e, k, dt, &c);
 	else
@@ -1064,7 +1077,7 @@ static void emit_kernel(Emit *e, int i, const Kernel *k)
 	           "\tvoid *dense[2] = {NULL, NULL};\n", n);
 	for (int j = 0; j < n; j++) {
 		buf_printf(b, "\tv[%d] = in[%d];\n", j, j);
-		if (j < nk && inty[j]->sparse && j != d && !byq[j])
+		if (j < nk && inty[j]->sparse && j != d && !byq[j] && !byfind[j])
 			buf_printf(b, "\tdense[%d] = trt_view_dense(&v[%d], sizeof(%s));\n", j, j, ctype(indt[j]));
 	}
 	buf_puts(b, "\tkernel" HOLE "_body(v, out, acc);\n\tfree(dense[0]);\n\tfree(dense[1]);\n}\n\n");

@@ -135,8 +135,10 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 		kernel_print(b, op->u.join.kernel);
 		buf_puts(b, "]");
 		if (op->u.join.mask.on) {
+			/* the elements it computes: its mask's stored ones, as planned */
 			buf_puts(b, " sampled at ");
 			keys_print(b, op->u.join.mask.nkey, op->u.join.mask.key);
+			buf_printf(b, ": %.3g of %.3g elements", rel_stored(&op->type), rel_floats(&op->type));
 		}
 		break;
 	case IA_TWOPHASE: {

@@ -872,7 +872,7 @@ static bool a_BMM(Rw *r, int i)
 		ls = move_to(r, ls, &all, op->stmt, op->tra);
 		rs = move_to(r, rs, &pr, op->stmt, op->tra);
 	}
-	return contr_build(r, i, &c, IM_BMM, (int[]){ls, rs}, NULL);
+	return contr_build(r, i, &c, IM_BMM, (int[]){ls, rs, -1}, NULL);
 }
 
 static bool a_CMM(Rw *r, int i)
@@ -890,7 +890,7 @@ static bool a_CMM(Rw *r, int i)
 	int rs = move_to(r, source(r, j->u.join.right), &pr, op->stmt, op->tra);
 	/* the partial sums to where the old result was (CMM's own shuffle
 	 * and aggregation), unless it held partial sums too */
-	return contr_build(r, i, &c, IM_COPART, (int[]){ls, rs}, NULL);
+	return contr_build(r, i, &c, IM_COPART, (int[]){ls, rs, -1}, NULL);
 }
 
 static bool a_RMM(Rw *r, int i)

@@ -190,6 +190,19 @@ TrtRel *trt_join_sampled(const TrtRel *l, const TrtRel *r, const TrtRel *m, cons
 	return join(l, r, m, j, k, out, p);
 }
 
+int64_t trt_csr_find(const TrtView *v, int64_t row, int64_t col)
+{
+	int64_t lo = v->rowptr[row], hi = v->rowptr[row + 1];
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		if (v->col[mid] < col)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < v->rowptr[row + 1] && v->col[lo] == col ? lo : -1;
+}
+
 /* Eight partial sums, so the compiler keeps them in vector lanes (the
  * order of the additions is fixed, so results do not depend on it). */
 #define DOT(name, T)                                                            \

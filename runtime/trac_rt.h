@@ -337,6 +337,10 @@ TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
  * gets m's chunk as in[2], whose stored elements it loops over. */
 TrtRel *trt_join_sampled(const TrtRel *l, const TrtRel *r, const TrtRel *m, const TrtJoin *j,
                          TrtKernel k, const TrtType *out, TrtPlace p);
+/* The stored element at (row, col) of a 2-d sparse chunk (columns
+ * increasing within a row, as every sparse chunk has them), or -1: a
+ * sparse input read at a sampled join's mask positions. */
+int64_t trt_csr_find(const TrtView *v, int64_t row, int64_t col);
 /* sum over i < n of a[i * sa] * b[i * sb]: a sampled contraction's dot
  * product, vectorised for unit strides */
 float trt_sdot(int64_t n, const float *a, int64_t sa, const float *b, int64_t sb);
