@@ -1048,23 +1048,29 @@ static void emit_kernel(Emit *e, int i, const Kernel *k)
 		indt[j] = e->p->ops.v[in[j]].type.dtype;
 		inty[j] = &e->p->ops.v[in[j]].type;
 		sparse |= inty[j]->sparse;
-		byq[j] = sampled && inty[j]->sparse && same_pattern(e->p, in[j], in[2]);
-		/* another pattern: looked up at the mask's elements, not expanded */
-		byfind[j] = sampled && inty[j]->sparse && !byq[j] && k->nindim[j] == 2 && k->noutdim == 2 &&
-		            k->inlab[j][0] == k->outlab[0] && k->inlab[j][1] == k->outlab[1];
+	}
+	bool sparse_out = op->type.sparse;
+	int d = sampled ? 2 : sparse ? sparse_driver(k, inty, sparse_out) : -1;
+	if (sparse_out && d < 0)
+		tr_bug("op %d: a kernel's sparse output without a pattern input", i);
+	/* the driver's labels; the other sparse inputs of a sparse result: by
+	 * the driver's element when they share its pattern, else looked up in
+	 * their row (2-d, labelled as the driver), not expanded */
+	int nd = sampled ? k->noutdim : d >= 0 ? k->nindim[d] : 0;
+	const int *dlab = sampled ? k->outlab : d >= 0 ? k->inlab[d] : NULL;
+	for (int j = 0; j < nk && sparse_out; j++) {
+		if (j == d || !inty[j]->sparse)
+			continue;
+		byq[j] = same_pattern(e->p, in[j], in[d]) || same_pattern(e->p, in[d], in[j]);
+		byfind[j] = !byq[j] && nd == 2 && k->nindim[j] == 2 && k->inlab[j][0] == dlab[0] &&
+		            k->inlab[j][1] == dlab[1];
 	}
 	buf_printf(b, "/* %s%s */\nstatic void kernel" HOLE "%s(const TrtView *in, TrtView *out, int acc)\n{\n",
 	           desc.s, sampled ? ", at the mask's elements" : "", sparse ? "_body" : "");
 	buf_free(&desc);
 	Contraction c;
-	bool sparse_out = op->type.sparse;
-	int d = sampled ? 2 : sparse ? sparse_driver(k, inty, sparse_out) : -1;
-	if (sparse_out && d < 0)
-		tr_bug("op %d: a kernel's sparse output without a pattern input", i);
-	if (sampled)
-		emit_driven_kernel(e, k, dt, indt, d, k->noutdim, k->outlab, byq, byfind, true);
-	else if (d >= 0)
-		emit_driven_kernel(e, k, dt, indt, d, k->nindim[d], k->inlab[d], byq, byfind, sparse_out);
+	if (d >= 0)
+		emit_driven_kernel(e, k, dt, indt, d, nd, dlab, byq, byfind, sparse_out);
 	else if (!sparse && plan_contraction(k, inty, dt, &c))
 		emit_gemm_kernel(e, k, dt, &c);
 	else
