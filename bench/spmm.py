@@ -16,7 +16,8 @@ Each library's figure is the median of R calls of the kernel alone, data
 already in memory (spmm_lib.c for GraphBLAS and librsb; in-process timing for
 scipy and PyTorch).  trac's is the op's time from --profile (the join that
 is the kernel, on every rank; the slowest rank's), medians of R whole runs,
-on 1 and 2 ranks.  Every result's sum is checked against scipy's.
+on 1 and 2 ranks (sddmm: its two joins, the sampled sums and the product
+with A's values, added).  Every result's sum is checked against scipy's.
 
 Environment: TRAC, MPIRUN (make bench-spmm sets them); gcc builds spmm_lib.c.
 """
@@ -129,24 +130,21 @@ def main():
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
     env.pop("OPENBLAS_CORETYPE", None)
-    # trac forms U W^T densely before sampling it (no SDDMM yet): only
-    # where V x V floats fit
-    sddmm = V * V * 4 <= 2e9
+    # trac's sddmm is a sampled join (the sums over k only at A's
+    # elements) then the product with A's values: both joins of S's
+    # statement, added per run
     src = os.path.join(kd, "spmm.tra")
     with open(src, "w") as f:
         f.write(PROGRAM % {"V": V, "D": D, "K": K,
-                           "sddmm": "S[i, j] = A[i, j] * (U[i, k] * W[j, k]);" if sddmm else "",
-                           "sddmm_out": " output S;" if sddmm else ""})
-    if not sddmm:
-        print("trac sddmm: not run (it forms the dense V x V product: %.0f GB)" % (V * V * 4 / 1e9))
+                           "sddmm": "S[i, j] = A[i, j] * (U[i, k] * W[j, k]);", "sddmm_out": " output S;"})
     for ranks in [1, 2]:
         prog = os.path.join(kd, "spmm%d" % ranks)
         subprocess.run([trac, "-P", str(ranks), src, "-o", prog], check=True)
         times = {}
         for _ in range(reps):
-            outs = ["Y=" + os.path.join(kd, "tY.npy"), "T=" + os.path.join(kd, "tT.npy")]
-            if sddmm:
-                outs.append("S=" + os.path.join(kd, "tS.npz"))
+            run = {}
+            outs = ["Y=" + os.path.join(kd, "tY.npy"), "T=" + os.path.join(kd, "tT.npy"),
+                    "S=" + os.path.join(kd, "tS.npz")]
             p = subprocess.run([mpirun, "-np", str(ranks), prog, "A=" + os.path.join(d, "A.npz")] +
                                ["%s=%s" % (t, os.path.join(kd, t + ".npy")) for t in "XUW"] + outs +
                                ["--profile"], env=env, check=True, capture_output=True, text=True)
@@ -157,13 +155,14 @@ def main():
                     key = {"Y": "spmm", "T": "spmmT", "S": "sddmm"}.get(label[:1])
                     secs = float(line.split()[-9])
                     if key:
-                        times.setdefault(key, []).append(secs)
+                        run[key] = run.get(key, 0) + secs
+            for key, secs in run.items():
+                times.setdefault(key, []).append(secs)
         for kern, t in times.items():
             res[kern]["trac, %d rank%s" % (ranks, "s" if ranks > 1 else "")] = float(np.median(t))
         check("spmm", "trac", float(np.load(os.path.join(kd, "tY.npy")).sum(dtype=np.float64)), ref["spmm"])
         check("spmmT", "trac", float(np.load(os.path.join(kd, "tT.npy")).sum(dtype=np.float64)), ref["spmmT"])
-        if sddmm:
-            check("sddmm", "trac", float(sp.load_npz(os.path.join(kd, "tS.npz")).sum()), ref["sddmm"])
+        check("sddmm", "trac", float(sp.load_npz(os.path.join(kd, "tS.npz")).sum()), ref["sddmm"])
 
     flops = {"spmm": 2 * A.nnz * D, "spmmT": 2 * A.nnz * D, "sddmm": 2 * A.nnz * K}
     for kern in ["spmm", "spmmT", "sddmm"]:

@@ -1003,16 +1003,44 @@ static int sparse_driver(const Kernel *k, const RelType *const *inty, bool spars
 	return -1;
 }
 
-static void emit_driven_kernel(Emit *e, const Kernel *k, DType dt, const DType *indt, int d, bool sparse_out)
+/* A sampled contraction's inner sum as one dot product: the kernel
+ * in0 * in1 summed over one label, both inputs dense of the output's type
+ * and carrying it once.  Its position in each input, or false. */
+static bool sampled_dot(const Kernel *k, DType dt, const DType *indt, const bool *byq, const bool *byfind, int lab,
+                        int *pos)
+{
+	if (k->red != AGG_ADD || !kx_is_product(k->expr) || dtype_is_int(dt) || k->nin != 2)
+		return false;
+	for (int j = 0; j < 2; j++) {
+		if (indt[j] != dt || byq[j] || byfind[j])
+			return false;
+		pos[j] = -1;
+		for (int c = 0; c < k->nindim[j]; c++)
+			if (k->inlab[j][c] == lab)
+				pos[j] = pos[j] < 0 ? c : -2;
+		if (pos[j] < 0)
+			return false;
+	}
+	return true;
+}
+
+/* d: the driver (k's input, or k->nin for a sampled join's mask), its
+ * chunk labels dlab[0..nd); byq[j]: input j is sparse with the driver's
+ * pattern (a value per stored element, read at q); byfind[j]: input j is
+ * sparse, 2-d, labelled as the driver, and read where the driver stores by
+ * a search in its row (trt_csr_find). */
+static void emit_driven_kernel(Emit *e, const Kernel *k, DType dt, const DType *indt, int d, int nd, const int *dlab,
+                               const bool *byq, const bool *byfind, bool sparse_out)
 {
 	Buf *b = e->b;
 	const char *T = ctype(dt);
 	bool indriver[2 * MAXDIM] = {0}, inout[2 * MAXDIM] = {0};
+	bool mask = d >= k->nin;        /* its values are not read */
 	int depth = 0;
 	char indent[64];
 
-	for (int c = 0; c < k->nindim[d]; c++)
-		indriver[k->inlab[d][c]] = true;
+	for (int c = 0; c < nd; c++)
+		indriver[dlab[c]] = true;
 	for (int c = 0; c < k->noutdim; c++)
 		inout[k->outlab[c]] = true;
 	for (int j = 0; j < k->nin; j++)
@@ -1020,7 +1048,7 @@ static void emit_driven_kernel(Emit *e, const Kernel *k, DType dt, const DType *
 	buf_printf(b, "\t%s *restrict po = out->p;\n", T);
 	buf_printf(b, "\tconst int64_t *restrict rp = in[%d].rowptr, *restrict ci = in[%d].col;\n", d, d);
 	for (int j = 0; j < k->nin; j++)
-		if (j != d) {
+		if (j != d && !byq[j] && !byfind[j]) {
 			char name[16];
 			snprintf(name, sizeof name, "%d", j);
 			emit_strides(b, name, xprintf("in[%d]", j), k->nindim[j]);
@@ -1033,26 +1061,36 @@ static void emit_driven_kernel(Emit *e, const Kernel *k, DType dt, const DType *
 		buf_puts(b, "\t\tfor (int64_t q = 0; q < no; q++)\n\t\t\tpo[q] = 0;\n\t}\n");
 	}
 	/* the driver's column strides: its chunk dims after the first */
-	int nd = k->nindim[d];
 	if (nd > 2) {
 		buf_printf(b, "\tint64_t cs[%d];\n\tcs[%d] = 1;\n", nd, nd - 1);
 		for (int c = nd - 2; c >= 1; c--)
 			buf_printf(b, "\tcs[%d] = cs[%d] * in[%d].n[%d];\n", c, c + 1, d, c + 1);
 	}
 #define INDENT() (memset(indent, '\t', depth + 1), indent[depth + 1] = 0, indent)
-	const char *row = nd > 0 ? xprintf("l%d", k->inlab[d][0]) : "r0";
+	const char *row = nd > 0 ? xprintf("l%d", dlab[0]) : "r0";
 	buf_printf(b, "%sfor (int64_t %s = 0; %s < %s; %s++) {\n", INDENT(), row, row,
 	           nd > 0 ? xprintf("in[%d].n[0]", d) : "1", row);
 	depth++;
 	buf_printf(b, "%sfor (int64_t q = rp[%s]; q < rp[%s + 1]; q++) {\n", INDENT(), row, row);
 	depth++;
 	for (int c = 1; c < nd; c++) {
-		buf_printf(b, "%sconst int64_t l%d = ci[q]", INDENT(), k->inlab[d][c]);
+		buf_printf(b, "%sconst int64_t l%d = ci[q]", INDENT(), dlab[c]);
 		if (nd > 2)
 			buf_printf(b, " / cs[%d] %% in[%d].n[%d]", c, d, c);
 		buf_puts(b, ";\n");
 	}
-	buf_printf(b, "%sconst %s x%d = (%s)p%d[q];\n", INDENT(), T, d, T, d);
+	if (!mask)
+		buf_printf(b, "%sconst %s x%d = (%s)p%d[q];\n", INDENT(), T, d, T, d);
+	for (int j = 0; j < k->nin; j++) {
+		if (j == d || !kx_uses(k->expr, j))
+			continue;
+		if (byq[j])
+			buf_printf(b, "%sconst %s x%d = (%s)p%d[q];\n", INDENT(), T, j, T, j);
+		if (byfind[j]) {
+			buf_printf(b, "%sconst int64_t q%d = trt_csr_find(&in[%d], l%d, l%d);\n", INDENT(), j, j, dlab[0], dlab[1]);
+			buf_printf(b, "%sconst %s x%d = q%d >= 0 ? (%s)p%d[q%d] : 0;\n", INDENT(), T, j, j, T, j, j);
+		}
+	}
 	/* the other labels: the output's, in its order, then the reduced */
 	int other[2 * MAXDIM], nother = 0;
 	for (int c = 0; c < k->noutdim; c++)
@@ -1069,6 +1107,22 @@ static void emit_driven_kernel(Emit *e, const Kernel *k, DType dt, const DType *
 				other[nother++] = l;
 		}
 	bool red_inside = sparse_out && nother > nout_other;   /* sparse_out: no output label is other */
+	int dpos[2];
+	if (red_inside && nother == 1 && sampled_dot(k, dt, indt, byq, byfind, other[0], dpos)) {
+		/* SDDMM: r = dot(U[i, :], V[j, :]) at the stored (i, j) */
+		buf_printf(b, "%sconst %s r = trt_%sdot(in[0].n[%d], p0", INDENT(), T, dt == DT_F32 ? "s" : "d", dpos[0]);
+		for (int j = 0; j < 2; j++) {
+			if (j)
+				buf_puts(b, ", p1");
+			for (int c = 0; c < k->nindim[j]; c++)
+				if (c != dpos[j])
+					buf_printf(b, " + l%d * s%d[%d]", k->inlab[j][c], j, c);
+			buf_printf(b, ", s%d[%d]", j, dpos[j]);
+		}
+		buf_puts(b, ");\n");
+		buf_printf(b, "%spo[q] = acc ? po[q] + r : r;\n", INDENT());
+		goto close;
+	}
 	if (red_inside) {
 		Buf init = {0};
 		num_literal(&init, k->red == AGG_ADD ? 0 : k->red == AGG_MAX ? -INFINITY : INFINITY, dt);
@@ -1083,7 +1137,15 @@ static void emit_driven_kernel(Emit *e, const Kernel *k, DType dt, const DType *
 		buf_printf(b, "; l%d++) {\n", other[i]);
 		depth++;
 	}
-	emit_loads(b, k, T, d, INDENT());
+	for (int j = 0; j < k->nin; j++) {
+		if (j == d || byq[j] || byfind[j] || !kx_uses(k->expr, j))
+			continue;
+		char sname[16];
+		snprintf(sname, sizeof sname, "%d", j);
+		buf_printf(b, "%sconst %s x%d = (%s)p%d[", INDENT(), T, j, T, j);
+		offset_expr(b, sname, k->nindim[j], k->inlab[j]);
+		buf_puts(b, "];\n");
+	}
 	KGen g = {b, k, dt, 0};
 	int v = kexpr_emit(&g, k->expr, INDENT());
 	char tv[16];
@@ -1107,6 +1169,7 @@ static void emit_driven_kernel(Emit *e, const Kernel *k, DType dt, const DType *
 		combine_expr(b, k->red, "po[q]", val);
 		buf_printf(b, " : %s;\n", val);
 	}
+close:
 	while (depth > 0) {
 		depth--;
 		buf_printf(b, "%s}\n", INDENT());
@@ -1114,34 +1177,66 @@ static void emit_driven_kernel(Emit *e, const Kernel *k, DType dt, const DType *
 #undef INDENT
 }
 
+/* Does IA op a store its chunks with the pattern of mask op m's (same key,
+ * same positions)?  m itself, or a join sampled at m, or a join keeping
+ * such a relation's pattern. */
+static bool same_pattern(const IaPlan *p, int a, int m)
+{
+	const IaOp *op = &p->ops.v[a];
+	if (a == m)
+		return true;
+	if (op->kind != IA_JOIN || !op->type.sparse)
+		return false;
+	if (op->u.join.mask.on)
+		return op->u.join.mask.rel == m;
+	const RelType *jin[2] = {&p->ops.v[op->u.join.left].type, &p->ops.v[op->u.join.right].type};
+	int pat = kernel_sparse_pattern(op->u.join.kernel, jin);
+	return pat >= 0 && same_pattern(p, pat ? op->u.join.right : op->u.join.left, m);
+}
+
 static void emit_kernel(Emit *e, int i, const Kernel *k)
 {
 	Buf *b = e->b;
 	Buf desc = {0};
 	kernel_print(&desc, k);
-	int in[2];
-	int n = ia_inputs(&e->p->ops.v[i], in);
-	DType dt = e->p->ops.v[i].type.dtype;
+	const IaOp *op = &e->p->ops.v[i];
+	int in[MAXIN];
+	int n = ia_inputs(op, in);
+	bool sampled = op->kind == IA_JOIN && op->u.join.mask.on;
+	int nk = sampled ? 2 : n;      /* the kernel's own inputs */
+	DType dt = op->type.dtype;
 	DType indt[2] = {dt, dt};
-	const RelType *inty[2] = {&e->p->ops.v[i].type, &e->p->ops.v[i].type};
-	bool sparse = false;
-	for (int j = 0; j < n; j++) {
+	const RelType *inty[2] = {&op->type, &op->type};
+	bool sparse = sampled, byq[2] = {false, false}, byfind[2] = {false, false};
+	for (int j = 0; j < nk; j++) {
 		indt[j] = e->p->ops.v[in[j]].type.dtype;
 		inty[j] = &e->p->ops.v[in[j]].type;
 		sparse |= inty[j]->sparse;
 	}
-	buf_printf(b, "/* %s */\nstatic void kernel" HOLE "%s(const TrtView *in, TrtView *out, int acc)\n{\n",
-	           desc.s, sparse ? "_body" : "");
-	buf_free(&desc);
-	Contraction c;
-	bool sparse_out = e->p->ops.v[i].type.sparse;
-	int d = sparse ? sparse_driver(k, inty, sparse_out) : -1;
+	bool sparse_out = op->type.sparse;
+	int d = sampled ? 2 : sparse ? sparse_driver(k, inty, sparse_out) : -1;
 	if (sparse_out && d < 0)
 		tr_bug("op %d: a kernel's sparse output without a pattern input", i);
+	/* the driver's labels; the other sparse inputs of a sparse result: by
+	 * the driver's element when they share its pattern, else looked up in
+	 * their row (2-d, labelled as the driver), not expanded */
+	int nd = sampled ? k->noutdim : d >= 0 ? k->nindim[d] : 0;
+	const int *dlab = sampled ? k->outlab : d >= 0 ? k->inlab[d] : NULL;
+	for (int j = 0; j < nk && sparse_out; j++) {
+		if (j == d || !inty[j]->sparse)
+			continue;
+		byq[j] = same_pattern(e->p, in[j], in[d]) || same_pattern(e->p, in[d], in[j]);
+		byfind[j] = !byq[j] && nd == 2 && k->nindim[j] == 2 && k->inlab[j][0] == dlab[0] &&
+		            k->inlab[j][1] == dlab[1];
+	}
+	buf_printf(b, "/* %s%s */\nstatic void kernel" HOLE "%s(const TrtView *in, TrtView *out, int acc)\n{\n",
+	           desc.s, sampled ? ", at the mask's elements" : "", sparse ? "_body" : "");
+	buf_free(&desc);
+	Contraction c;
 	if (k->nwin)
 		emit_conv_kernel(e, k, dt);
 	else if (d >= 0)
-		emit_driven_kernel(e, k, dt, indt, d, sparse_out);
+		emit_driven_kernel(e, k, dt, indt, d, nd, dlab, byq, byfind, sparse_out);
 	else if (!sparse && plan_contraction(k, inty, dt, &c))
 		emit_gemm_kernel(e, k, dt, &c);
 	else
@@ -1150,11 +1245,11 @@ static void emit_kernel(Emit *e, int i, const Kernel *k)
 	if (!sparse)
 		return;
 	/* the wrapper: sparse inputs other than the driver expanded */
-	buf_puts(b, "static void kernel" HOLE "(const TrtView *in, TrtView *out, int acc)\n{\n\tTrtView v[2];\n"
-	         "\tvoid *dense[2] = {NULL, NULL};\n");
+	buf_printf(b, "static void kernel" HOLE "(const TrtView *in, TrtView *out, int acc)\n{\n\tTrtView v[%d];\n"
+	           "\tvoid *dense[2] = {NULL, NULL};\n", n);
 	for (int j = 0; j < n; j++) {
 		buf_printf(b, "\tv[%d] = in[%d];\n", j, j);
-		if (inty[j]->sparse && j != d)
+		if (j < nk && inty[j]->sparse && j != d && !byq[j] && !byfind[j])
 			buf_printf(b, "\tdense[%d] = trt_view_dense(&v[%d], sizeof(%s));\n", j, j, ctype(indt[j]));
 	}
 	buf_puts(b, "\tkernel" HOLE "_body(v, out, acc);\n\tfree(dense[0]);\n\tfree(dense[1]);\n}\n\n");
@@ -1213,14 +1308,14 @@ static void emit_schedule(Emit *e, int i)
  * becomes dense instead (trt_densify). */
 static bool needs_whole(const IaPlan *p, const IaOp *op, int j)
 {
-	int in[2];
+	int in[MAXIN];
 	int n = ia_inputs(op, in);
 	if (j >= n || !p->ops.v[in[j]].type.holes)
 		return false;
 	switch (op->kind) {
 	case IA_JOIN:
 	case IA_TWOPHASE:
-		return !kernel_hole_ok(op->u.join.kernel, j);
+		return j < 2 && !kernel_hole_ok(op->u.join.kernel, j);   /* a mask is read as it is */
 	case IA_CONV:
 		return true;
 	case IA_MAP:
@@ -1244,7 +1339,7 @@ static bool needs_whole(const IaPlan *p, const IaOp *op, int j)
 static const char *whole(Emit *e, int i, int j)
 {
 	const IaOp *op = &e->p->ops.v[i];
-	int in[2];
+	int in[MAXIN];
 	ia_inputs(op, in);
 	return needs_whole(e->p, op, j) ? xprintf("w%d_%d", i, j) : xprintf("r%d", in[j]);
 }
@@ -1449,7 +1544,7 @@ static void emit_main(Emit *e)
 		buf_printf(b, "\n\t/* #%d %s */\n", i, ia_op_name(op->kind));
 		if (!e->local)
 			buf_printf(b, "\ttrt_op_begin(%d);\n", i);
-		int in[2];
+		int in[MAXIN];
 		int nin = ia_inputs(op, in);
 		for (int j = 0; j < nin; j++)
 			if (needs_whole(p, op, j))
@@ -1475,14 +1570,20 @@ static void emit_main(Emit *e)
 			int_list(b, op->u.join.on.nmatch, op->u.join.on.rkey);
 			buf_printf(b, ", %d, ", op->u.join.ngroup);
 			int_list(b, op->u.join.ngroup > 0 ? op->u.join.ngroup : 0, op->u.join.group);
-			if (op->type.sparse) {
+			if (op->u.join.mask.on) {
+				buf_printf(b, ", 2, %d, ", op->u.join.mask.nkey);
+				int_list(b, op->u.join.mask.nkey, op->u.join.mask.key);
+			} else if (op->type.sparse) {
 				const RelType *jin[2] = {&p->ops.v[op->u.join.left].type, &p->ops.v[op->u.join.right].type};
 				buf_printf(b, ", %d", kernel_sparse_pattern(op->u.join.kernel, jin));
 			}
 			buf_puts(b, "};\n");
-			buf_printf(b, "\tTrtRel *r%d = %s(%s, %s, &join%d, kernel%d, &type%d, ", i,
-			           op->kind == IA_TWOPHASE ? "trt_twophase" : "trt_join", whole(e, i, 0), whole(e, i, 1),
-			           i, e->def[i][D_KERNEL], e->def[i][D_TYPE]);
+			buf_printf(b, "\tTrtRel *r%d = %s(%s, %s, ", i,
+			           op->kind == IA_TWOPHASE ? "trt_twophase" : op->u.join.mask.on ? "trt_join_sampled" : "trt_join",
+			           whole(e, i, 0), whole(e, i, 1));
+			if (op->u.join.mask.on)
+				buf_printf(b, "r%d, ", in[2]);
+			buf_printf(b, "&join%d, kernel%d, &type%d, ", i, e->def[i][D_KERNEL], e->def[i][D_TYPE]);
 			place_literal(b, &op->place);
 			if (op->kind == IA_TWOPHASE)
 				buf_printf(b, ", &twophase%d", e->def[i][D_SCHED]);

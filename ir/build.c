@@ -208,7 +208,7 @@ static void set_output_order(TraBuild *l, int opi, int nvar, const int *var, int
 		k->outlab[c] = -1;
 	}
 	/* find the label of key dim d: the label of an input chunk dim spanning it */
-	int in[2];
+	int in[MAXIN];
 	int n = tra_inputs(op, in);
 	for (int c = 0; c < nout; c++) {
 		int d = op->type.chunkdim[c];

@@ -158,7 +158,7 @@ void ia_loops(const IaPlan *p, IaLoops *l)
 	}
 	for (int i = 0; i < n; i++) {
 		l->dead_after[i] = i;
-		int in[2];
+		int in[MAXIN];
 		int k = ia_inputs(&p->ops.v[i], in);
 		for (int j = 0; j < k; j++)
 			l->dead_after[in[j]] = i;
@@ -196,6 +196,10 @@ int ia_inputs(const IaOp *op, int *in)
 	case IA_TWOPHASE:
 		in[0] = op->u.join.left;
 		in[1] = op->u.join.right;
+		if (op->u.join.mask.on) {
+			in[2] = op->u.join.mask.rel;
+			return 3;
+		}
 		return 2;
 	case IA_GATHER:
 	case IA_LOOKUP:
@@ -340,6 +344,55 @@ bool ia_join_place(int nleft, const JoinSpec *on, const Place *l, const Place *r
 	return true;
 }
 
+/* Where a sampled join's mask must be for a join computing in placement
+ * jp (over join type jt): everywhere, or partitioned on the mask dims that
+ * are jp's (dims of one block ignored); false when a partitioning dim of
+ * jp is none of the mask's. */
+bool ia_mask_place(const JoinMask *m, const RelType *jt, const Place *jp, Place *want)
+{
+	if (jp->kind == PL_ALL) {
+		*want = place_all();
+		return true;
+	}
+	if (jp->kind != PL_PART)
+		return false;
+	*want = (Place){.kind = PL_PART};
+	for (int i = 0; i < jp->ndims; i++) {
+		int d = -1;
+		for (int k = 0; k < m->nkey; k++)
+			if (m->key[k] == jp->dims[i])
+				d = k;
+		if (d < 0 && rel_frontier(jt, jp->dims[i]) != 1)
+			return false;
+		if (d >= 0)
+			want->dims[want->ndims++] = d;
+	}
+	return true;
+}
+
+/* Is a mask placed mp where a join in placement jp finds its tuples? */
+static bool mask_meets(const JoinMask *m, const RelType *mt, const Place *mp, const RelType *jt, const Place *jp)
+{
+	Place want;
+	if (mp->kind == PL_ALL)
+		return true;
+	if (mp->kind != PL_PART || !ia_mask_place(m, jt, jp, &want))
+		return false;
+	int a[MAXDIM], na = 0, b[MAXDIM], nb = 0;
+	for (int i = 0; i < mp->ndims; i++)
+		if (rel_frontier(mt, mp->dims[i]) != 1)
+			a[na++] = mp->dims[i];
+	for (int i = 0; i < want.ndims; i++)
+		if (rel_frontier(mt, want.dims[i]) != 1)
+			b[nb++] = want.dims[i];
+	if (na != nb)
+		return false;
+	for (int i = 0; i < na; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
+}
+
 /*
  * The placement of a local op's output, derived from its inputs' placements;
  * false (with the reason in *why) when the op is not valid on them: a join
@@ -356,7 +409,7 @@ static bool place_has(const Place *p, int dim)
 
 bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 {
-	int in[2];
+	int in[MAXIN];
 	int n = ia_inputs(op, in);
 	const IaOp *a = n > 0 ? &p->ops.v[in[0]] : NULL;
 	const IaOp *b = n > 1 ? &p->ops.v[in[1]] : NULL;
@@ -455,12 +508,19 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 			buf_puts(why, "joins two partitioned relations that are not co-partitioned on the join keys");
 			return false;
 		}
+		/* the join's own output type, to know which dims are singletons */
+		RelType jt = ia_join_type(&a->type, &b->type, &op->u.join.on);
+		if (op->u.join.mask.on) {
+			const IaOp *m = &p->ops.v[in[2]];
+			if (!mask_meets(&op->u.join.mask, &m->type, &m->place, &jt, &j)) {
+				buf_puts(why, "samples at a mask placed where the join's tuples are not");
+				return false;
+			}
+		}
 		if (op->u.join.ngroup < 0) {
 			*out = j;
 			return true;
 		}
-		/* the join's own output type, to know which dims are singletons */
-		RelType jt = ia_join_type(&a->type, &b->type, &op->u.join.on);
 		*out = ia_agg_place(&jt, &j, op->u.join.ngroup, op->u.join.group);
 		return true;
 	}
@@ -534,6 +594,8 @@ IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a)
 	case IA_TWOPHASE:
 		c.u.join.left = map[c.u.join.left];
 		c.u.join.right = map[c.u.join.right];
+		if (c.u.join.mask.on)
+			c.u.join.mask.rel = map[c.u.join.mask.rel];
 		c.u.join.kernel = kernel_clone(a, c.u.join.kernel);
 		break;
 	case IA_GATHER:

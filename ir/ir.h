@@ -26,6 +26,7 @@
 #include <stdio.h>
 
 #define MAXDIM 8                /* the most dims of a tensor, key or chunk (TRT_MAXDIM) */
+#define MAXIN 3                 /* the most inputs of an op: a sampled join's two and its mask */
 
 /* ---- base.c: memory, vectors, bugs ---- */
 
@@ -304,6 +305,20 @@ typedef struct JoinSpec {
 	int lkey[MAXDIM], rkey[MAXDIM];
 } JoinSpec;
 
+/* A sampled join's mask (optimizer/sparse.c): a sparse relation whose
+ * stored positions are the only ones the join computes.  Its key dim d is
+ * the join's output key dim key[d] (before any fused aggregation), and its
+ * chunk dims are the output's in order; the result is sparse with the
+ * mask's pattern, its values the join's there (the mask's own values are
+ * not read).  SDDMM is the sampled contraction
+ * O[i,j] * sum_k U[i,k] V[j,k]: only O's elements are computed. */
+typedef struct JoinMask {
+	bool on;
+	int rel;                        /* the mask op */
+	int nkey;
+	int key[MAXDIM];
+} JoinMask;
+
 typedef struct TraOp {
 	TraOpKind kind;
 	int stmt;                       /* index into stmts, or -1 */
@@ -314,6 +329,7 @@ typedef struct TraOp {
 			int left, right;
 			JoinSpec on;
 			Kernel *kernel;
+			JoinMask mask;          /* a sampled join: its third input */
 		} join;
 		struct { int in; int ngroup; int group[MAXDIM]; AggKind agg; } agg;
 		struct { int in; Kernel *kernel; } map;
@@ -365,7 +381,7 @@ void tra_free(TraProg *p);
 int tra_add_tensor(TraProg *p, Tensor t);
 int tra_add_stmt(TraProg *p, Loc loc);
 int tra_push(TraProg *p, TraOp op);                       /* returns the op's index */
-int tra_inputs(const TraOp *op, int *in);                 /* fills in[], returns count */
+int tra_inputs(const TraOp *op, int *in);                 /* fills in[MAXIN], returns count */
 void tra_print(Buf *b, const TraProg *p);
 bool tra_verify(const TraProg *p, Buf *err);              /* false and a message on a broken invariant */
 bool tra_has_result(TraOpKind k);                         /* false for output, store, print, loop, endloop */
@@ -509,6 +525,7 @@ typedef struct IaOp {
 			int group[MAXDIM];
 			Kernel *kernel;
 			const TpSched *sched;       /* IA_TWOPHASE: its schedule; NULL for a join */
+			JoinMask mask;              /* a sampled join (IA_JOIN only): its third input */
 		} join;
 		struct { int in; int ngroup; int group[MAXDIM]; AggKind agg; } agg;
 		/* kernel NULL: a rekey, output dim i = input dim keymap[i]; an
@@ -563,7 +580,7 @@ typedef struct IaPlan {
 IaPlan *ia_new(const TraProg *tra, int nranks);
 void ia_free(IaPlan *p);
 int ia_push(IaPlan *p, IaOp op);
-int ia_inputs(const IaOp *op, int *in);
+int ia_inputs(const IaOp *op, int *in);                   /* fills in[MAXIN], returns count */
 IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a);     /* inputs renumbered by map, kernels cloned into a */
 IaPlan *ia_plan_like(const IaPlan *old);       /* empty, with old's program, ranks, strategies and params' placements */
 IaPlan *ia_clone(const IaPlan *p);             /* a copy (new arena, kernels cloned), costs and all */
@@ -587,6 +604,9 @@ RelType ia_join_type(const RelType *l, const RelType *r, const JoinSpec *on);
 /* Where a local join computes given its inputs' placements (neither of
  * partials); false when matching tuples would not meet. */
 bool ia_join_place(int nleft, const JoinSpec *on, const Place *l, const Place *r, Place *out);
+/* Where a sampled join's mask must be for the join (type jt) computing in
+ * jp; false when no placement of the mask meets it. */
+bool ia_mask_place(const JoinMask *m, const RelType *jt, const Place *jp, Place *want);
 /* The placement a group-by of relation type t placed by `in` leaves (partials
  * when a partitioning dim is grouped away). */
 Place ia_agg_place(const RelType *t, const Place *in, int ngroup, const int *group);

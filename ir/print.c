@@ -44,6 +44,10 @@ void tra_print(Buf *b, const TraProg *p)
 			keys_print(b, op->u.join.on.nmatch, op->u.join.on.rkey);
 			buf_puts(b, " ");
 			kernel_print(b, op->u.join.kernel);
+			if (op->u.join.mask.on) {
+				buf_printf(b, " sampled at %%%d ", op->u.join.mask.rel);
+				keys_print(b, op->u.join.mask.nkey, op->u.join.mask.key);
+			}
 			break;
 		case TRA_AGG:
 			buf_printf(b, " %%%d %s group ", op->u.agg.in, agg_name(op->u.agg.agg));
@@ -132,6 +136,12 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 		buf_puts(b, " [");
 		kernel_print(b, op->u.join.kernel);
 		buf_puts(b, "]");
+		if (op->u.join.mask.on) {
+			/* the elements it computes: its mask's stored ones, as planned */
+			buf_puts(b, " sampled at ");
+			keys_print(b, op->u.join.mask.nkey, op->u.join.mask.key);
+			buf_printf(b, ": %.3g of %.3g elements", rel_stored(&op->type), rel_floats(&op->type));
+		}
 		break;
 	case IA_TWOPHASE: {
 		const TpSched *ts = op->u.join.sched;
@@ -292,7 +302,7 @@ static void tree_print(Tree *t, int i, int depth, int stmt)
 	buf_puts(t->b, "\n");
 	if (op->kind == IA_TWOPHASE)
 		twophase_detail(t->b, op, 6 + 4 * depth, t->costs);
-	int in[2];
+	int in[MAXIN];
 	int n = ia_inputs(op, in);
 	for (int j = 0; j < n; j++)
 		tree_print(t, in[j], depth + 1, stmt);
@@ -436,7 +446,7 @@ static void print_plan(Buf *b, const IaPlan *p, bool costs, bool alts)
 	Tree t = {p, xcalloc(n + 1, sizeof(int)), xcalloc(n + 1, sizeof(bool)), b, costs, alts};
 	bool *done = xcalloc(p->tra->stmts.n + 1, sizeof(bool));
 	for (int i = 0; i < n; i++) {
-		int in[2];
+		int in[MAXIN];
 		int k = ia_inputs(&p->ops.v[i], in);
 		for (int j = 0; j < k; j++)
 			if (p->ops.v[in[j]].stmt == p->ops.v[i].stmt)
@@ -573,7 +583,7 @@ static void json_explain(Buf *b, const IaPlan *p)
 	for (int i = 0; i < p->ops.n; i++) {
 		const IaOp *op = &p->ops.v[i];
 		Buf desc = {0}, pl = {0}, ty = {0};
-		int in[2];
+		int in[MAXIN];
 		int n = ia_inputs(op, in);
 		ia_op_print(&desc, p, op);
 		place_print(&pl, &op->place);
@@ -762,6 +772,8 @@ static void dot_what(Buf *b, const IaPlan *p, const IaOp *op)
 		kernel_print(&k, op->u.join.kernel);
 		if (op->kind == IA_TWOPHASE)
 			buf_printf(&k, ", %" PRId64 " join groups by a two-phase schedule", op->u.join.sched->njoin);
+		if (op->u.join.mask.on)
+			buf_puts(&k, ", sampled at its mask's elements");
 		break;
 	case IA_AGG:
 		buf_printf(&k, " %s into ", agg_name(op->u.agg.agg));
@@ -839,7 +851,7 @@ static bool dot_move(IaOpKind k)
 static bool dot_is_edge(const Dot *d, int i)
 {
 	const IaOp *op = &d->p->ops.v[i];
-	int in[2];
+	int in[MAXIN];
 	return dot_move(op->kind) && d->users[i] == 1 && ia_inputs(op, in) == 1 &&
 	       !dot_move(d->p->ops.v[in[0]].kind);
 }
@@ -855,7 +867,7 @@ static bool dot_drawn(const Dot *d, int i)
 static int dot_source_stmt(const Dot *d, int i)
 {
 	if (dot_is_edge(d, i)) {
-		int in[2];
+		int in[MAXIN];
 		ia_inputs(&d->p->ops.v[i], in);
 		i = in[0];
 	}
@@ -924,7 +936,7 @@ static void dot_edge(Dot *d, int from, int to)
 		buf_puts(b, ";\n");
 		return;
 	}
-	int in[2];
+	int in[MAXIN];
 	ia_inputs(mv, in);
 	bool bc = mv->kind == IA_BCAST;
 	/* width 2 to 6 by the log of the floats moved, against the largest move */
@@ -986,7 +998,7 @@ static void dot_stmt(Dot *d, int s, int depth)
 		if (op->stmt != s || !dot_drawn(d, i))
 			continue;
 		bool top = true;
-		int in[2];
+		int in[MAXIN];
 		int k = ia_inputs(op, in);
 		for (int j = 0; j < k; j++)
 			top &= dot_source_stmt(d, in[j]) != s;
@@ -1022,7 +1034,7 @@ static void dot_explain(Buf *b, const IaPlan *p, bool costs)
 	int n = p->ops.n;
 	Dot d = {p, b, costs, xcalloc(n + 1, sizeof(int)), 0};
 	for (int i = 0; i < n; i++) {
-		int in[2];
+		int in[MAXIN];
 		int k = ia_inputs(&p->ops.v[i], in);
 		for (int j = 0; j < k; j++)
 			d.users[in[j]]++;
@@ -1096,7 +1108,7 @@ static void dot_explain(Buf *b, const IaPlan *p, bool costs)
 	for (int i = 0; i < n; i++) {
 		if (dot_is_edge(&d, i))
 			continue;
-		int in[2];
+		int in[MAXIN];
 		int k = ia_inputs(&p->ops.v[i], in);
 		for (int j = 0; j < k; j++)
 			dot_edge(&d, in[j], i);

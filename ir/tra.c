@@ -632,6 +632,10 @@ int tra_inputs(const TraOp *op, int *in)
 	case TRA_CONV:
 		in[0] = op->u.join.left;
 		in[1] = op->u.join.right;
+		if (op->u.join.mask.on) {
+			in[2] = op->u.join.mask.rel;
+			return 3;
+		}
 		return 2;
 	case TRA_AGG:
 		in[0] = op->u.agg.in;

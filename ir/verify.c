@@ -450,7 +450,7 @@ static bool sound(Ctx *c, const RelType *t)
 static void check_tra_op(Ctx *c, const TraProg *p, int i)
 {
 	const TraOp *op = &p->ops.v[i];
-	int in[2];
+	int in[MAXIN];
 	int n = tra_inputs(op, in);
 	enter_op(c, i, in, n, op->kind == TRA_LOOP, op->kind == TRA_ENDLOOP, tra_has_result(op->kind));
 	if (op->stmt < -1 || op->stmt >= p->stmts.n)
@@ -552,7 +552,7 @@ static void check_tra_op(Ctx *c, const TraProg *p, int i)
 static void check_ia_op(Ctx *c, const IaPlan *p, int i)
 {
 	const IaOp *op = &p->ops.v[i];
-	int in[2];
+	int in[MAXIN];
 	int n = ia_inputs(op, in);
 	enter_op(c, i, in, n, op->kind == IA_LOOP, op->kind == IA_ENDLOOP, ia_has_result(op->kind));
 	if (!sound(c, &op->type))

@@ -49,7 +49,7 @@ typedef struct DiffUnit {
 	int prod;               /* einsum: the join or map; diag: the map */
 	int agg;                /* einsum, diag: the aggregation, or -1 */
 	int filter;             /* diag: the filter */
-	int nin, in[2];         /* the unit's input ops */
+	int nin, in[MAXIN];         /* the unit's input ops */
 } DiffUnit;
 
 typedef Vec(int) IntVec;
@@ -566,7 +566,7 @@ static void mark_ancestors(const TraProg *o, int v, bool *anc)
 		if (anc[x])
 			continue;
 		anc[x] = true;
-		int in[2];
+		int in[MAXIN];
 		int n = tra_inputs(&o->ops.v[x], in);
 		for (int j = 0; j < n; j++)
 			vec_push(&stack, in[j]);
@@ -616,7 +616,7 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 			if (t == wrt)
 				vec_push(&leaves, i);
 		}
-		int in[2];
+		int in[MAXIN];
 		int k = tra_inputs(op, in);
 		for (int j = 0; j < k; j++)
 			if (rel[in[j]] && anc[i])

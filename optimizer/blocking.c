@@ -41,6 +41,18 @@ static void unite(int *parent, int a, int b)
 		parent[a < b ? b : a] = a < b ? a : b;
 }
 
+/* Is dim d of op a sampled contraction's summed dim (none of its mask's)?
+ * Such a relation is sparse, but only along its mask's dims. */
+static bool summed_by_sample(const TraOp *op, int d)
+{
+	if (op->kind != TRA_JOIN || !op->u.join.mask.on)
+		return false;
+	for (int k = 0; k < op->u.join.mask.nkey; k++)
+		if (op->u.join.mask.key[k] == d)
+			return false;
+	return true;
+}
+
 BlockClasses *opt_block_classes(const TraProg *p)
 {
 	int n = p->ops.n;
@@ -78,6 +90,9 @@ BlockClasses *opt_block_classes(const TraProg *p)
 				int o2 = ia_join_out_dim(nl, &op->u.join.on, d);
 				unite(parent, base[r] + d, base[i] + o2);
 			}
+			if (op->u.join.mask.on)
+				for (int d = 0; d < op->u.join.mask.nkey; d++)
+					unite(parent, base[op->u.join.mask.rel] + d, base[i] + op->u.join.mask.key[d]);
 			break;
 		}
 		case TRA_CONV: {        /* as a join, but a window dim meets its output's dim nowhere */
@@ -172,7 +187,7 @@ BlockClasses *opt_block_classes(const TraProg *p)
 		const RelType *t = &p->ops.v[i].type;
 		for (int d = 0; d < t->nkey; d++) {
 			int k = c->of[base[i] + d];
-			c->sparse[k] |= t->sparse;
+			c->sparse[k] |= t->sparse && !summed_by_sample(&p->ops.v[i], d);
 			if (!c->extent[k]) {
 				c->extent[k] = t->extent[d];
 				c->block[k] = t->block[d];

@@ -44,9 +44,11 @@ int emit_move(Emit *e, int in, const Place *to, int stmt, int tra)
 
 /* ---- pieces ---- */
 
-static IaOp join_op(const Unit *u, int l, int r)
+static IaOp join_op(const Unit *u, int l, int r, int m)
 {
 	const TraOp *j = u->join ? u->join : u->op;
+	if (j->u.join.mask.on != (m >= 0))
+		tr_bug("a sampled join built %s its mask", m >= 0 ? "with" : "without");
 	IaOp op = {.kind = j->kind == TRA_CONV ? IA_CONV : IA_JOIN, .stmt = u->op->stmt, .tra = u->tra,
 	           .type = u->op->type};
 	op.u.join.left = l;
@@ -56,13 +58,15 @@ static IaOp join_op(const Unit *u, int l, int r)
 	memcpy(op.u.join.on.rkey, j->u.join.on.rkey, sizeof op.u.join.on.rkey);
 	op.u.join.ngroup = -1;
 	op.u.join.kernel = j->u.join.kernel;
+	op.u.join.mask = j->u.join.mask;
+	op.u.join.mask.rel = m;
 	return op;
 }
 
 /* A contraction's join fused with its aggregation (F-1). */
-static IaOp fused_op(Emit *e, const Unit *u, int l, int r)
+static IaOp fused_op(Emit *e, const Unit *u, int l, int r, int m)
 {
-	IaOp f = join_op(u, l, r);
+	IaOp f = join_op(u, l, r, m);
 	f.u.join.ngroup = u->op->u.agg.ngroup;
 	memcpy(f.u.join.group, u->op->u.agg.group, sizeof f.u.join.group);
 	f.u.join.kernel = kernel_clone(e->p->arena, f.u.join.kernel);
@@ -192,7 +196,7 @@ static int b_unary(Emit *e, const Unit *u, const int *x, const Place *mid, const
 static int b_join(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)mid, (void)out, (void)tp;
-	return emit_op(e, join_op(u, x[0], x[1]));
+	return emit_op(e, join_op(u, x[0], x[1], x[2]));
 }
 
 static int b_agg_local(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
@@ -216,13 +220,13 @@ static int b_agg_partial(Emit *e, const Unit *u, const int *x, const Place *mid,
 static int b_fused(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)mid, (void)out, (void)tp;
-	return emit_op(e, fused_op(e, u, x[0], x[1]));
+	return emit_op(e, fused_op(e, u, x[0], x[1], x[2]));
 }
 
 static int b_fused_partial(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)out, (void)tp;
-	return impl_finish_partial(e, emit_op(e, fused_op(e, u, x[0], x[1])), mid, u);
+	return impl_finish_partial(e, emit_op(e, fused_op(e, u, x[0], x[1], -1)), mid, u);
 }
 
 /* RMM's key maps: join-space dim o is the left's dim lmap[o] and the
@@ -278,7 +282,7 @@ static int b_rmm(Emit *e, const Unit *u, const int *x, const Place *mid, const P
 	int rr = replicate(e, u, x[1], &rt, &jt, rmap);
 	int ls = emit_move(e, lr, mid, u->op->stmt, u->tra);
 	int rs = emit_move(e, rr, mid, u->op->stmt, u->tra);
-	IaOp f = fused_op(e, u, ls, rs);
+	IaOp f = fused_op(e, u, ls, rs, -1);
 	f.u.join.on.nmatch = jt.nkey;
 	for (int d = 0; d < jt.nkey; d++)
 		f.u.join.on.lkey[d] = f.u.join.on.rkey[d] = d;
@@ -288,7 +292,7 @@ static int b_rmm(Emit *e, const Unit *u, const int *x, const Place *mid, const P
 static int b_twophase(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)mid;
-	IaOp f = fused_op(e, u, x[0], x[1]);
+	IaOp f = fused_op(e, u, x[0], x[1], -1);
 	f.kind = IA_TWOPHASE;
 	f.place = *out;
 	f.u.join.sched = tp;

@@ -449,7 +449,7 @@ int opt_contract(TraProg *p, const OptOptions *o)
 	int n = p->ops.n, done = 0;
 	int *uses = xcalloc(n + 1, sizeof *uses);
 	for (int i = 0; i < n; i++) {
-		int in[2];
+		int in[MAXIN];
 		int k = tra_inputs(&p->ops.v[i], in);
 		for (int j = 0; j < k; j++)
 			uses[in[j]]++;

@@ -434,7 +434,7 @@ static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelT
 }
 
 Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
-               const Place *jp)
+               const Place *jp, const RelType *mask)
 {
 	int inmap[2][MAXDIM];
 	const RelType *in[2] = {l, r};
@@ -447,6 +447,12 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	x.flops = kernel_flops(k, 2, in, &jt, inmap);
 	double share = cost_share(c, &jt, jp);
 	double rate = kernel_rate(c, k, 2, in, jt.dtype);
+	if (mask) {
+		/* sampled: the kernel runs at the mask's stored elements alone,
+		 * a loop over them (nnz * K for SDDMM), never a gemm */
+		x.flops *= rel_density(mask);
+		rate = c->m->loop_rate;
+	}
 	x.seconds = x.flops * share / rate + (double)rel_ntuples(&jt) * share * c->m->call_overhead +
 	            c->m->local_op_overhead;
 	return x;
@@ -625,7 +631,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		} else if (op->kind == IA_ENDLOOP) {
 			times = loops.v[--loops.n];
 		}
-		int in[2];
+		int in[MAXIN];
 		int k = ia_inputs(op, in);
 		const IaOp *a = k > 0 ? &p->ops.v[in[0]] : NULL;
 		const IaOp *b = k > 1 ? &p->ops.v[in[1]] : NULL;
@@ -676,7 +682,8 @@ void opt_cost(IaPlan *p, const Machine *mach)
 			if (op->kind == IA_CONV)
 				c = cost_conv(&cc, op->u.join.kernel, &a->type, &b->type, &op->u.join.on, &op->type, &jp);
 			else
-				c = cost_join(&cc, op->u.join.kernel, &a->type, &b->type, &op->u.join.on, &jp);
+				c = cost_join(&cc, op->u.join.kernel, &a->type, &b->type, &op->u.join.on, &jp,
+				              op->u.join.mask.on ? &p->ops.v[in[2]].type : NULL);
 			if (op->place.kind == PL_PARTIAL) {
 				RelType jt = ia_join_type(&a->type, &b->type, &op->u.join.on);
 				copies[i] = cost_partial_copies(&cc, &jt, &jp, op->u.join.ngroup, op->u.join.group);

@@ -63,7 +63,7 @@ void opt_hoist(TraProg *p)
 		if (!movable(op->kind) || loop[i] < 0)
 			continue;
 		/* the innermost loop around i that contains an input's home */
-		int in[2];
+		int in[MAXIN];
 		int k = tra_inputs(op, in);
 		int h = -1;
 		for (int l = loop[i]; l >= 0 && h < 0; l = parent[l])

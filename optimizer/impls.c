@@ -158,14 +158,14 @@ typedef void CostFn(Search *s, int t, Impl *im);
 /* Input j's type and placement as im takes it. */
 static const RelType *in_type(Search *s, int t, int j)
 {
-	int in[2];
+	int in[MAXIN];
 	unit_inputs(s, t, in);
 	return type_of(s, in[j]);
 }
 
 static const Place *in_place(Search *s, int t, const Impl *im, int j)
 {
-	int in[2];
+	int in[MAXIN];
 	unit_inputs(s, t, in);
 	return &s->dom[in[j]].p[im->inpl[j]];
 }
@@ -236,11 +236,14 @@ static void c_unary(Search *s, int t, Impl *im)
 }
 
 /* A join's kernel over its key space at jp: a convolution's at its own rate. */
-static Cost join_cost(Search *s, int t, const TraOp *j, const RelType *lt, const RelType *rt, const Place *jp)
+/* A join's cost: a convolution's by its windows, a sampled join's by its
+ * mask mt's stored elements (NULL: not sampled). */
+static Cost join_cost(Search *s, int t, const TraOp *j, const RelType *lt, const RelType *rt, const Place *jp,
+                      const RelType *mt)
 {
 	if (j->kind == TRA_CONV)
 		return cost_conv(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, type_of(s, t), jp);
-	return cost_join(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, jp);
+	return cost_join(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, jp, mt);
 }
 
 static void c_join(Search *s, int t, Impl *im)
@@ -249,8 +252,11 @@ static void c_join(Search *s, int t, Impl *im)
 	const RelType *lt = in_type(s, t, 0), *rt = in_type(s, t, 1);
 	const Place *pl = in_place(s, t, im, 0), *pr = in_place(s, t, im, 1);
 	Place jp = join_at(s, j, pl, pr);
-	im->cost = join_cost(s, t, j, lt, rt, &jp);
+	const RelType *mt = j->u.join.mask.on ? in_type(s, t, 2) : NULL;
+	im->cost = join_cost(s, t, j, lt, rt, &jp, mt);
 	im->mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1) + rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
+	if (mt)
+		im->mem += rank_bytes(s, mt, in_place(s, t, im, 2), 1);
 }
 
 static void c_agg_local(Search *s, int t, Impl *im)
@@ -313,7 +319,7 @@ static void c_fused_partial(Search *s, int t, Impl *im)
 	const Place *pl = in_place(s, t, im, 0), *pr = in_place(s, t, im, 1);
 	RelType jt = ia_join_type(lt, rt, &j->u.join.on);
 	Place jp = join_at(s, j, pl, pr);
-	im->cost = join_cost(s, t, j, lt, rt, &jp);
+	im->cost = join_cost(s, t, j, lt, rt, &jp, NULL);
 	im->mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1);
 	double copies = cost_partial_copies(&s->cc, &jt, &jp, op->u.agg.ngroup, op->u.agg.group);
 	im->mem += rank_bytes(s, type_of(s, t), &(Place){.kind = PL_PARTIAL}, copies);
@@ -334,7 +340,7 @@ static void c_rmm(Search *s, int t, Impl *im)
 	Cost mvl = cost_move(&s->cc, &ls, &src, 1, &im->mid);
 	Cost mvr = cost_move(&s->cc, &rs, &src, 1, &im->mid);
 	im->cost = cost_add(mvl, mvr);
-	im->cost = cost_add(im->cost, cost_join(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, &im->mid));
+	im->cost = cost_add(im->cost, cost_join(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, &im->mid, NULL));
 	im->mem = rank_bytes(s, &ls, &im->mid, 1) + rank_bytes(s, &rs, &im->mid, 1) +
 	          rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
 }
@@ -389,6 +395,23 @@ static void offer(Search *s, int t, Impl im)
 }
 
 /* ---- matching: each unit's rows and the placements they take ---- */
+
+/* A sampled join computing in placement jp takes its mask where the join's
+ * tuples are (ia_mask_place), or everywhere: im->inpl[2], false when the
+ * mask can be in neither. */
+static bool mask_inpl(Search *s, const TraOp *j, const Place *jp, Impl *im)
+{
+	const JoinMask *m = &j->u.join.mask;
+	RelType jt = ia_join_type(type_of(s, j->u.join.left), type_of(s, j->u.join.right), &j->u.join.on);
+	Place want;
+	int q = -1;
+	if (ia_mask_place(m, &jt, jp, &want))
+		q = dom_find(&s->dom[m->rel], type_of(s, m->rel), want);
+	if (q < 0)
+		q = dom_find(&s->dom[m->rel], type_of(s, m->rel), place_all());
+	im->inpl[2] = q;
+	return q >= 0;
+}
 
 /* Where a two-phase schedule takes its inputs from: everywhere, or
  * partitioned on one dim (the schedule moves what it needs). */
@@ -455,6 +478,16 @@ static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 		const int *rows = contract_rows[pair_strategy(pl, pr)];
 		Impl im = {.inpl = {pairs[k].l, pairs[k].r}, .side = pl->kind == PL_ALL ? 0 : 1};
 		Place outp;
+		if (j->u.join.mask.on) {
+			/* sampled: its sums complete where the mask's blocks are */
+			if (agg_complete(&jt, &pairs[k].jp, ng, group, &outp) && mask_inpl(s, j, &pairs[k].jp, &im)) {
+				im.kind = (ImplKind)rows[0];
+				im.out = find_out(s, t, outp);
+				if (im.out >= 0)
+					offer(s, t, im);
+			}
+			continue;
+		}
 		if (agg_complete(&jt, &pairs[k].jp, ng, group, &outp)) {
 			im.kind = (ImplKind)rows[0];
 			im.out = find_out(s, t, outp);
@@ -477,6 +510,8 @@ static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 
 	if (j->kind == TRA_CONV)
 		return;         /* a convolution's kernel runs where trt_join meets its chunks */
+	if (j->u.join.mask.on)
+		return;         /* no schedule or replication samples */
 	twophase_impls(s, t, op, j);
 
 	/* RMM: the dims only one side has must all be grouped on and make the
@@ -556,6 +591,8 @@ static void join_impls(Search *s, int t, const TraOp *op)
 		const Place *pl = &s->dom[op->u.join.left].p[pairs[k].l], *pr = &s->dom[op->u.join.right].p[pairs[k].r];
 		Impl im = {.kind = rows[pair_strategy(pl, pr)], .inpl = {pairs[k].l, pairs[k].r},
 		           .side = pl->kind == PL_ALL ? 0 : 1};
+		if (op->u.join.mask.on && !mask_inpl(s, op, &pairs[k].jp, &im))
+			continue;
 		im.out = find_out(s, t, pairs[k].jp);
 		if (im.out >= 0)
 			offer(s, t, im);

@@ -425,10 +425,33 @@ static Tup *lookup(Rel *r, const int64_t *key, int site, bool *fresh)
 	return &r->t.v[r->t.n - 1];
 }
 
-static Rel *do_join(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
+/* A sampled join's mask tuple for join key jk on site s, or NULL: the
+ * join computes nothing there. */
+static const Tup *mask_tuple(const Rel *m, const JoinMask *jm, const int64_t *jk, int s)
+{
+	int64_t mk[MAXDIM] = {0};
+	for (int d = 0; d < jm->nkey; d++)
+		mk[d] = jk[jm->key[d]];
+	for (int i = 0; i < m->t.n; i++)
+		if (m->t.v[i].site == s && same_key(m->t.v[i].key, mk, jm->nkey))
+			return &m->t.v[i];
+	return NULL;
+}
+
+/* The elements a sampled join leaves out are zero: those its mask does
+ * not hold (its chunk has the output's shape). */
+static void mask_chunk(double *v, const Tup *m, int64_t n)
+{
+	for (int64_t e = 0; e < n; e++)
+		if (m->v[e] == 0)
+			v[e] = 0;
+}
+
+static Rel *do_join(Interp *in, const Rel *l, const Rel *rr, const Rel *mask, const IaOp *op)
 {
 	Rel *r = rel_new(&op->type, op->place.kind);
 	int nl = l->type.nkey;
+	const JoinMask *jm = &op->u.join.mask;
 	for (int i = 0; i < l->t.n; i++)
 		for (int j = 0; j < rr->t.n; j++) {
 			const Tup *a = &l->t.v[i], *b = &rr->t.v[j];
@@ -446,12 +469,17 @@ static Rel *do_join(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
 			const RelType *ts[2] = {&l->type, &rr->type};
 			const int64_t *ks[2] = {a->key, b->key};
 			const double *vs[2] = {a->v, b->v};
+			const Tup *m = jm->on ? mask_tuple(mask, jm, jk, a->site) : NULL;
+			if (jm->on && !m)
+				continue;
 			if (op->u.join.ngroup < 0) {
 				push(r, jk, a->site, NULL, rel_chunk_elems(&r->type, jk));
 				if (op->kind == IA_CONV)
 					run_conv(op->u.join.kernel, ts, ks, vs, &r->type, jk, r->t.v[r->t.n - 1].v, false);
 				else
 					run_kernel(op->u.join.kernel, 2, ts, ks, vs, r->t.v[r->t.n - 1].v, false);
+				if (m)
+					mask_chunk(r->t.v[r->t.n - 1].v, m, rel_chunk_elems(&r->type, jk));
 				continue;
 			}
 			int64_t gk[MAXDIM] = {0};
@@ -463,6 +491,8 @@ static Rel *do_join(Interp *in, const Rel *l, const Rel *rr, const IaOp *op)
 				run_conv(op->u.join.kernel, ts, ks, vs, &r->type, gk, o->v, !fresh);
 			else
 				run_kernel(op->u.join.kernel, 2, ts, ks, vs, o->v, !fresh);
+			if (m)
+				mask_chunk(o->v, m, rel_chunk_elems(&r->type, gk));
 		}
 	(void)in;
 	return r;
@@ -842,7 +872,7 @@ bool ia_interpret(const IaPlan *p, int sites, Dense *const *inputs, Dense **outp
 	Vec(int64_t) left = {0};
 	for (int i = 0; i < n && in.ok; i++) {
 		const IaOp *op = &p->ops.v[i];
-		int x[2] = {-1, -1};
+		int x[MAXIN] = {-1, -1, -1};
 		ia_inputs(op, x);
 		Rel *a = x[0] >= 0 ? in.rel[x[0]] : NULL, *b = x[1] >= 0 ? in.rel[x[1]] : NULL;
 		if ((x[0] >= 0 && !a) || (x[1] >= 0 && !b)) {
@@ -918,7 +948,11 @@ bool ia_interpret(const IaPlan *p, int sites, Dense *const *inputs, Dense **outp
 		case IA_CONV:
 			if (a->kind == PL_PARTIAL || b->kind == PL_PARTIAL)
 				fail(&in, "op %d joins partial aggregates", i);
-			r = do_join(&in, a, b, op);
+			if (op->u.join.mask.on && (!in.rel[x[2]] || in.rel[x[2]]->kind == PL_PARTIAL)) {
+				fail(&in, "op %d: its mask is partial aggregates or has no value", i);
+				break;
+			}
+			r = do_join(&in, a, b, op->u.join.mask.on ? in.rel[x[2]] : NULL, op);
 			break;
 		case IA_AGG:
 			r = do_agg(a, op);

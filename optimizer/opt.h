@@ -267,11 +267,14 @@ double cost_rank_bytes(const CostCtx *c, const RelType *t, const Place *p, doubl
  * (PL_ALL: a broadcast; PL_PART: a shuffle). */
 Cost cost_move(const CostCtx *c, const RelType *t, const Place *from, double copies, const Place *to);
 /* A local join (fused with its aggregation when grouped), computing over
- * its key space (ia_join_type) placed by `jp`. */
+ * its key space (ia_join_type) placed by `jp`; mask: a sampled join's
+ * mask (only its stored elements computed), or NULL. */
+Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
+               const Place *jp, const RelType *mask);
+/* A convolution (IA_CONV), a join whose right input is read through
+ * windows, out its result type. */
 Cost cost_conv(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
                const RelType *out, const Place *jp);
-Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
-               const Place *jp);
 /* A local aggregation of a relation placed by p (copies: partials). */
 Cost cost_agg(const CostCtx *c, const RelType *in, const Place *p, double copies, const RelType *out);
 /* A local map with a kernel (NULL: a rekey, free). */

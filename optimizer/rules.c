@@ -58,7 +58,7 @@ static IaPlan *sweep(IaPlan *old)
 			live[i] = true;     /* writes, stores, prints and loop bounds */
 		if (!live[i])
 			continue;
-		int in[2];
+		int in[MAXIN];
 		int k = ia_inputs(&old->ops.v[i], in);
 		for (int j = 0; j < k; j++)
 			live[in[j]] = true;
@@ -81,7 +81,7 @@ static int readers(const IaPlan *p, int j)
 {
 	int n = 0;
 	for (int i = 0; i < p->ops.n; i++) {
-		int in[2];
+		int in[MAXIN];
 		int k = ia_inputs(OP(p, i), in);
 		for (int x = 0; x < k; x++)
 			n += in[x] == j;
@@ -121,6 +121,8 @@ static int move_to(Rw *r, int in, const Place *to, int stmt, int tra)
 static TraOp as_join(Rw *r, const IaOp *j)
 {
 	TraOp t = {.kind = TRA_JOIN, .stmt = j->stmt, .type = j->type};
+	if (j->u.join.mask.on)
+		tr_bug("a rule rewrites a sampled join (only the search makes them)");
 	t.u.join.left = j->u.join.left;
 	t.u.join.right = j->u.join.right;
 	t.u.join.on.nmatch = j->u.join.on.nmatch;
@@ -629,7 +631,7 @@ static bool a_R1_6(Rw *r, int i)
 	IaOp jn = remap(r, j);
 	int side[2] = {j->u.join.left, j->u.join.right};
 	KeyPred *pr[2] = {&lp, &rp};
-	int x[2];
+	int x[MAXIN] = {-1, -1, -1};
 	for (int s = 0; s < 2; s++) {
 		x[s] = r->map[side[s]];
 		if (pr[s]->neq == 0)
@@ -664,7 +666,7 @@ static bool a_F_1(Rw *r, int i)
 	const IaOp *op = OP(r->old, i), *j = OP(r->old, op->u.agg.in);
 	TraOp agg = as_agg(op), join = as_join(r, j);
 	Unit u = {&agg, &join, op->tra};
-	int x[2] = {r->map[j->u.join.left], r->map[j->u.join.right]};
+	int x[MAXIN] = {r->map[j->u.join.left], r->map[j->u.join.right], -1};
 	r->map[i] = impl_build(&r->e, fused_row(r, x[0], x[1]), &u, x, NULL, NULL, NULL);
 	return true;
 }
@@ -796,7 +798,7 @@ static bool a_R2_6(Rw *r, int i)
 		break;
 	}
 	}
-	int x[2] = {ls, rs};
+	int x[MAXIN] = {ls, rs, -1};
 	TraOp agg = as_agg(op), join = as_join(r, op);
 	if (op->u.join.ngroup < 0) {
 		Unit u = {&join, NULL, op->tra};
@@ -841,7 +843,7 @@ static bool a_LOOKUP(Rw *r, int i)
 	g.u.gather.tensor = op->u.gather.tensor;
 	g.u.gather.itensor = op->u.gather.itensor;
 	Unit u = {&g, NULL, op->tra};
-	int x[2] = {source(r, op->u.gather.src), r->map[op->u.gather.index]};
+	int x[MAXIN] = {source(r, op->u.gather.src), r->map[op->u.gather.index], -1};
 	r->map[i] = impl_build(&r->e, IM_GATHER_LOOKUP, &u, x, NULL, NULL, NULL);
 	return true;
 }
@@ -870,7 +872,7 @@ static bool a_BMM(Rw *r, int i)
 		ls = move_to(r, ls, &all, op->stmt, op->tra);
 		rs = move_to(r, rs, &pr, op->stmt, op->tra);
 	}
-	return contr_build(r, i, &c, IM_BMM, (int[]){ls, rs}, NULL);
+	return contr_build(r, i, &c, IM_BMM, (int[]){ls, rs, -1}, NULL);
 }
 
 static bool a_CMM(Rw *r, int i)
@@ -888,7 +890,7 @@ static bool a_CMM(Rw *r, int i)
 	int rs = move_to(r, source(r, j->u.join.right), &pr, op->stmt, op->tra);
 	/* the partial sums to where the old result was (CMM's own shuffle
 	 * and aggregation), unless it held partial sums too */
-	return contr_build(r, i, &c, IM_COPART, (int[]){ls, rs}, NULL);
+	return contr_build(r, i, &c, IM_COPART, (int[]){ls, rs, -1}, NULL);
 }
 
 static bool a_RMM(Rw *r, int i)
@@ -896,7 +898,7 @@ static bool a_RMM(Rw *r, int i)
 	Contr c;
 	contr_info(r->old, i, &c);
 	const IaOp *j = OP(r->old, c.j);
-	int x[2] = {source(r, j->u.join.left), source(r, j->u.join.right)};
+	int x[MAXIN] = {source(r, j->u.join.left), source(r, j->u.join.right), -1};
 	Place P = place_part(2, r->variant ? (int[]){c.ronly[0], c.lonly[0]} : (int[]){c.lonly[0], c.ronly[0]});
 	return contr_build(r, i, &c, IM_RMM, x, &P);
 }

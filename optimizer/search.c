@@ -65,9 +65,7 @@ int unit_inputs(const Search *s, int t, int *in)
 	const TraOp *op = &s->tra->ops.v[t];
 	if (op->kind == TRA_AGG && s->absorbed[op->u.agg.in] == t) {
 		const TraOp *j = &s->tra->ops.v[op->u.agg.in];
-		in[0] = j->u.join.left;
-		in[1] = j->u.join.right;
-		return 2;
+		return tra_inputs(j, in);       /* its sides, and a sampled one's mask */
 	}
 	return tra_inputs(op, in);
 }
@@ -85,7 +83,7 @@ static void dp(Search *s)
 		for (int i = 0; i < s->dom[t].n; i++)
 			*at(s, s->best, t, i) = *at(s, s->avail, t, i) = inf_cost();
 		s->home[t] = inf_cost();
-		int in[2];
+		int in[MAXIN];
 		int k = unit_inputs(s, t, in);
 		for (int c = 0; c < s->impls[t].n; c++) {
 			const Impl *im = &s->impls[t].v[c];
@@ -156,7 +154,7 @@ static bool extract(Search *s)
 			continue;
 		if (!is_sink(op->kind) && !s->req[t] && !s->anyreq[t])
 			continue;       /* nobody reads it */
-		int in[2];
+		int in[MAXIN];
 		int k = unit_inputs(s, t, in);
 		Cost bestc = inf_cost();
 		int bi = -1;
@@ -240,7 +238,7 @@ static void build_unit(Build *b, int t)
 	Search *s = b->s;
 	const TraOp *op = &s->tra->ops.v[t];
 	const Impl *im = &s->impls[t].v[s->choice[t]];
-	int in[2], x[2] = {-1, -1};
+	int in[MAXIN], x[MAXIN] = {-1, -1, -1};
 	int k = unit_inputs(s, t, in);
 	for (int j = 0; j < k; j++)
 		x[j] = get(b, in[j], im->inpl[j], op->stmt);
@@ -274,7 +272,7 @@ static void record_rules(Search *s, IaPlan *p)
 		unsigned r = impl_rules(im->kind);
 		/* a local aggregation whose input is moved to it keeps Table 1's
 		 * shuffle: R2-4 dropped nothing */
-		int in[2];
+		int in[MAXIN];
 		if (im->kind == IM_AGG_LOCAL && unit_inputs(s, t, in) == 1 &&
 		    s->choice[in[0]] >= 0 && s->impls[in[0]].v[s->choice[in[0]]].out != im->inpl[0])
 			r &= ~RB(R2_4);
@@ -311,7 +309,7 @@ IaPlan *search_build(Search *s)
 		if (s->choice[t] < 0)
 			continue;
 		const Impl *im = &s->impls[t].v[s->choice[t]];
-		int in[2];
+		int in[MAXIN];
 		int k = unit_inputs(s, t, in);
 		for (int j = 0; j < k; j++)
 			if (im->inpl[j] != ANYPL && b.first_reader[s->domoff[in[j]] + im->inpl[j]] < 0)
@@ -452,7 +450,7 @@ void search_init(Search *s, const TraProg *tra, const OptOptions *o, const Machi
 	int *parent = xcalloc(n + 1, sizeof(int));
 	for (int t = 0; t < n; t++) {
 		const TraOp *op = &tra->ops.v[t];
-		int in[2];
+		int in[MAXIN];
 		int k = tra_inputs(op, in);
 		for (int j = 0; j < k; j++)
 			s->uses[in[j]]++;

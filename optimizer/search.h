@@ -39,7 +39,7 @@ void dom_make(Dom *d, const RelType *t);
 /* One candidate: a row of impls.def with its placements and cost. */
 typedef struct Impl {
 	ImplKind kind;
-	int inpl[2];            /* each input's placement (its dom index), or ANYPL */
+	int inpl[MAXIN];        /* each input's placement (its dom index), or ANYPL */
 	int out;                /* the result's placement (dom index); -1: no result */
 	Place mid;              /* shuffle target over the result, or RMM's over the join space */
 	Cost cost;              /* its own, times the loop count */

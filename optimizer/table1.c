@@ -96,7 +96,7 @@ IaPlan *opt_table1(const TraProg *tra, int nranks)
 		}
 		Place need[2];
 		ImplKind k = row(t, p, need);
-		int in[2], x[2] = {-1, -1};
+		int in[MAXIN], x[MAXIN] = {-1, -1, -1};
 		int n = tra_inputs(t, in);
 		for (int j = 0; j < n; j++) {
 			x[j] = map[in[j]];

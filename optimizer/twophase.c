@@ -649,7 +649,7 @@ TpProblem *tp_lineage(const CostCtx *cc, const Kernel *k, const RelType *l, cons
 	/* kernels and combines take what cost.c says the whole join and a
 	 * whole aggregation take on one rank, shared by flops and elements */
 	Place one = place_part(0, NULL);
-	Cost kall = cost_join(cc, k, l, r, on, &one);
+	Cost kall = cost_join(cc, k, l, r, on, &one, NULL);
 	Cost sall = cost_agg(cc, out, &one, 1, out);
 	double oelems = rel_floats(out);
 
@@ -704,7 +704,7 @@ bool opt_twophase_dense(const TraProg *p, int t)
 	bool *dense = xcalloc((size_t)t + 2, sizeof *dense);
 	for (int i = 0; i <= t; i++) {
 		const TraOp *op = &p->ops.v[i];
-		int in[2];
+		int in[MAXIN];
 		int n = tra_inputs(op, in);
 		bool d = op->kind != TRA_FILTER && !op->type.holes;
 		for (int k = 0; k < n; k++)

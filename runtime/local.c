@@ -55,17 +55,20 @@ static Chunk *new_chunk(const TrtType *t, const int64_t *key)
 	return rt_chunk_new(rt_chunk_bytes(t, key));
 }
 
-TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
-                 TrtKernel k, const TrtType *out, TrtPlace p)
+static TrtRel *join(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const TrtJoin *j,
+                    TrtKernel k, const TrtType *out, TrtPlace p)
 {
 	const TrtType *lt = &l->type, *rtt = &r->type;
+	const TrtType *pt[3] = {lt, rtt, ms ? &ms->type : NULL};
 	int nm = j->nmatch;
 
 	check_out(out, p);
 	if (!k)
 		rt_bug("join without a kernel");
-	if (out->sparse && (j->pattern < 0 || j->pattern > 1 || !(j->pattern ? rtt : lt)->sparse))
+	if (out->sparse && (j->pattern < 0 || j->pattern > 2 || !pt[j->pattern] || !pt[j->pattern]->sparse))
 		rt_bug("sparse join output with pattern input %d", j->pattern);
+	if (ms && (!out->sparse || j->pattern != 2 || j->nmask != ms->type.nkey))
+		rt_bug("a sampled join's mask of %d key dims", ms->type.nkey);
 	if (nm < 0 || nm > lt->nkey || nm > rtt->nkey)
 		rt_bug("join matches %d dims of %d and %d key dims", nm, lt->nkey, rtt->nkey);
 
@@ -91,6 +94,13 @@ TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
 	for (int g = 0; g < j->ngroup; g++)
 		if (j->group[g] < 0 || j->group[g] >= jn)
 			rt_bug("join groups on dim %d of %d", j->group[g], jn);
+	for (int d = 0; ms && d < j->nmask; d++)
+		if (j->mkey[d] < 0 || j->mkey[d] >= jn)
+			rt_bug("mask dim %d is join dim %d of %d", d, j->mkey[d], jn);
+	KeyIndex mix;           /* the mask's tuples by key */
+	rt_index_init(&mix);
+	for (int64_t i = 0; ms && i < ms->n; i++)
+		rt_index_add(&mix, ms, i);
 
 	/* The right side, sorted by its match values. */
 	MatchCtx m = { r, j->rkey, nm };
@@ -121,6 +131,13 @@ TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
 			int64_t jk[TRT_MAXDIM], ok[TRT_MAXDIM];
 			memcpy(jk, lk, sizeof *jk * (size_t)lt->nkey);
 			rt_key_pick(jk + lt->nkey, rk, nfree, rfree);
+			int64_t mi = -1;
+			if (ms) {
+				int64_t mk[TRT_MAXDIM];
+				rt_key_pick(mk, jk, j->nmask, j->mkey);
+				if ((mi = rt_index_find(&mix, ms, mk)) < 0)
+					continue;       /* nothing stored there: nothing computed */
+			}
 
 			int64_t pos = -1;
 			int acc = 0;
@@ -133,17 +150,18 @@ TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
 			}
 			if (pos < 0) {
 				rt_check_key(out, ok);
-				rt_rel_push(o, ok, out->sparse ? rt_csr_like(j->pattern ? r->chunks[ri] : l->chunks[li],
-				                                             out->dtype)
-				                               : new_chunk(out, ok));
+				const Chunk *pc = j->pattern == 2 ? ms->chunks[mi] : j->pattern ? r->chunks[ri] : l->chunks[li];
+				rt_rel_push(o, ok, out->sparse ? rt_csr_like(pc, out->dtype) : new_chunk(out, ok));
 				pos = o->n - 1;
 				if (j->ngroup >= 0)
 					rt_index_add(&ix, o, pos);
 			}
-			TrtView in[2] = {
+			TrtView in[3] = {
 				rt_view(lt, lk, l->chunks[li]),
 				rt_view(rtt, rk, r->chunks[ri]),
 			};
+			if (ms)
+				in[2] = rt_view(&ms->type, ms->keys + mi * ms->type.nkey, ms->chunks[mi]);
 			TrtView ov = rt_view(out, ok, o->chunks[pos]);
 			if (acc && out->sparse && ov.nnz != in[j->pattern].nnz)
 				rt_bug("sparse join output combines chunks of %lld and %lld elements",
@@ -152,10 +170,57 @@ TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
 		}
 	}
 	rt_index_free(&ix);
+	rt_index_free(&mix);
 	free(ridx);
 	rt_rel_sort(o);
 	return o;
 }
+
+TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
+                 TrtKernel k, const TrtType *out, TrtPlace p)
+{
+	return join(l, r, NULL, j, k, out, p);
+}
+
+TrtRel *trt_join_sampled(const TrtRel *l, const TrtRel *r, const TrtRel *m, const TrtJoin *j,
+                         TrtKernel k, const TrtType *out, TrtPlace p)
+{
+	if (!m || !m->type.sparse)
+		rt_bug("a sampled join without a sparse mask");
+	return join(l, r, m, j, k, out, p);
+}
+
+int64_t trt_csr_find(const TrtView *v, int64_t row, int64_t col)
+{
+	int64_t lo = v->rowptr[row], hi = v->rowptr[row + 1];
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		if (v->col[mid] < col)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < v->rowptr[row + 1] && v->col[lo] == col ? lo : -1;
+}
+
+/* Eight partial sums, so the compiler keeps them in vector lanes (the
+ * order of the additions is fixed, so results do not depend on it). */
+#define DOT(name, T)                                                            \
+	T name(int64_t n, const T *a, int64_t sa, const T *b, int64_t sb)      \
+	{                                                                       \
+		T s[8] = {0}, r = 0;                                            \
+		int64_t i = 0;                                                  \
+		if (sa == 1 && sb == 1)                                         \
+			for (; i + 8 <= n; i += 8)                              \
+				for (int u = 0; u < 8; u++)                     \
+					s[u] += a[i + u] * b[i + u];            \
+		for (; i < n; i++)                                              \
+			r += a[i * sa] * b[i * sb];                             \
+		return r + ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7])); \
+	}
+DOT(trt_sdot, float)
+DOT(trt_ddot, double)
+#undef DOT
 
 /* a[i] = agg(a[i], b[i]); max and min let a NaN through, as numpy's do.
  * One definition per element type. */

@@ -322,12 +322,29 @@ typedef struct TrtJoin {
 	int rkey[TRT_MAXDIM];
 	int ngroup;                     /* -1: no aggregation */
 	int group[TRT_MAXDIM];
-	int pattern;                    /* a sparse output: the input (0 left, 1 right)
-	                                   whose chunk's stored positions it keeps */
+	int pattern;                    /* a sparse output: the input (0 left, 1 right,
+	                                   2 the mask) whose chunk's stored positions it keeps */
+	int nmask;                      /* a sampled join: its mask's key dims, */
+	int mkey[TRT_MAXDIM];           /* mask dim d is the join's key dim mkey[d] */
 } TrtJoin;
 
 TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
                  TrtKernel k, const TrtType *out, TrtPlace p);
+/* A sampled join (SDDMM when it sums): as trt_join, but only where the
+ * sparse relation m stores elements.  A pair of tuples whose join key has
+ * no tuple of m (mask key dim d = join key dim j->mkey[d]) is skipped; the
+ * others' output chunk has m's chunk's pattern (pattern 2), and the kernel
+ * gets m's chunk as in[2], whose stored elements it loops over. */
+TrtRel *trt_join_sampled(const TrtRel *l, const TrtRel *r, const TrtRel *m, const TrtJoin *j,
+                         TrtKernel k, const TrtType *out, TrtPlace p);
+/* The stored element at (row, col) of a 2-d sparse chunk (columns
+ * increasing within a row, as every sparse chunk has them), or -1: a
+ * sparse input read at a sampled join's mask positions. */
+int64_t trt_csr_find(const TrtView *v, int64_t row, int64_t col);
+/* sum over i < n of a[i * sa] * b[i * sb]: a sampled contraction's dot
+ * product, vectorised for unit strides */
+float trt_sdot(int64_t n, const float *a, int64_t sa, const float *b, int64_t sb);
+double trt_ddot(int64_t n, const double *a, int64_t sa, const double *b, int64_t sb);
 
 /* Local aggregation: tuples grouped by key dims group[0..ngroup) and
  * combined elementwise with agg.  Chunk shapes are unchanged (the output's

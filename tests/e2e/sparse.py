@@ -176,6 +176,56 @@ case("grad_sparse_input", """
 """, dict(A=A, X=X), grad_sparse, tol=1e-4)
 
 
+# Sampled products (SDDMM): the inner sum computed only at O's elements;
+# K = 5 is two blocks of 3, so the sampled sums add over blocks too.
+O = (sprand(10, 7, 0.4) != 0).astype(np.float32)
+Rm = (O * rnd(10, 7)).astype(np.float32)
+U0, V0 = rnd(10, 5), rnd(7, 5)
+
+case("sddmm", """
+    size M = 10, N = 7, K = 5;
+    input O[M, N] : sparse;
+    input R[M, N] : sparse;
+    input A[M, N] : sparse;
+    input U[M, K];
+    input V[N, K];
+    E[i, j] = O[i, j] * (U[i, k] * V[j, k] - R[i, j]);
+    S[i, j] = A[i, j] * (U[i, k] * V[j, k]);
+    T[i, j] = relu(A[i, j]) * (U[i, k] * V[j, k]) * 2;
+    output E; output S; output T;
+""", dict(O=O, R=Rm, A=R, U=U0, V=V0), lambda x: dict(
+    E=f64(x["O"]) * (f64(x["U"]) @ f64(x["V"]).T - x["R"]),
+    S=f64(x["A"]) * (f64(x["U"]) @ f64(x["V"]).T),
+    T=np.maximum(f64(x["A"]), 0) * (f64(x["U"]) @ f64(x["V"]).T) * 2), sparse=("O", "R", "A"))
+
+
+def mf_grad(x):
+    import torch
+    t = lambda a: torch.tensor(a, dtype=torch.float64)
+    O, R = t(x["O"]), t(x["R"])
+    U = t(x["U"]).requires_grad_()
+    V = t(x["V"]).requires_grad_()
+    E = O * (U @ V.T - R)
+    loss = (E * E).sum() / O.sum() + 0.01 * ((U * U).sum() + (V * V).sum())
+    loss.backward()
+    return dict(loss=loss.detach().numpy(), dU=U.grad.numpy(), dV=V.grad.numpy())
+
+
+case("sddmm_grad", """
+    size M = 10, N = 7, K = 5;
+    input O[M, N] : sparse;
+    input R[M, N] : sparse;
+    param U[M, K] = "U.npy";
+    param V[N, K] = "V.npy";
+    E[i, j] = O[i, j] * (U[i, k] * V[j, k] - R[i, j]);
+    loss = sum[i, j](E[i, j] * E[i, j]) / sum[i, j](O[i, j])
+         + 0.01 * (sum[i, k](U[i, k] * U[i, k]) + sum[j, k](V[j, k] * V[j, k]));
+    dU = grad(loss, U);
+    dV = grad(loss, V);
+    output loss; output dU; output dV;
+""", dict(O=O, R=Rm, U=U0, V=V0), mf_grad, sparse=("O", "R"), tol=1e-4)
+
+
 def write_input(d, k, a, c, fmt):
     if k in c["sparse"] and fmt != "npy":
         m = {"csr": sp.csr_matrix, "csc": sp.csc_matrix, "coo": sp.coo_matrix}[fmt.split("-")[0]](a)

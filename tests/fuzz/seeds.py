@@ -2,7 +2,8 @@
 """
 seeds.py OUTDIR: the fuzzer's seed corpus, written to OUTDIR, one .tra
 program a file: examples/*.tra, stdlib/*.tra, tests/golden/*.tra and the
-programs inside tests/e2e/language.py, sparse.py and gather.py.  Run from
+programs inside tests/e2e/language.py, sparse.py (sampled products among
+them) and gather.py.  Run from
 the source tree's top.
 """
 import glob, os, re, sys, textwrap

@@ -56,6 +56,8 @@ static Dense **random_inputs(const TraProg *p, unsigned seed)
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
 			/* integers are gather indices: below every extent they index */
 			d->v[e] = dtype_is_int(ten->dtype) ? (double)((x >> 11) % 5) : (double)((x >> 11) % 2001) / 1000.0 - 1.0;
+			if (ten->sparse && (x >> 40) % 3)
+				d->v[e] = 0;    /* a third stored: sampling leaves the rest out */
 		}
 		in[t] = d;
 	}
@@ -411,6 +413,22 @@ static void test_conditions(void **state)
 }
 
 /* The searched plans against Table 1's: the same outputs on 1 to 4 sites. */
+/* Sampled products: the sums over k and the difference computed only at
+ * O's elements (optimizer/sparse.c makes them sampled joins). */
+static const char sddmm[] =
+	"size M = 7, N = 5, K = 5;\ninput O[M, N] : sparse;\ninput R[M, N] : sparse;\ninput U[M, K];\ninput V[N, K];\n"
+	"E[i, j] = O[i, j] * (U[i, k] * V[j, k] - R[i, j]);\nS[i, j] = O[i, j] * (U[i, k] * V[j, k]);\n"
+	"l = sum[i, j](E[i, j] * E[i, j]);\noutput E;\noutput S;\noutput l;\n";
+
+/* The sampled joins of a program: there must be some in the SDDMM one. */
+static int sampled_joins(const TraProg *p)
+{
+	int n = 0;
+	for (int i = 0; i < p->ops.n; i++)
+		n += p->ops.v[i].kind == TRA_JOIN && p->ops.v[i].u.join.mask.on;
+	return n;
+}
+
 static const char *programs[] = {
 	mm,
 	"size N = 9, D = 7;\ninput xq[D];\ninput X[N, D];\ninput A[D, D];\n"
@@ -435,6 +453,8 @@ static const char *programs[] = {
 	"input M6[F, G];\ninput M7[G, H];\ninput M8[H, I];\ninput M9[I, J];\n"
 	"R[a, j] = M1[a, b] * M2[b, c] * M3[c, d] * M4[d, e] * M5[e, f] * M6[f, g] * M7[g, h] * M8[h, i] * M9[i, j];\n"
 	"output R;\n",
+	/* sampled products (SDDMM): E and S only at O's elements */
+	sddmm,
 };
 
 static void test_search(void **state)
@@ -451,6 +471,9 @@ static void test_search(void **state)
 				Buf terr = {0};
 				if (!tra_verify(p, &terr))
 					fail_msg("program %zu: contraction order made invalid TRA: %s", i, terr.s);
+				opt_sparsity(p, &o);
+				if (programs[i] == sddmm && sampled_joins(p) != 3)
+					fail_msg("the SDDMM program has %d sampled joins, not 3", sampled_joins(p));
 				opt_block(p, &o);
 				IaPlan *best = opt_plan(p, &o);
 				char what[64];
@@ -499,6 +522,8 @@ static const char *impl_programs[] = {
 	"V[n, o, y, x] = K[o, c, dy, dx] * X[n, c, y + dy, x + 2*dx];\n"
 	"l = sum[n, o, y, x](Y[n, o, y, x] * Y[n, o, y, x]) + sum[n, o, y, x](V[n, o, y, x]);\n"
 	"dK = grad(l, K);\ndX = grad(l, X);\noutput Y;\noutput V;\noutput dK;\noutput dX;\n",
+	/* sampled joins: each placement of the mask the search offers */
+	sddmm,
 };
 
 static void test_impls(void **state)
@@ -511,6 +536,7 @@ static void test_impls(void **state)
 				TraProg *p0 = compile(impl_programs[i]), *p = compile(impl_programs[i]);
 				OptOptions o = {.nranks = sites, .block = block, .verify = true, .level = 2};
 				opt_block(p0, &o);
+				opt_sparsity(p, &o);
 				opt_block(p, &o);
 				IaPlan *t1 = opt_table1(p0, sites);
 				Machine m;
