@@ -213,8 +213,8 @@ static bool lower_conv(TraBuild *b, Lowering *lw, Node *n, TVal *res)
 				two |= 1u << d;
 		if (!two)
 			continue;
-		/* the weights' vars decide; lowering them twice is harmless only
-		 * if we go on, so check the form on the vars first */
+		/* W first: its vars decide which var of each position is the
+		 * window's (a constant W built nothing: lower the sum as usual) */
 		TVal w = lower(b, lw, wn);
 		if (w.op < 0)
 			return false;
