@@ -127,6 +127,23 @@ static void check_kernel(Ctx *c, const Kernel *k, int nin, const RelType *const 
 }
 
 /* A join's output type: left key ++ right key minus the matched dims. */
+/* A sampled join's mask: sparse, each dim one of the join's (before its
+ * aggregation) blocked alike, its chunks the output's in number; the
+ * output sparse with its pattern. */
+static void check_mask(Ctx *c, const JoinMask *m, const RelType *mt, const RelType *l, const RelType *r,
+                       const JoinSpec *on, const RelType *out)
+{
+	RelType jt = ia_join_type(l, r, on);
+	if (!mt->sparse || !out->sparse)
+		return fail(c, "a sampled join's mask or result is not sparse");
+	if (m->nkey != mt->nkey || mt->nchunk != out->nchunk)
+		return fail(c, "a sampled join's mask has %d key dims (%d named), %d chunk dims (the result %d)",
+		            mt->nkey, m->nkey, mt->nchunk, out->nchunk);
+	for (int d = 0; d < m->nkey; d++)
+		if (m->key[d] < 0 || m->key[d] >= jt.nkey || !same_dim(mt, d, &jt, m->key[d]))
+			return fail(c, "a sampled join's mask dim %d is not join dim %d", d, m->key[d]);
+}
+
 static void check_join(Ctx *c, const RelType *l, const RelType *r, const JoinSpec *on, const Kernel *k,
                        const RelType *out, int ngroup, const int *group)
 {
@@ -477,6 +494,8 @@ static void check_tra_op(Ctx *c, const TraProg *p, int i)
 	case TRA_JOIN:
 		check_join(c, a, b, &op->u.join.on,
 		           op->u.join.kernel, &op->type, -1, NULL);
+		if (c->ok && op->u.join.mask.on)
+			check_mask(c, &op->u.join.mask, &p->ops.v[in[2]].type, a, b, &op->u.join.on, &op->type);
 		break;
 	case TRA_CONV:
 		check_conv(c, a, b, &op->u.join.on, op->u.join.kernel, &op->type, -1, NULL);
@@ -584,14 +603,16 @@ static void check_ia_op(Ctx *c, const IaPlan *p, int i)
 	case IA_JOIN:
 		check_join(c, a, b, &op->u.join.on,
 		           op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);
+		if (c->ok && op->u.join.mask.on)
+			check_mask(c, &op->u.join.mask, &p->ops.v[in[2]].type, a, b, &op->u.join.on, &op->type);
 		break;
 	case IA_CONV:
 		check_conv(c, a, b, &op->u.join.on, op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);
 		break;
 	case IA_TWOPHASE: {
 		const TpSched *ts = op->u.join.sched;
-		if (op->u.join.ngroup < 0)
-			fail(c, "a two-phase schedule without its aggregation");
+		if (op->u.join.ngroup < 0 || op->u.join.mask.on)
+			fail(c, "a two-phase schedule without its aggregation, or sampled");
 		else
 			check_join(c, a, b, &op->u.join.on,
 			           op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);

@@ -49,7 +49,7 @@ typedef struct DiffUnit {
 	int prod;               /* einsum: the join or map; diag: the map */
 	int agg;                /* einsum, diag: the aggregation, or -1 */
 	int filter;             /* diag: the filter */
-	int nin, in[MAXIN];         /* the unit's input ops */
+	int nin, in[MAXIN];     /* the unit's input ops */
 } DiffUnit;
 
 typedef Vec(int) IntVec;
