@@ -45,6 +45,7 @@ typedef struct RtState {
 	                                 * MPI_COMM_SELF while an IST body runs (ist.c) */
 	int threads;                    /* MPI_THREAD_SERIALIZED or better: a second
 	                                 * thread may make the MPI calls (twophase.c) */
+	int one_node;                   /* every rank shares this node's memory */
 	const TrtProgram *prog;
 	const char *progname;           /* basename of argv[0], for messages */
 	const char **paths;             /* per tensor: file to read or write, or NULL */
