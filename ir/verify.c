@@ -144,6 +144,23 @@ static void check_mask(Ctx *c, const JoinMask *m, const RelType *mt, const RelTy
 			return fail(c, "a sampled join's mask dim %d is not join dim %d", d, m->key[d]);
 }
 
+/* The join's key pairs: in range, and alike in extent and block. */
+static bool join_keys_ok(Ctx *c, const RelType *l, const RelType *r, const JoinSpec *on)
+{
+	for (int m = 0; m < on->nmatch; m++) {
+		int lk = on->lkey[m], rk = on->rkey[m];
+		if (lk < 0 || lk >= l->nkey || rk < 0 || rk >= r->nkey) {
+			fail(c, "join key pair %d (%d, %d) out of range", m, lk, rk);
+			return false;
+		}
+		if (!same_dim(l, lk, r, rk)) {
+			fail(c, "join keys %d and %d differ in extent or block", lk, rk);
+			return false;
+		}
+	}
+	return true;
+}
+
 static void check_join(Ctx *c, const RelType *l, const RelType *r, const JoinSpec *on, const Kernel *k,
                        const RelType *out, int ngroup, const int *group)
 {
@@ -152,13 +169,8 @@ static void check_join(Ctx *c, const RelType *l, const RelType *r, const JoinSpe
 
 	if (l->dtype != r->dtype || l->dtype != out->dtype)
 		return fail(c, "mixed element types");
-	for (int m = 0; m < on->nmatch; m++) {
-		int lk = on->lkey[m], rk = on->rkey[m];
-		if (lk < 0 || lk >= l->nkey || rk < 0 || rk >= r->nkey)
-			return fail(c, "join key pair %d (%d, %d) out of range", m, lk, rk);
-		if (!same_dim(l, lk, r, rk))
-			return fail(c, "join keys %d and %d differ in extent or block", lk, rk);
-	}
+	if (!join_keys_ok(c, l, r, on))
+		return;
 	for (int d = 0; d < l->nkey; d++) {
 		inmap[0][d] = d;
 		jt.extent[d] = l->extent[d];
@@ -229,13 +241,8 @@ static void check_conv(Ctx *c, const RelType *l, const RelType *r, const JoinSpe
 		if (rel_frontier(r, d) != 1)
 			return fail(c, "window dim %d is more than one chunk", d);
 	}
-	for (int m = 0; m < on->nmatch; m++) {
-		int lk = on->lkey[m], rk = on->rkey[m];
-		if (lk < 0 || lk >= l->nkey || rk < 0 || rk >= r->nkey)
-			return fail(c, "join key pair %d (%d, %d) out of range", m, lk, rk);
-		if (!same_dim(l, lk, r, rk))
-			return fail(c, "join keys %d and %d differ in extent or block", lk, rk);
-	}
+	if (!join_keys_ok(c, l, r, on))
+		return;
 	nkey += r->nkey - on->nmatch;
 	if (ngroup < 0 ? out->nkey != nkey : out->nkey != ngroup)
 		return fail(c, "a convolution's output has %d key dims", out->nkey);
