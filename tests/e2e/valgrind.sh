@@ -79,7 +79,7 @@ vg() {  # vg NAME ARGS...: trac under memcheck
 # below go through every count's plan and the shared emitted C.
 for tra in "$TOP"/examples/*.tra; do
 	base=$(basename "$tra" .tra)
-	P="-P 3"
+	P="-P 2"
 	[ "$base" = matmul ] && P=
 	vg "$base.tra -S $P" -S $P "$tra" -o "$base.c"
 	vg "$base.tra --explain" --explain "$tra"
