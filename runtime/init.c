@@ -352,6 +352,19 @@ static void singleton_defaults(void)
 	setenv("OMPI_MCA_pml", "ob1", 0);
 }
 
+/* Do all ranks share this node's memory (so shared memory carries every
+ * message)?  Collective. */
+static int on_one_node(void)
+{
+	MPI_Comm node;
+	int here = 0, fewest = 0;
+	MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+	MPI_Comm_size(node, &here);
+	MPI_Comm_free(&node);
+	MPI_Allreduce(&here, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	return fewest == rt.nranks;
+}
+
 int trt_init(int *argc, char ***argv, const TrtProgram *progs, int nprogs)
 {
 	char msg[1024];
@@ -370,13 +383,7 @@ int trt_init(int *argc, char ***argv, const TrtProgram *progs, int nprogs)
 	rt.comm = MPI_COMM_WORLD;
 	MPI_Comm_rank(MPI_COMM_WORLD, &rt.rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &rt.nranks);
-	MPI_Comm node;
-	int nnode = 0, all = 0;
-	MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-	MPI_Comm_size(node, &nnode);
-	MPI_Comm_free(&node);
-	MPI_Allreduce(&nnode, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-	rt.one_node = all == rt.nranks;
+	rt.one_node = on_one_node();
 	if (nprogs < 1)
 		rt_bug("a program with no plan");
 	int plan = choose_plan(progs, nprogs);
