@@ -219,10 +219,16 @@ typedef struct RelType {
 	bool holes;                     /* tuples may be absent: zero blocks */
 	float density;                  /* sparse: the fraction of elements stored, planning's
 	                                 * estimate (rel_density) */
+	/* a halo (IA_HALO's output): along key dim d with hext[d] > 0, chunk
+	 * k holds the elements [k*block - hlo, min((k+1)*block, extent) + hhi)
+	 * of a dim of hext[d] elements, clipped to it; extent is the reader's
+	 * (a convolution's output dim), hext the data's */
+	int64_t hlo[MAXDIM], hhi[MAXDIM], hext[MAXDIM];
 } RelType;
 
 int64_t rel_frontier(const RelType *t, int keydim);       /* ceil(extent / block) */
 int64_t rel_chunk_len(const RelType *t, int keydim, int64_t k);   /* chunk k's length along keydim: the last may be short */
+int64_t rel_chunk_off(const RelType *t, int keydim, int64_t k);   /* chunk k's first element along keydim */
 int64_t rel_chunk_elems(const RelType *t, const int64_t *key);    /* elements in the chunk at key */
 int64_t rel_ntuples(const RelType *t);
 double rel_floats(const RelType *t);                      /* exact element count over all tuples */
@@ -541,6 +547,7 @@ typedef struct IaOp {
 		struct { int src, index, dim, tensor, itensor; } gather;   /* GATHER, LOOKUP, SCATTER: as TRA's */
 		struct { int depth; } counter;
 		struct { int in, off; int dim; int64_t shift, stride; bool scatter; } slice;
+		struct { int in; } halo;        /* the rows it adds are its type's hlo, hhi */
 	} u;
 } IaOp;
 
@@ -601,6 +608,12 @@ void ia_loops(const IaPlan *p, IaLoops *l);
 void ia_loops_free(IaLoops *l);
 int ia_join_out_dim(int nleft, const JoinSpec *on, int rdim);
 RelType ia_join_type(const RelType *l, const RelType *r, const JoinSpec *on);
+/* A convolution's window w (kernel k, left input l, output out): whether
+ * its own label is the left's (a kernel's gradient: the window dim stands
+ * for the lab, so a chunk must hold the whole dim), and the rows a chunk
+ * of the output reads before (lo) and after (hi) its own block. */
+bool ia_conv_own_left(const Kernel *k, int w);
+void ia_conv_reach(const Kernel *k, const RelType *l, const RelType *out, int w, int64_t *lo, int64_t *hi);
 /* Where a local join computes given its inputs' placements (neither of
  * partials); false when matching tuples would not meet. */
 bool ia_join_place(int nleft, const JoinSpec *on, const Place *l, const Place *r, Place *out);

@@ -218,10 +218,14 @@ static void check_join(Ctx *c, const RelType *l, const RelType *r, const JoinSpe
 
 /* A convolution: a join (keys as check_join's) whose kernel is in0 * in1
  * summed, reading input 1 through windows.  A window dim of the right
- * input is never matched, and is one chunk there and in the output (a
- * chunk of the output reads its whole window from one chunk). */
+ * input is never matched, and is one chunk there (a chunk of the output
+ * reads its whole window from one chunk) or a halo (IA_HALO) holding
+ * every row the output's chunk of the same key reads; when the window's
+ * own label is the left's (a kernel's gradient), that one chunk holds the
+ * whole dim.  A TRA convolution's window dim is blocked as its output
+ * dim, each block at least the rows read beyond it. */
 static void check_conv(Ctx *c, const RelType *l, const RelType *r, const JoinSpec *on, const Kernel *k,
-                       const RelType *out, int ngroup, const int *group)
+                       const RelType *out, int ngroup, const int *group, bool ia)
 {
 	if (l->dtype != r->dtype || l->dtype != out->dtype)
 		return fail(c, "mixed element types");
@@ -238,8 +242,22 @@ static void check_conv(Ctx *c, const RelType *l, const RelType *r, const JoinSpe
 		for (int m = 0; m < on->nmatch; m++)
 			if (on->rkey[m] == d)
 				return fail(c, "window dim %d is a join key", d);
-		if (rel_frontier(r, d) != 1)
+		if (r->hext[d] > 0) {
+			int64_t lo, hi;
+			ia_conv_reach(k, l, out, w, &lo, &hi);
+			if (ia_conv_own_left(k, w) ? rel_frontier(r, d) != 1 || rel_chunk_off(r, d, 0) != 0 ||
+			                                     rel_chunk_len(r, d, 0) != r->hext[d]
+			                           : r->hlo[d] < lo || r->hhi[d] < hi)
+				return fail(c, "window dim %d's halo holds less than its windows read", d);
+		} else if (rel_frontier(r, d) != 1 && (ia || ia_conv_own_left(k, w))) {
 			return fail(c, "window dim %d is more than one chunk", d);
+		} else if (rel_frontier(r, d) != 1) {
+			int o = ia_join_out_dim(l->nkey, on, d);
+			int64_t lo, hi;
+			ia_conv_reach(k, l, out, w, &lo, &hi);
+			if (o >= out->nkey || out->block[o] != r->block[d] || lo > r->block[d] || hi > r->block[d])
+				return fail(c, "window dim %d is blocked unlike its output's, or below its reach", d);
+		}
 	}
 	if (!join_keys_ok(c, l, r, on))
 		return;
@@ -249,6 +267,33 @@ static void check_conv(Ctx *c, const RelType *l, const RelType *r, const JoinSpe
 	for (int g = 0; g < ngroup; g++)
 		if (group[g] < 0 || group[g] >= nkey)
 			return fail(c, "bad group dim %d", group[g]);
+}
+
+/* A halo: the input's keys and chunk dims, dense; along each halo dim its
+ * data's extent the input's, its own extent and block the reader's. */
+static void check_halo(Ctx *c, const RelType *in, const RelType *out)
+{
+	int nhalo = 0;
+	if (in->sparse || in->holes || out->sparse || out->holes)
+		return fail(c, "a halo of a sparse relation or one with holes");
+	if (in->dtype != out->dtype || in->nkey != out->nkey || in->nchunk != out->nchunk ||
+	    memcmp(in->chunkdim, out->chunkdim, sizeof in->chunkdim))
+		return fail(c, "a halo changes its input's keys or chunk dims");
+	for (int d = 0; d < in->nkey; d++) {
+		if (in->hext[d])
+			return fail(c, "a halo of a halo");
+		if (!out->hext[d]) {
+			if (out->extent[d] != in->extent[d] || out->block[d] != in->block[d])
+				return fail(c, "a halo reblocks key dim %d", d);
+			continue;
+		}
+		nhalo++;
+		if (out->hext[d] != in->extent[d] || out->hlo[d] < 0 || out->hhi[d] < 0 ||
+		    rel_chunkpos(out, d) < 0)
+			return fail(c, "a halo along key dim %d does not fit its input", d);
+	}
+	if (!nhalo)
+		return fail(c, "a halo along no dim");
 }
 
 static void check_agg(Ctx *c, const RelType *in, int ngroup, const int *group, const RelType *out)
@@ -505,7 +550,7 @@ static void check_tra_op(Ctx *c, const TraProg *p, int i)
 			check_mask(c, &op->u.join.mask, &p->ops.v[in[2]].type, a, b, &op->u.join.on, &op->type);
 		break;
 	case TRA_CONV:
-		check_conv(c, a, b, &op->u.join.on, op->u.join.kernel, &op->type, -1, NULL);
+		check_conv(c, a, b, &op->u.join.on, op->u.join.kernel, &op->type, -1, NULL, false);
 		break;
 	case TRA_AGG:
 		check_agg(c, a, op->u.agg.ngroup, op->u.agg.group, &op->type);
@@ -614,7 +659,7 @@ static void check_ia_op(Ctx *c, const IaPlan *p, int i)
 			check_mask(c, &op->u.join.mask, &p->ops.v[in[2]].type, a, b, &op->u.join.on, &op->type);
 		break;
 	case IA_CONV:
-		check_conv(c, a, b, &op->u.join.on, op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);
+		check_conv(c, a, b, &op->u.join.on, op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group, true);
 		break;
 	case IA_TWOPHASE: {
 		const TpSched *ts = op->u.join.sched;
@@ -661,6 +706,9 @@ static void check_ia_op(Ctx *c, const IaPlan *p, int i)
 		break;
 	case IA_SLICE:
 		check_slice(c, a, b, op->u.slice.dim, op->u.slice.stride, &op->type);
+		break;
+	case IA_HALO:
+		check_halo(c, a, &op->type);
 		break;
 	case IA_STORE:
 		check_param(c, p->tra, op->u.store.tensor, a);

@@ -197,19 +197,39 @@ BlockClasses *opt_block_classes(const TraProg *p)
 			}
 		}
 	}
-	/* a convolution's window dims, in its right input and its output:
-	 * one chunk (a chunk of the output reads its windows from one chunk) */
+	/* a convolution's window dim, in its right input, is tied to its
+	 * output's dim: blocked alike, so output chunk k reads X's chunk k and
+	 * a halo from its neighbours (IA_HALO), each block at least the rows
+	 * a window reaches beyond it.  A kernel's gradient's window dim stands
+	 * for the lab in its output: that dim is one chunk */
+	c->tie = xcalloc(c->n + 1, sizeof *c->tie);
+	c->reach = xcalloc(c->n + 1, sizeof *c->reach);
+	for (int k = 0; k < c->n; k++)
+		c->tie[k] = k;
 	for (int i = 0; i < n; i++) {
 		const TraOp *op = &p->ops.v[i];
 		if (op->kind != TRA_CONV)
 			continue;
-		const RelType *rt = &p->ops.v[op->u.join.right].type;
-		int nl = p->ops.v[op->u.join.left].type.nkey;
-		for (int w = 0; w < op->u.join.kernel->nwin; w++) {
-			int d = rt->chunkdim[op->u.join.kernel->win[w].dim];
-			c->whole[c->of[base[op->u.join.right] + d]] = true;
-			c->whole[c->of[base[i] + ia_join_out_dim(nl, &op->u.join.on, d)]] = true;
+		const RelType *lt = &p->ops.v[op->u.join.left].type, *rt = &p->ops.v[op->u.join.right].type;
+		const Kernel *k = op->u.join.kernel;
+		for (int w = 0; w < k->nwin; w++) {
+			int d = rt->chunkdim[k->win[w].dim];
+			int ko = c->of[base[i] + ia_join_out_dim(lt->nkey, &op->u.join.on, d)];
+			if (ia_conv_own_left(k, w)) {
+				c->whole[ko] = true;
+				continue;
+			}
+			int64_t lo, hi;
+			ia_conv_reach(k, lt, &op->type, w, &lo, &hi);
+			unite(c->tie, c->of[base[op->u.join.right] + d], ko);
+			int r = find(c->tie, ko);
+			lo = lo > hi ? lo : hi;
+			c->reach[r] = c->reach[r] > lo ? c->reach[r] : lo;
 		}
+	}
+	for (int k = 0; k < c->n; k++) {        /* each root its group's largest reach */
+		int r = find(c->tie, k);
+		c->reach[r] = c->reach[r] > c->reach[k] ? c->reach[r] : c->reach[k];
 	}
 	free(num);
 	free(first);
@@ -229,6 +249,8 @@ void opt_block_classes_free(BlockClasses *c)
 	free(c->dtype);
 	free(c->sparse);
 	free(c->whole);
+	free(c->tie);
+	free(c->reach);
 	free(c);
 }
 
@@ -345,6 +367,33 @@ bool opt_block_pins(BlockClasses *c, const TraProg *p, const OptOptions *o, Buf 
 	}
 	free(who);
 	free(whodim);
+	/* a tie's classes take one block, a pinned one's if any, else the
+	 * smallest chosen; below the reach, or on one rank (where a halo
+	 * only copies), each is one chunk.  The search leaves them alone */
+	for (int r = 0; r < c->n; r++) {
+		if (find(c->tie, r) != r)
+			continue;
+		int64_t b = INT64_MAX, pin = 0, most = 0;
+		int members = 0;
+		for (int k = 0; k < c->n; k++)
+			if (find(c->tie, k) == r) {
+				members++;
+				b = c->block[k] < b ? c->block[k] : b;
+				most = c->extent[k] > most ? c->extent[k] : most;
+				if (c->pinned[k] && c->block[k] < c->extent[k])
+					pin = c->block[k];
+			}
+		if (members < 2)
+			continue;
+		b = pin ? pin : b;
+		bool whole = b < c->reach[r] || (o->nranks <= 1 && !pin) || b >= most;
+		for (int k = 0; k < c->n; k++)
+			if (find(c->tie, k) == r) {
+				c->whole[k] |= whole;
+				c->block[k] = b < c->extent[k] ? b : c->extent[k];
+				c->pinned[k] = true;
+			}
+	}
 	for (int k = 0; k < c->n; k++)
 		if (c->whole[k]) {      /* the search leaves it alone, as a pinned class */
 			c->block[k] = c->extent[k];

@@ -63,6 +63,54 @@ static IaOp join_op(const Unit *u, int l, int r, int m)
 	return op;
 }
 
+/*
+ * The halo a convolution j needs of its right input (type rt; lt the
+ * left's): along each window dim that is blocked, or whose output dim is,
+ * the rows each output chunk reads beyond its own block (ia_conv_reach),
+ * the chunk keyed and blocked as the output dim; a window whose own label
+ * is the left's (a kernel's gradient: the dim stands for the lab) reads
+ * the whole dim, one chunk.  False when every window dim is one chunk in
+ * X and in the output: the kernel reads X's chunk as it is.
+ */
+bool conv_halo_type(const TraOp *j, const RelType *lt, const RelType *rt, RelType *ht)
+{
+	if (j->kind != TRA_CONV)
+		return false;
+	const Kernel *k = j->u.join.kernel;
+	const RelType *jt = &j->type;
+	bool any = false;
+	*ht = *rt;
+	for (int w = 0; w < k->nwin; w++) {
+		int d = rt->chunkdim[k->win[w].dim], o = ia_join_out_dim(lt->nkey, &j->u.join.on, d);
+		bool left = ia_conv_own_left(k, w);
+		if (rel_frontier(rt, d) == 1 && (left || rel_frontier(jt, o) == 1))
+			continue;
+		any = true;
+		ht->extent[d] = jt->extent[o];
+		ht->block[d] = jt->block[o];
+		ht->hext[d] = rt->extent[d];
+		if (left) {
+			ht->block[d] = ht->extent[d];
+			ht->hlo[d] = 0;
+			ht->hhi[d] = rt->extent[d];
+		} else {
+			ia_conv_reach(k, lt, jt, w, &ht->hlo[d], &ht->hhi[d]);
+		}
+	}
+	return any;
+}
+
+/* A convolution's right input r with the halo it needs, or r. */
+static int conv_halo(Emit *e, const Unit *u, int l, int r)
+{
+	const TraOp *j = u->join ? u->join : u->op;
+	IaOp h = {.kind = IA_HALO, .stmt = u->op->stmt, .tra = u->tra};
+	if (!conv_halo_type(j, &e->p->ops.v[l].type, &e->p->ops.v[r].type, &h.type))
+		return r;
+	h.u.halo.in = r;
+	return emit_op(e, h);
+}
+
 /* A contraction's join fused with its aggregation (F-1). */
 static IaOp fused_op(Emit *e, const Unit *u, int l, int r, int m)
 {
@@ -196,7 +244,7 @@ static int b_unary(Emit *e, const Unit *u, const int *x, const Place *mid, const
 static int b_join(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)mid, (void)out, (void)tp;
-	return emit_op(e, join_op(u, x[0], x[1], x[2]));
+	return emit_op(e, join_op(u, x[0], conv_halo(e, u, x[0], x[1]), x[2]));
 }
 
 static int b_agg_local(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
@@ -220,13 +268,13 @@ static int b_agg_partial(Emit *e, const Unit *u, const int *x, const Place *mid,
 static int b_fused(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)mid, (void)out, (void)tp;
-	return emit_op(e, fused_op(e, u, x[0], x[1], x[2]));
+	return emit_op(e, fused_op(e, u, x[0], conv_halo(e, u, x[0], x[1]), x[2]));
 }
 
 static int b_fused_partial(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)out, (void)tp;
-	return impl_finish_partial(e, emit_op(e, fused_op(e, u, x[0], x[1], -1)), mid, u);
+	return impl_finish_partial(e, emit_op(e, fused_op(e, u, x[0], conv_halo(e, u, x[0], x[1]), -1)), mid, u);
 }
 
 /* RMM's key maps: join-space dim o is the left's dim lmap[o] and the

@@ -514,6 +514,88 @@ Cost cost_conv(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	return x;
 }
 
+/*
+ * A halo (IA_HALO): the pieces of x's chunks (placed by xp) that halo
+ * chunks (type h, placed alike) on other sites hold, counted exactly
+ * as runtime/halo.c cuts them: for each halo key, the input chunks its
+ * range covers, a piece's bytes sent when place_site puts the two keys on
+ * different sites.  The seconds: one all-to-all of the busiest site's
+ * bytes, and every site's copy of its halo chunks.  Above ENUM_LIMIT
+ * pairs, the rows beyond the blocks, (s-1)/s of them remote.
+ */
+Cost cost_halo(const CostCtx *c, const RelType *x, const Place *xp, const RelType *h)
+{
+	int s = c->nsites;
+	double es = dtype_size(x->dtype);
+	Cost k = {0};
+	double copy = cost_rank_bytes(c, h, xp, 1);
+	k.seconds = copy / c->m->memcpy_bw + c->m->local_op_overhead;
+	if (xp->kind != PL_PART || s == 1)
+		return k;
+	double *send = xcalloc((size_t)s + 1, sizeof *send);
+	int64_t nk = rel_ntuples(h), K[MAXDIM] = {0}, lo[MAXDIM], hi[MAXDIM], kx[MAXDIM];
+	double pairs = (double)nk;
+	for (int d = 0; d < h->nkey; d++)
+		if (h->hext[d] > 0)
+			pairs *= 3;
+	if (pairs > ENUM_LIMIT) {
+		k.bytes = (rel_floats(h) - rel_floats(x)) * es * (s - 1) / s;
+		k.bytes = k.bytes > 0 ? k.bytes : 0;
+		send[0] = k.bytes / s;
+	}
+	for (int64_t lin = 0; pairs <= ENUM_LIMIT && lin < nk; lin++) {
+		for (int64_t r = lin, d = h->nkey - 1; d >= 0; d--) {
+			K[d] = r % rel_frontier(h, (int)d);
+			r /= rel_frontier(h, (int)d);
+		}
+		int dest = place_site(xp, h, K, s);
+		bool empty = false;
+		for (int d = 0; d < h->nkey; d++) {
+			lo[d] = hi[d] = K[d];
+			if (!h->hext[d] || rel_chunkpos(h, d) < 0)
+				continue;
+			int64_t a = rel_chunk_off(h, d, K[d]), n = rel_chunk_len(h, d, K[d]);
+			empty |= n == 0;
+			lo[d] = a / x->block[d];
+			hi[d] = (a + n - 1) / x->block[d];
+		}
+		if (empty)
+			continue;
+		memcpy(kx, lo, sizeof kx);
+		for (;;) {
+			int src = place_site(xp, x, kx, s);
+			if (src != dest) {
+				double n = 1;
+				for (int ch = 0; ch < h->nchunk; ch++) {
+					int d = h->chunkdim[ch];
+					int64_t xa = kx[d] * x->block[d], xe = xa + rel_chunk_len(x, d, kx[d]);
+					int64_t ta = rel_chunk_off(h, d, K[d]), te = ta + rel_chunk_len(h, d, K[d]);
+					int64_t a = xa > ta ? xa : ta, e = xe < te ? xe : te;
+					n *= e > a ? (double)(e - a) : 0;
+				}
+				k.bytes += n * es;
+				send[src] += n * es;
+			}
+			int d = h->nkey - 1;
+			for (; d >= 0; d--) {
+				if (++kx[d] <= hi[d])
+					break;
+				kx[d] = lo[d];
+			}
+			if (d < 0)
+				break;
+		}
+	}
+	double most = 0;
+	for (int r = 0; r < s; r++)
+		most = send[r] > most ? send[r] : most;
+	free(send);
+	k.floats = k.bytes / es;
+	if (k.bytes > 0)
+		k.seconds += machine_coll(c->m, COLL_ALLTOALL, most) + c->m->op_overhead;
+	return k;
+}
+
 Cost cost_agg(const CostCtx *c, const RelType *in, const Place *p, double copies, const RelType *out)
 {
 	(void)out;
@@ -731,6 +813,9 @@ void opt_cost(IaPlan *p, const Machine *mach)
 			break;
 		case IA_SCATTER:
 			c = cost_scatter(&cc, &a->type, &a->place, &b->type, &op->type, &op->place);
+			break;
+		case IA_HALO:
+			c = cost_halo(&cc, &a->type, &a->place, &op->type);
 			break;
 		case IA_SLICE:          /* the window copied out, locally */
 			c.seconds = cost_rank_bytes(&cc, &op->type, &op->place, 1) / cc.m->memcpy_bw +

@@ -238,11 +238,21 @@ static void c_unary(Search *s, int t, Impl *im)
 /* A join's kernel over its key space at jp: a convolution's at its own rate. */
 /* A join's cost: a convolution's by its windows, a sampled join's by its
  * mask mt's stored elements (NULL: not sampled). */
-static Cost join_cost(Search *s, int t, const TraOp *j, const RelType *lt, const RelType *rt, const Place *jp,
-                      const RelType *mt)
+static Cost join_cost(Search *s, int t, const TraOp *j, const RelType *lt, const RelType *rt, const Place *pr,
+                      const Place *jp, const RelType *mt, double *mem)
 {
-	if (j->kind == TRA_CONV)
-		return cost_conv(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, type_of(s, t), jp);
+	if (j->kind == TRA_CONV) {
+		/* and the halo its right input needs (build.c's conv_halo) */
+		Cost c = cost_conv(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, type_of(s, t), jp);
+		TraOp jb = *j;
+		jb.type = *type_of(s, (int)(j - s->tra->ops.v));
+		RelType ht;
+		if (conv_halo_type(&jb, lt, rt, &ht)) {
+			c = cost_add(c, cost_halo(&s->cc, rt, pr, &ht));
+			*mem += rank_bytes(s, &ht, pr, 1);
+		}
+		return c;
+	}
 	return cost_join(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, jp, mt);
 }
 
@@ -253,8 +263,9 @@ static void c_join(Search *s, int t, Impl *im)
 	const Place *pl = in_place(s, t, im, 0), *pr = in_place(s, t, im, 1);
 	Place jp = join_at(s, j, pl, pr);
 	const RelType *mt = j->u.join.mask.on ? in_type(s, t, 2) : NULL;
-	im->cost = join_cost(s, t, j, lt, rt, &jp, mt);
-	im->mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1) + rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
+	im->mem = 0;
+	im->cost = join_cost(s, t, j, lt, rt, pr, &jp, mt, &im->mem);
+	im->mem += rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1) + rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
 	if (mt)
 		im->mem += rank_bytes(s, mt, in_place(s, t, im, 2), 1);
 }
@@ -319,8 +330,9 @@ static void c_fused_partial(Search *s, int t, Impl *im)
 	const Place *pl = in_place(s, t, im, 0), *pr = in_place(s, t, im, 1);
 	RelType jt = ia_join_type(lt, rt, &j->u.join.on);
 	Place jp = join_at(s, j, pl, pr);
-	im->cost = join_cost(s, t, j, lt, rt, &jp, NULL);
-	im->mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1);
+	im->mem = 0;
+	im->cost = join_cost(s, t, j, lt, rt, pr, &jp, NULL, &im->mem);
+	im->mem += rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1);
 	double copies = cost_partial_copies(&s->cc, &jt, &jp, op->u.agg.ngroup, op->u.agg.group);
 	im->mem += rank_bytes(s, type_of(s, t), &(Place){.kind = PL_PARTIAL}, copies);
 	partial_tail(s, t, im, copies);

@@ -87,6 +87,7 @@ void rt_combine(TrtDtype dt, void *a, const void *b, int64_t n, TrtAgg agg);
 int64_t rt_frontier(const TrtType *t, int d);
 int64_t rt_nkeys(const TrtType *t);
 int64_t rt_chunk_shape(const TrtType *t, const int64_t *key, int64_t *n);
+int64_t rt_chunk_first(const TrtType *t, int d, int64_t k);  /* chunk k's first element along key dim d */
 size_t rt_chunk_bytes(const TrtType *t, const int64_t *key);  /* dense, even for a sparse t */
 Chunk *rt_chunk_new(size_t nbytes);
 void *rt_chunk_data(const Chunk *c);
