@@ -249,9 +249,10 @@ static void check_conv(Ctx *c, const RelType *l, const RelType *r, const JoinSpe
 			                                     rel_chunk_len(r, d, 0) != r->hext[d]
 			                           : r->hlo[d] < lo || r->hhi[d] < hi)
 				return fail(c, "window dim %d's halo holds less than its windows read", d);
-		} else if (rel_frontier(r, d) != 1 && (ia || ia_conv_own_left(k, w))) {
+		} else if (rel_frontier(r, d) != 1 && ia) {
 			return fail(c, "window dim %d is more than one chunk", d);
-		} else if (rel_frontier(r, d) != 1) {
+		} else if (rel_frontier(r, d) != 1 && !ia_conv_own_left(k, w)) {
+			/* a TRA convolution's (an own-left one's halo holds it all) */
 			int o = ia_join_out_dim(l->nkey, on, d);
 			int64_t lo, hi;
 			ia_conv_reach(k, l, out, w, &lo, &hi);

@@ -368,25 +368,27 @@ bool opt_block_pins(BlockClasses *c, const TraProg *p, const OptOptions *o, Buf 
 	free(who);
 	free(whodim);
 	/* a tie's classes take one block, a pinned one's if any, else the
-	 * smallest chosen; below the reach, or on one rank (where a halo
-	 * only copies), each is one chunk.  The search leaves them alone */
+	 * largest chosen (the data's, whose extent is the largest: then
+	 * both have as many chunks, on the same sites); below the reach, on one rank (where a halo only
+	 * copies), or when the smallest class would be one chunk anyway,
+	 * each is one chunk.  The search leaves them alone */
 	for (int r = 0; r < c->n; r++) {
 		if (find(c->tie, r) != r)
 			continue;
-		int64_t b = INT64_MAX, pin = 0, most = 0;
+		int64_t b = 0, pin = 0, least = INT64_MAX;
 		int members = 0;
 		for (int k = 0; k < c->n; k++)
 			if (find(c->tie, k) == r) {
 				members++;
-				b = c->block[k] < b ? c->block[k] : b;
-				most = c->extent[k] > most ? c->extent[k] : most;
+				b = c->block[k] > b ? c->block[k] : b;
+				least = c->extent[k] < least ? c->extent[k] : least;
 				if (c->pinned[k] && c->block[k] < c->extent[k])
 					pin = c->block[k];
 			}
 		if (members < 2)
 			continue;
 		b = pin ? pin : b;
-		bool whole = b < c->reach[r] || (o->nranks <= 1 && !pin) || b >= most;
+		bool whole = b < c->reach[r] || (o->nranks <= 1 && !pin) || b >= least;
 		for (int k = 0; k < c->n; k++)
 			if (find(c->tie, k) == r) {
 				c->whole[k] |= whole;

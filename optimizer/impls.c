@@ -103,6 +103,21 @@ typedef struct Pair {
 	Place jp;
 } Pair;
 
+/* A convolution's right input is never partitioned on a window dim that
+ * stands for its lab (a kernel's gradient): its halo is the whole dim,
+ * one chunk, which a partitioning on it would put on one site. */
+static bool conv_right_ok(const TraOp *j, const RelType *rt, const Place *pr)
+{
+	if (j->kind != TRA_CONV || pr->kind != PL_PART)
+		return true;
+	const Kernel *k = j->u.join.kernel;
+	for (int w = 0; w < k->nwin; w++)
+		for (int i = 0; i < pr->ndims; i++)
+			if (ia_conv_own_left(k, w) && pr->dims[i] == rt->chunkdim[k->win[w].dim])
+				return false;
+	return true;
+}
+
 static int join_pairs(Search *s, const TraOp *j, Pair *out, int max)
 {
 	int L = j->u.join.left, R = j->u.join.right, n = 0;
@@ -117,7 +132,7 @@ static int join_pairs(Search *s, const TraOp *j, Pair *out, int max)
 			if (pl->kind == PL_PART && pr->kind == PL_PART && pl->ndims != pr->ndims)
 				continue;
 			Place jp;
-			if (!join_place(j, lt, pl, pr, &jp))
+			if (!join_place(j, lt, pl, pr, &jp) || !conv_right_ok(j, type_of(s, R), pr))
 				continue;
 			if (n < max)
 				out[n++] = (Pair){a, b, place_norm(&jt, jp)};
