@@ -200,10 +200,11 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 	case IA_COUNTER:
 		buf_printf(b, " depth %d", op->u.counter.depth);
 		break;
-	case IA_HALO:
+	case IA_HALO:           /* its bytes are exact, the plan's: printed with costs off too */
 		for (int d = 0; d < op->type.nkey; d++)
 			if (op->type.hext[d] > 0)
 				buf_printf(b, " dim %d -%" PRId64 "+%" PRId64, d, op->type.hlo[d], op->type.hhi[d]);
+		buf_printf(b, " sends %.0f bytes", op->bytes_sent);
 		break;
 	case IA_SLICE:
 		buf_printf(b, " dim %d%s at %" PRId64 "%s", op->u.slice.dim, op->u.slice.scatter ? " scatter" : "",
