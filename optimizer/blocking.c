@@ -26,6 +26,8 @@
 
 #include "optimizer/opt.h"
 
+enum { CONV_MIN_BLOCK = 32 };  /* a tied window dim's smallest automatic block */
+
 static int find(int *parent, int x)
 {
 	while (parent[x] != x)
@@ -387,6 +389,15 @@ bool opt_block_pins(BlockClasses *c, const TraProg *p, const OptOptions *o, Buf 
 			}
 		if (members < 2)
 			continue;
+		/* at least a chunk a rank along the dim when that leaves blocks
+		 * of CONV_MIN_BLOCK: the search can then split X along it alone */
+		int64_t most = 0;
+		for (int k = 0; k < c->n; k++)
+			if (find(c->tie, k) == r)
+				most = c->extent[k] > most ? c->extent[k] : most;
+		int64_t share = o->nranks > 1 ? ceil_div(most, o->nranks) : most;
+		if (share < b && share >= CONV_MIN_BLOCK && share >= c->reach[r])
+			b = share;
 		b = pin ? pin : b;
 		bool whole = b < c->reach[r] || (o->nranks <= 1 && !pin) || b >= least;
 		for (int k = 0; k < c->n; k++)
