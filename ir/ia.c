@@ -300,6 +300,15 @@ bool ia_conv_own_left(const Kernel *k, int w)
 	return false;
 }
 
+int ia_conv_own_dim(const Kernel *k, const RelType *l, int w)
+{
+	int own = k->inlab[1][k->win[w].dim];
+	for (int c = 0; c < k->nindim[0]; c++)
+		if (k->inlab[0][c] == own)
+			return l->chunkdim[c];
+	return -1;
+}
+
 /* The lab runs over its whole extent (its dim's chunks' offsets add to
  * it, so the whole extent bounds what any chunk reads). */
 void ia_conv_reach(const Kernel *k, const RelType *l, const RelType *out, int w, int64_t *lo, int64_t *hi)

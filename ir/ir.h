@@ -528,7 +528,7 @@ typedef struct IaOp {
 			int left, right;
 			JoinSpec on;
 			int ngroup;                 /* -1: plain join; else fused local aggregation */
-			int group[MAXDIM];
+			int group[MAXDIM];          /* an IA_CONV's entry -1: a dim of one chunk, key 0 */
 			Kernel *kernel;
 			const TpSched *sched;       /* IA_TWOPHASE: its schedule; NULL for a join */
 			JoinMask mask;              /* a sampled join (IA_JOIN only): its third input */
@@ -613,6 +613,7 @@ RelType ia_join_type(const RelType *l, const RelType *r, const JoinSpec *on);
  * for the lab, so a chunk must hold the whole dim), and the rows a chunk
  * of the output reads before (lo) and after (hi) its own block. */
 bool ia_conv_own_left(const Kernel *k, int w);
+int ia_conv_own_dim(const Kernel *k, const RelType *l, int w);    /* the left's key dim of own, or -1 */
 void ia_conv_reach(const Kernel *k, const RelType *l, const RelType *out, int w, int64_t *lo, int64_t *hi);
 /* Where a local join computes given its inputs' placements (neither of
  * partials); false when matching tuples would not meet. */

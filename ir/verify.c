@@ -238,11 +238,21 @@ static void check_conv(Ctx *c, const RelType *l, const RelType *r, const JoinSpe
 		int ch = k->win[w].dim;
 		if (ch < 0 || ch >= r->nchunk || k->win[w].lab < 0 || k->win[w].lab >= k->nlab)
 			return fail(c, "window %d reads chunk dim %d", w, ch);
-		int d = r->chunkdim[ch];
+		int d = r->chunkdim[ch], own = ia_conv_own_dim(k, l, w), tiled = -1;
 		for (int m = 0; m < on->nmatch; m++)
-			if (on->rkey[m] == d)
+			if (on->rkey[m] == d && (!ia || own < 0 || on->lkey[m] != own))
 				return fail(c, "window dim %d is a join key", d);
-		if (r->hext[d] > 0) {
+			else if (on->rkey[m] == d)
+				tiled = m;
+		if (tiled >= 0) {
+			/* a kernel's gradient's window matched to its own dim: the
+			 * halo of the left's chunk of that key */
+			int64_t lo, hi;
+			ia_conv_reach(k, l, out, w, &lo, &hi);
+			if (r->hext[d] <= 0 || r->hlo[d] < lo || r->hhi[d] < hi || r->extent[d] != l->extent[own] ||
+			    r->block[d] != l->block[own])
+				return fail(c, "window dim %d's halo is not its own dim's tiles", d);
+		} else if (r->hext[d] > 0) {
 			int64_t lo, hi;
 			ia_conv_reach(k, l, out, w, &lo, &hi);
 			if (ia_conv_own_left(k, w) ? rel_frontier(r, d) != 1 || rel_chunk_off(r, d, 0) != 0 ||
@@ -266,7 +276,7 @@ static void check_conv(Ctx *c, const RelType *l, const RelType *r, const JoinSpe
 	if (ngroup < 0 ? out->nkey != nkey : out->nkey != ngroup)
 		return fail(c, "a convolution's output has %d key dims", out->nkey);
 	for (int g = 0; g < ngroup; g++)
-		if (group[g] < 0 || group[g] >= nkey)
+		if (group[g] < -1 || group[g] >= nkey || (group[g] < 0 && rel_frontier(out, g) != 1))
 			return fail(c, "bad group dim %d", group[g]);
 }
 

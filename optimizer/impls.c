@@ -91,9 +91,31 @@ static double rank_bytes(Search *s, const RelType *t, const Place *p, double cop
 
 /* The placement of a local join's key space given its inputs', or false
  * when matching tuples would not meet. */
-static bool join_place(const TraOp *j, const RelType *lt, const Place *l, const Place *r, Place *jp)
+/* Whether convolution j is fused with its sum, so that a kernel's
+ * gradient's window is tiled (build.c's conv_halo_type). */
+static bool conv_tiled(Search *s, const TraOp *j)
 {
-	return ia_join_place(lt->nkey, &j->u.join.on, l, r, jp);
+	return j->kind == TRA_CONV && s->absorbed[j - s->tra->ops.v] >= 0;
+}
+
+/* Where join j computes on inputs placed l and r, in j's own numbering of
+ * its output dims; a tiled convolution matches its windows' dims to the
+ * left's own dims (its halo is keyed so), then renumbers. */
+static bool join_place(Search *s, const TraOp *j, const Place *l, const Place *r, Place *jp)
+{
+	const RelType *lt = type_of(s, j->u.join.left), *rt = type_of(s, j->u.join.right);
+	if (!conv_tiled(s, j))
+		return ia_join_place(lt->nkey, &j->u.join.on, l, r, jp);
+	JoinSpec on;
+	RelType ht;
+	TraOp jb = *j;
+	jb.type = *type_of(s, (int)(j - s->tra->ops.v));
+	conv_halo_type(&jb, lt, rt, true, &ht, &on);
+	if (!ia_join_place(lt->nkey, &on, l, r, jp))
+		return false;
+	for (int i = 0; jp->kind == PL_PART && i < jp->ndims; i++)
+		jp->dims[i] = conv_join_dim(lt->nkey, &on, &j->u.join.on, jp->dims[i], rt->nkey);
+	return true;
 }
 
 /* Pairs of input placements under which a local join works: (all, all),
@@ -132,7 +154,7 @@ static int join_pairs(Search *s, const TraOp *j, Pair *out, int max)
 			if (pl->kind == PL_PART && pr->kind == PL_PART && pl->ndims != pr->ndims)
 				continue;
 			Place jp;
-			if (!join_place(j, lt, pl, pr, &jp) || !conv_right_ok(j, type_of(s, R), pr))
+			if (!join_place(s, j, pl, pr, &jp) || (!conv_tiled(s, j) && !conv_right_ok(j, type_of(s, R), pr)))
 				continue;
 			if (n < max)
 				out[n++] = (Pair){a, b, place_norm(&jt, jp)};
@@ -204,7 +226,7 @@ static Place join_at(Search *s, const TraOp *j, const Place *pl, const Place *pr
 	const RelType *lt = type_of(s, j->u.join.left);
 	RelType jt = ia_join_type(lt, type_of(s, j->u.join.right), &j->u.join.on);
 	Place jp;
-	if (!join_place(j, lt, pl, pr, &jp))
+	if (!join_place(s, j, pl, pr, &jp))
 		tr_bug("a join's inputs placed where their tuples do not meet");
 	return place_norm(&jt, jp);
 }
@@ -262,7 +284,8 @@ static Cost join_cost(Search *s, int t, const TraOp *j, const RelType *lt, const
 		TraOp jb = *j;
 		jb.type = *type_of(s, (int)(j - s->tra->ops.v));
 		RelType ht;
-		if (conv_halo_type(&jb, lt, rt, &ht)) {
+		JoinSpec on;
+		if (conv_halo_type(&jb, lt, rt, conv_tiled(s, j), &ht, &on)) {
 			c = cost_add(c, cost_halo(&s->cc, rt, pr, &ht));
 			*mem += rank_bytes(s, &ht, pr, 1);
 		}

@@ -499,7 +499,7 @@ static Rel *do_join(Interp *in, const Rel *l, const Rel *rr, const Rel *mask, co
 			}
 			int64_t gk[MAXDIM] = {0};
 			for (int g = 0; g < op->u.join.ngroup; g++)
-				gk[g] = jk[op->u.join.group[g]];
+				gk[g] = op->u.join.group[g] < 0 ? 0 : jk[op->u.join.group[g]];
 			bool fresh;
 			Tup *o = lookup(r, gk, a->site, &fresh);
 			if (op->kind == IA_CONV)

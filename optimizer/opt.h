@@ -377,8 +377,13 @@ int impl_finish_partial(Emit *e, int part, const Place *mid, const Unit *u);
 void rmm_keymaps(const TraOp *j, const RelType *lt, const RelType *rt, const RelType *jt, int *lmap, int *rmap);
 RelType rep_type(const RelType *jt, const RelType *st, const int *keymap);
 /* The halo op's type a convolution j needs of its right input (type rt,
- * the left's lt), or false when it reads the input as it is. */
-bool conv_halo_type(const TraOp *j, const RelType *lt, const RelType *rt, RelType *ht);
+ * the left's lt), or false when it reads the input as it is; *on its join
+ * keys then (a kernel's gradient's window matched to its own dim when
+ * tiled: fused with its sum). */
+bool conv_halo_type(const TraOp *j, const RelType *lt, const RelType *rt, bool tiled, RelType *ht, JoinSpec *on);
+/* Join output dim `dim` under keys `from` as a dim under keys `to` (nl left
+ * dims, nright right ones): -1 for a right dim `to` matches. */
+int conv_join_dim(int nl, const JoinSpec *from, const JoinSpec *to, int dim, int nright);
 
 /* The initial plan: each op by its Table 1 row (table1.c). */
 IaPlan *opt_table1(const TraProg *tra, int nranks);

@@ -333,7 +333,7 @@ typedef struct TrtJoin {
 	int lkey[TRT_MAXDIM];
 	int rkey[TRT_MAXDIM];
 	int ngroup;                     /* -1: no aggregation */
-	int group[TRT_MAXDIM];
+	int group[TRT_MAXDIM];          /* an entry -1: the output dim has one chunk, key 0 */
 	int pattern;                    /* a sparse output: the input (0 left, 1 right,
 	                                   2 the mask) whose chunk's stored positions it keeps */
 	int nmask;                      /* a sampled join: its mask's key dims, */
