@@ -27,31 +27,10 @@ typedef struct Box {
 	int64_t at[TRT_MAXDIM], cnt[TRT_MAXDIM];
 } Box;
 
-/* Copies box b of a row-major array of shape sn[] into box d of one of
- * shape dn[] (the boxes' counts equal), a run of the last dim at a time. */
 static void box_copy(char *dst, const int64_t *dn, const Box *db, const char *src, const int64_t *sn, const Box *sb,
                      int rank, size_t es)
 {
-	int64_t idx[TRT_MAXDIM] = {0}, nrun = 1;
-	for (int c = 0; c < rank; c++)
-		if (!sb->cnt[c])
-			return;
-	for (int c = 0; c + 1 < rank; c++)
-		nrun *= sb->cnt[c];
-	size_t run = rank ? (size_t)sb->cnt[rank - 1] * es : es;
-	for (int64_t r = 0; r < nrun; r++) {
-		int64_t so = 0, doff = 0;
-		for (int c = 0; c < rank; c++) {
-			so = so * sn[c] + sb->at[c] + idx[c];
-			doff = doff * dn[c] + db->at[c] + idx[c];
-		}
-		memcpy(dst + (size_t)doff * es, src + (size_t)so * es, run);
-		for (int c = rank - 2; c >= 0; c--) {
-			if (++idx[c] < sb->cnt[c])
-				break;
-			idx[c] = 0;
-		}
-	}
+	rt_box_copy(dst, dn, db->at, src, sn, sb->at, sb->cnt, rank, es);
 }
 
 /* Per-rank growable byte buffers. */

@@ -869,6 +869,9 @@ static const void *dense_of(const TrtRel *r, const int64_t *key, int64_t *at, vo
 	return buf;
 }
 
+enum { SLAB_RUN = 16384 };               /* rows shorter (bytes) are written as slabs */
+#define SLAB_MAX (64.0 * 1024 * 1024)   /* the most a slab may hold, bytes */
+
 int rt_write_rel(int fd, int64_t data_offset, const TrtRel *r)
 {
 	const TrtType *t = &r->type;
@@ -900,7 +903,23 @@ int rt_write_rel(int fd, int64_t data_offset, const TrtRel *r)
 	}
 
 	/* Rank 0: every key in order, from its own tuples or from their owner.
-	 * After a failure it keeps receiving, so no sender is left blocked. */
+	 * After a failure it keeps receiving, so no sender is left blocked.
+	 * When the last key dim is cut in short rows, the chunks along it
+	 * (consecutive in key order) are put side by side in a slab, one
+	 * chunk of the dim whole, and written together: a run per row of the
+	 * slab, not per row of each chunk (a convolution's output split along
+	 * x wrote 960-byte runs, one pwrite each). */
+	TrtType st = *t;
+	int L = t->nkey - 1, cl = -1;
+	for (int c = 0; c < t->nchunk && L >= 0; c++)
+		if (t->chunkdim[c] == L)
+			cl = c;
+	char *slab = NULL;
+	if (!t->sparse && cl >= 0 && rt_frontier(t, L) > 1 && t->block[L] * (int64_t)rt_dtype_size(t->dtype) < SLAB_RUN &&
+	    (double)maxbytes * (double)rt_frontier(t, L) <= SLAB_MAX) {
+		st.block[L] = t->extent[L];
+		slab = rt_alloc(maxbytes * (size_t)rt_frontier(t, L));
+	}
 	for (int64_t lin = 0; lin < nk; lin++) {
 		rt_key_from_linear(t, lin, key);
 		size_t nb = rt_chunk_bytes(t, key);
@@ -912,9 +931,28 @@ int rt_write_rel(int fd, int64_t data_offset, const TrtRel *r)
 			rt_recv_bytes(buf, nb, site, TAG_WRITE);
 			data = buf;
 		}
+		if (slab) {
+			int64_t n[TRT_MAXDIM], sn[TRT_MAXDIM], dat[TRT_MAXDIM] = {0}, sat[TRT_MAXDIM] = {0};
+			int64_t k = key[L];
+			key[L] = 0;
+			rt_chunk_shape(&st, key, sn);
+			key[L] = k;
+			rt_chunk_shape(t, key, n);
+			dat[cl] = k * t->block[L];
+			rt_box_copy(slab, sn, dat, data, n, sat, n, t->nchunk, rt_dtype_size(t->dtype));
+			if (k + 1 < rt_frontier(t, L))
+				continue;
+			key[L] = 0;
+			data = slab;
+			nb = rt_chunk_bytes(&st, key);
+			if (!err && !write_chunk(fd, data_offset, &st, key, data, nb))
+				err = errno ? errno : EIO;
+			continue;
+		}
 		if (!err && !write_chunk(fd, data_offset, t, key, data, nb))
 			err = errno ? errno : EIO;
 	}
+	free(slab);
 	free(buf);
 	return err;
 }

@@ -101,6 +101,31 @@ int64_t rt_chunk_shape(const TrtType *t, const int64_t *key, int64_t *n)
 	return count;
 }
 
+void rt_box_copy(char *dst, const int64_t *dn, const int64_t *dat, const char *src, const int64_t *sn,
+                 const int64_t *sat, const int64_t *cnt, int rank, size_t es)
+{
+	int64_t idx[TRT_MAXDIM] = {0}, nrun = 1;
+	for (int c = 0; c < rank; c++)
+		if (!cnt[c])
+			return;
+	for (int c = 0; c + 1 < rank; c++)
+		nrun *= cnt[c];
+	size_t run = rank ? (size_t)cnt[rank - 1] * es : es;
+	for (int64_t r = 0; r < nrun; r++) {
+		int64_t so = 0, doff = 0;
+		for (int c = 0; c < rank; c++) {
+			so = so * sn[c] + sat[c] + idx[c];
+			doff = doff * dn[c] + dat[c] + idx[c];
+		}
+		memcpy(dst + (size_t)doff * es, src + (size_t)so * es, run);
+		for (int c = rank - 2; c >= 0; c--) {
+			if (++idx[c] < cnt[c])
+				break;
+			idx[c] = 0;
+		}
+	}
+}
+
 size_t rt_chunk_bytes(const TrtType *t, const int64_t *key)
 {
 	return (size_t)rt_chunk_shape(t, key, NULL) * rt_dtype_size(t->dtype);
