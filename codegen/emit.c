@@ -1325,6 +1325,8 @@ static bool needs_whole(const IaPlan *p, const IaOp *op, int j)
 {
 	int in[MAXIN];
 	int n = ia_inputs(op, in);
+	if (op->kind == IA_HALO)        /* cut into halos from dense chunks, every one */
+		return j == 0 && (p->ops.v[in[0]].type.holes || p->ops.v[in[0]].type.sparse);
 	if (j >= n || !p->ops.v[in[j]].type.holes)
 		return false;
 	switch (op->kind) {
@@ -1563,7 +1565,8 @@ static void emit_main(Emit *e)
 		int nin = ia_inputs(op, in);
 		for (int j = 0; j < nin; j++)
 			if (needs_whole(p, op, j))
-				buf_printf(b, "\tTrtRel *w%d_%d = trt_complete(r%d);\n", i, j, in[j]);
+				buf_printf(b, "\tTrtRel *w%d_%d = %s(r%d);\n", i, j,
+				           op->kind == IA_HALO && p->ops.v[in[j]].type.sparse ? "trt_densify" : "trt_complete", in[j]);
 		switch (op->kind) {
 		case IA_READ:
 			buf_printf(b, "\tTrtRel *r%d = trt_read(%d, &type%d, ", i, e->tensor_index[op->u.read.tensor], e->def[i][D_TYPE]);
@@ -1696,7 +1699,7 @@ static void emit_main(Emit *e)
 			break;
 		}
 		case IA_HALO:
-			buf_printf(b, "\tTrtRel *r%d = trt_halo(r%d, &type%d);\n", i, op->u.halo.in, e->def[i][D_TYPE]);
+			buf_printf(b, "\tTrtRel *r%d = trt_halo(%s, &type%d);\n", i, whole(e, i, 0), e->def[i][D_TYPE]);
 			break;
 		case IA_SLICE:
 			buf_printf(b, "\tstatic const TrtWindow window%d = {%d, %" PRId64 ", %" PRId64 ", %d};\n", i,

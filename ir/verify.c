@@ -285,8 +285,8 @@ static void check_conv(Ctx *c, const RelType *l, const RelType *r, const JoinSpe
 static void check_halo(Ctx *c, const RelType *in, const RelType *out)
 {
 	int nhalo = 0;
-	if (in->sparse || in->holes || out->sparse || out->holes)
-		return fail(c, "a halo of a sparse relation or one with holes");
+	if (out->sparse || out->holes)          /* its input is made dense and whole first */
+		return fail(c, "a sparse halo, or one with holes");
 	if (in->dtype != out->dtype || in->nkey != out->nkey || in->nchunk != out->nchunk ||
 	    memcmp(in->chunkdim, out->chunkdim, sizeof in->chunkdim))
 		return fail(c, "a halo changes its input's keys or chunk dims");

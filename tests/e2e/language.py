@@ -706,6 +706,25 @@ for name, flags in [("convolution_halo", []), ("convolution_halo_t", ["--place",
     case(name, CONV_HALO, dict(X=rnd(2, 20, 30, 40) / 4, K=rnd(3, 2, 2, 3, 3) / 4), conv_halo, block=7, tol=2e-5,
          flags=flags, ranks=[1, 2, 3, 4])
 
+def conv_of_sparse(x):
+    """a convolution of a sparse product (its halo made from dense chunks)"""
+    H = x["A"].astype(np.float64) * x["B"]
+    Y = np.zeros((38, 28))
+    for dy in range(3):
+        for dx in range(3):
+            Y += x["K"][dy, dx] * H[dy:dy + 38, dx:dx + 28]
+    return dict(Y=Y.astype(np.float32))
+case("convolution_halo_sparse", """
+    size N = 40, M = 30;
+    input A[N, M] : sparse;
+    input B[N, M];
+    input K[3, 3];
+    H[n, m] = A[n, m] * B[n, m];
+    Y[y, x] = K[dy, dx] * H[y + dy, x + dx];
+    output Y;
+""", dict(A=rnd(40, 30) * (rnd(40, 30) > 1), B=rnd(40, 30), K=rnd(3, 3)), conv_of_sparse, block=8, tol=1e-5,
+     ranks=[1, 2, 3, 4])
+
 def run(c, tmp):
     d = os.path.join(tmp, c["name"])
     os.makedirs(d)
