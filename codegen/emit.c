@@ -1487,15 +1487,22 @@ static void emit_main(Emit *e)
 	/* where each relation is freed: after its last reader, or, when that
 	 * reader is inside a loop the relation is not, after that loop ends
 	 * (free_after_loop: past the closing brace).  Loads are borrowed from
-	 * the param's variable and never freed here. */
+	 * the param's variable and never freed here, nor a scatter's result
+	 * made in place on one (IP_PARAM); a base a scatter updates in place
+	 * becomes its result, freed as that. */
 	IaLoops life;
 	ia_loops(p, &life);
+	InPlace *inplace = ia_in_place(p, &life);
 	const int *loopof = life.loopof, *endof = life.endof;
 	int *free_at = xcalloc(n + 1, sizeof *free_at), *free_after_loop = xcalloc(n + 1, sizeof *free_after_loop);
+	bool *taken = xcalloc(n + 1, sizeof *taken);
+	for (int i = 0; i < n; i++)
+		if (inplace[i] == IP_OWNED || inplace[i] == IP_PARAM)
+			taken[p->ops.v[i].u.gather.base] = true;
 	for (int i = 0; i < n; i++) {
 		free_at[i] = free_after_loop[i] = -1;
 		const IaOp *op = &p->ops.v[i];
-		if (!ia_has_result(op->kind) || op->kind == IA_LOAD)
+		if (!ia_has_result(op->kind) || op->kind == IA_LOAD || inplace[i] == IP_PARAM || taken[i])
 			continue;
 		int at = life.dead_after[i];
 		if (p->ops.v[at].kind == IA_ENDLOOP)    /* only a loop's end, never a reader, is an ENDLOOP */
@@ -1646,9 +1653,12 @@ static void emit_main(Emit *e)
 		case IA_GATHER:
 		case IA_LOOKUP:
 		case IA_SCATTER:
-			buf_printf(b, "\tTrtRel *r%d = %s(%s, %s, %d, &type%d, ", i,
-			           op->kind == IA_SCATTER ? "trt_scatter" : "trt_gather", whole(e, i, 0), whole(e, i, 1),
-			           op->u.gather.dim, e->def[i][D_TYPE]);
+			buf_printf(b, "\tTrtRel *r%d = %s(%s, %s, ", i, op->kind == IA_SCATTER ? "trt_scatter" : "trt_gather",
+			           whole(e, i, 0), whole(e, i, 1));
+			if (op->kind == IA_SCATTER)     /* its base, whether it is updated in place, the rows' scale */
+				buf_printf(b, "%s, %d, %.17g, ", op->u.gather.base >= 0 ? whole(e, i, 2) : "NULL",
+				           inplace[i] == IP_OWNED || inplace[i] == IP_PARAM, op->u.gather.scale);
+			buf_printf(b, "%d, &type%d, ", op->u.gather.dim, e->def[i][D_TYPE]);
 			place_literal(b, &op->place);
 			buf_puts(b, ", ");
 			c_string(b, op->u.gather.itensor >= 0 ? p->tra->tensors.v[op->u.gather.itensor].name : "the index");
@@ -1694,6 +1704,8 @@ static void emit_main(Emit *e)
 			/* a param's value is dense and whole */
 			if (e->local && p->ops.v[op->u.store.in].kind == IA_INIT)
 				;
+			else if (inplace[i] == IP_KEPT)
+				buf_printf(b, "\t/* var%d holds r%d: updated in place */\n", op->u.store.tensor, op->u.store.in);
 			else if (p->ops.v[op->u.store.in].type.sparse)
 				buf_printf(b, "\ttrt_free(var%d);\n\tvar%d = trt_densify(r%d);\n", op->u.store.tensor,
 				           op->u.store.tensor, op->u.store.in);
@@ -1758,6 +1770,8 @@ static void emit_main(Emit *e)
 			buf_printf(b, "\ttrt_free(var%d);\n", t);
 	buf_puts(b, e->local ? "\treturn 0;\n}\n" : "\treturn trt_finish();\n}\n");
 	ia_loops_free(&life);
+	free(inplace);
+	free(taken);
 	free(free_at);
 	free(free_after_loop);
 }

@@ -26,7 +26,8 @@
 #include <stdio.h>
 
 #define MAXDIM 8                /* the most dims of a tensor, key or chunk (TRT_MAXDIM) */
-#define MAXIN 3                 /* the most inputs of an op: a sampled join's two and its mask */
+#define MAXIN 3                 /* the most inputs of an op: a sampled join's two and its mask,
+                                 * a scatter's rows, index and base */
 
 /* ---- base.c: memory, vectors, bugs ---- */
 
@@ -349,9 +350,13 @@ typedef struct TraOp {
 		struct { int loss; int tensor; } grad;
 		/* GATHER: src is the table, dim its gathered key dim; SCATTER:
 		 * src is the rows (keyed like a gather's output), dim the
-		 * result's dim the index's values address; tensor, itensor:
-		 * the table's and the index's program tensors, for messages */
-		struct { int src, index, dim, tensor, itensor; } gather;
+		 * result's dim the index's values address, base the relation
+		 * the rows add into (typed as the result), or -1 for zeros, and
+		 * scale what each row is multiplied by as it adds; tensor,
+		 * itensor: the table's and the index's program tensors, for
+		 * messages.  Every maker sets base and scale (-1 and 1 but for
+		 * optimizer/scatter.c's scatters) */
+		struct { int src, index, dim, tensor, itensor, base; double scale; } gather;
 	} u;
 } TraOp;
 
@@ -538,7 +543,7 @@ typedef struct IaOp {
 		struct { int tensor; } init;            /* INIT, LOAD */
 		struct { int in; int tensor; } store;   /* STORE, PRINT */
 		struct { int64_t count; int ist; } loop;   /* ist: 0, or IST loop ist - 1 */
-		struct { int src, index, dim, tensor, itensor; } gather;   /* GATHER, LOOKUP, SCATTER: as TRA's */
+		struct { int src, index, dim, tensor, itensor, base; double scale; } gather;   /* GATHER, LOOKUP, SCATTER: as TRA's */
 		struct { int depth; } counter;
 		struct { int in, off; int dim; int64_t shift, stride; bool scatter; } slice;
 	} u;
@@ -599,6 +604,16 @@ typedef struct IaLoops {
 } IaLoops;
 void ia_loops(const IaPlan *p, IaLoops *l);
 void ia_loops_free(IaLoops *l);
+/* Where a scatter adds into its base in place rather than into a copy of
+ * it (the base dies there), shared by the cost model and codegen: per op,
+ * IP_OWNED, a scatter that takes over its base (the runtime still copies
+ * any chunk another relation shares); IP_PARAM, one in place on a param's
+ * own storage (the base a load, or a scatter IP_PARAM: the chain ends in
+ * the store of that param, the first op after the load that loads or
+ * stores it, and no other load of it is alive meanwhile), whose result is
+ * borrowed like a load's; IP_KEPT, that store, which has nothing to do. */
+typedef enum { IP_NONE, IP_OWNED, IP_PARAM, IP_KEPT } InPlace;
+InPlace *ia_in_place(const IaPlan *p, const IaLoops *l);   /* per op; the caller frees it */
 int ia_join_out_dim(int nleft, const JoinSpec *on, int rdim);
 RelType ia_join_type(const RelType *l, const RelType *r, const JoinSpec *on);
 /* Where a local join computes given its inputs' placements (neither of

@@ -663,6 +663,10 @@ int tra_inputs(const TraOp *op, int *in)
 	case TRA_SCATTER:
 		in[0] = op->u.gather.src;
 		in[1] = op->u.gather.index;
+		if (op->kind == TRA_SCATTER && op->u.gather.base >= 0) {
+			in[2] = op->u.gather.base;
+			return 3;
+		}
 		return 2;
 	case TRA_SLICE:
 		in[0] = op->u.slice.in;

@@ -597,15 +597,18 @@ Cost cost_gather(const CostCtx *c, const RelType *table, const Place *tp, int gd
 }
 
 Cost cost_scatter(const CostCtx *c, const RelType *rows, const Place *rp, const RelType *index,
-                  const RelType *out, const Place *op)
+                  const RelType *out, const Place *op, ScatterInto into)
 {
 	const Machine *m = c->m;
 	int s = c->nsites;
 	double es = dtype_size(rows->dtype);
 	double rshare = rp->kind == PL_ALL ? 1.0 / s : cost_share(c, rows, rp);
 	Cost k = {0};
-	/* the result zeroed, then every row added in */
-	k.seconds = rel_bytes(out) * cost_share(c, out, op) / m->memcpy_bw +
+	/* the result zeroed (its share written) or the base copied (read and
+	 * written), none of it in place; then every row added in, the result's
+	 * rows it touches read and written */
+	double fill = into == SCATTER_ZEROS ? 1 : into == SCATTER_COPY ? 2 : 0;
+	k.seconds = fill * rel_bytes(out) * cost_share(c, out, op) / m->memcpy_bw +
 	            rel_floats(rows) * rshare * (es / m->memcpy_bw + 1 / m->loop_rate) + m->local_op_overhead;
 	k.flops = rel_floats(rows);
 	if (rp->kind == PL_ALL || s == 1)
@@ -639,6 +642,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 	 * loop's end, as the generated program frees it */
 	IaLoops life;
 	ia_loops(p, &life);
+	InPlace *inplace = ia_in_place(p, &life);        /* before `last` changes */
 	int *last = life.dead_after;     /* changed below for params, which live to the end */
 
 	p->total_floats_moved = p->total_bytes_sent = p->total_flops = 0;
@@ -730,7 +734,9 @@ void opt_cost(IaPlan *p, const Machine *mach)
 			c = cost_gather(&cc, &a->type, &a->place, op->u.gather.dim, &b->type, &b->place, &op->type);
 			break;
 		case IA_SCATTER:
-			c = cost_scatter(&cc, &a->type, &a->place, &b->type, &op->type, &op->place);
+			c = cost_scatter(&cc, &a->type, &a->place, &b->type, &op->type, &op->place,
+			                 op->u.gather.base < 0 ? SCATTER_ZEROS : inplace[i] != IP_NONE ? SCATTER_IN_PLACE
+			                                                                             : SCATTER_COPY);
 			break;
 		case IA_SLICE:          /* the window copied out, locally */
 			c.seconds = cost_rank_bytes(&cc, &op->type, &op->place, 1) / cc.m->memcpy_bw +
@@ -761,6 +767,10 @@ void opt_cost(IaPlan *p, const Machine *mach)
 				/* a rekey or a replication shares its input's chunks:
 				 * it takes them over when the input dies here */
 				held[i] = last[in[0]] == i ? held[in[0]] : 0;
+			else if (inplace[i] == IP_OWNED || inplace[i] == IP_PARAM)
+				/* a scatter in place holds its base's chunks (a
+				 * param's own: nothing more) */
+				held[i] = held[op->u.gather.base];
 			else
 				held[i] = cost_rank_bytes(&cc, &op->type, &op->place, copies[i]);
 			live += held[i];
@@ -788,5 +798,6 @@ void opt_cost(IaPlan *p, const Machine *mach)
 	vec_free(&loops);
 	free(copies);
 	free(held);
+	free(inplace);
 	ia_loops_free(&life);
 }
