@@ -334,10 +334,9 @@ int opt_fuse_scatters(TraProg *p)
 			try_fold(&f, i);
 		}
 	}
-	bool any = false;
 	for (int i = 0; i < n; i++)
-		any |= p->ops.v[i].kind == TRA_JOIN && f.ch[i].folded;
-	if (any) {
+		folded += p->ops.v[i].kind == TRA_JOIN && f.ch[i].folded;
+	if (folded) {
 		/* the old ops aside; the program rebuilt into p */
 		TraProg oldp = *p;
 		oldp.ops.v = xcalloc(n + 1, sizeof *oldp.ops.v);
@@ -352,7 +351,6 @@ int opt_fuse_scatters(TraProg *p)
 				continue;
 			if (old[i].kind == TRA_JOIN && f.ch[i].folded) {
 				map[i] = emit_chain(&f, p, i, map);
-				folded++;
 				continue;
 			}
 			TraOp op = old[i];
