@@ -520,12 +520,25 @@ static Piece result_piece(const TrtType *out, int dim, int64_t lin, int64_t *os)
 	return piece_of(out, okey, dim, out, okey, 0);
 }
 
+/* The elements of a piece of the result tuple at linear key lin: its
+ * chunk's length along every chunk dim but dim's. */
+static int64_t piece_len(const TrtType *out, int dim, int64_t lin)
+{
+	int64_t okey[TRT_MAXDIM], n[TRT_MAXDIM], len = 1;
+	rt_key_from_linear(out, lin, okey);
+	rt_chunk_shape(out, okey, n);
+	for (int c = 0; c < out->nchunk; c++)
+		if (out->chunkdim[c] != dim)
+			len *= n[c];
+	return len;
+}
+
 /* The pieces in buf (len bytes: key and row, then values), appended. */
 static void parse_pieces(Adds *adds, const TrtType *out, int dim, const char *buf, int64_t len, int64_t nkeys,
                          const int64_t *at)
 {
 	size_t es = rt_dtype_size(out->dtype);
-	int64_t pclin = -1, n = 0, os[TRT_MAXDIM];
+	int64_t pclin = -1, n = 0;
 	for (int64_t a = 0; a < len;) {
 		int64_t hdr[2];
 		memcpy(hdr, buf + a, sizeof hdr);
@@ -533,9 +546,7 @@ static void parse_pieces(Adds *adds, const TrtType *out, int dim, const char *bu
 		if (hdr[0] < 0 || hdr[0] >= nkeys || at[hdr[0]] < 0)
 			rt_bug("scattered rows sent to a rank without their tuple");
 		if (hdr[0] != pclin) {
-			Piece pc = result_piece(out, dim, hdr[0], os);
-			n = pc.n;
-			piece_free(&pc);
+			n = piece_len(out, dim, hdr[0]);
 			pclin = hdr[0];
 		}
 		if (adds->n == adds->cap) {
