@@ -643,6 +643,10 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 			buf_puts(why, "scatters into partial aggregates");
 			return false;
 		}
+		if (op->u.gather.base >= 0 && !place_eq(&p->ops.v[op->u.gather.base].place, &op->place)) {
+			buf_puts(why, "scatters into a base placed elsewhere than its result");
+			return false;
+		}
 		*out = op->place;
 		return true;
 	}
