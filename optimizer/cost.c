@@ -389,16 +389,6 @@ Cost cost_move(const CostCtx *c, const RelType *t, const Place *from, double cop
 /* ---- kernels ---- */
 
 
-/* The extent of kernel label l in input i's chunk dims, or 0. */
-static double label_block(const Kernel *k, int nin, const RelType *const *in, int l)
-{
-	for (int i = 0; i < nin; i++)
-		for (int ch = 0; ch < in[i]->nchunk && ch < k->nindim[i]; ch++)
-			if (k->inlab[i][ch] == l)
-				return (double)in[i]->block[in[i]->chunkdim[ch]];
-	return 0;
-}
-
 /* Flops of a kernel over a relation's key space `sp`: per element of the
  * labels' space, the expression's ops (and one for a reduction); key dims
  * no chunk spans multiply by their frontier (one kernel call each). */
@@ -420,41 +410,58 @@ static double kernel_flops(const Kernel *k, int nin, const RelType *const *in, c
 	return n * (per ? per : 1);
 }
 
-/* The kernel's rate: a gemm at BLIS's rate for the cube of its m n k's
- * volume, bounded by its arithmetic intensity times the memory bandwidth
- * (a skinny product streams its operands); else the generated loops'. */
+/* Reuse below which an aliased operand costs its streaming (512 x 32768
+ * x 512 with rows 128 KiB apart runs at the square rate, 256 x 65536 x 256
+ * at a third of it). */
+#define GEMM_REUSE 512
+
+/* Seconds to stream operand o (0 A, 1 B, 2 C) of a BLIS call, groups x and
+ * y its dims, when its rows are a multiple of 4 KiB apart: they then share
+ * cache sets, and BLIS's packing misses on every row. */
+static double aliased(const CostCtx *c, const Contraction *g, int o, int x, int y, double elems, DType t)
+{
+	double ld = 1;
+	if (x >= 0 && g->g[x].stride[o] > ld)
+		ld = g->g[x].stride[o];
+	if (y >= 0 && g->g[y].stride[o] > ld)
+		ld = g->g[y].stride[o];
+	double bytes = ld * dtype_size(t);
+	if (ld == 1 || fmod(bytes, 4096) != 0)
+		return 0;
+	return elems * dtype_size(t) / c->m->gemm_alias_bw;
+}
+
+/*
+ * The kernel's rate.  A contraction is the BLIS calls codegen makes
+ * (ir/gemm.c's contraction_plan), each at the calibrated rate of a cube of
+ * its volume (m n k), plus, for an operand it reuses little and whose rows
+ * are a multiple of 4 KiB apart, the time to stream that operand (B, k x n,
+ * is used m times, A, m x k, n times and C, m x n, k times).  A thin
+ * product runs at a cube's rate otherwise: bench/README.md, "Thin gemms",
+ * where 96 x 262000 x 96 runs at the cube's rate and 96 x 262144 x 96 at
+ * 0.37 of it.  The rate is bounded by the product's arithmetic intensity
+ * times the memory bandwidth (an operand with a dim of 10 streams through
+ * memory).  Anything else is the generated loops, at their rate.
+ */
 static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in, DType t)
 {
-	if (!kernel_is_gemm(k) || in[0]->sparse || (nin > 1 && in[1]->sparse))
+	Contraction g;
+	if (nin != 2 || in[0]->sparse || in[1]->sparse || !contraction_plan(k, in, t, &g))
 		return c->m->loop_rate;
-	double mnk = 1, m = 1, n = 1, kk = 1;
-	for (int l = 0; l < k->nlab; l++) {
-		double e = label_block(k, nin, in, l);
-		if (e <= 0)
-			continue;
-		bool in0 = false, in1 = false;
-		for (int ch = 0; ch < k->nindim[0]; ch++)
-			in0 |= k->inlab[0][ch] == l;
-		for (int ch = 0; ch < k->nindim[1]; ch++)
-			in1 |= k->inlab[1][ch] == l;
-		bool out = false;
-		for (int ch = 0; ch < k->noutdim; ch++)
-			out |= k->outlab[ch] == l;
-		if (in0 && in1 && out)
-			continue;       /* a batch label: gemms in a loop */
-		mnk *= e;
-		if (in0 && in1)
-			kk *= e;
-		else if (in0)
-			m *= e;
-		else
-			n *= e;
-	}
-	double size = dtype_size(t);
-	double intensity = 2 * m * n * kk / (size * (m * kk + kk * n + m * n));
-	double r = machine_gemm_rate(c->m, t, cbrt(mnk));
-	double bound = intensity * c->m->memcpy_bw;
-	return bound < r ? bound : r;
+	double m, n, kk;
+	contraction_calls(&g, &m, &n, &kk);
+	int gm = g.use[ROLE_M], gn = g.use[ROLE_N], gk = g.use[ROLE_K];
+	double v = m * n * kk;
+	double secs = 2 * v / machine_gemm_rate(c->m, t, cbrt(v));
+	if (m < GEMM_REUSE)
+		secs += aliased(c, &g, 1, gk, gn, kk * n, t);
+	if (n < GEMM_REUSE)
+		secs += aliased(c, &g, 0, gm, gk, m * kk, t);
+	if (kk < GEMM_REUSE)
+		secs += aliased(c, &g, 2, gm, gn, m * n, t);
+	/* and no faster than its operands stream through memory once */
+	double size = dtype_size(t), bound = 2 * v / (size * (m * kk + kk * n + m * n)) * c->m->memcpy_bw;
+	return bound < 2 * v / secs ? bound : 2 * v / secs;
 }
 
 Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
