@@ -415,33 +415,29 @@ static double kernel_flops(const Kernel *k, int nin, const RelType *const *in, c
  * at a third of it). */
 #define GEMM_REUSE 512
 
-/* Seconds to stream operand o (0 A, 1 B, 2 C) of a BLIS call, groups x and
- * y its dims, when its rows are a multiple of 4 KiB apart: they then share
- * cache sets, and BLIS's packing misses on every row. */
-static double aliased(const CostCtx *c, const Contraction *g, int o, int x, int y, double elems, DType t)
+/* Whether operand o's rows (groups x and y its dims) are a multiple of
+ * 4 KiB apart: they then share cache sets, and BLIS misses on every row. */
+static bool aliased(const Contraction *g, int o, int x, int y, DType t)
 {
 	double ld = 1;
 	if (x >= 0 && g->g[x].stride[o] > ld)
 		ld = g->g[x].stride[o];
 	if (y >= 0 && g->g[y].stride[o] > ld)
 		ld = g->g[y].stride[o];
-	double bytes = ld * dtype_size(t);
-	if (ld == 1 || fmod(bytes, 4096) != 0)
-		return 0;
-	return elems * dtype_size(t) / c->m->gemm_alias_bw;
+	return ld > 1 && fmod(ld * dtype_size(t), 4096) == 0;
 }
 
 /*
  * The kernel's rate.  A contraction is the BLIS calls codegen makes
  * (ir/gemm.c's contraction_plan), each at the calibrated rate of a cube of
- * its volume (m n k), plus, for an operand it reuses little and whose rows
- * are a multiple of 4 KiB apart, the time to stream that operand (B, k x n,
- * is used m times, A, m x k, n times and C, m x n, k times).  A thin
- * product runs at a cube's rate otherwise: bench/README.md, "Thin gemms",
- * where 96 x 262000 x 96 runs at the cube's rate and 96 x 262144 x 96 at
- * 0.37 of it.  The rate is bounded by the product's arithmetic intensity
- * times the memory bandwidth (an operand with a dim of 10 streams through
- * memory).  Anything else is the generated loops, at their rate.
+ * its volume (m n k), and what aliased rows add (bench/README.md, "Thin
+ * gemms"): B (k x n), used m times, is copied to unaliased panels first by
+ * the runtime (trt_sgemm) when m is short, a pass at memcpy bandwidth; C
+ * (m x n), updated k times, costs its streaming at gemm_alias_bw when k
+ * is short; A's rows measure no difference.  The rate is bounded by the
+ * product's arithmetic intensity times the memory bandwidth (a dim of 10
+ * streams its operands through memory).  Anything else is the generated
+ * loops, at their rate.
  */
 static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in, DType t)
 {
@@ -451,16 +447,13 @@ static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelT
 	double m, n, kk;
 	contraction_calls(&g, &m, &n, &kk);
 	int gm = g.use[ROLE_M], gn = g.use[ROLE_N], gk = g.use[ROLE_K];
-	double v = m * n * kk;
+	double v = m * n * kk, size = dtype_size(t);
 	double secs = 2 * v / machine_gemm_rate(c->m, t, cbrt(v));
-	if (m < GEMM_REUSE)
-		secs += aliased(c, &g, 1, gk, gn, kk * n, t);
-	if (n < GEMM_REUSE)
-		secs += aliased(c, &g, 0, gm, gk, m * kk, t);
-	if (kk < GEMM_REUSE)
-		secs += aliased(c, &g, 2, gm, gn, m * n, t);
-	/* and no faster than its operands stream through memory once */
-	double size = dtype_size(t), bound = 2 * v / (size * (m * kk + kk * n + m * n)) * c->m->memcpy_bw;
+	if (m < GEMM_REUSE && aliased(&g, 1, gk, gn, t))
+		secs += kk * n * size / c->m->memcpy_bw;
+	if (kk < GEMM_REUSE && aliased(&g, 2, gm, gn, t))
+		secs += m * n * size / c->m->gemm_alias_bw;
+	double bound = 2 * v / (size * (m * kk + kk * n + m * n)) * c->m->memcpy_bw;
 	return bound < 2 * v / secs ? bound : 2 * v / secs;
 }
 
