@@ -232,6 +232,29 @@ Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)
 	return (Cost){.seconds = cost_rank_bytes(c, t, p, 1) / c->m->read_bw};
 }
 
+/* Rank 0 writes a dense output whose chunk dims are in key-dim order band
+ * by band (runtime/npy.c, write_bands: the chunks along the last dim split
+ * in blocks, the dims after it whole), holding up to one band of other
+ * ranks' chunks while it does, when a band is at most WRITE_BAND_MAX
+ * bytes (the runtime's BAND_MAX). */
+#define WRITE_BAND_MAX (512.0 * 1024 * 1024)
+
+static double write_band_bytes(const RelType *t)
+{
+	if (t->sparse || t->nkey == 0 || t->nchunk != t->nkey)
+		return 0;
+	for (int c = 0; c < t->nchunk; c++)
+		if (t->chunkdim[c] != c)
+			return 0;
+	int d0 = t->nkey - 1;
+	while (d0 > 0 && t->block[d0] >= t->extent[d0])
+		d0--;
+	double band = (double)rel_frontier(t, d0) * dtype_size(t->dtype);
+	for (int d = 0; d < t->nkey; d++)
+		band *= (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
+	return band <= WRITE_BAND_MAX ? band : 0;
+}
+
 /* Rank 0 receives the other ranks' share of an output and writes it all
  * (runtime/npy.c, trt_write). */
 static double cost_write(const CostCtx *c, const RelType *t)
@@ -766,8 +789,10 @@ void opt_cost(IaPlan *p, const Machine *mach)
 			live += held[i];
 		}
 		/* a two-phase schedule holds chunks received and sums beyond
-		 * its inputs and result while it runs */
-		double transient = op->kind == IA_TWOPHASE ? op->u.join.sched->mem : 0;
+		 * its inputs and result while it runs; a write, on rank 0, a
+		 * band of the output */
+		double transient = op->kind == IA_TWOPHASE ? op->u.join.sched->mem
+		                   : op->kind == IA_WRITE ? write_band_bytes(&a->type) : 0;
 		op->live_bytes = live + transient;
 		if (live + transient > p->peak_bytes) {
 			p->peak_bytes = live + transient;
