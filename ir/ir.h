@@ -195,7 +195,6 @@ typedef struct Kernel {
 
 Kernel *kernel_new(Arena *a, int nin);
 Kernel *kernel_clone(Arena *a, const Kernel *k);
-bool kernel_is_gemm(const Kernel *k);
 void kernel_print(Buf *b, const Kernel *k);                /* "relu(in0) ik,kj->ij sum" */
 /* e with input i replaced by repl[i] and label l renumbered labmap[l]. */
 KExpr *kx_relabel(Arena *a, const KExpr *e, KExpr *const *repl, const int *labmap);
@@ -221,6 +220,35 @@ typedef struct RelType {
 	float density;                  /* sparse: the fraction of elements stored, planning's
 	                                 * estimate (rel_density) */
 } RelType;
+
+/* A contraction kernel (in0 * in1 summed over the labels they share) as
+ * BLIS calls (ir/gemm.c): its labels in groups by role, and the group BLIS
+ * sees as m, n and k; every other group is a loop of calls.  codegen emits
+ * these calls and the cost model prices them. */
+enum { ROLE_BATCH, ROLE_M, ROLE_N, ROLE_K, NROLE };
+
+typedef struct LabGroup {
+	int role;
+	int n;                          /* labels, outer to inner */
+	int lab[2 * MAXDIM];
+	double ext;                     /* static length: product of the labels' blocks */
+	int pos[3];                     /* its innermost label's chunk dim in in0, in1 and
+	                                   the output; -1 where the role is absent */
+	double stride[3];               /* and its stride there, in elements, at the blocks' lengths */
+} LabGroup;
+
+typedef struct Contraction {
+	int ngroup;
+	LabGroup g[2 * MAXDIM];
+	int use[NROLE];                 /* the group BLIS sees in each role but batch, or -1 */
+} Contraction;
+
+/* Whether k on inputs of types inty, computing in dt, is BLIS gemm calls,
+ * and which (*c). */
+bool contraction_plan(const Kernel *k, const RelType *const *inty, DType dt, Contraction *c);
+/* The calls a chunk makes (the product of the looped groups' lengths) and
+ * each call's m, n and k, at the blocks' lengths. */
+double contraction_calls(const Contraction *c, double *m, double *n, double *k);
 
 int64_t rel_frontier(const RelType *t, int keydim);       /* ceil(extent / block) */
 int64_t rel_chunk_len(const RelType *t, int keydim, int64_t k);   /* chunk k's length along keydim: the last may be short */

@@ -232,6 +232,29 @@ Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)
 	return (Cost){.seconds = cost_rank_bytes(c, t, p, 1) / c->m->read_bw};
 }
 
+/* Rank 0 writes a dense output whose chunk dims are in key-dim order band
+ * by band (runtime/npy.c, write_bands: the chunks along the last dim split
+ * in blocks, the dims after it whole), holding up to one band of other
+ * ranks' chunks while it does, when a band is at most WRITE_BAND_MAX
+ * bytes (the runtime's BAND_MAX). */
+#define WRITE_BAND_MAX (512.0 * 1024 * 1024)
+
+static double write_band_bytes(const RelType *t)
+{
+	if (t->sparse || t->nkey == 0 || t->nchunk != t->nkey)
+		return 0;
+	for (int c = 0; c < t->nchunk; c++)
+		if (t->chunkdim[c] != c)
+			return 0;
+	int d0 = t->nkey - 1;
+	while (d0 > 0 && t->block[d0] >= t->extent[d0])
+		d0--;
+	double band = (double)rel_frontier(t, d0) * dtype_size(t->dtype);
+	for (int d = 0; d < t->nkey; d++)
+		band *= (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
+	return band <= WRITE_BAND_MAX ? band : 0;
+}
+
 /* Rank 0 receives the other ranks' share of an output and writes it all
  * (runtime/npy.c, trt_write). */
 static double cost_write(const CostCtx *c, const RelType *t)
@@ -389,16 +412,6 @@ Cost cost_move(const CostCtx *c, const RelType *t, const Place *from, double cop
 /* ---- kernels ---- */
 
 
-/* The extent of kernel label l in input i's chunk dims, or 0. */
-static double label_block(const Kernel *k, int nin, const RelType *const *in, int l)
-{
-	for (int i = 0; i < nin; i++)
-		for (int ch = 0; ch < in[i]->nchunk && ch < k->nindim[i]; ch++)
-			if (k->inlab[i][ch] == l)
-				return (double)in[i]->block[in[i]->chunkdim[ch]];
-	return 0;
-}
-
 /* Flops of a kernel over a relation's key space `sp`: per element of the
  * labels' space, the expression's ops (and one for a reduction); key dims
  * no chunk spans multiply by their frontier (one kernel call each). */
@@ -420,41 +433,51 @@ static double kernel_flops(const Kernel *k, int nin, const RelType *const *in, c
 	return n * (per ? per : 1);
 }
 
-/* The kernel's rate: a gemm at BLIS's rate for the cube of its m n k's
- * volume, bounded by its arithmetic intensity times the memory bandwidth
- * (a skinny product streams its operands); else the generated loops'. */
+/* Reuse below which an aliased operand costs its streaming (512 x 32768
+ * x 512 with rows 128 KiB apart runs at the square rate, 256 x 65536 x 256
+ * at a third of it). */
+#define GEMM_REUSE 512
+
+/* Whether operand o's rows (groups x and y its dims) are a multiple of
+ * 4 KiB apart: they then share cache sets, and BLIS misses on every row. */
+static bool aliased(const Contraction *g, int o, int x, int y, DType t)
+{
+	double ld = 1;
+	if (x >= 0 && g->g[x].stride[o] > ld)
+		ld = g->g[x].stride[o];
+	if (y >= 0 && g->g[y].stride[o] > ld)
+		ld = g->g[y].stride[o];
+	return ld > 1 && fmod(ld * dtype_size(t), 4096) == 0;
+}
+
+/*
+ * The kernel's rate.  A contraction is the BLIS calls codegen makes
+ * (ir/gemm.c's contraction_plan), each at the calibrated rate of a cube of
+ * its volume (m n k), and what aliased rows add (bench/README.md, "Thin
+ * gemms"): B (k x n), used m times, is copied to unaliased panels first by
+ * the runtime (trt_sgemm) when m is short, a pass at memcpy bandwidth; C
+ * (m x n), updated k times, costs its streaming at gemm_alias_bw when k
+ * is short; A's rows measure no difference.  The rate is bounded by the
+ * product's arithmetic intensity times the memory bandwidth (a dim of 10
+ * streams its operands through memory).  Anything else is the generated
+ * loops, at their rate.
+ */
 static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in, DType t)
 {
-	if (!kernel_is_gemm(k) || in[0]->sparse || (nin > 1 && in[1]->sparse))
+	Contraction g;
+	if (nin != 2 || in[0]->sparse || in[1]->sparse || !contraction_plan(k, in, t, &g))
 		return c->m->loop_rate;
-	double mnk = 1, m = 1, n = 1, kk = 1;
-	for (int l = 0; l < k->nlab; l++) {
-		double e = label_block(k, nin, in, l);
-		if (e <= 0)
-			continue;
-		bool in0 = false, in1 = false;
-		for (int ch = 0; ch < k->nindim[0]; ch++)
-			in0 |= k->inlab[0][ch] == l;
-		for (int ch = 0; ch < k->nindim[1]; ch++)
-			in1 |= k->inlab[1][ch] == l;
-		bool out = false;
-		for (int ch = 0; ch < k->noutdim; ch++)
-			out |= k->outlab[ch] == l;
-		if (in0 && in1 && out)
-			continue;       /* a batch label: gemms in a loop */
-		mnk *= e;
-		if (in0 && in1)
-			kk *= e;
-		else if (in0)
-			m *= e;
-		else
-			n *= e;
-	}
-	double size = dtype_size(t);
-	double intensity = 2 * m * n * kk / (size * (m * kk + kk * n + m * n));
-	double r = machine_gemm_rate(c->m, t, cbrt(mnk));
-	double bound = intensity * c->m->memcpy_bw;
-	return bound < r ? bound : r;
+	double m, n, kk;
+	contraction_calls(&g, &m, &n, &kk);
+	int gm = g.use[ROLE_M], gn = g.use[ROLE_N], gk = g.use[ROLE_K];
+	double v = m * n * kk, size = dtype_size(t);
+	double secs = 2 * v / machine_gemm_rate(c->m, t, cbrt(v));
+	if (m < GEMM_REUSE && aliased(&g, 1, gk, gn, t))
+		secs += kk * n * size / c->m->memcpy_bw;
+	if (kk < GEMM_REUSE && aliased(&g, 2, gm, gn, t))
+		secs += m * n * size / c->m->gemm_alias_bw;
+	double bound = 2 * v / (size * (m * kk + kk * n + m * n)) * c->m->memcpy_bw;
+	return bound < 2 * v / secs ? bound : 2 * v / secs;
 }
 
 Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
@@ -776,8 +799,10 @@ void opt_cost(IaPlan *p, const Machine *mach)
 			live += held[i];
 		}
 		/* a two-phase schedule holds chunks received and sums beyond
-		 * its inputs and result while it runs */
-		double transient = op->kind == IA_TWOPHASE ? op->u.join.sched->mem : 0;
+		 * its inputs and result while it runs; a write, on rank 0, a
+		 * band of the output */
+		double transient = op->kind == IA_TWOPHASE ? op->u.join.sched->mem
+		                   : op->kind == IA_WRITE ? write_band_bytes(&a->type) : 0;
 		op->live_bytes = live + transient;
 		if (live + transient > p->peak_bytes) {
 			p->peak_bytes = live + transient;

@@ -47,6 +47,8 @@ typedef struct Machine {
 	double uniform_rate;            /* values per second uniform() makes, one rank */
 	double normal_rate;             /* likewise normal() */
 	double loop_rate;               /* flop/s of generated loops, one rank */
+	double gemm_alias_bw;           /* bytes per second a gemm streams an operand it reuses little
+	                                   whose rows are a multiple of 4 KiB apart */
 	double conv_rate;               /* flop/s of a convolution's direct loop, one rank */
 	int ngemm;
 	int gemm_block[MAXGEMM];        /* block sizes measured, increasing */

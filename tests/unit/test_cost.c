@@ -4,8 +4,9 @@
  * runtime's site function), the paper's metric for moves (broadcast f*s,
  * shuffle f, nothing when already placed), partial copies, the machine
  * model's file and interpolation, the paper's predicted costs of its
- * matmul plans (Table 4) under the layouts it states, the seconds of
- * reads, initial values and writes, and of scatter-adds into a base.
+ * matmul plans (Table 4) under the layouts it states, thin gemms' seconds,
+ * the seconds of reads, initial values and writes, and of scatter-adds
+ * into a base.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -232,6 +233,51 @@ static void test_conv(void **state)
 	tra_free(p);
 }
 
+/* A join's seconds (IA_JOIN) in the plan of one rank with whole chunks. */
+static double join_seconds(const char *text, double *flops)
+{
+	TraProg *p = compile(text);
+	OptOptions o = {.nranks = 1, .level = 2, .verify = true, .block = 1 << 30};
+	opt_block(p, &o);
+	IaPlan *plan = opt_plan(p, &o);
+	double s = -1;
+	for (int i = 0; i < plan->ops.n; i++)
+		if (plan->ops.v[i].kind == IA_JOIN) {
+			s = plan->ops.v[i].seconds;
+			*flops = plan->ops.v[i].flops;
+		}
+	ia_free(plan);
+	tra_free(p);
+	assert_true(s > 0);
+	return s;
+}
+
+/* A thin gemm (96 x J x 96) runs at the rate of a cube of its volume, but
+ * when B's and C's rows are a multiple of 4 KiB apart (J = 262144) the
+ * runtime copies B's panels first (kn elements at memcpy bandwidth) and C
+ * streams (mn elements at the aliased bandwidth); a dim of 4 bounds the
+ * rate by the operands' streaming through memory. */
+static void test_thin_gemm(void **state)
+{
+	(void)state;
+	Machine m;
+	machine_default(&m);
+	double f0, f1, f2;
+	double plain = join_seconds("size I = 96, K = 96, J = 262000;\ninput A[I, K];\ninput B[K, J];\n"
+	                            "C[i, j] = A[i, k] * B[k, j];\noutput C;\n", &f0);
+	double alias = join_seconds("size I = 96, K = 96, J = 262144;\ninput A[I, K];\ninput B[K, J];\n"
+	                            "C[i, j] = A[i, k] * B[k, j];\noutput C;\n", &f1);
+	double cube0 = f0 / machine_gemm_rate(&m, DT_F32, cbrt(96.0 * 96 * 262000));
+	double cube1 = f1 / machine_gemm_rate(&m, DT_F32, cbrt(96.0 * 96 * 262144));
+	assert_true(fabs(plain - cube0) < 0.01 * cube0 + 1e-4);
+	double extra = 4.0 * 96 * 262144 / m.memcpy_bw + 4.0 * 96 * 262144 / m.gemm_alias_bw;
+	assert_true(fabs(alias - (cube1 + extra)) < 0.01 * alias + 1e-4);
+	double thin = join_seconds("size I = 4000, K = 4000, J = 4;\ninput A[I, K];\ninput B[K, J];\n"
+	                           "C[i, j] = A[i, k] * B[k, j];\noutput C;\n", &f2);
+	double bytes = 4.0 * (4000.0 * 4000 + 4000 * 4 + 4000 * 4);
+	assert_true(thin >= bytes / m.memcpy_bw * 0.99);
+}
+
 /* A scatter-add's seconds: into zeros the result's share is written, into
  * a copy of a base read and written, in place neither; the rows' bytes
  * the same each way.  In a plan, an SGD step folded into scatters on the
@@ -374,6 +420,7 @@ int main(void)
 		cmocka_unit_test(test_machine),
 		cmocka_unit_test(test_table4),
 		cmocka_unit_test(test_conv),
+		cmocka_unit_test(test_thin_gemm),
 		cmocka_unit_test(test_io),
 		cmocka_unit_test(test_scatter),
 	};
