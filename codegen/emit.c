@@ -233,6 +233,21 @@ static void emit_type(Emit *e, int i)
 		buf_printf(b, "%s%" PRId64, d ? ", " : "", t->block[d]);
 	buf_printf(b, "}, %d, ", t->nchunk);
 	int_list(b, t->nchunk, t->chunkdim);
+	bool halo = false;
+	for (int d = 0; d < t->nkey; d++)
+		halo |= t->hext[d] > 0;
+	if (halo) {                     /* a halo's rows and its data's extent */
+		const int64_t *h[3] = {t->hlo, t->hhi, t->hext};
+		buf_printf(b, ", %d", t->sparse);
+		for (int j = 0; j < 3; j++) {
+			buf_puts(b, ", {");
+			for (int d = 0; d < t->nkey; d++)
+				buf_printf(b, "%s%" PRId64, d ? ", " : "", h[j][d]);
+			buf_puts(b, "}");
+		}
+		buf_puts(b, "};\n");
+		return;
+	}
 	buf_puts(b, t->sparse ? ", 1};\n" : "};\n");
 }
 
@@ -1489,6 +1504,9 @@ static void emit_main(Emit *e)
 			buf_printf(b, "\tTrtRel *r%d = trt_counter(&type%d, it%d);\n", i, e->def[i][D_TYPE], l);
 			break;
 		}
+		case IA_HALO:
+			buf_printf(b, "\tTrtRel *r%d = trt_halo(r%d, &type%d);\n", i, op->u.halo.in, e->def[i][D_TYPE]);
+			break;
 		case IA_SLICE:
 			buf_printf(b, "\tstatic const TrtWindow window%d = {%d, %" PRId64 ", %" PRId64 ", %d};\n", i,
 			           op->u.slice.dim, op->u.slice.shift, op->u.slice.stride, op->u.slice.scatter);

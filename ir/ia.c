@@ -304,6 +304,9 @@ int ia_inputs(const IaOp *op, int *in)
 		in[0] = op->u.slice.in;
 		in[1] = op->u.slice.off;
 		return op->u.slice.off >= 0 ? 2 : 1;
+	case IA_HALO:
+		in[0] = op->u.halo.in;
+		return 1;
 	case IA_INIT:
 	case IA_LOAD:
 	case IA_RANGE:
@@ -322,7 +325,7 @@ bool ia_has_result(IaOpKind k)
 		return false;
 	case IA_READ: case IA_BCAST: case IA_SHUFFLE: case IA_JOIN: case IA_AGG: case IA_MAP:
 	case IA_FILTER: case IA_INIT: case IA_LOAD: case IA_RANGE: case IA_COUNTER: case IA_SLICE:
-	case IA_TWOPHASE: case IA_GATHER: case IA_LOOKUP: case IA_SCATTER: case IA_CONV:
+	case IA_TWOPHASE: case IA_GATHER: case IA_LOOKUP: case IA_SCATTER: case IA_CONV: case IA_HALO:
 		return true;
 	}
 	return false;
@@ -363,6 +366,42 @@ RelType ia_join_type(const RelType *l, const RelType *r, const JoinSpec *on)
 			jt.nkey = o + 1;
 	}
 	return jt;
+}
+
+bool ia_conv_own_left(const Kernel *k, int w)
+{
+	int own = k->inlab[1][k->win[w].dim];
+	for (int c = 0; c < k->nindim[0]; c++)
+		if (k->inlab[0][c] == own)
+			return true;
+	return false;
+}
+
+int ia_conv_own_dim(const Kernel *k, const RelType *l, int w)
+{
+	int own = k->inlab[1][k->win[w].dim];
+	for (int c = 0; c < k->nindim[0]; c++)
+		if (k->inlab[0][c] == own)
+			return l->chunkdim[c];
+	return -1;
+}
+
+/* The lab runs over its whole extent (its dim's chunks' offsets add to
+ * it, so the whole extent bounds what any chunk reads). */
+void ia_conv_reach(const Kernel *k, const RelType *l, const RelType *out, int w, int64_t *lo, int64_t *hi)
+{
+	int lab = k->win[w].lab;
+	int64_t n = 1;
+	for (int c = 0; c < k->nindim[0]; c++)
+		if (k->inlab[0][c] == lab)
+			n = l->extent[l->chunkdim[c]];
+	for (int c = 0; c < k->noutdim; c++)
+		if (k->outlab[c] == lab)
+			n = out->extent[out->chunkdim[c]];
+	int64_t a = k->win[w].coef * (n - 1);
+	int64_t first = (a < 0 ? a : 0) + k->win[w].shift, last = (a > 0 ? a : 0) + k->win[w].shift;
+	*lo = first < 0 ? -first : 0;
+	*hi = last > 0 ? last : 0;
 }
 
 /* ---- placement rules ---- */
@@ -551,6 +590,13 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 	case IA_FILTER:
 		*out = a->place;
 		return true;
+	case IA_HALO:           /* the same keys where they were, the chunks extended */
+		if (a->place.kind == PL_PARTIAL) {
+			buf_puts(why, "exchanges the halos of partial aggregates");
+			return false;
+		}
+		*out = a->place;
+		return true;
 	case IA_AGG:
 		*out = ia_agg_place(&a->type, &a->place, op->u.agg.ngroup, op->u.agg.group);
 		return true;
@@ -694,6 +740,7 @@ IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a)
 		c.u.slice.in = map[c.u.slice.in];
 		c.u.slice.off = c.u.slice.off >= 0 ? map[c.u.slice.off] : -1;
 		break;
+	case IA_HALO: c.u.halo.in = map[c.u.halo.in]; break;
 	case IA_INIT:
 	case IA_LOAD:
 	case IA_RANGE:

@@ -219,6 +219,11 @@ typedef struct RelType {
 	bool holes;                     /* tuples may be absent: zero blocks */
 	float density;                  /* sparse: the fraction of elements stored, planning's
 	                                 * estimate (rel_density) */
+	/* a halo (IA_HALO's output): along key dim d with hext[d] > 0, chunk
+	 * k holds the elements [k*block - hlo, min((k+1)*block, extent) + hhi)
+	 * of a dim of hext[d] elements, clipped to it; extent is the reader's
+	 * (a convolution's output dim), hext the data's */
+	int64_t hlo[MAXDIM], hhi[MAXDIM], hext[MAXDIM];
 } RelType;
 
 /* A contraction kernel (in0 * in1 summed over the labels they share) as
@@ -252,6 +257,7 @@ double contraction_calls(const Contraction *c, double *m, double *n, double *k);
 
 int64_t rel_frontier(const RelType *t, int keydim);       /* ceil(extent / block) */
 int64_t rel_chunk_len(const RelType *t, int keydim, int64_t k);   /* chunk k's length along keydim: the last may be short */
+int64_t rel_chunk_off(const RelType *t, int keydim, int64_t k);   /* chunk k's first element along keydim */
 int64_t rel_chunk_elems(const RelType *t, const int64_t *key);    /* elements in the chunk at key */
 int64_t rel_ntuples(const RelType *t);
 double rel_floats(const RelType *t);                      /* exact element count over all tuples */
@@ -555,7 +561,7 @@ typedef struct IaOp {
 			int left, right;
 			JoinSpec on;
 			int ngroup;                 /* -1: plain join; else fused local aggregation */
-			int group[MAXDIM];
+			int group[MAXDIM];          /* an IA_CONV's entry -1: a dim of one chunk, key 0 */
 			Kernel *kernel;
 			const TpSched *sched;       /* IA_TWOPHASE: its schedule; NULL for a join */
 			JoinMask mask;              /* a sampled join (IA_JOIN only): its third input */
@@ -574,6 +580,7 @@ typedef struct IaOp {
 		struct { int src, index, dim, tensor, itensor, base; double scale; } gather;   /* GATHER, LOOKUP, SCATTER: as TRA's */
 		struct { int depth; } counter;
 		struct { int in, off; int dim; int64_t shift, stride; bool scatter; } slice;
+		struct { int in; } halo;        /* the rows it adds are its type's hlo, hhi */
 	} u;
 } IaOp;
 
@@ -644,6 +651,13 @@ typedef enum { IP_NONE, IP_OWNED, IP_PARAM, IP_KEPT } InPlace;
 InPlace *ia_in_place(const IaPlan *p, const IaLoops *l);   /* per op; the caller frees it */
 int ia_join_out_dim(int nleft, const JoinSpec *on, int rdim);
 RelType ia_join_type(const RelType *l, const RelType *r, const JoinSpec *on);
+/* A convolution's window w (kernel k, left input l, output out): whether
+ * its own label is the left's (a kernel's gradient: the window dim stands
+ * for the lab, so a chunk must hold the whole dim), and the rows a chunk
+ * of the output reads before (lo) and after (hi) its own block. */
+bool ia_conv_own_left(const Kernel *k, int w);
+int ia_conv_own_dim(const Kernel *k, const RelType *l, int w);    /* the left's key dim of own, or -1 */
+void ia_conv_reach(const Kernel *k, const RelType *l, const RelType *out, int w, int64_t *lo, int64_t *hi);
 /* Where a local join computes given its inputs' placements (neither of
  * partials); false when matching tuples would not meet. */
 bool ia_join_place(int nleft, const JoinSpec *on, const Place *l, const Place *r, Place *out);

@@ -217,6 +217,12 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 	case IA_COUNTER:
 		buf_printf(b, " depth %d", op->u.counter.depth);
 		break;
+	case IA_HALO:           /* its bytes are exact, the plan's: printed with costs off too */
+		for (int d = 0; d < op->type.nkey; d++)
+			if (op->type.hext[d] > 0)
+				buf_printf(b, " dim %d -%" PRId64 "+%" PRId64, d, op->type.hlo[d], op->type.hhi[d]);
+		buf_printf(b, " sends %.0f bytes", op->bytes_sent);
+		break;
 	case IA_SLICE:
 		buf_printf(b, " dim %d%s at %" PRId64 "%s", op->u.slice.dim, op->u.slice.scatter ? " scatter" : "",
 		           op->u.slice.shift, op->u.slice.off >= 0 ? " + counter" : "");
@@ -830,6 +836,12 @@ static void dot_what(Buf *b, const IaPlan *p, const IaOp *op)
 		break;
 	case IA_COUNTER:
 		buf_printf(&k, " depth %d", op->u.counter.depth);
+		break;
+	case IA_HALO:
+		for (int d = 0; d < op->type.nkey; d++)
+			if (op->type.hext[d] > 0)
+				buf_printf(&k, " dim %d, %" PRId64 " rows before and %" PRId64 " after", d, op->type.hlo[d],
+				           op->type.hhi[d]);
 		break;
 	case IA_SLICE:
 		buf_printf(&k, " dim %d, %" PRId64 " of %" PRId64, op->u.slice.dim, op->type.extent[op->u.slice.dim],

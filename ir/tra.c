@@ -466,7 +466,23 @@ int64_t rel_frontier(const RelType *t, int d)
 int64_t rel_chunk_len(const RelType *t, int d, int64_t k)
 {
 	int64_t len = t->extent[d] - k * t->block[d];
-	return len < t->block[d] ? len : t->block[d];
+	len = len < t->block[d] ? len : t->block[d];
+	if (t->hext[d] > 0) {           /* a halo: the block and its neighbours' rows, clipped */
+		int64_t a = rel_chunk_off(t, d, k), e = k * t->block[d] + len + t->hhi[d];
+		e = e < t->hext[d] ? e : t->hext[d];
+		len = e > a ? e - a : 0;
+	}
+	return len;
+}
+
+int64_t rel_chunk_off(const RelType *t, int d, int64_t k)
+{
+	int64_t a = k * t->block[d];
+	if (t->hext[d] > 0) {
+		a -= t->hlo[d];
+		a = a < 0 ? 0 : a < t->hext[d] ? a : t->hext[d];
+	}
+	return a;
 }
 
 int64_t rel_chunk_elems(const RelType *t, const int64_t *key)
@@ -496,8 +512,17 @@ int rel_chunkpos(const RelType *t, int keydim)
 double rel_floats(const RelType *t)
 {
 	double f = 1;
-	for (int d = 0; d < t->nkey; d++)
-		f *= rel_chunkpos(t, d) >= 0 ? (double)t->extent[d] : (double)rel_frontier(t, d);
+	for (int d = 0; d < t->nkey; d++) {
+		double n = 0;
+		if (rel_chunkpos(t, d) < 0)
+			n = (double)rel_frontier(t, d);
+		else if (t->hext[d] > 0)        /* a halo: its chunks overlap */
+			for (int64_t k = 0; k < rel_frontier(t, d); k++)
+				n += (double)rel_chunk_len(t, d, k);
+		else
+			n = (double)t->extent[d];
+		f *= n;
+	}
 	return f;
 }
 
@@ -510,6 +535,8 @@ void reltype_print(Buf *b, const RelType *t)
 	for (int c = 0; c < t->nchunk; c++) {
 		int d = t->chunkdim[c];
 		buf_printf(b, "%s%" PRId64, c ? "," : "", t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
+		if (t->hext[d] > 0)
+			buf_printf(b, "-%" PRId64 "+%" PRId64, t->hlo[d], t->hhi[d]);
 		if (d != c)
 			buf_printf(b, "@%d", d);
 	}

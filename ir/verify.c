@@ -218,10 +218,14 @@ static void check_join(Ctx *c, const RelType *l, const RelType *r, const JoinSpe
 
 /* A convolution: a join (keys as check_join's) whose kernel is in0 * in1
  * summed, reading input 1 through windows.  A window dim of the right
- * input is never matched, and is one chunk there and in the output (a
- * chunk of the output reads its whole window from one chunk). */
+ * input is never matched, and is one chunk there (a chunk of the output
+ * reads its whole window from one chunk) or a halo (IA_HALO) holding
+ * every row the output's chunk of the same key reads; when the window's
+ * own label is the left's (a kernel's gradient), that one chunk holds the
+ * whole dim.  A TRA convolution's window dim is blocked as its output
+ * dim, each block at least the rows read beyond it. */
 static void check_conv(Ctx *c, const RelType *l, const RelType *r, const JoinSpec *on, const Kernel *k,
-                       const RelType *out, int ngroup, const int *group)
+                       const RelType *out, int ngroup, const int *group, bool ia)
 {
 	if (l->dtype != r->dtype || l->dtype != out->dtype)
 		return fail(c, "mixed element types");
@@ -234,12 +238,37 @@ static void check_conv(Ctx *c, const RelType *l, const RelType *r, const JoinSpe
 		int ch = k->win[w].dim;
 		if (ch < 0 || ch >= r->nchunk || k->win[w].lab < 0 || k->win[w].lab >= k->nlab)
 			return fail(c, "window %d reads chunk dim %d", w, ch);
-		int d = r->chunkdim[ch];
+		int d = r->chunkdim[ch], own = ia_conv_own_dim(k, l, w), tiled = -1;
 		for (int m = 0; m < on->nmatch; m++)
-			if (on->rkey[m] == d)
+			if (on->rkey[m] == d && (!ia || own < 0 || on->lkey[m] != own))
 				return fail(c, "window dim %d is a join key", d);
-		if (rel_frontier(r, d) != 1)
+			else if (on->rkey[m] == d)
+				tiled = m;
+		if (tiled >= 0) {
+			/* a kernel's gradient's window matched to its own dim: the
+			 * halo of the left's chunk of that key */
+			int64_t lo, hi;
+			ia_conv_reach(k, l, out, w, &lo, &hi);
+			if (r->hext[d] <= 0 || r->hlo[d] < lo || r->hhi[d] < hi || r->extent[d] != l->extent[own] ||
+			    r->block[d] != l->block[own])
+				return fail(c, "window dim %d's halo is not its own dim's tiles", d);
+		} else if (r->hext[d] > 0) {
+			int64_t lo, hi;
+			ia_conv_reach(k, l, out, w, &lo, &hi);
+			if (ia_conv_own_left(k, w) ? rel_frontier(r, d) != 1 || rel_chunk_off(r, d, 0) != 0 ||
+			                                     rel_chunk_len(r, d, 0) != r->hext[d]
+			                           : r->hlo[d] < lo || r->hhi[d] < hi)
+				return fail(c, "window dim %d's halo holds less than its windows read", d);
+		} else if (rel_frontier(r, d) != 1 && ia) {
 			return fail(c, "window dim %d is more than one chunk", d);
+		} else if (rel_frontier(r, d) != 1 && !ia_conv_own_left(k, w)) {
+			/* a TRA convolution's (an own-left one's halo holds it all) */
+			int o = ia_join_out_dim(l->nkey, on, d);
+			int64_t lo, hi;
+			ia_conv_reach(k, l, out, w, &lo, &hi);
+			if (o >= out->nkey || out->block[o] != r->block[d] || lo > r->block[d] || hi > r->block[d])
+				return fail(c, "window dim %d is blocked unlike its output's, or below its reach", d);
+		}
 	}
 	if (!join_keys_ok(c, l, r, on))
 		return;
@@ -247,8 +276,35 @@ static void check_conv(Ctx *c, const RelType *l, const RelType *r, const JoinSpe
 	if (ngroup < 0 ? out->nkey != nkey : out->nkey != ngroup)
 		return fail(c, "a convolution's output has %d key dims", out->nkey);
 	for (int g = 0; g < ngroup; g++)
-		if (group[g] < 0 || group[g] >= nkey)
+		if (group[g] < -1 || group[g] >= nkey || (group[g] < 0 && rel_frontier(out, g) != 1))
 			return fail(c, "bad group dim %d", group[g]);
+}
+
+/* A halo: the input's keys and chunk dims, dense; along each halo dim its
+ * data's extent the input's, its own extent and block the reader's. */
+static void check_halo(Ctx *c, const RelType *in, const RelType *out)
+{
+	int nhalo = 0;
+	if (in->sparse || in->holes || out->sparse || out->holes)
+		return fail(c, "a halo of a sparse relation or one with holes");
+	if (in->dtype != out->dtype || in->nkey != out->nkey || in->nchunk != out->nchunk ||
+	    memcmp(in->chunkdim, out->chunkdim, sizeof in->chunkdim))
+		return fail(c, "a halo changes its input's keys or chunk dims");
+	for (int d = 0; d < in->nkey; d++) {
+		if (in->hext[d])
+			return fail(c, "a halo of a halo");
+		if (!out->hext[d]) {
+			if (out->extent[d] != in->extent[d] || out->block[d] != in->block[d])
+				return fail(c, "a halo reblocks key dim %d", d);
+			continue;
+		}
+		nhalo++;
+		if (out->hext[d] != in->extent[d] || out->hlo[d] < 0 || out->hhi[d] < 0 ||
+		    rel_chunkpos(out, d) < 0)
+			return fail(c, "a halo along key dim %d does not fit its input", d);
+	}
+	if (!nhalo)
+		return fail(c, "a halo along no dim");
 }
 
 static void check_agg(Ctx *c, const RelType *in, int ngroup, const int *group, const RelType *out)
@@ -527,7 +583,7 @@ static void check_tra_op(Ctx *c, const TraProg *p, int i)
 			check_mask(c, &op->u.join.mask, &p->ops.v[in[2]].type, a, b, &op->u.join.on, &op->type);
 		break;
 	case TRA_CONV:
-		check_conv(c, a, b, &op->u.join.on, op->u.join.kernel, &op->type, -1, NULL);
+		check_conv(c, a, b, &op->u.join.on, op->u.join.kernel, &op->type, -1, NULL, false);
 		break;
 	case TRA_AGG:
 		check_agg(c, a, op->u.agg.ngroup, op->u.agg.group, &op->type);
@@ -639,7 +695,7 @@ static void check_ia_op(Ctx *c, const IaPlan *p, int i)
 			check_mask(c, &op->u.join.mask, &p->ops.v[in[2]].type, a, b, &op->u.join.on, &op->type);
 		break;
 	case IA_CONV:
-		check_conv(c, a, b, &op->u.join.on, op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group);
+		check_conv(c, a, b, &op->u.join.on, op->u.join.kernel, &op->type, op->u.join.ngroup, op->u.join.group, true);
 		break;
 	case IA_TWOPHASE: {
 		const TpSched *ts = op->u.join.sched;
@@ -689,6 +745,9 @@ static void check_ia_op(Ctx *c, const IaPlan *p, int i)
 		break;
 	case IA_SLICE:
 		check_slice(c, a, b, op->u.slice.dim, op->u.slice.stride, &op->type);
+		break;
+	case IA_HALO:
+		check_halo(c, a, &op->type);
 		break;
 	case IA_STORE:
 		check_param(c, p->tra, op->u.store.tensor, a);

@@ -26,6 +26,8 @@
 
 #include "optimizer/opt.h"
 
+enum { CONV_MIN_BLOCK = 32 };  /* a tied window dim's smallest automatic block */
+
 static int find(int *parent, int x)
 {
 	while (parent[x] != x)
@@ -200,19 +202,39 @@ BlockClasses *opt_block_classes(const TraProg *p)
 			}
 		}
 	}
-	/* a convolution's window dims, in its right input and its output:
-	 * one chunk (a chunk of the output reads its windows from one chunk) */
+	/* a convolution's window dim, in its right input, is tied to its
+	 * output's dim: blocked alike, so output chunk k reads X's chunk k and
+	 * a halo from its neighbours (IA_HALO), each block at least the rows
+	 * a window reaches beyond it.  A kernel's gradient's window dim stands
+	 * for the lab in its output: that dim is one chunk */
+	c->tie = xcalloc(c->n + 1, sizeof *c->tie);
+	c->reach = xcalloc(c->n + 1, sizeof *c->reach);
+	for (int k = 0; k < c->n; k++)
+		c->tie[k] = k;
 	for (int i = 0; i < n; i++) {
 		const TraOp *op = &p->ops.v[i];
 		if (op->kind != TRA_CONV)
 			continue;
-		const RelType *rt = &p->ops.v[op->u.join.right].type;
-		int nl = p->ops.v[op->u.join.left].type.nkey;
-		for (int w = 0; w < op->u.join.kernel->nwin; w++) {
-			int d = rt->chunkdim[op->u.join.kernel->win[w].dim];
-			c->whole[c->of[base[op->u.join.right] + d]] = true;
-			c->whole[c->of[base[i] + ia_join_out_dim(nl, &op->u.join.on, d)]] = true;
+		const RelType *lt = &p->ops.v[op->u.join.left].type, *rt = &p->ops.v[op->u.join.right].type;
+		const Kernel *k = op->u.join.kernel;
+		for (int w = 0; w < k->nwin; w++) {
+			int d = rt->chunkdim[k->win[w].dim];
+			int ko = c->of[base[i] + ia_join_out_dim(lt->nkey, &op->u.join.on, d)];
+			if (ia_conv_own_left(k, w)) {
+				c->whole[ko] = true;
+				continue;
+			}
+			int64_t lo, hi;
+			ia_conv_reach(k, lt, &op->type, w, &lo, &hi);
+			unite(c->tie, c->of[base[op->u.join.right] + d], ko);
+			int r = find(c->tie, ko);
+			lo = lo > hi ? lo : hi;
+			c->reach[r] = c->reach[r] > lo ? c->reach[r] : lo;
 		}
+	}
+	for (int k = 0; k < c->n; k++) {        /* each root its group's largest reach */
+		int r = find(c->tie, k);
+		c->reach[r] = c->reach[r] > c->reach[k] ? c->reach[r] : c->reach[k];
 	}
 	free(num);
 	free(first);
@@ -232,6 +254,8 @@ void opt_block_classes_free(BlockClasses *c)
 	free(c->dtype);
 	free(c->sparse);
 	free(c->whole);
+	free(c->tie);
+	free(c->reach);
 	free(c);
 }
 
@@ -348,6 +372,44 @@ bool opt_block_pins(BlockClasses *c, const TraProg *p, const OptOptions *o, Buf 
 	}
 	free(who);
 	free(whodim);
+	/* a tie's classes take one block, a pinned one's if any, else the
+	 * largest chosen (the data's, whose extent is the largest: then
+	 * both have as many chunks, on the same sites); below the reach, on one rank (where a halo only
+	 * copies), or when the smallest class would be one chunk anyway,
+	 * each is one chunk.  The search leaves them alone */
+	for (int r = 0; r < c->n; r++) {
+		if (find(c->tie, r) != r)
+			continue;
+		int64_t b = 0, pin = 0, least = INT64_MAX;
+		int members = 0;
+		for (int k = 0; k < c->n; k++)
+			if (find(c->tie, k) == r) {
+				members++;
+				b = c->block[k] > b ? c->block[k] : b;
+				least = c->extent[k] < least ? c->extent[k] : least;
+				if (c->pinned[k] && c->block[k] < c->extent[k])
+					pin = c->block[k];
+			}
+		if (members < 2)
+			continue;
+		/* at least a chunk a rank along the dim when that leaves blocks
+		 * of CONV_MIN_BLOCK: the search can then split X along it alone */
+		int64_t most = 0;
+		for (int k = 0; k < c->n; k++)
+			if (find(c->tie, k) == r)
+				most = c->extent[k] > most ? c->extent[k] : most;
+		int64_t share = o->nranks > 1 ? ceil_div(most, o->nranks) : most;
+		if (share < b && share >= CONV_MIN_BLOCK && share >= c->reach[r])
+			b = share;
+		b = pin ? pin : b;
+		bool whole = b < c->reach[r] || (o->nranks <= 1 && !pin) || b >= least;
+		for (int k = 0; k < c->n; k++)
+			if (find(c->tie, k) == r) {
+				c->whole[k] |= whole;
+				c->block[k] = b < c->extent[k] ? b : c->extent[k];
+				c->pinned[k] = true;
+			}
+	}
 	for (int k = 0; k < c->n; k++)
 		if (c->whole[k]) {      /* the search leaves it alone, as a pinned class */
 			c->block[k] = c->extent[k];

@@ -63,6 +63,92 @@ static IaOp join_op(const Unit *u, int l, int r, int m)
 	return op;
 }
 
+/*
+ * The halo a convolution j needs of its right input (type rt; lt the
+ * left's): along each window dim that is blocked, or whose output dim is,
+ * the rows each output chunk reads beyond its own block (ia_conv_reach),
+ * the chunk keyed and blocked as the output dim.  A window whose own label
+ * is the left's (a kernel's gradient: the dim stands for the lab in the
+ * output) reads, when `tiled` (the conv is fused with its sum), the halo
+ * of the left's own chunk of the same key: keyed and blocked as the left's
+ * own dim, matched to it in *on (j's keys otherwise); else the whole dim,
+ * one chunk.  False when every window dim is one chunk in X and in the
+ * output: the kernel reads X's chunk as it is.
+ */
+bool conv_halo_type(const TraOp *j, const RelType *lt, const RelType *rt, bool tiled, RelType *ht, JoinSpec *on)
+{
+	*on = j->u.join.on;
+	if (j->kind != TRA_CONV)
+		return false;
+	const Kernel *k = j->u.join.kernel;
+	const RelType *jt = &j->type;
+	bool any = false;
+	*ht = *rt;
+	for (int w = 0; w < k->nwin; w++) {
+		int d = rt->chunkdim[k->win[w].dim], o = ia_join_out_dim(lt->nkey, &j->u.join.on, d);
+		int own = ia_conv_own_dim(k, lt, w);
+		if (own >= 0 && tiled) {
+			if (rel_frontier(rt, d) == 1 && rel_frontier(lt, own) == 1)
+				continue;
+			any = true;
+			ht->extent[d] = lt->extent[own];
+			ht->block[d] = lt->block[own];
+			ht->hext[d] = rt->extent[d];
+			ia_conv_reach(k, lt, jt, w, &ht->hlo[d], &ht->hhi[d]);
+			on->lkey[on->nmatch] = own;
+			on->rkey[on->nmatch++] = d;
+			continue;
+		}
+		if (rel_frontier(rt, d) == 1 && (own >= 0 || rel_frontier(jt, o) == 1))
+			continue;
+		any = true;
+		ht->extent[d] = jt->extent[o];
+		ht->block[d] = jt->block[o];
+		ht->hext[d] = rt->extent[d];
+		if (own >= 0) {
+			ht->block[d] = ht->extent[d];
+			ht->hlo[d] = 0;
+			ht->hhi[d] = rt->extent[d];
+		} else {
+			ia_conv_reach(k, lt, jt, w, &ht->hlo[d], &ht->hhi[d]);
+		}
+	}
+	return any;
+}
+
+/* A join output dim of keys `from` as a dim of keys `to` (nl left dims):
+ * -1 where it is a right dim `to` matches. */
+int conv_join_dim(int nl, const JoinSpec *from, const JoinSpec *to, int dim, int nright)
+{
+	if (dim < nl)
+		return dim;
+	for (int rd = 0; rd < nright; rd++)
+		if (ia_join_out_dim(nl, from, rd) == dim) {
+			for (int m = 0; m < to->nmatch; m++)
+				if (to->rkey[m] == rd)
+					return -1;
+			return ia_join_out_dim(nl, to, rd);
+		}
+	return dim;
+}
+
+/* A convolution op with the halo its right input needs: the halo op
+ * inserted, its keys and group made to fit a tiled window. */
+static void conv_halo(Emit *e, const Unit *u, IaOp *op)
+{
+	const TraOp *j = u->join ? u->join : u->op;
+	IaOp h = {.kind = IA_HALO, .stmt = u->op->stmt, .tra = u->tra};
+	RelType lt = e->p->ops.v[op->u.join.left].type, rt = e->p->ops.v[op->u.join.right].type;
+	JoinSpec on;
+	if (!conv_halo_type(j, &lt, &rt, op->u.join.ngroup >= 0, &h.type, &on))
+		return;
+	for (int g = 0; g < op->u.join.ngroup; g++)
+		op->u.join.group[g] = conv_join_dim(lt.nkey, &op->u.join.on, &on, op->u.join.group[g], rt.nkey);
+	op->u.join.on = on;
+	h.u.halo.in = op->u.join.right;
+	op->u.join.right = emit_op(e, h);
+}
+
 /* A contraction's join fused with its aggregation (F-1). */
 static IaOp fused_op(Emit *e, const Unit *u, int l, int r, int m)
 {
@@ -196,7 +282,9 @@ static int b_unary(Emit *e, const Unit *u, const int *x, const Place *mid, const
 static int b_join(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)mid, (void)out, (void)tp;
-	return emit_op(e, join_op(u, x[0], x[1], x[2]));
+	IaOp op = join_op(u, x[0], x[1], x[2]);
+	conv_halo(e, u, &op);
+	return emit_op(e, op);
 }
 
 static int b_agg_local(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
@@ -220,13 +308,17 @@ static int b_agg_partial(Emit *e, const Unit *u, const int *x, const Place *mid,
 static int b_fused(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)mid, (void)out, (void)tp;
-	return emit_op(e, fused_op(e, u, x[0], x[1], x[2]));
+	IaOp op = fused_op(e, u, x[0], x[1], x[2]);
+	conv_halo(e, u, &op);
+	return emit_op(e, op);
 }
 
 static int b_fused_partial(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)out, (void)tp;
-	return impl_finish_partial(e, emit_op(e, fused_op(e, u, x[0], x[1], -1)), mid, u);
+	IaOp op = fused_op(e, u, x[0], x[1], -1);
+	conv_halo(e, u, &op);
+	return impl_finish_partial(e, emit_op(e, op), mid, u);
 }
 
 /* RMM's key maps: join-space dim o is the left's dim lmap[o] and the

@@ -232,27 +232,34 @@ Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)
 	return (Cost){.seconds = cost_rank_bytes(c, t, p, 1) / c->m->read_bw};
 }
 
-/* Rank 0 writes a dense output whose chunk dims are in key-dim order band
- * by band (runtime/npy.c, write_bands: the chunks along the last dim split
- * in blocks, the dims after it whole), holding up to one band of other
- * ranks' chunks while it does, when a band is at most WRITE_BAND_MAX
- * bytes (the runtime's BAND_MAX). */
+/* Rank 0 writes a dense output whose chunk dims are in key-dim order and
+ * whose runs (a chunk's rows contiguous in the file) are shorter than
+ * WRITE_BAND_RUN bytes band by band (runtime/npy.c, write_bands: the
+ * chunks along the last dim split in blocks, the dims after it whole),
+ * holding the other ranks' chunks of one band while it does, when a band
+ * is at most WRITE_BAND_MAX bytes (the runtime's BAND_RUN and BAND_MAX). */
+#define WRITE_BAND_RUN 16384.0
 #define WRITE_BAND_MAX (512.0 * 1024 * 1024)
 
-static double write_band_bytes(const RelType *t)
+static double write_band_bytes(const CostCtx *c, const RelType *t, const Place *p)
 {
-	if (t->sparse || t->nkey == 0 || t->nchunk != t->nkey)
+	if (t->sparse || t->nkey == 0 || t->nchunk != t->nkey || p->kind == PL_ALL || c->nsites < 2)
 		return 0;
-	for (int c = 0; c < t->nchunk; c++)
-		if (t->chunkdim[c] != c)
+	for (int ch = 0; ch < t->nchunk; ch++)
+		if (t->chunkdim[ch] != ch)
 			return 0;
 	int d0 = t->nkey - 1;
 	while (d0 > 0 && t->block[d0] >= t->extent[d0])
 		d0--;
-	double band = (double)rel_frontier(t, d0) * dtype_size(t->dtype);
-	for (int d = 0; d < t->nkey; d++)
-		band *= (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
-	return band <= WRITE_BAND_MAX ? band : 0;
+	double run = dtype_size(t->dtype), band = (double)rel_frontier(t, d0) * dtype_size(t->dtype);
+	for (int d = 0; d < t->nkey; d++) {
+		double b = (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
+		band *= b;
+		run *= d >= d0 ? b : 1;
+	}
+	if (d0 == 0 || run >= WRITE_BAND_RUN || band > WRITE_BAND_MAX)
+		return 0;
+	return band * (c->nsites - 1) / c->nsites;
 }
 
 /* Rank 0 receives the other ranks' share of an output and writes it all
@@ -537,6 +544,88 @@ Cost cost_conv(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	return x;
 }
 
+/*
+ * A halo (IA_HALO): the pieces of x's chunks (placed by xp) that halo
+ * chunks (type h, placed alike) on other sites hold, counted exactly
+ * as runtime/halo.c cuts them: for each halo key, the input chunks its
+ * range covers, a piece's bytes sent when place_site puts the two keys on
+ * different sites.  The seconds: one all-to-all of the busiest site's
+ * bytes, and every site's copy of its halo chunks.  Above ENUM_LIMIT
+ * pairs, the rows beyond the blocks, (s-1)/s of them remote.
+ */
+Cost cost_halo(const CostCtx *c, const RelType *x, const Place *xp, const RelType *h)
+{
+	int s = c->nsites;
+	double es = dtype_size(x->dtype);
+	Cost k = {0};
+	double copy = cost_rank_bytes(c, h, xp, 1);
+	k.seconds = copy / c->m->memcpy_bw + c->m->local_op_overhead;
+	if (xp->kind != PL_PART || s == 1)
+		return k;
+	double *send = xcalloc((size_t)s + 1, sizeof *send);
+	int64_t nk = rel_ntuples(h), K[MAXDIM] = {0}, lo[MAXDIM], hi[MAXDIM], kx[MAXDIM];
+	double pairs = (double)nk;
+	for (int d = 0; d < h->nkey; d++)
+		if (h->hext[d] > 0)
+			pairs *= 3;
+	if (pairs > ENUM_LIMIT) {
+		k.bytes = (rel_floats(h) - rel_floats(x)) * es * (s - 1) / s;
+		k.bytes = k.bytes > 0 ? k.bytes : 0;
+		send[0] = k.bytes / s;
+	}
+	for (int64_t lin = 0; pairs <= ENUM_LIMIT && lin < nk; lin++) {
+		for (int64_t r = lin, d = h->nkey - 1; d >= 0; d--) {
+			K[d] = r % rel_frontier(h, (int)d);
+			r /= rel_frontier(h, (int)d);
+		}
+		int dest = place_site(xp, h, K, s);
+		bool empty = false;
+		for (int d = 0; d < h->nkey; d++) {
+			lo[d] = hi[d] = K[d];
+			if (!h->hext[d] || rel_chunkpos(h, d) < 0)
+				continue;
+			int64_t a = rel_chunk_off(h, d, K[d]), n = rel_chunk_len(h, d, K[d]);
+			empty |= n == 0;
+			lo[d] = a / x->block[d];
+			hi[d] = (a + n - 1) / x->block[d];
+		}
+		if (empty)
+			continue;
+		memcpy(kx, lo, sizeof kx);
+		for (;;) {
+			int src = place_site(xp, x, kx, s);
+			if (src != dest) {
+				double n = 1;
+				for (int ch = 0; ch < h->nchunk; ch++) {
+					int d = h->chunkdim[ch];
+					int64_t xa = kx[d] * x->block[d], xe = xa + rel_chunk_len(x, d, kx[d]);
+					int64_t ta = rel_chunk_off(h, d, K[d]), te = ta + rel_chunk_len(h, d, K[d]);
+					int64_t a = xa > ta ? xa : ta, e = xe < te ? xe : te;
+					n *= e > a ? (double)(e - a) : 0;
+				}
+				k.bytes += n * es;
+				send[src] += n * es;
+			}
+			int d = h->nkey - 1;
+			for (; d >= 0; d--) {
+				if (++kx[d] <= hi[d])
+					break;
+				kx[d] = lo[d];
+			}
+			if (d < 0)
+				break;
+		}
+	}
+	double most = 0;
+	for (int r = 0; r < s; r++)
+		most = send[r] > most ? send[r] : most;
+	free(send);
+	k.floats = k.bytes / es;
+	if (k.bytes > 0)
+		k.seconds += machine_coll(c->m, COLL_ALLTOALL, most) + c->m->op_overhead;
+	return k;
+}
+
 Cost cost_agg(const CostCtx *c, const RelType *in, const Place *p, double copies, const RelType *out)
 {
 	(void)out;
@@ -761,6 +850,9 @@ void opt_cost(IaPlan *p, const Machine *mach)
 			                 op->u.gather.base < 0 ? SCATTER_ZEROS : inplace[i] != IP_NONE ? SCATTER_IN_PLACE
 			                                                                             : SCATTER_COPY);
 			break;
+		case IA_HALO:
+			c = cost_halo(&cc, &a->type, &a->place, &op->type);
+			break;
 		case IA_SLICE:          /* the window copied out, locally */
 			c.seconds = cost_rank_bytes(&cc, &op->type, &op->place, 1) / cc.m->memcpy_bw +
 			            cc.m->local_op_overhead;
@@ -802,7 +894,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		 * its inputs and result while it runs; a write, on rank 0, a
 		 * band of the output */
 		double transient = op->kind == IA_TWOPHASE ? op->u.join.sched->mem
-		                   : op->kind == IA_WRITE ? write_band_bytes(&a->type) : 0;
+		                   : op->kind == IA_WRITE ? write_band_bytes(&cc, &a->type, &a->place) : 0;
 		op->live_bytes = live + transient;
 		if (live + transient > p->peak_bytes) {
 			p->peak_bytes = live + transient;

@@ -91,9 +91,31 @@ static double rank_bytes(Search *s, const RelType *t, const Place *p, double cop
 
 /* The placement of a local join's key space given its inputs', or false
  * when matching tuples would not meet. */
-static bool join_place(const TraOp *j, const RelType *lt, const Place *l, const Place *r, Place *jp)
+/* Whether convolution j is fused with its sum, so that a kernel's
+ * gradient's window is tiled (build.c's conv_halo_type). */
+static bool conv_tiled(Search *s, const TraOp *j)
 {
-	return ia_join_place(lt->nkey, &j->u.join.on, l, r, jp);
+	return j->kind == TRA_CONV && s->absorbed[j - s->tra->ops.v] >= 0;
+}
+
+/* Where join j computes on inputs placed l and r, in j's own numbering of
+ * its output dims; a tiled convolution matches its windows' dims to the
+ * left's own dims (its halo is keyed so), then renumbers. */
+static bool join_place(Search *s, const TraOp *j, const Place *l, const Place *r, Place *jp)
+{
+	const RelType *lt = type_of(s, j->u.join.left), *rt = type_of(s, j->u.join.right);
+	if (!conv_tiled(s, j))
+		return ia_join_place(lt->nkey, &j->u.join.on, l, r, jp);
+	JoinSpec on;
+	RelType ht;
+	TraOp jb = *j;
+	jb.type = *type_of(s, (int)(j - s->tra->ops.v));
+	conv_halo_type(&jb, lt, rt, true, &ht, &on);
+	if (!ia_join_place(lt->nkey, &on, l, r, jp))
+		return false;
+	for (int i = 0; jp->kind == PL_PART && i < jp->ndims; i++)
+		jp->dims[i] = conv_join_dim(lt->nkey, &on, &j->u.join.on, jp->dims[i], rt->nkey);
+	return true;
 }
 
 /* Pairs of input placements under which a local join works: (all, all),
@@ -102,6 +124,21 @@ typedef struct Pair {
 	int l, r;
 	Place jp;
 } Pair;
+
+/* A convolution's right input is never partitioned on a window dim that
+ * stands for its lab (a kernel's gradient): its halo is the whole dim,
+ * one chunk, which a partitioning on it would put on one site. */
+static bool conv_right_ok(const TraOp *j, const RelType *rt, const Place *pr)
+{
+	if (j->kind != TRA_CONV || pr->kind != PL_PART)
+		return true;
+	const Kernel *k = j->u.join.kernel;
+	for (int w = 0; w < k->nwin; w++)
+		for (int i = 0; i < pr->ndims; i++)
+			if (ia_conv_own_left(k, w) && pr->dims[i] == rt->chunkdim[k->win[w].dim])
+				return false;
+	return true;
+}
 
 static int join_pairs(Search *s, const TraOp *j, Pair *out, int max)
 {
@@ -117,7 +154,7 @@ static int join_pairs(Search *s, const TraOp *j, Pair *out, int max)
 			if (pl->kind == PL_PART && pr->kind == PL_PART && pl->ndims != pr->ndims)
 				continue;
 			Place jp;
-			if (!join_place(j, lt, pl, pr, &jp))
+			if (!join_place(s, j, pl, pr, &jp) || (!conv_tiled(s, j) && !conv_right_ok(j, type_of(s, R), pr)))
 				continue;
 			if (n < max)
 				out[n++] = (Pair){a, b, place_norm(&jt, jp)};
@@ -189,7 +226,7 @@ static Place join_at(Search *s, const TraOp *j, const Place *pl, const Place *pr
 	const RelType *lt = type_of(s, j->u.join.left);
 	RelType jt = ia_join_type(lt, type_of(s, j->u.join.right), &j->u.join.on);
 	Place jp;
-	if (!join_place(j, lt, pl, pr, &jp))
+	if (!join_place(s, j, pl, pr, &jp))
 		tr_bug("a join's inputs placed where their tuples do not meet");
 	return place_norm(&jt, jp);
 }
@@ -238,11 +275,22 @@ static void c_unary(Search *s, int t, Impl *im)
 /* A join's kernel over its key space at jp: a convolution's at its own rate. */
 /* A join's cost: a convolution's by its windows, a sampled join's by its
  * mask mt's stored elements (NULL: not sampled). */
-static Cost join_cost(Search *s, int t, const TraOp *j, const RelType *lt, const RelType *rt, const Place *jp,
-                      const RelType *mt)
+static Cost join_cost(Search *s, int t, const TraOp *j, const RelType *lt, const RelType *rt, const Place *pr,
+                      const Place *jp, const RelType *mt, double *mem)
 {
-	if (j->kind == TRA_CONV)
-		return cost_conv(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, type_of(s, t), jp);
+	if (j->kind == TRA_CONV) {
+		/* and the halo its right input needs (build.c's conv_halo) */
+		Cost c = cost_conv(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, type_of(s, t), jp);
+		TraOp jb = *j;
+		jb.type = *type_of(s, (int)(j - s->tra->ops.v));
+		RelType ht;
+		JoinSpec on;
+		if (conv_halo_type(&jb, lt, rt, conv_tiled(s, j), &ht, &on)) {
+			c = cost_add(c, cost_halo(&s->cc, rt, pr, &ht));
+			*mem += rank_bytes(s, &ht, pr, 1);
+		}
+		return c;
+	}
 	return cost_join(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, jp, mt);
 }
 
@@ -253,8 +301,9 @@ static void c_join(Search *s, int t, Impl *im)
 	const Place *pl = in_place(s, t, im, 0), *pr = in_place(s, t, im, 1);
 	Place jp = join_at(s, j, pl, pr);
 	const RelType *mt = j->u.join.mask.on ? in_type(s, t, 2) : NULL;
-	im->cost = join_cost(s, t, j, lt, rt, &jp, mt);
-	im->mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1) + rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
+	im->mem = 0;
+	im->cost = join_cost(s, t, j, lt, rt, pr, &jp, mt, &im->mem);
+	im->mem += rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1) + rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
 	if (mt)
 		im->mem += rank_bytes(s, mt, in_place(s, t, im, 2), 1);
 }
@@ -319,8 +368,9 @@ static void c_fused_partial(Search *s, int t, Impl *im)
 	const Place *pl = in_place(s, t, im, 0), *pr = in_place(s, t, im, 1);
 	RelType jt = ia_join_type(lt, rt, &j->u.join.on);
 	Place jp = join_at(s, j, pl, pr);
-	im->cost = join_cost(s, t, j, lt, rt, &jp, NULL);
-	im->mem = rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1);
+	im->mem = 0;
+	im->cost = join_cost(s, t, j, lt, rt, pr, &jp, NULL, &im->mem);
+	im->mem += rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1);
 	double copies = cost_partial_copies(&s->cc, &jt, &jp, op->u.agg.ngroup, op->u.agg.group);
 	im->mem += rank_bytes(s, type_of(s, t), &(Place){.kind = PL_PARTIAL}, copies);
 	partial_tail(s, t, im, copies);

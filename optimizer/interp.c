@@ -125,7 +125,7 @@ static Rel *from_dense(const Dense *x, const RelType *t, const Place *p, int s)
 			int64_t flat = 0;
 			for (int d = 0; d < x->rank; d++) {
 				int c = rel_chunkpos(t, d);
-				int64_t g = key[d] * t->block[d] + (c >= 0 ? idx[c] : 0);
+				int64_t g = c >= 0 ? rel_chunk_off(t, d, key[d]) + idx[c] : key[d] * t->block[d];
 				flat = flat * x->shape[d] + g;
 			}
 			v[e] = x->v[flat];
@@ -180,6 +180,21 @@ static Rel *do_slice(Interp *in, const Rel *a, int64_t off, const IaOp *op)
 	}
 	Rel *r = from_dense(&y, t, &op->place, in->s);
 	free(y.v);
+	dense_free(x);
+	return r;
+}
+
+/* A halo: each chunk of op's type cut from the whole of a (the
+ * exchange's result: what moves is the cost model's and the runtime's). */
+static Rel *do_halo(Interp *in, const Rel *a, const IaOp *op)
+{
+	Tensor whole = {.name = "a relation with halos", .rank = a->type.nkey};
+	for (int d = 0; d < a->type.nkey; d++)
+		whole.shape[d] = a->type.extent[d];
+	Dense *x = to_dense(in, a, &whole);
+	if (!x)
+		return NULL;
+	Rel *r = from_dense(x, &op->type, &op->place, in->s);
 	dense_free(x);
 	return r;
 }
@@ -365,7 +380,7 @@ static void run_conv(const Kernel *k, const RelType *const *t, const int64_t *co
 				if (win[c] >= 0) {
 					int lab = k->win[win[c]].lab;
 					x = off[l] + at[l] + k->win[win[c]].coef * (off[lab] + at[lab]) + k->win[win[c]].shift -
-					    key[1][d] * t[1]->block[d];
+					    rel_chunk_off(t[1], d, key[1][d]);
 					inside &= x >= 0 && x < n;
 				}
 				f1 = f1 * n + x;
@@ -484,7 +499,7 @@ static Rel *do_join(Interp *in, const Rel *l, const Rel *rr, const Rel *mask, co
 			}
 			int64_t gk[MAXDIM] = {0};
 			for (int g = 0; g < op->u.join.ngroup; g++)
-				gk[g] = jk[op->u.join.group[g]];
+				gk[g] = op->u.join.group[g] < 0 ? 0 : jk[op->u.join.group[g]];
 			bool fresh;
 			Tup *o = lookup(r, gk, a->site, &fresh);
 			if (op->kind == IA_CONV)
@@ -936,6 +951,12 @@ bool ia_interpret(const IaPlan *p, int sites, Dense *const *inputs, Dense **outp
 				fail(&in, "op %d slices partials or at an offset not held everywhere", i);
 			else
 				r = do_slice(&in, a, op->u.slice.shift + (b ? (int64_t)b->t.v[0].v[0] : 0), op);
+			break;
+		case IA_HALO:
+			if (a->kind == PL_PARTIAL)
+				fail(&in, "op %d exchanges the halos of partials", i);
+			else
+				r = do_halo(&in, a, op);
 			break;
 		case IA_LOAD:
 			if (!in.var[op->u.init.tensor]) {

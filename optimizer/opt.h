@@ -180,7 +180,11 @@ typedef struct BlockClasses {
 	bool *pinned;           /* per class: set by an override */
 	DType *dtype;           /* per class: the element type of an op carrying it */
 	bool *sparse;           /* per class: a dim of a sparse relation (opt_block_cap) */
-	bool *whole;            /* per class: a convolution's window dim, one chunk always */
+	bool *whole;            /* per class: one chunk always (a kernel's gradient's window
+	                         * dim, or a tie whose block is below its reach) */
+	int *tie;               /* per class: the class whose block it takes (union-find
+	                         * root): a convolution's window dim and its output's */
+	int64_t *reach;         /* per tie root: the most rows a window reads beyond a block */
 } BlockClasses;
 
 /* The classes of p's key dims, each with the block p's types give it. */
@@ -284,6 +288,9 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
  * windows, out its result type. */
 Cost cost_conv(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
                const RelType *out, const Place *jp);
+/* A halo (IA_HALO) of x placed by xp, h its type: the bytes of the pieces
+ * whose two keys are on different sites, exactly. */
+Cost cost_halo(const CostCtx *c, const RelType *x, const Place *xp, const RelType *h);
 /* A local aggregation of a relation placed by p (copies: partials). */
 Cost cost_agg(const CostCtx *c, const RelType *in, const Place *p, double copies, const RelType *out);
 /* A local map with a kernel (NULL: a rekey, free). */
@@ -381,6 +388,14 @@ int impl_finish_partial(Emit *e, int part, const Place *mid, const Unit *u);
  * where the side is duplicated; a side replicated into the join space. */
 void rmm_keymaps(const TraOp *j, const RelType *lt, const RelType *rt, const RelType *jt, int *lmap, int *rmap);
 RelType rep_type(const RelType *jt, const RelType *st, const int *keymap);
+/* The halo op's type a convolution j needs of its right input (type rt,
+ * the left's lt), or false when it reads the input as it is; *on its join
+ * keys then (a kernel's gradient's window matched to its own dim when
+ * tiled: fused with its sum). */
+bool conv_halo_type(const TraOp *j, const RelType *lt, const RelType *rt, bool tiled, RelType *ht, JoinSpec *on);
+/* Join output dim `dim` under keys `from` as a dim under keys `to` (nl left
+ * dims, nright right ones): -1 for a right dim `to` matches. */
+int conv_join_dim(int nl, const JoinSpec *from, const JoinSpec *to, int dim, int nright);
 
 /* The initial plan: each op by its Table 1 row (table1.c). */
 IaPlan *opt_table1(const TraProg *tra, int nranks);

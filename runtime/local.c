@@ -91,8 +91,9 @@ static TrtRel *join(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const Tr
 	if (j->ngroup < 0 ? out->nkey != jn : out->nkey != j->ngroup)
 		rt_bug("join output has %d key dims, expected %d", out->nkey,
 		       j->ngroup < 0 ? jn : j->ngroup);
-	for (int g = 0; g < j->ngroup; g++)
-		if (j->group[g] < 0 || j->group[g] >= jn)
+	for (int g = 0; g < j->ngroup; g++)     /* -1: a dim of one chunk, key 0 (a kernel's
+	                                         * gradient's window dim, below) */
+		if (j->group[g] < -1 || j->group[g] >= jn || (j->group[g] < 0 && rt_frontier(out, g) != 1))
 			rt_bug("join groups on dim %d of %d", j->group[g], jn);
 	for (int d = 0; ms && d < j->nmask; d++)
 		if (j->mkey[d] < 0 || j->mkey[d] >= jn)
@@ -144,7 +145,8 @@ static TrtRel *join(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const Tr
 			if (j->ngroup < 0) {
 				memcpy(ok, jk, sizeof *ok * (size_t)jn);
 			} else {
-				rt_key_pick(ok, jk, j->ngroup, j->group);
+				for (int g = 0; g < j->ngroup; g++)
+					ok[g] = j->group[g] < 0 ? 0 : jk[j->group[g]];
 				pos = rt_index_find(&ix, o, ok);
 				acc = pos >= 0;
 			}

@@ -873,8 +873,10 @@ static const void *dense_of(const TrtRel *r, const int64_t *key, int64_t *at, vo
 	return buf;
 }
 
-/* The most bytes of one band rank 0 holds to write it in file order. */
-enum { BAND_MAX = 512 << 20 };
+/* Runs shorter than BAND_RUN bytes are written band by band, holding at
+ * most BAND_MAX bytes of a band (optimizer/cost.c's write_band_bytes says
+ * the same). */
+enum { BAND_RUN = 16384, BAND_MAX = 512 << 20 };
 
 /*
  * Rank 0's part of rt_write_rel for a dense relation whose chunks are in
@@ -882,10 +884,11 @@ enum { BAND_MAX = 512 << 20 };
  * dim d0, the last one split, as rt_read_rel reads them), the band's chunks
  * at hand (its own, or received from their owners in key order), then its
  * runs in file order, row by row of the band, gathered into pwritev calls.
- * A chunk's runs are as long as its block along d0, a few hundred bytes
- * when that is narrow, and written one pwrite each they took 7 s for a
- * 340 MB tensor that dd writes in under 1.  Returns 0 or the first errno,
- * after receiving every chunk.
+ * A chunk's runs are as long as its block along d0 (and the whole dims
+ * after it), a few hundred bytes when that is narrow, and written one
+ * pwrite each they took 7 s for a 340 MB tensor that dd writes in under 1;
+ * rt_write_rel comes here only for runs shorter than BAND_RUN.  Returns 0
+ * or the first errno, after receiving every chunk.
  */
 static int write_bands(int fd, int64_t data_offset, const TrtRel *r, int d0, int64_t f)
 {
@@ -974,7 +977,8 @@ int rt_write_rel(int fd, int64_t data_offset, const TrtRel *r)
 		rt_key_from_linear(t, 0, key);
 		rt_block_of(t, key, &b);
 		int64_t f = rt_frontier(t, b.d0);
-		if (b.identity && (double)maxbytes * (double)f <= BAND_MAX) {
+		if (b.identity && b.d0 > 0 && b.run * (int64_t)rt_dtype_size(t->dtype) < BAND_RUN &&
+		    (double)maxbytes * (double)f <= BAND_MAX) {
 			err = write_bands(fd, data_offset, r, b.d0, f);
 			free(buf);
 			return err;

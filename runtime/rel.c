@@ -70,6 +70,16 @@ int64_t rt_nkeys(const TrtType *t)
 
 /* Fills n[c] with chunk dim c's length for key (when n is not NULL) and
  * returns the element count. */
+int64_t rt_chunk_first(const TrtType *t, int d, int64_t k)
+{
+	int64_t a = k * t->block[d];
+	if (t->hext[d] > 0) {
+		a -= t->hlo[d];
+		a = a < 0 ? 0 : a < t->hext[d] ? a : t->hext[d];
+	}
+	return a;
+}
+
 int64_t rt_chunk_shape(const TrtType *t, const int64_t *key, int64_t *n)
 {
 	int64_t count = 1;
@@ -79,11 +89,41 @@ int64_t rt_chunk_shape(const TrtType *t, const int64_t *key, int64_t *n)
 		int64_t len = t->extent[d] - key[d] * t->block[d];
 		if (len > t->block[d])
 			len = t->block[d];
+		if (t->hext[d] > 0) {   /* a halo: the block and its neighbours' rows, clipped */
+			int64_t a = rt_chunk_first(t, d, key[d]), e = key[d] * t->block[d] + len + t->hhi[d];
+			e = e < t->hext[d] ? e : t->hext[d];
+			len = e > a ? e - a : 0;
+		}
 		if (n)
 			n[c] = len;
 		count *= len;
 	}
 	return count;
+}
+
+void rt_box_copy(char *dst, const int64_t *dn, const int64_t *dat, const char *src, const int64_t *sn,
+                 const int64_t *sat, const int64_t *cnt, int rank, size_t es)
+{
+	int64_t idx[TRT_MAXDIM] = {0}, nrun = 1;
+	for (int c = 0; c < rank; c++)
+		if (!cnt[c])
+			return;
+	for (int c = 0; c + 1 < rank; c++)
+		nrun *= cnt[c];
+	size_t run = rank ? (size_t)cnt[rank - 1] * es : es;
+	for (int64_t r = 0; r < nrun; r++) {
+		int64_t so = 0, doff = 0;
+		for (int c = 0; c < rank; c++) {
+			so = so * sn[c] + sat[c] + idx[c];
+			doff = doff * dn[c] + dat[c] + idx[c];
+		}
+		memcpy(dst + (size_t)doff * es, src + (size_t)so * es, run);
+		for (int c = rank - 2; c >= 0; c--) {
+			if (++idx[c] < cnt[c])
+				break;
+			idx[c] = 0;
+		}
+	}
 }
 
 size_t rt_chunk_bytes(const TrtType *t, const int64_t *key)
@@ -269,7 +309,7 @@ TrtView rt_view(const TrtType *t, const int64_t *key, const Chunk *c)
 	v.rank = t->nchunk;
 	rt_chunk_shape(t, key, v.n);
 	for (int ch = 0; ch < t->nchunk; ch++)
-		v.off[ch] = key[t->chunkdim[ch]] * t->block[t->chunkdim[ch]];
+		v.off[ch] = rt_chunk_first(t, t->chunkdim[ch], key[t->chunkdim[ch]]);
 	if (t->sparse) {
 		RtCsr s = rt_csr_of(c, t->dtype);
 		v.p = s.val;

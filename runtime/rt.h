@@ -87,6 +87,12 @@ void rt_combine(TrtDtype dt, void *a, const void *b, int64_t n, TrtAgg agg);
 int64_t rt_frontier(const TrtType *t, int d);
 int64_t rt_nkeys(const TrtType *t);
 int64_t rt_chunk_shape(const TrtType *t, const int64_t *key, int64_t *n);
+int64_t rt_chunk_first(const TrtType *t, int d, int64_t k);  /* chunk k's first element along key dim d */
+/* Copies the box of cnt[] elements at sat[] of a row-major array of shape
+ * sn[] to the box at dat[] of one of shape dn[], a run of the last dim at
+ * a time (rank dims, es bytes an element). */
+void rt_box_copy(char *dst, const int64_t *dn, const int64_t *dat, const char *src, const int64_t *sn,
+                 const int64_t *sat, const int64_t *cnt, int rank, size_t es);
 size_t rt_chunk_bytes(const TrtType *t, const int64_t *key);  /* dense, even for a sparse t */
 Chunk *rt_chunk_new(size_t nbytes);
 void *rt_chunk_data(const Chunk *c);

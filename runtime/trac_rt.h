@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #define TRT_MAXDIM 8            /* most key dims and chunk dims of a relation */
-#define TRT_ABI 7               /* bumped when this interface changes */
+#define TRT_ABI 8               /* bumped when this interface changes */
 
 typedef enum { TRT_F32, TRT_F64, TRT_I32, TRT_I64 } TrtDtype;
 
@@ -55,6 +55,11 @@ typedef struct TrtType {
 	int chunkdim[TRT_MAXDIM];       /* chunk dim c spans key dim chunkdim[c] */
 	int sparse;                     /* chunks are compressed (below), and absent
 	                                   tuples are zero blocks */
+	/* a halo (trt_halo's result): along key dim d with hext[d] > 0, the
+	 * chunk of key k holds elements [k*block - hlo, min((k+1)*block,
+	 * extent) + hhi) of a dim of hext[d] elements, clipped to [0, hext);
+	 * extent is the reader's, a convolution's output dim */
+	int64_t hlo[TRT_MAXDIM], hhi[TRT_MAXDIM], hext[TRT_MAXDIM];
 } TrtType;
 
 /* Placement of a physical relation across ranks. */
@@ -306,6 +311,13 @@ void trt_ist_end(TrtIstRun *x, const TrtParams *local);
 TrtRel *trt_bcast(const TrtRel *r);
 TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p);     /* -> p (TRT_PART) */
 
+/* A convolution's input with its neighbours' boundary rows: x (dense,
+ * TRT_ALL or TRT_PART) as type t, whose halo dims (hext > 0) are x's
+ * dims blocked alike, every other dim as x's.  The result has x's
+ * placement; each rank sends each other rank exactly the pieces of its
+ * chunks that rank's chunks hold (one MPI_Alltoallv), and copies its own. */
+TrtRel *trt_halo(const TrtRel *x, const TrtType *t);
+
 /* ---- local operations (no communication) ---- */
 
 /* Local join: every pair of local tuples whose key dims lkey[i] and rkey[i]
@@ -321,7 +333,7 @@ typedef struct TrtJoin {
 	int lkey[TRT_MAXDIM];
 	int rkey[TRT_MAXDIM];
 	int ngroup;                     /* -1: no aggregation */
-	int group[TRT_MAXDIM];
+	int group[TRT_MAXDIM];          /* an entry -1: the output dim has one chunk, key 0 */
 	int pattern;                    /* a sparse output: the input (0 left, 1 right,
 	                                   2 the mask) whose chunk's stored positions it keeps */
 	int nmask;                      /* a sampled join: its mask's key dims, */

@@ -715,6 +715,39 @@ case("convolution_direct", """
     output Y; output D; output dK; output dX; output dB;
 """, dict(X=rnd(5, 5, 8, 11) / 4, K=rnd(4, 5, 3, 3) / 4, B=rnd(4)), conv_direct, block=3, tol=2e-5, ranks=[1, 2, 3, 4])
 
+def conv_halo(x):
+    """convolutions of an input partitioned along its window dims (halo
+    exchanges: as the search splits X, or pinned by --place along t alone,
+    or along y and x, with corner pieces), blocks of 7 dividing nothing, valid
+    and padded, and the gradients wrt the kernel and the input, by PyTorch
+    (inputs scaled down: the kernel's gradient sums over chunks in another
+    order on more ranks, and the runs are compared to 1e-6 absolute)"""
+    import torch
+    F = torch.nn.functional
+    t = lambda a: torch.tensor(a, dtype=torch.float64, requires_grad=True)
+    X, K = t(x["X"]), t(x["K"])
+    V = F.conv3d(X[None], K)[0]
+    Z = F.conv3d(F.pad(X, (1, 1, 1, 1, 0, 1))[None], K)[0]
+    loss = (V ** 2).sum() + (torch.tanh(Z) ** 2).sum()
+    dK, dX = torch.autograd.grad(loss, [K, X])
+    f = lambda a: a.detach().numpy().astype(np.float32)
+    return dict(V=f(V), Z=f(Z), loss=f(loss), dK=f(dK), dX=f(dX))
+CONV_HALO = """
+    size C = 2, O = 3, T = 20, H = 30, W = 40;
+    input X[C, T, H, W];
+    input K[O, C, 2, 3, 3];
+    V[o, t, y, x] = K[o, c, dt, dy, dx] * X[c, t + dt, y + dy, x + dx];                            # valid
+    Z[o, t in T, y in H, x in W] = K[o, c, dt, dy, dx] * X[c, t + dt, y + dy - 1, x + dx - 1];    # padded
+    loss = sum[o, t, y, x](V[o, t, y, x] ** 2) + sum[o, t, y, x](tanh(Z[o, t, y, x]) ** 2);
+    dK = grad(loss, K);
+    dX = grad(loss, X);
+    output V; output Z; output loss; output dK; output dX;
+"""
+for name, flags in [("convolution_halo", []), ("convolution_halo_t", ["--place", "X=part(1)"]),
+                    ("convolution_halo_yx", ["--place", "X=part(2,3)"])]:
+    case(name, CONV_HALO, dict(X=rnd(2, 20, 30, 40) / 4, K=rnd(3, 2, 2, 3, 3) / 4), conv_halo, block=7, tol=2e-5,
+         flags=flags, ranks=[1, 2, 3, 4])
+
 def run(c, tmp):
     d = os.path.join(tmp, c["name"])
     os.makedirs(d)

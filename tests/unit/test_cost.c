@@ -340,6 +340,46 @@ static void test_scatter(void **state)
 	assert_true(secs[1] < 3 * secs[0]);
 }
 
+/* A halo's bytes are exact: Y[y] = K[d] * X[y + d] with X (10^6) cut in
+ * blocks of 4e5 and split on 2 or 3 sites; Y's chunk 0 reads X's 0..400001
+ * (2 rows of X's chunk 1, on site 1), chunk 1 X's 400000..800001 (2 rows
+ * of chunk 2, on site 0 of 2 or site 2 of 3), chunk 2 X's chunk 2 alone:
+ * 4 floats, 16 bytes, either way.  On one site nothing moves. */
+static void test_halo(void **state)
+{
+	(void)state;
+	for (int sites = 1; sites <= 3; sites++) {
+		TraProg *p = compile("size N = 1000000, R = 3;\ninput X[N];\ninput K[R];\nY[y] = K[d] * X[y + d];\n"
+		                     "output Y;\n");
+		PlacePin pp = {0, {.kind = PL_PART, .ndims = 1, .dims = {0}}};
+		OptOptions o = {.nranks = sites, .level = 2, .verify = true, .block = 400000, .placepins = &pp,
+		                .nplacepins = 1};
+		opt_block(p, &o);
+		IaPlan *plan = opt_plan(p, &o);
+		int nhalo = 0;
+		for (int i = 0; i < plan->ops.n; i++) {
+			const IaOp *op = &plan->ops.v[i];
+			if (op->kind != IA_HALO)
+				continue;
+			nhalo++;
+			assert_int_equal(op->type.hlo[0], 0);
+			assert_int_equal(op->type.hhi[0], 2);
+			assert_int_equal(op->type.hext[0], 1000000);
+			assert_int_equal(rel_frontier(&op->type, 0), 3);
+			assert_int_equal(rel_chunk_len(&op->type, 0, 0), 400002);
+			assert_int_equal(rel_chunk_len(&op->type, 0, 1), 400002);
+			assert_int_equal(rel_chunk_off(&op->type, 0, 1), 400000);
+			assert_int_equal(rel_chunk_len(&op->type, 0, 2), 200000);
+			assert_true(rel_floats(&op->type) == 1000004);
+			assert_true(op->bytes_sent == (sites == 1 ? 0 : 16));
+			assert_true(plan->ops.v[op->u.halo.in].place.kind == PL_PART);
+		}
+		assert_int_equal(nhalo, 1);
+		ia_free(plan);
+		tra_free(p);
+	}
+}
+
 static void test_table4(void **state)
 {
 	(void)state;
@@ -421,6 +461,7 @@ int main(void)
 		cmocka_unit_test(test_table4),
 		cmocka_unit_test(test_conv),
 		cmocka_unit_test(test_thin_gemm),
+		cmocka_unit_test(test_halo),
 		cmocka_unit_test(test_io),
 		cmocka_unit_test(test_scatter),
 	};

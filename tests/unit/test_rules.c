@@ -545,6 +545,12 @@ static const char *impl_programs[] = {
 	"V[n, o, y, x] = K[o, c, dy, dx] * X[n, c, y + dy, x + 2*dx];\n"
 	"l = sum[n, o, y, x](Y[n, o, y, x] * Y[n, o, y, x]) + sum[n, o, y, x](V[n, o, y, x]);\n"
 	"dK = grad(l, K);\ndX = grad(l, X);\noutput Y;\noutput V;\noutput dK;\noutput dX;\n",
+	/* convolutions along blocked window dims (halos), valid and padded, 3-d */
+	"size C = 2, O = 3, T = 5, H = 7, W = 6;\ninput X[C, T, H, W];\nparam K[O, C, 2, 3, 3] = normal(0, 1);\n"
+	"V[o, t, y, x] = K[o, c, dt, dy, dx] * X[c, t + dt, y + dy, x + dx];\n"
+	"Z[o, t in T, y in H, x in W] = K[o, c, dt, dy, dx] * X[c, t + dt, y + dy - 1, x + dx - 1];\n"
+	"l = sum[o, t, y, x](V[o, t, y, x] * V[o, t, y, x]) + sum[o, t, y, x](Z[o, t, y, x]);\n"
+	"dK = grad(l, K);\ndX = grad(l, X);\noutput V;\noutput Z;\noutput dK;\noutput dX;\n",
 	/* sampled joins: each placement of the mask the search offers */
 	sddmm,
 	/* scatters into a base */
