@@ -762,7 +762,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 	/* ops inside repeat blocks run count times: their costs add up so */
 	double times = 1;
 	Vec(double) loops = {0};
-	double live = 0;
+	double live = 0, high = 0;
 	for (int i = 0; i < n; i++) {
 		IaOp *op = &p->ops.v[i];
 		if (op->kind == IA_LOOP) {
@@ -896,6 +896,15 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		double transient = op->kind == IA_TWOPHASE ? op->u.join.sched->mem
 		                   : op->kind == IA_WRITE ? write_band_bytes(&cc, &a->type, &a->place) : 0;
 		op->live_bytes = live + transient;
+		/* memory beyond the most held so far is new to the process, and
+		 * its first touch is the op's time (reads and initial values have
+		 * it in their rates; the runtime's chunk cache reuses what ops
+		 * free, and inside a loop only the first pass touches) */
+		if (live + transient > high) {
+			if (times == 1 && op->kind != IA_READ && op->kind != IA_INIT)
+				op->seconds += (live + transient - high) / cc.m->touch_bw;
+			high = live + transient;
+		}
 		if (live + transient > p->peak_bytes) {
 			p->peak_bytes = live + transient;
 			p->peak_op = i;
