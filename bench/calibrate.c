@@ -37,6 +37,7 @@
  * Rank 0 prints; all ranks take part.
  */
 #define _GNU_SOURCE                    /* MAP_ANONYMOUS, MADV_HUGEPAGE */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -393,6 +394,54 @@ static void calibrate_gemm(void)
 	}
 }
 
+/* Seconds of one m x n x k sgemm on row-major operands, median of reps,
+ * the slowest rank's. */
+static double one_sgemm(int m, int n, int k, int reps)
+{
+	float *a = xmalloc(sizeof *a * (size_t)m * (size_t)k), *b = xmalloc(sizeof *b * (size_t)k * (size_t)n);
+	float *c = xmalloc(sizeof *c * (size_t)m * (size_t)n), one = 1, zero = 0;
+	double t[9];
+	for (size_t e = 0; e < (size_t)m * (size_t)k; e++)
+		a[e] = 1e-3f * (float)(e % 7);
+	for (size_t e = 0; e < (size_t)k * (size_t)n; e++)
+		b[e] = 1e-3f * (float)(e % 5);
+	memset(c, 0, sizeof *c * (size_t)m * (size_t)n);
+	for (int r = 0; r < reps; r++) {
+		MPI_Barrier(MPI_COMM_WORLD);
+		double t0 = cpu_now();
+		bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, a, k, 1, b, n, 1, &zero, c, n, 1);
+		t[r] = cpu_now() - t0;
+	}
+	double med = median(t, reps), all;
+	MPI_Allreduce(&med, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	free(a);
+	free(b);
+	free(c);
+	return all;
+}
+
+/*
+ * Thin gemms (cost.c's kernel_rate): a 96 x n x 96 product reuses B and C
+ * 96 times only.  With B's rows 262000 floats apart it runs about as fast
+ * as a cube of its volume; 262144 apart (a multiple of 4 KiB: the rows
+ * share cache sets) it takes longer by the time to stream B and C, kn + mn
+ * elements, at gemm_stream_aliased_Bps.
+ */
+static void calibrate_thin_gemm(void)
+{
+	int reps = quick ? 3 : 5, n[2] = {262000, 262144};
+	for (int i = 0; i < 2; i++) {
+		double v = 96.0 * 96.0 * n[i];
+		int side = (int)cbrt(v);
+		double cube = one_sgemm(side, side, side, reps) * v / ((double)side * side * side);
+		double t = one_sgemm(96, n[i], 96, reps);
+		if (rank == 0)
+			printf("# thin gemm 96 x %d x 96: %.4f s, a cube of its volume %.4f s\n", n[i], t, cube);
+		if (rank == 0 && i == 1 && t > cube)
+			printf("gemm_stream_aliased_Bps=%.4g\n", 4.0 * (96.0 * n[i] * 2) / (t - cube));
+	}
+}
+
 /* The fixed cost of one BLIS call: a 4 x 4 x 4 product. */
 static void calibrate_call(void)
 {
@@ -690,6 +739,7 @@ int main(int argc, char **argv)
 		calibrate_conv();
 		fflush(stdout);
 		calibrate_gemm();
+		calibrate_thin_gemm();
 	}
 #ifdef WITH_TRACRT
 	return trt_finish();

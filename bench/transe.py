@@ -3,7 +3,7 @@
 transe.py: issue 14's TransE benchmark, trac against PyTorch.
 
     transe.py [--entities V] [--relations R] [--dim D] [--batch B] [--steps S]
-              [--reps N] [--ranks P] [--threads T]
+              [--reps N] [--ranks P] [--threads T] [--baseline TRAC]
     transe.py torch DIR STEPS      (the PyTorch side, run as its own process)
 
 examples/transe.tra's computation at a larger size: V entities and R
@@ -13,7 +13,9 @@ their scatter-add gradients, the update of both tables), then both tables
 written.  trac runs on P ranks (default 2), PyTorch with T threads (default
 2, torch.set_num_threads), whole processes timed (start-up, reading the
 files, the steps, writing), alternating, medians of N runs.  Both start from
-the same embeddings, so their final tables are compared too.
+the same embeddings, so their final tables are compared too.  --baseline
+TRAC also compiles the program with another trac (an older build tree's)
+and times it in the same rotation: before and after, side by side.
 
 Environment: TRAC, MPIRUN, PYTHON.
 """
@@ -79,7 +81,6 @@ def main():
     python = os.environ.get("PYTHON", "/usr/bin/python3")
     d = os.path.join(os.environ.get("TMPDIR", "/tmp"), "trac-bench-transe-%d-%d-%d-%d" % (V, R, D, B))
     make_data(d, V, R, D, B)
-    exe = os.path.join(d, "transe")
     src = os.path.join(HERE, "..", "examples", "transe.tra")
     # the example's program with S steps and without its print
     with open(src) as f:
@@ -87,24 +88,38 @@ def main():
     src2 = os.path.join(d, "transe_bench.tra")
     with open(src2, "w") as f:
         f.write(text)
-    subprocess.run([trac, "-P", str(P), "-D", "V=%d" % V, "-D", "NR=%d" % R, "-D", "D=%d" % D,
-                    "-D", "B=%d" % B, src2, "-o", exe], check=True)
+    base = arg("--baseline", "")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1", THREADS=str(T))
-    args = [mpirun, "-np", str(P), "--bind-to", "core", exe] + \
-        ["%s=%s" % (k, os.path.join(d, k + ".npy")) for k in ("h", "r", "t", "neg", "E0", "R0")] + \
-        ["E=" + os.path.join(d, "E_trac.npy"), "Rel=" + os.path.join(d, "R_trac.npy")]
-    tt, tp = [], []
+
+    def build(compiler, tag):
+        exe = os.path.join(d, "transe" + tag)
+        subprocess.run([compiler, "-P", str(P), "-D", "V=%d" % V, "-D", "NR=%d" % R, "-D", "D=%d" % D,
+                        "-D", "B=%d" % B, src2, "-o", exe], check=True)
+        return [mpirun, "-np", str(P), "--bind-to", "core", exe] + \
+            ["%s=%s" % (k, os.path.join(d, k + ".npy")) for k in ("h", "r", "t", "neg", "E0", "R0")] + \
+            ["E=" + os.path.join(d, "E_trac%s.npy" % tag), "Rel=" + os.path.join(d, "R_trac%s.npy" % tag)]
+    args = build(trac, "")
+    bargs = build(base, "_base") if base else None
+    tt, tp, tb = [], [], []
     for _ in range(N):
         tt.append(timed(args, env))
+        if bargs:
+            tb.append(timed(bargs, env))
         tp.append(timed([python, os.path.abspath(__file__), "torch", d, str(S)], env))
     mt, mp = float(np.median(tt)), float(np.median(tp))
-    err = max(np.abs(np.load(os.path.join(d, a + "_trac.npy")) - np.load(os.path.join(d, a + "_torch.npy"))).max()
-              for a in ("E", "R"))
+    diff = lambda x, y: max(np.abs(np.load(os.path.join(d, a + x + ".npy")) - np.load(os.path.join(d, a + y + ".npy"))).max()
+                            for a in ("E", "R"))
     print("TransE V=%d R=%d D=%d B=%d, %d steps, whole processes, medians of %d" % (V, R, D, B, S, N))
     print("  trac %d ranks:     %.2f s  %.1f steps/s   (runs %s)" % (P, mt, S / mt, " ".join("%.2f" % x for x in tt)))
+    if bargs:
+        mb = float(np.median(tb))
+        print("  baseline %d ranks: %.2f s  %.1f steps/s   (runs %s)" % (P, mb, S / mb, " ".join("%.2f" % x for x in tb)))
     print("  PyTorch %d threads: %.2f s  %.1f steps/s   (runs %s)" % (T, mp, S / mp, " ".join("%.2f" % x for x in tp)))
-    print("  ratio (PyTorch time / trac time): %.2f; final tables differ by at most %.2g" % (mp / mt, err))
+    print("  ratio (PyTorch time / trac time): %.2f; final tables differ by at most %.2g" % (mp / mt, diff("_trac", "_torch")))
+    if bargs:
+        print("  ratio (baseline time / trac time): %.2f; final tables differ by at most %.2g" % (
+            mb / mt, diff("_trac", "_trac_base")))
 
 
 main()

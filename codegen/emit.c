@@ -413,207 +413,7 @@ static void emit_loads(Buf *b, const Kernel *k, const char *T, int skip, const c
 	}
 }
 
-/* ---- contractions: BLIS gemm on strided views ---- */
-
-/*
- * A join kernel in0 * in1 summed over the labels the inputs share and the
- * output lacks is a contraction.  Each label has a role by where it occurs:
- *
- *   batch  in0, in1 and out        m  in0 and out
- *   k      in0 and in1             n  in1 and out
- *
- * Labels of one role that are adjacent, in the same order, in every operand
- * holding them merge into one group (a dense chunk's dims x, y with y right
- * after x are one dim of length n_x n_y and y's stride), so "abc,bcd->ad"
- * is one gemm with k = n_b n_c.  One group per role is what BLIS sees as m,
- * n and k: of all the choices, the one gemm_estimate thinks fastest (BLIS
- * is slow on matrices without a unit stride, a call costs microseconds,
- * short dims waste its micro-kernel).  Every other group
- * is a loop around the gemm call: batch, m and n groups index independent
- * products, extra k groups accumulate (beta = 1 after their first index).
- * Transposed operands are strides, never copies; trt_sgemm/trt_dgemm give
- * the stride of a dimension of length 1 the value BLIS accepts.
- *
- * A product with no k group (an outer or elementwise product) or with no m
- * and no n group (a dot product per batch index) is a loop kernel instead:
- * one BLIS call per element or per row costs more than it computes.
- */
-enum { ROLE_BATCH, ROLE_M, ROLE_N, ROLE_K, NROLE };
-
-typedef struct LabGroup {
-	int role;
-	int n;                          /* labels, outer to inner */
-	int lab[2 * MAXDIM];
-	double ext;                     /* static length: product of the labels' blocks */
-} LabGroup;
-
-typedef struct Contraction {
-	int ngroup;
-	LabGroup g[2 * MAXDIM];
-	int use[NROLE];                 /* the group BLIS sees in each role but batch, or -1 */
-} Contraction;
-
-/* The operands (0 in0, 1 in1, 2 out) that hold a label of each role. */
-static const bool role_in[NROLE][3] = {
-	[ROLE_BATCH] = {true, true, true}, [ROLE_M] = {true, false, true},
-	[ROLE_N] = {false, true, true}, [ROLE_K] = {true, true, false},
-};
-
-static int operand_n(const Kernel *k, int o)
-{
-	return o < 2 ? k->nindim[o] : k->noutdim;
-}
-
-static const int *operand_lab(const Kernel *k, int o)
-{
-	return o < 2 ? k->inlab[o] : k->outlab;
-}
-
-/* Position of label l in operand o; -1 if absent, -2 if there twice. */
-static int label_pos(const Kernel *k, int o, int l)
-{
-	int pos = -1;
-	for (int c = 0; c < operand_n(k, o); c++)
-		if (operand_lab(k, o)[c] == l)
-			pos = pos == -1 ? c : -2;
-	return pos;
-}
-
-/* The static length of label l: the block of the key dim carrying it in the
- * first input that has it (chunks at the edge are shorter). */
-static double label_block(const Kernel *k, const RelType *const *inty, int l)
-{
-	for (int i = 0; i < k->nin; i++)
-		for (int c = 0; c < k->nindim[i]; c++)
-			if (k->inlab[i][c] == l) {
-				int d = inty[i]->chunkdim[c];
-				int64_t bl = inty[i]->block[d];
-				return (double)(bl < inty[i]->extent[d] ? bl : inty[i]->extent[d]);
-			}
-	return 1;
-}
-
-/* Whether operand o has unit stride along one of groups x, y (or -1). */
-static bool unit_in(const Kernel *k, const Contraction *c, int o, int x, int y)
-{
-	int g[2] = {x, y};
-	for (int i = 0; i < 2; i++)
-		if (g[i] >= 0 &&
-		    label_pos(k, o, c->g[g[i]].lab[c->g[g[i]].n - 1]) == operand_n(k, o) - 1)
-			return true;
-	return false;
-}
-
-/*
- * A rough time for a choice of the groups BLIS sees (use[]): every other
- * group is a loop of calls, each paying a fixed cost, and BLIS runs slower
- * when a matrix has no unit stride (it packs A and B element by element,
- * and updates C through a scratch tile), and on short dimensions (a
- * micro-tile is 32 x 12 and k is unrolled by 4..8).  Only the ranking
- * matters: it keeps, for instance, a 64 x 64 x 64 product on unit strides
- * called 4096 times ahead of one call with n = 4096 on a stride-4096 C.
- */
-static double gemm_estimate(const Kernel *k, const Contraction *c, const int *use)
-{
-	double calls = 1, m = 1, n = 1, kk = 1;
-	for (int i = 0; i < c->ngroup; i++) {
-		double e = c->g[i].ext;
-		if (i == use[ROLE_M])
-			m = e;
-		else if (i == use[ROLE_N])
-			n = e;
-		else if (i == use[ROLE_K])
-			kk = e;
-		else
-			calls *= e;
-	}
-	double rate = 5e10;
-	if (!unit_in(k, c, 0, use[ROLE_M], use[ROLE_K]) && m > 1)
-		rate /= 2;
-	if (!unit_in(k, c, 1, use[ROLE_K], use[ROLE_N]) && n > 1)
-		rate /= 2;
-	if (!unit_in(k, c, 2, use[ROLE_M], use[ROLE_N]) && m > 1 && n > 1)
-		rate /= 4;
-	rate *= (m < 32 ? m / 32 : 1) * (n < 12 ? n / 12 : 1) * (kk < 64 ? (kk + 8) / 72 : 1);
-	return calls * (2e-6 + 2 * m * n * kk / rate);
-}
-
-static bool plan_contraction(const Kernel *k, const RelType *const *inty, DType dt,
-                             Contraction *c)
-{
-	memset(c, 0, sizeof *c);
-	if (k->nin != 2 || !kx_is_product(k->expr) || (k->reduces && k->red != AGG_ADD))
-		return false;
-	if (inty[0]->dtype != dt || inty[1]->dtype != dt || dtype_is_int(dt))
-		return false;   /* BLIS multiplies floats only */
-	for (int l = 0; l < k->nlab; l++) {
-		int p[3];
-		for (int o = 0; o < 3; o++)
-			if ((p[o] = label_pos(k, o, l)) == -2)
-				return false;           /* a diagonal: not a strided matrix */
-		int role;
-		if (p[0] >= 0 && p[1] >= 0)
-			role = p[2] >= 0 ? ROLE_BATCH : ROLE_K;
-		else if (p[0] >= 0 && p[2] >= 0)
-			role = ROLE_M;
-		else if (p[1] >= 0 && p[2] >= 0)
-			role = ROLE_N;
-		else if (p[0] < 0 && p[1] < 0 && p[2] < 0)
-			continue;               /* a label no operand uses */
-		else
-			return false;           /* reduced inside one input */
-		LabGroup *g = &c->g[c->ngroup++];
-		g->role = role;
-		g->n = 1;
-		g->lab[0] = l;
-		g->ext = label_block(k, inty, l);
-	}
-
-	/* merge groups whose labels are adjacent in every operand of the role */
-	for (bool changed = true; changed;) {
-		changed = false;
-		for (int i = 0; i < c->ngroup && !changed; i++)
-			for (int j = 0; j < c->ngroup && !changed; j++) {
-				LabGroup *x = &c->g[i], *y = &c->g[j];
-				if (i == j || x->role != y->role)
-					continue;
-				bool adjacent = true;
-				for (int o = 0; o < 3; o++)
-					if (role_in[x->role][o])
-						adjacent &= label_pos(k, o, y->lab[0]) ==
-						            label_pos(k, o, x->lab[x->n - 1]) + 1;
-				if (!adjacent)
-					continue;
-				for (int t = 0; t < y->n; t++)
-					x->lab[x->n++] = y->lab[t];
-				x->ext *= y->ext;
-				c->g[j] = c->g[--c->ngroup];
-				changed = true;
-			}
-	}
-
-	/* the groups BLIS sees: the choice with the least estimated time */
-	int cand[NROLE][2 * MAXDIM + 1], ncand[NROLE] = {0};
-	for (int r = ROLE_M; r < NROLE; r++) {
-		for (int i = 0; i < c->ngroup; i++)
-			if (c->g[i].role == r)
-				cand[r][ncand[r]++] = i;
-		if (ncand[r] == 0)
-			cand[r][ncand[r]++] = -1;
-	}
-	double best = -1;
-	for (int a = 0; a < ncand[ROLE_M]; a++)
-		for (int b2 = 0; b2 < ncand[ROLE_N]; b2++)
-			for (int d = 0; d < ncand[ROLE_K]; d++) {
-				int use[NROLE] = {-1, cand[ROLE_M][a], cand[ROLE_N][b2], cand[ROLE_K][d]};
-				double t = gemm_estimate(k, c, use);
-				if (best < 0 || t < best) {
-					best = t;
-					memcpy(c->use, use, sizeof use);
-				}
-			}
-	return c->use[ROLE_K] >= 0 && (c->use[ROLE_M] >= 0 || c->use[ROLE_N] >= 0);
-}
+/* ---- contractions: BLIS gemm on strided views (ir/gemm.c plans the calls) ---- */
 
 static void emit_gemm_kernel(Emit *e, const Kernel *k, DType dt, const Contraction *c)
 {
@@ -636,9 +436,8 @@ static void emit_gemm_kernel(Emit *e, const Kernel *k, DType dt, const Contracti
 		}
 		buf_puts(b, ";\n");
 		for (int o = 0; o < 3; o++)
-			if (role_in[g->role][o])
-				buf_printf(b, "\tconst int64_t %sg%d = s%s[%d];\n", oname[o], i, oname[o],
-				           label_pos(k, o, g->lab[g->n - 1]));
+			if (g->pos[o] >= 0)
+				buf_printf(b, "\tconst int64_t %sg%d = s%s[%d];\n", oname[o], i, oname[o], g->pos[o]);
 	}
 	int gm = c->use[ROLE_M], gn = c->use[ROLE_N], gk = c->use[ROLE_K];
 	buf_printf(b, "\tconst int64_t m = %s, n = %s, k = eg%d;\n",
@@ -665,7 +464,7 @@ static void emit_gemm_kernel(Emit *e, const Kernel *k, DType dt, const Contracti
 	for (int o = 0; o < 3; o++) {
 		buf_printf(b, ", %s", oname[o]);
 		for (int i = 0; i < c->ngroup; i++)
-			if (i != gm && i != gn && i != gk && role_in[c->g[i].role][o])
+			if (i != gm && i != gn && i != gk && c->g[i].pos[o] >= 0)
 				buf_printf(b, " + ig%d * %sg%d", i, oname[o], i);
 		if (o == 0)
 			buf_puts(b, ", rsa, csa");
@@ -1252,7 +1051,7 @@ static void emit_kernel(Emit *e, int i, const Kernel *k)
 		emit_conv_kernel(e, k, dt);
 	else if (d >= 0)
 		emit_driven_kernel(e, k, dt, indt, d, nd, dlab, byq, byfind, sparse_out);
-	else if (!sparse && plan_contraction(k, inty, dt, &c))
+	else if (!sparse && contraction_plan(k, inty, dt, &c))
 		emit_gemm_kernel(e, k, dt, &c);
 	else
 		emit_loop_kernel(e, k, dt, indt);
@@ -1504,15 +1303,22 @@ static void emit_main(Emit *e)
 	/* where each relation is freed: after its last reader, or, when that
 	 * reader is inside a loop the relation is not, after that loop ends
 	 * (free_after_loop: past the closing brace).  Loads are borrowed from
-	 * the param's variable and never freed here. */
+	 * the param's variable and never freed here, nor a scatter's result
+	 * made in place on one (IP_PARAM); a base a scatter updates in place
+	 * becomes its result, freed as that. */
 	IaLoops life;
 	ia_loops(p, &life);
+	InPlace *inplace = ia_in_place(p, &life);
 	const int *loopof = life.loopof, *endof = life.endof;
 	int *free_at = xcalloc(n + 1, sizeof *free_at), *free_after_loop = xcalloc(n + 1, sizeof *free_after_loop);
+	bool *taken = xcalloc(n + 1, sizeof *taken);
+	for (int i = 0; i < n; i++)
+		if (inplace[i] == IP_OWNED || inplace[i] == IP_PARAM)
+			taken[p->ops.v[i].u.gather.base] = true;
 	for (int i = 0; i < n; i++) {
 		free_at[i] = free_after_loop[i] = -1;
 		const IaOp *op = &p->ops.v[i];
-		if (!ia_has_result(op->kind) || op->kind == IA_LOAD)
+		if (!ia_has_result(op->kind) || op->kind == IA_LOAD || inplace[i] == IP_PARAM || taken[i])
 			continue;
 		int at = life.dead_after[i];
 		if (p->ops.v[at].kind == IA_ENDLOOP)    /* only a loop's end, never a reader, is an ENDLOOP */
@@ -1664,9 +1470,12 @@ static void emit_main(Emit *e)
 		case IA_GATHER:
 		case IA_LOOKUP:
 		case IA_SCATTER:
-			buf_printf(b, "\tTrtRel *r%d = %s(%s, %s, %d, &type%d, ", i,
-			           op->kind == IA_SCATTER ? "trt_scatter" : "trt_gather", whole(e, i, 0), whole(e, i, 1),
-			           op->u.gather.dim, e->def[i][D_TYPE]);
+			buf_printf(b, "\tTrtRel *r%d = %s(%s, %s, ", i, op->kind == IA_SCATTER ? "trt_scatter" : "trt_gather",
+			           whole(e, i, 0), whole(e, i, 1));
+			if (op->kind == IA_SCATTER)     /* its base, whether it is updated in place, the rows' scale */
+				buf_printf(b, "%s, %d, %.17g, ", op->u.gather.base >= 0 ? whole(e, i, 2) : "NULL",
+				           inplace[i] == IP_OWNED || inplace[i] == IP_PARAM, op->u.gather.scale);
+			buf_printf(b, "%d, &type%d, ", op->u.gather.dim, e->def[i][D_TYPE]);
 			place_literal(b, &op->place);
 			buf_puts(b, ", ");
 			c_string(b, op->u.gather.itensor >= 0 ? p->tra->tensors.v[op->u.gather.itensor].name : "the index");
@@ -1715,6 +1524,8 @@ static void emit_main(Emit *e)
 			/* a param's value is dense and whole */
 			if (e->local && p->ops.v[op->u.store.in].kind == IA_INIT)
 				;
+			else if (inplace[i] == IP_KEPT)
+				buf_printf(b, "\t/* var%d holds r%d: updated in place */\n", op->u.store.tensor, op->u.store.in);
 			else if (p->ops.v[op->u.store.in].type.sparse)
 				buf_printf(b, "\ttrt_free(var%d);\n\tvar%d = trt_densify(r%d);\n", op->u.store.tensor,
 				           op->u.store.tensor, op->u.store.in);
@@ -1779,6 +1590,8 @@ static void emit_main(Emit *e)
 			buf_printf(b, "\ttrt_free(var%d);\n", t);
 	buf_puts(b, e->local ? "\treturn 0;\n}\n" : "\treturn trt_finish();\n}\n");
 	ia_loops_free(&life);
+	free(inplace);
+	free(taken);
 	free(free_at);
 	free(free_after_loop);
 }

@@ -75,6 +75,8 @@ static TVal lower_gather(TraBuild *b, Lowering *lw, Node *n)
 	op.u.gather.dim = gd;
 	op.u.gather.tensor = n->u.access.tensor;
 	op.u.gather.itensor = ixn->u.access.tensor;
+	op.u.gather.base = -1;
+	op.u.gather.scale = 1;
 	int var[MAXDIM], nv = 0;
 	for (int i = 0; i < ix.nvar; i++)
 		var[nv++] = ix.var[i];

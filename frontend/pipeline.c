@@ -6,6 +6,8 @@
  *   opt_autodiff      grad(loss, W) -> backward TRA
  *   opt_hoist         loop-invariant code out of repeat blocks     (-O1, -O2)
  *   opt_contract      sums of products in the cheapest order        (-O1, -O2)
+ *   opt_sparsity      which relations are sparse, which have holes
+ *   opt_fuse_scatters sums of scatter-adds into scatters into a base  (-O1, -O2)
  *   opt_block         chunk shapes
  *   opt_plan          TRA -> IA: Table 1, rewritten or searched, costed
  *
@@ -158,6 +160,13 @@ int trac_pipeline(Pipeline *pl, int file, FILE *out)
 
 	/* which relations are sparse, which may lack tuples */
 	opt_sparsity(pl->prog, &pl->opt);
+
+	/* sums of scatter-adds (a gathered table's gradient, its SGD step)
+	 * into scatters that add into a base */
+	if (pl->opt.level > 0) {
+		opt_fuse_scatters(pl->prog);
+		verify(pl, "scatter fusion");
+	}
 
 	/* chunk shapes */
 	opt_block(pl->prog, &pl->opt);

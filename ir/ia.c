@@ -172,6 +172,79 @@ void ia_loops(const IaPlan *p, IaLoops *l)
 	}
 }
 
+/* Can scatter i add into its base's chunks (IP_OWNED or IP_PARAM)?  The
+ * base dies at i, is neither its rows nor its index, and is dense. */
+static bool base_dies_here(const IaPlan *p, const IaLoops *l, int i)
+{
+	const IaOp *op = &p->ops.v[i];
+	if (op->kind != IA_SCATTER || op->u.gather.base < 0)
+		return false;
+	int b = op->u.gather.base;
+	const RelType *bt = &p->ops.v[b].type;
+	return l->dead_after[b] == i && b != op->u.gather.src && b != op->u.gather.index && !bt->sparse && !bt->holes &&
+	       place_eq(&p->ops.v[b].place, &op->place);
+}
+
+/* Scatter i in place on load b of param t: the chain of scatters each the
+ * only reader of the one before, its end stored to t by the first op
+ * after b that loads or stores t, all in one loop body, and no other load
+ * of t alive while it runs.  Marks the chain and the store. */
+static void param_chain(const IaPlan *p, const IaLoops *l, const int *nread, int i, InPlace *res)
+{
+	int n = p->ops.n, b = p->ops.v[i].u.gather.base, t = p->ops.v[b].u.init.tensor;
+	int cur = i;
+	for (;;) {
+		int r = l->dead_after[cur];
+		const IaOp *ro = &p->ops.v[r];
+		if (nread[cur] != 1 || ro->kind != IA_SCATTER || ro->u.gather.base != cur || !base_dies_here(p, l, r) ||
+		    l->loopof[r] != l->loopof[i])
+			break;
+		cur = r;
+	}
+	int s = -1;
+	for (int j = b + 1; j < n && s < 0; j++) {
+		const IaOp *o = &p->ops.v[j];
+		if ((o->kind == IA_LOAD && o->u.init.tensor == t) || (o->kind == IA_STORE && o->u.store.tensor == t))
+			s = j;
+	}
+	if (s < 0 || p->ops.v[s].kind != IA_STORE || p->ops.v[s].u.store.in != cur || l->loopof[s] != l->loopof[i] ||
+	    l->dead_after[cur] != s)
+		return;
+	for (int j = 0; j < b; j++)
+		if (p->ops.v[j].kind == IA_LOAD && p->ops.v[j].u.init.tensor == t && l->dead_after[j] >= i)
+			return;
+	for (int x = i;; x = l->dead_after[x]) {
+		res[x] = IP_PARAM;
+		if (x == cur)
+			break;
+	}
+	res[s] = IP_KEPT;
+}
+
+InPlace *ia_in_place(const IaPlan *p, const IaLoops *l)
+{
+	int n = p->ops.n;
+	InPlace *res = xcalloc(n + 1, sizeof *res);
+	int *nread = xcalloc(n + 1, sizeof *nread);
+	for (int i = 0; i < n; i++) {
+		int in[MAXIN];
+		int k = ia_inputs(&p->ops.v[i], in);
+		for (int j = 0; j < k; j++)
+			nread[in[j]]++;
+	}
+	for (int i = 0; i < n; i++) {
+		if (res[i] != IP_NONE || !base_dies_here(p, l, i))
+			continue;
+		int b = p->ops.v[i].u.gather.base;
+		if (p->ops.v[b].kind == IA_LOAD)
+			param_chain(p, l, nread, i, res);
+		else if (res[b] != IP_PARAM)    /* (a param's storage only in its chain) */
+			res[i] = IP_OWNED;
+	}
+	free(nread);
+	return res;
+}
+
 void ia_loops_free(IaLoops *l)
 {
 	free(l->loopof);
@@ -206,6 +279,10 @@ int ia_inputs(const IaOp *op, int *in)
 	case IA_SCATTER:
 		in[0] = op->u.gather.src;
 		in[1] = op->u.gather.index;
+		if (op->kind == IA_SCATTER && op->u.gather.base >= 0) {
+			in[2] = op->u.gather.base;
+			return 3;
+		}
 		return 2;
 	case IA_AGG:
 		in[0] = op->u.agg.in;
@@ -612,6 +689,10 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 			buf_puts(why, "scatters into partial aggregates");
 			return false;
 		}
+		if (op->u.gather.base >= 0 && !place_eq(&p->ops.v[op->u.gather.base].place, &op->place)) {
+			buf_puts(why, "scatters into a base placed elsewhere than its result");
+			return false;
+		}
 		*out = op->place;
 		return true;
 	}
@@ -649,6 +730,8 @@ IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a)
 	case IA_SCATTER:
 		c.u.gather.src = map[c.u.gather.src];
 		c.u.gather.index = map[c.u.gather.index];
+		if (c.u.gather.base >= 0)
+			c.u.gather.base = map[c.u.gather.base];
 		break;
 	case IA_WRITE: c.u.write.in = map[c.u.write.in]; break;
 	case IA_STORE:

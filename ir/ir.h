@@ -26,7 +26,8 @@
 #include <stdio.h>
 
 #define MAXDIM 8                /* the most dims of a tensor, key or chunk (TRT_MAXDIM) */
-#define MAXIN 3                 /* the most inputs of an op: a sampled join's two and its mask */
+#define MAXIN 3                 /* the most inputs of an op: a sampled join's two and its mask,
+                                 * a scatter's rows, index and base */
 
 /* ---- base.c: memory, vectors, bugs ---- */
 
@@ -194,7 +195,6 @@ typedef struct Kernel {
 
 Kernel *kernel_new(Arena *a, int nin);
 Kernel *kernel_clone(Arena *a, const Kernel *k);
-bool kernel_is_gemm(const Kernel *k);
 void kernel_print(Buf *b, const Kernel *k);                /* "relu(in0) ik,kj->ij sum" */
 /* e with input i replaced by repl[i] and label l renumbered labmap[l]. */
 KExpr *kx_relabel(Arena *a, const KExpr *e, KExpr *const *repl, const int *labmap);
@@ -225,6 +225,35 @@ typedef struct RelType {
 	 * (a convolution's output dim), hext the data's */
 	int64_t hlo[MAXDIM], hhi[MAXDIM], hext[MAXDIM];
 } RelType;
+
+/* A contraction kernel (in0 * in1 summed over the labels they share) as
+ * BLIS calls (ir/gemm.c): its labels in groups by role, and the group BLIS
+ * sees as m, n and k; every other group is a loop of calls.  codegen emits
+ * these calls and the cost model prices them. */
+enum { ROLE_BATCH, ROLE_M, ROLE_N, ROLE_K, NROLE };
+
+typedef struct LabGroup {
+	int role;
+	int n;                          /* labels, outer to inner */
+	int lab[2 * MAXDIM];
+	double ext;                     /* static length: product of the labels' blocks */
+	int pos[3];                     /* its innermost label's chunk dim in in0, in1 and
+	                                   the output; -1 where the role is absent */
+	double stride[3];               /* and its stride there, in elements, at the blocks' lengths */
+} LabGroup;
+
+typedef struct Contraction {
+	int ngroup;
+	LabGroup g[2 * MAXDIM];
+	int use[NROLE];                 /* the group BLIS sees in each role but batch, or -1 */
+} Contraction;
+
+/* Whether k on inputs of types inty, computing in dt, is BLIS gemm calls,
+ * and which (*c). */
+bool contraction_plan(const Kernel *k, const RelType *const *inty, DType dt, Contraction *c);
+/* The calls a chunk makes (the product of the looped groups' lengths) and
+ * each call's m, n and k, at the blocks' lengths. */
+double contraction_calls(const Contraction *c, double *m, double *n, double *k);
 
 int64_t rel_frontier(const RelType *t, int keydim);       /* ceil(extent / block) */
 int64_t rel_chunk_len(const RelType *t, int keydim, int64_t k);   /* chunk k's length along keydim: the last may be short */
@@ -355,9 +384,13 @@ typedef struct TraOp {
 		struct { int loss; int tensor; } grad;
 		/* GATHER: src is the table, dim its gathered key dim; SCATTER:
 		 * src is the rows (keyed like a gather's output), dim the
-		 * result's dim the index's values address; tensor, itensor:
-		 * the table's and the index's program tensors, for messages */
-		struct { int src, index, dim, tensor, itensor; } gather;
+		 * result's dim the index's values address, base the relation
+		 * the rows add into (typed as the result), or -1 for zeros, and
+		 * scale what each row is multiplied by as it adds; tensor,
+		 * itensor: the table's and the index's program tensors, for
+		 * messages.  Every maker sets base and scale (-1 and 1 but for
+		 * optimizer/scatter.c's scatters) */
+		struct { int src, index, dim, tensor, itensor, base; double scale; } gather;
 	} u;
 } TraOp;
 
@@ -544,7 +577,7 @@ typedef struct IaOp {
 		struct { int tensor; } init;            /* INIT, LOAD */
 		struct { int in; int tensor; } store;   /* STORE, PRINT */
 		struct { int64_t count; int ist; } loop;   /* ist: 0, or IST loop ist - 1 */
-		struct { int src, index, dim, tensor, itensor; } gather;   /* GATHER, LOOKUP, SCATTER: as TRA's */
+		struct { int src, index, dim, tensor, itensor, base; double scale; } gather;   /* GATHER, LOOKUP, SCATTER: as TRA's */
 		struct { int depth; } counter;
 		struct { int in, off; int dim; int64_t shift, stride; bool scatter; } slice;
 		struct { int in; } halo;        /* the rows it adds are its type's hlo, hhi */
@@ -606,6 +639,16 @@ typedef struct IaLoops {
 } IaLoops;
 void ia_loops(const IaPlan *p, IaLoops *l);
 void ia_loops_free(IaLoops *l);
+/* Where a scatter adds into its base in place rather than into a copy of
+ * it (the base dies there), shared by the cost model and codegen: per op,
+ * IP_OWNED, a scatter that takes over its base (the runtime still copies
+ * any chunk another relation shares); IP_PARAM, one in place on a param's
+ * own storage (the base a load, or a scatter IP_PARAM: the chain ends in
+ * the store of that param, the first op after the load that loads or
+ * stores it, and no other load of it is alive meanwhile), whose result is
+ * borrowed like a load's; IP_KEPT, that store, which has nothing to do. */
+typedef enum { IP_NONE, IP_OWNED, IP_PARAM, IP_KEPT } InPlace;
+InPlace *ia_in_place(const IaPlan *p, const IaLoops *l);   /* per op; the caller frees it */
 int ia_join_out_dim(int nleft, const JoinSpec *on, int rdim);
 RelType ia_join_type(const RelType *l, const RelType *r, const JoinSpec *on);
 /* A convolution's window w (kernel k, left input l, output out): whether

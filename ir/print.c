@@ -97,6 +97,10 @@ void tra_print(Buf *b, const TraProg *p)
 		case TRA_GATHER:
 		case TRA_SCATTER:
 			buf_printf(b, " %%%d by %%%d dim %d", op->u.gather.src, op->u.gather.index, op->u.gather.dim);
+			if (op->kind == TRA_SCATTER && op->u.gather.scale != 1)
+				buf_printf(b, " times %.17g", op->u.gather.scale);
+			if (op->kind == TRA_SCATTER && op->u.gather.base >= 0)
+				buf_printf(b, " into %%%d", op->u.gather.base);
 			break;
 		case TRA_ENDLOOP:
 			buf_puts(b, "\n");
@@ -196,6 +200,19 @@ static void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op)
 	case IA_LOOKUP:
 	case IA_SCATTER:
 		buf_printf(b, " dim %d", op->u.gather.dim);
+		if (op->kind == IA_SCATTER && op->u.gather.scale != 1)
+			buf_printf(b, " times %.17g", op->u.gather.scale);
+		if (op->kind == IA_SCATTER && op->u.gather.base >= 0) {
+			/* where the rows add: the base itself when it dies here */
+			IaLoops life;
+			ia_loops(p, &life);
+			InPlace *ip = ia_in_place(p, &life);
+			InPlace how = ip[op - p->ops.v];
+			buf_puts(b, how == IP_PARAM ? " into base in place (the param's)" : how == IP_OWNED ? " into base in place"
+			                                                                    : " into a copy of base");
+			free(ip);
+			ia_loops_free(&life);
+		}
 		break;
 	case IA_COUNTER:
 		buf_printf(b, " depth %d", op->u.counter.depth);
@@ -813,7 +830,9 @@ static void dot_what(Buf *b, const IaPlan *p, const IaOp *op)
 		buf_printf(&k, " rows of dim %d by the index's values", op->u.gather.dim);
 		break;
 	case IA_SCATTER:
-		buf_printf(&k, " rows added into dim %d at the index's values", op->u.gather.dim);
+		buf_printf(&k, " rows%s added into dim %d at the index's values%s",
+		           op->u.gather.scale != 1 ? " scaled" : "", op->u.gather.dim,
+		           op->u.gather.base >= 0 ? ", into a base" : "");
 		break;
 	case IA_COUNTER:
 		buf_printf(&k, " depth %d", op->u.counter.depth);

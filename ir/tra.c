@@ -422,35 +422,6 @@ Kernel *kernel_clone(Arena *a, const Kernel *k)
 	return c;
 }
 
-/* A kernel BLIS runs well: a product of two inputs summed over the labels
- * they share and the output lacks (k), with m or n labels too; labels
- * common to all three are looped over (batch).  A product without k (a
- * Hadamard product) is a loop, not a gemm per element. */
-bool kernel_is_gemm(const Kernel *k)
-{
-	if (k->nin != 2 || k->red != AGG_ADD || !kx_is_product(k->expr) || k->nwin)
-		return false;
-	int nm = 0, nn = 0, nk = 0;
-	for (int l = 0; l < k->nlab; l++) {
-		bool in0 = false, in1 = false, out = false;
-		for (int i = 0; i < k->nindim[0]; i++)
-			in0 |= k->inlab[0][i] == l;
-		for (int i = 0; i < k->nindim[1]; i++)
-			in1 |= k->inlab[1][i] == l;
-		for (int i = 0; i < k->noutdim; i++)
-			out |= k->outlab[i] == l;
-		if (in0 && in1 && !out)
-			nk++;
-		else if (in0 && !in1 && out)
-			nm++;
-		else if (!in0 && in1 && out)
-			nn++;
-		else if (!(in0 && in1 && out) && (in0 || in1 || out))
-			return false;     /* a label reduced inside one input only */
-	}
-	return nk >= 1 && (nm >= 1 || nn >= 1);
-}
-
 static void labels_print(Buf *b, int n, const int *lab)
 {
 	for (int i = 0; i < n; i++)
@@ -690,6 +661,10 @@ int tra_inputs(const TraOp *op, int *in)
 	case TRA_SCATTER:
 		in[0] = op->u.gather.src;
 		in[1] = op->u.gather.index;
+		if (op->kind == TRA_SCATTER && op->u.gather.base >= 0) {
+			in[2] = op->u.gather.base;
+			return 3;
+		}
 		return 2;
 	case TRA_SLICE:
 		in[0] = op->u.slice.in;

@@ -431,6 +431,28 @@ static void check_gather(Ctx *c, const RelType *table, const RelType *index, int
 			     rows->extent[d], rows->block[d], want.extent[d], want.block[d]);
 }
 
+/* A scatter's base: the result's own type, dense and whole, so the rows
+ * add into its chunks (in place when it dies there). */
+static void check_scatter_base(Ctx *c, const RelType *base, const RelType *t)
+{
+	bool same = base->dtype == t->dtype && base->nkey == t->nkey && base->nchunk == t->nchunk &&
+	            !base->sparse && !base->holes;
+	for (int d = 0; same && d < t->nkey; d++)
+		same = base->extent[d] == t->extent[d] && base->block[d] == t->block[d];
+	for (int k = 0; same && k < t->nchunk; k++)
+		same = base->chunkdim[k] == t->chunkdim[k];
+	if (!same)
+		fail(c, "scatters into a base of another type, or one sparse or with holes");
+}
+
+/* A scatter's rows are scaled by a finite number but 0 (0: a maker that
+ * forgot it). */
+static void check_scale(Ctx *c, double scale)
+{
+	if (!(scale != 0 && scale - scale == 0))
+		fail(c, "scatters rows times %g", scale);
+}
+
 /* A loop counter: a 0-d i64 of a repeat block around it. */
 static void check_counter(Ctx *c, int depth, const RelType *t)
 {
@@ -598,6 +620,9 @@ static void check_tra_op(Ctx *c, const TraProg *p, int i)
 		break;
 	case TRA_SCATTER:
 		check_gather(c, &op->type, b, op->u.gather.dim, a);
+		check_scale(c, op->u.gather.scale);
+		if (op->u.gather.base >= 0)
+			check_scatter_base(c, &p->ops.v[op->u.gather.base].type, &op->type);
 		break;
 	case TRA_COUNTER:
 		check_counter(c, op->u.counter.depth, &op->type);
@@ -711,6 +736,9 @@ static void check_ia_op(Ctx *c, const IaPlan *p, int i)
 		break;
 	case IA_SCATTER:
 		check_gather(c, &op->type, b, op->u.gather.dim, a);
+		check_scale(c, op->u.gather.scale);
+		if (op->u.gather.base >= 0)
+			check_scatter_base(c, &p->ops.v[op->u.gather.base].type, &op->type);
 		break;
 	case IA_COUNTER:
 		check_counter(c, op->u.counter.depth, &op->type);

@@ -429,6 +429,8 @@ static void vjp_gather(Grad *g, TraBuild *b, int u, int G)
 	sc.u.gather.dim = g->old->ops.v[u].u.gather.dim;
 	sc.u.gather.tensor = g->old->ops.v[u].u.gather.tensor;
 	sc.u.gather.itensor = g->old->ops.v[u].u.gather.itensor;
+	sc.u.gather.base = -1;          /* into zeros; optimizer/scatter.c may give it a base */
+	sc.u.gather.scale = 1;
 	int avar[MAXDIM];
 	TVal T = rel_with_new_vars(b, tra_push(g->p, sc), ta, avar);
 	contribute(g, b, a, T, avar);
@@ -744,6 +746,8 @@ static int remap_op(Grad *g, TraOp op)
 	case TRA_SCATTER:
 		op.u.gather.src = g->map[op.u.gather.src];
 		op.u.gather.index = g->map[op.u.gather.index];
+		if (op.u.gather.base >= 0)
+			op.u.gather.base = g->map[op.u.gather.base];
 		break;
 	case TRA_SLICE:
 		op.u.slice.in = g->map[op.u.slice.in];

@@ -144,6 +144,9 @@ BlockClasses *opt_block_classes(const TraProg *p)
 			for (int d = 0, o = ni; d < p->ops.v[tab].type.nkey; d++)
 				if (d != op->u.gather.dim)
 					unite(parent, base[tab] + d, base[rows] + o++);
+			if (op->kind == TRA_SCATTER && op->u.gather.base >= 0)     /* blocked as the result */
+				for (int d = 0; d < op->type.nkey; d++)
+					unite(parent, base[op->u.gather.base] + d, base[i] + d);
 			break;
 		}
 		case TRA_OUTPUT:

@@ -394,13 +394,16 @@ static int b_twophase(Emit *e, const Unit *u, const int *x, const Place *mid, co
 }
 
 /* A gather or scatter op of TRA op t's table, index and tensors, on
- * inputs x (the table or rows, then the index), in placement p. */
+ * inputs x (the table or rows, then the index, then a scatter's base), in
+ * placement p. */
 static int emit_gather_op(Emit *e, const Unit *u, IaOpKind kind, const int *x, Place p)
 {
 	const TraOp *t = u->op;
 	IaOp ia = {.kind = kind, .stmt = t->stmt, .tra = u->tra, .type = t->type, .place = p};
 	ia.u.gather.src = x[0];
 	ia.u.gather.index = x[1];
+	ia.u.gather.base = t->kind == TRA_SCATTER && t->u.gather.base >= 0 ? x[2] : -1;
+	ia.u.gather.scale = t->u.gather.scale;
 	ia.u.gather.dim = t->u.gather.dim;
 	ia.u.gather.tensor = t->u.gather.tensor;
 	ia.u.gather.itensor = t->u.gather.itensor;
@@ -415,7 +418,7 @@ static int b_gather(Emit *e, const Unit *u, const int *x, const Place *mid, cons
 	return emit_gather_op(e, u, e->p->ops.v[x[0]].place.kind == PL_ALL ? IA_GATHER : IA_LOOKUP, x, (Place){0});
 }
 
-/* A scatter-add into the result's placement `out`. */
+/* A scatter-add into the result's placement `out` (where its base is). */
 static int b_scatter(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)mid, (void)tp;

@@ -437,6 +437,8 @@ static void remap_inputs(TraOp *op, const int *map)
 	case TRA_SCATTER:
 		op->u.gather.src = map[op->u.gather.src];
 		op->u.gather.index = map[op->u.gather.index];
+		if (op->u.gather.base >= 0)
+			op->u.gather.base = map[op->u.gather.base];
 		break;
 	case TRA_OUTPUT: op->u.output.in = map[op->u.output.in]; break;
 	case TRA_STORE: case TRA_PRINT: op->u.store.in = map[op->u.store.in]; break;

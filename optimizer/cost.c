@@ -232,6 +232,36 @@ Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)
 	return (Cost){.seconds = cost_rank_bytes(c, t, p, 1) / c->m->read_bw};
 }
 
+/* Rank 0 writes a dense output whose chunk dims are in key-dim order and
+ * whose runs (a chunk's rows contiguous in the file) are shorter than
+ * WRITE_BAND_RUN bytes band by band (runtime/npy.c, write_bands: the
+ * chunks along the last dim split in blocks, the dims after it whole),
+ * holding the other ranks' chunks of one band while it does, when a band
+ * is at most WRITE_BAND_MAX bytes (the runtime's BAND_RUN and BAND_MAX). */
+#define WRITE_BAND_RUN 16384.0
+#define WRITE_BAND_MAX (512.0 * 1024 * 1024)
+
+static double write_band_bytes(const CostCtx *c, const RelType *t, const Place *p)
+{
+	if (t->sparse || t->nkey == 0 || t->nchunk != t->nkey || p->kind == PL_ALL || c->nsites < 2)
+		return 0;
+	for (int ch = 0; ch < t->nchunk; ch++)
+		if (t->chunkdim[ch] != ch)
+			return 0;
+	int d0 = t->nkey - 1;
+	while (d0 > 0 && t->block[d0] >= t->extent[d0])
+		d0--;
+	double run = dtype_size(t->dtype), band = (double)rel_frontier(t, d0) * dtype_size(t->dtype);
+	for (int d = 0; d < t->nkey; d++) {
+		double b = (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
+		band *= b;
+		run *= d >= d0 ? b : 1;
+	}
+	if (d0 == 0 || run >= WRITE_BAND_RUN || band > WRITE_BAND_MAX)
+		return 0;
+	return band * (c->nsites - 1) / c->nsites;
+}
+
 /* Rank 0 receives the other ranks' share of an output and writes it all
  * (runtime/npy.c, trt_write). */
 static double cost_write(const CostCtx *c, const RelType *t)
@@ -389,16 +419,6 @@ Cost cost_move(const CostCtx *c, const RelType *t, const Place *from, double cop
 /* ---- kernels ---- */
 
 
-/* The extent of kernel label l in input i's chunk dims, or 0. */
-static double label_block(const Kernel *k, int nin, const RelType *const *in, int l)
-{
-	for (int i = 0; i < nin; i++)
-		for (int ch = 0; ch < in[i]->nchunk && ch < k->nindim[i]; ch++)
-			if (k->inlab[i][ch] == l)
-				return (double)in[i]->block[in[i]->chunkdim[ch]];
-	return 0;
-}
-
 /* Flops of a kernel over a relation's key space `sp`: per element of the
  * labels' space, the expression's ops (and one for a reduction); key dims
  * no chunk spans multiply by their frontier (one kernel call each). */
@@ -420,41 +440,51 @@ static double kernel_flops(const Kernel *k, int nin, const RelType *const *in, c
 	return n * (per ? per : 1);
 }
 
-/* The kernel's rate: a gemm at BLIS's rate for the cube of its m n k's
- * volume, bounded by its arithmetic intensity times the memory bandwidth
- * (a skinny product streams its operands); else the generated loops'. */
+/* Reuse below which an aliased operand costs its streaming (512 x 32768
+ * x 512 with rows 128 KiB apart runs at the square rate, 256 x 65536 x 256
+ * at a third of it). */
+#define GEMM_REUSE 512
+
+/* Whether operand o's rows (groups x and y its dims) are a multiple of
+ * 4 KiB apart: they then share cache sets, and BLIS misses on every row. */
+static bool aliased(const Contraction *g, int o, int x, int y, DType t)
+{
+	double ld = 1;
+	if (x >= 0 && g->g[x].stride[o] > ld)
+		ld = g->g[x].stride[o];
+	if (y >= 0 && g->g[y].stride[o] > ld)
+		ld = g->g[y].stride[o];
+	return ld > 1 && fmod(ld * dtype_size(t), 4096) == 0;
+}
+
+/*
+ * The kernel's rate.  A contraction is the BLIS calls codegen makes
+ * (ir/gemm.c's contraction_plan), each at the calibrated rate of a cube of
+ * its volume (m n k), and what aliased rows add (bench/README.md, "Thin
+ * gemms"): B (k x n), used m times, is copied to unaliased panels first by
+ * the runtime (trt_sgemm) when m is short, a pass at memcpy bandwidth; C
+ * (m x n), updated k times, costs its streaming at gemm_alias_bw when k
+ * is short; A's rows measure no difference.  The rate is bounded by the
+ * product's arithmetic intensity times the memory bandwidth (a dim of 10
+ * streams its operands through memory).  Anything else is the generated
+ * loops, at their rate.
+ */
 static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in, DType t)
 {
-	if (!kernel_is_gemm(k) || in[0]->sparse || (nin > 1 && in[1]->sparse))
+	Contraction g;
+	if (nin != 2 || in[0]->sparse || in[1]->sparse || !contraction_plan(k, in, t, &g))
 		return c->m->loop_rate;
-	double mnk = 1, m = 1, n = 1, kk = 1;
-	for (int l = 0; l < k->nlab; l++) {
-		double e = label_block(k, nin, in, l);
-		if (e <= 0)
-			continue;
-		bool in0 = false, in1 = false;
-		for (int ch = 0; ch < k->nindim[0]; ch++)
-			in0 |= k->inlab[0][ch] == l;
-		for (int ch = 0; ch < k->nindim[1]; ch++)
-			in1 |= k->inlab[1][ch] == l;
-		bool out = false;
-		for (int ch = 0; ch < k->noutdim; ch++)
-			out |= k->outlab[ch] == l;
-		if (in0 && in1 && out)
-			continue;       /* a batch label: gemms in a loop */
-		mnk *= e;
-		if (in0 && in1)
-			kk *= e;
-		else if (in0)
-			m *= e;
-		else
-			n *= e;
-	}
-	double size = dtype_size(t);
-	double intensity = 2 * m * n * kk / (size * (m * kk + kk * n + m * n));
-	double r = machine_gemm_rate(c->m, t, cbrt(mnk));
-	double bound = intensity * c->m->memcpy_bw;
-	return bound < r ? bound : r;
+	double m, n, kk;
+	contraction_calls(&g, &m, &n, &kk);
+	int gm = g.use[ROLE_M], gn = g.use[ROLE_N], gk = g.use[ROLE_K];
+	double v = m * n * kk, size = dtype_size(t);
+	double secs = 2 * v / machine_gemm_rate(c->m, t, cbrt(v));
+	if (m < GEMM_REUSE && aliased(&g, 1, gk, gn, t))
+		secs += kk * n * size / c->m->memcpy_bw;
+	if (kk < GEMM_REUSE && aliased(&g, 2, gm, gn, t))
+		secs += m * n * size / c->m->gemm_alias_bw;
+	double bound = 2 * v / (size * (m * kk + kk * n + m * n)) * c->m->memcpy_bw;
+	return bound < 2 * v / secs ? bound : 2 * v / secs;
 }
 
 Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
@@ -679,15 +709,18 @@ Cost cost_gather(const CostCtx *c, const RelType *table, const Place *tp, int gd
 }
 
 Cost cost_scatter(const CostCtx *c, const RelType *rows, const Place *rp, const RelType *index,
-                  const RelType *out, const Place *op)
+                  const RelType *out, const Place *op, ScatterInto into)
 {
 	const Machine *m = c->m;
 	int s = c->nsites;
 	double es = dtype_size(rows->dtype);
 	double rshare = rp->kind == PL_ALL ? 1.0 / s : cost_share(c, rows, rp);
 	Cost k = {0};
-	/* the result zeroed, then every row added in */
-	k.seconds = rel_bytes(out) * cost_share(c, out, op) / m->memcpy_bw +
+	/* the result zeroed (its share written) or the base copied (read and
+	 * written), none of it in place; then every row added in, the result's
+	 * rows it touches read and written */
+	double fill = into == SCATTER_ZEROS ? 1 : into == SCATTER_COPY ? 2 : 0;
+	k.seconds = fill * rel_bytes(out) * cost_share(c, out, op) / m->memcpy_bw +
 	            rel_floats(rows) * rshare * (es / m->memcpy_bw + 1 / m->loop_rate) + m->local_op_overhead;
 	k.flops = rel_floats(rows);
 	if (rp->kind == PL_ALL || s == 1)
@@ -721,6 +754,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 	 * loop's end, as the generated program frees it */
 	IaLoops life;
 	ia_loops(p, &life);
+	InPlace *inplace = ia_in_place(p, &life);        /* before `last` changes */
 	int *last = life.dead_after;     /* changed below for params, which live to the end */
 
 	p->total_floats_moved = p->total_bytes_sent = p->total_flops = 0;
@@ -728,7 +762,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 	/* ops inside repeat blocks run count times: their costs add up so */
 	double times = 1;
 	Vec(double) loops = {0};
-	double live = 0;
+	double live = 0, high = 0;
 	for (int i = 0; i < n; i++) {
 		IaOp *op = &p->ops.v[i];
 		if (op->kind == IA_LOOP) {
@@ -812,7 +846,9 @@ void opt_cost(IaPlan *p, const Machine *mach)
 			c = cost_gather(&cc, &a->type, &a->place, op->u.gather.dim, &b->type, &b->place, &op->type);
 			break;
 		case IA_SCATTER:
-			c = cost_scatter(&cc, &a->type, &a->place, &b->type, &op->type, &op->place);
+			c = cost_scatter(&cc, &a->type, &a->place, &b->type, &op->type, &op->place,
+			                 op->u.gather.base < 0 ? SCATTER_ZEROS : inplace[i] != IP_NONE ? SCATTER_IN_PLACE
+			                                                                             : SCATTER_COPY);
 			break;
 		case IA_HALO:
 			c = cost_halo(&cc, &a->type, &a->place, &op->type);
@@ -846,14 +882,29 @@ void opt_cost(IaPlan *p, const Machine *mach)
 				/* a rekey or a replication shares its input's chunks:
 				 * it takes them over when the input dies here */
 				held[i] = last[in[0]] == i ? held[in[0]] : 0;
+			else if (inplace[i] == IP_OWNED || inplace[i] == IP_PARAM)
+				/* a scatter in place holds its base's chunks (a
+				 * param's own: nothing more) */
+				held[i] = held[op->u.gather.base];
 			else
 				held[i] = cost_rank_bytes(&cc, &op->type, &op->place, copies[i]);
 			live += held[i];
 		}
 		/* a two-phase schedule holds chunks received and sums beyond
-		 * its inputs and result while it runs */
-		double transient = op->kind == IA_TWOPHASE ? op->u.join.sched->mem : 0;
+		 * its inputs and result while it runs; a write, on rank 0, a
+		 * band of the output */
+		double transient = op->kind == IA_TWOPHASE ? op->u.join.sched->mem
+		                   : op->kind == IA_WRITE ? write_band_bytes(&cc, &a->type, &a->place) : 0;
 		op->live_bytes = live + transient;
+		/* memory beyond the most held so far is new to the process, and
+		 * its first touch is the op's time (reads and initial values have
+		 * it in their rates; the runtime's chunk cache reuses what ops
+		 * free, and inside a loop only the first pass touches) */
+		if (live + transient > high) {
+			if (times == 1 && op->kind != IA_READ && op->kind != IA_INIT)
+				op->seconds += (live + transient - high) / cc.m->touch_bw;
+			high = live + transient;
+		}
 		if (live + transient > p->peak_bytes) {
 			p->peak_bytes = live + transient;
 			p->peak_op = i;
@@ -873,5 +924,6 @@ void opt_cost(IaPlan *p, const Machine *mach)
 	vec_free(&loops);
 	free(copies);
 	free(held);
+	free(inplace);
 	ia_loops_free(&life);
 }

@@ -114,6 +114,8 @@ void opt_hoist(TraProg *p)
 		case TRA_SCATTER:
 			op.u.gather.src = remap_in(pos, op.u.gather.src);
 			op.u.gather.index = remap_in(pos, op.u.gather.index);
+			if (op.u.gather.base >= 0)
+				op.u.gather.base = remap_in(pos, op.u.gather.base);
 			break;
 		case TRA_OUTPUT: op.u.output.in = remap_in(pos, op.u.output.in); break;
 		case TRA_STORE:

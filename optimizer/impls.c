@@ -420,12 +420,18 @@ static void c_gather(Search *s, int t, Impl *im)
 	im->mem = rank_bytes(s, tt, tp, 1) + rank_bytes(s, it, ip, 1) + rank_bytes(s, ot, out_place(s, t, im), 1);
 }
 
+/* A scatter with a base is taken to add in place when it is the base's
+ * only reader (opt_cost knows the plan's: ia_in_place). */
 static void c_scatter(Search *s, int t, Impl *im)
 {
+	const TraOp *op = &s->tra->ops.v[t];
 	const RelType *rt = in_type(s, t, 0), *it = in_type(s, t, 1), *ot = type_of(s, t);
 	const Place *rp = in_place(s, t, im, 0), *ip = in_place(s, t, im, 1);
-	im->cost = cost_scatter(&s->cc, rt, rp, it, ot, out_place(s, t, im));
-	im->mem = rank_bytes(s, rt, rp, 1) + rank_bytes(s, it, ip, 1) + rank_bytes(s, ot, out_place(s, t, im), 1);
+	int base = op->u.gather.base;
+	ScatterInto into = base < 0 ? SCATTER_ZEROS : s->uses[base] == 1 ? SCATTER_IN_PLACE : SCATTER_COPY;
+	im->cost = cost_scatter(&s->cc, rt, rp, it, ot, out_place(s, t, im), into);
+	im->mem = rank_bytes(s, rt, rp, 1) + rank_bytes(s, it, ip, 1) +
+	          (into == SCATTER_IN_PLACE ? 0 : rank_bytes(s, ot, out_place(s, t, im), 1));
 }
 
 static CostFn *const costs[NIMPLS] = {
@@ -704,19 +710,22 @@ static void gather_impls(Search *s, int t, const TraOp *op)
 }
 
 /* A scatter-add: rows with their index (placed alike, or the index
- * everywhere), into each placement of the result but partials. */
+ * everywhere), into each placement of the result but partials; a base
+ * placed as the result. */
 static void scatter_impls(Search *s, int t, const TraOp *op)
 {
-	int R = op->u.gather.src, I = op->u.gather.index;
+	int R = op->u.gather.src, I = op->u.gather.index, B = op->u.gather.base;
 	const Dom *dr = &s->dom[R], *di = &s->dom[I], *d = &s->dom[t];
 	for (int a = 0; a < dr->n; a++)
 		for (int b = 0; b < di->n; b++) {
 			const Place *rp = &dr->p[a], *ip = &di->p[b];
 			if (ip->kind != PL_ALL && !place_eq(rp, ip))
 				continue;
-			for (int o = 0; o < d->n; o++)
-				if (d->p[o].kind != PL_PARTIAL)
-					offer(s, t, (Impl){.kind = IM_SCATTER, .inpl = {a, b}, .out = o});
+			for (int o = 0; o < d->n; o++) {
+				int c = B >= 0 ? find_out(s, B, d->p[o]) : ANYPL;
+				if (d->p[o].kind != PL_PARTIAL && (B < 0 || c >= 0))
+					offer(s, t, (Impl){.kind = IM_SCATTER, .inpl = {a, b, c}, .out = o});
+			}
 		}
 }
 

@@ -801,20 +801,30 @@ static Rel *do_gather(Interp *in, const Rel *tab, const Rel *ix, const IaOp *op)
 }
 
 /* scatter-add: rows everywhere add only into their own site's result
- * tuples; placed rows into every copy of the result's tuple */
-static Rel *do_scatter(Interp *in, const Rel *rows, const Rel *ix, const IaOp *op)
+ * tuples; placed rows into every copy of the result's tuple.  The result
+ * starts as zeros, or as a copy of the base (placed as the result). */
+static Rel *do_scatter(Interp *in, const Rel *rows, const Rel *ix, const Rel *base, const IaOp *op)
 {
 	const RelType *ot = &op->type, *rt = &rows->type, *it = &ix->type;
 	int gdim = op->u.gather.dim, ni = it->nkey;
-	Rel *r = rel_new(ot, op->place.kind);
-	int64_t key[MAXDIM] = {0};
-	do {
-		if (op->place.kind == PL_ALL)
-			for (int s = 0; s < in->s; s++)
-				push(r, key, s, NULL, rel_chunk_elems(ot, key));
-		else
-			push(r, key, place_site(&op->place, ot, key, in->s), NULL, rel_chunk_elems(ot, key));
-	} while (ot->nkey > 0 && next_key(ot, key));
+	Rel *r;
+	if (base) {
+		if (base->kind == PL_PARTIAL) {
+			fail(in, "op %d scatters into partial aggregates", (int)(op - in->p->ops.v));
+			return NULL;
+		}
+		r = rel_copy(base);
+	} else {
+		r = rel_new(ot, op->place.kind);
+		int64_t key[MAXDIM] = {0};
+		do {
+			if (op->place.kind == PL_ALL)
+				for (int s = 0; s < in->s; s++)
+					push(r, key, s, NULL, rel_chunk_elems(ot, key));
+			else
+				push(r, key, place_site(&op->place, ot, key, in->s), NULL, rel_chunk_elems(ot, key));
+		} while (ot->nkey > 0 && next_key(ot, key));
+	}
 	for (int i = 0; i < rows->t.n && in->ok; i++) {
 		const Tup *x = &rows->t.v[i];
 		const Tup *xi = find_tup(ix, x->key, x->site);
@@ -834,7 +844,7 @@ static Rel *do_scatter(Interp *in, const Rel *rows, const Rel *ix, const IaOp *o
 			for (int k = 0; k < r->t.n; k++) {
 				Tup *o = &r->t.v[k];
 				if (same_key(o->key, tk, ot->nkey) && (rows->kind != PL_ALL || o->site == x->site))
-					*elem_at(ot, o, tg) += *elem_at(rt, x, g);
+					*elem_at(ot, o, tg) += op->u.gather.scale * *elem_at(rt, x, g);
 			}
 		});
 	}
@@ -991,7 +1001,11 @@ bool ia_interpret(const IaPlan *p, int sites, Dense *const *inputs, Dense **outp
 			r = do_gather(&in, a, b, op);
 			break;
 		case IA_SCATTER:
-			r = do_scatter(&in, a, b, op);
+			if (op->u.gather.base >= 0 && !in.rel[x[2]]) {
+				fail(&in, "op %d: its base has no value", i);
+				break;
+			}
+			r = do_scatter(&in, a, b, op->u.gather.base >= 0 ? in.rel[x[2]] : NULL, op);
 			break;
 		case IA_FILTER:
 			r = do_filter(a, op);

@@ -20,7 +20,9 @@
  *   kernel's, and on a virtual machine the host's, first touch);
  *   init_uniform_per_s, init_normal_per_s (the initialisers' values);
  *   loop_rate_flops, conv_rate_flops (a convolution's direct loop);
- *   gemm_f32_gflops_bB, gemm_f64_gflops_bB (by block B);
+ *   gemm_f32_gflops_bB, gemm_f64_gflops_bB (by block B); gemm_stream_aliased_Bps
+ *   (a thin gemm streaming an operand it reuses little whose rows are a
+ *   multiple of 4 KiB apart: cost.c's kernel_rate);
  *   call_overhead_s, op_overhead_s, local_op_overhead_s;
  *   trac_shuffle_bandwidth_Bps, trac_bcast_bandwidth_Bps: the runtime's own
  *   exchanges, which shuffles and broadcasts are costed with when given
@@ -58,6 +60,7 @@ void machine_default(Machine *m)
 	m->uniform_rate = 7e8;          /* bench/README.md "Start-up", at the best run */
 	m->normal_rate = 3e8;
 	m->loop_rate = 8e8;
+	m->gemm_alias_bw = 1.8e9;       /* bench/README.md "Thin gemms" */
 	m->conv_rate = 2e10;            /* calibrate: 3.2e10 on a chunk in cache; conv3d whole, 1.1e10 at load 4-6 */
 	m->ngemm = (int)(sizeof blocks / sizeof *blocks);
 	for (int i = 0; i < m->ngemm; i++) {
@@ -117,6 +120,7 @@ static const Scalar scalars[] = {
 	FIELD("init_normal_per_s", normal_rate, false),
 	FIELD("loop_rate_flops", loop_rate, false),
 	FIELD("conv_rate_flops", conv_rate, false),
+	FIELD("gemm_stream_aliased_Bps", gemm_alias_bw, false),
 	FIELD("call_overhead_s", call_overhead, true),
 	FIELD("op_overhead_s", op_overhead, true),
 	FIELD("local_op_overhead_s", local_op_overhead, true),

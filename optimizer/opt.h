@@ -47,6 +47,8 @@ typedef struct Machine {
 	double uniform_rate;            /* values per second uniform() makes, one rank */
 	double normal_rate;             /* likewise normal() */
 	double loop_rate;               /* flop/s of generated loops, one rank */
+	double gemm_alias_bw;           /* bytes per second a gemm streams an operand it reuses little
+	                                   whose rows are a multiple of 4 KiB apart */
 	double conv_rate;               /* flop/s of a convolution's direct loop, one rank */
 	int ngemm;
 	int gemm_block[MAXGEMM];        /* block sizes measured, increasing */
@@ -154,6 +156,13 @@ int opt_contract(TraProg *p, const OptOptions *o);
 /* sparse.c: which relations are stored sparse or may have holes (marks
  * every op's type; run after the passes that add ops, before blocking) */
 void opt_sparsity(TraProg *p, const OptOptions *o);
+
+/* ---- scatter.c ---- */
+
+/* Sums A + k * S of scatter-adds S (k a constant, or one times a 0-d
+ * relation) into scatters that add into A (TRA_SCATTER's base); after
+ * opt_sparsity, before opt_block.  Returns the joins folded. */
+int opt_fuse_scatters(TraProg *p);
 
 
 /* ---- blocking.c ---- */
@@ -292,9 +301,12 @@ Cost cost_map(const CostCtx *c, const Kernel *k, const RelType *in, const Place 
  * numbers to the rows' owners, rows back). */
 Cost cost_gather(const CostCtx *c, const RelType *table, const Place *tp, int gdim, const RelType *index,
                  const Place *ip, const RelType *rows);
-/* A scatter-add of `rows` placed by rp into `out` placed by op. */
+/* A scatter-add of `rows` placed by rp into `out` placed by op: into
+ * zeros (the result's share written), into a copy of a base (its share
+ * read and written) or into the base in place (only the rows touched). */
+typedef enum { SCATTER_ZEROS, SCATTER_COPY, SCATTER_IN_PLACE } ScatterInto;
 Cost cost_scatter(const CostCtx *c, const RelType *rows, const Place *rp, const RelType *index,
-                  const RelType *out, const Place *op);
+                  const RelType *out, const Place *op, ScatterInto into);
 
 /* Fill every op's costs and the plan's totals (peak memory included). */
 void opt_cost(IaPlan *p, const Machine *m);

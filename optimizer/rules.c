@@ -842,6 +842,8 @@ static bool a_LOOKUP(Rw *r, int i)
 	g.u.gather.dim = op->u.gather.dim;
 	g.u.gather.tensor = op->u.gather.tensor;
 	g.u.gather.itensor = op->u.gather.itensor;
+	g.u.gather.base = -1;
+	g.u.gather.scale = 1;
 	Unit u = {&g, NULL, op->tra};
 	int x[MAXIN] = {source(r, op->u.gather.src), r->map[op->u.gather.index], -1};
 	r->map[i] = impl_build(&r->e, IM_GATHER_LOOKUP, &u, x, NULL, NULL, NULL);

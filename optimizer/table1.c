@@ -17,7 +17,8 @@
  *   gather(E, idx)             gather^L(bcast(E), idx)         GATHER_REPLICATE
  *   scatter(rows, idx)         scatter(rows, idx) into a       SCATTER
  *                              partitioning on key dim 0
- *                              (idx broadcast first)
+ *                              (idx broadcast first; a base
+ *                              moved there first)
  *   store                      store (a shuffle first when     SINK
  *                              the new value is elsewhere)
  *   print, loop, endloop       the same
@@ -33,7 +34,7 @@
 /* Op i's Table 1 row, and where it needs its inputs (moved there first). */
 static ImplKind row(const TraOp *t, const IaPlan *p, Place *need)
 {
-	need[0].kind = need[1].kind = PL_PARTIAL;       /* where they are */
+	need[0].kind = need[1].kind = need[2].kind = PL_PARTIAL;       /* where they are */
 	switch (t->kind) {
 	case TRA_INPUT:
 		return IM_READ;
@@ -56,9 +57,13 @@ static ImplKind row(const TraOp *t, const IaPlan *p, Place *need)
 	case TRA_GATHER:
 		need[0] = place_all();
 		return IM_GATHER_REPLICATE;
-	case TRA_SCATTER:
+	case TRA_SCATTER: {
+		/* the result partitioned on key dim 0 (opt_table1), the base with it */
+		int dim0 = 0;
 		need[1] = place_all();
+		need[2] = place_part(t->type.nkey > 0, &dim0);
 		return IM_SCATTER;
+	}
 	case TRA_MAP:
 	case TRA_REKEY:
 	case TRA_FILTER:
@@ -94,7 +99,7 @@ IaPlan *opt_table1(const TraProg *tra, int nranks)
 			map[i] = emit_op(&e, op);
 			continue;
 		}
-		Place need[2];
+		Place need[MAXIN];
 		ImplKind k = row(t, p, need);
 		int in[MAXIN], x[MAXIN] = {-1, -1, -1};
 		int n = tra_inputs(t, in);

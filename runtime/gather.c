@@ -15,8 +15,13 @@
  * chunk) per piece it needs, and the owner sends the pieces back, all in
  * one MPI_Alltoallv each way; so the rows move, never the table.  The
  * scatter sends each piece (with its result key and row) to the ranks
- * holding the result's tuple, which add them in rank order: results do not
- * depend on message timing.
+ * holding the result's tuple; each rank sums the pieces of one result row
+ * in double, by source rank (its own among them) then arrival, and adds
+ * the sum, times the op's scale, once: results do not depend on message
+ * timing, and a row many indices name rounds once into its base.  The
+ * result starts as zeros or as a base: its chunks taken over when the
+ * compiler says the base dies there (copied only where another relation
+ * shares one), else copied.
  *
  * An index value outside the gathered dim is a run-time error naming the
  * index and the table: every rank checks its own elements and the ranks
@@ -135,26 +140,16 @@ static void cache_free(PieceCache *c)
 	c->valid[0] = c->valid[1] = 0;
 }
 
-/* dst[dst offsets] = src[src offsets] (add: +=) over a piece. */
-static void piece_move(const Piece *p, TrtDtype dt, char *dst, const char *src, int add)
+/* dst[dst offsets] = src[src offsets] over a piece. */
+static void piece_copy(const Piece *p, size_t es, char *dst, const char *src)
 {
-	size_t es = rt_dtype_size(dt);
-	if (!add && !p->src && !p->dst) {
+	if (!p->src && !p->dst) {
 		memcpy(dst, src, (size_t)p->n * es);
 		return;
 	}
 	for (int64_t q = 0; q < p->n; q++) {
 		int64_t s = p->src ? p->src[q] : q, d = p->dst ? p->dst[q] : q;
-		if (!add) {
-			memcpy(dst + d * es, src + s * es, es);
-			continue;
-		}
-		switch (dt) {
-		case TRT_F32: ((float *)dst)[d] += ((const float *)src)[s]; break;
-		case TRT_F64: ((double *)dst)[d] += ((const double *)src)[s]; break;
-		case TRT_I32: ((int32_t *)dst)[d] += ((const int32_t *)src)[s]; break;
-		case TRT_I64: ((int64_t *)dst)[d] += ((const int64_t *)src)[s]; break;
-		}
+		memcpy(dst + d * es, src + s * es, es);
 	}
 }
 
@@ -422,8 +417,8 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 					rt_bug("a table chunk missing where its placement puts it");
 				const int64_t *ts;
 				const Piece *pc = cached_piece(&pcache, tt, tkey, dim, out, okey, ni, &ts);
-				piece_move(pc, out->dtype, dst + e.base[q] * (int64_t)es,
-				           (const char *)rt_chunk_data(table->chunks[pos]) + row * ts[dim] * (int64_t)es, 0);
+				piece_copy(pc, es, dst + e.base[q] * (int64_t)es,
+				           (const char *)rt_chunk_data(table->chunks[pos]) + row * ts[dim] * (int64_t)es);
 			}
 			cache_free(&pcache);
 			ix_free(&e);
@@ -483,7 +478,7 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 				}
 				Piece flat = {pc.n, NULL, pc.dst};  /* the reply is in piece order */
 				char *dst = rt_chunk_data(o->chunks[d->tuple]);
-				piece_move(&flat, out->dtype, dst + d->base * (int64_t)es, in + at, 0);
+				piece_copy(&flat, es, dst + d->base * (int64_t)es, in + at);
 				at += pc.n * (int64_t)es;
 			}
 			piece_free(&pc);
@@ -504,8 +499,154 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 
 /* ---- scatter-add ---- */
 
-TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, int dim, const TrtType *out, TrtPlace p,
-                    const char *iname, const char *tname)
+/* A piece to add: its result tuple's linear key, its row there, its
+ * arrival (pieces of one row add in arrival order) and values, in the
+ * result piece's order. */
+typedef struct Add {
+	int64_t lin, row, seq;
+	const char *val;
+} Add;
+typedef struct Adds {
+	Add *v;
+	int64_t n, cap;
+} Adds;
+
+/* The elements of the piece of the result tuple at linear key lin. */
+static Piece result_piece(const TrtType *out, int dim, int64_t lin, int64_t *os)
+{
+	int64_t okey[TRT_MAXDIM];
+	rt_key_from_linear(out, lin, okey);
+	key_strides(out, okey, os);
+	return piece_of(out, okey, dim, out, okey, 0);
+}
+
+/* The elements of a piece of the result tuple at linear key lin: its
+ * chunk's length along every chunk dim but dim's. */
+static int64_t piece_len(const TrtType *out, int dim, int64_t lin)
+{
+	int64_t okey[TRT_MAXDIM], n[TRT_MAXDIM], len = 1;
+	rt_key_from_linear(out, lin, okey);
+	rt_chunk_shape(out, okey, n);
+	for (int c = 0; c < out->nchunk; c++)
+		if (out->chunkdim[c] != dim)
+			len *= n[c];
+	return len;
+}
+
+/* The pieces in buf (len bytes: key and row, then values), appended. */
+static void parse_pieces(Adds *adds, const TrtType *out, int dim, const char *buf, int64_t len, int64_t nkeys,
+                         const int64_t *at)
+{
+	size_t es = rt_dtype_size(out->dtype);
+	int64_t pclin = -1, n = 0;
+	for (int64_t a = 0; a < len;) {
+		int64_t hdr[2];
+		memcpy(hdr, buf + a, sizeof hdr);
+		a += (int64_t)sizeof hdr;
+		if (hdr[0] < 0 || hdr[0] >= nkeys || at[hdr[0]] < 0)
+			rt_bug("scattered rows sent to a rank without their tuple");
+		if (hdr[0] != pclin) {
+			n = piece_len(out, dim, hdr[0]);
+			pclin = hdr[0];
+		}
+		if (adds->n == adds->cap) {
+			adds->cap = 2 * adds->cap + 256;
+			adds->v = rt_realloc(adds->v, sizeof *adds->v * (size_t)adds->cap);
+		}
+		adds->v[adds->n] = (Add){hdr[0], hdr[1], adds->n, buf + a};
+		adds->n++;
+		a += n * (int64_t)es;
+	}
+}
+
+static int add_cmp(const void *pa, const void *pb)
+{
+	const Add *a = pa, *b = pb;
+	if (a->lin != b->lin)
+		return a->lin < b->lin ? -1 : 1;
+	if (a->row != b->row)
+		return a->row < b->row ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static double elem_get(TrtDtype dt, const char *p, int64_t i)
+{
+	switch (dt) {
+	case TRT_F32: return ((const float *)p)[i];
+	case TRT_F64: return ((const double *)p)[i];
+	case TRT_I32: return ((const int32_t *)p)[i];
+	case TRT_I64: return (double)((const int64_t *)p)[i];
+	}
+	return 0;
+}
+
+/* The pieces added into o: those of one result row summed first, in
+ * double and in arrival order, then added once, times scale, so a row
+ * many indices name rounds once into its base, not once per piece. */
+static void add_pieces(TrtRel *o, const int64_t *at, int dim, Adds *adds, double scale)
+{
+	const TrtType *out = &o->type;
+	TrtDtype dt = out->dtype;
+	size_t es = rt_dtype_size(dt);
+	qsort(adds->v, (size_t)adds->n, sizeof *adds->v, add_cmp);
+	double *acc = NULL;
+	int64_t pclin = -1, os[TRT_MAXDIM];
+	Piece pc = {0};
+	for (int64_t i = 0, j; i < adds->n; i = j) {
+		const Add *a = &adds->v[i];
+		if (a->lin != pclin) {
+			piece_free(&pc);
+			pc = result_piece(out, dim, a->lin, os);
+			acc = rt_realloc(acc, sizeof *acc * (size_t)(pc.n ? pc.n : 1));
+			pclin = a->lin;
+		}
+		for (int64_t q = 0; q < pc.n; q++)
+			acc[q] = 0;
+		for (j = i; j < adds->n && adds->v[j].lin == a->lin && adds->v[j].row == a->row; j++)
+			for (int64_t q = 0; q < pc.n; q++)
+				acc[q] += elem_get(dt, adds->v[j].val, q);
+		char *dst = (char *)rt_chunk_data(o->chunks[at[a->lin]]) + a->row * os[dim] * (int64_t)es;
+		for (int64_t q = 0; q < pc.n; q++) {
+			int64_t d = pc.src ? pc.src[q] : q;
+			switch (dt) {
+			case TRT_F32: ((float *)dst)[d] += (float)(scale * acc[q]); break;
+			case TRT_F64: ((double *)dst)[d] += scale * acc[q]; break;
+			case TRT_I32: ((int32_t *)dst)[d] += (int32_t)(scale * acc[q]); break;
+			case TRT_I64: ((int64_t *)dst)[d] += (int64_t)(scale * acc[q]); break;
+			}
+		}
+	}
+	piece_free(&pc);
+	free(acc);
+}
+
+/* The scatter's result before any row is added: the base's chunks, each
+ * taken over when in place and no other relation shares it, else copied;
+ * at[lin] is the tuple of linear key lin, or -1. */
+static TrtRel *scatter_base(TrtRel *base, int in_place, const TrtType *out, TrtPlace p, int64_t *at)
+{
+	if (base->type.nkey != out->nkey || base->type.dtype != out->dtype || base->place.kind != p.kind)
+		rt_bug("a scatter's base is not of its result's type and placement");
+	TrtRel *o = in_place ? base : trt_rel_new(out, p);
+	for (int64_t t = 0; t < base->n; t++) {
+		Chunk *c = base->chunks[t];
+		if (!in_place || c->refs > 1) {
+			Chunk *copy = rt_chunk_new(c->nbytes);
+			memcpy(rt_chunk_data(copy), rt_chunk_data(c), c->nbytes);
+			if (in_place) {
+				rt_chunk_unref(c);
+				base->chunks[t] = copy;
+			} else {
+				rt_rel_push(o, base->keys + t * out->nkey, copy);
+			}
+		}
+		at[rt_key_linear(out, base->keys + t * out->nkey)] = t;
+	}
+	return o;
+}
+
+TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, TrtRel *base, int in_place, double scale, int dim,
+                    const TrtType *out, TrtPlace p, const char *iname, const char *tname)
 {
 	const TrtType *rt_ = &rows->type, *it = &index->type;
 	int ni = it->nkey;
@@ -515,14 +656,15 @@ TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, int dim, const TrtT
 	if (bad)
 		trt_fatal("%s", bad);   /* the forward gather checked the same values */
 
-	/* the result: every tuple this rank holds under p, zero */
-	TrtRel *o = trt_rel_new(out, p);
+	/* the result: every tuple this rank holds under p, zero or the base's */
 	int64_t nkeys = rt_nkeys(out);
 	int64_t *at = rt_alloc(sizeof *at * (size_t)(nkeys ? nkeys : 1));     /* linear key -> tuple, or -1 */
-	for (int64_t lin = 0; lin < nkeys; lin++) {
+	for (int64_t lin = 0; lin < nkeys; lin++)
+		at[lin] = -1;
+	TrtRel *o = base ? scatter_base(base, in_place, out, p, at) : trt_rel_new(out, p);
+	for (int64_t lin = 0; lin < nkeys && !base; lin++) {
 		int64_t key[TRT_MAXDIM];
 		rt_key_from_linear(out, lin, key);
-		at[lin] = -1;
 		if (p.kind == TRT_PART && trt_site(&p, out, key) != rt.rank)
 			continue;
 		size_t nb = rt_chunk_bytes(out, key);
@@ -537,9 +679,11 @@ TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, int dim, const TrtT
 	for (int64_t t = 0; t < index->n; t++)
 		rt_index_add(&iix, index, t);
 	/* rows everywhere: each rank adds what lands on it; else each piece
-	 * goes to the ranks holding its result tuple */
+	 * goes to the ranks holding its result tuple.  A piece travels as its
+	 * result key and row, then its values in the result piece's order;
+	 * this rank's own pieces wait in `mine` the same way */
 	int everywhere = rows->place.kind == TRT_ALL || rt.nranks == 1;
-	Bufs send = bufs_new();
+	Bufs send = bufs_new(), mine = bufs_new();
 	for (int64_t t = 0; t < rows->n; t++) {
 		const int64_t *rkey = rows->keys + t * rt_->nkey;
 		int64_t pos = rt_index_find(&iix, index, rkey);
@@ -562,53 +706,37 @@ TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, int dim, const TrtT
 			Piece pc = *pcp;
 			for (int r = 0; r < rt.nranks; r++) {
 				int to = p.kind == TRT_ALL ? r != rt.rank : r == owner && r != rt.rank;
-				if (everywhere || !to)
+				Bufs *b = r == rt.rank ? &mine : &send;
+				if (r == rt.rank ? at[lin] < 0 : everywhere || !to)
 					continue;
 				int64_t hdr[2] = {lin, row};
-				memcpy(bufs_add(&send, r, sizeof hdr), hdr, sizeof hdr);
-				char *d = bufs_add(&send, r, (size_t)pc.n * es);
-				for (int64_t k = 0; k < pc.n; k++)
-					memcpy(d + k * (int64_t)es, src + (e.base[q] + (pc.dst ? pc.dst[k] : k)) * (int64_t)es, es);
-			}
-			if (at[lin] >= 0) {
-				Piece back = {pc.n, pc.dst, pc.src};
-				piece_move(&back, out->dtype, (char *)rt_chunk_data(o->chunks[at[lin]]) + row * os[dim] * (int64_t)es,
-				           src + e.base[q] * (int64_t)es, 1);
+				memcpy(bufs_add(b, r, sizeof hdr), hdr, sizeof hdr);
+				char *d = bufs_add(b, r, (size_t)pc.n * es);
+				if (!pc.dst)
+					memcpy(d, src + e.base[q] * (int64_t)es, (size_t)pc.n * es);
+				else
+					for (int64_t k = 0; k < pc.n; k++)
+						memcpy(d + k * (int64_t)es, src + (e.base[q] + pc.dst[k]) * (int64_t)es, es);
 			}
 		}
 		cache_free(&pcache);
 		ix_free(&e);
 	}
-	if (!everywhere) {
-		int64_t *roff;
-		char *in = exchange(&send, &roff, "rows");
-		int64_t pclin = -1, os[TRT_MAXDIM];
-		Piece pc = {0};
-		for (int r = 0; r < rt.nranks; r++)
-			for (int64_t a = roff[r]; a < roff[r + 1];) {
-				int64_t hdr[2];
-				memcpy(hdr, in + a, sizeof hdr);
-				a += (int64_t)sizeof hdr;
-				if (hdr[0] < 0 || hdr[0] >= nkeys || at[hdr[0]] < 0)
-					rt_bug("scattered rows sent to a rank without their tuple");
-				if (hdr[0] != pclin) {
-					int64_t okey[TRT_MAXDIM];
-					rt_key_from_linear(out, hdr[0], okey);
-					key_strides(out, okey, os);
-					/* the piece arrives in its own order */
-					piece_free(&pc);
-					pc = piece_of(out, okey, dim, out, okey, 0);
-					pclin = hdr[0];
-				}
-				Piece flat = {pc.n, NULL, pc.src};
-				piece_move(&flat, out->dtype, (char *)rt_chunk_data(o->chunks[at[hdr[0]]]) + hdr[1] * os[dim] * (int64_t)es,
-				           in + a, 1);
-				a += pc.n * (int64_t)es;
-			}
-		piece_free(&pc);
-		free(in);
-		free(roff);
+	int64_t *roff = NULL;
+	char *in = everywhere ? NULL : exchange(&send, &roff, "rows");
+	/* every piece for this rank, by source rank, then added */
+	Adds adds = {0};
+	for (int r = 0; r < rt.nranks; r++) {
+		if (r == rt.rank)
+			parse_pieces(&adds, out, dim, mine.p[r], mine.len[r], nkeys, at);
+		else if (!everywhere)
+			parse_pieces(&adds, out, dim, in + roff[r], roff[r + 1] - roff[r], nkeys, at);
 	}
+	add_pieces(o, at, dim, &adds, scale);
+	free(adds.v);
+	free(in);
+	free(roff);
+	bufs_free(&mine);
 	bufs_free(&send);
 	rt_index_free(&iix);
 	free(at);

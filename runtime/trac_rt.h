@@ -411,12 +411,16 @@ void *trt_view_dense(TrtView *v, size_t elsize);
 TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtType *out, TrtPlace p,
                    const char *iname, const char *tname);
 
-/* The adjoint: a relation of type out placed by p, zero but where rows
- * (keyed as trt_gather's result) add into the row index[i] names along
- * dim.  Rows on every rank add where they land; placed rows are sent to
- * the ranks holding their result tuple.  Collective. */
-TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, int dim, const TrtType *out, TrtPlace p,
-                    const char *iname, const char *tname);
+/* The adjoint: a relation of type out placed by p, zero (base NULL) or
+ * base's values (base: type out, placed by p, dense and whole) but where
+ * rows (keyed as trt_gather's result) add into the row index[i] names
+ * along dim, each times scale.  Rows on every rank add where they land;
+ * placed rows are sent to the ranks holding their result tuple.  in_place:
+ * the base is dead after this call and is returned, updated (a chunk
+ * another relation shares is copied first); else its chunks are copied
+ * once.  Collective. */
+TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, TrtRel *base, int in_place, double scale, int dim,
+                    const TrtType *out, TrtPlace p, const char *iname, const char *tname);
 
 /* ---- two-phase execution of a contraction ---- */
 

@@ -197,6 +197,45 @@ case("transe_sgd", """
 """, dict(E0=rnd(V, D) * 0.5, R0=rnd(NR, D) * 0.5, h=h, r=rr, t=t, neg=neg), torch_sgd, line=11, tol=1e-5)
 
 
+def sgd_into_base(x):
+    """Three SGD steps, by PyTorch autograd: E read by three gathers with
+    repeated indices, stepped by a 0-d lr (in place on E's storage); W's
+    step F = W - 0.05 dW copies W, which is read again."""
+    import torch
+    E = torch.tensor(x["E0"], dtype=torch.float64)
+    W = torch.tensor(x["W0"], dtype=torch.float64)
+    hh, tt, nn = (torch.tensor(x[n].astype(np.int64)) for n in ("h", "t", "neg"))
+    lr = float(x["lr"])
+    for _ in range(3):
+        E.requires_grad_(True)
+        W.requires_grad_(True)
+        loss = (((E[hh] - E[tt]) ** 2) * W[hh] - E[nn] * W[nn]).sum()
+        gE, gW = torch.autograd.grad(loss, [E, W])
+        with torch.no_grad():
+            E = E - lr * gE
+            W = (W + (W - 0.05 * gW)) / 2
+    return dict(E=E.numpy().astype(np.float32), W=W.numpy().astype(np.float32))
+case("sgd_into_base", """
+    size V = 13, D = 5, B = 7;
+    input h[B] : i64;
+    input t[B] : i64;
+    input neg[B] : i64;
+    input lr;
+    param E[V, D] = "E0.npy";
+    param W[V, D] = "W0.npy";
+    repeat 3 {
+        loss = sum[b, d]((E[h[b], d] - E[t[b], d]) ** 2 * W[h[b], d] - E[neg[b], d] * W[neg[b], d]);
+        dE = grad(loss, E);
+        dW = grad(loss, W);
+        E[v, d] -= lr * dE[v, d];
+        F[v, d] = W[v, d] - 0.05 * dW[v, d];
+        W[v, d] = (W[v, d] + F[v, d]) / 2;
+    }
+    output E; output W;
+""", dict(E0=rnd(V, D) * 0.5, W0=rnd(V, D) * 0.5, h=h, t=t, neg=neg, lr=np.array(0.05, dtype=np.float32)),
+    sgd_into_base, line=10, tol=1e-5)
+
+
 def run(c, tmp):
     d = os.path.join(tmp, c["name"])
     os.makedirs(d)

@@ -602,6 +602,48 @@ case("window_grad", """
     output W; output dW;
 """, dict(X=rnd(6, 4), W0=rnd(6, 4)), window_grads, block=4, tol=2e-5, ranks=[1, 2, 3, 4])
 
+# ---- gathers: the gradient adds into the rows read ----
+def gather_sgd(x):
+    """three SGD steps on two tables read by gathers with repeated
+    indices, by PyTorch autograd: E - lr * dE (lr a 0-d input), and W
+    through F = W - 0.05 dW, W = (W + F) / 2"""
+    import torch
+    E = torch.tensor(x["E0"], dtype=torch.float64)
+    W = torch.tensor(x["W0"], dtype=torch.float64)
+    h, t = (torch.tensor(x[n]) for n in ("h", "t"))
+    X, lr = torch.tensor(x["X"], dtype=torch.float64), float(x["lr"])
+    for _ in range(3):
+        E.requires_grad_(True)
+        W.requires_grad_(True)
+        loss = (((E[h] - E[t] + X) ** 2) * W[h] + W[t]).sum()
+        gE, gW = torch.autograd.grad(loss, [E, W])
+        with torch.no_grad():
+            E = E - lr * gE
+            W = (W + (W - 0.05 * gW)) / 2
+    return dict(E=E.detach().numpy().astype(np.float32), W=W.detach().numpy().astype(np.float32))
+case("gather_sgd", """
+    size V = 11, D = 5, B = 9;
+    input h[B] : i64;
+    input t[B] : i64;
+    input X[B, D];
+    input lr;
+    input E0[V, D];
+    input W0[V, D];
+    param E[V, D] = "E0.npy";
+    param W[V, D] = "W0.npy";
+    repeat 3 {
+        loss = sum[b, d]((E[h[b], d] - E[t[b], d] + X[b, d]) ** 2 * W[h[b], d] + W[t[b], d]);
+        dE = grad(loss, E);
+        dW = grad(loss, W);
+        E[v, d] -= lr * dE[v, d];
+        F[v, d] = W[v, d] - 0.05 * dW[v, d];
+        W[v, d] = (W[v, d] + F[v, d]) / 2;
+    }
+    output E; output W;
+""", dict(h=np.array([3, 3, 3, 3, 0, 10, 3, 7, 3], dtype=np.int64), t=np.array([3, 0, 0, 10, 10, 3, 5, 5, 3], dtype=np.int64),
+       X=rnd(9, 5), lr=np.array(0.02, dtype=np.float32), E0=rnd(11, 5) * 0.5, W0=rnd(11, 5) * 0.5),
+    gather_sgd, block=4, tol=1e-5, ranks=[1, 2, 3, 4])
+
 def convolutions(x):
     """valid and same 2-d convolutions, a strided one, 2x2 max pooling and a
     3-d convolution, with the gradients of a loss through them wrt the

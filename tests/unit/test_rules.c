@@ -429,6 +429,23 @@ static int sampled_joins(const TraProg *p)
 	return n;
 }
 
+/* TransE (examples/transe.tra) at toy sizes: E read by three gathers. */
+static const char transe[] =
+	"size V = 7, NR = 5, D = 4, B = 6;\nconst lr = 0.5;\ninput h[B] : i64;\ninput r[B] : i64;\ninput t[B] : i64;\n"
+	"input neg[B] : i64;\nparam E[V, D] = normal(0, 0.5);\nparam Rel[NR, D] = normal(0, 0.5);\nrepeat 2 {\n"
+	"pos[b] = sum[d]((E[h[b], d] + Rel[r[b], d] - E[t[b], d]) ** 2);\n"
+	"ng[b] = sum[d]((E[h[b], d] + Rel[r[b], d] - E[neg[b], d]) ** 2);\n"
+	"loss = sum[b](relu(1 + pos[b] - ng[b]));\ndE = grad(loss, E);\ndR = grad(loss, Rel);\n"
+	"E[v, d] -= lr * dE[v, d];\nRel[q, d] -= lr * dR[q, d];\n}\noutput E;\noutput Rel;\n";
+
+static int scatters_into_base(const TraProg *p)
+{
+	int n = 0;
+	for (int i = 0; i < p->ops.n; i++)
+		n += p->ops.v[i].kind == TRA_SCATTER && p->ops.v[i].u.gather.base >= 0;
+	return n;
+}
+
 static const char *programs[] = {
 	mm,
 	"size N = 9, D = 7;\ninput xq[D];\ninput X[N, D];\ninput A[D, D];\n"
@@ -455,6 +472,9 @@ static const char *programs[] = {
 	"output R;\n",
 	/* sampled products (SDDMM): E and S only at O's elements */
 	sddmm,
+	/* a table two gathers read: its gradient's scatters and the SGD step
+	 * fold into scatters added into the table (optimizer/scatter.c) */
+	transe,
 };
 
 static void test_search(void **state)
@@ -474,6 +494,9 @@ static void test_search(void **state)
 				opt_sparsity(p, &o);
 				if (programs[i] == sddmm && sampled_joins(p) != 3)
 					fail_msg("the SDDMM program has %d sampled joins, not 3", sampled_joins(p));
+				opt_fuse_scatters(p);
+				if (programs[i] == transe && scatters_into_base(p) != 6)
+					fail_msg("the TransE program has %d scatters into a base, not 6", scatters_into_base(p));
 				opt_block(p, &o);
 				IaPlan *best = opt_plan(p, &o);
 				char what[64];
@@ -530,6 +553,8 @@ static const char *impl_programs[] = {
 	"dK = grad(l, K);\ndX = grad(l, X);\noutput V;\noutput Z;\noutput dK;\noutput dX;\n",
 	/* sampled joins: each placement of the mask the search offers */
 	sddmm,
+	/* scatters into a base */
+	transe,
 };
 
 static void test_impls(void **state)
@@ -543,6 +568,7 @@ static void test_impls(void **state)
 				OptOptions o = {.nranks = sites, .block = block, .verify = true, .level = 2};
 				opt_block(p0, &o);
 				opt_sparsity(p, &o);
+				opt_fuse_scatters(p);
 				opt_block(p, &o);
 				IaPlan *t1 = opt_table1(p0, sites);
 				Machine m;
@@ -579,6 +605,85 @@ static void test_impls(void **state)
 			fail_msg("implementation %s (%s) has no test", impl_name(k), impl_what(k));
 }
 
+/* ---- scatters into a base (optimizer/scatter.c) ---- */
+
+/* A table W two gathers read, its gradient dW, then statement `use`. */
+static char *fuse_program(const char *use)
+{
+	return xprintf("size V = 7, D = 5, B = 6;\ninput idx[B] : i64;\ninput jdx[B] : i64;\ninput X[V, D];\n"
+	               "input lr;\nparam W[V, D] = normal(0, 0.5);\n"
+	               "loss = sum[b, d](W[idx[b], d] * W[jdx[b], d] * X[idx[b], d]);\n"
+	               "dW = grad(loss, W);\n%s\n", use);
+}
+
+/* Which sums fold: the joins folded, and the scatters into a base made,
+ * then the folded program (Table 1's and the searched plan) against the
+ * unfolded one's Table 1 plan on 1 to 4 sites, blocks that do not divide. */
+static void test_fuse_scatters(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *use;
+		int folded, based;      /* joins folded, scatters into a base */
+	} cases[] = {
+		{"Y[v, d] = X[v, d] + dW[v, d];\noutput Y;", 2, 2},
+		{"Y[v, d] = X[v, d] - 0.5 * dW[v, d];\noutput Y;", 2, 2},
+		{"Y[v, d] = dW[v, d] / 4 + X[v, d];\noutput Y;", 2, 2},
+		{"Y[v, d] = X[v, d] - lr * dW[v, d];\noutput Y;", 2, 2},
+		{"W[v, d] -= 0.1 * dW[v, d];\noutput W;", 2, 2},
+		/* dW folds alone (one scatter into the other); Y stays a join */
+		{"Y[v, d] = X[v, d] * dW[v, d];\noutput Y;", 1, 1},
+		{"Y[v, d] = dW[v, d] - X[v, d];\noutput Y;", 1, 1},
+		{"Y[v, d] = 2 * X[v, d] + dW[v, d];\noutput Y;", 1, 1},
+		{"Y[v, d] = X[v, d] + 1 + dW[v, d];\noutput Y;", 1, 1},
+		{"Y[v, d] = exp(X[v, d]) + lr * lr * dW[v, d];\noutput Y;", 1, 1},
+		/* dW read twice: it folds, Y does not */
+		{"Y[v, d] = X[v, d] + dW[v, d] * dW[v, d];\noutput Y;", 1, 1},
+		{"Y[v, d] = X[v, d] + dW[v, d];\noutput Y;\noutput dW;", 1, 1},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		char *src = fuse_program(cases[c].use);
+		TraProg *p = compile(src);
+		OptOptions o0 = {.nranks = 1, .verify = true, .level = 2};
+		opt_sparsity(p, &o0);
+		int folded = opt_fuse_scatters(p);
+		Buf err = {0};
+		if (!tra_verify(p, &err))
+			fail_msg("case %zu: scatter fusion made invalid TRA: %s", c, err.s);
+		if (folded != cases[c].folded || scatters_into_base(p) != cases[c].based)
+			fail_msg("case %zu (%s): %d joins folded, %d scatters into a base; expected %d, %d", c, cases[c].use,
+			         folded, scatters_into_base(p), cases[c].folded, cases[c].based);
+		tra_free(p);
+		for (int sites = 1; sites <= 4; sites++)
+			for (int64_t block = 2; block <= 3; block++) {
+				TraProg *p0 = compile(src), *pf = compile(src), *ps = compile(src);
+				OptOptions o = {.nranks = sites, .block = block, .verify = true, .level = 2};
+				opt_block(p0, &o);
+				IaPlan *t1 = opt_table1(p0, sites);
+				opt_sparsity(pf, &o);
+				opt_fuse_scatters(pf);
+				opt_block(pf, &o);
+				IaPlan *f1 = opt_table1(pf, sites);
+				opt_sparsity(ps, &o);
+				opt_fuse_scatters(ps);
+				opt_block(ps, &o);
+				IaPlan *best = opt_plan(ps, &o);
+				char what[96];
+				snprintf(what, sizeof what, "fuse case %zu, Table 1, block %lld", c, (long long)block);
+				expect_equivalent(t1, f1, sites, what);
+				snprintf(what, sizeof what, "fuse case %zu, searched, block %lld", c, (long long)block);
+				expect_equivalent(t1, best, sites, what);
+				ia_free(t1);
+				ia_free(f1);
+				ia_free(best);
+				tra_free(p0);
+				tra_free(pf);
+				tra_free(ps);
+			}
+		free(src);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -587,6 +692,7 @@ int main(void)
 		cmocka_unit_test(test_rules),
 		cmocka_unit_test(test_search),
 		cmocka_unit_test(test_impls),
+		cmocka_unit_test(test_fuse_scatters),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
