@@ -57,6 +57,7 @@ typedef struct Chain {
 typedef struct Fuse {
 	const TraProg *old;
 	int *nread;             /* per old op: its readers */
+	int *loop, *parent;     /* per old op: the innermost loop op around it, -1; per loop op: the one around it */
 	Chain *ch;              /* per old op */
 	bool *absorbed;         /* per old op: re-made by its only reader's chain, dropped */
 } Fuse;
@@ -148,6 +149,18 @@ static bool elementwise(const TraProg *p, const TraOp *j)
 	return true;
 }
 
+/* May old op j read old op x: is x's loop j's or one around it?  (A
+ * chain re-made at j reads what x read, which x could.) */
+static bool visible(const Fuse *f, int x, int j)
+{
+	for (int l = f->loop[j];; l = f->parent[l]) {
+		if (l == f->loop[x])
+			return true;
+		if (l < 0)
+			return false;
+	}
+}
+
 /* Is old op x a chain into zeros that one op alone reads? */
 static bool lone_chain(const Fuse *f, int x)
 {
@@ -216,10 +229,10 @@ static void try_fold(Fuse *f, int i)
 			continue;
 		int scal, prod;
 		int S = s_side(f, j, side_op[s], &scal, &prod), A = side_op[1 - s];
-		if (S < 0 || S == A)
+		if (S < 0 || S == A || !visible(f, side_op[s], i) || !visible(f, S, i))
 			continue;
 		Chain c = {.folded = true, .bottom = A};
-		if (lone_chain(f, A)) {
+		if (lone_chain(f, A) && visible(f, A, i)) {
 			/* A's links first, then S's: one chain into zeros */
 			c.bottom = -1;
 			add_scaled(&c, &f->ch[A], 1, -1);
@@ -315,10 +328,19 @@ static int emit_chain(Fuse *f, TraProg *p, int i, const int *map)
 int opt_fuse_scatters(TraProg *p)
 {
 	int n = p->ops.n, folded = 0;
-	Fuse f = {p, xcalloc(n + 1, sizeof(int)), xcalloc(n + 1, sizeof(Chain)), xcalloc(n + 1, sizeof(bool))};
-	for (int i = 0; i < n; i++) {
+	Fuse f = {p, xcalloc(n + 1, sizeof(int)), xcalloc(n + 1, sizeof(int)), xcalloc(n + 1, sizeof(int)),
+	          xcalloc(n + 1, sizeof(Chain)), xcalloc(n + 1, sizeof(bool))};
+	for (int i = 0, cur = -1; i < n; i++) {
+		const TraOp *op = &p->ops.v[i];
+		if (op->kind == TRA_ENDLOOP)
+			cur = f.parent[cur];
+		f.loop[i] = cur;
+		if (op->kind == TRA_LOOP) {
+			f.parent[i] = cur;
+			cur = i;
+		}
 		int in[MAXIN];
-		int k = tra_inputs(&p->ops.v[i], in);
+		int k = tra_inputs(op, in);
 		for (int j = 0; j < k; j++)
 			f.nread[in[j]]++;
 	}
@@ -365,6 +387,8 @@ int opt_fuse_scatters(TraProg *p)
 		vec_free(&f.ch[i].links);
 	free(f.ch);
 	free(f.nread);
+	free(f.loop);
+	free(f.parent);
 	free(f.absorbed);
 	return folded;
 }

@@ -236,6 +236,32 @@ case("sgd_into_base", """
     sgd_into_base, line=10, tol=1e-5)
 
 
+def example_sgd(x):
+    """examples/transe.tra's 20 steps (lr 1, margin 1, mean over the
+    batch) by PyTorch autograd"""
+    import torch
+    E = torch.tensor(x["E0"], dtype=torch.float64)
+    R = torch.tensor(x["R0"], dtype=torch.float64)
+    hh, rq, tt, nn = (torch.tensor(x[n].astype(np.int64)) for n in ("h", "r", "t", "neg"))
+    for _ in range(20):
+        E.requires_grad_(True)
+        R.requires_grad_(True)
+        pos = ((E[hh] + R[rq] - E[tt]) ** 2).sum(1)
+        ng = ((E[hh] + R[rq] - E[nn]) ** 2).sum(1)
+        loss = torch.relu(1 + pos - ng).sum() / len(hh)
+        gE, gR = torch.autograd.grad(loss, [E, R])
+        with torch.no_grad():
+            E, R = E - gE, R - gR
+    return dict(E=E.numpy().astype(np.float32), Rel=R.numpy().astype(np.float32))
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "transe.tra")) as f:
+    transe_src = f.read().replace("size V = 2000, NR = 16, D = 32, B = 4096;", "size V = 37, NR = 5, D = 6, B = 50;")
+assert "V = 37" in transe_src
+tr = np.random.default_rng(3)
+th = tr.integers(0, 37, 50)
+case("transe_example", transe_src, dict(h=th, r=tr.integers(0, 5, 50), t=(th + 3) % 37, neg=tr.integers(0, 37, 50),
+                                        E0=rnd(37, 6) * 0.3, R0=rnd(5, 6) * 0.3), example_sgd, tol=1e-4)
+
+
 def run(c, tmp):
     d = os.path.join(tmp, c["name"])
     os.makedirs(d)
@@ -257,8 +283,9 @@ def run(c, tmp):
             continue
         for n in RANKS:
             outs = {k: os.path.join(d, "%s-%s-%d.npy" % (k, vname, n)) for k in want}
+            # every input but the files the source names (params' initial values)
             args = [MPIRUN, "-np", str(n), exe] + ["%s=%s.npy" % (k, k) for k in c["inputs"]
-                                                   if not k.endswith("0")]
+                                                   if '"%s.npy"' % k not in c["src"]]
             args += ["%s=%s" % (k, f) for k, f in outs.items()]
             p = subprocess.run(args, cwd=d, capture_output=True, text=True, env=env)
             if p.returncode != 0:
