@@ -119,7 +119,7 @@ static void mark(TraProg *p, TraOp *op)
 		}
 		return;
 	case TRA_GATHER:        /* reads its table whole (codegen completes it) */
-	case TRA_SCATTER:       /* every row of the result, zero where nothing adds */
+	case TRA_SCATTER:       /* every row of the result, zero (or the base's, dense) where nothing adds */
 	case TRA_STORE:         /* a param's value is dense and whole: codegen fills it */
 	case TRA_INIT:
 	case TRA_RANGE:
