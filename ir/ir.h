@@ -421,6 +421,7 @@ int tra_add_tensor(TraProg *p, Tensor t);
 int tra_add_stmt(TraProg *p, Loc loc);
 int tra_push(TraProg *p, TraOp op);                       /* returns the op's index */
 int tra_inputs(const TraOp *op, int *in);                 /* fills in[MAXIN], returns count */
+void tra_op_remap(TraOp *op, const int *map);             /* inputs renumbered: old op -> map[old] */
 void tra_print(Buf *b, const TraProg *p);
 bool tra_verify(const TraProg *p, Buf *err);              /* false and a message on a broken invariant */
 bool tra_has_result(TraOpKind k);                         /* false for output, store, print, loop, endloop */

@@ -681,6 +681,41 @@ int tra_inputs(const TraOp *op, int *in)
 	tr_bug("bad TRA op %d", (int)op->kind);
 }
 
+/* Op op's inputs renumbered through map (old op index -> new), a mask's
+ * and a scatter's base included. */
+void tra_op_remap(TraOp *op, const int *map)
+{
+	switch (op->kind) {
+	case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_COUNTER: case TRA_LOOP: case TRA_ENDLOOP:
+		break;
+	case TRA_SLICE:
+		op->u.slice.in = map[op->u.slice.in];
+		op->u.slice.off = op->u.slice.off >= 0 ? map[op->u.slice.off] : -1;
+		break;
+	case TRA_JOIN:
+	case TRA_CONV:
+		op->u.join.left = map[op->u.join.left];
+		op->u.join.right = map[op->u.join.right];
+		if (op->u.join.mask.on)
+			op->u.join.mask.rel = map[op->u.join.mask.rel];
+		break;
+	case TRA_AGG: op->u.agg.in = map[op->u.agg.in]; break;
+	case TRA_MAP: op->u.map.in = map[op->u.map.in]; break;
+	case TRA_REKEY: op->u.rekey.in = map[op->u.rekey.in]; break;
+	case TRA_FILTER: op->u.filter.in = map[op->u.filter.in]; break;
+	case TRA_GATHER:
+	case TRA_SCATTER:
+		op->u.gather.src = map[op->u.gather.src];
+		op->u.gather.index = map[op->u.gather.index];
+		if (op->u.gather.base >= 0)
+			op->u.gather.base = map[op->u.gather.base];
+		break;
+	case TRA_OUTPUT: op->u.output.in = map[op->u.output.in]; break;
+	case TRA_STORE: case TRA_PRINT: op->u.store.in = map[op->u.store.in]; break;
+	case TRA_GRAD: op->u.grad.loss = map[op->u.grad.loss]; break;
+	}
+}
+
 /* The index's key dims, then the table's without dim; chunk dims likewise
  * (the index's, then the table's but the gathered one's), so each index
  * element's row is a run of the output chunk. */
