@@ -479,8 +479,8 @@ static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelT
 	int gm = g.use[ROLE_M], gn = g.use[ROLE_N], gk = g.use[ROLE_K];
 	double v = m * n * kk, size = dtype_size(t);
 	double secs = 2 * v / machine_gemm_rate(c->m, t, cbrt(v));
-	if (m < GEMM_REUSE && aliased(&g, 1, gk, gn, t))
-		secs += kk * n * size / c->m->memcpy_bw;
+	if (m < GEMM_REUSE && n > 4096 && kk * n * size >= 4 << 20 && aliased(&g, 1, gk, gn, t))
+		secs += kk * n * size / c->m->memcpy_bw;        /* trt_sgemm's conditions */
 	if (kk < GEMM_REUSE && aliased(&g, 2, gm, gn, t))
 		secs += m * n * size / c->m->gemm_alias_bw;
 	double bound = 2 * v / (size * (m * kk + kk * n + m * n)) * c->m->memcpy_bw;
