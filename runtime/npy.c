@@ -659,6 +659,21 @@ typedef struct Seg {
 	int64_t shift;
 } Seg;
 
+/* A band's runs in file order, row by row of the band (first: its first
+ * chunk's block; seg: its ns chunks), into bt: the reads or writes that
+ * rt_read_rel and write_bands make of it. */
+static void batch_band(Batch *bt, const TrtType *t, const RtBlock *first, const Seg *seg, int64_t ns,
+                       int64_t data_offset)
+{
+	size_t es = rt_dtype_size(t->dtype);
+	for (int64_t i = 0; bt->ok && i < first->nrun; i++) {
+		int64_t row = rt_block_run(t, first, i);
+		for (int64_t k = 0; k < ns; k++)
+			batch_add(bt, data_offset + (row + seg[k].shift) * (int64_t)es,
+			          seg[k].data + (size_t)i * seg[k].len, seg[k].len);
+	}
+}
+
 static int owned(const TrtPlace *p, const TrtType *t, const int64_t *key)
 {
 	return p->kind != TRT_PART || trt_site(p, t, key) == rt.rank;
@@ -709,12 +724,8 @@ TrtRel *rt_read_rel(int fd, int64_t data_offset, const TrtType *t, TrtPlace p)
 				seg[ns++] = (Seg){ rt_chunk_data(c), (size_t)b.run * es,
 				                   t->nkey ? (b.start[d0] - first.start[d0]) * b.tstride[d0] : 0 };
 			}
-			for (int64_t i = 0; bt.ok && ns && i < first.nrun; i++) {
-				int64_t row = rt_block_run(t, &first, i);
-				for (int64_t k = 0; k < ns; k++)
-					batch_add(&bt, data_offset + (row + seg[k].shift) * (int64_t)es,
-					          seg[k].data + (size_t)i * seg[k].len, seg[k].len);
-			}
+			if (ns)
+				batch_band(&bt, t, &first, seg, ns, data_offset);
 		}
 		free(seg);
 		batch_flush(&bt);
@@ -922,12 +933,7 @@ static int write_bands(int fd, int64_t data_offset, const TrtRel *r, int d0, int
 				first = b;
 			seg[s] = (Seg){ data, (size_t)b.run * es, (b.start[d0] - first.start[d0]) * b.tstride[d0] };
 		}
-		for (int64_t i = 0; bt->ok && i < first.nrun; i++) {
-			int64_t row = rt_block_run(t, &first, i);
-			for (int64_t k = 0; k < f; k++)
-				batch_add(bt, data_offset + (row + seg[k].shift) * (int64_t)es,
-				          seg[k].data + (size_t)i * seg[k].len, seg[k].len);
-		}
+		batch_band(bt, t, &first, seg, f, data_offset);
 		batch_flush(bt);
 		if (!bt->ok && !err)
 			err = errno ? errno : EIO;
