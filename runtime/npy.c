@@ -619,13 +619,8 @@ static int pv_full(int fd, struct iovec *iov, int n, int64_t off, int write)
 
 /* Reads (or writes) gathered into one preadv (pwritev) while they follow
  * each other in the file: at most MAX_IOV buffers (or the system's
- * IOV_MAX) and MAX_CALL bytes.  The kernel spends about a microsecond on
- * each buffer of a pwritev (perf: copy_folio_from_iter_atomic), so runs
- * averaging under STAGE_RUN bytes go through a staging buffer instead:
- * copied into it and written with one pwrite, or read into it with one
- * pread and copied out (Tucker's Y, 1.77M runs of 192 bytes: 1.5 s of
- * pwritev, bench/README.md "Band writes"). */
-enum { MAX_IOV = 1024, MAX_CALL = 1 << 30, STAGE_RUN = 4096 };
+ * IOV_MAX) and MAX_CALL bytes. */
+enum { MAX_IOV = 1024, MAX_CALL = 1 << 30 };
 
 typedef struct Batch {
 	struct iovec iov[MAX_IOV];
@@ -633,31 +628,12 @@ typedef struct Batch {
 	int64_t off, end;       /* the file's bytes [off, end) */
 	int fd, ok;             /* ok: 0 (errno set) after a failure */
 	int write;
-	char *stage;            /* at most MAX_IOV * STAGE_RUN bytes */
-	size_t stagecap;
 } Batch;
 
 static void batch_flush(Batch *bt)
 {
-	size_t len = (size_t)(bt->end - bt->off);
-	if (bt->n > 1 && bt->ok && len < (size_t)bt->n * STAGE_RUN) {
-		if (len > bt->stagecap) {
-			free(bt->stage);
-			bt->stage = rt_alloc(len);
-			bt->stagecap = len;
-		}
-		struct iovec one = { bt->stage, len };
-		char *p = bt->stage;
-		if (bt->write)
-			for (int i = 0; i < bt->n; p += bt->iov[i].iov_len, i++)
-				memcpy(p, bt->iov[i].iov_base, bt->iov[i].iov_len);
-		bt->ok = pv_full(bt->fd, &one, 1, bt->off, bt->write);
-		if (!bt->write && bt->ok)
-			for (int i = 0; i < bt->n; p += bt->iov[i].iov_len, i++)
-				memcpy(bt->iov[i].iov_base, p, bt->iov[i].iov_len);
-	} else if (bt->n && bt->ok) {
+	if (bt->n && bt->ok)
 		bt->ok = pv_full(bt->fd, bt->iov, bt->n, bt->off, bt->write);
-	}
 	bt->n = 0;
 }
 
@@ -753,7 +729,6 @@ TrtRel *rt_read_rel(int fd, int64_t data_offset, const TrtType *t, TrtPlace p)
 		}
 		free(seg);
 		batch_flush(&bt);
-		free(bt.stage);
 	}
 	if (!bt.ok) {
 		int e = errno;
@@ -936,7 +911,7 @@ static int write_bands(int fd, int64_t data_offset, const TrtRel *r, int d0, int
 	*bt = (Batch){ .fd = fd, .ok = 1, .write = 1,
 	               .max = iov_max > 0 && iov_max < MAX_IOV ? (int)iov_max : MAX_IOV };
 	Seg *seg = rt_alloc(sizeof *seg * (size_t)f);
-	Chunk **held = rt_alloc(sizeof *held * (size_t)f);
+	char **held = rt_alloc(sizeof *held * (size_t)f);
 	RtBlock b, first;
 	int err = 0;
 
@@ -950,10 +925,7 @@ static int write_bands(int fd, int64_t data_offset, const TrtRel *r, int d0, int
 			if (site == 0) {
 				data = (char *)dense_of(r, key, &at, NULL);
 			} else {
-				/* a chunk, so that memory the ops freed (cached,
-				 * already faulted in) takes it */
-				held[s] = rt_chunk_new(nb);
-				data = rt_chunk_data(held[s]);
+				data = held[s] = rt_alloc(nb);
 				rt_recv_bytes(data, nb, site, TAG_WRITE);
 			}
 			rt_block_of(t, key, &b);
@@ -966,12 +938,10 @@ static int write_bands(int fd, int64_t data_offset, const TrtRel *r, int d0, int
 		if (!bt->ok && !err)
 			err = errno ? errno : EIO;
 		for (int64_t s = 0; s < f; s++)
-			if (held[s])
-				rt_chunk_unref(held[s]);
+			free(held[s]);
 	}
 	free(held);
 	free(seg);
-	free(bt->stage);
 	free(bt);
 	return err;
 }
