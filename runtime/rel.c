@@ -167,9 +167,16 @@ void rt_check_key(const TrtType *t, const int64_t *key)
  *    (bench/README.md, "Start-up"), which made Tucker 1.5-1.8x slower;
  *  - a freed mapping goes to a small cache and the next chunk of about its
  *    size reuses it, already faulted in; a smaller chunk takes the head of
- *    a larger one, and the rest stays cached.  The cache holds at most half the
- *    peak of live chunk bytes (plus CACHE_MIN), so the process's memory
- *    stays within 1.5 times the peak that --profile reports.
+ *    a larger one, and the rest stays cached.  What is cached and what is
+ *    live together stay within the peak of live chunk bytes (plus
+ *    CACHE_MIN): a chunk freed below the high-water mark is kept, and a
+ *    chunk no cached mapping fits is made of the cached pieces' pages,
+ *    moved (mremap), and new memory for the rest.  So the process's chunk
+ *    memory stays within the peak that --profile reports, and memory the
+ *    run has held before is reused rather than touched anew, as the cost
+ *    model assumes (optimizer/cost.c: only memory beyond the high-water
+ *    mark costs a first touch).  The cache used to hold at most half the
+ *    peak, and Tucker's 170 MB chunks were unmapped and mapped anew.
  * glibc's malloc would return big blocks to the kernel on free (its mmap
  * threshold), and fault them in again on the next allocation.
  */
@@ -221,6 +228,11 @@ static void *map_big(size_t len)
 		}
 		return p;
 	}
+	/* else new memory, into which the cached pieces' pages move, the
+	 * largest first (mremap: no copy, and no new first touch): Tucker's
+	 * 85 MB transients take heads of its freed 170 MB chunks, and a 170
+	 * MB chunk is then made of the pieces.  What the pieces do not cover
+	 * is new to the process. */
 	size_t align = len >= HUGE_PAGE ? HUGE_PAGE : PAGE;
 	char *p = mmap(NULL, len + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
@@ -230,6 +242,24 @@ static void *map_big(size_t len)
 		munmap(p, (size_t)(start - p));
 	if (p + len + align > start + len)
 		munmap(start + len, (size_t)(p + len + align - (start + len)));
+	for (size_t off = 0; off < len && ncache > 0;) {
+		int big = 0;
+		for (int i = 1; i < ncache; i++)
+			if (cache[i].len > cache[big].len)
+				big = i;
+		char *q = cache[big].p;
+		size_t take = cache[big].len < len - off ? cache[big].len : len - off;
+		if (mremap(q, take, take, MREMAP_MAYMOVE | MREMAP_FIXED, start + off) == MAP_FAILED)
+			break;          /* the rest stays new memory */
+		cached -= (double)take;
+		off += take;
+		if (take == cache[big].len) {
+			cache[big] = cache[--ncache];
+		} else {
+			cache[big].p = q + take;
+			cache[big].len -= take;
+		}
+	}
 #ifdef MADV_HUGEPAGE
 	static int huge = -1;
 	if (huge < 0)
@@ -242,7 +272,7 @@ static void *map_big(size_t len)
 
 static void unmap_big(void *p, size_t len)
 {
-	if (ncache < CACHE_SLOTS && cached + (double)len <= CACHE_MIN + rt.peak / 2) {
+	if (ncache < CACHE_SLOTS && rt.live + cached + (double)len <= rt.peak + CACHE_MIN) {
 		cache[ncache].p = p;
 		cache[ncache].len = len;
 		ncache++;
