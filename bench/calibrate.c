@@ -37,6 +37,8 @@
  * Rank 0 prints; all ranks take part.
  */
 #define _GNU_SOURCE                    /* MAP_ANONYMOUS, MADV_HUGEPAGE */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,29 +262,65 @@ static void calibrate_memcpy(void)
  *
  * What trac's reads and writes cost: every rank reads its own 64 MiB file
  * (from the page cache, into new memory, as trt_read does), and rank 0
- * writes one and fsyncs it (as trt_write does, so that a finished run's
- * outputs survive a crash), in the current directory. */
+ * writes one as trt_write does: a new file beside the destination, its
+ * bytes copied into an 8 MiB aligned stage and written with O_DIRECT
+ * (the page cache's pages are memory new to a virtual machine, and were
+ * 2-4x slower and 5x more variable here), fsynced (so that a finished
+ * run's outputs survive a crash) and renamed onto the destination, in the
+ * current directory. */
+
+enum { STAGE = 8 << 20 };
+
+/* Writes n bytes of buf to a new file renamed onto path, as trt_write
+ * does; 1 on success. */
+static int write_like_trac(const char *path, const char *buf, size_t n, char *stage)
+{
+	char tmp[80];
+	snprintf(tmp, sizeof tmp, "%s.new", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return 0;
+	int fl = fcntl(fd, F_GETFL), direct = fl >= 0 && fcntl(fd, F_SETFL, fl | O_DIRECT) == 0;
+	int ok = 1;
+	for (size_t at = 0; ok && at < n; at += STAGE) {
+		size_t k = n - at < STAGE ? n - at : STAGE;
+		memcpy(stage, buf + at, k);
+		ok = pwrite(fd, stage, k, (off_t)at) == (ssize_t)k;
+		if (!ok && direct && errno == EINVAL) {
+			fcntl(fd, F_SETFL, fl);         /* O_DIRECT refused: as trac, buffered */
+			direct = 0;
+			ok = pwrite(fd, stage, k, (off_t)at) == (ssize_t)k;
+		}
+	}
+	ok = ok && !fsync(fd);
+	ok = !close(fd) && ok;
+	return ok && !rename(tmp, path);
+}
 
 static void calibrate_files(void)
 {
 	size_t n = (size_t)64 << 20;
-	char path[64];
-	snprintf(path, sizeof path, "calibrate-%d.tmp", rank);
-	char *buf = xmalloc(n);
+	char rpath[64], wpath[64];
+	snprintf(rpath, sizeof rpath, "calibrate-%d.tmp", rank);
+	snprintf(wpath, sizeof wpath, "calibrate-%d.out", rank);
+	char *buf = xmalloc(n), *stage = NULL;
 	memset(buf, 1, n);
+	if (posix_memalign((void **)&stage, 4096, STAGE))
+		abort();
+	FILE *f = fopen(rpath, "wb");
+	int made = f && fwrite(buf, 1, n, f) == n;
+	if (f && fclose(f))
+		made = 0;
 	double tw[5], tr[5];
 	for (int r = 0; r < 5; r++) {
 		MPI_Barrier(MPI_COMM_WORLD);
 		double t0 = now();
-		FILE *f = fopen(path, "wb");
-		int ok = f && fwrite(buf, 1, n, f) == n && !fflush(f) && !fsync(fileno(f));
-		if (f && fclose(f))
-			ok = 0;
+		int ok = rank != 0 || write_like_trac(wpath, buf, n, stage);
 		tw[r] = ok ? now() - t0 : 1e9;
 		MPI_Barrier(MPI_COMM_WORLD);
 		char *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		t0 = now();
-		f = fopen(path, "rb");
+		f = made ? fopen(rpath, "rb") : NULL;
 		ok = f && p != MAP_FAILED && fread(p, 1, n, f) == n;
 		if (f)
 			fclose(f);
@@ -290,8 +328,12 @@ static void calibrate_files(void)
 		if (p != MAP_FAILED)
 			munmap(p, n);
 	}
-	remove(path);
+	remove(rpath);
+	remove(wpath);
 	free(buf);
+	free(stage);
+	if (rank != 0)
+		tw[0] = tw[1] = tw[2] = tw[3] = tw[4] = 0;      /* rank 0 writes */
 	double v[2] = { median(tw, 5), median(tr, 5) }, all[2];
 	MPI_Allreduce(v, all, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
 	if (rank == 0 && all[0] < 1e9 && all[1] < 1e9) {
@@ -396,7 +438,7 @@ static void calibrate_gemm(void)
 
 /* Seconds of one m x n x k sgemm on row-major operands, median of reps,
  * the slowest rank's. */
-static double one_sgemm(int m, int n, int k, int reps)
+static double one_sgemm(int m, int n, int k, int colc, int reps)
 {
 	float *a = xmalloc(sizeof *a * (size_t)m * (size_t)k), *b = xmalloc(sizeof *b * (size_t)k * (size_t)n);
 	float *c = xmalloc(sizeof *c * (size_t)m * (size_t)n), one = 1, zero = 0;
@@ -409,7 +451,10 @@ static double one_sgemm(int m, int n, int k, int reps)
 	for (int r = 0; r < reps; r++) {
 		MPI_Barrier(MPI_COMM_WORLD);
 		double t0 = cpu_now();
-		bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, a, k, 1, b, n, 1, &zero, c, n, 1);
+		if (colc)       /* B and C column-major, as Tucker's last product */
+			bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, a, k, 1, b, 1, k, &zero, c, 1, m);
+		else
+			bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, a, k, 1, b, n, 1, &zero, c, n, 1);
 		t[r] = cpu_now() - t0;
 	}
 	double med = median(t, reps), all;
@@ -422,24 +467,32 @@ static double one_sgemm(int m, int n, int k, int reps)
 
 /*
  * Thin gemms (cost.c's kernel_rate): a 96 x n x 96 product reuses B and C
- * 96 times only.  With B's rows 262000 floats apart it runs about as fast
- * as a cube of its volume; 262144 apart (a multiple of 4 KiB: the rows
- * share cache sets) it takes longer by the time to stream B and C, kn + mn
- * elements, at gemm_stream_aliased_Bps.
+ * 96 times only.  BLIS packs B from memory with little reuse, which a cube
+ * of the same volume does not: the difference, over B's bytes, is
+ * gemm_pack_b_Bps.  With C (and B) column-major BLIS computes the
+ * transposed product, and the operand it packs with little reuse is its
+ * A: gemm_pack_a_Bps.  With B's and C's rows 262144 floats apart (a
+ * multiple of 4 KiB: the rows share cache sets) it takes longer again:
+ * that difference over B's and C's bytes is gemm_stream_aliased_Bps.
  */
 static void calibrate_thin_gemm(void)
 {
-	int reps = quick ? 3 : 5, n[2] = {262000, 262144};
-	for (int i = 0; i < 2; i++) {
-		double v = 96.0 * 96.0 * n[i];
-		int side = (int)cbrt(v);
-		double cube = one_sgemm(side, side, side, reps) * v / ((double)side * side * side);
-		double t = one_sgemm(96, n[i], 96, reps);
-		if (rank == 0)
-			printf("# thin gemm 96 x %d x 96: %.4f s, a cube of its volume %.4f s\n", n[i], t, cube);
-		if (rank == 0 && i == 1 && t > cube)
-			printf("gemm_stream_aliased_Bps=%.4g\n", 4.0 * (96.0 * n[i] * 2) / (t - cube));
-	}
+	int reps = quick ? 3 : 5, n = 262000;
+	double v = 96.0 * 96.0 * n, bytes = 4.0 * 96 * n;
+	int side = (int)cbrt(v);
+	double cube = one_sgemm(side, side, side, 0, reps) * v / ((double)side * side * side);
+	double row = one_sgemm(96, n, 96, 0, reps), col = one_sgemm(96, n, 96, 1, reps);
+	double al = one_sgemm(96, 262144, 96, 0, reps) * n / 262144.0;
+	if (rank != 0)
+		return;
+	printf("# thin gemm 96 x %d x 96: %.4f s, column-major %.4f s, a cube of its volume %.4f s, "
+	       "rows 4 KiB apart %.4f s\n", n, row, col, cube, al);
+	if (row > cube)
+		printf("gemm_pack_b_Bps=%.4g\n", bytes / (row - cube));
+	if (col > cube)
+		printf("gemm_pack_a_Bps=%.4g\n", bytes / (col - cube));
+	if (al > row)
+		printf("gemm_stream_aliased_Bps=%.4g\n", 2 * bytes / (al - row));
 }
 
 /* The fixed cost of one BLIS call: a 4 x 4 x 4 product. */

@@ -232,33 +232,31 @@ Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)
 	return (Cost){.seconds = cost_rank_bytes(c, t, p, 1) / c->m->read_bw};
 }
 
-/* Rank 0 writes a dense output whose chunk dims are in key-dim order and
- * whose runs (a chunk's rows contiguous in the file) are shorter than
- * WRITE_BAND_RUN bytes band by band (runtime/npy.c, write_bands: the
- * chunks along the last dim split in blocks, the dims after it whole),
- * holding the other ranks' chunks of one band while it does, when a band
- * is at most WRITE_BAND_MAX bytes (the runtime's BAND_RUN and BAND_MAX). */
-#define WRITE_BAND_RUN 16384.0
+/* What rank 0 holds beyond the output while it writes it (runtime/npy.c,
+ * write_rel): a dense output whose chunk dims are in key-dim order goes
+ * band by band in file order (the chunks along the last dim split in
+ * blocks, the dims after it whole), the other ranks' chunks of one band
+ * received first, when a band is at most WRITE_BAND_MAX bytes (the
+ * runtime's BAND_MAX); anything else chunk by chunk, one chunk received at
+ * a time. */
 #define WRITE_BAND_MAX (512.0 * 1024 * 1024)
 
-static double write_band_bytes(const CostCtx *c, const RelType *t, const Place *p)
+static double write_transient_bytes(const CostCtx *c, const RelType *t, const Place *p)
 {
-	if (t->sparse || t->nkey == 0 || t->nchunk != t->nkey || p->kind == PL_ALL || c->nsites < 2)
+	if (t->nkey == 0 || p->kind == PL_ALL || c->nsites < 2)
 		return 0;
-	for (int ch = 0; ch < t->nchunk; ch++)
-		if (t->chunkdim[ch] != ch)
-			return 0;
+	double chunk = dtype_size(t->dtype);
+	for (int d = 0; d < t->nkey; d++)
+		chunk *= (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
+	bool inorder = !t->sparse && t->nchunk == t->nkey;
+	for (int ch = 0; inorder && ch < t->nchunk; ch++)
+		inorder = t->chunkdim[ch] == ch;
 	int d0 = t->nkey - 1;
 	while (d0 > 0 && t->block[d0] >= t->extent[d0])
 		d0--;
-	double run = dtype_size(t->dtype), band = (double)rel_frontier(t, d0) * dtype_size(t->dtype);
-	for (int d = 0; d < t->nkey; d++) {
-		double b = (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
-		band *= b;
-		run *= d >= d0 ? b : 1;
-	}
-	if (d0 == 0 || run >= WRITE_BAND_RUN || band > WRITE_BAND_MAX)
-		return 0;
+	double band = chunk * (double)rel_frontier(t, d0);
+	if (!inorder || d0 == 0 || band > WRITE_BAND_MAX)
+		return chunk;
 	return band * (c->nsites - 1) / c->nsites;
 }
 
@@ -460,14 +458,17 @@ static bool aliased(const Contraction *g, int o, int x, int y, DType t)
 /*
  * The kernel's rate.  A contraction is the BLIS calls codegen makes
  * (ir/gemm.c's contraction_plan), each at the calibrated rate of a cube of
- * its volume (m n k), and what aliased rows add (bench/README.md, "Thin
- * gemms"): B (k x n), used m times, is copied to unaliased panels first by
- * the runtime (trt_sgemm) when m is short, a pass at memcpy bandwidth; C
- * (m x n), updated k times, costs its streaming at gemm_alias_bw when k
- * is short; A's rows measure no difference.  The rate is bounded by the
- * product's arithmetic intensity times the memory bandwidth (a dim of 10
- * streams its operands through memory).  Anything else is the generated
- * loops, at their rate.
+ * its volume (m n k), and what a thin call adds (bench/README.md, "Thin
+ * gemms").  BLIS packs the operand it reuses little from memory, and a
+ * cube of the same volume packs far less: in BLIS's own orientation (C
+ * column-major is computed as C' = B' A', the roles of m and n swapped)
+ * B (k x n) reused m times costs its bytes at gemm_pack_b_Bps when m is
+ * short, A (m x k) reused n times its bytes at gemm_pack_a_Bps when n is
+ * short.  Aliased rows add: B's the runtime copies to unaliased panels
+ * first (trt_sgemm), a pass at memcpy bandwidth; C's (k short) stream at
+ * gemm_alias_bw.  The rate is bounded by the product's arithmetic
+ * intensity times the memory bandwidth (a dim of 10 streams its operands
+ * through memory).  Anything else is the generated loops, at their rate.
  */
 static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in, DType t)
 {
@@ -479,6 +480,12 @@ static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelT
 	int gm = g.use[ROLE_M], gn = g.use[ROLE_N], gk = g.use[ROLE_K];
 	double v = m * n * kk, size = dtype_size(t);
 	double secs = 2 * v / machine_gemm_rate(c->m, t, cbrt(v));
+	bool colc = gm >= 0 && gn >= 0 && g.g[gm].stride[2] < g.g[gn].stride[2];
+	double bm = colc ? n : m, bn = colc ? m : n;   /* BLIS's m and n */
+	if (bm < GEMM_REUSE && c->m->gemm_pack_b_bw > 0)
+		secs += kk * bn * size / c->m->gemm_pack_b_bw;
+	if (bn < GEMM_REUSE && c->m->gemm_pack_a_bw > 0)
+		secs += bm * kk * size / c->m->gemm_pack_a_bw;
 	if (m < GEMM_REUSE && n > 4096 && kk * n * size >= 4 << 20 && aliased(&g, 1, gk, gn, t))
 		secs += kk * n * size / c->m->memcpy_bw;        /* trt_sgemm's conditions */
 	if (kk < GEMM_REUSE && aliased(&g, 2, gm, gn, t))
@@ -894,7 +901,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		 * its inputs and result while it runs; a write, on rank 0, a
 		 * band of the output */
 		double transient = op->kind == IA_TWOPHASE ? op->u.join.sched->mem
-		                   : op->kind == IA_WRITE ? write_band_bytes(&cc, &a->type, &a->place) : 0;
+		                   : op->kind == IA_WRITE ? write_transient_bytes(&cc, &a->type, &a->place) : 0;
 		op->live_bytes = live + transient;
 		/* memory beyond the most held so far is new to the process, and
 		 * its first touch is the op's time (reads and initial values have

@@ -22,7 +22,9 @@
  *   loop_rate_flops, conv_rate_flops (a convolution's direct loop);
  *   gemm_f32_gflops_bB, gemm_f64_gflops_bB (by block B); gemm_stream_aliased_Bps
  *   (a thin gemm streaming an operand it reuses little whose rows are a
- *   multiple of 4 KiB apart: cost.c's kernel_rate);
+ *   multiple of 4 KiB apart: cost.c's kernel_rate); gemm_pack_a_Bps,
+ *   gemm_pack_b_Bps (BLIS packing an A or a B it reuses little, beyond what
+ *   a cube of the volume packs; the built-in model has them 0: free);
  *   call_overhead_s, op_overhead_s, local_op_overhead_s;
  *   trac_shuffle_bandwidth_Bps, trac_bcast_bandwidth_Bps: the runtime's own
  *   exchanges, which shuffles and broadcasts are costed with when given
@@ -121,6 +123,8 @@ static const Scalar scalars[] = {
 	FIELD("loop_rate_flops", loop_rate, false),
 	FIELD("conv_rate_flops", conv_rate, false),
 	FIELD("gemm_stream_aliased_Bps", gemm_alias_bw, false),
+	FIELD("gemm_pack_a_Bps", gemm_pack_a_bw, true),
+	FIELD("gemm_pack_b_Bps", gemm_pack_b_bw, true),
 	FIELD("call_overhead_s", call_overhead, true),
 	FIELD("op_overhead_s", op_overhead, true),
 	FIELD("local_op_overhead_s", local_op_overhead, true),

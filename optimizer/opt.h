@@ -49,6 +49,9 @@ typedef struct Machine {
 	double loop_rate;               /* flop/s of generated loops, one rank */
 	double gemm_alias_bw;           /* bytes per second a gemm streams an operand it reuses little
 	                                   whose rows are a multiple of 4 KiB apart */
+	double gemm_pack_a_bw;          /* bytes per second BLIS packs an A it reuses little, beyond
+	                                   a cube's packing; 0: not measured, free */
+	double gemm_pack_b_bw;          /* likewise a B */
 	double conv_rate;               /* flop/s of a convolution's direct loop, one rank */
 	int ngemm;
 	int gemm_block[MAXGEMM];        /* block sizes measured, increasing */

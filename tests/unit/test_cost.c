@@ -234,14 +234,17 @@ static void test_conv(void **state)
 }
 
 /* A join's seconds (IA_JOIN) in the plan of one rank with whole chunks,
- * on the built-in machine with first touches free (touch) or not. */
-static double join_seconds_touch(const char *text, double *flops, bool touch)
+ * on machine m (NULL: the built-in one with first touches free (touch) or
+ * not). */
+static double join_seconds_on(const char *text, double *flops, bool touch, const Machine *mach)
 {
 	TraProg *p = compile(text);
 	Machine m;
 	machine_default(&m);
 	if (!touch)
 		m.touch_bw = 1e300;
+	if (mach)
+		m = *mach;
 	OptOptions o = {.nranks = 1, .level = 2, .verify = true, .block = 1 << 30, .machine = &m};
 	opt_block(p, &o);
 	IaPlan *plan = opt_plan(p, &o);
@@ -255,6 +258,11 @@ static double join_seconds_touch(const char *text, double *flops, bool touch)
 	tra_free(p);
 	assert_true(s > 0);
 	return s;
+}
+
+static double join_seconds_touch(const char *text, double *flops, bool touch)
+{
+	return join_seconds_on(text, flops, touch, NULL);
 }
 
 static double join_seconds(const char *text, double *flops)
@@ -292,6 +300,23 @@ static void test_thin_gemm(void **state)
 	double touched = join_seconds_touch("size I = 96, K = 96, J = 262000;\ninput A[I, K];\ninput B[K, J];\n"
 	                                    "C[i, j] = A[i, k] * B[k, j];\noutput C;\n", &f0, true);
 	assert_true(fabs(touched - plain - 4.0 * 96 * 262000 / m.touch_bw) < 1e-9 * touched);
+
+	/* a machine that measured BLIS's packing: the row-major product packs
+	 * B (kn elements, reused 96 times) beyond a cube; with C column-major
+	 * BLIS computes the transposed product, whose A is that operand */
+	Machine pk = m;
+	pk.touch_bw = 1e300;
+	pk.gemm_pack_b_bw = 4e9;
+	pk.gemm_pack_a_bw = 2e9;
+	double packed = join_seconds_on("size I = 96, K = 96, J = 262000;\ninput A[I, K];\ninput B[K, J];\n"
+	                                "C[i, j] = A[i, k] * B[k, j];\noutput C;\n", &f0, false, &pk);
+	double bbytes = 4.0 * 96 * 262000;
+	assert_true(fabs(packed - plain - bbytes / 4e9) < 1e-6 * packed);
+	double col = join_seconds_on("size I = 96, K = 96, J = 262000;\ninput A[I, K];\ninput B[J, K];\n"
+	                             "C[j, i] = A[i, k] * B[j, k];\noutput C;\n", &f0, false, &pk);
+	double colfree = join_seconds("size I = 96, K = 96, J = 262000;\ninput A[I, K];\ninput B[J, K];\n"
+	                              "C[j, i] = A[i, k] * B[j, k];\noutput C;\n", &f0);
+	assert_true(fabs(col - colfree - bbytes / 2e9) < 1e-6 * col);
 }
 
 /* A scatter-add's seconds: into zeros the result's share is written, into
