@@ -99,6 +99,33 @@ const char *strategy_name(Strategy s)
 	return "?";
 }
 
+static const struct {
+	const char *name, *order;
+} objectives[NOBJECTIVES] = {
+	[OBJ_SECONDS] = {"seconds", "predicted seconds, then floats moved"},
+	[OBJ_FLOATS] = {"floats", "floats moved, then predicted seconds"},
+};
+
+const char *objective_name(Objective o)
+{
+	return o >= 0 && o < NOBJECTIVES ? objectives[o].name : "?";
+}
+
+const char *objective_order(Objective o)
+{
+	return o >= 0 && o < NOBJECTIVES ? objectives[o].order : "?";
+}
+
+bool objective_parse(const char *s, Objective *o)
+{
+	for (int i = 0; i < NOBJECTIVES; i++)
+		if (!strcmp(s, objectives[i].name)) {
+			*o = (Objective)i;
+			return true;
+		}
+	return false;
+}
+
 /* ---- the plan ---- */
 
 IaPlan *ia_new(const TraProg *tra, int nranks)
@@ -760,6 +787,7 @@ IaPlan *ia_plan_like(const IaPlan *old)
 	}
 	for (int i = 0; i < old->varplace.n; i++)
 		p->varplace.v[i] = old->varplace.v[i];
+	p->objective = old->objective;
 	return p;
 }
 

@@ -746,7 +746,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		machine_default(&dflt);
 		mach = &dflt;
 	}
-	CostCtx cc = {mach, p->nranks};
+	CostCtx cc = {mach, p->nranks, p->objective};
 	int n = p->ops.n;
 	double *copies = xcalloc(n + 1, sizeof *copies);
 	double *held = xcalloc(n + 1, sizeof *held);

@@ -736,6 +736,14 @@ bool free_layout(const RelType *t, const Place *p)
 	return p->kind == PL_PART && (p->ndims > 0 || rel_ntuples(t) == 1);
 }
 
+/* The placements an input not pinned is read in: a free layout, or, under
+ * --objective floats, also whole on every rank (the paper's convention:
+ * an input is free where it is needed; cost_read prices its time). */
+static bool input_layout(const Search *s, const RelType *t, const Place *p)
+{
+	return free_layout(t, p) || (s->o->objective == OBJ_FLOATS && p->kind == PL_ALL);
+}
+
 static const PlacePin *place_pin(Search *s, int tensor)
 {
 	for (int i = 0; i < s->o->nplacepins; i++)
@@ -753,7 +761,7 @@ static void gen_impls(Search *s, int t)
 		const Dom *d = &s->dom[t];
 		Place pinned = pin ? place_norm(type_of(s, t), pin->place) : place_all();
 		for (int i = 0; i < d->n; i++)
-			if (pin ? place_eq(&pinned, &d->p[i]) : free_layout(type_of(s, t), &d->p[i]))
+			if (pin ? place_eq(&pinned, &d->p[i]) : input_layout(s, type_of(s, t), &d->p[i]))
 				offer(s, t, (Impl){.kind = IM_READ, .inpl = {ANYPL, ANYPL}, .out = i});
 		break;
 	}

@@ -92,13 +92,13 @@ static void dp(Search *s)
 			Cost tot = im->cost;
 			for (int j = 0; j < k; j++)
 				tot = cost_add(tot, in_cost(s, in[j], im->inpl[j]));
-			if (cost_cmp(tot, *at(s, s->best, t, im->out)) < 0)
+			if (cost_cmp(s->cc.objective, tot, *at(s, s->best, t, im->out)) < 0)
 				*at(s, s->best, t, im->out) = tot;
 		}
 		const Dom *d = &s->dom[t];
 		for (int p = 0; p < d->n; p++) {
 			Cost b = *at(s, s->best, t, p);
-			if (cost_cmp(b, s->home[t]) < 0)
+			if (cost_cmp(s->cc.objective, b, s->home[t]) < 0)
 				s->home[t] = b;
 		}
 		if (isinf(s->home[t].seconds))
@@ -107,10 +107,10 @@ static void dp(Search *s)
 			Cost b = *at(s, s->best, t, p);
 			for (int q = 0; q < d->n; q++) {
 				Cost bq = *at(s, s->best, t, q);
-				if (q == p || isinf(bq.seconds) || bq.seconds >= b.seconds)
-					continue;
+				if (q == p || isinf(bq.seconds) || cost_cmp(s->cc.objective, bq, b) >= 0)
+					continue;       /* a move adds to both measures */
 				Cost c = cost_add(bq, move_cost(s, t, q, p));
-				if (cost_cmp(c, b) < 0)
+				if (cost_cmp(s->cc.objective, c, b) < 0)
 					b = c;
 			}
 			*at(s, s->avail, t, p) = b;
@@ -169,7 +169,7 @@ static bool extract(Search *s)
 						tot = cost_add(tot, move_cost(s, t, im->out, p));
 			if (isinf(tot.seconds))
 				continue;
-			if (bi < 0 || cost_cmp(tot, bestc) < 0) {
+			if (bi < 0 || cost_cmp(s->cc.objective, tot, bestc) < 0) {
 				bestc = tot;
 				bi = c;
 			}
@@ -415,7 +415,7 @@ void search_init(Search *s, const TraProg *tra, const OptOptions *o, const Machi
 	s->types = search_scratch(s, n + 1, sizeof(RelType));
 	opt_block_types(tra, bc, s->types);
 	s->o = o;
-	s->cc = (CostCtx){m, o->nranks};
+	s->cc = (CostCtx){m, o->nranks, o->objective};
 	s->n = n;
 	s->uses = search_scratch(s, n + 1, sizeof(int));
 	s->absorbed = search_scratch(s, n + 1, sizeof(int));

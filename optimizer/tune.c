@@ -20,13 +20,17 @@ static Cost plan_cost(const IaPlan *p)
  * the network is what a cluster runs short of. */
 #define TIE 0.10
 
-/* Is plan a better than plan b (plans over the budget lim lose)? */
-static bool better_plan(double lim, const IaPlan *a, const IaPlan *b)
+/* Is plan a better than plan b under o (NULL plans lose)?  Plans over the
+ * budget o->mem_per_rank lose first; then what the objective ranks before
+ * seconds (floats moved under --objective floats); then seconds, where a
+ * TIE is broken by bytes sent; then cost_cmp's order. */
+static bool better_plan(const OptOptions *o, const IaPlan *a, const IaPlan *b)
 {
 	if (!a)
 		return false;
 	if (!b)
 		return true;
+	double lim = o->mem_per_rank;
 	if (lim > 0) {
 		bool fa = a->peak_bytes <= lim, fb = b->peak_bytes <= lim;
 		if (fa != fb)
@@ -34,13 +38,17 @@ static bool better_plan(double lim, const IaPlan *a, const IaPlan *b)
 		if (!fa)
 			return a->peak_bytes < b->peak_bytes;
 	}
+	Cost ca = plan_cost(a), cb = plan_cost(b);
+	int lead = cost_cmp_lead(o->objective, ca, cb);
+	if (lead)
+		return lead < 0;
 	double ta = a->predicted_seconds, tb = b->predicted_seconds;
 	if (fabs(ta - tb) <= TIE * fmin(ta, tb)) {
 		double ba = a->total_bytes_sent, bb = b->total_bytes_sent;
 		if (fabs(ba - bb) > 1e-9 * fmax(ba, bb))
 			return ba < bb;
 	}
-	return cost_cmp(plan_cost(a), plan_cost(b)) < 0;
+	return cost_cmp(o->objective, ca, cb) < 0;
 }
 
 static bool param_pinned(const Search *s, int tensor)
@@ -80,7 +88,7 @@ static IaPlan *search_params(Search *s)
 					continue;
 				s->varplace[i] = d->p[q];
 				IaPlan *c = plan_once(s);
-				if (better_plan(s->o->mem_per_rank, c, bestp)) {
+				if (better_plan(s->o, c, bestp)) {
 					ia_free(bestp);
 					bestp = c;
 					bestpl = d->p[q];
@@ -110,7 +118,7 @@ static IaPlan *search_budget(Search *s, double *leanest)
 		IaPlan *p = search_params(s);
 		if (p && p->peak_bytes < *leanest)
 			*leanest = p->peak_bytes;
-		if (better_plan(s->o->mem_per_rank, p, bestp)) {
+		if (better_plan(s->o, p, bestp)) {
 			ia_free(bestp);
 			bestp = p;
 		} else {
@@ -172,7 +180,7 @@ static IaPlan *improve_strategies(Search *s, IaPlan *best)
 				continue;
 			s->force[st] = alt_strategies[a];
 			IaPlan *p = plan_once(s);
-			if (better_plan(s->o->mem_per_rank, p, best)) {
+			if (better_plan(s->o, p, best)) {
 				ia_free(best);
 				best = p;
 				keep = alt_strategies[a];
@@ -214,6 +222,10 @@ static void alternatives(Search *s, IaPlan *chosen)
 				double lim = s->o->mem_per_rank;
 				if (lim > 0 && p->peak_bytes > lim)
 					alt.why = arena_strdup(chosen->arena, "needs more memory per rank than --mem-per-rank");
+				else if (cost_cmp_lead(s->o->objective, plan_cost(p), plan_cost(chosen)))
+					alt.why = arena_strdup(chosen->arena, xprintf("%+.3g floats moved, %+.3g s predicted",
+					                       p->total_floats_moved - chosen->total_floats_moved,
+					                       p->predicted_seconds - chosen->predicted_seconds));
 				else if (fabs(p->predicted_seconds - chosen->predicted_seconds) <=
 				         TIE * fmin(p->predicted_seconds, chosen->predicted_seconds)) {
 					double db = p->total_bytes_sent - chosen->total_bytes_sent;
@@ -425,7 +437,7 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 			budget--;
 			IaPlan *p = plan_at(tra, o, m, bc, descent_varplace(quick, best), false, &leanest);
 			trace(xprintf("grid %d x %d, quick", a, b), p);
-			if (better_plan(o->mem_per_rank, p, quick)) {
+			if (better_plan(o, p, quick)) {
 				ia_free(quick);
 				quick = p;
 				chosen[ci] = bc->block[ci];
@@ -450,7 +462,7 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 				bc->block[c] = cand[i];
 				budget--;
 				IaPlan *p = plan_at(tra, o, m, bc, descent_varplace(quick, best), false, &leanest);
-				if (better_plan(o->mem_per_rank, p, quick)) {
+				if (better_plan(o, p, quick)) {
 					ia_free(quick);
 					quick = p;
 					chosen[c] = cand[i];
@@ -472,12 +484,12 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 		trace("chosen blocks, quick", quick);
 		/* the quick plan stays a candidate: the full search's estimates
 		 * of two-phase schedules' memory may put it over the budget */
-		if (better_plan(o->mem_per_rank, quick, p)) {
+		if (better_plan(o, quick, p)) {
 			ia_free(p);
 			p = quick;
 			quick = NULL;
 		}
-		if (better_plan(o->mem_per_rank, p, best)) {
+		if (better_plan(o, p, best)) {
 			ia_free(best);
 			best = p;
 		} else {
@@ -499,7 +511,7 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 		if (memcmp(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n))
 			p = plan_at(tra, o, m, bc, best->varplace.v, true, &leanest);
 		trace("the fewer ranks' blocks", p);
-		if (p && better_plan(o->mem_per_rank, p, best)) {
+		if (p && better_plan(o, p, best)) {
 			ia_free(best);
 			best = p;
 		} else {
@@ -554,11 +566,13 @@ IaPlan *opt_plan(const TraProg *tra, const OptOptions *o)
 		opt_cost(p, m);
 		classify(p);
 		p->machine = arena_strdup(p->arena, m->source);
+		p->objective = o->objective;
 		return p;
 	}
 	IaPlan *best = search_plan(tra, o, m);
 	if (!best)
 		return NULL;            /* an error said why */
+	best->objective = o->objective;
 	if (o->mem_per_rank > 0 && best->peak_bytes > o->mem_per_rank) {
 		/* nothing fits: the cheapest plan regardless of memory, for the
 		 * driver to say what it needs, beside the leanest one found */
@@ -567,6 +581,7 @@ IaPlan *opt_plan(const TraProg *tra, const OptOptions *o)
 		unbounded.alternatives = false;
 		IaPlan *cheapest = search_plan(tra, &unbounded, m);
 		cheapest->leanest_peak = fmin(best->leanest_peak, best->peak_bytes);
+		cheapest->objective = o->objective;
 		ia_free(best);
 		return cheapest;
 	}
