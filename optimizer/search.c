@@ -40,8 +40,15 @@
  * are chosen by coordinate descent over whole plans, each costed exactly
  * (opt_cost); so are block sizes not pinned, jointly with the plan.
  *
- * The objective is predicted seconds (cost.c), ties broken by floats moved.
- * Ops inside repeat blocks cost `count` times; moves are made where the value
+ * The objective (--objective, OptOptions.objective) orders costs, in one
+ * place, opt.h's cost_cmp: by default predicted seconds (cost.c), ties
+ * broken by floats moved; under `floats`, the TRA paper's metric, floats
+ * moved between ranks first, then seconds, and an input may also be read
+ * whole by every rank (cost_read: its read time, no floats), which the
+ * search offers otherwise only when --place pins it.  The dynamic program,
+ * the extraction, the tuning around the search (tune.c: params, budget,
+ * blocks, strategies, the counts of -P LIST) and two-phase schedules
+ * (twophase.c) all compare by it; memory budgets come before it.  Ops inside repeat blocks cost `count` times; moves are made where the value
  * is made, so a value made outside a loop is moved once.  Deterministic: no
  * hashing of pointers, no clocks.
  */
