@@ -446,6 +446,8 @@ static void offer(Search *s, int t, Impl im)
 	costs[im.kind](s, t, &im);
 	if (!s->gen_all && s->budget > 0 && im.mem > s->budget && im.kind != IM_PARAM)
 		return;
+	/* the busiest rank's share of its flops: where its result is */
+	im.cost.work = im.cost.flops * (im.out >= 0 ? cost_share(&s->cc, type_of(s, t), &s->dom[t].p[im.out]) : 1);
 	im.cost = cost_scale(im.cost, s->times[t]);
 	vec_push(&s->impls[t], im);
 }

@@ -12,7 +12,15 @@
 
 static Cost plan_cost(const IaPlan *p)
 {
-	return (Cost){p->predicted_seconds, p->total_floats_moved, p->total_bytes_sent, p->total_flops};
+	/* the busiest rank's flops: each op's by its placement's share */
+	Machine m;
+	machine_default(&m);
+	CostCtx cc = {&m, p->nranks, p->objective};
+	double work = 0;
+	for (int i = 0; i < p->ops.n; i++)
+		if (p->ops.v[i].flops > 0)
+			work += p->ops.v[i].flops * cost_share(&cc, &p->ops.v[i].type, &p->ops.v[i].place);
+	return (Cost){p->predicted_seconds, p->total_floats_moved, p->total_bytes_sent, p->total_flops, work};
 }
 
 /* Whole plans within this fraction of each other's predicted time are a
@@ -260,8 +268,8 @@ static void trace(const char *what, const IaPlan *p)
 		on = getenv("TRAC_DEBUG_SEARCH") && *getenv("TRAC_DEBUG_SEARCH") == '1';
 	if (on)
 		fprintf(stderr, "search: %-28s %s\n", what,
-		        p ? xprintf("%.4g s, %.4g floats, %.4g bytes, peak %.4g", p->predicted_seconds,
-		                    p->total_floats_moved, p->total_bytes_sent, p->peak_bytes) : "no plan");
+		        p ? xprintf("%.4g s, %.4g floats, %.4g bytes, peak %.4g, work %.4g", p->predicted_seconds,
+		                    p->total_floats_moved, p->total_bytes_sent, p->peak_bytes, plan_cost(p).work) : "no plan");
 }
 
 /* ---- blocks chosen with the plan ---- */
