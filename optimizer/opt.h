@@ -254,7 +254,7 @@ static inline int cost_cmp_lead(Objective o, Cost a, Cost b)
 {
 	if (o != OBJ_FLOATS || isinf(a.seconds) || isinf(b.seconds))
 		return 0;
-	int w = cost_cmp_measure(a.work, b.work, 0.10);
+	int w = cost_cmp_measure(a.work, b.work, 0.30);
 	return w ? w : cost_cmp_measure(a.floats, b.floats, 1e-9);
 }
 
