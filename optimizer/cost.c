@@ -860,7 +860,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		case IA_TWOPHASE: {
 			/* planned with the schedule (twophase.c) */
 			const TpSched *ts = op->u.join.sched;
-			c = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops};
+			c = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops, 0};
 			break;
 		}
 		}

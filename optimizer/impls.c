@@ -407,7 +407,7 @@ static double twophase_fixed(Search *s, int t, const Impl *im)
 static void c_twophase(Search *s, int t, Impl *im)
 {
 	const TpSched *ts = im->tp;
-	im->cost = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops};
+	im->cost = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops, 0};      /* work: offer's */
 	im->mem = twophase_fixed(s, t, im) + ts->mem;
 }
 
@@ -446,7 +446,8 @@ static void offer(Search *s, int t, Impl im)
 	costs[im.kind](s, t, &im);
 	if (!s->gen_all && s->budget > 0 && im.mem > s->budget && im.kind != IM_PARAM)
 		return;
-	/* the busiest rank's share of its flops: where its result is */
+	/* the busiest rank's flops: the share of the result it holds (a
+	 * result on every rank, or on one, was computed there whole) */
 	im.cost.work = im.cost.flops * (im.out >= 0 ? cost_share(&s->cc, type_of(s, t), &s->dom[t].p[im.out]) : 1);
 	im.cost = cost_scale(im.cost, s->times[t]);
 	vec_push(&s->impls[t], im);

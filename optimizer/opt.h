@@ -225,7 +225,8 @@ typedef struct Cost {
 	double floats;          /* the paper's metric */
 	double bytes;           /* bytes that leave their site */
 	double flops;
-	double work;            /* flops the busiest rank does (the search's, for OBJ_FLOATS) */
+	double work;            /* flops the busiest rank does: each op's flops times its
+	                         * placement's share (cost_share); OBJ_FLOATS's premise */
 } Cost;
 
 static inline Cost cost_add(Cost a, Cost b)
@@ -246,22 +247,32 @@ static inline int cost_cmp_measure(double a, double b, double tol)
 	return a < b - t ? -1 : a > b + t ? 1 : 0;
 }
 
-/* -1, 0, 1: by what objective o ranks before predicted seconds: floats
- * moved under OBJ_FLOATS (within a relative 1e-9), nothing (0) under
- * OBJ_SECONDS.  Infinite seconds (no plan) compare 0 here: cost_cmp puts
- * them last. */
+/* The TRA paper ranks plans by floats moved on the premise that their
+ * flops are fixed and spread over the ranks (its plans are hand-derived
+ * so).  Under OBJ_FLOATS the search holds plans to it: the busiest rank's
+ * flops (Cost.work) come first, plans within WORK_TIE of each other a tie
+ * (4 of 5 ranks busy ties with 5; one rank, or every rank, doing all of a
+ * contraction does not), then floats moved.  Floats first alone makes
+ * every rank, or one, do everything: nothing moves. */
+#define WORK_TIE 0.30
+
+/* -1, 0, 1: by what objective o ranks before predicted seconds: under
+ * OBJ_FLOATS the busiest rank's flops within WORK_TIE, then floats moved
+ * (within a relative 1e-9); nothing (0) under OBJ_SECONDS.  Infinite
+ * seconds (no plan) compare 0 here: cost_cmp puts them last. */
 static inline int cost_cmp_lead(Objective o, Cost a, Cost b)
 {
 	if (o != OBJ_FLOATS || isinf(a.seconds) || isinf(b.seconds))
 		return 0;
-	int w = cost_cmp_measure(a.work, b.work, 0.30);
+	int w = cost_cmp_measure(a.work, b.work, WORK_TIE);
 	return w ? w : cost_cmp_measure(a.floats, b.floats, 1e-9);
 }
 
 /* The one order of costs under objective o, -1, 0, 1 (infinite seconds,
  * no plan, is worst under both):
  *   OBJ_SECONDS   seconds (within a relative 1e-6), then floats moved
- *   OBJ_FLOATS    floats moved (within a relative 1e-9), then seconds */
+ *   OBJ_FLOATS    the busiest rank's flops (within WORK_TIE), floats
+ *                 moved (within a relative 1e-9), then seconds */
 static inline int cost_cmp(Objective o, Cost a, Cost b)
 {
 	if (isinf(a.seconds) || isinf(b.seconds))

@@ -136,11 +136,13 @@ static Cost marginal(Search *s, int v, int q)
 	if (q == ANYPL || (s->req[v] >> q & 1))
 		return (Cost){0};
 	Cost a = *at(s, s->avail, v, q), h = s->home[v];
-	Cost d = {a.seconds - h.seconds, a.floats - h.floats, a.bytes - h.bytes, a.flops - h.flops};
+	Cost d = {a.seconds - h.seconds, a.floats - h.floats, a.bytes - h.bytes, a.flops - h.flops, a.work - h.work};
 	if (d.seconds < 0)
 		d.seconds = 0;
 	if (d.floats < 0)
 		d.floats = 0;
+	if (d.work < 0)
+		d.work = 0;
 	return d;
 }
 

@@ -10,12 +10,12 @@
 #include "optimizer/search.h"
 
 
+/* A whole plan's cost; its work is the busiest rank's flops, each op's
+ * flops times its placement's share (cost_share reads only the rank
+ * count of its context). */
 static Cost plan_cost(const IaPlan *p)
 {
-	/* the busiest rank's flops: each op's by its placement's share */
-	Machine m;
-	machine_default(&m);
-	CostCtx cc = {&m, p->nranks, p->objective};
+	CostCtx cc = {NULL, p->nranks, p->objective};
 	double work = 0;
 	for (int i = 0; i < p->ops.n; i++)
 		if (p->ops.v[i].flops > 0)
@@ -230,10 +230,14 @@ static void alternatives(Search *s, IaPlan *chosen)
 				double lim = s->o->mem_per_rank;
 				if (lim > 0 && p->peak_bytes > lim)
 					alt.why = arena_strdup(chosen->arena, "needs more memory per rank than --mem-per-rank");
-				else if (cost_cmp_lead(s->o->objective, plan_cost(p), plan_cost(chosen)))
-					alt.why = arena_strdup(chosen->arena, xprintf("%+.3g floats moved, %+.3g s predicted",
+				else if (cost_cmp_lead(s->o->objective, plan_cost(p), plan_cost(chosen))) {
+					double wp = plan_cost(p).work, wc = plan_cost(chosen).work;
+					alt.why = arena_strdup(chosen->arena, xprintf("%s%+.3g floats moved, %+.3g s predicted",
+					                       cost_cmp_measure(wp, wc, WORK_TIE) ? xprintf("the busiest rank "
+					                       "does %.3gx the flops; ", wp / fmax(wc, 1)) : "",
 					                       p->total_floats_moved - chosen->total_floats_moved,
 					                       p->predicted_seconds - chosen->predicted_seconds));
+				}
 				else if (fabs(p->predicted_seconds - chosen->predicted_seconds) <=
 				         TIE * fmin(p->predicted_seconds, chosen->predicted_seconds)) {
 					double db = p->total_bytes_sent - chosen->total_bytes_sent;

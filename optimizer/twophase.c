@@ -857,7 +857,7 @@ static const char *variant_name[TP_NVARIANT] = {"greedy", "rule 1 only", "rule 2
 /* A plan's cost, for cost_cmp. */
 static Cost tp_cost(const TpProblem *pb, const TpPlan *pl)
 {
-	return (Cost){pl->seconds, pl->bytes / pb->elem_bytes, pl->bytes, pb->flops};
+	return (Cost){pl->seconds, pl->bytes / pb->elem_bytes, pl->bytes, pb->flops, 0};  /* one work: the same flops spread */
 }
 
 /* Plan a problem three ways and make the cheapest a schedule (under the

@@ -485,32 +485,47 @@ static void test_io(void **state)
 }
 
 /* The two objectives' orders of costs (cost_cmp): seconds then floats
- * moved by default, floats moved then seconds under --objective floats;
- * no plan (infinite seconds) last under both; the names trac's
- * --objective takes. */
+ * moved by default; under --objective floats the busiest rank's flops
+ * (within WORK_TIE: the paper's premise, the work spread), then floats
+ * moved, then seconds; no plan (infinite seconds) last under both; the
+ * names trac's --objective takes. */
 static void test_objective(void **state)
 {
 	(void)state;
-	Cost fast = {.seconds = 1.0, .floats = 1e8}, frugal = {.seconds = 6.0, .floats = 0};
+	/* the same work spread alike: floats decide under floats */
+	Cost fast = {.seconds = 1.0, .floats = 1e8, .work = 1e9}, frugal = {.seconds = 6.0, .floats = 0, .work = 1e9};
 	assert_int_equal(cost_cmp(OBJ_SECONDS, fast, frugal), -1);
 	assert_int_equal(cost_cmp(OBJ_SECONDS, frugal, fast), 1);
 	assert_int_equal(cost_cmp(OBJ_FLOATS, fast, frugal), 1);
 	assert_int_equal(cost_cmp(OBJ_FLOATS, frugal, fast), -1);
 	/* equal first measures: the second decides */
-	Cost a = {.seconds = 2.0, .floats = 5e6}, b = {.seconds = 2.0 * (1 + 1e-8), .floats = 7e6};
+	Cost a = {.seconds = 2.0, .floats = 5e6, .work = 1e9}, b = {.seconds = 2.0 * (1 + 1e-8), .floats = 7e6, .work = 1e9};
 	assert_int_equal(cost_cmp(OBJ_SECONDS, a, b), -1);     /* a tie on seconds: fewer floats */
 	assert_int_equal(cost_cmp(OBJ_FLOATS, a, b), -1);
-	Cost c = {.seconds = 3.0, .floats = 5e6 * (1 + 1e-12)};
+	Cost c = {.seconds = 3.0, .floats = 5e6 * (1 + 1e-12), .work = 1e9};
 	assert_int_equal(cost_cmp(OBJ_FLOATS, a, c), -1);      /* a tie on floats: faster */
 	assert_int_equal(cost_cmp(OBJ_FLOATS, c, a), 1);
 	assert_int_equal(cost_cmp(OBJ_SECONDS, a, a), 0);
 	assert_int_equal(cost_cmp(OBJ_FLOATS, a, a), 0);
-	/* the measure ranked before seconds: only floats, only under floats */
+	/* the busiest rank's flops first under floats: doing all of the work
+	 * on one rank of five (or on every rank) loses to spreading it, however
+	 * many floats spreading moves; 4 of 5 ranks busy ties with 5 */
+	Cost spread = {.seconds = 2.0, .floats = 1e7, .work = 1e9}, one = {.seconds = 6.0, .floats = 0, .work = 5e9};
+	Cost four = {.seconds = 2.5, .floats = 1e6, .work = 1.25e9};
+	assert_int_equal(cost_cmp(OBJ_FLOATS, spread, one), -1);
+	assert_int_equal(cost_cmp(OBJ_FLOATS, one, spread), 1);
+	assert_int_equal(cost_cmp(OBJ_FLOATS, four, spread), -1);
+	assert_int_equal(cost_cmp(OBJ_SECONDS, four, spread), 1);  /* work does not count by default */
+	Cost slow_one = {.seconds = 1.0, .floats = 0, .work = 5e9};
+	assert_int_equal(cost_cmp(OBJ_SECONDS, slow_one, spread), -1);
+	/* the measures ranked before seconds: only under floats */
 	assert_int_equal(cost_cmp_lead(OBJ_SECONDS, fast, frugal), 0);
+	assert_int_equal(cost_cmp_lead(OBJ_SECONDS, spread, one), 0);
 	assert_int_equal(cost_cmp_lead(OBJ_FLOATS, fast, frugal), 1);
+	assert_int_equal(cost_cmp_lead(OBJ_FLOATS, spread, one), -1);
 	assert_int_equal(cost_cmp_lead(OBJ_FLOATS, a, c), 0);
 	/* no plan is worst, however few floats it would move */
-	Cost none = {.seconds = INFINITY, .floats = 0};
+	Cost none = {.seconds = INFINITY, .floats = 0, .work = 0};
 	for (Objective o = OBJ_SECONDS; o < NOBJECTIVES; o++) {
 		assert_int_equal(cost_cmp(o, none, fast), 1);
 		assert_int_equal(cost_cmp(o, fast, none), -1);
