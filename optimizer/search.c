@@ -42,10 +42,11 @@
  *
  * The objective (--objective, OptOptions.objective) orders costs, in one
  * place, opt.h's cost_cmp: by default predicted seconds (cost.c), ties
- * broken by floats moved; under `floats`, the TRA paper's metric, floats
- * moved between ranks first, then seconds, and an input may also be read
- * whole by every rank (cost_read: its read time, no floats), which the
- * search offers otherwise only when --place pins it.  The dynamic program,
+ * broken by floats moved; under `floats`, the TRA paper's metric under its
+ * premise, the busiest rank's flops (within a tie), then floats moved
+ * between ranks, then seconds, and an input may also be read whole by
+ * every rank (cost_read: its read time, no floats), which the search
+ * offers otherwise only when --place pins it.  The dynamic program,
  * the extraction, the tuning around the search (tune.c: params, budget,
  * blocks, strategies, the counts of -P LIST) and two-phase schedules
  * (twophase.c) all compare by it; memory budgets come before it.  Ops inside repeat blocks cost `count` times; moves are made where the value
