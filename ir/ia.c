@@ -103,7 +103,7 @@ static const struct {
 	const char *name, *order;
 } objectives[NOBJECTIVES] = {
 	[OBJ_SECONDS] = {"seconds", "predicted seconds, then floats moved"},
-	[OBJ_FLOATS] = {"floats", "floats moved, then predicted seconds"},
+	[OBJ_FLOATS] = {"floats", "the busiest rank's flops (within 30%), floats moved, then predicted seconds"},       /* 30%: opt.h WORK_TIE */
 };
 
 const char *objective_name(Objective o)

@@ -518,10 +518,11 @@ const char *strategy_name(Strategy s);
 
 /* What the plan search minimises first (trac --objective): predicted
  * seconds, ties broken by floats moved (the default); or floats moved
- * between ranks, the TRA paper's metric, ties broken by seconds. */
+ * between ranks, the TRA paper's metric, among plans whose busiest rank
+ * does about the same flops (opt.h, cost_cmp), ties broken by seconds. */
 typedef enum { OBJ_SECONDS, OBJ_FLOATS, NOBJECTIVES } Objective;
 const char *objective_name(Objective o);       /* "seconds", "floats" */
-const char *objective_order(Objective o);      /* "floats moved, then predicted seconds" */
+const char *objective_order(Objective o);      /* the order in words, for --explain */
 bool objective_parse(const char *s, Objective *o);     /* by name; false if none */
 
 /*

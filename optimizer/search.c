@@ -46,12 +46,14 @@
  * premise, the busiest rank's flops (within a tie), then floats moved
  * between ranks, then seconds, and an input may also be read whole by
  * every rank (cost_read: its read time, no floats), which the search
- * offers otherwise only when --place pins it.  The dynamic program,
- * the extraction, the tuning around the search (tune.c: params, budget,
+ * offers otherwise only when --place pins it.  The dynamic program, the
+ * extraction, the tuning around the search (tune.c: params, budget,
  * blocks, strategies, the counts of -P LIST) and two-phase schedules
- * (twophase.c) all compare by it; memory budgets come before it.  Ops inside repeat blocks cost `count` times; moves are made where the value
- * is made, so a value made outside a loop is moved once.  Deterministic: no
- * hashing of pointers, no clocks.
+ * (twophase.c) all compare by it; memory budgets come before it.
+ *
+ * Ops inside repeat blocks cost `count` times; moves are made where the
+ * value is made, so a value made outside a loop is moved once.
+ * Deterministic: no hashing of pointers, no clocks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +118,7 @@ static void dp(Search *s)
 			for (int q = 0; q < d->n; q++) {
 				Cost bq = *at(s, s->best, t, q);
 				if (q == p || isinf(bq.seconds) || cost_cmp(s->cc.objective, bq, b) >= 0)
-					continue;       /* a move adds to both measures */
+					continue;       /* a move only adds to a cost */
 				Cost c = cost_add(bq, move_cost(s, t, q, p));
 				if (cost_cmp(s->cc.objective, c, b) < 0)
 					b = c;
