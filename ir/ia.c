@@ -103,7 +103,8 @@ static const struct {
 	const char *name, *order;
 } objectives[NOBJECTIVES] = {
 	[OBJ_SECONDS] = {"seconds", "predicted seconds, then floats moved"},
-	[OBJ_FLOATS] = {"floats", "the busiest rank's flops (within 30%), floats moved, then predicted seconds"},       /* 30%: opt.h WORK_TIE */
+	/* 30%: opt.h's WORK_TIE */
+	[OBJ_FLOATS] = {"floats", "the busiest rank's flops (within 30%), floats moved, then predicted seconds"},
 };
 
 const char *objective_name(Objective o)
