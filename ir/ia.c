@@ -803,6 +803,7 @@ IaPlan *ia_clone(const IaPlan *p)
 	c->total_floats_moved = p->total_floats_moved;
 	c->total_bytes_sent = p->total_bytes_sent;
 	c->total_flops = p->total_flops;
+	c->busiest_flops = p->busiest_flops;
 	c->peak_bytes = p->peak_bytes;
 	c->predicted_seconds = p->predicted_seconds;
 	return c;

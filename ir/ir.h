@@ -618,6 +618,8 @@ typedef struct IaPlan {
 	double total_floats_moved;
 	double total_bytes_sent;
 	double total_flops;
+	double busiest_flops;           /* flops the busiest rank does (each op's by its
+	                                 * placement's share); set by opt_plan */
 	double peak_bytes;              /* per rank */
 	int peak_op;                    /* the op at that peak */
 	double predicted_seconds;

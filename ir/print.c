@@ -548,6 +548,7 @@ static void json_explain(Buf *b, const IaPlan *p)
 	json_num(b, p->total_floats_moved);
 	json_num_field(b, ",\n  ", "total_bytes_sent", p->total_bytes_sent);
 	json_num_field(b, ",\n  ", "total_flops", p->total_flops);
+	json_num_field(b, ",\n  ", "busiest_rank_flops", p->busiest_flops);
 	json_num_field(b, ",\n  ", "predicted_seconds", p->predicted_seconds);
 	json_num_field(b, ",\n  ", "peak_bytes_per_rank", p->peak_bytes);
 	if (p->leanest_peak > 0) {

@@ -559,6 +559,14 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 	return best;
 }
 
+/* What a plan says of its search: the objective, the busiest rank's flops. */
+static IaPlan *finish(IaPlan *p, const OptOptions *o)
+{
+	p->objective = o->objective;
+	p->busiest_flops = plan_cost(p).work;
+	return p;
+}
+
 IaPlan *opt_plan(const TraProg *tra, const OptOptions *o)
 {
 	Machine dflt;
@@ -578,13 +586,12 @@ IaPlan *opt_plan(const TraProg *tra, const OptOptions *o)
 		opt_cost(p, m);
 		classify(p);
 		p->machine = arena_strdup(p->arena, m->source);
-		p->objective = o->objective;
-		return p;
+		return finish(p, o);
 	}
 	IaPlan *best = search_plan(tra, o, m);
 	if (!best)
 		return NULL;            /* an error said why */
-	best->objective = o->objective;
+	finish(best, o);
 	if (o->mem_per_rank > 0 && best->peak_bytes > o->mem_per_rank) {
 		/* nothing fits: the cheapest plan regardless of memory, for the
 		 * driver to say what it needs, beside the leanest one found */
@@ -593,9 +600,8 @@ IaPlan *opt_plan(const TraProg *tra, const OptOptions *o)
 		unbounded.alternatives = false;
 		IaPlan *cheapest = search_plan(tra, &unbounded, m);
 		cheapest->leanest_peak = fmin(best->leanest_peak, best->peak_bytes);
-		cheapest->objective = o->objective;
 		ia_free(best);
-		return cheapest;
+		return finish(cheapest, o);
 	}
 	return best;
 }
