@@ -30,6 +30,10 @@ static const char usage[] =
 	"                          carries a plan for each and runs the one for its rank count\n"
 	"                          (default 1-8 and powers of two to 1024; --explain: 4)\n"
 	"  --mem-per-rank SIZE     memory budget per rank for planning (512M, 8G)\n"
+	"  --objective OBJ         what the plan search minimises first: seconds (default:\n"
+	"                          predicted time) or floats (floats moved between ranks,\n"
+	"                          the TRA paper's metric, among plans that spread the\n"
+	"                          work; inputs may be read whole by every rank)\n"
 	"  -O0, -O1, -O2           -O0: the initial plan of Table 1; -O2 (default): optimized\n"
 	"  --explain[=text|json|dot|all]\n"
 	"                          print the chosen plan and exit without compiling;\n"
@@ -238,6 +242,10 @@ static void parse_args(int argc, char **argv, Cmdline *o)
 			parse_ranks(v, o);
 		} else if (is_opt(a, "--mem-per-rank")) {
 			o->pipe.opt.mem_per_rank = parse_size("--mem-per-rank", optarg_of(argc, argv, &i, "--mem-per-rank", 14));
+		} else if (is_opt(a, "--objective")) {
+			const char *v = optarg_of(argc, argv, &i, "--objective", 11);
+			if (!objective_parse(v, &o->pipe.opt.objective))
+				cmdline_usage_error("unknown --objective '%s'; use seconds or floats", v);
 		} else if (is_opt(a, "--block")) {
 			const char *v = optarg_of(argc, argv, &i, "--block", 7);
 			if (strchr(v, '='))

@@ -99,6 +99,34 @@ const char *strategy_name(Strategy s)
 	return "?";
 }
 
+static const struct {
+	const char *name, *order;
+} objectives[NOBJECTIVES] = {
+	[OBJ_SECONDS] = {"seconds", "predicted seconds, then floats moved"},
+	/* 30%: opt.h's WORK_TIE */
+	[OBJ_FLOATS] = {"floats", "the busiest rank's flops (within 30%), floats moved, then predicted seconds"},
+};
+
+const char *objective_name(Objective o)
+{
+	return o >= 0 && o < NOBJECTIVES ? objectives[o].name : "?";
+}
+
+const char *objective_order(Objective o)
+{
+	return o >= 0 && o < NOBJECTIVES ? objectives[o].order : "?";
+}
+
+bool objective_parse(const char *s, Objective *o)
+{
+	for (int i = 0; i < NOBJECTIVES; i++)
+		if (!strcmp(s, objectives[i].name)) {
+			*o = (Objective)i;
+			return true;
+		}
+	return false;
+}
+
 /* ---- the plan ---- */
 
 IaPlan *ia_new(const TraProg *tra, int nranks)
@@ -760,6 +788,7 @@ IaPlan *ia_plan_like(const IaPlan *old)
 	}
 	for (int i = 0; i < old->varplace.n; i++)
 		p->varplace.v[i] = old->varplace.v[i];
+	p->objective = old->objective;
 	return p;
 }
 
@@ -774,6 +803,7 @@ IaPlan *ia_clone(const IaPlan *p)
 	c->total_floats_moved = p->total_floats_moved;
 	c->total_bytes_sent = p->total_bytes_sent;
 	c->total_flops = p->total_flops;
+	c->busiest_flops = p->busiest_flops;
 	c->peak_bytes = p->peak_bytes;
 	c->predicted_seconds = p->predicted_seconds;
 	return c;

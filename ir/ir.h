@@ -516,6 +516,15 @@ typedef enum { STRAT_NONE, STRAT_LOCAL, STRAT_BROADCAST, STRAT_COPARTITION, STRA
                STRAT_TWOPHASE, STRAT_LOOKUP } Strategy;
 const char *strategy_name(Strategy s);
 
+/* What the plan search minimises first (trac --objective): predicted
+ * seconds, ties broken by floats moved (the default); or floats moved
+ * between ranks, the TRA paper's metric, among plans whose busiest rank
+ * does about the same flops (opt.h, cost_cmp), ties broken by seconds. */
+typedef enum { OBJ_SECONDS, OBJ_FLOATS, NOBJECTIVES } Objective;
+const char *objective_name(Objective o);       /* "seconds", "floats" */
+const char *objective_order(Objective o);      /* the order in words, for --explain */
+bool objective_parse(const char *s, Objective *o);     /* by name; false if none */
+
 /*
  * A two-phase schedule (optimizer/twophase.c): the per-group plan of one
  * contraction, after Jankov et al., "Two-phase execution of aggregated join
@@ -609,12 +618,15 @@ typedef struct IaPlan {
 	double total_floats_moved;
 	double total_bytes_sent;
 	double total_flops;
+	double busiest_flops;           /* flops the busiest rank does (each op's by its
+	                                 * placement's share); set by opt_plan */
 	double peak_bytes;              /* per rank */
 	int peak_op;                    /* the op at that peak */
 	double predicted_seconds;
 	/* from the search, for --explain (zero or empty at -O0) */
 	Vec(IaAlt) alts;
 	const char *machine;            /* the machine model's source */
+	Objective objective;            /* what the search minimised */
 	double leanest_peak;            /* the smallest peak of the plans tried */
 } IaPlan;
 

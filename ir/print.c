@@ -340,6 +340,10 @@ static void header_print(Buf *b, const IaPlan *p, bool costs)
 	buf_puts(b, "\n");
 	if (costs && p->machine)
 		buf_printf(b, "machine model: %s\n", p->machine);
+	/* the objective: always beside the costs; without them only when not
+	 * the default, so plans of the default read as they always have */
+	if (costs || p->objective != OBJ_SECONDS)
+		buf_printf(b, "objective: %s\n", objective_order(p->objective));
 	/* the blocks chosen, per input, param and output */
 	bool first = true;
 	for (int t = 0; t < p->tra->tensors.n; t++) {
@@ -544,12 +548,14 @@ static void json_explain(Buf *b, const IaPlan *p)
 	json_num(b, p->total_floats_moved);
 	json_num_field(b, ",\n  ", "total_bytes_sent", p->total_bytes_sent);
 	json_num_field(b, ",\n  ", "total_flops", p->total_flops);
+	json_num_field(b, ",\n  ", "busiest_rank_flops", p->busiest_flops);
 	json_num_field(b, ",\n  ", "predicted_seconds", p->predicted_seconds);
 	json_num_field(b, ",\n  ", "peak_bytes_per_rank", p->peak_bytes);
 	if (p->leanest_peak > 0) {
 		json_num_field(b, ",\n  ", "leanest_peak_bytes_per_rank", p->leanest_peak);
 	}
 	json_str_field(b, ",\n  ", "machine", p->machine ? p->machine : "built-in");
+	json_str_field(b, ",\n  ", "objective", objective_name(p->objective));
 	buf_puts(b, ",\n  \"params\": [");
 	bool firstp = true;
 	for (int t = 0; t < p->tra->tensors.n && t < p->varplace.n; t++) {

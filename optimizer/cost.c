@@ -753,7 +753,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		machine_default(&dflt);
 		mach = &dflt;
 	}
-	CostCtx cc = {mach, p->nranks};
+	CostCtx cc = {mach, p->nranks, p->objective};
 	int n = p->ops.n;
 	double *copies = xcalloc(n + 1, sizeof *copies);
 	double *held = xcalloc(n + 1, sizeof *held);
@@ -867,7 +867,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		case IA_TWOPHASE: {
 			/* planned with the schedule (twophase.c) */
 			const TpSched *ts = op->u.join.sched;
-			c = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops};
+			c = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops, 0};
 			break;
 		}
 		}

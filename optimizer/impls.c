@@ -407,7 +407,7 @@ static double twophase_fixed(Search *s, int t, const Impl *im)
 static void c_twophase(Search *s, int t, Impl *im)
 {
 	const TpSched *ts = im->tp;
-	im->cost = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops};
+	im->cost = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops, 0};      /* work: offer's */
 	im->mem = twophase_fixed(s, t, im) + ts->mem;
 }
 
@@ -446,6 +446,9 @@ static void offer(Search *s, int t, Impl im)
 	costs[im.kind](s, t, &im);
 	if (!s->gen_all && s->budget > 0 && im.mem > s->budget && im.kind != IM_PARAM)
 		return;
+	/* the busiest rank's flops: the share of the result it holds (a
+	 * result on every rank, or on one, was computed there whole) */
+	im.cost.work = im.cost.flops * (im.out >= 0 ? cost_share(&s->cc, type_of(s, t), &s->dom[t].p[im.out]) : 1);
 	im.cost = cost_scale(im.cost, s->times[t]);
 	vec_push(&s->impls[t], im);
 }
@@ -736,6 +739,14 @@ bool free_layout(const RelType *t, const Place *p)
 	return p->kind == PL_PART && (p->ndims > 0 || rel_ntuples(t) == 1);
 }
 
+/* The placements an input not pinned is read in: a free layout, or, under
+ * --objective floats, also whole on every rank (the paper's convention:
+ * an input is free where it is needed; cost_read prices its time). */
+static bool input_layout(const Search *s, const RelType *t, const Place *p)
+{
+	return free_layout(t, p) || (s->o->objective == OBJ_FLOATS && p->kind == PL_ALL);
+}
+
 static const PlacePin *place_pin(Search *s, int tensor)
 {
 	for (int i = 0; i < s->o->nplacepins; i++)
@@ -753,7 +764,7 @@ static void gen_impls(Search *s, int t)
 		const Dom *d = &s->dom[t];
 		Place pinned = pin ? place_norm(type_of(s, t), pin->place) : place_all();
 		for (int i = 0; i < d->n; i++)
-			if (pin ? place_eq(&pinned, &d->p[i]) : free_layout(type_of(s, t), &d->p[i]))
+			if (pin ? place_eq(&pinned, &d->p[i]) : input_layout(s, type_of(s, t), &d->p[i]))
 				offer(s, t, (Impl){.kind = IM_READ, .inpl = {ANYPL, ANYPL}, .out = i});
 		break;
 	}

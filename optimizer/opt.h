@@ -119,6 +119,7 @@ typedef struct OptOptions {
 	const NnzPin *nnzpins;
 	int nnnzpins;
 	double mem_per_rank;    /* bytes; 0: no limit */
+	Objective objective;    /* what the search minimises first (--objective) */
 	bool verify;            /* run the verifiers after every pass */
 	bool alternatives;      /* cost each statement's other strategies (--explain=all, json) */
 	const Machine *machine; /* NULL: the built-in model */
@@ -227,40 +228,70 @@ typedef struct Cost {
 	double floats;          /* the paper's metric */
 	double bytes;           /* bytes that leave their site */
 	double flops;
+	double work;            /* flops the busiest rank does: each op's flops times its
+	                         * placement's share (cost_share); OBJ_FLOATS's premise */
 } Cost;
 
 static inline Cost cost_add(Cost a, Cost b)
 {
-	return (Cost){a.seconds + b.seconds, a.floats + b.floats, a.bytes + b.bytes, a.flops + b.flops};
+	return (Cost){a.seconds + b.seconds, a.floats + b.floats, a.bytes + b.bytes, a.flops + b.flops,
+	              a.work + b.work};
 }
 
 static inline Cost cost_scale(Cost a, double k)
 {
-	return (Cost){a.seconds * k, a.floats * k, a.bytes * k, a.flops * k};
+	return (Cost){a.seconds * k, a.floats * k, a.bytes * k, a.flops * k, a.work * k};
 }
 
-/* -1, 0, 1: by seconds (within a relative 1e-6; infinite is worst), then
- * floats moved */
-static inline int cost_cmp(Cost a, Cost b)
+/* -1, 0, 1: a against b, equal within a relative tol */
+static inline int cost_cmp_measure(double a, double b, double tol)
+{
+	double t = tol * fmax(fabs(a), fabs(b));
+	return a < b - t ? -1 : a > b + t ? 1 : 0;
+}
+
+/* The TRA paper ranks plans by floats moved on the premise that their
+ * flops are fixed and spread over the ranks (its plans are hand-derived
+ * so).  Under OBJ_FLOATS the search holds plans to it: the busiest rank's
+ * flops (Cost.work) come first, plans within WORK_TIE of each other a tie
+ * (4 of 5 ranks busy ties with 5; one rank, or every rank, doing all of a
+ * contraction does not), then floats moved.  Floats first alone makes
+ * every rank, or one, do everything: nothing moves. */
+#define WORK_TIE 0.30
+
+/* -1, 0, 1: by what objective o ranks before predicted seconds: under
+ * OBJ_FLOATS the busiest rank's flops within WORK_TIE, then floats moved
+ * (within a relative 1e-9); nothing (0) under OBJ_SECONDS.  Infinite
+ * seconds (no plan) compare 0 here: cost_cmp puts them last. */
+static inline int cost_cmp_lead(Objective o, Cost a, Cost b)
+{
+	if (o != OBJ_FLOATS || isinf(a.seconds) || isinf(b.seconds))
+		return 0;
+	int w = cost_cmp_measure(a.work, b.work, WORK_TIE);
+	return w ? w : cost_cmp_measure(a.floats, b.floats, 1e-9);
+}
+
+/* The one order of costs under objective o, -1, 0, 1 (infinite seconds,
+ * no plan, is worst under both):
+ *   OBJ_SECONDS   seconds (within a relative 1e-6), then floats moved
+ *   OBJ_FLOATS    the busiest rank's flops (within WORK_TIE), floats
+ *                 moved (within a relative 1e-9), then seconds */
+static inline int cost_cmp(Objective o, Cost a, Cost b)
 {
 	if (isinf(a.seconds) || isinf(b.seconds))
 		return isinf(a.seconds) ? (isinf(b.seconds) ? 0 : 1) : -1;
-	double tol = 1e-6 * fmax(fabs(a.seconds), fabs(b.seconds));
-	if (a.seconds < b.seconds - tol)
-		return -1;
-	if (a.seconds > b.seconds + tol)
-		return 1;
-	double ftol = 1e-9 * fmax(a.floats, b.floats);
-	if (a.floats < b.floats - ftol)
-		return -1;
-	if (a.floats > b.floats + ftol)
-		return 1;
-	return 0;
+	int c = cost_cmp_lead(o, a, b);
+	if (!c)
+		c = cost_cmp_measure(a.seconds, b.seconds, 1e-6);
+	if (!c)
+		c = cost_cmp_measure(a.floats, b.floats, 1e-9);
+	return c;
 }
 
 typedef struct CostCtx {
 	const Machine *m;
 	int nsites;             /* sites (ranks) planned for */
+	Objective objective;    /* how the search compares costs (cost_cmp) */
 } CostCtx;
 
 /* The most of a relation one rank holds, as a fraction of the whole
@@ -271,11 +302,14 @@ double cost_share(const CostCtx *c, const RelType *t, const Place *p);
 double cost_partial_copies(const CostCtx *c, const RelType *t, const Place *p, int ngroup, const int *group);
 /* Reading an input's file in placement p.  A partitioned input costs
  * nothing: the input layout is free, as the paper has it (inputs are
- * where the plan wants them).  PL_ALL, which only --place pins, is every
- * rank reading the whole file itself: the time to read it at the machine's
- * file_read_bandwidth_Bps, and no floats, since nothing moves between
- * ranks (Amazon-XML's X read where it is needed, as the TRA paper counts
- * it). */
+ * where the plan wants them).  PL_ALL is every rank reading the whole file
+ * itself: the time to read it at the machine's file_read_bandwidth_Bps,
+ * and no floats, since nothing moves between ranks (Amazon-XML's X read
+ * where it is needed, as the TRA paper counts it).  The search offers
+ * PL_ALL for an input when --place pins it, or under --objective floats
+ * (the paper's convention: inputs free where they are needed); never
+ * unpinned under seconds (at page-cache speed it made "read A everywhere"
+ * every matmul's plan). */
 Cost cost_read(const CostCtx *c, const RelType *t, const Place *p);
 /* Bytes one rank holds of a relation: copies > 1 for partials. */
 double cost_rank_bytes(const CostCtx *c, const RelType *t, const Place *p, double copies);

@@ -40,10 +40,20 @@
  * are chosen by coordinate descent over whole plans, each costed exactly
  * (opt_cost); so are block sizes not pinned, jointly with the plan.
  *
- * The objective is predicted seconds (cost.c), ties broken by floats moved.
- * Ops inside repeat blocks cost `count` times; moves are made where the value
- * is made, so a value made outside a loop is moved once.  Deterministic: no
- * hashing of pointers, no clocks.
+ * The objective (--objective, OptOptions.objective) orders costs, in one
+ * place, opt.h's cost_cmp: by default predicted seconds (cost.c), ties
+ * broken by floats moved; under `floats`, the TRA paper's metric under its
+ * premise, the busiest rank's flops (within a tie), then floats moved
+ * between ranks, then seconds, and an input may also be read whole by
+ * every rank (cost_read: its read time, no floats), which the search
+ * offers otherwise only when --place pins it.  The dynamic program, the
+ * extraction, the tuning around the search (tune.c: params, budget,
+ * blocks, strategies, the counts of -P LIST) and two-phase schedules
+ * (twophase.c) all compare by it; memory budgets come before it.
+ *
+ * Ops inside repeat blocks cost `count` times; moves are made where the
+ * value is made, so a value made outside a loop is moved once.
+ * Deterministic: no hashing of pointers, no clocks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -92,13 +102,13 @@ static void dp(Search *s)
 			Cost tot = im->cost;
 			for (int j = 0; j < k; j++)
 				tot = cost_add(tot, in_cost(s, in[j], im->inpl[j]));
-			if (cost_cmp(tot, *at(s, s->best, t, im->out)) < 0)
+			if (cost_cmp(s->cc.objective, tot, *at(s, s->best, t, im->out)) < 0)
 				*at(s, s->best, t, im->out) = tot;
 		}
 		const Dom *d = &s->dom[t];
 		for (int p = 0; p < d->n; p++) {
 			Cost b = *at(s, s->best, t, p);
-			if (cost_cmp(b, s->home[t]) < 0)
+			if (cost_cmp(s->cc.objective, b, s->home[t]) < 0)
 				s->home[t] = b;
 		}
 		if (isinf(s->home[t].seconds))
@@ -107,10 +117,10 @@ static void dp(Search *s)
 			Cost b = *at(s, s->best, t, p);
 			for (int q = 0; q < d->n; q++) {
 				Cost bq = *at(s, s->best, t, q);
-				if (q == p || isinf(bq.seconds) || bq.seconds >= b.seconds)
-					continue;
+				if (q == p || isinf(bq.seconds) || cost_cmp(s->cc.objective, bq, b) >= 0)
+					continue;       /* a move only adds to a cost */
 				Cost c = cost_add(bq, move_cost(s, t, q, p));
-				if (cost_cmp(c, b) < 0)
+				if (cost_cmp(s->cc.objective, c, b) < 0)
 					b = c;
 			}
 			*at(s, s->avail, t, p) = b;
@@ -129,11 +139,13 @@ static Cost marginal(Search *s, int v, int q)
 	if (q == ANYPL || (s->req[v] >> q & 1))
 		return (Cost){0};
 	Cost a = *at(s, s->avail, v, q), h = s->home[v];
-	Cost d = {a.seconds - h.seconds, a.floats - h.floats, a.bytes - h.bytes, a.flops - h.flops};
+	Cost d = {a.seconds - h.seconds, a.floats - h.floats, a.bytes - h.bytes, a.flops - h.flops, a.work - h.work};
 	if (d.seconds < 0)
 		d.seconds = 0;
 	if (d.floats < 0)
 		d.floats = 0;
+	if (d.work < 0)
+		d.work = 0;
 	return d;
 }
 
@@ -169,7 +181,7 @@ static bool extract(Search *s)
 						tot = cost_add(tot, move_cost(s, t, im->out, p));
 			if (isinf(tot.seconds))
 				continue;
-			if (bi < 0 || cost_cmp(tot, bestc) < 0) {
+			if (bi < 0 || cost_cmp(s->cc.objective, tot, bestc) < 0) {
 				bestc = tot;
 				bi = c;
 			}
@@ -415,7 +427,7 @@ void search_init(Search *s, const TraProg *tra, const OptOptions *o, const Machi
 	s->types = search_scratch(s, n + 1, sizeof(RelType));
 	opt_block_types(tra, bc, s->types);
 	s->o = o;
-	s->cc = (CostCtx){m, o->nranks};
+	s->cc = (CostCtx){m, o->nranks, o->objective};
 	s->n = n;
 	s->uses = search_scratch(s, n + 1, sizeof(int));
 	s->absorbed = search_scratch(s, n + 1, sizeof(int));

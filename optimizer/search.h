@@ -100,7 +100,7 @@ static inline Cost *at(const Search *s, Cost *a, int t, int i)
 
 static inline Cost inf_cost(void)
 {
-	return (Cost){INFINITY, INFINITY, INFINITY, INFINITY};
+	return (Cost){INFINITY, INFINITY, INFINITY, INFINITY, INFINITY};
 }
 
 Cost move_cost(Search *s, int t, int q, int p);  /* op t's result from placement q to p, times its count */

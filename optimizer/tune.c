@@ -10,9 +10,17 @@
 #include "optimizer/search.h"
 
 
+/* A whole plan's cost; its work is the busiest rank's flops, each op's
+ * flops times its placement's share (cost_share reads only the rank
+ * count of its context). */
 static Cost plan_cost(const IaPlan *p)
 {
-	return (Cost){p->predicted_seconds, p->total_floats_moved, p->total_bytes_sent, p->total_flops};
+	CostCtx cc = {NULL, p->nranks, p->objective};
+	double work = 0;
+	for (int i = 0; i < p->ops.n; i++)
+		if (p->ops.v[i].flops > 0)
+			work += p->ops.v[i].flops * cost_share(&cc, &p->ops.v[i].type, &p->ops.v[i].place);
+	return (Cost){p->predicted_seconds, p->total_floats_moved, p->total_bytes_sent, p->total_flops, work};
 }
 
 /* Whole plans within this fraction of each other's predicted time are a
@@ -20,13 +28,17 @@ static Cost plan_cost(const IaPlan *p)
  * the network is what a cluster runs short of. */
 #define TIE 0.10
 
-/* Is plan a better than plan b (plans over the budget lim lose)? */
-static bool better_plan(double lim, const IaPlan *a, const IaPlan *b)
+/* Is plan a better than plan b under o (NULL plans lose)?  Plans over the
+ * budget o->mem_per_rank lose first; then what the objective ranks before
+ * seconds (floats moved under --objective floats); then seconds, where a
+ * TIE is broken by bytes sent; then cost_cmp's order. */
+static bool better_plan(const OptOptions *o, const IaPlan *a, const IaPlan *b)
 {
 	if (!a)
 		return false;
 	if (!b)
 		return true;
+	double lim = o->mem_per_rank;
 	if (lim > 0) {
 		bool fa = a->peak_bytes <= lim, fb = b->peak_bytes <= lim;
 		if (fa != fb)
@@ -34,13 +46,17 @@ static bool better_plan(double lim, const IaPlan *a, const IaPlan *b)
 		if (!fa)
 			return a->peak_bytes < b->peak_bytes;
 	}
+	Cost ca = plan_cost(a), cb = plan_cost(b);
+	int lead = cost_cmp_lead(o->objective, ca, cb);
+	if (lead)
+		return lead < 0;
 	double ta = a->predicted_seconds, tb = b->predicted_seconds;
 	if (fabs(ta - tb) <= TIE * fmin(ta, tb)) {
 		double ba = a->total_bytes_sent, bb = b->total_bytes_sent;
 		if (fabs(ba - bb) > 1e-9 * fmax(ba, bb))
 			return ba < bb;
 	}
-	return cost_cmp(plan_cost(a), plan_cost(b)) < 0;
+	return cost_cmp(o->objective, ca, cb) < 0;
 }
 
 static bool param_pinned(const Search *s, int tensor)
@@ -80,7 +96,7 @@ static IaPlan *search_params(Search *s)
 					continue;
 				s->varplace[i] = d->p[q];
 				IaPlan *c = plan_once(s);
-				if (better_plan(s->o->mem_per_rank, c, bestp)) {
+				if (better_plan(s->o, c, bestp)) {
 					ia_free(bestp);
 					bestp = c;
 					bestpl = d->p[q];
@@ -110,7 +126,7 @@ static IaPlan *search_budget(Search *s, double *leanest)
 		IaPlan *p = search_params(s);
 		if (p && p->peak_bytes < *leanest)
 			*leanest = p->peak_bytes;
-		if (better_plan(s->o->mem_per_rank, p, bestp)) {
+		if (better_plan(s->o, p, bestp)) {
 			ia_free(bestp);
 			bestp = p;
 		} else {
@@ -172,7 +188,7 @@ static IaPlan *improve_strategies(Search *s, IaPlan *best)
 				continue;
 			s->force[st] = alt_strategies[a];
 			IaPlan *p = plan_once(s);
-			if (better_plan(s->o->mem_per_rank, p, best)) {
+			if (better_plan(s->o, p, best)) {
 				ia_free(best);
 				best = p;
 				keep = alt_strategies[a];
@@ -214,6 +230,14 @@ static void alternatives(Search *s, IaPlan *chosen)
 				double lim = s->o->mem_per_rank;
 				if (lim > 0 && p->peak_bytes > lim)
 					alt.why = arena_strdup(chosen->arena, "needs more memory per rank than --mem-per-rank");
+				else if (cost_cmp_lead(s->o->objective, plan_cost(p), plan_cost(chosen))) {
+					double wp = plan_cost(p).work, wc = plan_cost(chosen).work;
+					alt.why = arena_strdup(chosen->arena, xprintf("%s%+.3g floats moved, %+.3g s predicted",
+					                       cost_cmp_measure(wp, wc, WORK_TIE) ? xprintf("the busiest rank "
+					                       "does %.3gx the flops; ", wp / fmax(wc, 1)) : "",
+					                       p->total_floats_moved - chosen->total_floats_moved,
+					                       p->predicted_seconds - chosen->predicted_seconds));
+				}
 				else if (fabs(p->predicted_seconds - chosen->predicted_seconds) <=
 				         TIE * fmin(p->predicted_seconds, chosen->predicted_seconds)) {
 					double db = p->total_bytes_sent - chosen->total_bytes_sent;
@@ -248,8 +272,8 @@ static void trace(const char *what, const IaPlan *p)
 		on = getenv("TRAC_DEBUG_SEARCH") && *getenv("TRAC_DEBUG_SEARCH") == '1';
 	if (on)
 		fprintf(stderr, "search: %-28s %s\n", what,
-		        p ? xprintf("%.4g s, %.4g floats, %.4g bytes, peak %.4g", p->predicted_seconds,
-		                    p->total_floats_moved, p->total_bytes_sent, p->peak_bytes) : "no plan");
+		        p ? xprintf("%.4g s, %.4g floats, %.4g bytes, peak %.4g, work %.4g", p->predicted_seconds,
+		                    p->total_floats_moved, p->total_bytes_sent, p->peak_bytes, plan_cost(p).work) : "no plan");
 }
 
 /* ---- blocks chosen with the plan ---- */
@@ -425,7 +449,7 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 			budget--;
 			IaPlan *p = plan_at(tra, o, m, bc, descent_varplace(quick, best), false, &leanest);
 			trace(xprintf("grid %d x %d, quick", a, b), p);
-			if (better_plan(o->mem_per_rank, p, quick)) {
+			if (better_plan(o, p, quick)) {
 				ia_free(quick);
 				quick = p;
 				chosen[ci] = bc->block[ci];
@@ -450,7 +474,7 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 				bc->block[c] = cand[i];
 				budget--;
 				IaPlan *p = plan_at(tra, o, m, bc, descent_varplace(quick, best), false, &leanest);
-				if (better_plan(o->mem_per_rank, p, quick)) {
+				if (better_plan(o, p, quick)) {
 					ia_free(quick);
 					quick = p;
 					chosen[c] = cand[i];
@@ -472,12 +496,12 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 		trace("chosen blocks, quick", quick);
 		/* the quick plan stays a candidate: the full search's estimates
 		 * of two-phase schedules' memory may put it over the budget */
-		if (better_plan(o->mem_per_rank, quick, p)) {
+		if (better_plan(o, quick, p)) {
 			ia_free(p);
 			p = quick;
 			quick = NULL;
 		}
-		if (better_plan(o->mem_per_rank, p, best)) {
+		if (better_plan(o, p, best)) {
 			ia_free(best);
 			best = p;
 		} else {
@@ -499,7 +523,7 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 		if (memcmp(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n))
 			p = plan_at(tra, o, m, bc, best->varplace.v, true, &leanest);
 		trace("the fewer ranks' blocks", p);
-		if (p && better_plan(o->mem_per_rank, p, best)) {
+		if (p && better_plan(o, p, best)) {
 			ia_free(best);
 			best = p;
 		} else {
@@ -535,6 +559,14 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 	return best;
 }
 
+/* What a plan says of its search: the objective, the busiest rank's flops. */
+static IaPlan *finish(IaPlan *p, const OptOptions *o)
+{
+	p->objective = o->objective;
+	p->busiest_flops = plan_cost(p).work;
+	return p;
+}
+
 IaPlan *opt_plan(const TraProg *tra, const OptOptions *o)
 {
 	Machine dflt;
@@ -554,11 +586,12 @@ IaPlan *opt_plan(const TraProg *tra, const OptOptions *o)
 		opt_cost(p, m);
 		classify(p);
 		p->machine = arena_strdup(p->arena, m->source);
-		return p;
+		return finish(p, o);
 	}
 	IaPlan *best = search_plan(tra, o, m);
 	if (!best)
 		return NULL;            /* an error said why */
+	finish(best, o);
 	if (o->mem_per_rank > 0 && best->peak_bytes > o->mem_per_rank) {
 		/* nothing fits: the cheapest plan regardless of memory, for the
 		 * driver to say what it needs, beside the leanest one found */
@@ -568,7 +601,7 @@ IaPlan *opt_plan(const TraProg *tra, const OptOptions *o)
 		IaPlan *cheapest = search_plan(tra, &unbounded, m);
 		cheapest->leanest_peak = fmin(best->leanest_peak, best->peak_bytes);
 		ia_free(best);
-		return cheapest;
+		return finish(cheapest, o);
 	}
 	return best;
 }

@@ -854,7 +854,15 @@ static int64_t machine_hash(const Machine *m)
 
 static const char *variant_name[TP_NVARIANT] = {"greedy", "rule 1 only", "rule 2 only"};
 
-/* Plan a problem three ways and make the cheapest a schedule. */
+/* A plan's cost, for cost_cmp. */
+static Cost tp_cost(const TpProblem *pb, const TpPlan *pl)
+{
+	return (Cost){pl->seconds, pl->bytes / pb->elem_bytes, pl->bytes, pb->flops, 0};  /* one work: the same flops spread */
+}
+
+/* Plan a problem three ways and make the cheapest a schedule (under the
+ * search's objective: by seconds, or by floats moved first; the greedy
+ * itself places groups by time, Eq. 6, either way). */
 static TpSched *schedule(const TpProblem *pb, const CostCtx *cc)
 {
 	TpPlan *best = NULL;
@@ -863,7 +871,7 @@ static TpSched *schedule(const TpProblem *pb, const CostCtx *cc)
 	for (int v = 0; v < TP_NVARIANT; v++) {
 		TpPlan *pl = tp_plan_greedy(pb, (TpVariant)v);
 		vs[v] = pl->fits ? pl->seconds : INFINITY;
-		if (pl->fits && (!best || pl->seconds < best->seconds * (1 - 1e-9))) {
+		if (pl->fits && (!best || cost_cmp(cc->objective, tp_cost(pb, pl), tp_cost(pb, best)) < 0)) {
 			tp_plan_free(best);
 			best = pl;
 			bv = v;
@@ -909,6 +917,7 @@ const TpSched *opt_twophase_candidate(const CostCtx *cc, const Kernel *k, const 
 	Key key = {0};
 	vec_push(&key, cc->nsites);
 	vec_push(&key, machine_hash(cc->m));
+	vec_push(&key, cc->objective);
 	int64_t lim;
 	memcpy(&lim, &mem_limit, sizeof lim);
 	vec_push(&key, lim);

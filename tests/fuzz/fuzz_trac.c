@@ -68,6 +68,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	pl.opt.verify = true;
 	pl.opt.machine = &machine;
 	pl.opt.alternatives = (h >> 12) % 4 == 0;
+	pl.opt.objective = (h >> 24) % 4 == 0 ? OBJ_FLOATS : OBJ_SECONDS;      /* --objective */
 
 	if (trac_pipeline(&pl, file, devnull) < 0) {
 		Buf x = {0};

@@ -6,7 +6,7 @@
  * model's file and interpolation, the paper's predicted costs of its
  * matmul plans (Table 4) under the layouts it states, thin gemms' seconds,
  * the seconds of reads, initial values and writes, and of scatter-adds
- * into a base.
+ * into a base; the order of costs under each objective (cost_cmp).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -509,6 +509,63 @@ static void test_io(void **state)
 	tra_free(p);
 }
 
+/* The two objectives' orders of costs (cost_cmp): seconds then floats
+ * moved by default; under --objective floats the busiest rank's flops
+ * (within WORK_TIE: the paper's premise, the work spread), then floats
+ * moved, then seconds; no plan (infinite seconds) last under both; the
+ * names trac's --objective takes. */
+static void test_objective(void **state)
+{
+	(void)state;
+	/* the same work spread alike: floats decide under floats */
+	Cost fast = {.seconds = 1.0, .floats = 1e8, .work = 1e9}, frugal = {.seconds = 6.0, .floats = 0, .work = 1e9};
+	assert_int_equal(cost_cmp(OBJ_SECONDS, fast, frugal), -1);
+	assert_int_equal(cost_cmp(OBJ_SECONDS, frugal, fast), 1);
+	assert_int_equal(cost_cmp(OBJ_FLOATS, fast, frugal), 1);
+	assert_int_equal(cost_cmp(OBJ_FLOATS, frugal, fast), -1);
+	/* equal first measures: the second decides */
+	Cost a = {.seconds = 2.0, .floats = 5e6, .work = 1e9}, b = {.seconds = 2.0 * (1 + 1e-8), .floats = 7e6, .work = 1e9};
+	assert_int_equal(cost_cmp(OBJ_SECONDS, a, b), -1);     /* a tie on seconds: fewer floats */
+	assert_int_equal(cost_cmp(OBJ_FLOATS, a, b), -1);
+	Cost c = {.seconds = 3.0, .floats = 5e6 * (1 + 1e-12), .work = 1e9};
+	assert_int_equal(cost_cmp(OBJ_FLOATS, a, c), -1);      /* a tie on floats: faster */
+	assert_int_equal(cost_cmp(OBJ_FLOATS, c, a), 1);
+	assert_int_equal(cost_cmp(OBJ_SECONDS, a, a), 0);
+	assert_int_equal(cost_cmp(OBJ_FLOATS, a, a), 0);
+	/* the busiest rank's flops first under floats: doing all of the work
+	 * on one rank of five (or on every rank) loses to spreading it, however
+	 * many floats spreading moves; 4 of 5 ranks busy ties with 5 */
+	Cost spread = {.seconds = 2.0, .floats = 1e7, .work = 1e9}, one = {.seconds = 6.0, .floats = 0, .work = 5e9};
+	Cost four = {.seconds = 2.5, .floats = 1e6, .work = 1.25e9};
+	assert_int_equal(cost_cmp(OBJ_FLOATS, spread, one), -1);
+	assert_int_equal(cost_cmp(OBJ_FLOATS, one, spread), 1);
+	assert_int_equal(cost_cmp(OBJ_FLOATS, four, spread), -1);
+	assert_int_equal(cost_cmp(OBJ_SECONDS, four, spread), 1);  /* work does not count by default */
+	Cost slow_one = {.seconds = 1.0, .floats = 0, .work = 5e9};
+	assert_int_equal(cost_cmp(OBJ_SECONDS, slow_one, spread), -1);
+	/* the measures ranked before seconds: only under floats */
+	assert_int_equal(cost_cmp_lead(OBJ_SECONDS, fast, frugal), 0);
+	assert_int_equal(cost_cmp_lead(OBJ_SECONDS, spread, one), 0);
+	assert_int_equal(cost_cmp_lead(OBJ_FLOATS, fast, frugal), 1);
+	assert_int_equal(cost_cmp_lead(OBJ_FLOATS, spread, one), -1);
+	assert_int_equal(cost_cmp_lead(OBJ_FLOATS, a, c), 0);
+	/* no plan is worst, however few floats it would move */
+	Cost none = {.seconds = INFINITY, .floats = 0, .work = 0};
+	for (Objective o = OBJ_SECONDS; o < NOBJECTIVES; o++) {
+		assert_int_equal(cost_cmp(o, none, fast), 1);
+		assert_int_equal(cost_cmp(o, fast, none), -1);
+		assert_int_equal(cost_cmp(o, none, none), 0);
+		assert_int_equal(cost_cmp_lead(o, none, fast), 0);
+	}
+	/* the option's names */
+	Objective o = OBJ_SECONDS;
+	assert_true(objective_parse("floats", &o) && o == OBJ_FLOATS);
+	assert_true(objective_parse("seconds", &o) && o == OBJ_SECONDS);
+	assert_false(objective_parse("bytes", &o));
+	assert_string_equal(objective_name(OBJ_FLOATS), "floats");
+	assert_string_equal(objective_name(OBJ_SECONDS), "seconds");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -522,6 +579,7 @@ int main(void)
 		cmocka_unit_test(test_halo),
 		cmocka_unit_test(test_io),
 		cmocka_unit_test(test_scatter),
+		cmocka_unit_test(test_objective),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
