@@ -442,6 +442,9 @@ static double kernel_flops(const Kernel *k, int nin, const RelType *const *in, c
  * x 512 with rows 128 KiB apart runs at the square rate, 256 x 65536 x 256
  * at a third of it). */
 #define GEMM_REUSE 512
+/* Bytes from which an operand packed is packed from memory, not cache
+ * (and from which trt_sgemm unaliases a B). */
+#define GEMM_PACKED ((double)(4 << 20))
 
 /* Whether operand o's rows (groups x and y its dims) are a multiple of
  * 4 KiB apart: they then share cache sets, and BLIS misses on every row. */
@@ -464,9 +467,11 @@ static bool aliased(const Contraction *g, int o, int x, int y, DType t)
  * column-major is computed as C' = B' A', the roles of m and n swapped)
  * B (k x n) reused m times costs its bytes at gemm_pack_b_Bps when m is
  * short, A (m x k) reused n times its bytes at gemm_pack_a_Bps when n is
- * short.  Aliased rows add: B's the runtime copies to unaliased panels
- * first (trt_sgemm), a pass at memcpy bandwidth; C's (k short) stream at
- * gemm_alias_bw.  The rate is bounded by the product's arithmetic
+ * short, either when 4 MB or more (a smaller one is packed from cache).
+ * Aliased rows add: B's the runtime copies to unaliased panels first
+ * (trt_sgemm), a pass at memcpy bandwidth, after which C's aliasing
+ * measured nothing (96 x 442368 x 96: 56.1 GFLOP/s with B's rows padded,
+ * 53.0 with both); else C's (k short) streams at gemm_alias_bw.  The rate is bounded by the product's arithmetic
  * intensity times the memory bandwidth (a dim of 10 streams its operands
  * through memory).  Anything else is the generated loops, at their rate.
  */
@@ -482,13 +487,13 @@ static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelT
 	double secs = 2 * v / machine_gemm_rate(c->m, t, cbrt(v));
 	bool colc = gm >= 0 && gn >= 0 && g.g[gm].stride[2] < g.g[gn].stride[2];
 	double bm = colc ? n : m, bn = colc ? m : n;   /* BLIS's m and n */
-	if (bm < GEMM_REUSE && c->m->gemm_pack_b_bw > 0)
+	if (bm < GEMM_REUSE && kk * bn * size >= GEMM_PACKED && c->m->gemm_pack_b_bw > 0)
 		secs += kk * bn * size / c->m->gemm_pack_b_bw;
-	if (bn < GEMM_REUSE && c->m->gemm_pack_a_bw > 0)
+	if (bn < GEMM_REUSE && bm * kk * size >= GEMM_PACKED && c->m->gemm_pack_a_bw > 0)
 		secs += bm * kk * size / c->m->gemm_pack_a_bw;
-	if (m < GEMM_REUSE && n > 4096 && kk * n * size >= 4 << 20 && aliased(&g, 1, gk, gn, t))
+	if (m < GEMM_REUSE && n > 4096 && kk * n * size >= GEMM_PACKED && aliased(&g, 1, gk, gn, t))
 		secs += kk * n * size / c->m->memcpy_bw;        /* trt_sgemm's conditions */
-	if (kk < GEMM_REUSE && aliased(&g, 2, gm, gn, t))
+	else if (kk < GEMM_REUSE && aliased(&g, 2, gm, gn, t))
 		secs += m * n * size / c->m->gemm_alias_bw;
 	double bound = 2 * v / (size * (m * kk + kk * n + m * n)) * c->m->memcpy_bw;
 	return bound < 2 * v / secs ? bound : 2 * v / secs;
@@ -897,10 +902,11 @@ void opt_cost(IaPlan *p, const Machine *mach)
 				held[i] = cost_rank_bytes(&cc, &op->type, &op->place, copies[i]);
 			live += held[i];
 		}
-		/* a two-phase schedule holds chunks received and sums beyond
-		 * its inputs and result while it runs; a write, on rank 0, a
-		 * band of the output */
-		double transient = op->kind == IA_TWOPHASE ? op->u.join.sched->mem
+		/* a two-phase schedule holds chunks received and partial sums
+		 * while it runs (its mem counts its accumulators, which are the
+		 * result's chunks, too: held already); a write, on rank 0, a
+		 * band of the output or a chunk received */
+		double transient = op->kind == IA_TWOPHASE ? fmax(0, op->u.join.sched->mem - held[i])
 		                   : op->kind == IA_WRITE ? write_transient_bytes(&cc, &a->type, &a->place) : 0;
 		op->live_bytes = live + transient;
 		/* memory beyond the most held so far is new to the process, and

@@ -272,9 +272,10 @@ static double join_seconds(const char *text, double *flops)
 
 /* A thin gemm (96 x J x 96) runs at the rate of a cube of its volume, but
  * when B's and C's rows are a multiple of 4 KiB apart (J = 262144) the
- * runtime copies B's panels first (kn elements at memcpy bandwidth) and C
- * streams (mn elements at the aliased bandwidth); a dim of 4 bounds the
- * rate by the operands' streaming through memory. */
+ * runtime copies B's panels first (kn elements at memcpy bandwidth); C
+ * aliased streams (mn elements at the aliased bandwidth) when B is not
+ * copied; a dim of 4 bounds the rate by the operands' streaming through
+ * memory. */
 static void test_thin_gemm(void **state)
 {
 	(void)state;
@@ -288,8 +289,14 @@ static void test_thin_gemm(void **state)
 	double cube0 = f0 / machine_gemm_rate(&m, DT_F32, cbrt(96.0 * 96 * 262000));
 	double cube1 = f1 / machine_gemm_rate(&m, DT_F32, cbrt(96.0 * 96 * 262144));
 	assert_true(fabs(plain - cube0) < 0.01 * cube0 + 1e-4);
-	double extra = 4.0 * 96 * 262144 / m.memcpy_bw + 4.0 * 96 * 262144 / m.gemm_alias_bw;
+	double extra = 4.0 * 96 * 262144 / m.memcpy_bw;         /* B copied; C's aliasing then free */
 	assert_true(fabs(alias - (cube1 + extra)) < 0.01 * alias + 1e-4);
+	/* B reused 4096 times is not copied, and C aliased with k short streams */
+	double f3;
+	double calias = join_seconds("size I = 4096, K = 64, J = 4096;\ninput A[I, K];\ninput B[K, J];\n"
+	                             "C[i, j] = A[i, k] * B[k, j];\noutput C;\n", &f3);
+	double cube3 = f3 / machine_gemm_rate(&m, DT_F32, cbrt(4096.0 * 4096 * 64));
+	assert_true(fabs(calias - (cube3 + 4.0 * 4096 * 4096 / m.gemm_alias_bw)) < 0.01 * calias + 1e-4);
 	double thin = join_seconds("size I = 4000, K = 4000, J = 4;\ninput A[I, K];\ninput B[K, J];\n"
 	                           "C[i, j] = A[i, k] * B[k, j];\noutput C;\n", &f2);
 	double bytes = 4.0 * (4000.0 * 4000 + 4000 * 4 + 4000 * 4);
