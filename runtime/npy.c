@@ -720,7 +720,7 @@ static void batch_flush(Batch *bt)
 		for (int i = 0; bt->ok && i < bt->n; off += (int64_t)bt->iov[i].iov_len, i++)
 			bt->ok = out_write(bt->out, bt->iov[i].iov_base, bt->iov[i].iov_len, off);
 	} else if (bt->n && bt->ok) {
-		bt->ok = pv_full(bt->out ? bt->out->fd : bt->fd, bt->iov, bt->n, bt->off, bt->out != NULL);
+		bt->ok = pv_full(bt->fd, bt->iov, bt->n, bt->off, bt->out != NULL);
 	}
 	bt->n = 0;
 }
@@ -977,22 +977,22 @@ static const void *dense_of(const TrtRel *r, const int64_t *key, int64_t *at, vo
 	return buf;
 }
 
-/* Runs shorter than BAND_RUN bytes are written band by band, holding at
- * most BAND_MAX bytes of a band (optimizer/cost.c's write_band_bytes says
- * the same). */
-enum { BAND_RUN = 16384, BAND_MAX = 512 << 20 };
+/* A dense output in key-dim order is written band by band when a band is
+ * at most BAND_MAX bytes (optimizer/cost.c's write_transient_bytes says the
+ * same). */
+enum { BAND_MAX = 512 << 20 };
 
 /*
- * Rank 0's part of rt_write_rel for a dense relation whose chunks are in
+ * Rank 0's part of write_rel for a dense relation whose chunks are in
  * key-dim order: band by band (the f chunks whose keys differ only along
  * dim d0, the last one split, as rt_read_rel reads them), the band's chunks
  * at hand (its own, or received from their owners in key order), then its
- * runs in file order, row by row of the band, gathered into pwritev calls.
- * A chunk's runs are as long as its block along d0 (and the whole dims
- * after it), a few hundred bytes when that is narrow, and written one
- * pwrite each they took 7 s for a 340 MB tensor that dd writes in under 1;
- * rt_write_rel comes here only for runs shorter than BAND_RUN.  Returns 0
- * or the first errno, after receiving every chunk.
+ * runs in file order, row by row of the band, gathered into pwritev calls
+ * (or, while they follow each other, Out's direct stage).  A chunk's runs
+ * are as long as its block along d0 (and the whole dims after it), a few
+ * hundred bytes when that is narrow, and written one pwrite each they took
+ * 7 s for a 340 MB tensor that dd writes in under 1.  Returns 0 or the
+ * first errno, after receiving every chunk.
  */
 static int write_bands(Out *out, int64_t data_offset, const TrtRel *r, int d0, int64_t f)
 {
