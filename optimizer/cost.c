@@ -471,9 +471,10 @@ static bool aliased(const Contraction *g, int o, int x, int y, DType t)
  * Aliased rows add: B's the runtime copies to unaliased panels first
  * (trt_sgemm), a pass at memcpy bandwidth, after which C's aliasing
  * measured nothing (96 x 442368 x 96: 56.1 GFLOP/s with B's rows padded,
- * 53.0 with both); else C's (k short) streams at gemm_alias_bw.  The rate is bounded by the product's arithmetic
- * intensity times the memory bandwidth (a dim of 10 streams its operands
- * through memory).  Anything else is the generated loops, at their rate.
+ * 53.0 with both); else C's (k short) streams at gemm_alias_bw.  The rate
+ * is bounded by the product's arithmetic intensity times the memory
+ * bandwidth (a dim of 10 streams its operands through memory).  Anything
+ * else is the generated loops, at their rate.
  */
 static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in, DType t)
 {
