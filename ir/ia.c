@@ -273,6 +273,16 @@ InPlace *ia_in_place(const IaPlan *p, const IaLoops *l)
 	return res;
 }
 
+bool loop_within(const int *parent, int inner, int outer)
+{
+	for (int l = inner;; l = parent[l]) {
+		if (l == outer)
+			return true;
+		if (l < 0)
+			return false;
+	}
+}
+
 void ia_loops_free(IaLoops *l)
 {
 	free(l->loopof);

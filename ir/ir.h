@@ -652,6 +652,10 @@ typedef struct IaLoops {
 } IaLoops;
 void ia_loops(const IaPlan *p, IaLoops *l);
 void ia_loops_free(IaLoops *l);
+/* Whether loop outer is loop inner or one around it, parent[] giving each
+ * loop the one around it (-1: none); loop -1, outside every loop, is
+ * around all.  (A value made in outer is visible in inner.) */
+bool loop_within(const int *parent, int inner, int outer);
 /* Where a scatter adds into its base in place rather than into a copy of
  * it (the base dies there), shared by the cost model and codegen: per op,
  * IP_OWNED, a scatter that takes over its base (the runtime still copies

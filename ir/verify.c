@@ -514,12 +514,7 @@ static void scope_enter(Ctx *c, Scope *sc, int i, bool is_loop, bool is_end)
 
 static bool scope_visible(const Scope *sc, int def, int use)
 {
-	for (int l = sc->loopof[use]; ; l = sc->parent[l]) {
-		if (l == sc->loopof[def])
-			return true;
-		if (l < 0)
-			return false;
-	}
+	return loop_within(sc->parent, sc->loopof[use], sc->loopof[def]);
 }
 
 /*

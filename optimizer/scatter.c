@@ -153,12 +153,7 @@ static bool elementwise(const TraProg *p, const TraOp *j)
  * chain re-made at j reads what x read, which x could.) */
 static bool visible(const Fuse *f, int x, int j)
 {
-	for (int l = f->loop[j];; l = f->parent[l]) {
-		if (l == f->loop[x])
-			return true;
-		if (l < 0)
-			return false;
-	}
+	return loop_within(f->parent, f->loop[j], f->loop[x]);
 }
 
 /* Is old op x a chain into zeros that one op alone reads? */
