@@ -175,8 +175,7 @@ void rt_check_key(const TrtType *t, const int64_t *key)
  *    memory stays within the peak that --profile reports, and memory the
  *    run has held before is reused rather than touched anew, as the cost
  *    model assumes (optimizer/cost.c: only memory beyond the high-water
- *    mark costs a first touch).  The cache used to hold at most half the
- *    peak, and Tucker's 170 MB chunks were unmapped and mapped anew.
+ *    mark costs a first touch).
  * glibc's malloc would return big blocks to the kernel on free (its mmap
  * threshold), and fault them in again on the next allocation.
  */
