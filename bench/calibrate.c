@@ -26,8 +26,9 @@
  *  - the generated loops' rate: an elementwise multiply-add (a fused map) on
  *    a chunk, in flops per second;
  *  - memory new to the process (first_touch_cold_bandwidth_Bps): what a
- *    program's chunks cost up to its peak; reading a 64 MiB file into new
- *    memory and writing one (file_*_bandwidth_Bps);
+ *    program's chunks cost up to its peak; reading a 256 MiB file into new
+ *    memory and writing one (file_*_bandwidth_Bps), and what each read
+ *    system call costs beyond its bytes (file_read_call_s);
  *  - the initialisers' values per second (WITH_TRACRT: rt_init_values);
  *  - fixed costs: one BLIS call (call_overhead_s), and, when built with
  *    libtracrt (-DWITH_TRACRT, as bench.py builds it), one runtime op: a
@@ -267,9 +268,9 @@ static void calibrate_memcpy(void)
  * (the page cache's pages are memory new to a virtual machine, and were
  * 2-4x slower and 5x more variable here), fsynced (so that a finished
  * run's outputs survive a crash) and renamed onto the destination, in the
- * current directory. */
+ * current directory, which is fsynced too. */
 
-enum { STAGE = 8 << 20 };
+enum { STAGE = 8 << 20, PIECE = 8 << 10 };
 
 /* Writes n bytes of buf to a new file renamed onto path, as trt_write
  * does; 1 on success. */
@@ -294,14 +295,26 @@ static int write_like_trac(const char *path, const char *buf, size_t n, char *st
 	}
 	ok = ok && !fsync(fd);
 	ok = !close(fd) && ok;
-	return ok && !rename(tmp, path);
+	ok = ok && !rename(tmp, path);
+	int dir = open(".", O_RDONLY | O_DIRECTORY);   /* the rename made to last, as trac's */
+	if (dir >= 0) {
+		fsync(dir);
+		close(dir);
+	}
+	return ok;
 }
 
 static void calibrate_files(void)
 {
 	/* 256 MiB: 64 MiB files wrote at 940 MB/s back to back, the 64-340
 	 * MB outputs of bench's programs at 540-760 (the virtual disk takes
-	 * short bursts faster) */
+	 * short bursts faster).  Each write replaces a file of its size, as a
+	 * program run again replaces its outputs (deleting one costs about
+	 * 0.2 s per GB on a disk mounted with discard).  One 256 MiB write
+	 * takes 0.23-0.38 s here from one run to the next, so the median of
+	 * 11 (3 with --quick). */
+	enum { REPS = 11 };
+	int reps = quick ? 3 : REPS;
 	size_t n = (size_t)256 << 20;
 	char rpath[64], wpath[64];
 	snprintf(rpath, sizeof rpath, "calibrate-%d.tmp", rank);
@@ -314,8 +327,10 @@ static void calibrate_files(void)
 	int made = f && fwrite(buf, 1, n, f) == n;
 	if (f && fclose(f))
 		made = 0;
-	double tw[5], tr[5];
-	for (int r = 0; r < 5; r++) {
+	if (rank == 0)
+		write_like_trac(wpath, buf, n, stage);  /* the file each timed write replaces */
+	double tw[REPS], tr[REPS], tp[REPS];
+	for (int r = 0; r < reps; r++) {
 		MPI_Barrier(MPI_COMM_WORLD);
 		double t0 = now();
 		int ok = rank != 0 || write_like_trac(wpath, buf, n, stage);
@@ -330,18 +345,38 @@ static void calibrate_files(void)
 		tr[r] = ok ? now() - t0 : 1e9;
 		if (p != MAP_FAILED)
 			munmap(p, n);
+		/* half the file in PIECE-byte pieces a gap apart, one pread each,
+		 * as trt_read reads a rank's share of a file split along its last
+		 * dim (one preadv per stretch) */
+		size_t half = n / 2;
+		p = mmap(NULL, half, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		int fd = made ? open(rpath, O_RDONLY) : -1;
+		ok = fd >= 0 && p != MAP_FAILED;
+		t0 = now();
+		for (size_t at = 0; ok && at < half; at += PIECE)
+			ok = pread(fd, p + at, PIECE, (off_t)(2 * at)) == (ssize_t)PIECE;
+		tp[r] = ok ? now() - t0 : 1e9;
+		if (fd >= 0)
+			close(fd);
+		if (p != MAP_FAILED)
+			munmap(p, half);
 	}
 	remove(rpath);
 	remove(wpath);
 	free(buf);
 	free(stage);
 	if (rank != 0)
-		tw[0] = tw[1] = tw[2] = tw[3] = tw[4] = 0;      /* rank 0 writes */
-	double v[2] = { median(tw, 5), median(tr, 5) }, all[2];
-	MPI_Allreduce(v, all, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-	if (rank == 0 && all[0] < 1e9 && all[1] < 1e9) {
+		for (int r = 0; r < reps; r++)
+			tw[r] = 0;      /* rank 0 writes */
+	double v[3] = { median(tw, reps), median(tr, reps), median(tp, reps) }, all[3];
+	MPI_Allreduce(v, all, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	if (rank == 0 && all[0] < 1e9 && all[1] < 1e9 && all[2] < 1e9) {
+		double calls = (double)(n / 2 / PIECE), call = (all[2] - all[1] / 2) / calls;
 		printf("file_write_bandwidth_Bps=%.4g\n", (double)n / all[0]);
 		printf("file_read_bandwidth_Bps=%.4g\n", (double)n / all[1]);
+		printf("# file read in %d-byte pieces: %.4g s for half the file in %.0f calls, whole %.4g s\n",
+		       PIECE, all[2], calls, all[1]);
+		printf("file_read_call_s=%.3g\n", call > 0 ? call : 0);
 	}
 }
 

@@ -225,11 +225,56 @@ double cost_partial_copies(const CostCtx *c, const RelType *t, const Place *p, i
 	return spread < c->nsites ? spread : c->nsites;
 }
 
+/* The read system calls the busiest rank makes for its share of a dense
+ * file (runtime/npy.c, rt_read_rel).  A block's runs are its pieces
+ * contiguous in the file: the dims from d0 on, where d0 is the last dim
+ * the block splits (the dims after it whole); nrun of them per chunk.
+ * Chunks whose dims are not in key order are read run by run; the others
+ * band by band (the chunks along d0), one preadv per stretch without a
+ * gap of at most READ_IOV runs.  A rank whose chunks along d0 are every
+ * other (a partition over d0: sites go round the keys) reads each run on
+ * its own; one that owns whole bands reads them as stretches.  A sparse
+ * input may come from a .npz, read otherwise: none counted. */
+#define READ_IOV 1024.0         /* the runtime's MAX_IOV */
+
+static double read_calls(const CostCtx *c, const RelType *t, const Place *p)
+{
+	if (t->sparse || t->nkey == 0)
+		return 1;
+	int d0 = t->nkey - 1;
+	while (d0 > 0 && t->block[d0] >= t->extent[d0])
+		d0--;
+	double nrun = 1, chunks = 1;
+	for (int d = 0; d < t->nkey; d++) {
+		if (d < d0)
+			nrun *= (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
+		chunks *= (double)rel_frontier(t, d);
+	}
+	double share = p->kind == PL_PART ? cost_share(c, t, p) : p->kind == PL_PARTIAL ? 1.0 / c->nsites : 1;
+	double mine = ceil(chunks * share);
+	bool inorder = t->nchunk == t->nkey;
+	for (int ch = 1; inorder && ch < t->nchunk; ch++)
+		inorder = t->chunkdim[ch] > t->chunkdim[ch - 1];
+	bool split_d0 = false;
+	for (int i = 0; p->kind == PL_PART && c->nsites > 1 && i < p->ndims; i++)
+		split_d0 |= p->dims[i] == d0 && rel_frontier(t, d0) > 1;
+	if (!inorder || split_d0)
+		return mine * nrun;
+	double bands = ceil(mine / (double)rel_frontier(t, d0));
+	return fmax(bands, ceil(mine * nrun / READ_IOV));
+}
+
+/* Seconds the busiest rank takes to read its share of an input's file. */
+double cost_read_seconds(const CostCtx *c, const RelType *t, const Place *p)
+{
+	return cost_rank_bytes(c, t, p, 1) / c->m->read_bw + read_calls(c, t, p) * c->m->read_call;
+}
+
 Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)
 {
 	if (p->kind != PL_ALL)
 		return (Cost){0};       /* the input layout is free (the paper's convention) */
-	return (Cost){.seconds = cost_rank_bytes(c, t, p, 1) / c->m->read_bw};
+	return (Cost){.seconds = cost_read_seconds(c, t, p)};
 }
 
 /* What rank 0 holds beyond the output while it writes it (runtime/npy.c,
@@ -261,12 +306,15 @@ static double write_transient_bytes(const CostCtx *c, const RelType *t, const Pl
 }
 
 /* Rank 0 receives the other ranks' share of an output and writes it all
- * (runtime/npy.c, trt_write). */
+ * (runtime/npy.c, trt_write), through a stage of WRITE_STAGE bytes (the
+ * runtime's OUT_STAGE) new to the process. */
+#define WRITE_STAGE (8.0 * 1024 * 1024)
+
 static double cost_write(const CostCtx *c, const RelType *t)
 {
 	double b = rel_bytes(t), s = c->nsites;
 	double recv = s > 1 ? machine_coll(c->m, COLL_ALLGATHER, b * (s - 1) / s) : 0;
-	return recv + b / c->m->write_bw;
+	return recv + b / c->m->write_bw + fmin(b, WRITE_STAGE) / c->m->touch_bw;
 }
 
 /* A param's initial values: this rank's share, made by seed and index
@@ -280,7 +328,7 @@ static double cost_init(const CostCtx *c, const Tensor *x, const RelType *t, con
 	case INIT_NORMAL:
 		return bytes / dtype_size(t->dtype) / c->m->normal_rate;
 	case INIT_FILE:
-		return bytes / c->m->read_bw;
+		return cost_read_seconds(c, t, p);
 	default:
 		return 0;
 	}
@@ -797,7 +845,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 			/* the search weighs only reads every rank makes whole
 			 * (cost_read); the op's time is every rank's share */
 			c = cost_read(&cc, &op->type, &op->place);
-			io = cost_rank_bytes(&cc, &op->type, &op->place, 1) / cc.m->read_bw - c.seconds;
+			io = cost_read_seconds(&cc, &op->type, &op->place) - c.seconds;
 			break;
 		case IA_WRITE:
 			io = cost_write(&cc, &a->type);

@@ -43,6 +43,7 @@ typedef struct Machine {
 	double memcpy_bw;               /* bytes per second, one rank */
 	double read_bw;                 /* bytes per second one rank reads an input's file */
 	double write_bw;                /* bytes per second rank 0 writes an output's file */
+	double read_call;               /* seconds per read system call beyond its bytes; 0: free */
 	double touch_bw;                /* bytes per second of memory new to the process */
 	double uniform_rate;            /* values per second uniform() makes, one rank */
 	double normal_rate;             /* likewise normal() */
@@ -311,6 +312,7 @@ double cost_partial_copies(const CostCtx *c, const RelType *t, const Place *p, i
  * unpinned under seconds (at page-cache speed it made "read A everywhere"
  * every matmul's plan). */
 Cost cost_read(const CostCtx *c, const RelType *t, const Place *p);
+double cost_read_seconds(const CostCtx *c, const RelType *t, const Place *p); /* the busiest rank's share, whatever the place */
 /* Bytes one rank holds of a relation: copies > 1 for partials. */
 double cost_rank_bytes(const CostCtx *c, const RelType *t, const Place *p, double copies);
 /* Moving a relation (copies: its partial copies) from `from` to `to`

@@ -408,7 +408,7 @@ void trt_checkpoint(int loop, int64_t iter, int64_t count, const TrtParams *para
 			snprintf(msg, sizeof msg, "%s: --checkpoint %s: %s", rt_progname(), ck.path, strerror(errno));
 			err = msg;
 		}
-		if (!err && rename(tmp, ck.path) < 0) {
+		if (!err && rt_rename_durable(tmp, ck.path) < 0) {
 			snprintf(msg, sizeof msg, "%s: --checkpoint %s: %s", rt_progname(), ck.path, strerror(errno));
 			err = msg;
 		}

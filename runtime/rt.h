@@ -232,6 +232,7 @@ void rt_tensor_msg(char *msg, size_t len, const TrtTensor *t, const char *path, 
 TrtRel *rt_read_rel(int fd, int64_t data_offset, const TrtType *t, TrtPlace p);
 int rt_write_rel(int fd, int64_t data_offset, const TrtRel *r);
 int rt_make_temp(const char *path, char **tmpname);
+int rt_rename_durable(const char *tmp, const char *path);   /* rename, then fsync the directory */
 size_t rt_npy_header(const TrtTensor *t, char *buf, size_t buflen);
 size_t rt_npy_header_of(const char *descr, int rank, const int64_t *shape, char *buf, size_t buflen);
 void rt_shape_str(char *buf, size_t len, int rank, const int64_t *shape);

@@ -700,7 +700,7 @@ void rt_trace_write(void)
 				e = errno;
 			if (fclose(t.f) != 0 && !e)
 				e = errno;
-			if (!e && rename(tmp, tr.path) < 0)
+			if (!e && rt_rename_durable(tmp, tr.path) < 0)
 				e = errno;
 			if (e)
 				unlink(tmp);

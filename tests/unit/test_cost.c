@@ -5,7 +5,8 @@
  * shuffle f, nothing when already placed), partial copies, the machine
  * model's file and interpolation, the paper's predicted costs of its
  * matmul plans (Table 4) under the layouts it states, thin gemms' seconds,
- * the seconds of reads, initial values and writes, and of scatter-adds
+ * the seconds of reads (their system calls too), initial values and
+ * writes, and of scatter-adds
  * into a base; the order of costs under each objective (cost_cmp).
  */
 #include <math.h>
@@ -494,9 +495,10 @@ static void test_io(void **state)
 			io += op->seconds;
 			seen |= 2;
 			break;
-		case IA_WRITE: {        /* rank 0 gets the other half, writes the whole */
+		case IA_WRITE: {        /* rank 0 gets the other half, writes the whole through
+			                 * a new 8 MiB stage */
 			double b = 1000.0 * 1000 * 4;
-			double want = machine_coll(&m, COLL_ALLGATHER, b / 2) + b / 5e8;
+			double want = machine_coll(&m, COLL_ALLGATHER, b / 2) + b / 5e8 + b / m.touch_bw;
 			assert_true(fabs(op->seconds - want) < 1e-9 * want);
 			io += op->seconds;
 			seen |= 4;
@@ -514,6 +516,48 @@ static void test_io(void **state)
 	assert_true(ops - plan->predicted_seconds > 0);
 	ia_free(plan);
 	tra_free(p);
+}
+
+/* A read's system calls (the runtime's rt_read_rel): a rank whose chunks
+ * split the file's rows reads each row of each chunk on its own; one
+ * that owns whole bands of chunks reads stretches of up to 1024 runs;
+ * chunks not in key order are read run by run. */
+static void test_read_calls(void **state)
+{
+	(void)state;
+	Machine m;
+	machine_default(&m);
+	m.read_bw = 1e9;
+	m.read_call = 1e-6;
+	CostCtx c1 = {&m, 1}, c2 = {&m, 2};
+	RelType t = type2(1000, 500, 1000, 500);        /* four 500 x 500 chunks */
+	int d0 = 0, d1 = 1;
+	Place p0 = place_part(1, &d0), p1 = place_part(1, &d1), all = place_all();
+	double half = 500.0 * 1000 * 4, whole = 2 * half;
+	struct { const CostCtx *c; Place *p; double bytes, calls; } rows[] = {
+		{&c2, &p1, half, 1000},         /* every other chunk along a row: 2 chunks x 500 rows */
+		{&c2, &p0, half, 1},            /* a band of 500 rows x 2 chunks: 1000 runs, one preadv */
+		{&c2, &all, whole, 2},          /* 2000 runs in stretches of 1024 */
+		{&c1, &p1, whole, 2},           /* one rank owns every chunk */
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		double want = rows[i].bytes / 1e9 + rows[i].calls * 1e-6;
+		assert_true(fabs(cost_read_seconds(rows[i].c, &t, rows[i].p) - want) < 1e-12);
+	}
+	/* only a read every rank makes whole is the plan's (cost_read) */
+	assert_true(fabs(cost_read(&c2, &t, &all).seconds - (whole / 1e9 + 2e-6)) < 1e-12);
+	assert_true(cost_read(&c2, &t, &p1).seconds == 0);
+	/* chunk dims transposed: read run by run, 4 chunks x 500 */
+	RelType tt = t;
+	tt.chunkdim[0] = 1;
+	tt.chunkdim[1] = 0;
+	assert_true(fabs(cost_read_seconds(&c2, &tt, &all) - (whole / 1e9 + 2000e-6)) < 1e-12);
+	/* one chunk: one run */
+	RelType one = type2(1000, 1000, 1000, 1000);
+	assert_true(fabs(cost_read_seconds(&c2, &one, &all) - (whole / 1e9 + 1e-6)) < 1e-12);
+	/* the built-in model has calls free */
+	machine_default(&m);
+	assert_true(m.read_call == 0);
 }
 
 /* The two objectives' orders of costs (cost_cmp): seconds then floats
@@ -585,6 +629,7 @@ int main(void)
 		cmocka_unit_test(test_thin_gemm),
 		cmocka_unit_test(test_halo),
 		cmocka_unit_test(test_io),
+		cmocka_unit_test(test_read_calls),
 		cmocka_unit_test(test_scatter),
 		cmocka_unit_test(test_objective),
 	};
