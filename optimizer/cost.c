@@ -306,7 +306,8 @@ static double write_transient_bytes(const CostCtx *c, const RelType *t, const Pl
 }
 
 /* Rank 0 receives the other ranks' share of an output and writes it all
- * (runtime/npy.c, trt_write), through a stage of WRITE_STAGE bytes (the
+ * (runtime/npy.c, trt_write): the file's latency (its creation, fsyncs
+ * and rename) and bytes, through a stage of WRITE_STAGE bytes (the
  * runtime's OUT_STAGE) new to the process. */
 #define WRITE_STAGE (8.0 * 1024 * 1024)
 
@@ -314,7 +315,7 @@ static double cost_write(const CostCtx *c, const RelType *t)
 {
 	double b = rel_bytes(t), s = c->nsites;
 	double recv = s > 1 ? machine_coll(c->m, COLL_ALLGATHER, b * (s - 1) / s) : 0;
-	return recv + b / c->m->write_bw + fmin(b, WRITE_STAGE) / c->m->touch_bw;
+	return recv + c->m->write_latency + b / c->m->write_bw + fmin(b, WRITE_STAGE) / c->m->touch_bw;
 }
 
 /* A param's initial values: this rank's share, made by seed and index

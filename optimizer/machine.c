@@ -118,6 +118,7 @@ static const Scalar scalars[] = {
 	FIELD("file_read_bandwidth_Bps", read_bw, false),
 	FIELD("file_write_bandwidth_Bps", write_bw, false),
 	FIELD("file_read_call_s", read_call, true),
+	FIELD("file_write_latency_s", write_latency, true),
 	FIELD("first_touch_cold_bandwidth_Bps", touch_bw, false),
 	FIELD("init_uniform_per_s", uniform_rate, false),
 	FIELD("init_normal_per_s", normal_rate, false),

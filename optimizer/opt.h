@@ -43,6 +43,7 @@ typedef struct Machine {
 	double memcpy_bw;               /* bytes per second, one rank */
 	double read_bw;                 /* bytes per second one rank reads an input's file */
 	double write_bw;                /* bytes per second rank 0 writes an output's file */
+	double write_latency;           /* seconds per output file beyond its bytes */
 	double read_call;               /* seconds per read system call beyond its bytes; 0: free */
 	double touch_bw;                /* bytes per second of memory new to the process */
 	double uniform_rate;            /* values per second uniform() makes, one rank */
