@@ -99,12 +99,15 @@ const char *strategy_name(Strategy s)
 	return "?";
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static const struct {
 	const char *name, *order;
 } objectives[NOBJECTIVES] = {
 	[OBJ_SECONDS] = {"seconds", "predicted seconds, then floats moved"},
-	/* 30%: opt.h's WORK_TIE */
-	[OBJ_FLOATS] = {"floats", "the busiest rank's flops (within 30%), floats moved, then predicted seconds"},
+	[OBJ_FLOATS] = {"floats", "the busiest rank's flops (within " STR(OBJ_WORK_TIE_PCT) "%), floats moved, "
+	                          "then predicted seconds"},
 };
 
 const char *objective_name(Objective o)

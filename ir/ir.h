@@ -521,6 +521,7 @@ const char *strategy_name(Strategy s);
  * between ranks, the TRA paper's metric, among plans whose busiest rank
  * does about the same flops (opt.h, cost_cmp), ties broken by seconds. */
 typedef enum { OBJ_SECONDS, OBJ_FLOATS, NOBJECTIVES } Objective;
+#define OBJ_WORK_TIE_PCT 30     /* OBJ_FLOATS: busiest ranks' flops this close (%) tie */
 const char *objective_name(Objective o);       /* "seconds", "floats" */
 const char *objective_order(Objective o);      /* the order in words, for --explain */
 bool objective_parse(const char *s, Objective *o);     /* by name; false if none */

@@ -259,7 +259,7 @@ static inline int cost_cmp_measure(double a, double b, double tol)
  * (4 of 5 ranks busy ties with 5; one rank, or every rank, doing all of a
  * contraction does not), then floats moved.  Floats first alone makes
  * every rank, or one, do everything: nothing moves. */
-#define WORK_TIE 0.30
+#define WORK_TIE (OBJ_WORK_TIE_PCT / 100.0)
 
 /* -1, 0, 1: by what objective o ranks before predicted seconds: under
  * OBJ_FLOATS the busiest rank's flops within WORK_TIE, then floats moved
