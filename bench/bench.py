@@ -23,6 +23,7 @@ Sections (bench/README.md has the targets and the results):
     calibrate bench/calibrate: the machine model's constants
     parity    whole processes: trac's matmul program vs bench/matmul_hand.c
     predict   the cost model's seconds against --profile's, op by op
+    io        reads and writes of 32-324 MB on 1 and 2 ranks against the cost model
     overlap   a two-phase matmul on 2 ranks with its sends under the gemms vs
               --no-overlap, over shared memory and over TCP
 
@@ -63,7 +64,7 @@ for a in sys.argv[1:]:
         REPS = int(a[7:])
 SECTIONS = [a for a in sys.argv[1:] if not a.startswith("--")]
 ALL = ["calibrate", "vector", "startup", "plantime", "scale", "matmul1", "blocks", "scaling", "pdgemm", "einsum",
-       "parity", "predict", "overlap"]
+       "parity", "predict", "io", "overlap"]
 
 LOG = []              # every line printed, for bench-work/results.txt
 BYTES = []            # (workload, op, kind, chunks, keys, pred) from every trac run
@@ -720,6 +721,45 @@ def sec_predict():
     inside = lambda v: sum(1 for r in v if 0.75 <= r <= 1.25)
     say("   within 25%%: %d of %d ops, %d of %d totals" % (inside(worst), len(worst), inside(totals),
                                                           len(totals)))
+
+
+def sec_io():
+    """trac's read and write ops (bench/io.tra: Y = 2 X, N x 4096 f32) at 32 to 324 MB on 1 and
+    2 ranks against the machine model's prediction: the read's bytes and system calls (2 ranks
+    split the rows: one preadv per row of 8 KiB), the write's latency, bytes and the receive.
+    Each output replaces one of its size, as a program run again does."""
+    model = os.environ.get("TRAC_MACHINE") or os.path.join(WORK, "machine.model")
+    if not os.path.exists(model):
+        say("== io: no machine model; run make calibrate first")
+        return
+    env = dict(ENV, TRAC_MACHINE=model)
+    say("== reads and writes, measured vs predicted (machine model %s; target: within 25%%)" % model)
+    say("   ratio = predicted / measured, medians of %d runs" % REPS)
+    say("%8s %5s %-6s %9s %9s %7s" % ("MB", "ranks", "op", "meas s", "pred s", "ratio"))
+    rows = [2048, 8192] if QUICK else [2048, 4096, 8192, 20736]
+    exes = []
+    for n in rows:
+        x = make_inputs("io", {"X": ((n, 4096), "f32")})["X"]
+        for r in (1, 2):
+            exe = os.path.join(WORK, "io-%d-%d" % (n, r))
+            run([TRAC, "-P", str(r), "-D", "N=%d" % n, os.path.join(SRC, "bench", "io.tra"), "-o", exe], env=env)
+            exes.append((n, r, exe, x))
+    runs = interleave([lambda e=e: run([MPIRUN, "-np", str(e[1]), "--bind-to", "none", e[2], "X=" + e[3],
+                                        "Y=io-Y-%d.npy" % e[0], "--profile"], env=env).stdout
+                       for e in exes])
+    ratios = []
+    for (n, r, exe, x), outs in zip(exes, runs):
+        meas = {}
+        for text in outs:
+            for op, kind, label, sec, pred in op_table(text):
+                if kind in ("read", "write"):
+                    meas.setdefault(kind, (pred, []))[1].append(sec)
+        for kind in ("read", "write"):
+            pred, secs = meas[kind]
+            m = med(secs)
+            ratios.append(pred / m)
+            say("%8.0f %5d %-6s %9.4f %9.4f %7.2f" % (n * 4096 * 4 / 1e6, r, kind, m, pred, pred / m))
+    say("   within 25%%: %d of %d" % (sum(1 for v in ratios if 0.75 <= v <= 1.25), len(ratios)))
 
 
 # ---- overlap: the two-phase join's sends under the gemms, against waiting for every input ----
