@@ -458,6 +458,21 @@ void kernel_print(Buf *b, const Kernel *k)
 
 /* ---- relation types ---- */
 
+bool rel_type_eq(const RelType *a, const RelType *b)
+{
+	if (a->dtype != b->dtype || a->nkey != b->nkey || a->nchunk != b->nchunk || a->sparse != b->sparse ||
+	    a->holes != b->holes || a->density != b->density)
+		return false;
+	for (int d = 0; d < a->nkey; d++)
+		if (a->extent[d] != b->extent[d] || a->block[d] != b->block[d] || a->hlo[d] != b->hlo[d] ||
+		    a->hhi[d] != b->hhi[d] || a->hext[d] != b->hext[d])
+			return false;
+	for (int c = 0; c < a->nchunk; c++)
+		if (a->chunkdim[c] != b->chunkdim[c])
+			return false;
+	return true;
+}
+
 int64_t rel_frontier(const RelType *t, int d)
 {
 	return ceil_div(t->extent[d], t->block[d]);

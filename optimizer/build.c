@@ -134,8 +134,27 @@ int conv_join_dim(int nl, const JoinSpec *from, const JoinSpec *to, int dim, int
 	return dim;
 }
 
+/* An op of p the same as halo h (its input, type and placement) that an op
+ * appended now may read: not inside a loop closed since.  -1 if none. */
+static int same_halo(const IaPlan *p, const IaOp *h)
+{
+	int depth = 0;          /* loops closed between op i and the end */
+	for (int i = p->ops.n - 1; i >= 0; i--) {
+		const IaOp *o = &p->ops.v[i];
+		if (o->kind == IA_ENDLOOP)
+			depth++;
+		else if (o->kind == IA_LOOP && depth > 0)
+			depth--;
+		else if (depth == 0 && o->kind == IA_HALO && o->u.halo.in == h->u.halo.in &&
+		         rel_type_eq(&o->type, &h->type) && place_eq(&o->place, &h->place))
+			return i;
+	}
+	return -1;
+}
+
 /* A convolution op with the halo its right input needs: the halo op
- * inserted, its keys and group made to fit a tiled window. */
+ * inserted, its keys and group made to fit a tiled window.  A halo made
+ * already is read again (the forward conv's of X serves dK's). */
 static void conv_halo(Emit *e, const Unit *u, IaOp *op)
 {
 	const TraOp *j = u->join ? u->join : u->op;
@@ -148,7 +167,9 @@ static void conv_halo(Emit *e, const Unit *u, IaOp *op)
 		op->u.join.group[g] = conv_join_dim(lt.nkey, &op->u.join.on, &on, op->u.join.group[g], rt.nkey);
 	op->u.join.on = on;
 	h.u.halo.in = op->u.join.right;
-	op->u.join.right = emit_op(e, h);
+	h.place = e->p->ops.v[h.u.halo.in].place;
+	int again = same_halo(e->p, &h);
+	op->u.join.right = again >= 0 ? again : emit_op(e, h);
 }
 
 /* A contraction's join fused with its aggregation (F-1). */
