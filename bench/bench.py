@@ -684,14 +684,22 @@ def predict_programs():
     return out
 
 
+def calibrated(section):
+    """The machine model ($TRAC_MACHINE, else make calibrate's) and the environment that makes trac
+    use it; (None, None) after saying so when there is none."""
+    model = os.environ.get("TRAC_MACHINE") or os.path.join(WORK, "machine.model")
+    if not os.path.exists(model):
+        say("== %s: no machine model; run make calibrate first" % section)
+        return None, None
+    return model, dict(ENV, TRAC_MACHINE=model)
+
+
 def sec_predict():
     """Predicted seconds (the machine model: $TRAC_MACHINE, else bench-work/machine.model from
     make calibrate, else the built-in one) against --profile's measured seconds, per op and in all."""
-    model = os.environ.get("TRAC_MACHINE") or os.path.join(WORK, "machine.model")
-    if not os.path.exists(model):
-        say("== predict: no machine model; run make calibrate first")
+    model, env = calibrated("predict")
+    if not model:
         return
-    env = dict(ENV, TRAC_MACHINE=model)
     say("== predicted vs measured seconds (machine model %s; target: within 25%%)" % model)
     say("   per op: every op taking >= 10%% of the run; ratio = predicted / measured (medians of %d runs)" % REPS)
     say("%-16s %5s %4s %-6s %-30s %9s %9s %7s" % ("program", "ranks", "op", "kind", "label", "meas s",
@@ -728,11 +736,9 @@ def sec_io():
     2 ranks against the machine model's prediction: the read's bytes and system calls (2 ranks
     split the rows: one preadv per row of 8 KiB), the write's latency, bytes and the receive.
     Each output replaces one of its size, as a program run again does."""
-    model = os.environ.get("TRAC_MACHINE") or os.path.join(WORK, "machine.model")
-    if not os.path.exists(model):
-        say("== io: no machine model; run make calibrate first")
+    model, env = calibrated("io")
+    if not model:
         return
-    env = dict(ENV, TRAC_MACHINE=model)
     say("== reads and writes, measured vs predicted (machine model %s; target: within 25%%)" % model)
     say("   ratio = predicted / measured, medians of %d runs" % REPS)
     say("%8s %5s %-6s %9s %9s %7s" % ("MB", "ranks", "op", "meas s", "pred s", "ratio"))
