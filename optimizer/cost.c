@@ -237,13 +237,33 @@ double cost_partial_copies(const CostCtx *c, const RelType *t, const Place *p, i
  * input may come from a .npz, read otherwise: none counted. */
 #define READ_IOV 1024.0         /* the runtime's MAX_IOV */
 
+/* Whether t's chunk dims are its key dims in order (a block of the file
+ * is then a chunk as it is), and the last key dim t's blocks split, 0 if
+ * none (runtime/rel.c, rt_block_of's d0): what the runtime reads and
+ * writes files by. */
+static bool chunks_in_key_order(const RelType *t)
+{
+	if (t->nchunk != t->nkey)
+		return false;
+	for (int ch = 0; ch < t->nchunk; ch++)
+		if (t->chunkdim[ch] != ch)
+			return false;
+	return true;
+}
+
+static int last_split_dim(const RelType *t)
+{
+	int d0 = t->nkey - 1;
+	while (d0 > 0 && t->block[d0] >= t->extent[d0])
+		d0--;
+	return d0;
+}
+
 static double read_calls(const CostCtx *c, const RelType *t, const Place *p)
 {
 	if (t->sparse || t->nkey == 0)
 		return 1;
-	int d0 = t->nkey - 1;
-	while (d0 > 0 && t->block[d0] >= t->extent[d0])
-		d0--;
+	int d0 = last_split_dim(t);
 	double nrun = 1, chunks = 1;
 	for (int d = 0; d < t->nkey; d++) {
 		if (d < d0)
@@ -252,13 +272,10 @@ static double read_calls(const CostCtx *c, const RelType *t, const Place *p)
 	}
 	double share = p->kind == PL_PART ? cost_share(c, t, p) : p->kind == PL_PARTIAL ? 1.0 / c->nsites : 1;
 	double mine = ceil(chunks * share);
-	bool inorder = t->nchunk == t->nkey;
-	for (int ch = 1; inorder && ch < t->nchunk; ch++)
-		inorder = t->chunkdim[ch] > t->chunkdim[ch - 1];
 	bool split_d0 = false;
 	for (int i = 0; p->kind == PL_PART && c->nsites > 1 && i < p->ndims; i++)
 		split_d0 |= p->dims[i] == d0 && rel_frontier(t, d0) > 1;
-	if (!inorder || split_d0)
+	if (!chunks_in_key_order(t) || split_d0)
 		return mine * nrun;
 	double bands = ceil(mine / (double)rel_frontier(t, d0));
 	return fmax(bands, ceil(mine * nrun / READ_IOV));
@@ -293,12 +310,8 @@ static double write_transient_bytes(const CostCtx *c, const RelType *t, const Pl
 	double chunk = dtype_size(t->dtype);
 	for (int d = 0; d < t->nkey; d++)
 		chunk *= (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
-	bool inorder = !t->sparse && t->nchunk == t->nkey;
-	for (int ch = 0; inorder && ch < t->nchunk; ch++)
-		inorder = t->chunkdim[ch] == ch;
-	int d0 = t->nkey - 1;
-	while (d0 > 0 && t->block[d0] >= t->extent[d0])
-		d0--;
+	bool inorder = !t->sparse && chunks_in_key_order(t);
+	int d0 = last_split_dim(t);
 	double band = chunk * (double)rel_frontier(t, d0);
 	if (!inorder || d0 == 0 || band > WRITE_BAND_MAX)
 		return chunk;
