@@ -20,8 +20,9 @@
  * chunks it does not hold, to a temporary file beside the destination
  * (.NAME.XXXXXX), then fsyncs it, renames it and fsyncs the directory
  * (rt_rename_durable).  On any failure the temporary is removed, so an
- * output path holds either a complete file or what it held before.  While the writes follow each other in the file they go through
- * an aligned buffer with O_DIRECT (Out, below): the file is fsynced anyway,
+ * output path holds either a complete file or what it held before.  While
+ * the writes follow each other in the file they go through an aligned
+ * buffer with O_DIRECT (Out, below): the file is fsynced anyway,
  * and through the page cache every page is memory new to the process's
  * machine, which on a virtual machine wrote at 150-300 MB/s against 650-770
  * MB/s direct (bench/README.md, "Writes").
