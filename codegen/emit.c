@@ -632,6 +632,19 @@ static void emit_loop_kernel(Emit *e, const Kernel *k, DType dt, const DType *in
 /* Lanes of a convolution's dot product (partial sums that vectorise). */
 #define CONV_LANES 16
 
+/*
+ * A convolution's register tile: CONV_TILE_O kernels (values of an output
+ * label the weights carry and in1 does not) times CONV_TILE_V vectors of
+ * CONV_VEC_BYTES along the output row, 12 vector registers held across
+ * every summed label; each step loads CONV_TILE_V vectors of in1 and
+ * CONV_TILE_O weights for CONV_TILE_O * CONV_TILE_V multiply-adds, where
+ * a row added into the output row loads and stores the output once per
+ * multiply-add.
+ */
+#define CONV_TILE_O 4
+#define CONV_TILE_V 3
+#define CONV_VEC_BYTES 32
+
 /* n tabs (up to 31) */
 static const char *tabs(int n)
 {
@@ -648,83 +661,10 @@ static int conv_win(const Kernel *k, int ch)
 	return -1;
 }
 
-/*
- * A convolution's kernel (IA_CONV): out (+)= the sum of in0 * in1 over the
- * labels the output lacks, in1 read through the kernel's windows: no
- * im2col copy.  Each label runs over the chunk of the first operand that
- * carries it as a plain dim (the output, in0, then in1 where no window
- * is); positions in the whole tensor are that chunk's offset plus the
- * loop index, and a window reads in1 at own + coef * lab + shift there,
- * zero (skipped) outside in1's chunk, which blocking makes the whole of
- * in1 along a window dim.
- *
- * The innermost loop is the label J of in1's last chunk dim, contiguous
- * in in1, its range clipped once per row to where in1 is read inside.
- * When J is the output's (a convolution, or an input's gradient: the
- * flipped kernel), that loop adds a row of in1 times a weight into a row
- * of the output and vectorises; otherwise (the kernel's gradient) it is a
- * dot product, summed in CONV_LANES partial sums that vectorise.
- * bench/README.md "3D convolution" measures it against im2col and gemm.
- */
-static void emit_conv_kernel(Emit *e, const Kernel *k, DType dt)
+/* in1's element at each window dim, skipping the step where one other than
+ * J's falls outside in1's chunk, and x0: where in1's row for J = 0 is. */
+static void conv_windows(Buf *b, const Kernel *k, int J, int depth)
 {
-	Buf *b = e->b;
-	const char *T = ctype(dt);
-	int J = k->inlab[1][k->nindim[1] - 1];
-	int jout = -1, jw = -1;         /* J's chunk dim in the output, in0 */
-	int depth = 1;
-
-	buf_printf(b, "\tconst %s *restrict p0 = in[0].p;\n\tconst %s *restrict p1 = in[1].p;\n", T, T);
-	buf_printf(b, "\t%s *restrict po = out->p;\n", T);
-	emit_strides(b, "0", "in[0]", k->nindim[0]);
-	emit_strides(b, "1", "in[1]", k->nindim[1]);
-	emit_strides(b, "o", "(*out)", k->noutdim);
-	buf_puts(b, "\tint64_t nout = 1;\n");
-	for (int c = 0; c < k->noutdim; c++)
-		buf_printf(b, "\tnout *= out->n[%d];\n", c);
-	buf_printf(b, "\tif (!acc)\n\t\tmemset(po, 0, sizeof(%s) * (size_t)nout);\n", T);
-	/* each label's range and offset in the whole tensor */
-	bool isout[2 * MAXDIM] = {0};
-	for (int l = 0; l < k->nlab; l++) {
-		const char *v = NULL;
-		int pos = -1;
-		for (int c = 0; c < k->noutdim && !v; c++)
-			if (k->outlab[c] == l)
-				v = "(*out)", pos = c, isout[l] = true;
-		for (int c = 0; c < k->nindim[0] && !v; c++)
-			if (k->inlab[0][c] == l)
-				v = "in[0]", pos = c;
-		for (int c = 0; c < k->nindim[1] && !v; c++)
-			if (k->inlab[1][c] == l && conv_win(k, c) < 0)
-				v = "in[1]", pos = c;
-		if (!v)
-			tr_bug("convolution label %d on no plain dim", l);
-		buf_printf(b, "\tconst int64_t n%d = %s.n[%d], g%d = %s.off[%d];\n", l, v, pos, l, v, pos);
-		buf_printf(b, "\t(void)g%d;\n", l);
-	}
-	for (int c = 0; c < k->noutdim; c++)
-		if (k->outlab[c] == J)
-			jout = c;
-	for (int c = 0; c < k->nindim[0]; c++)
-		if (k->inlab[0][c] == J)
-			jw = c;
-	/* the loops: the output's labels that in1 reads by (its rows stay in
-	 * cache across the others: a convolution's kernels), the output's
-	 * other labels, then the summed ones; J innermost */
-	bool by1[2 * MAXDIM] = {0};
-	for (int c = 0; c < k->nindim[1]; c++)
-		by1[k->inlab[1][c]] = true;
-	for (int w = 0; w < k->nwin; w++)
-		by1[k->win[w].lab] = true;
-	for (int pass = 0; pass < 3; pass++)
-		for (int l = 0; l < k->nlab; l++) {
-			int p = isout[l] ? (by1[l] ? 0 : 1) : 2;
-			if (l == J || p != pass)
-				continue;
-			buf_printf(b, "%sfor (int64_t l%d = 0; l%d < n%d; l%d++) {\n", tabs(depth), l, l, l, l);
-			depth++;
-		}
-	/* in1's element at each window dim (J's: where its row starts) */
 	for (int c = 0; c < k->nindim[1]; c++) {
 		int w = conv_win(k, c);
 		if (w < 0)
@@ -741,11 +681,13 @@ static void emit_conv_kernel(Emit *e, const Kernel *k, DType dt)
 			buf_printf(b, "%sif (w%d < 0 || w%d >= in[1].n[%d])\n%s\tcontinue;\n", tabs(depth), c, c, c, tabs(depth));
 	}
 	int cj = k->nindim[1] - 1;
-	bool jwin = conv_win(k, cj) >= 0;
-	buf_printf(b, "%sconst int64_t x0 = %s;\n", tabs(depth), jwin ? xprintf("w%d", cj) : "0");
-	buf_printf(b, "%sconst int64_t lo = x0 < 0 ? -x0 : 0;\n", tabs(depth));
-	buf_printf(b, "%sconst int64_t hi = in[1].n[%d] - x0 < n%d ? in[1].n[%d] - x0 : n%d;\n", tabs(depth), cj, J, cj, J);
-	/* row pointers: every dim but J's */
+	buf_printf(b, "%sconst int64_t x0 = %s;\n", tabs(depth), conv_win(k, cj) >= 0 ? xprintf("w%d", cj) : "0");
+}
+
+/* The rows at J = 0 of in1 (xr), in0 (wr) and the output (orow). */
+static void conv_in1_row(Buf *b, const Kernel *k, const char *T, int depth)
+{
+	int cj = k->nindim[1] - 1;
 	buf_printf(b, "%sconst %s *xr = p1 + x0", tabs(depth), T);
 	for (int c = 0; c < cj; c++) {
 		if (conv_win(k, c) >= 0)
@@ -754,16 +696,309 @@ static void emit_conv_kernel(Emit *e, const Kernel *k, DType dt)
 			buf_printf(b, " + l%d * s1[%d]", k->inlab[1][c], c);
 	}
 	buf_puts(b, ";\n");
+}
+
+static void conv_in0_row(Buf *b, const Kernel *k, const char *T, int jw, int depth)
+{
 	buf_printf(b, "%sconst %s *wr = p0", tabs(depth), T);
 	for (int c = 0; c < k->nindim[0]; c++)
 		if (c != jw)
 			buf_printf(b, " + l%d * s0[%d]", k->inlab[0][c], c);
 	buf_puts(b, ";\n");
+}
+
+static void conv_out_row(Buf *b, const Kernel *k, const char *T, int jout, int depth)
+{
 	buf_printf(b, "%s%s *orow = po", tabs(depth), T);
 	for (int c = 0; c < k->noutdim; c++)
 		if (c != jout)
 			buf_printf(b, " + l%d * so[%d]", k->outlab[c], c);
 	buf_puts(b, ";\n");
+}
+
+
+/*
+ * One register tile at depth (inside the loop over jt, the tile's first
+ * J): nob kernels from l<O> on (O's dims oo in the output, o0 in in0; one
+ * when there is no such label) times nv vectors of vl elements,
+ * summed over the nq window offsets of the table xo (in1), wo (in0).
+ */
+static void conv_tile(Buf *b, const Kernel *k, const char *T, int oo, int o0, int nob, int nv, int vl,
+                      const bool *isout, int depth)
+{
+	const char *t = tabs(depth);
+	buf_printf(b, "%s%s *orow = po + jt", t, T);
+	for (int c = 0; c < k->noutdim - 1; c++)
+		buf_printf(b, " + l%d * so[%d]", k->outlab[c], c);
+	buf_printf(b, ";\n%sconst %s *wb = p0", t, T);
+	for (int c = 0; c < k->nindim[0]; c++)
+		if (isout[k->inlab[0][c]])
+			buf_printf(b, " + l%d * s0[%d]", k->inlab[0][c], c);
+	buf_puts(b, ";\n");
+	for (int i = 0; i < nob; i++)
+		for (int v = 0; v < nv; v++)
+			buf_printf(b, "%scvec a%d_%d = {0};\n", t, i, v);
+	buf_printf(b, "%sif (acc) {\n", t);
+	for (int i = 0; i < nob; i++)
+		for (int v = 0; v < nv; v++)
+			buf_printf(b, "%s\tmemcpy(&a%d_%d, orow%s + %d, sizeof(cvec));\n", t, i, v,
+			           i ? xprintf(" + %d * so[%d]", i, oo) : "", v * vl);
+	buf_printf(b, "%s}\n", t);
+	buf_printf(b, "%sfor (int64_t q = 0; q < nq; q++) {\n", t);
+	buf_printf(b, "%s\tconst %s *xr = p1 + xo[q] + jt, *wr = wb + wo[q];\n", t, T);
+	for (int v = 0; v < nv; v++)
+		buf_printf(b, "%s\tcvec xv%d;\n%s\tmemcpy(&xv%d, xr + %d, sizeof(cvec));\n", t, v, t, v, v * vl);
+	for (int i = 0; i < nob; i++) {
+		buf_printf(b, "%s\t{\n%s\t\tconst %s s = wr[%s];\n%s\t\tconst cvec w = {s", t, t, T,
+		           i ? xprintf("%d * s0[%d]", i, o0) : "0", t);
+		for (int q = 1; q < vl; q++)
+			buf_puts(b, ", s");
+		buf_puts(b, "};\n");
+		for (int v = 0; v < nv; v++)
+			buf_printf(b, "%s\t\ta%d_%d += w * xv%d;\n", t, i, v, v);
+		buf_printf(b, "%s\t}\n", t);
+	}
+	buf_printf(b, "%s}\n", t);
+	for (int i = 0; i < nob; i++)
+		for (int v = 0; v < nv; v++)
+			buf_printf(b, "%smemcpy(orow%s + %d, &a%d_%d, sizeof(cvec));\n", t,
+			           i ? xprintf(" + %d * so[%d]", i, oo) : "", v * vl, i, v);
+}
+
+/* Open a loop over label l at *depth. */
+static void conv_loop(Buf *b, int l, int *depth)
+{
+	buf_printf(b, "%sfor (int64_t l%d = 0; l%d < n%d; l%d++) {\n", tabs(*depth), l, l, l, l);
+	(*depth)++;
+}
+
+/* Close loops down to depth to. */
+static void conv_close(Buf *b, int *depth, int to)
+{
+	while (*depth > to)
+		buf_printf(b, "%s}\n", tabs(--*depth));
+}
+
+/* What a convolution's kernel knows of its labels. */
+typedef struct Conv {
+	const Kernel *k;
+	const char *T;
+	int J, cj;                      /* the innermost label, in1's dim of it */
+	int jout, jw;                   /* J's dim in the output, in0, or -1 */
+	bool isout[2 * MAXDIM];         /* the output's labels */
+	bool summed[2 * MAXDIM];        /* the labels summed over, but J */
+	bool by1[2 * MAXDIM];           /* the labels in1 is read by */
+} Conv;
+
+/*
+ * The register-tiled kernel (see emit_conv_kernel).  For each value of the
+ * output's labels in1 is read by, a table lists the steps of the summed
+ * labels whose windows fall inside in1: in1's offset (xo, J = 0), in0's
+ * (wo) and where in1's row starts (xs).  Over J's [tlo, thi) every window
+ * offset reads in1 inside its chunk: tiles of CONV_TILE_V vectors cover
+ * [tlo, thi), tiles of one vector [thi, thv), and what is left at the
+ * edges is a row of in1 times a weight added into the output's row, its
+ * range clipped to where in1 is read inside, per table entry.
+ */
+static void emit_conv_tiled(Buf *b, const Conv *cv, int O, int oo, int o0, DType dt)
+{
+	const Kernel *k = cv->k;
+	const char *T = cv->T;
+	int J = cv->J, cj = cv->cj, depth = 1;
+	int vl = CONV_VEC_BYTES / (dt == DT_F32 ? 4 : 8), tw = CONV_TILE_V * vl;
+
+	buf_printf(b, "\ttypedef %s cvec __attribute__((vector_size(%d)));\n", T, CONV_VEC_BYTES);
+	int w = conv_win(k, cj);
+	if (w >= 0) {
+		int lab = k->win[w].lab;
+		buf_printf(b, "\tconst int64_t xa = g%d + (%" PRId64 ") * g%d + (%" PRId64 ") - in[1].off[%d];\n", J,
+		           k->win[w].coef, lab, k->win[w].shift, cj);
+		buf_printf(b, "\tconst int64_t xb = xa + (%" PRId64 ") * (n%d - 1);\n", k->win[w].coef, lab);
+	} else {
+		buf_puts(b, "\tconst int64_t xa = 0, xb = 0;\n");
+	}
+	buf_puts(b, "\tconst int64_t xmin = xa < xb ? xa : xb, xmax = xa < xb ? xb : xa;\n");
+	buf_printf(b, "\tconst int64_t tlo = xmin >= 0 ? 0 : -xmin < n%d ? -xmin : n%d;\n", J, J);
+	buf_printf(b, "\tint64_t thv = in[1].n[%d] - xmax < n%d ? in[1].n[%d] - xmax : n%d;\n", cj, J, cj, J);
+	buf_puts(b, "\tif (thv < tlo)\n\t\tthv = tlo;\n");
+	buf_printf(b, "\tconst int64_t thi = tlo + (thv - tlo) / %d * %d;\n", tw, tw);
+	buf_printf(b, "\tthv = tlo + (thv - tlo) / %d * %d;\n", vl, vl);
+	/* the tiles write what they cover */
+	buf_printf(b, "\tif (!acc && (tlo > 0 || thv < n%d))\n", J);
+	buf_printf(b, "\t\tfor (int64_t r = 0; r < nout / n%d; r++) {\n", J);
+	buf_printf(b, "\t\t\tmemset(po + r * n%d, 0, sizeof(%s) * (size_t)tlo);\n", J, T);
+	buf_printf(b, "\t\t\tmemset(po + r * n%d + thv, 0, sizeof(%s) * (size_t)(n%d - thv));\n\t\t}\n", J, T, J);
+	buf_puts(b, "\tint64_t nqmax = 1;\n");
+	for (int l = 0; l < k->nlab; l++)
+		if (cv->summed[l])
+			buf_printf(b, "\tnqmax *= n%d;\n", l);
+	buf_puts(b, "\tint64_t *xo = trt_scratch(3 * sizeof(int64_t) * (size_t)nqmax), *wo = xo + nqmax, *xs = wo + nqmax;\n");
+	for (int l = 0; l < k->nlab; l++)
+		if (cv->isout[l] && cv->by1[l] && l != J)
+			conv_loop(b, l, &depth);
+	/* the table */
+	int d0 = depth;
+	buf_printf(b, "%sint64_t nq = 0;\n", tabs(depth));
+	for (int l = 0; l < k->nlab; l++)
+		if (cv->summed[l])
+			conv_loop(b, l, &depth);
+	conv_windows(b, k, J, depth);
+	buf_printf(b, "%sxo[nq] = x0", tabs(depth));
+	for (int c = 0; c < cj; c++) {
+		if (conv_win(k, c) >= 0)
+			buf_printf(b, " + w%d * s1[%d]", c, c);
+		else
+			buf_printf(b, " + l%d * s1[%d]", k->inlab[1][c], c);
+	}
+	buf_printf(b, ";\n%swo[nq] = 0", tabs(depth));
+	for (int c = 0; c < k->nindim[0]; c++)
+		if (cv->summed[k->inlab[0][c]])
+			buf_printf(b, " + l%d * s0[%d]", k->inlab[0][c], c);
+	buf_printf(b, ";\n%sxs[nq++] = x0;\n", tabs(depth));
+	conv_close(b, &depth, d0);
+	/* the tiles, then the edges, for each value of the other labels */
+	for (int l = 0; l < k->nlab; l++)
+		if (cv->isout[l] && !cv->by1[l] && l != O)
+			conv_loop(b, l, &depth);
+	d0 = depth;
+	static const int nobs[] = {CONV_TILE_O, 2, 1};
+	if (O >= 0)
+		buf_printf(b, "%sint64_t l%d = 0;\n", tabs(depth), O);
+	for (int i = 0; i < 3; i++) {
+		if (O < 0 && nobs[i] > 1)
+			continue;
+		if (O >= 0)
+			buf_printf(b, "%sfor (; l%d + %d <= n%d; l%d += %d) {\n", tabs(depth++), O, nobs[i], O, O, nobs[i]);
+		buf_printf(b, "%sfor (int64_t jt = tlo; jt < thi; jt += %d) {\n", tabs(depth), tw);
+		conv_tile(b, k, T, oo, o0, nobs[i], CONV_TILE_V, vl, cv->isout, depth + 1);
+		buf_printf(b, "%s}\n", tabs(depth));
+		buf_printf(b, "%sfor (int64_t jt = thi; jt < thv; jt += %d) {\n", tabs(depth), vl);
+		conv_tile(b, k, T, oo, o0, nobs[i], 1, vl, cv->isout, depth + 1);
+		buf_printf(b, "%s}\n", tabs(depth));
+		conv_close(b, &depth, d0);
+	}
+	buf_printf(b, "%sif (tlo > 0 || thv < n%d)\n", tabs(depth), J);
+	if (O >= 0)
+		buf_printf(b, "%s\tfor (int64_t l%d = 0; l%d < n%d; l%d++)\n", tabs(depth), O, O, O, O);
+	buf_printf(b, "%s%sfor (int64_t q = 0; q < nq; q++) {\n", tabs(depth), O >= 0 ? "\t\t" : "\t");
+	depth += O >= 0 ? 3 : 2;
+	const char *t = tabs(depth);
+	buf_printf(b, "%sconst int64_t lo = xs[q] < 0 ? -xs[q] : 0;\n", t);
+	buf_printf(b, "%sconst int64_t hi = in[1].n[%d] - xs[q] < n%d ? in[1].n[%d] - xs[q] : n%d;\n", t, cj, J, cj, J);
+	buf_printf(b, "%sconst int64_t e0 = hi < tlo ? hi : tlo, e1 = lo > thv ? lo : thv;\n", t);
+	buf_printf(b, "%sconst %s *xr = p1 + xo[q];\n", t, T);
+	buf_printf(b, "%sconst %s wv = p0[wo[q]", t, T);
+	for (int c = 0; c < k->nindim[0]; c++)
+		if (cv->isout[k->inlab[0][c]])
+			buf_printf(b, " + l%d * s0[%d]", k->inlab[0][c], c);
+	buf_printf(b, "];\n%s%s *orow = po", t, T);
+	for (int c = 0; c < k->noutdim - 1; c++)
+		buf_printf(b, " + l%d * so[%d]", k->outlab[c], c);
+	buf_puts(b, ";\n");
+	buf_printf(b, "%sfor (int64_t j = lo; j < e0; j++)\n%s\torow[j] += wv * xr[j];\n", t, t);
+	buf_printf(b, "%sfor (int64_t j = e1; j < hi; j++)\n%s\torow[j] += wv * xr[j];\n", t, t);
+	buf_printf(b, "%s}\n", tabs(depth - 1));
+	depth = d0;
+	conv_close(b, &depth, 1);
+}
+
+/*
+ * A convolution's kernel (IA_CONV): out (+)= the sum of in0 * in1 over the
+ * labels the output lacks, in1 read through the kernel's windows: no
+ * im2col copy.  Each label runs over the chunk of the first operand that
+ * carries it as a plain dim (the output, in0, then in1 where no window
+ * is); positions in the whole tensor are that chunk's offset plus the
+ * loop index, and a window reads in1 at own + coef * lab + shift there,
+ * zero (skipped) outside in1's chunk, which blocking makes the whole of
+ * in1 along a window dim.
+ *
+ * The innermost loop is the label J of in1's last chunk dim, contiguous
+ * in in1.  When J is the output's last dim and the weights (in0) do not
+ * carry it (a convolution, or an input's gradient: the flipped kernel),
+ * the output is made of register tiles (emit_conv_tiled, conv_tile): a
+ * block of the output's rows for CONV_TILE_O kernels held in registers
+ * across every summed label.  Otherwise, when J is still the output's,
+ * the innermost loop adds a row of in1 times a weight into a row of the
+ * output, its range clipped once per row to where in1 is read inside;
+ * when it is not (the kernel's gradient), it is a dot product, summed in
+ * CONV_LANES partial sums that vectorise.  bench/README.md "3D
+ * convolution" measures it against im2col, gemm and PyTorch.
+ */
+static void emit_conv_kernel(Emit *e, const Kernel *k, DType dt)
+{
+	Buf *b = e->b;
+	Conv cv = {.k = k, .T = ctype(dt), .J = k->inlab[1][k->nindim[1] - 1], .cj = k->nindim[1] - 1,
+	           .jout = -1, .jw = -1};
+	const char *T = cv.T;
+	int J = cv.J, cj = cv.cj;
+	int depth = 1, nsum = 0;
+
+	buf_printf(b, "\tconst %s *restrict p0 = in[0].p;\n\tconst %s *restrict p1 = in[1].p;\n", T, T);
+	buf_printf(b, "\t%s *restrict po = out->p;\n", T);
+	emit_strides(b, "0", "in[0]", k->nindim[0]);
+	emit_strides(b, "1", "in[1]", k->nindim[1]);
+	emit_strides(b, "o", "(*out)", k->noutdim);
+	buf_puts(b, "\tint64_t nout = 1;\n");
+	for (int c = 0; c < k->noutdim; c++)
+		buf_printf(b, "\tnout *= out->n[%d];\n", c);
+	/* each label's range and offset in the whole tensor */
+	for (int l = 0; l < k->nlab; l++) {
+		const char *v = NULL;
+		int pos = -1;
+		for (int c = 0; c < k->noutdim && !v; c++)
+			if (k->outlab[c] == l)
+				v = "(*out)", pos = c, cv.isout[l] = true;
+		for (int c = 0; c < k->nindim[0] && !v; c++)
+			if (k->inlab[0][c] == l)
+				v = "in[0]", pos = c;
+		for (int c = 0; c < k->nindim[1] && !v; c++)
+			if (k->inlab[1][c] == l && conv_win(k, c) < 0)
+				v = "in[1]", pos = c;
+		if (!v)
+			tr_bug("convolution label %d on no plain dim", l);
+		if (!cv.isout[l] && l != J)
+			cv.summed[l] = true, nsum++;
+		buf_printf(b, "\tconst int64_t n%d = %s.n[%d], g%d = %s.off[%d];\n", l, v, pos, l, v, pos);
+		buf_printf(b, "\t(void)g%d;\n", l);
+	}
+	for (int c = 0; c < k->noutdim; c++)
+		if (k->outlab[c] == J)
+			cv.jout = c;
+	for (int c = 0; c < k->nindim[0]; c++)
+		if (k->inlab[0][c] == J)
+			cv.jw = c;
+	int jout = cv.jout, jw = cv.jw;
+	for (int c = 0; c < k->nindim[1]; c++)
+		cv.by1[k->inlab[1][c]] = true;
+	for (int w = 0; w < k->nwin; w++)
+		cv.by1[k->win[w].lab] = true;
+	/* tiled: the tiles' kernels are an output label of in0's that in1 is
+	 * not read by, if there is one */
+	if (jout == k->noutdim - 1 && jw < 0 && nsum > 0 && (dt == DT_F32 || dt == DT_F64)) {
+		int O = -1, oo = -1, o0 = -1;
+		for (int c = 0; c < k->noutdim && O < 0; c++)
+			for (int c0 = 0; c0 < k->nindim[0] && !cv.by1[k->outlab[c]]; c0++)
+				if (k->inlab[0][c0] == k->outlab[c])
+					O = k->outlab[c], oo = c, o0 = c0;
+		emit_conv_tiled(b, &cv, O, oo, o0, dt);
+		return;
+	}
+	buf_printf(b, "\tif (!acc)\n\t\tmemset(po, 0, sizeof(%s) * (size_t)nout);\n", T);
+	/* the loops: the output's labels that in1 is read by (its rows stay
+	 * in cache across the others: a convolution's kernels), the output's
+	 * other labels, then the summed ones; J innermost */
+	for (int pass = 0; pass < 3; pass++)
+		for (int l = 0; l < k->nlab; l++) {
+			int p = cv.isout[l] ? (cv.by1[l] ? 0 : 1) : 2;
+			if (l != J && p == pass)
+				conv_loop(b, l, &depth);
+		}
+	conv_windows(b, k, J, depth);
+	buf_printf(b, "%sconst int64_t lo = x0 < 0 ? -x0 : 0;\n", tabs(depth));
+	buf_printf(b, "%sconst int64_t hi = in[1].n[%d] - x0 < n%d ? in[1].n[%d] - x0 : n%d;\n", tabs(depth), cj, J, cj, J);
+	conv_in1_row(b, k, T, depth);
+	conv_in0_row(b, k, T, jw, depth);
+	conv_out_row(b, k, T, jout, depth);
 	const char *wj = jw < 0 ? "wr[0]" : jw == k->nindim[0] - 1 ? "wr[j]" : xprintf("wr[j * s0[%d]]", jw);
 	if (jout >= 0) {
 		const char *oj = jout == k->noutdim - 1 ? "orow[j]" : xprintf("orow[j * so[%d]]", jout);
@@ -771,8 +1006,8 @@ static void emit_conv_kernel(Emit *e, const Kernel *k, DType dt)
 			buf_printf(b, "%sconst %s wv = wr[0];\n", tabs(depth), T);
 			wj = "wv";
 		}
-		buf_printf(b, "%s#pragma GCC ivdep\n%sfor (int64_t j = lo; j < hi; j++)\n%s\t%s += %s * xr[j];\n", tabs(depth),
-		           tabs(depth), tabs(depth), oj, wj);
+		buf_printf(b, "%s#pragma GCC ivdep\n%sfor (int64_t j = lo; j < hi; j++)\n%s\t%s += %s * xr[j];\n",
+		           tabs(depth), tabs(depth), tabs(depth), oj, wj);
 	} else {
 		const char *wq = jw < 0 ? "wr[0]" : jw == k->nindim[0] - 1 ? "wr[j + q]" : xprintf("wr[(j + q) * s0[%d]]", jw);
 		buf_printf(b, "%s%s part[%d] = {0};\n", tabs(depth), T, CONV_LANES);
@@ -785,10 +1020,7 @@ static void emit_conv_kernel(Emit *e, const Kernel *k, DType dt)
 		           CONV_LANES, tabs(depth));
 		buf_printf(b, "%sorow[0] += s;\n", tabs(depth));
 	}
-	while (depth > 1) {
-		depth--;
-		buf_printf(b, "%s}\n", tabs(depth));
-	}
+	conv_close(b, &depth, 1);
 }
 
 /* ---- kernels over sparse chunks ---- */

@@ -192,6 +192,22 @@ TrtRel *trt_join_sampled(const TrtRel *l, const TrtRel *r, const TrtRel *m, cons
 	return join(l, r, m, j, k, out, p);
 }
 
+void *trt_scratch(size_t nbytes)
+{
+	static void *buf;
+	static size_t cap;
+	if (nbytes <= cap)
+		return buf;
+	size_t want = nbytes > 2 * cap ? nbytes : 2 * cap;
+	free(buf);
+	buf = NULL;
+	cap = 0;
+	if (posix_memalign(&buf, 64, want))
+		rt_oom(want, "a kernel's scratch memory");
+	cap = want;
+	return buf;
+}
+
 int64_t trt_csr_find(const TrtView *v, int64_t row, int64_t col)
 {
 	int64_t lo = v->rowptr[row], hi = v->rowptr[row + 1];

@@ -357,6 +357,11 @@ int64_t trt_csr_find(const TrtView *v, int64_t row, int64_t col);
  * product, vectorised for unit strides */
 float trt_sdot(int64_t n, const float *a, int64_t sa, const float *b, int64_t sb);
 double trt_ddot(int64_t n, const double *a, int64_t sa, const double *b, int64_t sb);
+/* A kernel's scratch memory: at least nbytes, aligned to 64 bytes, the
+ * runtime's, good until the next call (kernels run on the main thread
+ * only); out of memory ends the run as a chunk's would.  A convolution's
+ * table of window offsets. */
+void *trt_scratch(size_t nbytes);
 
 /* Local aggregation: tuples grouped by key dims group[0..ngroup) and
  * combined elementwise with agg.  Chunk shapes are unchanged (the output's

@@ -748,6 +748,41 @@ for name, flags in [("convolution_halo", []), ("convolution_halo_t", ["--place",
     case(name, CONV_HALO, dict(X=rnd(2, 20, 30, 40) / 4, K=rnd(3, 2, 2, 3, 3) / 4), conv_halo, block=7, tol=2e-5,
          flags=flags, ranks=[1, 2, 3, 4])
 
+def conv_tiles(x):
+    """convolutions big enough for the kernel's register tiles (codegen/emit.c,
+    emit_conv_tiled): 7 kernels (tiles of 4, 2 and 1), rows of 61 and chunks
+    of 40 and 21 along x (tiles of three vectors, of one, and edges), padded
+    (the edges read outside X), dilated, 50 channels in chunks of 40 and 10
+    (a chunk's partial sums added into the output), f32 and f64, and the
+    gradients wrt the kernel and the input (the flipped kernel is tiled too),
+    by PyTorch"""
+    import torch
+    F = torch.nn.functional
+    t = lambda a: torch.tensor(a, dtype=torch.float64, requires_grad=True)
+    X, K, X6, K6 = t(x["X"]), t(x["K"]), t(x["X6"]), t(x["K6"])
+    Y = F.conv2d(X, K, padding=1)
+    D = F.conv2d(X, K, dilation=(1, 2))
+    Y6 = F.conv2d(X6, K6, padding=(0, 2))
+    loss = (torch.tanh(Y) ** 2).sum() + (D * D).sum() / 10
+    dK, dX = torch.autograd.grad(loss, [K, X])
+    f = lambda a: a.detach().numpy().astype(np.float32)
+    return dict(Y=f(Y), D=f(D), dK=f(dK), dX=f(dX), Y6=Y6.detach().numpy())
+case("convolution_tiles", """
+    size N = 2, C = 50, O = 7, H = 5, W = 61;
+    input X[N, C, H, W];
+    input K[O, C, 3, 3];
+    input X6[N, 3, H, W] : f64;
+    input K6[5, 3, 2, 5] : f64;
+    Y[n, o, y in H, x in W] = K[o, c, dy, dx] * X[n, c, y + dy - 1, x + dx - 1];   # padded
+    D[n, o, y, x] = K[o, c, dy, dx] * X[n, c, y + dy, x + 2*dx];                    # dilated
+    Y6[n, o, y, x in W] = K6[o, c, dy, dx] * X6[n, c, y + dy, x + dx - 2];
+    loss = sum[n, o, y, x](tanh(Y[n, o, y, x]) ** 2) + sum[n, o, y, x](D[n, o, y, x] * D[n, o, y, x]) / 10;
+    dK = grad(loss, K);
+    dX = grad(loss, X);
+    output Y; output D; output dK; output dX; output Y6;
+""", dict(X=rnd(2, 50, 5, 61) / 8, K=rnd(7, 50, 3, 3) / 8, X6=rnd(2, 3, 5, 61, dt=np.float64),
+          K6=rnd(5, 3, 2, 5, dt=np.float64)), conv_tiles, block=40, tol=2e-5, ranks=[1, 2, 3, 4])
+
 def conv_of_sparse(x):
     """a convolution of a sparse product (its halo made from dense chunks)"""
     H = x["A"].astype(np.float64) * x["B"]
