@@ -722,9 +722,10 @@ static void conv_out_row(Buf *b, const Kernel *k, const char *T, int jout, int d
  * J): nob kernels from l<O> on (O's dims oo in the output, o0 in in0; one
  * when there is no such label) times nv vectors of vl elements,
  * summed over the nq window offsets of the table xo (in1), wo (in0).
+ * rem: the last vector, whose lanes before thv a tile has added already.
  */
 static void conv_tile(Buf *b, const Kernel *k, const char *T, int oo, int o0, int nob, int nv, int vl,
-                      const bool *isout, int depth)
+                      bool rem, const bool *isout, int depth)
 {
 	const char *t = tabs(depth);
 	buf_printf(b, "%s%s *orow = po + jt", t, T);
@@ -738,7 +739,7 @@ static void conv_tile(Buf *b, const Kernel *k, const char *T, int oo, int o0, in
 	for (int i = 0; i < nob; i++)
 		for (int v = 0; v < nv; v++)
 			buf_printf(b, "%scvec a%d_%d = {0};\n", t, i, v);
-	buf_printf(b, "%sif (acc) {\n", t);
+	buf_printf(b, "%sif (%s) {\n", t, rem ? "0" : "acc");
 	for (int i = 0; i < nob; i++)
 		for (int v = 0; v < nv; v++)
 			buf_printf(b, "%s\tmemcpy(&a%d_%d, orow%s + %d, sizeof(cvec));\n", t, i, v,
@@ -759,10 +760,18 @@ static void conv_tile(Buf *b, const Kernel *k, const char *T, int oo, int o0, in
 		buf_printf(b, "%s\t}\n", t);
 	}
 	buf_printf(b, "%s}\n", t);
-	for (int i = 0; i < nob; i++)
+	for (int i = 0; i < nob; i++) {
+		const char *orow = i ? xprintf("orow + %d * so[%d]", i, oo) : "orow";
+		if (rem) {
+			/* only the lanes from thv on: the ones before are a tile's */
+			buf_printf(b, "%s{\n%s\t%s lane[%d];\n%s\tmemcpy(lane, &a%d_0, sizeof lane);\n", t, t, T, vl, t, i);
+			buf_printf(b, "%s\tfor (int64_t j = thv - jt; j < %d; j++)\n%s\t\t(%s)[j] += lane[j];\n%s}\n", t, vl,
+			           t, orow, t);
+			continue;
+		}
 		for (int v = 0; v < nv; v++)
-			buf_printf(b, "%smemcpy(orow%s + %d, &a%d_%d, sizeof(cvec));\n", t,
-			           i ? xprintf(" + %d * so[%d]", i, oo) : "", v * vl, i, v);
+			buf_printf(b, "%smemcpy(%s + %d, &a%d_%d, sizeof(cvec));\n", t, orow, v * vl, i, v);
+	}
 }
 
 /* Open a loop over label l at *depth. */
@@ -794,11 +803,12 @@ typedef struct Conv {
  * The register-tiled kernel (see emit_conv_kernel).  For each value of the
  * output's labels in1 is read by, a table lists the steps of the summed
  * labels whose windows fall inside in1: in1's offset (xo, J = 0), in0's
- * (wo) and where in1's row starts (xs).  Over J's [tlo, thi) every window
+ * (wo) and where in1's row starts (xs).  Over J's [tlo, tie) every window
  * offset reads in1 inside its chunk: tiles of CONV_TILE_V vectors cover
- * [tlo, thi), tiles of one vector [thi, thv), and what is left at the
- * edges is a row of in1 times a weight added into the output's row, its
- * range clipped to where in1 is read inside, per table entry.
+ * [tlo, thi), tiles of one vector [thi, thv), and a last vector ending at
+ * tie adds its lanes from thv on (rem).  What is left at the edges is a
+ * row of in1 times a weight added into the output's row, its range
+ * clipped to where in1 is read inside, per table entry.
  */
 static void emit_conv_tiled(Buf *b, const Conv *cv, int O, int oo, int o0, DType dt)
 {
@@ -819,10 +829,12 @@ static void emit_conv_tiled(Buf *b, const Conv *cv, int O, int oo, int o0, DType
 	}
 	buf_puts(b, "\tconst int64_t xmin = xa < xb ? xa : xb, xmax = xa < xb ? xb : xa;\n");
 	buf_printf(b, "\tconst int64_t tlo = xmin >= 0 ? 0 : -xmin < n%d ? -xmin : n%d;\n", J, J);
-	buf_printf(b, "\tint64_t thv = in[1].n[%d] - xmax < n%d ? in[1].n[%d] - xmax : n%d;\n", cj, J, cj, J);
-	buf_puts(b, "\tif (thv < tlo)\n\t\tthv = tlo;\n");
-	buf_printf(b, "\tconst int64_t thi = tlo + (thv - tlo) / %d * %d;\n", tw, tw);
-	buf_printf(b, "\tthv = tlo + (thv - tlo) / %d * %d;\n", vl, vl);
+	buf_printf(b, "\tint64_t tie = in[1].n[%d] - xmax < n%d ? in[1].n[%d] - xmax : n%d;\n", cj, J, cj, J);
+	buf_puts(b, "\tif (tie < tlo)\n\t\ttie = tlo;\n");
+	buf_printf(b, "\tconst int64_t thi = tlo + (tie - tlo) / %d * %d;\n", tw, tw);
+	buf_printf(b, "\tconst int64_t thv = tlo + (tie - tlo) / %d * %d;\n", vl, vl);
+	buf_printf(b, "\tconst int rem = tie > thv && tie - tlo >= %d;\n", vl);
+	buf_puts(b, "\tconst int64_t tend = rem ? tie : thv;\n");
 	/* the tiles write what they cover */
 	buf_printf(b, "\tif (!acc && (tlo > 0 || thv < n%d))\n", J);
 	buf_printf(b, "\t\tfor (int64_t r = 0; r < nout / n%d; r++) {\n", J);
@@ -870,14 +882,17 @@ static void emit_conv_tiled(Buf *b, const Conv *cv, int O, int oo, int o0, DType
 		if (O >= 0)
 			buf_printf(b, "%sfor (; l%d + %d <= n%d; l%d += %d) {\n", tabs(depth++), O, nobs[i], O, O, nobs[i]);
 		buf_printf(b, "%sfor (int64_t jt = tlo; jt < thi; jt += %d) {\n", tabs(depth), tw);
-		conv_tile(b, k, T, oo, o0, nobs[i], CONV_TILE_V, vl, cv->isout, depth + 1);
+		conv_tile(b, k, T, oo, o0, nobs[i], CONV_TILE_V, vl, false, cv->isout, depth + 1);
 		buf_printf(b, "%s}\n", tabs(depth));
 		buf_printf(b, "%sfor (int64_t jt = thi; jt < thv; jt += %d) {\n", tabs(depth), vl);
-		conv_tile(b, k, T, oo, o0, nobs[i], 1, vl, cv->isout, depth + 1);
+		conv_tile(b, k, T, oo, o0, nobs[i], 1, vl, false, cv->isout, depth + 1);
+		buf_printf(b, "%s}\n", tabs(depth));
+		buf_printf(b, "%sif (rem) {\n%s\tconst int64_t jt = tie - %d;\n", tabs(depth), tabs(depth), vl);
+		conv_tile(b, k, T, oo, o0, nobs[i], 1, vl, true, cv->isout, depth + 1);
 		buf_printf(b, "%s}\n", tabs(depth));
 		conv_close(b, &depth, d0);
 	}
-	buf_printf(b, "%sif (tlo > 0 || thv < n%d)\n", tabs(depth), J);
+	buf_printf(b, "%sif (tlo > 0 || tend < n%d)\n", tabs(depth), J);
 	if (O >= 0)
 		buf_printf(b, "%s\tfor (int64_t l%d = 0; l%d < n%d; l%d++)\n", tabs(depth), O, O, O, O);
 	buf_printf(b, "%s%sfor (int64_t q = 0; q < nq; q++) {\n", tabs(depth), O >= 0 ? "\t\t" : "\t");
@@ -885,7 +900,7 @@ static void emit_conv_tiled(Buf *b, const Conv *cv, int O, int oo, int o0, DType
 	const char *t = tabs(depth);
 	buf_printf(b, "%sconst int64_t lo = xs[q] < 0 ? -xs[q] : 0;\n", t);
 	buf_printf(b, "%sconst int64_t hi = in[1].n[%d] - xs[q] < n%d ? in[1].n[%d] - xs[q] : n%d;\n", t, cj, J, cj, J);
-	buf_printf(b, "%sconst int64_t e0 = hi < tlo ? hi : tlo, e1 = lo > thv ? lo : thv;\n", t);
+	buf_printf(b, "%sconst int64_t e0 = hi < tlo ? hi : tlo, e1 = lo > tend ? lo : tend;\n", t);
 	buf_printf(b, "%sconst %s *xr = p1 + xo[q];\n", t, T);
 	buf_printf(b, "%sconst %s wv = p0[wo[q]", t, T);
 	for (int c = 0; c < k->nindim[0]; c++)
