@@ -248,9 +248,11 @@ def sec_calibrate():
 
 def conv_rate(model):
     """The flop/s of the convolution kernel trac generates (codegen/emit.c), one rank's: calibrate's
-    loop has constant bounds and a chunk in cache and ran 3-4x faster.  examples/conv3d.tra on 2
-    ranks (3 x 16 x 270 x 480, ten 3x3x3 kernels; 135 x 240 output blocks), the conv op's seconds
-    (median of 5) less its output's first touch, which the cost model adds on its own."""
+    loop has constant bounds and a chunk in cache.  examples/conv3d.tra on 2 ranks (3 x 16 x 270 x
+    480, ten 3x3x3 kernels; 135 x 240 output blocks), the conv op's seconds (median of 5) less what
+    the cost model adds to its multiply-adds (its output's first touch, the op's overhead: the
+    op's predicted seconds less its flops at the model's rate), so that the model, given this rate,
+    predicts the op's median."""
     n = (3, 8, 136, 240) if QUICK else (3, 16, 270, 480)
     exe = os.path.join(WORK, "conv-rate")
     env = dict(ENV, TRAC_MACHINE=model)
@@ -258,22 +260,26 @@ def conv_rate(model):
          os.path.join(SRC, "examples", "conv3d.tra"), "-o", exe], env=env)
     inputs = make_inputs("convrate", {"X": (n, "f32"), "K": ((10, 3, 3, 3, 3), "f32")})
     args = ["%s=%s" % (k, v) for k, v in inputs.items()] + ["Y=conv-rate-Y.npy"]
-    secs = []
+    secs, preds = [], []
     for _ in range(REPS):
         text = run([MPIRUN, "-np", "2", "--bind-to", "none", exe, *args, "--profile"], env=env).stdout
-        secs += [sec for op, kind, label, sec, pred in op_table(text) if kind == "conv"]
-    touch = None
+        for op, kind, label, sec, pred in op_table(text):
+            if kind == "conv":
+                secs.append(sec)
+                preds.append(pred)
+    rate = None
     for line in open(model):
-        if line.startswith("first_touch_cold_bandwidth_Bps="):
-            touch = float(line.split("=")[1])
-    if len(secs) < REPS or not touch:
+        if line.startswith("conv_rate_flops="):
+            rate = float(line.split("=")[1])
+    if len(secs) < REPS or not rate:
         say("  (no conv op measured: calibrate's conv_rate_flops kept)")
         return None
     out = 10 * (n[1] - 2) * (n[2] - 2) * (n[3] - 2)
     flops = 2.0 * out * 3 * 27 / 2                      # one rank's half
-    kernel = med(secs) - out * 4 / 2 / touch
-    say("  # conv3d's conv op on 2 ranks: %.4g s (median of %d), %.4g s of it the output's first touch"
-        % (med(secs), len(secs), out * 4 / 2 / touch))
+    rest = max(0.0, preds[0] - flops / rate)
+    kernel = med(secs) - rest
+    say("  # conv3d's conv op on 2 ranks: %.4g s (median of %d; %.4g-%.4g), %.4g s of it the model's "
+        "first touch and overhead" % (med(secs), len(secs), min(secs), max(secs), rest))
     return flops / kernel if kernel > 0 else None
 
 
