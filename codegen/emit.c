@@ -663,11 +663,12 @@ static int conv_win(const Kernel *k, int ch)
 
 /* in1's element at each window dim, skipping the step where one other than
  * J's falls outside in1's chunk, and x0: where in1's row for J = 0 is. */
-static void conv_windows(Buf *b, const Kernel *k, int J, int depth)
+static void conv_windows(Buf *b, const Kernel *k, int J, bool withj, int depth)
 {
+	int cj = k->nindim[1] - 1;
 	for (int c = 0; c < k->nindim[1]; c++) {
 		int w = conv_win(k, c);
-		if (w < 0)
+		if (w < 0 || (c == cj && !withj))
 			continue;
 		int own = k->inlab[1][c], lab = k->win[w].lab;
 		buf_printf(b, "%sconst int64_t w%d = ", tabs(depth), c);
@@ -680,8 +681,8 @@ static void conv_windows(Buf *b, const Kernel *k, int J, int depth)
 		if (own != J)
 			buf_printf(b, "%sif (w%d < 0 || w%d >= in[1].n[%d])\n%s\tcontinue;\n", tabs(depth), c, c, c, tabs(depth));
 	}
-	int cj = k->nindim[1] - 1;
-	buf_printf(b, "%sconst int64_t x0 = %s;\n", tabs(depth), conv_win(k, cj) >= 0 ? xprintf("w%d", cj) : "0");
+	if (withj)
+		buf_printf(b, "%sconst int64_t x0 = %s;\n", tabs(depth), conv_win(k, cj) >= 0 ? xprintf("w%d", cj) : "0");
 }
 
 /* The rows at J = 0 of in1 (xr), in0 (wr) and the output (orow). */
@@ -854,7 +855,7 @@ static void emit_conv_tiled(Buf *b, const Conv *cv, int O, int oo, int o0, DType
 	for (int l = 0; l < k->nlab; l++)
 		if (cv->summed[l])
 			conv_loop(b, l, &depth);
-	conv_windows(b, k, J, depth);
+	conv_windows(b, k, J, true, depth);
 	buf_printf(b, "%sxo[nq] = x0", tabs(depth));
 	for (int c = 0; c < cj; c++) {
 		if (conv_win(k, c) >= 0)
@@ -914,6 +915,163 @@ static void emit_conv_tiled(Buf *b, const Conv *cv, int O, int oo, int o0, DType
 	buf_printf(b, "%sfor (int64_t j = e1; j < hi; j++)\n%s\torow[j] += wv * xr[j];\n", t, t);
 	buf_printf(b, "%s}\n", tabs(depth - 1));
 	depth = d0;
+	conv_close(b, &depth, 1);
+}
+
+/* The kernel's gradient's tiles: CONV_DOT_P values of P by CONV_DOT_Q of
+ * Q, 9 vectors of partial sums, 3 + 3 loads for 9 multiply-adds. */
+#define CONV_DOT_P 3
+#define CONV_DOT_Q 3
+
+/*
+ * One tile of the kernel's gradient at depth (see emit_conv_dot_tiled):
+ * npb values of P from l<P> on (its dims pdo in the output, pd0 in in0;
+ * npb is 1 when there is no such label) by nqb values of Q from l<Q> on
+ * (its dim qo in the output; in1 is read at x0q + coef * Q + J along its
+ * last dim).  [jlo, jhi) is where every Q of the tile reads in1 inside its
+ * chunk, vectors over [jlo, jv); the rest of each Q's range is summed one
+ * element at a time.
+ */
+static void conv_dot_tile(Buf *b, const Conv *cv, int pdo, int pd0, int npb, int Q, int qo, int nqb, int64_t coef,
+                          int vl, int depth)
+{
+	const Kernel *k = cv->k;
+	const char *T = cv->T;
+	int J = cv->J, cj = cv->cj;
+	const char *t = tabs(depth), *t1 = tabs(depth + 1), *t2 = tabs(depth + 2);
+	buf_printf(b, "%s{\n", t);
+	buf_printf(b, "%sconst int64_t xq = x0q + (%" PRId64 ") * l%d, xz = xq + (%" PRId64 ");\n", t1, coef, Q,
+	           coef * (nqb - 1));
+	buf_printf(b, "%sconst int64_t xmn = xq < xz ? xq : xz, xmx = xq < xz ? xz : xq;\n", t1);
+	buf_printf(b, "%sconst int64_t jlo = xmn >= 0 ? 0 : -xmn < n%d ? -xmn : n%d;\n", t1, J, J);
+	buf_printf(b, "%sint64_t jhi = in[1].n[%d] - xmx < n%d ? in[1].n[%d] - xmx : n%d;\n", t1, cj, J, cj, J);
+	buf_printf(b, "%sif (jhi < jlo)\n%s\tjhi = jlo;\n", t1, t1);
+	buf_printf(b, "%sconst int64_t jv = jlo + (jhi - jlo) / %d * %d;\n", t1, vl, vl);
+	buf_printf(b, "%sconst %s *gb = p0", t1, T);
+	for (int c = 0; c < k->nindim[0]; c++)
+		if (cv->isout[k->inlab[0][c]])
+			buf_printf(b, " + l%d * s0[%d]", k->inlab[0][c], c);
+	buf_printf(b, ";\n%s%s *orow = po", t1, T);
+	for (int c = 0; c < k->noutdim; c++)
+		buf_printf(b, " + l%d * so[%d]", k->outlab[c], c);
+	buf_puts(b, ";\n");
+	for (int i = 0; i < npb; i++)
+		for (int q = 0; q < nqb; q++)
+			buf_printf(b, "%scvec a%d_%d = {0};\n%s%s r%d_%d = 0;\n", t1, i, q, t1, T, i, q);
+	buf_printf(b, "%sfor (int64_t q = 0; q < nq; q++) {\n", t1);
+	buf_printf(b, "%sconst %s *gr = gb + go[q], *xr = p1 + xo[q] + xq;\n", t2, T);
+	buf_printf(b, "%sfor (int64_t j = jlo; j < jv; j += %d) {\n", t2, vl);
+	for (int q = 0; q < nqb; q++)
+		buf_printf(b, "%s\tcvec x%d;\n%s\tmemcpy(&x%d, xr + (%" PRId64 ") + j, sizeof(cvec));\n", t2, q, t2, q,
+		           coef * q);
+	for (int i = 0; i < npb; i++) {
+		buf_printf(b, "%s\tcvec g%d;\n%s\tmemcpy(&g%d, gr%s + j, sizeof(cvec));\n", t2, i, t2, i,
+		           i ? xprintf(" + %d * s0[%d]", i, pd0) : "");
+		for (int q = 0; q < nqb; q++)
+			buf_printf(b, "%s\ta%d_%d += g%d * x%d;\n", t2, i, q, i, q);
+	}
+	buf_printf(b, "%s}\n", t2);
+	for (int q = 0; q < nqb; q++) {
+		buf_printf(b, "%s{\n", t2);
+		buf_printf(b, "%s\tconst int64_t x1 = xq + (%" PRId64 ");\n", t2, coef * q);
+		buf_printf(b, "%s\tconst int64_t lo = x1 < 0 ? -x1 : 0;\n", t2);
+		buf_printf(b, "%s\tconst int64_t hi = in[1].n[%d] - x1 < n%d ? in[1].n[%d] - x1 : n%d;\n", t2, cj, J, cj,
+		           J);
+		buf_printf(b, "%s\tconst int64_t e0 = hi < jlo ? hi : jlo, e1 = lo > jv ? lo : jv;\n", t2);
+		for (int r = 0; r < 2; r++) {
+			buf_printf(b, "%s\tfor (int64_t j = %s; j < %s; j++) {\n", t2, r ? "e1" : "lo", r ? "hi" : "e0");
+			buf_printf(b, "%s\t\tconst %s xv = xr[(%" PRId64 ") + j];\n", t2, T, coef * q);
+			for (int i = 0; i < npb; i++)
+				buf_printf(b, "%s\t\tr%d_%d += gr[%sj] * xv;\n", t2, i, q,
+				           i ? xprintf("%d * s0[%d] + ", i, pd0) : "");
+			buf_printf(b, "%s\t}\n", t2);
+		}
+		buf_printf(b, "%s}\n", t2);
+	}
+	buf_printf(b, "%s}\n", t1);
+	for (int i = 0; i < npb; i++)
+		for (int q = 0; q < nqb; q++) {
+			buf_printf(b, "%s{\n%s\t%s lane[%d];\n%s\tmemcpy(lane, &a%d_%d, sizeof lane);\n", t1, t1, T, vl, t1, i,
+			           q);
+			buf_printf(b, "%s\tfor (int u = 0; u < %d; u++)\n%s\t\tr%d_%d += lane[u];\n", t1, vl, t1, i, q);
+			buf_printf(b, "%s\torow[%s%s] += r%d_%d;\n%s}\n", t1, i ? xprintf("%d * so[%d]", i, pdo) : "0",
+			           q ? xprintf(" + %d * so[%d]", q, qo) : "", i, q, t1);
+		}
+	buf_printf(b, "%s}\n", t);
+}
+
+/*
+ * The kernel's gradient, register tiled (see emit_conv_kernel): J, the
+ * label of in1's last dim, is summed and in0's last dim, and in1 is read
+ * along it through a window whose other label Q is the output's and
+ * nothing else's.  For each value of the output's labels in1 is read by
+ * but Q, a table lists the steps of the other summed labels whose windows
+ * fall inside in1: in1's offset but along J (xo) and in0's (go).  Then
+ * tiles of P (an output label of in0's that in1 is not read by, if there
+ * is one) by Q sum their dot products over J and the table
+ * (conv_dot_tile).
+ */
+static void emit_conv_dot_tiled(Buf *b, const Conv *cv, int P, int pdo, int pd0, int Q, int qo, DType dt)
+{
+	const Kernel *k = cv->k;
+	const char *T = cv->T;
+	int J = cv->J, cj = cv->cj, depth = 1;
+	int w = conv_win(k, cj), vl = CONV_VEC_BYTES / (dt == DT_F32 ? 4 : 8);
+	int64_t coef = k->win[w].coef;
+
+	buf_printf(b, "\tif (!acc)\n\t\tmemset(po, 0, sizeof(%s) * (size_t)nout);\n", T);
+	buf_printf(b, "\ttypedef %s cvec __attribute__((vector_size(%d)));\n", T, CONV_VEC_BYTES);
+	/* in1's element along J at Q = 0 and J = 0 */
+	buf_printf(b, "\tconst int64_t x0q = g%d + (%" PRId64 ") * g%d + (%" PRId64 ") - in[1].off[%d];\n", J, coef, Q,
+	           k->win[w].shift, cj);
+	buf_puts(b, "\tint64_t nqmax = 1;\n");
+	for (int l = 0; l < k->nlab; l++)
+		if (cv->summed[l])
+			buf_printf(b, "\tnqmax *= n%d;\n", l);
+	buf_puts(b, "\tint64_t *xo = trt_scratch(2 * sizeof(int64_t) * (size_t)nqmax), *go = xo + nqmax;\n");
+	for (int l = 0; l < k->nlab; l++)
+		if (cv->isout[l] && cv->by1[l] && l != Q)
+			conv_loop(b, l, &depth);
+	int d0 = depth;
+	buf_printf(b, "%sint64_t nq = 0;\n", tabs(depth));
+	for (int l = 0; l < k->nlab; l++)
+		if (cv->summed[l])
+			conv_loop(b, l, &depth);
+	conv_windows(b, k, J, false, depth);
+	buf_printf(b, "%sxo[nq] = 0", tabs(depth));
+	for (int c = 0; c < cj; c++) {
+		if (conv_win(k, c) >= 0)
+			buf_printf(b, " + w%d * s1[%d]", c, c);
+		else
+			buf_printf(b, " + l%d * s1[%d]", k->inlab[1][c], c);
+	}
+	buf_printf(b, ";\n%sgo[nq++] = 0", tabs(depth));
+	for (int c = 0; c < k->nindim[0]; c++)
+		if (cv->summed[k->inlab[0][c]])
+			buf_printf(b, " + l%d * s0[%d]", k->inlab[0][c], c);
+	buf_puts(b, ";\n");
+	conv_close(b, &depth, d0);
+	for (int l = 0; l < k->nlab; l++)
+		if (cv->isout[l] && !cv->by1[l] && l != P)
+			conv_loop(b, l, &depth);
+	d0 = depth;
+	for (int ip = 0; ip < 2; ip++) {
+		int npb = ip ? 1 : CONV_DOT_P;
+		if (P < 0 && npb > 1)
+			continue;
+		if (P >= 0) {
+			if (!ip)
+				buf_printf(b, "%sint64_t l%d = 0;\n", tabs(depth), P);
+			buf_printf(b, "%sfor (; l%d + %d <= n%d; l%d += %d) {\n", tabs(depth), P, npb, P, P, npb);
+			depth++;
+		}
+		buf_printf(b, "%sint64_t l%d = 0;\n", tabs(depth), Q);
+		buf_printf(b, "%sfor (; l%d + %d <= n%d; l%d += %d)\n", tabs(depth), Q, CONV_DOT_Q, Q, Q, CONV_DOT_Q);
+		conv_dot_tile(b, cv, pdo, pd0, npb, Q, qo, CONV_DOT_Q, coef, vl, depth + 1);
+		buf_printf(b, "%sfor (; l%d < n%d; l%d++)\n", tabs(depth), Q, Q, Q);
+		conv_dot_tile(b, cv, pdo, pd0, npb, Q, qo, 1, coef, vl, depth + 1);
+		conv_close(b, &depth, d0);
+	}
 	conv_close(b, &depth, 1);
 }
 
@@ -998,6 +1156,28 @@ static void emit_conv_kernel(Emit *e, const Kernel *k, DType dt)
 		emit_conv_tiled(b, &cv, O, oo, o0, dt);
 		return;
 	}
+	/* the kernel's gradient tiled: Q, the other label of J's window, the
+	 * output's and read nowhere else; P as O above */
+	int wd = conv_win(k, cj), Q = wd >= 0 ? k->win[wd].lab : -1;
+	bool dot = jout < 0 && jw == k->nindim[0] - 1 && Q >= 0 && cv.isout[Q] && (dt == DT_F32 || dt == DT_F64);
+	for (int c = 0; dot && c < k->nindim[0]; c++)
+		dot = k->inlab[0][c] != Q;
+	for (int c = 0; dot && c < k->nindim[1]; c++)
+		dot = k->inlab[1][c] != Q;
+	for (int w = 0; dot && w < k->nwin; w++)
+		dot = w == wd || k->win[w].lab != Q;
+	if (dot) {
+		int P = -1, pdo = -1, pd0 = -1, qo = -1;
+		for (int c = 0; c < k->noutdim; c++)
+			if (k->outlab[c] == Q)
+				qo = c;
+		for (int c = 0; c < k->noutdim && P < 0; c++)
+			for (int c0 = 0; c0 < k->nindim[0] && !cv.by1[k->outlab[c]]; c0++)
+				if (k->inlab[0][c0] == k->outlab[c])
+					P = k->outlab[c], pdo = c, pd0 = c0;
+		emit_conv_dot_tiled(b, &cv, P, pdo, pd0, Q, qo, dt);
+		return;
+	}
 	buf_printf(b, "\tif (!acc)\n\t\tmemset(po, 0, sizeof(%s) * (size_t)nout);\n", T);
 	/* the loops: the output's labels that in1 is read by (its rows stay
 	 * in cache across the others: a convolution's kernels), the output's
@@ -1008,7 +1188,7 @@ static void emit_conv_kernel(Emit *e, const Kernel *k, DType dt)
 			if (l != J && p == pass)
 				conv_loop(b, l, &depth);
 		}
-	conv_windows(b, k, J, depth);
+	conv_windows(b, k, J, true, depth);
 	buf_printf(b, "%sconst int64_t lo = x0 < 0 ? -x0 : 0;\n", tabs(depth));
 	buf_printf(b, "%sconst int64_t hi = in[1].n[%d] - x0 < n%d ? in[1].n[%d] - x0 : n%d;\n", tabs(depth), cj, J, cj, J);
 	conv_in1_row(b, k, T, depth);
