@@ -180,6 +180,17 @@ case("scalars", """
 """, dict(w=w, s=np.array(1.5, np.float32)), lambda x: dict(
     t=np.float32(x["w"].sum() * 1.5 + 2.5), u=x["w"] * (x["w"].sum() * 1.5 + 2.5)))
 
+def sum_accuracy(x):
+    a = x["A"].astype(np.float64)
+    return dict(s=np.array((a * a).sum(), dtype=np.float32), c=(a * a).sum(axis=0).astype(np.float32))
+case("sum_accuracy", """
+    size I = 3000, J = 1000;
+    input A[I, J];
+    s = sum[i, j](A[i, j] * A[i, j]);     # 3M positive terms in one chunk
+    c[j] = sum[i](A[i, j] * A[i, j]);
+    output s; output c;
+""", dict(A=rnd(3000, 1000)), sum_accuracy, block=4096, tol=2e-7)
+
 case("f64_and_conversions", """
     size I = 7, J = 5;
     input A[I, J] : f64;
