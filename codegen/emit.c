@@ -806,6 +806,49 @@ typedef struct Conv {
 } Conv;
 
 /*
+ * The window offsets' table of a tiled kernel: the loops over the output's
+ * labels in1 is read by (but skip) opened at *depth, and inside them, for
+ * each step of the summed labels but J whose windows fall inside in1, its
+ * offset in in1 (xo; with withj, J's window's x0 included, and in xs too)
+ * and in in0 (wo); nq of them.
+ */
+static void conv_table(Buf *b, const Conv *cv, int skip, bool withj, int *depth)
+{
+	const Kernel *k = cv->k;
+	buf_puts(b, "\tint64_t nqmax = 1;\n");
+	for (int l = 0; l < k->nlab; l++)
+		if (cv->summed[l])
+			buf_printf(b, "\tnqmax *= n%d;\n", l);
+	buf_puts(b, "\tint64_t *xo = trt_scratch(3 * sizeof(int64_t) * (size_t)nqmax), *wo = xo + nqmax, *xs = wo + nqmax;\n");
+	buf_puts(b, "\t(void)xs;\n");
+	for (int l = 0; l < k->nlab; l++)
+		if (cv->isout[l] && cv->by1[l] && l != skip)
+			conv_loop(b, l, depth);
+	int d0 = *depth;
+	buf_printf(b, "%sint64_t nq = 0;\n", tabs(*depth));
+	for (int l = 0; l < k->nlab; l++)
+		if (cv->summed[l])
+			conv_loop(b, l, depth);
+	conv_windows(b, k, cv->J, withj, *depth);
+	buf_printf(b, "%sxo[nq] = %s", tabs(*depth), withj ? "x0" : "0");
+	for (int c = 0; c < cv->cj; c++) {
+		if (conv_win(k, c) >= 0)
+			buf_printf(b, " + w%d * s1[%d]", c, c);
+		else
+			buf_printf(b, " + l%d * s1[%d]", k->inlab[1][c], c);
+	}
+	buf_printf(b, ";\n%swo[nq] = 0", tabs(*depth));
+	for (int c = 0; c < k->nindim[0]; c++)
+		if (cv->summed[k->inlab[0][c]])
+			buf_printf(b, " + l%d * s0[%d]", k->inlab[0][c], c);
+	buf_puts(b, ";\n");
+	if (withj)
+		buf_printf(b, "%sxs[nq] = x0;\n", tabs(*depth));
+	buf_printf(b, "%snq++;\n", tabs(*depth));
+	conv_close(b, depth, d0);
+}
+
+/*
  * The register-tiled kernel (see emit_conv_kernel).  For each value of the
  * output's labels in1 is read by, a table lists the steps of the summed
  * labels whose windows fall inside in1: in1's offset (xo, J = 0), in0's
@@ -846,39 +889,12 @@ static void emit_conv_tiled(Buf *b, const Conv *cv, int O, int oo, int o0, DType
 	buf_printf(b, "\t\tfor (int64_t r = 0; r < nout / n%d; r++) {\n", J);
 	buf_printf(b, "\t\t\tmemset(po + r * n%d, 0, sizeof(%s) * (size_t)tlo);\n", J, T);
 	buf_printf(b, "\t\t\tmemset(po + r * n%d + thv, 0, sizeof(%s) * (size_t)(n%d - thv));\n\t\t}\n", J, T, J);
-	buf_puts(b, "\tint64_t nqmax = 1;\n");
-	for (int l = 0; l < k->nlab; l++)
-		if (cv->summed[l])
-			buf_printf(b, "\tnqmax *= n%d;\n", l);
-	buf_puts(b, "\tint64_t *xo = trt_scratch(3 * sizeof(int64_t) * (size_t)nqmax), *wo = xo + nqmax, *xs = wo + nqmax;\n");
-	for (int l = 0; l < k->nlab; l++)
-		if (cv->isout[l] && cv->by1[l] && l != J)
-			conv_loop(b, l, &depth);
-	/* the table */
-	int d0 = depth;
-	buf_printf(b, "%sint64_t nq = 0;\n", tabs(depth));
-	for (int l = 0; l < k->nlab; l++)
-		if (cv->summed[l])
-			conv_loop(b, l, &depth);
-	conv_windows(b, k, J, true, depth);
-	buf_printf(b, "%sxo[nq] = x0", tabs(depth));
-	for (int c = 0; c < cj; c++) {
-		if (conv_win(k, c) >= 0)
-			buf_printf(b, " + w%d * s1[%d]", c, c);
-		else
-			buf_printf(b, " + l%d * s1[%d]", k->inlab[1][c], c);
-	}
-	buf_printf(b, ";\n%swo[nq] = 0", tabs(depth));
-	for (int c = 0; c < k->nindim[0]; c++)
-		if (cv->summed[k->inlab[0][c]])
-			buf_printf(b, " + l%d * s0[%d]", k->inlab[0][c], c);
-	buf_printf(b, ";\n%sxs[nq++] = x0;\n", tabs(depth));
-	conv_close(b, &depth, d0);
+	conv_table(b, cv, J, true, &depth);
 	/* the tiles, then the edges, for each value of the other labels */
 	for (int l = 0; l < k->nlab; l++)
 		if (cv->isout[l] && !cv->by1[l] && l != O)
 			conv_loop(b, l, &depth);
-	d0 = depth;
+	int d0 = depth;
 	static const int nobs[] = {CONV_TILE_O, 2, 1};
 	if (O >= 0)
 		buf_printf(b, "%sint64_t l%d = 0;\n", tabs(depth), O);
@@ -964,7 +980,7 @@ static void conv_dot_tile(Buf *b, const Conv *cv, int pdo, int pd0, int npb, int
 		for (int q = 0; q < nqb; q++)
 			buf_printf(b, "%scvec a%d_%d = {0};\n%s%s r%d_%d = 0;\n", t1, i, q, t1, T, i, q);
 	buf_printf(b, "%sfor (int64_t q = 0; q < nq; q++) {\n", t1);
-	buf_printf(b, "%sconst %s *gr = gb + go[q], *xr = p1 + xo[q] + xq;\n", t2, T);
+	buf_printf(b, "%sconst %s *gr = gb + wo[q], *xr = p1 + xo[q] + xq;\n", t2, T);
 	buf_printf(b, "%sfor (int64_t j = jlo; j < jv; j += %d) {\n", t2, vl);
 	for (int q = 0; q < nqb; q++)
 		buf_printf(b, "%s\tcvec x%d;\n%s\tmemcpy(&x%d, xr + (%" PRId64 ") + j, sizeof(cvec));\n", t2, q, t2, q,
@@ -1011,9 +1027,9 @@ static void conv_dot_tile(Buf *b, const Conv *cv, int pdo, int pd0, int npb, int
  * along it through a window whose other label Q is the output's and
  * nothing else's.  For each value of the output's labels in1 is read by
  * but Q, a table lists the steps of the other summed labels whose windows
- * fall inside in1: in1's offset but along J (xo) and in0's (go).  Then
- * tiles of P (an output label of in0's that in1 is not read by, if there
- * is one) by Q sum their dot products over J and the table
+ * fall inside in1 (conv_table: in1's offset but along J, xo, and in0's,
+ * wo).  Then tiles of P (an output label of in0's that in1 is not read
+ * by, if there is one) by Q sum their dot products over J and the table
  * (conv_dot_tile).
  */
 static void emit_conv_dot_tiled(Buf *b, const Conv *cv, int P, int pdo, int pd0, int Q, int qo, DType dt)
@@ -1029,37 +1045,11 @@ static void emit_conv_dot_tiled(Buf *b, const Conv *cv, int P, int pdo, int pd0,
 	/* in1's element along J at Q = 0 and J = 0 */
 	buf_printf(b, "\tconst int64_t x0q = g%d + (%" PRId64 ") * g%d + (%" PRId64 ") - in[1].off[%d];\n", J, coef, Q,
 	           k->win[w].shift, cj);
-	buf_puts(b, "\tint64_t nqmax = 1;\n");
-	for (int l = 0; l < k->nlab; l++)
-		if (cv->summed[l])
-			buf_printf(b, "\tnqmax *= n%d;\n", l);
-	buf_puts(b, "\tint64_t *xo = trt_scratch(2 * sizeof(int64_t) * (size_t)nqmax), *go = xo + nqmax;\n");
-	for (int l = 0; l < k->nlab; l++)
-		if (cv->isout[l] && cv->by1[l] && l != Q)
-			conv_loop(b, l, &depth);
-	int d0 = depth;
-	buf_printf(b, "%sint64_t nq = 0;\n", tabs(depth));
-	for (int l = 0; l < k->nlab; l++)
-		if (cv->summed[l])
-			conv_loop(b, l, &depth);
-	conv_windows(b, k, J, false, depth);
-	buf_printf(b, "%sxo[nq] = 0", tabs(depth));
-	for (int c = 0; c < cj; c++) {
-		if (conv_win(k, c) >= 0)
-			buf_printf(b, " + w%d * s1[%d]", c, c);
-		else
-			buf_printf(b, " + l%d * s1[%d]", k->inlab[1][c], c);
-	}
-	buf_printf(b, ";\n%sgo[nq++] = 0", tabs(depth));
-	for (int c = 0; c < k->nindim[0]; c++)
-		if (cv->summed[k->inlab[0][c]])
-			buf_printf(b, " + l%d * s0[%d]", k->inlab[0][c], c);
-	buf_puts(b, ";\n");
-	conv_close(b, &depth, d0);
+	conv_table(b, cv, Q, false, &depth);
 	for (int l = 0; l < k->nlab; l++)
 		if (cv->isout[l] && !cv->by1[l] && l != P)
 			conv_loop(b, l, &depth);
-	d0 = depth;
+	int d0 = depth;
 	for (int ip = 0; ip < 2; ip++) {
 		int npb = ip ? 1 : CONV_DOT_P;
 		if (P < 0 && npb > 1)
