@@ -690,35 +690,47 @@ static void conv_windows(Buf *b, const Kernel *k, int J, bool withj, int depth)
 		buf_printf(b, "%sconst int64_t x0 = %s;\n", tabs(depth), conv_win(k, cj) >= 0 ? xprintf("w%d", cj) : "0");
 }
 
-/* The rows at J = 0 of in1 (xr), in0 (wr) and the output (orow). */
-static void conv_in1_row(Buf *b, const Kernel *k, const char *T, int depth)
+/* The offset terms " + l<lab> * <s>[c]" of a chunk's dims c (labels lab[c],
+ * n of them) but skip whose label is in take (every label when take is
+ * NULL), as the rows below and the tiles' tables sum them. */
+static void conv_terms(Buf *b, const int *lab, int n, const char *s, int skip, const bool *take)
 {
-	int cj = k->nindim[1] - 1;
-	buf_printf(b, "%sconst %s *xr = p1 + x0", tabs(depth), T);
-	for (int c = 0; c < cj; c++) {
+	for (int c = 0; c < n; c++)
+		if (c != skip && (!take || take[lab[c]]))
+			buf_printf(b, " + l%d * %s[%d]", lab[c], s, c);
+}
+
+/* in1's offset terms but its last dim's: a window dim's at its element
+ * w<c>, a plain dim's at its label. */
+static void conv_in1_terms(Buf *b, const Kernel *k)
+{
+	for (int c = 0; c < k->nindim[1] - 1; c++) {
 		if (conv_win(k, c) >= 0)
 			buf_printf(b, " + w%d * s1[%d]", c, c);
 		else
 			buf_printf(b, " + l%d * s1[%d]", k->inlab[1][c], c);
 	}
+}
+
+/* The rows at J = 0 of in1 (xr), in0 (wr) and the output (orow). */
+static void conv_in1_row(Buf *b, const Kernel *k, const char *T, int depth)
+{
+	buf_printf(b, "%sconst %s *xr = p1 + x0", tabs(depth), T);
+	conv_in1_terms(b, k);
 	buf_puts(b, ";\n");
 }
 
 static void conv_in0_row(Buf *b, const Kernel *k, const char *T, int jw, int depth)
 {
 	buf_printf(b, "%sconst %s *wr = p0", tabs(depth), T);
-	for (int c = 0; c < k->nindim[0]; c++)
-		if (c != jw)
-			buf_printf(b, " + l%d * s0[%d]", k->inlab[0][c], c);
+	conv_terms(b, k->inlab[0], k->nindim[0], "s0", jw, NULL);
 	buf_puts(b, ";\n");
 }
 
 static void conv_out_row(Buf *b, const Kernel *k, const char *T, int jout, int depth)
 {
 	buf_printf(b, "%s%s *orow = po", tabs(depth), T);
-	for (int c = 0; c < k->noutdim; c++)
-		if (c != jout)
-			buf_printf(b, " + l%d * so[%d]", k->outlab[c], c);
+	conv_terms(b, k->outlab, k->noutdim, "so", jout, NULL);
 	buf_puts(b, ";\n");
 }
 
@@ -735,12 +747,9 @@ static void conv_tile(Buf *b, const Kernel *k, const char *T, int oo, int o0, in
 {
 	const char *t = tabs(depth);
 	buf_printf(b, "%s%s *orow = po + jt", t, T);
-	for (int c = 0; c < k->noutdim - 1; c++)
-		buf_printf(b, " + l%d * so[%d]", k->outlab[c], c);
+	conv_terms(b, k->outlab, k->noutdim, "so", k->noutdim - 1, NULL);
 	buf_printf(b, ";\n%sconst %s *wb = p0", t, T);
-	for (int c = 0; c < k->nindim[0]; c++)
-		if (isout[k->inlab[0][c]])
-			buf_printf(b, " + l%d * s0[%d]", k->inlab[0][c], c);
+	conv_terms(b, k->inlab[0], k->nindim[0], "s0", -1, isout);
 	buf_puts(b, ";\n");
 	for (int i = 0; i < nob; i++)
 		for (int v = 0; v < nv; v++)
@@ -831,16 +840,9 @@ static void conv_table(Buf *b, const Conv *cv, int skip, bool withj, int *depth)
 			conv_loop(b, l, depth);
 	conv_windows(b, k, cv->J, withj, *depth);
 	buf_printf(b, "%sxo[nq] = %s", tabs(*depth), withj ? "x0" : "0");
-	for (int c = 0; c < cv->cj; c++) {
-		if (conv_win(k, c) >= 0)
-			buf_printf(b, " + w%d * s1[%d]", c, c);
-		else
-			buf_printf(b, " + l%d * s1[%d]", k->inlab[1][c], c);
-	}
+	conv_in1_terms(b, k);
 	buf_printf(b, ";\n%swo[nq] = 0", tabs(*depth));
-	for (int c = 0; c < k->nindim[0]; c++)
-		if (cv->summed[k->inlab[0][c]])
-			buf_printf(b, " + l%d * s0[%d]", k->inlab[0][c], c);
+	conv_terms(b, k->inlab[0], k->nindim[0], "s0", -1, cv->summed);
 	buf_puts(b, ";\n");
 	if (withj)
 		buf_printf(b, "%sxs[nq] = x0;\n", tabs(*depth));
@@ -925,13 +927,9 @@ static void emit_conv_tiled(Buf *b, const Conv *cv, int O, int oo, int o0, DType
 	buf_printf(b, "%sconst int64_t e0 = hi < tlo ? hi : tlo, e1 = lo > tend ? lo : tend;\n", t);
 	buf_printf(b, "%sconst %s *xr = p1 + xo[q];\n", t, T);
 	buf_printf(b, "%sconst %s wv = p0[wo[q]", t, T);
-	for (int c = 0; c < k->nindim[0]; c++)
-		if (cv->isout[k->inlab[0][c]])
-			buf_printf(b, " + l%d * s0[%d]", k->inlab[0][c], c);
-	buf_printf(b, "];\n%s%s *orow = po", t, T);
-	for (int c = 0; c < k->noutdim - 1; c++)
-		buf_printf(b, " + l%d * so[%d]", k->outlab[c], c);
-	buf_puts(b, ";\n");
+	conv_terms(b, k->inlab[0], k->nindim[0], "s0", -1, cv->isout);
+	buf_puts(b, "];\n");
+	conv_out_row(b, k, T, k->noutdim - 1, depth);
 	buf_printf(b, "%sfor (int64_t j = lo; j < e0; j++)\n%s\torow[j] += wv * xr[j];\n", t, t);
 	buf_printf(b, "%sfor (int64_t j = e1; j < hi; j++)\n%s\torow[j] += wv * xr[j];\n", t, t);
 	buf_printf(b, "%s}\n", tabs(depth - 1));
@@ -969,13 +967,9 @@ static void conv_dot_tile(Buf *b, const Conv *cv, int pdo, int pd0, int npb, int
 	buf_printf(b, "%sif (jhi < jlo)\n%s\tjhi = jlo;\n", t1, t1);
 	buf_printf(b, "%sconst int64_t jv = jlo + (jhi - jlo) / %d * %d;\n", t1, vl, vl);
 	buf_printf(b, "%sconst %s *gb = p0", t1, T);
-	for (int c = 0; c < k->nindim[0]; c++)
-		if (cv->isout[k->inlab[0][c]])
-			buf_printf(b, " + l%d * s0[%d]", k->inlab[0][c], c);
-	buf_printf(b, ";\n%s%s *orow = po", t1, T);
-	for (int c = 0; c < k->noutdim; c++)
-		buf_printf(b, " + l%d * so[%d]", k->outlab[c], c);
+	conv_terms(b, k->inlab[0], k->nindim[0], "s0", -1, cv->isout);
 	buf_puts(b, ";\n");
+	conv_out_row(b, k, T, -1, depth + 1);
 	for (int i = 0; i < npb; i++)
 		for (int q = 0; q < nqb; q++)
 			buf_printf(b, "%scvec a%d_%d = {0};\n%s%s r%d_%d = 0;\n", t1, i, q, t1, T, i, q);
