@@ -296,26 +296,31 @@ Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)
 
 /* What rank 0 holds beyond the output while it writes it (runtime/npy.c,
  * write_rel): a dense output whose chunk dims are in key-dim order goes
- * band by band in file order (the chunks along the last dim split in
- * blocks, the dims after it whole), the other ranks' chunks of one band
- * received first, when a band is at most WRITE_BAND_MAX bytes (the
- * runtime's BAND_MAX); anything else chunk by chunk, one chunk received at
- * a time. */
-#define WRITE_BAND_MAX (512.0 * 1024 * 1024)
+ * slab by slab in file order, the other ranks' portions of one slab
+ * received first: a slab is at most WRITE_SLAB_MAX bytes (the runtime's
+ * SLAB_MAX), the indices within one block of the first dim p one index
+ * of which fits in that; anything else chunk by chunk, one chunk received
+ * at a time. */
+#define WRITE_SLAB_MAX (4.0 * 1024 * 1024)
 
 static double write_transient_bytes(const CostCtx *c, const RelType *t, const Place *p)
 {
 	if (t->nkey == 0 || p->kind == PL_ALL || c->nsites < 2)
 		return 0;
-	double chunk = dtype_size(t->dtype);
-	for (int d = 0; d < t->nkey; d++)
-		chunk *= (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
-	bool inorder = !t->sparse && chunks_in_key_order(t);
-	int d0 = last_split_dim(t);
-	double band = chunk * (double)rel_frontier(t, d0);
-	if (!inorder || d0 == 0 || band > WRITE_BAND_MAX)
+	double es = dtype_size(t->dtype);
+	if (t->sparse || !chunks_in_key_order(t)) {
+		double chunk = es;
+		for (int d = 0; d < t->nkey; d++)
+			chunk *= (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
 		return chunk;
-	return band * (c->nsites - 1) / c->nsites;
+	}
+	double unit = es;
+	int d = t->nkey - 1;
+	while (d > 0 && unit * (double)t->extent[d] <= WRITE_SLAB_MAX)
+		unit *= (double)t->extent[d--];
+	double h = fmax(1, floor(WRITE_SLAB_MAX / unit));
+	h = fmin(h, (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]));
+	return h * unit;
 }
 
 /* Rank 0 receives the other ranks' share of an output and writes it all

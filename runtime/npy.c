@@ -15,10 +15,11 @@
  * system call per row, not one per chunk row.  Chunks whose dims are a
  * permutation of the key dims are read in file order and transposed.
  *
- * Writing: rank 0 writes, chunk by chunk in key order (or band by band in
- * file order when the chunks split a row: write_bands), receiving the
- * chunks it does not hold, to a temporary file beside the destination
- * (.NAME.XXXXXX), then fsyncs it, renames it and fsyncs the directory
+ * Writing: rank 0 writes, slab by slab in file order (write_slabs: the
+ * other ranks send it their chunks' portions of each slab), or chunk by
+ * chunk in key order when the chunk dims are not in key order or the
+ * relation is sparse (receiving the chunks it does not hold), to a
+ * temporary file beside the destination (.NAME.XXXXXX), then fsyncs it, renames it and fsyncs the directory
  * (rt_rename_durable).  On any failure the temporary is removed, so an
  * output path holds either a complete file or what it held before.  While
  * the writes follow each other in the file they go through an aligned
@@ -749,8 +750,8 @@ typedef struct Seg {
 } Seg;
 
 /* A band's runs in file order, row by row of the band (first: its first
- * chunk's block; seg: its ns chunks), into bt: the reads or writes that
- * rt_read_rel and write_bands make of it. */
+ * chunk's block; seg: its ns chunks), into bt: the reads rt_read_rel
+ * makes of it. */
 static void batch_band(Batch *bt, const TrtType *t, const RtBlock *first, const Seg *seg, int64_t ns,
                        int64_t data_offset)
 {
@@ -1002,67 +1003,245 @@ static const void *dense_of(const TrtRel *r, const int64_t *key, int64_t *at, vo
 	return buf;
 }
 
-/* A dense output in key-dim order is written band by band when a band is
- * at most BAND_MAX bytes (optimizer/cost.c's write_transient_bytes says the
- * same). */
-enum { BAND_MAX = 512 << 20 };
-
 /*
- * Rank 0's part of write_rel for a dense relation whose chunks are in
- * key-dim order: band by band (the f chunks whose keys differ only along
- * dim d0, the last one split, as rt_read_rel reads them), the band's chunks
- * at hand (its own, or received from their owners in key order), then its
- * runs in file order, row by row of the band, gathered into pwritev calls
- * (or, while they follow each other, Out's direct stage).  A chunk's runs
- * are as long as its block along d0 (and the whole dims after it), a few
- * hundred bytes when that is narrow, and written one pwrite each they took
- * 7 s for a 340 MB tensor that dd writes in under 1.  Returns 0 or the
- * first errno, after receiving every chunk.
+ * A dense output whose chunk dims are in key-dim order is written slab by
+ * slab in file order.  A slab is a stretch of the file: the elements whose
+ * dims before p are at pre[] and whose dim p is in [a, a + h), within one
+ * block of dim p, at most SLAB_MAX bytes (p is the first dim one index of
+ * which is at most that: optimizer/cost.c's write_transient_bytes says the
+ * same).  Each chunk it meets (those whose keys before and at p are the
+ * slab's blocks) holds a contiguous portion of it, which its owner sends
+ * rank 0; rank 0 then writes the slab's runs (a chunk's pieces contiguous
+ * in the file: its block along d0, the last dim split, and the whole dims
+ * after it) in file order, gathered into Out's direct stage (or pwritev
+ * calls).  Written chunk by chunk in key order instead, an output split
+ * along two dims jumps about the file, leaves O_DIRECT after its first
+ * rows and goes through the page cache a few hundred bytes at a time
+ * (conv3d's Y: bench/README.md, "predicted seconds").
  */
-static int write_bands(Out *out, int64_t data_offset, const TrtRel *r, int d0, int64_t f)
+enum { SLAB_MAX = 4 << 20 };
+
+typedef struct Slab {
+	int p, d0;
+	int64_t hmax;                   /* a slab's most indices of dim p */
+	int64_t pre[TRT_MAXDIM], a, h;  /* this slab */
+	int64_t f;                      /* the chunks it meets */
+} Slab;
+
+/* The first slab of t (dense, nkeys > 0), whose runs span dims d0.. */
+static Slab slab_first(const TrtType *t, int d0)
+{
+	Slab s = { .d0 = d0 };
+	double unit = (double)rt_dtype_size(t->dtype);
+	int p = t->nkey - 1;
+	while (p > 0 && unit * (double)t->extent[p] <= SLAB_MAX) {
+		unit *= (double)t->extent[p];
+		p--;
+	}
+	s.p = p;
+	s.hmax = (int64_t)(SLAB_MAX / unit);
+	if (s.hmax < 1)
+		s.hmax = 1;
+	if (s.hmax > t->block[p])
+		s.hmax = t->block[p];
+	s.f = 1;
+	for (int d = p + 1; d < t->nkey; d++)
+		s.f *= rt_frontier(t, d);
+	for (int d = 0; d < p; d++)
+		s.pre[d] = 0;
+	s.a = 0;
+	s.h = s.hmax < t->extent[p] ? s.hmax : t->extent[p];
+	return s;
+}
+
+/* The next slab in file order; 0 after the last. */
+static int slab_next(const TrtType *t, Slab *s)
+{
+	int p = s->p;
+	s->a += s->h;
+	if (s->a == t->extent[p]) {
+		int d = p - 1;
+		while (d >= 0 && ++s->pre[d] == t->extent[d])
+			s->pre[d--] = 0;
+		if (d < 0)
+			return 0;
+		s->a = 0;
+	}
+	int64_t end = (s->a / t->block[p] + 1) * t->block[p];
+	if (end > t->extent[p])
+		end = t->extent[p];
+	s->h = end - s->a < s->hmax ? end - s->a : s->hmax;
+	return 1;
+}
+
+/* The key of the slab's chunk c (0 <= c < f, in key order). */
+static void slab_key(const TrtType *t, const Slab *s, int64_t c, int64_t *key)
+{
+	for (int d = t->nkey - 1; d > s->p; d--) {
+		int64_t fd = rt_frontier(t, d);
+		key[d] = c % fd;
+		c /= fd;
+	}
+	for (int d = 0; d < s->p; d++)
+		key[d] = s->pre[d] / t->block[d];
+	key[s->p] = s->a / t->block[s->p];
+}
+
+/* The slab's portion of the chunk whose block is b: its first element's
+ * index in the chunk (*off) and its elements; cstride: the chunk's
+ * strides. */
+static int64_t slab_portion(const TrtType *t, const Slab *s, const RtBlock *b, int64_t *cstride,
+                            int64_t *off)
+{
+	int64_t n = 1;
+	for (int d = t->nkey - 1; d >= 0; d--) {
+		cstride[d] = n;
+		n *= b->cnt[d];
+	}
+	*off = (s->a - b->start[s->p]) * cstride[s->p];
+	for (int d = 0; d < s->p; d++)
+		*off += (s->pre[d] - b->start[d]) * cstride[d];
+	return s->h * cstride[s->p];
+}
+
+/* The position of key among r's tuples (sorted, see check_complete). */
+static int64_t tuple_of(const TrtRel *r, const int64_t *key)
+{
+	int64_t lo = 0, hi = r->n;
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		int c = rt_key_cmp(r->keys + mid * r->type.nkey, key, r->type.nkey);
+		if (c == 0)
+			return mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	rt_bug("writing: rank %d lacks a chunk it owns", rt.rank);
+	return -1;
+}
+
+/* A chunk the slab meets, at hand on rank 0: its portion's data, and the
+ * chunk's block and strides. */
+typedef struct Portion {
+	const char *data;
+	RtBlock b;
+	int64_t cstride[TRT_MAXDIM];
+} Portion;
+
+/* Rank 0: the slab's runs in file order into bt. */
+static void slab_runs(Batch *bt, const TrtType *t, const Slab *s, const Portion *po,
+                      int64_t data_offset)
+{
+	size_t es = rt_dtype_size(t->dtype);
+	int p = s->p, d0 = s->d0, nkey = t->nkey;
+	int64_t tail = 1;
+	for (int d = d0 + 1; d < nkey; d++)
+		tail *= t->extent[d];
+
+	int64_t base = s->a * po[0].b.tstride[p];
+	for (int d = 0; d < p; d++)
+		base += s->pre[d] * po[0].b.tstride[d];
+	if (p >= d0) {
+		/* the slab lies in one chunk's run */
+		batch_add(bt, data_offset + base * (int64_t)es, (char *)po[0].data,
+		          (size_t)(s->h * po[0].b.tstride[p]) * es);
+		return;
+	}
+	/* p < d0: the indices of dims p..d0-1 one by one, and for each the
+	 * blocks along d0 */
+	int64_t idx[TRT_MAXDIM], fd0 = rt_frontier(t, d0);
+	for (int d = p; d < d0; d++)
+		idx[d] = d == p ? s->a : 0;
+	int64_t at = data_offset + base * (int64_t)es;
+	for (;;) {
+		/* the slab's chunk of these indices' blocks: its index among
+		 * the slab's f, by the frontiers of dims p+1..d0 */
+		int64_t c = 0;
+		for (int d = p + 1; d < d0; d++)
+			c = c * rt_frontier(t, d) + idx[d] / t->block[d];
+		c *= fd0;
+		for (int64_t kb = 0; kb < fd0; kb++) {
+			const Portion *q = &po[c + kb];
+			int64_t in = (idx[p] - s->a) * q->cstride[p];  /* from the portion's start */
+			for (int d = p + 1; d < d0; d++)
+				in += (idx[d] - q->b.start[d]) * q->cstride[d];
+			size_t len = (size_t)(q->b.cnt[d0] * tail) * es;
+			batch_add(bt, at, (char *)q->data + (size_t)in * es, len);
+			at += (int64_t)len;
+		}
+		int d = d0 - 1;
+		while (d > p && ++idx[d] == t->extent[d])
+			idx[d--] = 0;
+		if (d == p && ++idx[p] == s->a + s->h)
+			break;
+	}
+}
+
+/* Writes dense r (chunk dims in key order, runs from dim d0) slab by slab:
+ * rank 0 receives each slab's portions from their owners, then writes
+ * the slab; the other ranks send theirs.  Returns 0, or on rank 0 the
+ * first errno, after receiving every portion. */
+static int write_slabs(Out *out, int64_t data_offset, const TrtRel *r, int d0)
 {
 	const TrtType *t = &r->type;
-	int64_t nk = rt_nkeys(t), key[TRT_MAXDIM], at = 0;
 	size_t es = rt_dtype_size(t->dtype);
-	long iov_max = sysconf(_SC_IOV_MAX);
-	Batch *bt = rt_alloc(sizeof *bt);
-	*bt = (Batch){ .fd = out->fd, .ok = 1, .out = out,
-	               .max = iov_max > 0 && iov_max < MAX_IOV ? (int)iov_max : MAX_IOV };
-	Seg *seg = rt_alloc(sizeof *seg * (size_t)f);
-	Chunk **held = rt_alloc(sizeof *held * (size_t)f);
-	RtBlock b, first;
+	Slab s = slab_first(t, d0);
+	int64_t key[TRT_MAXDIM], cstride[TRT_MAXDIM], off;
+	Portion *po = rt_alloc(sizeof *po * (size_t)s.f);
+	Batch *bt = NULL;
+	Chunk *bufc = NULL;
 	int err = 0;
 
-	for (int64_t band = 0; band < nk / f; band++) {
-		for (int64_t s = 0; s < f; s++) {
-			rt_key_from_linear(t, band * f + s, key);
-			size_t nb = rt_chunk_bytes(t, key);
-			int site = r->place.kind == TRT_ALL ? 0 : trt_site(&r->place, t, key);
-			held[s] = NULL;
-			char *data;
-			if (site == 0) {
-				data = (char *)dense_of(r, key, &at, NULL);
-			} else {
-				held[s] = rt_chunk_new(nb);     /* see rt_write_rel */
-				data = rt_chunk_data(held[s]);
-				rt_recv_bytes(data, nb, site, TAG_WRITE);
-			}
-			rt_block_of(t, key, &b);
-			if (!s)
-				first = b;
-			seg[s] = (Seg){ data, (size_t)b.run * es, (b.start[d0] - first.start[d0]) * b.tstride[d0] };
+	if (rt.rank == 0) {
+		long iov_max = sysconf(_SC_IOV_MAX);
+		bt = rt_alloc(sizeof *bt);
+		*bt = (Batch){ .fd = out->fd, .ok = 1, .out = out,
+		               .max = iov_max > 0 && iov_max < MAX_IOV ? (int)iov_max : MAX_IOV };
+		if (r->place.kind == TRT_PART && rt.nranks > 1) {
+			int64_t unit = 1;
+			for (int d = s.p + 1; d < t->nkey; d++)
+				unit *= t->extent[d];
+			bufc = rt_chunk_new((size_t)(s.hmax * unit) * es);      /* see rt_write_rel */
 		}
-		batch_band(bt, t, &first, seg, f, data_offset);
-		batch_flush(bt);
-		if (!bt->ok && !err)
-			err = errno ? errno : EIO;
-		for (int64_t s = 0; s < f; s++)
-			if (held[s])
-				rt_chunk_unref(held[s]);
 	}
-	free(held);
-	free(seg);
+	do {
+		char *buf = bufc ? rt_chunk_data(bufc) : NULL;
+		for (int64_t c = 0; c < s.f; c++) {
+			slab_key(t, &s, c, key);
+			int site = r->place.kind == TRT_ALL ? 0 : trt_site(&r->place, t, key);
+			if (site != rt.rank && rt.rank != 0)
+				continue;
+			RtBlock b;
+			rt_block_of(t, key, &b);
+			int64_t n = slab_portion(t, &s, &b, cstride, &off);
+			const char *data = NULL;
+			if (site == rt.rank)
+				data = (const char *)rt_chunk_data(r->chunks[tuple_of(r, key)]) + (size_t)off * es;
+			if (rt.rank != 0) {
+				rt_send_bytes(data, (size_t)n * es, 0, TAG_WRITE);
+				continue;
+			}
+			if (site != 0) {
+				rt_recv_bytes(buf, (size_t)n * es, site, TAG_WRITE);
+				data = buf;
+				buf += (size_t)n * es;
+			}
+			po[c].data = data;
+			po[c].b = b;
+			memcpy(po[c].cstride, cstride, sizeof cstride);
+		}
+		if (rt.rank == 0 && bt->ok) {
+			slab_runs(bt, t, &s, po, data_offset);
+			batch_flush(bt);
+			if (!bt->ok)
+				err = errno ? errno : EIO;
+		}
+	} while (slab_next(t, &s));
+	rt_chunk_unref(bufc);
 	free(bt);
+	free(po);
 	return err;
 }
 
@@ -1075,22 +1254,21 @@ static int write_rel(Out *out, int64_t data_offset, const TrtRel *r)
 	size_t maxbytes = 0;
 	int err = 0;
 
+	/* A dense relation whose chunk dims are in key order goes slab by slab,
+	 * in file order, so that its writes follow each other (direct, see
+	 * Out); every rank decides so from the type alone */
+	RtBlock b;
+	if (nk > 0 && t->nkey > 0 && !t->sparse) {
+		rt_key_from_linear(t, 0, key);
+		rt_block_of(t, key, &b);
+		if (b.identity)
+			return write_slabs(out, data_offset, r, b.d0);
+	}
 	for (int64_t lin = 0; lin < nk; lin++) {
 		rt_key_from_linear(t, lin, key);
 		size_t nb = rt_chunk_bytes(t, key);
 		if (nb > maxbytes)
 			maxbytes = nb;
-	}
-	/* A dense relation whose chunk dims are in key order goes band by band
-	 * when a band fits in BAND_MAX: in file order, so that its writes
-	 * follow each other (direct, see Out) */
-	RtBlock b;
-	if (rt.rank == 0 && nk > 0 && t->nkey > 0 && !t->sparse) {
-		rt_key_from_linear(t, 0, key);
-		rt_block_of(t, key, &b);
-		int64_t f = rt_frontier(t, b.d0);
-		if (b.identity && b.d0 > 0 && (double)maxbytes * (double)f <= BAND_MAX)
-			return write_bands(out, data_offset, r, b.d0, f);
 	}
 	/* else chunk by chunk in key order, with a buffer for a chunk received
 	 * or a sparse chunk made dense: a chunk, so that pages the ops freed

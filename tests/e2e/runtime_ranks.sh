@@ -88,7 +88,7 @@ P=test_runtime
 for np in 0 1 2 3 4; do
 	expect 1 "$P: input A ($D/missing.npy): No such file or directory" $np RT_TEST_READ=A -- A="$D/missing.npy"
 	expect 1 "$P: input A ($D): is a directory" $np RT_TEST_READ=A -- A="$D"
-	expect 1 "$P: unknown tensor 'Q' in 'Q=q.npy' (tensors: A X P case0 case1 case2 case3 case4 case5 case6 case7 case8 case9 case10 case11)" $np -- Q=q.npy
+	expect 1 "$P: unknown tensor 'Q' in 'Q=q.npy' (tensors: A X P case0 case1 case2 case3 case4 case5 case6 case7 case8 case9 case10 case11 case12 case13 case14)" $np -- Q=q.npy
 	expect 1 "$P: tensor A given twice ('A=a.npy' and 'A=b.npy')" $np -- A=a.npy A=b.npy
 	expect 1 "$P: unexpected argument 'oops' (expected NAME=path.npy, --seed N, --profile, --trace FILE, --placement hash|balanced, --no-overlap, --quiet, --checkpoint FILE, --checkpoint-every N, --resume FILE or --help)" $np -- oops
 	expect 1 "$P: --seed needs an unsigned integer, found 'x'" $np -- --seed x

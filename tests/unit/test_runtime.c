@@ -82,12 +82,25 @@ static const Case cases[] = {
 	{ TRT_F32, 3, { 5, 4, 3 }, { 5, 4, 2 }, { 2, 2, 3 }, 3, { 0, 1, 2 }, 3, { 1, 2, 0 },
 	  PART(2), PART(0, 1, 2) },
 	/* files past the direct writer's 8 MB stage (npy.c, Out), their sizes
-	 * not multiples of 4 KiB: band by band in file order (direct to the
-	 * end), slabs in key order (likewise), and transposed chunks (direct
-	 * for the first run only, then through the page cache) */
+	 * not multiples of 4 KiB: slabs of two chunks' rows in file order
+	 * (direct to the end), slabs inside one chunk (likewise), and
+	 * transposed chunks (direct for the first run only, then through the
+	 * page cache) */
 	{ TRT_F32, 2, { 1500, 1537 }, { 700, 600 }, { 1500, 1537 }, 2, { 0, 1 }, 2, { 0, 1 }, PART(1), ALL },
 	{ TRT_F64, 2, { 2100, 701 }, { 1000, 701 }, { 900, 300 }, 2, { 0, 1 }, 2, { 0, 1 }, PART(0), PART(0, 1) },
 	{ TRT_F32, 2, { 1200, 1901 }, { 500, 400 }, { 1200, 1901 }, 2, { 1, 0 }, 2, { 0, 1 }, PART(0, 1), ALL },
+	/* slabs (npy.c, write_slabs, of at most SLAB_MAX = 4 MiB): split
+	 * along the last two dims, the first whole (conv3d's Y: runs of 240
+	 * taking turns), slabs of 8 and 4 indices of dim 0; one index of dim
+	 * 0 past SLAB_MAX, so slabs along dim 1, of at most 748 indices in
+	 * blocks of 800, with runs along dim 2; and the same with dim 2
+	 * whole, each slab inside one chunk */
+	{ TRT_F32, 3, { 12, 270, 481 }, { 12, 135, 240 }, { 12, 270, 481 }, 3, { 0, 1, 2 }, 3, { 0, 1, 2 },
+	  PART(1, 2), ALL },
+	{ TRT_F64, 3, { 2, 800, 700 }, { 1, 800, 300 }, { 2, 300, 700 }, 3, { 0, 1, 2 }, 3, { 0, 1, 2 },
+	  PART(0, 2), PART(1) },
+	{ TRT_F64, 3, { 2, 800, 700 }, { 2, 300, 700 }, { 1, 800, 700 }, 3, { 0, 1, 2 }, 3, { 0, 1, 2 },
+	  PART(1), PART(0) },
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -1415,6 +1428,7 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_chunk_memory),      /* first: it knows what is cached */
 		cmocka_unit_test(test_site),
 		cmocka_unit_test(test_sort_stable),
 		cmocka_unit_test(test_gemm),
@@ -1431,7 +1445,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_filter),
 		cmocka_unit_test(test_agg_scalar),
 		cmocka_unit_test(test_profile_ops),
-		cmocka_unit_test(test_chunk_memory),
 		cmocka_unit_test(test_exchange_sizes),
 		cmocka_unit_test(test_init_blocking),
 		cmocka_unit_test(test_init_values),
