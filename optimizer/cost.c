@@ -325,15 +325,25 @@ static double write_transient_bytes(const CostCtx *c, const RelType *t, const Pl
 
 /* Rank 0 receives the other ranks' share of an output and writes it all
  * (runtime/npy.c, trt_write): the file's latency (its creation, fsyncs
- * and rename) and bytes, through a stage of WRITE_STAGE bytes (the
- * runtime's OUT_STAGE) new to the process. */
+ * and rename) and bytes.  Rank 0 fills one of two stages of WRITE_STAGE
+ * bytes (the runtime's OUT_STAGE; new to the process) by receiving and
+ * copying while a thread writes the other, so after the first stage's
+ * filling and before the last one's writing the slower of the two sets
+ * the pace:
+ *     first * fill + (b - first) * max(fill, disk) + first * disk
+ * per byte, first = min(b, WRITE_STAGE). */
 #define WRITE_STAGE (8.0 * 1024 * 1024)
 
 static double cost_write(const CostCtx *c, const RelType *t)
 {
 	double b = rel_bytes(t), s = c->nsites;
+	if (b <= 0)
+		return c->m->write_latency;
 	double recv = s > 1 ? machine_coll(c->m, COLL_ALLGATHER, b * (s - 1) / s) : 0;
-	return recv + c->m->write_latency + b / c->m->write_bw + fmin(b, WRITE_STAGE) / c->m->touch_bw;
+	double fill = (recv + b / c->m->memcpy_bw) / b, disk = 1 / c->m->write_bw;
+	double first = fmin(b, WRITE_STAGE);
+	return c->m->write_latency + first * fill + (b - first) * fmax(fill, disk) + first * disk +
+	       fmin(b, 2 * WRITE_STAGE) / c->m->touch_bw;
 }
 
 /* A param's initial values: this rank's share, made by seed and index

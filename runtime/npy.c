@@ -37,6 +37,7 @@
 #define _GNU_SOURCE                    /* O_DIRECT; pread, preadv, mkstemp, posix_memalign */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -498,56 +499,164 @@ static int io_read(void *file, char *buf, size_t n, int64_t off)
 /*
  * Out: rank 0's writes of one file.  Opened direct (out_open, at offset 0),
  * the writes that follow each other from there are copied into an aligned
- * stage and written OUT_STAGE bytes at a time with O_DIRECT; the first
- * write that does not follow (or a file system refusing O_DIRECT) ends it:
- * the stage's whole blocks go direct, O_DIRECT is cleared, and the rest and
- * every later write go through the page cache.  Each byte is written once,
- * so no page is written both ways.
+ * stage and written OUT_STAGE bytes at a time with O_DIRECT, by a writer
+ * thread while the next stage fills (two stages), so that receiving and
+ * copying overlap the disk; the first write that does not follow (or a
+ * file system refusing O_DIRECT) ends it: the stage's whole blocks go
+ * direct, O_DIRECT is cleared, and the rest and every later write go
+ * through the page cache.  Each byte is written once, so no page is
+ * written both ways.  The writer makes no MPI call.
  */
 enum { OUT_BLOCK = 4096, OUT_STAGE = 8 << 20 };
 
 typedef struct Out {
 	int fd, direct;
-	char *stage;            /* the file's bytes [at, at + n) */
+	char *stage[2];         /* stage[cur] holds the file's bytes [at, at + n) */
+	int cur;
 	size_t n;
 	int64_t at;
+	/* the writer: writes wlen bytes of stage[1 - cur] at woff while busy */
+	int threaded;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int busy, quit, err;    /* err: the errno of its first failure */
+	size_t wlen;
+	int64_t woff;
 } Out;
+
+static void *out_writer(void *arg)
+{
+	Out *o = arg;
+	pthread_mutex_lock(&o->mu);
+	for (;;) {
+		while (!o->busy && !o->quit)
+			pthread_cond_wait(&o->cv, &o->mu);
+		if (!o->busy)
+			break;
+		const char *buf = o->stage[1 - o->cur];
+		size_t len = o->wlen;
+		int64_t off = o->woff;
+		pthread_mutex_unlock(&o->mu);
+		int ok = rt_pwrite_full(o->fd, buf, len, off), e = errno;
+		if (!ok && e == EINVAL) {
+			/* O_DIRECT refused after all: this and the rest buffered */
+			int fl = fcntl(o->fd, F_GETFL);
+			if (fl >= 0 && (fl & O_DIRECT) && fcntl(o->fd, F_SETFL, fl & ~O_DIRECT) == 0) {
+				ok = rt_pwrite_full(o->fd, buf, len, off);
+				e = errno;
+			}
+		}
+		pthread_mutex_lock(&o->mu);
+		if (!ok && !o->err)
+			o->err = e ? e : EIO;
+		o->busy = 0;
+		pthread_cond_broadcast(&o->cv);
+	}
+	pthread_mutex_unlock(&o->mu);
+	return NULL;
+}
+
+/* Waits for the writer to be idle; 0 (errno set) when a write failed. */
+static int out_wait(Out *o)
+{
+	pthread_mutex_lock(&o->mu);
+	while (o->busy)
+		pthread_cond_wait(&o->cv, &o->mu);
+	int e = o->err;
+	pthread_mutex_unlock(&o->mu);
+	errno = e;
+	return !e;
+}
 
 static Out out_open(int fd, int direct)
 {
 	Out o = { .fd = fd };
 	int fl = fcntl(fd, F_GETFL);
 	if (direct && fl >= 0 && fcntl(fd, F_SETFL, fl | O_DIRECT) == 0) {
-		if (posix_memalign((void **)&o.stage, OUT_BLOCK, OUT_STAGE) == 0)
+		if (posix_memalign((void **)&o.stage[0], OUT_BLOCK, 2 * (size_t)OUT_STAGE) == 0) {
+			o.stage[1] = o.stage[0] + OUT_STAGE;
 			o.direct = 1;
-		else
+		} else {
 			fcntl(fd, F_SETFL, fl);
+		}
 	}
 	return o;
 }
 
-/* Ends direct writing: the stage's whole blocks direct, the rest through
- * the page cache; 0 on failure (errno set). */
+/* Ends direct writing: the full stages written, the last one's whole
+ * blocks direct, the rest through the page cache; 0 on failure (errno
+ * set). */
 static int out_undirect(Out *o)
 {
 	if (!o->direct)
 		return 1;
 	o->direct = 0;
-	size_t whole = o->n / OUT_BLOCK * OUT_BLOCK;
 	int ok = 1;
-	if (whole) {
-		ok = rt_pwrite_full(o->fd, o->stage, whole, o->at);
-		if (!ok && errno == EINVAL)
-			whole = 0;      /* O_DIRECT refused after all: all of it below */
+	if (o->threaded) {
+		pthread_mutex_lock(&o->mu);
+		o->quit = 1;
+		pthread_cond_broadcast(&o->cv);
+		pthread_mutex_unlock(&o->mu);
+		pthread_join(o->th, NULL);
+		pthread_mutex_destroy(&o->mu);
+		pthread_cond_destroy(&o->cv);
+		o->threaded = 0;
+		if (o->err) {
+			errno = o->err;
+			ok = 0;
+		}
 	}
-	int fl = fcntl(o->fd, F_GETFL);
-	if (fl < 0 || fcntl(o->fd, F_SETFL, fl & ~O_DIRECT) < 0)
+	const char *stage = o->stage[o->cur];
+	size_t whole = o->n / OUT_BLOCK * OUT_BLOCK;
+	if (ok && whole) {
+		ok = rt_pwrite_full(o->fd, stage, whole, o->at);
+		if (!ok && errno == EINVAL) {
+			whole = 0;      /* O_DIRECT refused after all: all of it below */
+			ok = 1;
+		}
+	}
+	int fl = ok ? fcntl(o->fd, F_GETFL) : -1;
+	if (ok && (fl < 0 || fcntl(o->fd, F_SETFL, fl & ~O_DIRECT) < 0))
 		ok = 0;
-	else if (whole < o->n)
-		ok = rt_pwrite_full(o->fd, o->stage + whole, o->n - whole, o->at + (int64_t)whole);
-	free(o->stage);
-	o->stage = NULL;
+	else if (ok && whole < o->n)
+		ok = rt_pwrite_full(o->fd, stage + whole, o->n - whole, o->at + (int64_t)whole);
+	free(o->stage[0]);
+	o->stage[0] = o->stage[1] = NULL;
 	return ok;
+}
+
+/* Hands the full stage to the writer and takes the other; 0 on failure
+ * (errno set). */
+static int out_flip(Out *o)
+{
+	if (!o->threaded) {
+		pthread_mutex_init(&o->mu, NULL);
+		pthread_cond_init(&o->cv, NULL);
+		o->threaded = pthread_create(&o->th, NULL, out_writer, o) == 0;
+		if (!o->threaded) {
+			pthread_mutex_destroy(&o->mu);
+			pthread_cond_destroy(&o->cv);
+			/* no thread: written here, one stage at a time */
+			if (!rt_pwrite_full(o->fd, o->stage[o->cur], o->n, o->at))
+				return 0;
+			o->at += (int64_t)o->n;
+			o->n = 0;
+			return 1;
+		}
+	}
+	if (!out_wait(o))
+		return 0;
+	pthread_mutex_lock(&o->mu);
+	o->cur = 1 - o->cur;
+	o->wlen = o->n;
+	o->woff = o->at;
+	o->busy = 1;
+	pthread_cond_broadcast(&o->cv);
+	pthread_mutex_unlock(&o->mu);
+	o->at += (int64_t)o->n;
+	o->n = 0;
+	return 1;
 }
 
 /* Writes n bytes of buf at off; 0 on failure (errno set). */
@@ -559,17 +668,12 @@ static int out_write(Out *o, const char *buf, size_t n, int64_t off)
 		return rt_pwrite_full(o->fd, buf, n, off);
 	while (n > 0) {
 		size_t k = OUT_STAGE - o->n < n ? OUT_STAGE - o->n : n;
-		memcpy(o->stage + o->n, buf, k);
+		memcpy(o->stage[o->cur] + o->n, buf, k);
 		o->n += k;
 		buf += k;
 		n -= k;
-		if (o->n == OUT_STAGE) {
-			if (!rt_pwrite_full(o->fd, o->stage, OUT_STAGE, o->at))
-				return errno == EINVAL && out_undirect(o) && (n == 0 || out_write(o, buf, n, off + (int64_t)k));
-			o->at += OUT_STAGE;
-			o->n = 0;
-		}
-		off += (int64_t)k;
+		if (o->n == OUT_STAGE && !out_flip(o))
+			return 0;
 	}
 	return 1;
 }

@@ -63,6 +63,34 @@ else
 fi
 rm -f .C.npy.*
 
+# a disk that fills up while rank 0's writer thread writes (runtime/npy.c,
+# Out): one error line, the previous output intact, no temporary left.
+# It needs a file system to fill: a 40 MB ext4 image on a loop device,
+# which takes root; elsewhere the case says it is skipped.
+full=$PWD/fullfs
+mkdir -p "$full"
+if [ "$(id -u)" = 0 ] && command -v mkfs.ext4 >/dev/null && truncate -s 40M full.img &&
+   mkfs.ext4 -q -F full.img >/dev/null 2>&1 && mount -o loop full.img "$full" 2>/dev/null; then
+	cp previous.npy "$full/C.npy"
+	"$MPIRUN" -np 2 ./rbouter a=a.npy b=b.npy C="$full/C.npy" >out 2>err
+	status=$?
+	if [ $status = 0 ]; then
+		fail "disk full: exit status 0"
+	elif ! grep -q "^rbouter: output C ($full/C.npy): No space left on device$" err; then
+		fail "disk full: no error line"; cat err
+	elif ! cmp -s "$full/C.npy" previous.npy; then
+		fail "disk full: the previous output was changed"
+	elif ls -a "$full" | grep -q '^\.C\.npy\.'; then
+		fail "disk full: a temporary is left"
+	else
+		pass "a 196 MB output onto a 40 MB file system: one error line, the previous output intact"
+	fi
+	umount "$full"
+else
+	pass "disk full: skipped (no loop-mounted file system: needs root, mkfs.ext4, a loop device)"
+fi
+rm -f full.img
+
 # ---- 2. memory: refused before the run; out of memory during it ----
 # 17320^2 f32 is 1.2 GB on one rank, with 800 MB of address space
 cat >huge.tra <<'EOF'

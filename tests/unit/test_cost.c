@@ -496,10 +496,12 @@ static void test_io(void **state)
 			io += op->seconds;
 			seen |= 2;
 			break;
-		case IA_WRITE: {        /* rank 0 gets the other half, writes the whole (a file's
-			                 * latency and its bytes) through a new 8 MiB stage */
+		case IA_WRITE: {        /* rank 0 gets the other half and copies the whole into
+			                 * a new 8 MiB stage, then writes it (a file's latency
+			                 * and its bytes): one stage, no overlap */
 			double b = 1000.0 * 1000 * 4;
-			double want = machine_coll(&m, COLL_ALLGATHER, b / 2) + 0.01 + b / 5e8 + b / m.touch_bw;
+			double want = 0.01 + machine_coll(&m, COLL_ALLGATHER, b / 2) + b / m.memcpy_bw + b / 5e8 +
+			              b / m.touch_bw;
 			assert_true(fabs(op->seconds - want) < 1e-9 * want);
 			io += op->seconds;
 			seen |= 4;
@@ -517,6 +519,30 @@ static void test_io(void **state)
 	assert_true(ops - plan->predicted_seconds > 0);
 	ia_free(plan);
 	tra_free(p);
+
+	/* 36 MB: the first stage filled, then the slower of filling and the
+	 * disk, then the last stage written; two stages touched */
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass)
+			m.write_bw = 5e10;      /* a disk faster than the copy */
+		p = compile("size N = 3000;\ninput A[N, N];\nB[i, j] = A[i, j] * 2;\noutput B;\n");
+		OptOptions o2 = {.nranks = 2, .level = 2, .verify = true, .machine = &m};
+		opt_block(p, &o2);
+		plan = opt_plan(p, &o2);
+		double b = 3000.0 * 3000 * 4, stage = 8 << 20;
+		double fill = (machine_coll(&m, COLL_ALLGATHER, b / 2) + b / m.memcpy_bw) / b;
+		double want = 0.01 + stage * fill + (b - stage) * fmax(fill, 1 / m.write_bw) +
+		              stage / m.write_bw + 2 * stage / m.touch_bw;
+		int writes = 0;
+		for (int i = 0; i < plan->ops.n; i++)
+			if (plan->ops.v[i].kind == IA_WRITE) {
+				assert_true(fabs(plan->ops.v[i].seconds - want) < 1e-9 * want);
+				writes++;
+			}
+		assert_int_equal(writes, 1);
+		ia_free(plan);
+		tra_free(p);
+	}
 }
 
 /* A read's system calls (the runtime's rt_read_rel): a rank whose chunks
