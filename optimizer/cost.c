@@ -295,24 +295,39 @@ Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)
 }
 
 /* What rank 0 holds beyond the output while it writes it (runtime/npy.c,
- * write_rel): a dense output whose chunk dims are in key-dim order goes
- * slab by slab in file order, the other ranks' portions of one slab
- * received first: a slab is at most WRITE_SLAB_MAX bytes (the runtime's
- * SLAB_MAX), the indices within one block of the first dim p one index
- * of which fits in that; anything else chunk by chunk, one chunk received
- * at a time. */
+ * write_rel and Out): its stages, a chunk of one block more than the
+ * file's bytes when they fit in WRITE_STAGE, else of two WRITE_STAGEs
+ * (the runtime's out_stage_bytes; a sparse output is counted as a .npy,
+ * though a .npz is not staged), and what it receives.  A dense output
+ * whose chunk dims are in key-dim order goes slab by slab in file order,
+ * the other ranks' portions of one slab received first: a slab is at
+ * most WRITE_SLAB_MAX bytes (the runtime's SLAB_MAX), the indices within
+ * one block of the first dim p one index of which fits in that; anything
+ * else chunk by chunk, one chunk received at a time. */
 #define WRITE_SLAB_MAX (4.0 * 1024 * 1024)
+#define WRITE_STAGE (8.0 * 1024 * 1024)
+#define WRITE_BLOCK 4096.0
+
+static double write_stage_bytes(const RelType *t)
+{
+	double data = dtype_size(t->dtype);
+	for (int d = 0; d < t->nkey; d++)
+		data *= (double)t->extent[d];
+	double one = (ceil(data / WRITE_BLOCK) + 1) * WRITE_BLOCK;
+	return (one > WRITE_STAGE ? 2 * WRITE_STAGE : one) + WRITE_BLOCK;
+}
 
 static double write_transient_bytes(const CostCtx *c, const RelType *t, const Place *p)
 {
+	double stages = write_stage_bytes(t);
 	if (t->nkey == 0 || p->kind == PL_ALL || c->nsites < 2)
-		return 0;
+		return stages;
 	double es = dtype_size(t->dtype);
 	if (t->sparse || !chunks_in_key_order(t)) {
 		double chunk = es;
 		for (int d = 0; d < t->nkey; d++)
 			chunk *= (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
-		return chunk;
+		return stages + chunk;
 	}
 	double unit = es;
 	int d = t->nkey - 1;
@@ -320,19 +335,19 @@ static double write_transient_bytes(const CostCtx *c, const RelType *t, const Pl
 		unit *= (double)t->extent[d--];
 	double h = fmax(1, floor(WRITE_SLAB_MAX / unit));
 	h = fmin(h, (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]));
-	return h * unit;
+	return stages + h * unit;
 }
 
 /* Rank 0 receives the other ranks' share of an output and writes it all
  * (runtime/npy.c, trt_write): the file's latency (its creation, fsyncs
  * and rename) and bytes.  Rank 0 fills one of two stages of WRITE_STAGE
- * bytes (the runtime's OUT_STAGE; new to the process) by receiving and
- * copying while a thread writes the other, so after the first stage's
- * filling and before the last one's writing the slower of the two sets
- * the pace:
+ * bytes (the runtime's OUT_STAGE) by receiving and copying while a
+ * thread writes the other, so after the first stage's filling and before
+ * the last one's writing the slower of the two sets the pace:
  *     first * fill + (b - first) * max(fill, disk) + first * disk
- * per byte, first = min(b, WRITE_STAGE). */
-#define WRITE_STAGE (8.0 * 1024 * 1024)
+ * per byte, first = min(b, WRITE_STAGE).  The stages are the write's
+ * transient memory (write_transient_bytes), their first touch the
+ * op's when they go past the most memory held so far (opt_cost). */
 
 static double cost_write(const CostCtx *c, const RelType *t)
 {
@@ -342,8 +357,7 @@ static double cost_write(const CostCtx *c, const RelType *t)
 	double recv = s > 1 ? machine_coll(c->m, COLL_ALLGATHER, b * (s - 1) / s) : 0;
 	double fill = (recv + b / c->m->memcpy_bw) / b, disk = 1 / c->m->write_bw;
 	double first = fmin(b, WRITE_STAGE);
-	return c->m->write_latency + first * fill + (b - first) * fmax(fill, disk) + first * disk +
-	       fmin(b, 2 * WRITE_STAGE) / c->m->touch_bw;
+	return c->m->write_latency + first * fill + (b - first) * fmax(fill, disk) + first * disk;
 }
 
 /* A param's initial values: this rank's share, made by seed and index

@@ -37,7 +37,9 @@
 #define _GNU_SOURCE                    /* O_DIRECT; pread, preadv, mkstemp, posix_memalign */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -499,19 +501,33 @@ static int io_read(void *file, char *buf, size_t n, int64_t off)
 /*
  * Out: rank 0's writes of one file.  Opened direct (out_open, at offset 0),
  * the writes that follow each other from there are copied into an aligned
- * stage and written OUT_STAGE bytes at a time with O_DIRECT, by a writer
- * thread while the next stage fills (two stages), so that receiving and
- * copying overlap the disk; the first write that does not follow (or a
- * file system refusing O_DIRECT) ends it: the stage's whole blocks go
- * direct, O_DIRECT is cleared, and the rest and every later write go
- * through the page cache.  Each byte is written once, so no page is
- * written both ways.  The writer makes no MPI call.
+ * stage and written a stage at a time with O_DIRECT, by a writer thread
+ * while the next stage fills, so that receiving and copying overlap the
+ * disk; the first write that does not follow (or a file system refusing
+ * O_DIRECT) ends it: the stage's whole blocks go direct, O_DIRECT is
+ * cleared, and the rest and every later write go through the page cache.
+ * Each byte is written once, so no page is written both ways.  The writer
+ * makes no MPI call.  The stages are a chunk (memory the ops freed, its
+ * pages faulted in already, as the chunk cache gives it): two of
+ * OUT_STAGE bytes, or one holding the whole file when it fits in one
+ * (out_stage_bytes; optimizer/cost.c's write_stage_bytes says the same).
  */
 enum { OUT_BLOCK = 4096, OUT_STAGE = 8 << 20 };
 
+/* The bytes of one stage for data bytes of .npy data (a header is less
+ * than a block), and in *nstage how many. */
+static size_t out_stage_bytes(double data, int *nstage)
+{
+	double one = (ceil(data / OUT_BLOCK) + 1) * OUT_BLOCK;
+	*nstage = one > OUT_STAGE ? 2 : 1;
+	return one > OUT_STAGE ? (size_t)OUT_STAGE : (size_t)one;
+}
+
 typedef struct Out {
 	int fd, direct;
+	Chunk *stages;
 	char *stage[2];         /* stage[cur] holds the file's bytes [at, at + n) */
+	size_t len;             /* a stage's bytes */
 	int cur;
 	size_t n;
 	int64_t at;
@@ -569,17 +585,20 @@ static int out_wait(Out *o)
 	return !e;
 }
 
-static Out out_open(int fd, int direct)
+/* Out for fd, direct when asked and the file system lets it, for a file
+ * of data bytes after its header. */
+static Out out_open(int fd, int direct, double data)
 {
 	Out o = { .fd = fd };
 	int fl = fcntl(fd, F_GETFL);
 	if (direct && fl >= 0 && fcntl(fd, F_SETFL, fl | O_DIRECT) == 0) {
-		if (posix_memalign((void **)&o.stage[0], OUT_BLOCK, 2 * (size_t)OUT_STAGE) == 0) {
-			o.stage[1] = o.stage[0] + OUT_STAGE;
-			o.direct = 1;
-		} else {
-			fcntl(fd, F_SETFL, fl);
-		}
+		int nstage;
+		o.len = out_stage_bytes(data, &nstage);
+		o.stages = rt_chunk_new((size_t)nstage * o.len + OUT_BLOCK);
+		uintptr_t p = (uintptr_t)rt_chunk_data(o.stages);
+		o.stage[0] = (char *)((p + OUT_BLOCK - 1) / OUT_BLOCK * OUT_BLOCK);
+		o.stage[1] = nstage == 2 ? o.stage[0] + o.len : NULL;
+		o.direct = 1;
 	}
 	return o;
 }
@@ -621,29 +640,32 @@ static int out_undirect(Out *o)
 		ok = 0;
 	else if (ok && whole < o->n)
 		ok = rt_pwrite_full(o->fd, stage + whole, o->n - whole, o->at + (int64_t)whole);
-	free(o->stage[0]);
+	rt_chunk_unref(o->stages);
+	o->stages = NULL;
 	o->stage[0] = o->stage[1] = NULL;
 	return ok;
 }
 
-/* Hands the full stage to the writer and takes the other; 0 on failure
- * (errno set). */
+/* Hands the full stage to the writer and takes the other (or with one
+ * stage, or no thread, writes it here); 0 on failure (errno set). */
 static int out_flip(Out *o)
 {
-	if (!o->threaded) {
+	if (!o->threaded && o->stage[1]) {
 		pthread_mutex_init(&o->mu, NULL);
 		pthread_cond_init(&o->cv, NULL);
 		o->threaded = pthread_create(&o->th, NULL, out_writer, o) == 0;
 		if (!o->threaded) {
 			pthread_mutex_destroy(&o->mu);
 			pthread_cond_destroy(&o->cv);
-			/* no thread: written here, one stage at a time */
-			if (!rt_pwrite_full(o->fd, o->stage[o->cur], o->n, o->at))
-				return 0;
-			o->at += (int64_t)o->n;
-			o->n = 0;
-			return 1;
+			o->stage[1] = NULL;
 		}
+	}
+	if (!o->stage[1]) {
+		if (!rt_pwrite_full(o->fd, o->stage[0], o->n, o->at))
+			return 0;
+		o->at += (int64_t)o->n;
+		o->n = 0;
+		return 1;
 	}
 	if (!out_wait(o))
 		return 0;
@@ -667,12 +689,12 @@ static int out_write(Out *o, const char *buf, size_t n, int64_t off)
 	if (!o->direct)
 		return rt_pwrite_full(o->fd, buf, n, off);
 	while (n > 0) {
-		size_t k = OUT_STAGE - o->n < n ? OUT_STAGE - o->n : n;
+		size_t k = o->len - o->n < n ? o->len - o->n : n;
 		memcpy(o->stage[o->cur] + o->n, buf, k);
 		o->n += k;
 		buf += k;
 		n -= k;
-		if (o->n == OUT_STAGE && !out_flip(o))
+		if (o->n == o->len && !out_flip(o))
 			return 0;
 	}
 	return 1;
@@ -1021,7 +1043,10 @@ static int write_npy(int fd, const TrtTensor *x, const TrtRel *r)
 	size_t hlen = rt_npy_header(x, head, sizeof head);
 	if (!hlen)
 		rt_bug("npy header of %s does not fit", x->name);
-	Out out = out_open(fd, rt.rank == 0);
+	double data = (double)rt_dtype_size(x->dtype);
+	for (int d = 0; d < x->rank; d++)
+		data *= (double)x->shape[d];
+	Out out = out_open(fd, rt.rank == 0, data);
 	if (rt.rank == 0 && !out_write(&out, head, hlen, 0))
 		e = errno;
 	int e2 = write_rel(&out, (int64_t)hlen, r);
@@ -1416,6 +1441,6 @@ static int write_rel(Out *out, int64_t data_offset, const TrtRel *r)
 
 int rt_write_rel(int fd, int64_t data_offset, const TrtRel *r)
 {
-	Out out = out_open(fd, 0);
+	Out out = out_open(fd, 0, 0);
 	return write_rel(&out, data_offset, r);
 }
