@@ -75,6 +75,7 @@ echo "$2" | while IFS='|' read -r name want_status args want; do
 			timeout 60 "$MPIRUN" -q -np $np ./$prog $args </dev/null >out 2>err
 		fi
 		status=$?
+		mpi_noise err
 		if [ $status != "$want_status" ]; then
 			echo "FAIL: $name on $np ranks: exit status $status, expected $want_status"; cat err; echo x >>failed
 		elif [ "$(cat err)" != "$want" ]; then

@@ -73,6 +73,7 @@ expect() {
 	fi
 	# libevent inside Open MPI may warn as ranks tear down under load
 	# ("[warn] Epoll MOD(1) on fd N failed"): not the program's output
+	# (lib.sh's mpi_noise, which this script does not source)
 	grep -v '^\[warn\] Epoll ' "$D/err" >"$D/err.mine"
 	mv "$D/err.mine" "$D/err"
 	if [ -n "$line" ] && [ "$(cat "$D/err")" != "$line" ]; then
