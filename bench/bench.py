@@ -239,11 +239,54 @@ def sec_calibrate():
         say("  " + line)
     rate = conv_rate(model)
     if rate:
-        text = re.sub(r"(?m)^conv_rate_flops=.*$", "conv_rate_flops=%.4g" % rate, p.stdout)
+        text = re.sub(r"(?m)^conv_rate_flops=.*$", "conv_rate_flops=%.4g" % rate, open(model).read())
         with open(model, "w") as f:
             f.write(text)
         say("  conv_rate_flops=%.4g   (the generated kernel, replacing calibrate's loop's)" % rate)
+    bw = write_rate(model)
+    if bw:
+        text = re.sub(r"(?m)^file_write_bandwidth_Bps=.*$", "file_write_bandwidth_Bps=%.4g" % bw,
+                      open(model).read())
+        with open(model, "w") as f:
+            f.write(text)
+        say("  file_write_bandwidth_Bps=%.4g   (trac's own write op, replacing calibrate's)" % bw)
     say("  (written to %s)" % model)
+
+
+def write_rate(model):
+    """The disk's bytes per second as trac's own write op meets it: bench/io.tra on 2 ranks, a
+    256 MiB output (rank 0 receiving half, its stages filling while a thread writes), the write
+    op's seconds (median of REPS) less what the cost model adds to the disk's part (the latency,
+    the first stage's filling: its predicted seconds less the bytes at calibrate's rate), so that
+    the model, given this rate, predicts the op's median.  calibrate's own writes, back to back
+    from one buffer, ran at 0.99 to 1.24 GB/s from one calibration to the next while trac's
+    writes in the programs ran at 0.7 to 0.86 (bench/README.md, sixth session)."""
+    n = 4096 if QUICK else 16384
+    exe = os.path.join(WORK, "write-rate")
+    env = dict(ENV, TRAC_MACHINE=model)
+    run([TRAC, "-P", "2", "-D", "N=%d" % n, os.path.join(SRC, "bench", "io.tra"), "-o", exe], env=env)
+    x = make_inputs("io", {"X": ((n, 4096), "f32")})["X"]
+    secs, preds = [], []
+    for _ in range(REPS):
+        text = run([MPIRUN, "-np", "2", "--bind-to", "none", exe, "X=" + x, "Y=write-rate-Y.npy", "--profile"],
+                   env=env).stdout
+        for op, kind, label, sec, pred in op_table(text):
+            if kind == "write":
+                secs.append(sec)
+                preds.append(pred)
+    bw = None
+    for line in open(model):
+        if line.startswith("file_write_bandwidth_Bps="):
+            bw = float(line.split("=")[1])
+    if len(secs) < REPS or not bw:
+        say("  (no write op measured: calibrate's file_write_bandwidth_Bps kept)")
+        return None
+    b = n * 4096 * 4.0
+    rest = max(0.0, preds[0] - b / bw)
+    disk = med(secs) - rest
+    say("  # io.tra's 256 MiB write on 2 ranks: %.4g s (median of %d; %.4g-%.4g), %.4g s of it the "
+        "model's latency and first stage" % (med(secs), len(secs), min(secs), max(secs), rest))
+    return b / disk if disk > 0 else None
 
 
 def conv_rate(model):
