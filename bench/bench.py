@@ -253,6 +253,27 @@ def sec_calibrate():
     say("  (written to %s)" % model)
 
 
+def op_seconds(exe, args, env, kind):
+    """The seconds and predicted seconds of exe's ops of this kind, REPS runs on 2 ranks
+    (--profile)."""
+    secs, preds = [], []
+    for _ in range(REPS):
+        text = run([MPIRUN, "-np", "2", "--bind-to", "none", exe, *args, "--profile"], env=env).stdout
+        for op, k, label, sec, pred in op_table(text):
+            if k == kind:
+                secs.append(sec)
+                preds.append(pred)
+    return secs, preds
+
+
+def model_value(model, key):
+    """The machine model's value of key, or None."""
+    for line in open(model):
+        if line.startswith(key + "="):
+            return float(line.split("=")[1])
+    return None
+
+
 def write_rate(model):
     """The disk's bytes per second as trac's own write op meets it: bench/io.tra on 2 ranks, a
     256 MiB output (rank 0 receiving half, its stages filling while a thread writes), the write
@@ -266,26 +287,16 @@ def write_rate(model):
     env = dict(ENV, TRAC_MACHINE=model)
     run([TRAC, "-P", "2", "-D", "N=%d" % n, os.path.join(SRC, "bench", "io.tra"), "-o", exe], env=env)
     x = make_inputs("io", {"X": ((n, 4096), "f32")})["X"]
-    secs, preds = [], []
-    for _ in range(REPS):
-        text = run([MPIRUN, "-np", "2", "--bind-to", "none", exe, "X=" + x, "Y=write-rate-Y.npy", "--profile"],
-                   env=env).stdout
-        for op, kind, label, sec, pred in op_table(text):
-            if kind == "write":
-                secs.append(sec)
-                preds.append(pred)
-    bw = None
-    for line in open(model):
-        if line.startswith("file_write_bandwidth_Bps="):
-            bw = float(line.split("=")[1])
+    secs, preds = op_seconds(exe, ["X=" + x, "Y=write-rate-Y.npy"], env, "write")
+    bw = model_value(model, "file_write_bandwidth_Bps")
     if len(secs) < REPS or not bw:
         say("  (no write op measured: calibrate's file_write_bandwidth_Bps kept)")
         return None
     b = n * 4096 * 4.0
     rest = max(0.0, preds[0] - b / bw)
     disk = med(secs) - rest
-    say("  # io.tra's 256 MiB write on 2 ranks: %.4g s (median of %d; %.4g-%.4g), %.4g s of it the "
-        "model's latency and first stage" % (med(secs), len(secs), min(secs), max(secs), rest))
+    say("  # io.tra's %.0f MiB write on 2 ranks: %.4g s (median of %d; %.4g-%.4g), %.4g s of it the "
+        "model's latency and first stage" % (b / 2**20, med(secs), len(secs), min(secs), max(secs), rest))
     return b / disk if disk > 0 else None
 
 
@@ -303,17 +314,8 @@ def conv_rate(model):
          os.path.join(SRC, "examples", "conv3d.tra"), "-o", exe], env=env)
     inputs = make_inputs("convrate", {"X": (n, "f32"), "K": ((10, 3, 3, 3, 3), "f32")})
     args = ["%s=%s" % (k, v) for k, v in inputs.items()] + ["Y=conv-rate-Y.npy"]
-    secs, preds = [], []
-    for _ in range(REPS):
-        text = run([MPIRUN, "-np", "2", "--bind-to", "none", exe, *args, "--profile"], env=env).stdout
-        for op, kind, label, sec, pred in op_table(text):
-            if kind == "conv":
-                secs.append(sec)
-                preds.append(pred)
-    rate = None
-    for line in open(model):
-        if line.startswith("conv_rate_flops="):
-            rate = float(line.split("=")[1])
+    secs, preds = op_seconds(exe, args, env, "conv")
+    rate = model_value(model, "conv_rate_flops")
     if len(secs) < REPS or not rate:
         say("  (no conv op measured: calibrate's conv_rate_flops kept)")
         return None
