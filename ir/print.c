@@ -333,7 +333,7 @@ static void tree_print(Tree *t, int i, int depth, int stmt)
 
 static void header_print(Buf *b, const IaPlan *p, bool costs)
 {
-	buf_printf(b, "plan for %d ranks", p->nranks);
+	buf_printf(b, "plan for %d rank%s", p->nranks, p->nranks == 1 ? "" : "s");
 	if (costs)
 		buf_printf(b, ": %.3g floats moved, %.3g flops, peak %.3g bytes per rank, predicted %.3g s",
 		           p->total_floats_moved, p->total_flops, p->peak_bytes, p->predicted_seconds);

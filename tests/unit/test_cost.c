@@ -200,6 +200,41 @@ static double mm_cost(int64_t I, int64_t K, int64_t J, int ni, int nj, Strategy 
 	return f;
 }
 
+/* A broadcast on one site shares its input's chunks (runtime/comm.c,
+ * trt_bcast): it takes them over when its input dies there, so it costs
+ * no seconds and no memory, and the output's first touch is the join's:
+ * A and B held (2 x 8 MB), then C (8 MB) new at the join. */
+static void test_bcast_one_site(void **state)
+{
+	(void)state;
+	TraProg *p = compile("size I = 1000, K = 2000, J = 1000;\ninput A[I, K];\ninput B[K, J];\n"
+	                     "C[i, j] = A[i, k] * B[k, j];\noutput C;\n");
+	Machine m;
+	machine_default(&m);
+	StratPin sp = {0, STRAT_BROADCAST, 0};
+	OptOptions o = {.nranks = 1, .level = 2, .verify = true, .block = 500, .machine = &m,
+	                .stratpins = &sp, .nstratpins = 1};
+	opt_block(p, &o);
+	IaPlan *plan = opt_plan(p, &o);
+	int nbcast = 0;
+	double c = 4.0 * 1000 * 1000, ab = 4.0 * 1000 * 2000 * 2;
+	for (int i = 0; i < plan->ops.n; i++) {
+		const IaOp *op = &plan->ops.v[i];
+		if (op->kind == IA_BCAST) {
+			nbcast++;
+			assert_true(op->seconds == 0);
+			assert_true(op->live_bytes <= ab);
+		} else if (op->kind == IA_JOIN) {
+			assert_true(op->live_bytes == ab + c);
+			assert_true(op->seconds >= c / m.touch_bw);
+		}
+	}
+	assert_true(nbcast >= 1);
+	assert_true(plan->peak_bytes == ab + c);
+	ia_free(plan);
+	tra_free(p);
+}
+
 /* A convolution is one conv op whose flops are two per multiply-add: the
  * output's elements times the summed labels' extents (padding included),
  * in the forward op and in its gradients' (dK: the kernel's elements times
@@ -661,6 +696,7 @@ int main(void)
 		cmocka_unit_test(test_machine),
 		cmocka_unit_test(test_table4),
 		cmocka_unit_test(test_conv),
+		cmocka_unit_test(test_bcast_one_site),
 		cmocka_unit_test(test_thin_gemm),
 		cmocka_unit_test(test_halo),
 		cmocka_unit_test(test_io),
