@@ -237,33 +237,32 @@ def sec_calibrate():
         f.write(p.stdout)
     for line in p.stdout.splitlines():
         say("  " + line)
+    fitted = {}
     rate = conv_rate(model)
     if rate:
-        text = re.sub(r"(?m)^conv_rate_flops=.*$", "conv_rate_flops=%.4g" % rate, open(model).read())
-        with open(model, "w") as f:
-            f.write(text)
-        say("  conv_rate_flops=%.4g   (the generated kernel, replacing calibrate's loop's)" % rate)
-    bw = write_rate(model)
-    if bw:
-        text = re.sub(r"(?m)^file_write_bandwidth_Bps=.*$", "file_write_bandwidth_Bps=%.4g" % bw,
-                      open(model).read())
-        with open(model, "w") as f:
-            f.write(text)
-        say("  file_write_bandwidth_Bps=%.4g   (trac's own write op, replacing calibrate's)" % bw)
+        fitted["conv_rate_flops"] = (rate, "the generated kernel, replacing calibrate's loop's")
+    for key, v in io_rates(model).items():
+        fitted[key] = (v, "trac's own %s op, replacing calibrate's" % ("write" if "write" in key else "read"))
+    text = open(model).read()
+    for key, (v, why) in fitted.items():
+        text = re.sub(r"(?m)^%s=.*$" % key, "%s=%.4g" % (key, v), text)
+        say("  %s=%.4g   (%s)" % (key, v, why))
+    with open(model, "w") as f:
+        f.write(text)
     say("  (written to %s)" % model)
 
 
-def op_seconds(exe, args, env, kind):
-    """The seconds and predicted seconds of exe's ops of this kind, REPS runs on 2 ranks
-    (--profile)."""
-    secs, preds = [], []
+def op_seconds(exe, args, env, kinds):
+    """The seconds and predicted seconds of exe's ops of these kinds, REPS runs on 2 ranks
+    (--profile): {kind: (seconds, predicted seconds)}."""
+    out = {k: ([], []) for k in kinds}
     for _ in range(REPS):
         text = run([MPIRUN, "-np", "2", "--bind-to", "none", exe, *args, "--profile"], env=env).stdout
         for op, k, label, sec, pred in op_table(text):
-            if k == kind:
-                secs.append(sec)
-                preds.append(pred)
-    return secs, preds
+            if k in out:
+                out[k][0].append(sec)
+                out[k][1].append(pred)
+    return out
 
 
 def model_value(model, key):
@@ -274,30 +273,40 @@ def model_value(model, key):
     return None
 
 
-def write_rate(model):
-    """The disk's bytes per second as trac's own write op meets it: bench/io.tra on 2 ranks, a
-    256 MiB output (rank 0 receiving half, its stages filling while a thread writes), the write
-    op's seconds (median of REPS) less what the cost model adds to the disk's part (the latency,
-    the first stage's filling: its predicted seconds less the bytes at calibrate's rate), so that
-    the model, given this rate, predicts the op's median.  calibrate's own writes, back to back
-    from one buffer, ran at 0.99 to 1.24 GB/s from one calibration to the next while trac's
-    writes in the programs ran at 0.7 to 0.86 (bench/README.md, sixth session)."""
+def io_rates(model):
+    """The disk's and the page cache's bytes per second as trac's own write and read ops meet
+    them: bench/io.tra on 2 ranks, a 256 MiB input and output, each op's seconds (median of REPS)
+    less what the cost model adds to its bytes (the write's latency and first stage's filling, the
+    read's system calls: the op's predicted seconds less its bytes at calibrate's rate), so that
+    the model, given these rates, predicts the ops' medians: {model key: rate}.  calibrate's own
+    writes, back to back from one buffer, ran at 0.99 to 1.24 GB/s from one calibration to the next
+    while trac's writes in the programs ran at 0.7 to 0.86; its reads, into memory it has just
+    unmapped, at 1.43 GB/s while trac's, into memory new to a fresh process, ran at 1.07 to 1.29
+    (bench/README.md, sixth and seventh sessions)."""
     n = 4096 if QUICK else 16384
-    exe = os.path.join(WORK, "write-rate")
+    exe = os.path.join(WORK, "io-rate")
     env = dict(ENV, TRAC_MACHINE=model)
     run([TRAC, "-P", "2", "-D", "N=%d" % n, os.path.join(SRC, "bench", "io.tra"), "-o", exe], env=env)
     x = make_inputs("io", {"X": ((n, 4096), "f32")})["X"]
-    secs, preds = op_seconds(exe, ["X=" + x, "Y=write-rate-Y.npy"], env, "write")
-    bw = model_value(model, "file_write_bandwidth_Bps")
-    if len(secs) < REPS or not bw:
-        say("  (no write op measured: calibrate's file_write_bandwidth_Bps kept)")
-        return None
-    b = n * 4096 * 4.0
-    rest = max(0.0, preds[0] - b / bw)
-    disk = med(secs) - rest
-    say("  # io.tra's %.0f MiB write on 2 ranks: %.4g s (median of %d; %.4g-%.4g), %.4g s of it the "
-        "model's latency and first stage" % (b / 2**20, med(secs), len(secs), min(secs), max(secs), rest))
-    return b / disk if disk > 0 else None
+    ops = op_seconds(exe, ["X=" + x, "Y=io-rate-Y.npy"], env, ["write", "read"])
+    rates = {}
+    # (op kind, model key, bytes the busiest rank moves, what the model adds)
+    for kind, key, b, what in [("write", "file_write_bandwidth_Bps", n * 4096 * 4.0, "latency and first stage"),
+                               ("read", "file_read_bandwidth_Bps", n * 4096 * 2.0, "system calls")]:
+        who = "rank 0 writing it all" if kind == "write" else "each rank reading half"
+        secs, preds = ops[kind]
+        bw = model_value(model, key)
+        if len(secs) < REPS or not bw:
+            say("  (no %s op measured: calibrate's %s kept)" % (kind, key))
+            continue
+        rest = max(0.0, preds[0] - b / bw)
+        part = med(secs) - rest
+        say("  # io.tra's %s on 2 ranks, %.0f MiB by the busiest (%s): %.4g s (median of %d; %.4g-%.4g), "
+            "%.4g s of it the model's %s" % (kind, b / 2**20, who, med(secs), len(secs), min(secs), max(secs),
+                                            rest, what))
+        if part > 0:
+            rates[key] = b / part
+    return rates
 
 
 def conv_rate(model):
@@ -314,7 +323,7 @@ def conv_rate(model):
          os.path.join(SRC, "examples", "conv3d.tra"), "-o", exe], env=env)
     inputs = make_inputs("convrate", {"X": (n, "f32"), "K": ((10, 3, 3, 3, 3), "f32")})
     args = ["%s=%s" % (k, v) for k, v in inputs.items()] + ["Y=conv-rate-Y.npy"]
-    secs, preds = op_seconds(exe, args, env, "conv")
+    secs, preds = op_seconds(exe, args, env, ["conv"])["conv"]
     rate = model_value(model, "conv_rate_flops")
     if len(secs) < REPS or not rate:
         say("  (no conv op measured: calibrate's conv_rate_flops kept)")
