@@ -287,10 +287,16 @@ double cost_read_seconds(const CostCtx *c, const RelType *t, const Place *p)
 	return cost_rank_bytes(c, t, p, 1) / c->m->read_bw + read_calls(c, t, p) * c->m->read_call;
 }
 
+/* What the search weighs of a read: all of it when every rank reads the
+ * whole file; else its system calls alone.  The bytes are free there (the
+ * paper's convention: an input starts where it is needed, and every
+ * partition reads a share), the calls are what a layout adds: MTTKRP's X
+ * split along its last dim reads its share in 360000 runs of 1.2 KB
+ * (0.85 s), split along its first in one (0.30 s). */
 Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)
 {
 	if (p->kind != PL_ALL)
-		return (Cost){0};       /* the input layout is free (the paper's convention) */
+		return (Cost){.seconds = read_calls(c, t, p) * c->m->read_call};
 	return (Cost){.seconds = cost_read_seconds(c, t, p)};
 }
 
@@ -549,6 +555,18 @@ static bool aliased(const Contraction *g, int o, int x, int y, DType t)
 	return ld > 1 && fmod(ld * dtype_size(t), 4096) == 0;
 }
 
+/* Whether input o's matrix differs from one call to the next (a group of
+ * its labels is a loop of calls, as a batch is): BLIS then packs it from
+ * memory, each call afresh, whatever its size. */
+static bool streamed(const Contraction *g, int o)
+{
+	for (int i = 0; i < g->ngroup; i++)
+		if (i != g->use[ROLE_M] && i != g->use[ROLE_N] && i != g->use[ROLE_K] && g->g[i].pos[o] >= 0 &&
+		    g->g[i].ext > 1)
+			return true;
+	return false;
+}
+
 /*
  * The kernel's rate.  A contraction is the BLIS calls codegen makes
  * (ir/gemm.c's contraction_plan), each at the calibrated rate of a cube of
@@ -558,7 +576,10 @@ static bool aliased(const Contraction *g, int o, int x, int y, DType t)
  * column-major is computed as C' = B' A', the roles of m and n swapped)
  * B (k x n) reused m times costs its bytes at gemm_pack_b_Bps when m is
  * short, A (m x k) reused n times its bytes at gemm_pack_a_Bps when n is
- * short, either when 4 MB or more (a smaller one is packed from cache).
+ * short, either when 4 MB or more or when it is a new matrix each call
+ * (`streamed`: Tucker's T2 = B T1, 48 x 96 x 4608 a call, B's 1.8 MB a
+ * slice of T1, ran at 51 GFLOP/s against 71 for a cube of its volume);
+ * a smaller one the calls share is packed from cache.
  * Aliased rows add: B's the runtime copies to unaliased panels first
  * (trt_sgemm), a pass at memcpy bandwidth, after which C's aliasing
  * measured nothing (96 x 442368 x 96: 56.1 GFLOP/s with B's rows padded,
@@ -579,9 +600,10 @@ static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelT
 	double secs = 2 * v / machine_gemm_rate(c->m, t, cbrt(v));
 	bool colc = gm >= 0 && gn >= 0 && g.g[gm].stride[2] < g.g[gn].stride[2];
 	double bm = colc ? n : m, bn = colc ? m : n;   /* BLIS's m and n */
-	if (bm < GEMM_REUSE && kk * bn * size >= GEMM_PACKED && c->m->gemm_pack_b_bw > 0)
+	int ba = colc ? 1 : 0, bb = 1 - ba;             /* the inputs BLIS sees as A and B */
+	if (bm < GEMM_REUSE && (kk * bn * size >= GEMM_PACKED || streamed(&g, bb)) && c->m->gemm_pack_b_bw > 0)
 		secs += kk * bn * size / c->m->gemm_pack_b_bw;
-	if (bn < GEMM_REUSE && bm * kk * size >= GEMM_PACKED && c->m->gemm_pack_a_bw > 0)
+	if (bn < GEMM_REUSE && (bm * kk * size >= GEMM_PACKED || streamed(&g, ba)) && c->m->gemm_pack_a_bw > 0)
 		secs += bm * kk * size / c->m->gemm_pack_a_bw;
 	if (m < GEMM_REUSE && n > 4096 && kk * n * size >= GEMM_PACKED && aliased(&g, 1, gk, gn, t))
 		secs += kk * n * size / c->m->memcpy_bw;        /* trt_sgemm's conditions */
