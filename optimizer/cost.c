@@ -1004,17 +1004,14 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		if (op->kind == IA_INIT)
 			last[i] = n;    /* a param's storage lives to the end */
 		if (ia_has_result(op->kind) && op->kind != IA_LOAD) {
-			if ((op->kind == IA_MAP && !op->u.map.kernel) || (op->kind == IA_BCAST && cc.nsites == 1))
+			if ((op->kind == IA_MAP && !op->u.map.kernel) || (op->kind == IA_BCAST && cc.nsites == 1)) {
 				/* a rekey, a replication or a broadcast on one site
 				 * shares its input's chunks: it takes them over when
 				 * the input dies here */
-				if (last[in[0]] == i) {
-					held[i] = held[in[0]];
-					live -= held[in[0]];
-					held[in[0]] = 0;
-				} else
-					held[i] = 0;
-			else if (inplace[i] == IP_OWNED || inplace[i] == IP_PARAM)
+				held[i] = last[in[0]] == i ? held[in[0]] : 0;
+				live -= held[i];
+				held[in[0]] -= held[i];
+			} else if (inplace[i] == IP_OWNED || inplace[i] == IP_PARAM)
 				/* a scatter in place holds its base's chunks (a
 				 * param's own: nothing more) */
 				held[i] = held[op->u.gather.base];
