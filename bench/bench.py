@@ -290,10 +290,10 @@ def io_rates(model):
     x = make_inputs("io", {"X": ((n, 4096), "f32")})["X"]
     ops = op_seconds(exe, ["X=" + x, "Y=io-rate-Y.npy"], env, ["write", "read"])
     rates = {}
-    # (op kind, model key, bytes the busiest rank moves, what the model adds)
-    for kind, key, b, what in [("write", "file_write_bandwidth_Bps", n * 4096 * 4.0, "latency and first stage"),
-                               ("read", "file_read_bandwidth_Bps", n * 4096 * 2.0, "system calls")]:
-        who = "rank 0 writing it all" if kind == "write" else "each rank reading half"
+    # (op kind, model key, bytes the busiest rank moves, who moves them, what the model adds)
+    for kind, key, b, who, what in [
+            ("write", "file_write_bandwidth_Bps", n * 4096 * 4.0, "rank 0 writing it all", "latency and first stage"),
+            ("read", "file_read_bandwidth_Bps", n * 4096 * 2.0, "each rank reading half", "system calls")]:
         secs, preds = ops[kind]
         bw = model_value(model, key)
         if len(secs) < REPS or not bw:

@@ -907,8 +907,9 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		copies[i] = 1;
 		switch (op->kind) {
 		case IA_READ:
-			/* the search weighs only reads every rank makes whole
-			 * (cost_read); the op's time is every rank's share */
+			/* the search weighs what cost_read gives (a whole read,
+			 * a partitioned one's calls); the op's time is every
+			 * rank's share */
 			c = cost_read(&cc, &op->type, &op->place);
 			io = cost_read_seconds(&cc, &op->type, &op->place) - c.seconds;
 			break;

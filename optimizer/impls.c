@@ -240,7 +240,7 @@ static void c_read(Search *s, int t, Impl *im)
 {
 	const RelType *ty = type_of(s, t);
 	const Place *p = out_place(s, t, im);
-	/* free when partitioned; every rank reads all of it when pinned so */
+	/* partitioned: its read calls; every rank reads all of it when pinned so */
 	im->cost = cost_read(&s->cc, ty, p);
 	im->mem = rank_bytes(s, ty, p, 1);
 }

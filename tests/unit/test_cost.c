@@ -512,7 +512,8 @@ static void test_table4(void **state)
 }
 
 /* Reads, initial values and writes are predicted per op, at the machine's
- * rates, and left out of the plan's seconds, which the search compares, as
+ * rates, and left out of the plan's seconds, which the search compares (a
+ * partitioned read's calls aside, free in the built-in model), as
  * are first touches of memory. */
 static void test_io(void **state)
 {
