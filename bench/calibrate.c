@@ -405,6 +405,14 @@ static void calibrate_files(void)
 
 /* ---- gemm by block size ---- */
 
+/* The BLIS path trac's runtime gives an m x n x k call (runtime/blas.c:
+ * small calls keep BLIS's unpacked kernels, larger ones go packed). */
+#ifdef WITH_TRACRT
+#define RNTM(m, n, k) ((rntm_t *)rt_gemm_rntm(m, n, k))
+#else
+#define RNTM(m, n, k) NULL
+#endif
+
 /* GFLOP/s of an n x n x n product made of b x b chunk gemms, median of reps,
  * the slowest rank's. */
 static double blocked_gemm(int f64, int b, int n, int reps)
@@ -438,13 +446,13 @@ static double blocked_gemm(int f64, int b, int n, int reps)
 			for (int k = 0; k < f; k++)
 				for (int j = 0; j < f; j++) {
 					if (f64)
-						bli_dgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, b, b, b, &one,
-						          A[i * f + k], b, 1, B[k * f + j], b, 1,
-						          k ? &one : &zero, C[i * f + j], b, 1);
+						bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, b, b, b, &one,
+						             A[i * f + k], b, 1, B[k * f + j], b, 1,
+						             k ? &one : &zero, C[i * f + j], b, 1, NULL, RNTM(b, b, b));
 					else
-						bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, b, b, b, &onef,
-						          A[i * f + k], b, 1, B[k * f + j], b, 1,
-						          k ? &onef : &zerof, C[i * f + j], b, 1);
+						bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, b, b, b, &onef,
+						             A[i * f + k], b, 1, B[k * f + j], b, 1,
+						             k ? &onef : &zerof, C[i * f + j], b, 1, NULL, RNTM(b, b, b));
 				}
 		t[r] = cpu_now() - t0;
 	}
@@ -513,9 +521,11 @@ static double one_sgemm(int m, int n, int k, int colc, int reps)
 		MPI_Barrier(MPI_COMM_WORLD);
 		double t0 = cpu_now();
 		if (colc)       /* B and C column-major, as Tucker's last product */
-			bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, a, k, 1, b, 1, k, &zero, c, 1, m);
+			bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, a, k, 1, b, 1, k, &zero, c, 1, m,
+			             NULL, RNTM(m, n, k));
 		else
-			bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, a, k, 1, b, n, 1, &zero, c, n, 1);
+			bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, a, k, 1, b, n, 1, &zero, c, n, 1,
+			             NULL, RNTM(m, n, k));
 		t[r] = cpu_now() - t0;
 	}
 	double med = median(t, reps), all;

@@ -150,6 +150,36 @@ static int aliased(int64_t m, int64_t k, int64_t n, int64_t rsb, int64_t csb, si
 }
 
 /*
+ * BLIS's path for a call.  Below its thresholds (on zen3 f32 m < 512, n <
+ * 200 or k < 240; f64 256, 256, 220) BLIS 0.9 takes its small/unpacked
+ * ("sup") kernels, which pay off only on small or very thin calls: a
+ * 500 x 334 x 1000 sgemm, the chunk a 2-rank 4000^3 plan makes, runs at
+ * 57 GFLOP/s there and at 72 packed; 96 x 442368 x 96 at 25 against 51;
+ * 1000 x 1000 x 64 at 41 against 67; 100^3 at 70 against 47 and 1000 x 32
+ * x 1000 at 74 against 56 the other way (bench/README.md, "BLIS's small
+ * path").  So a call with every dim at least SUP_DIM and a volume of at
+ * least SUP_VOLUME goes packed; any other keeps BLIS's own choice.
+ * calibrate measures its gemms through the same choice.
+ */
+enum { SUP_DIM = 64 };
+#define SUP_VOLUME (128.0 * 128.0 * 128.0)
+
+static rntm_t packed;
+static int packed_ready;
+
+void *rt_gemm_rntm(int64_t m, int64_t n, int64_t k)
+{
+	if (m < SUP_DIM || n < SUP_DIM || k < SUP_DIM || (double)m * (double)n * (double)k < SUP_VOLUME)
+		return NULL;
+	if (!packed_ready) {
+		bli_rntm_init_from_global(&packed);
+		bli_rntm_disable_l3_sup(&packed);
+		packed_ready = 1;
+	}
+	return &packed;
+}
+
+/*
  * trt_sgemm and trt_dgemm: one definition per element type, since BLIS's
  * calls are typed.  An empty product (k = 0) only scales C, and beta == 0
  * clears C even of NaNs, as BLAS does.
@@ -175,7 +205,8 @@ static int aliased(int64_t m, int64_t k, int64_t n, int64_t rsb, int64_t csb, si
 		fix_strides(m, n, &rsc, &csc);                                  \
 		if (!aliased(m, k, n, rsb, csb, sizeof(T))) {                   \
 			blis_gemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, \
-			          (T *)a, rsa, csa, (T *)b, rsb, csb, &beta, c, rsc, csc); \
+			          (T *)a, rsa, csa, (T *)b, rsb, csb, &beta, c, rsc, csc, \
+			          NULL, rt_gemm_rntm(m, n, k));                  \
 			return;                                                 \
 		}                                                               \
 		/* panels of B copied to unaliased rows (csb == 1) or columns */ \
@@ -191,9 +222,9 @@ static int aliased(int64_t m, int64_t k, int64_t n, int64_t rsb, int64_t csb, si
 					memcpy(p + j * ld, b + (j0 + j) * csb, sizeof(T) * (size_t)k); \
 			blis_gemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, w, k, &alpha, \
 			          (T *)a, rsa, csa, p, csb == 1 ? ld : 1, csb == 1 ? 1 : ld, \
-			          &beta, c + j0 * csc, rsc, csc);                \
+			          &beta, c + j0 * csc, rsc, csc, NULL, rt_gemm_rntm(m, w, k)); \
 		}                                                               \
 	}
-GEMM(trt_sgemm, float, bli_sgemm)
-GEMM(trt_dgemm, double, bli_dgemm)
+GEMM(trt_sgemm, float, bli_sgemm_ex)
+GEMM(trt_dgemm, double, bli_dgemm_ex)
 #undef GEMM

@@ -1196,6 +1196,64 @@ static void test_gemm(void **state)
 	}
 }
 
+/* BLIS's path: small or thin calls keep its unpacked kernels (NULL),
+ * mid-sized and larger ones go packed; the packed path's product in the
+ * layouts kernels pass (A k-major, B n-major, C column-major, and all
+ * row-major) must be the plain one's. */
+static void test_gemm_paths(void **state)
+{
+	(void)state;
+	assert_null(rt_gemm_rntm(100, 100, 100));
+	assert_null(rt_gemm_rntm(32, 600, 600));
+	assert_null(rt_gemm_rntm(1000, 1000, 48));
+	assert_null(rt_gemm_rntm(4000, 63, 4000));
+	assert_non_null(rt_gemm_rntm(500, 334, 1000));
+	assert_non_null(rt_gemm_rntm(96, 442368, 96));
+	assert_non_null(rt_gemm_rntm(1000, 1000, 64));
+	enum { M = 130, N = 70, K = 250 };
+	assert_non_null(rt_gemm_rntm(M, N, K));
+	double *a = malloc(sizeof *a * M * K), *b = malloc(sizeof *b * K * N), *c = malloc(sizeof *c * M * N);
+	float *fa = malloc(sizeof *fa * M * K), *fb = malloc(sizeof *fb * K * N), *fc = malloc(sizeof *fc * M * N);
+	for (int rowmajor = 0; rowmajor < 2; rowmajor++) {
+		for (int i = 0; i < M; i++)
+			for (int k = 0; k < K; k++) {
+				int at = rowmajor ? i * K + k : k * M + i;
+				fa[at] = (float)(a[at] = mat_val(0, i, k));
+			}
+		for (int k = 0; k < K; k++)
+			for (int j = 0; j < N; j++) {
+				int at = rowmajor ? k * N + j : j * K + k;
+				fb[at] = (float)(b[at] = mat_val(1, k, j));
+			}
+		for (int x = 0; x < M * N; x++)
+			fc[x] = (float)(c[x] = 1);
+		if (rowmajor) {
+			trt_dgemm(M, N, K, 2.0, a, K, 1, b, N, 1, 3.0, c, N, 1);
+			trt_sgemm(M, N, K, 2.0f, fa, K, 1, fb, N, 1, 3.0f, fc, N, 1);
+		} else {
+			trt_dgemm(M, N, K, 2.0, a, 1, M, b, 1, K, 3.0, c, 1, M);
+			trt_sgemm(M, N, K, 2.0f, fa, 1, M, fb, 1, K, 3.0f, fc, 1, M);
+		}
+		for (int i = 0; i < M; i++)
+			for (int j = 0; j < N; j++) {
+				double s = 0, mag = 0;
+				for (int k = 0; k < K; k++) {
+					s += mat_val(0, i, k) * mat_val(1, k, j);
+					mag += fabs(mat_val(0, i, k) * mat_val(1, k, j));
+				}
+				int at = rowmajor ? i * N + j : j * M + i;
+				assert_true(fabs(c[at] - (2 * s + 3)) <= 1e-12 * (2 * mag + 3));
+				assert_true(fabs(fc[at] - (2 * s + 3)) <= 1e-5 * (2 * mag + 3));
+			}
+	}
+	free(a);
+	free(b);
+	free(c);
+	free(fa);
+	free(fb);
+	free(fc);
+}
+
 /* B's rows (or columns) a multiple of 4 KiB apart and little reuse: the
  * wrapper copies B in panels of 4096 columns to unaliased rows first; the
  * result must be the plain product's, the last panel short, beta applied
@@ -1432,6 +1490,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_site),
 		cmocka_unit_test(test_sort_stable),
 		cmocka_unit_test(test_gemm),
+		cmocka_unit_test(test_gemm_paths),
 		cmocka_unit_test(test_gemm_aliased),
 		cmocka_unit_test(test_npy_header_errors),
 		cmocka_unit_test(test_npy_file_errors),
