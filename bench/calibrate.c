@@ -537,8 +537,11 @@ static double one_sgemm(int m, int n, int k, int colc, int reps)
 }
 
 /*
- * Thin gemms (cost.c's kernel_rate): a 96 x n x 96 product reuses B and C
- * 96 times only.  BLIS packs B from memory with little reuse, which a cube
+ * Thin gemms (cost.c's kernel_rate): a 48 x n x 96 product reuses B and C
+ * 48 times only, and like every call with a dim under 64 it runs on BLIS's
+ * small/unpacked path (runtime/blas.c's rt_gemm_rntm), as the thin calls
+ * of Tucker's and MTTKRP's chunks do (48 x 221184 x 48, 32 x 600 x 600);
+ * thinner calls on the packed path run at about the same speed.  BLIS packs B from memory with little reuse, which a cube
  * of the same volume does not: the difference, over B's bytes, is
  * gemm_pack_b_Bps.  With C (and B) column-major BLIS computes the
  * transposed product, and the operand it packs with little reuse is its
@@ -549,21 +552,21 @@ static double one_sgemm(int m, int n, int k, int colc, int reps)
 static void calibrate_thin_gemm(void)
 {
 	int reps = quick ? 3 : 5, n = 262000;
-	double v = 96.0 * 96.0 * n, bytes = 4.0 * 96 * n;
+	double v = 48.0 * 96.0 * n, bytes = 4.0 * 96 * n;
 	int side = (int)cbrt(v);
 	double cube = one_sgemm(side, side, side, 0, reps) * v / ((double)side * side * side);
-	double row = one_sgemm(96, n, 96, 0, reps), col = one_sgemm(96, n, 96, 1, reps);
-	double al = one_sgemm(96, 262144, 96, 0, reps) * n / 262144.0;
+	double row = one_sgemm(48, n, 96, 0, reps), col = one_sgemm(48, n, 96, 1, reps);
+	double al = one_sgemm(48, 262144, 96, 0, reps) * n / 262144.0;
 	if (rank != 0)
 		return;
-	printf("# thin gemm 96 x %d x 96: %.4f s, column-major %.4f s, a cube of its volume %.4f s, "
+	printf("# thin gemm 48 x %d x 96: %.4f s, column-major %.4f s, a cube of its volume %.4f s, "
 	       "rows 4 KiB apart %.4f s\n", n, row, col, cube, al);
 	if (row > cube)
 		printf("gemm_pack_b_Bps=%.4g\n", bytes / (row - cube));
 	if (col > cube)
 		printf("gemm_pack_a_Bps=%.4g\n", bytes / (col - cube));
 	if (al > row)
-		printf("gemm_stream_aliased_Bps=%.4g\n", 2 * bytes / (al - row));
+		printf("gemm_stream_aliased_Bps=%.4g\n", (bytes + 4.0 * 48 * n) / (al - row));   /* B's and C's */
 }
 
 /* The fixed cost of one BLIS call: a 4 x 4 x 4 product. */
