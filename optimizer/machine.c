@@ -136,6 +136,12 @@ static const Scalar scalars[] = {
 };
 #undef FIELD
 
+/* A gemm rate a file gives: f32 (0) or f64 (1), block, flop/s. */
+typedef struct GemmGiven {
+	int which, block;
+	double rate;
+} GemmGiven;
+
 bool machine_load(Machine *m, const char *path, Buf *err)
 {
 	FILE *f = fopen(path, "r");
@@ -144,8 +150,9 @@ bool machine_load(Machine *m, const char *path, Buf *err)
 		return false;
 	}
 	char line[512];
-	int lineno = 0;
+	int lineno = 0, ngiven = 0;
 	bool ok = true;
+	GemmGiven given[2 * MAXGEMM];
 	double trac_shuffle = 0, trac_bcast = 0;
 	while (ok && fgets(line, sizeof line, f)) {
 		lineno++;
@@ -205,13 +212,33 @@ bool machine_load(Machine *m, const char *path, Buf *err)
 		           (!strcmp(prec, "f32") || !strcmp(prec, "f64"))) {
 			known = true;
 			ok = num && v > 0;
-			if (ok)
-				set_gemm(m, !strcmp(prec, "f64"), b, v * 1e9);
+			if (ok && ngiven < 2 * MAXGEMM)
+				given[ngiven++] = (GemmGiven){!strcmp(prec, "f64"), b, v * 1e9};
 		}
 		if (known && !ok)
 			buf_printf(err, "%s:%d: '%s' needs a positive number", path, lineno, key);
 	}
 	fclose(f);
+	/* A file's gemm rates replace the built-in table whole: a built-in
+	 * block beyond the file's (4096, 34 GFLOP/s on an older machine) would
+	 * otherwise stand between its largest block and the flat beyond.  A
+	 * precision the file leaves out at a block is interpolated from the
+	 * built-in neighbours as the block goes in (set_gemm). */
+	for (int i = 0; ok && i < ngiven; i++)
+		set_gemm(m, given[i].which, given[i].block, given[i].rate);
+	for (int i = 0; ok && ngiven > 0 && i < m->ngemm;) {
+		bool keep = false;
+		for (int g = 0; g < ngiven && !keep; g++)
+			keep = given[g].block == m->gemm_block[i];
+		if (keep) {
+			i++;
+			continue;
+		}
+		m->ngemm--;
+		memmove(&m->gemm_block[i], &m->gemm_block[i + 1], (size_t)(m->ngemm - i) * sizeof m->gemm_block[0]);
+		for (int w = 0; w < 2; w++)
+			memmove(&m->gemm_rate[w][i], &m->gemm_rate[w][i + 1], (size_t)(m->ngemm - i) * sizeof m->gemm_rate[w][0]);
+	}
 	/* the runtime's own exchanges, measured, over the MPI collectives */
 	if (trac_shuffle > 0)
 		m->bandwidth[COLL_ALLTOALL] = trac_shuffle;

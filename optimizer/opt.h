@@ -35,7 +35,7 @@
 /* The collectives the runtime's moves are made of. */
 typedef enum { COLL_BCAST, COLL_ALLGATHER, COLL_ALLTOALL, COLL_ALLREDUCE, COLL_REDUCE_SCATTER, NCOLL } Coll;
 
-#define MAXGEMM 16
+#define MAXGEMM 32
 
 typedef struct Machine {
 	double latency[NCOLL];          /* seconds per call */

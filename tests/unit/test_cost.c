@@ -151,6 +151,13 @@ static void test_machine(void **state)
 	assert_true(fabs(machine_gemm_rate(&m, DT_F32, 1024) - 40e9) < 1);
 	double mid = machine_gemm_rate(&m, DT_F32, 512);
 	assert_true(mid > 20e9 && mid < 40e9);
+	/* the file's table replaces the built-in one: flat beyond its largest
+	 * block (the built-in 4096 entry gone), and below its smallest scaled
+	 * from it; f64 interpolated as the blocks went in */
+	assert_true(m.ngemm == 2);
+	assert_true(fabs(machine_gemm_rate(&m, DT_F32, 4000) - 40e9) < 1);
+	assert_true(fabs(machine_gemm_rate(&m, DT_F32, 128) - 10e9) < 1);
+	assert_true(machine_gemm_rate(&m, DT_F64, 1024) > 0);
 	assert_true(fabs(machine_coll(&m, COLL_ALLTOALL, 1e9) - (1e-5 + 1)) < 1e-9);
 	f = fopen(path, "w");
 	fputs("alltoallv_bandwidth_Bps=fast\n", f);
