@@ -83,6 +83,12 @@ void rt_blas_init(void)
 	bli_init();
 	if (!getenv("BLIS_NUM_THREADS"))
 		bli_thread_set_num_threads(1);
+	const char *p = getenv("TRAC_GEMM_PATH");
+	if (p && *p && strcmp(p, "auto") && strcmp(p, "blis") && strcmp(p, "packed")) {
+		if (rt.rank == 0)
+			fprintf(stderr, "%s: TRAC_GEMM_PATH=%s: expected auto, blis or packed\n", rt_progname(), p);
+		rt_exit(1);
+	}
 }
 
 const char *rt_blas_arch(void)
@@ -160,22 +166,27 @@ static int aliased(int64_t m, int64_t k, int64_t n, int64_t rsb, int64_t csb, si
  * path").  So a call with every dim at least SUP_DIM and a volume of at
  * least SUP_VOLUME goes packed; any other keeps BLIS's own choice.
  * calibrate measures its gemms through the same choice.
+ * TRAC_GEMM_PATH=blis leaves every call to BLIS, =packed sends every call
+ * packed; unset or "auto", the rule above.
  */
 enum { SUP_DIM = 64 };
 #define SUP_VOLUME (128.0 * 128.0 * 128.0)
 
+enum { PATH_UNSET, PATH_AUTO, PATH_BLIS, PATH_PACKED };
+static int path;
 static rntm_t packed;
-static int packed_ready;
 
 void *rt_gemm_rntm(int64_t m, int64_t n, int64_t k)
 {
-	if (m < SUP_DIM || n < SUP_DIM || k < SUP_DIM || (double)m * (double)n * (double)k < SUP_VOLUME)
-		return NULL;
-	if (!packed_ready) {
+	if (path == PATH_UNSET) {
+		const char *e = getenv("TRAC_GEMM_PATH");
+		path = e && !strcmp(e, "blis") ? PATH_BLIS : e && !strcmp(e, "packed") ? PATH_PACKED : PATH_AUTO;
 		bli_rntm_init_from_global(&packed);
 		bli_rntm_disable_l3_sup(&packed);
-		packed_ready = 1;
 	}
+	if (path == PATH_BLIS || (path == PATH_AUTO && (m < SUP_DIM || n < SUP_DIM || k < SUP_DIM ||
+	                                               (double)m * (double)n * (double)k < SUP_VOLUME)))
+		return NULL;
 	return &packed;
 }
 

@@ -95,6 +95,7 @@ for np in 0 1 2 3 4; do
 	expect 1 "$P: --seed needs an unsigned integer, found 'x'" $np -- --seed x
 	expect 1 "$P: input X: no file given (add X=path.npy; see --help)" $np RT_TEST_REQUIRE_X=1 --
 	expect 1 "$P: TRAC_BLIS_ARCH=fast: expected auto, native, or a BLIS sub-configuration such as skx or haswell" $np TRAC_BLIS_ARCH=fast --
+	expect 1 "$P: TRAC_GEMM_PATH=fast: expected auto, blis or packed" $np TRAC_GEMM_PATH=fast --
 
 	# A failed write leaves nothing behind: not at the path, no temporary.
 	mkdir -p "$D/w$np" "$D/w$np/adir.npy"
