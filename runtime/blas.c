@@ -60,6 +60,32 @@ static void set_arch(int id)
 	setenv("BLIS_ARCH_TYPE", num, 1);
 }
 
+/* TRAC_GEMM_PATH: which of BLIS's gemm paths calls take (rt_gemm_rntm). */
+enum { PATH_UNSET, PATH_AUTO, PATH_BLIS, PATH_PACKED };
+static int path;
+static rntm_t packed;           /* BLIS's global settings, the small path off */
+
+/* The path a TRAC_GEMM_PATH value names, or -1. */
+static int path_of(const char *s)
+{
+	if (!s || !*s || !strcmp(s, "auto"))
+		return PATH_AUTO;
+	if (!strcmp(s, "blis"))
+		return PATH_BLIS;
+	if (!strcmp(s, "packed"))
+		return PATH_PACKED;
+	return -1;
+}
+
+/* After BLIS's thread count is set: packed takes it. */
+static void path_init(void)
+{
+	int p = path_of(getenv("TRAC_GEMM_PATH"));
+	path = p < 0 ? PATH_AUTO : p;
+	bli_rntm_init_from_global(&packed);
+	bli_rntm_disable_l3_sup(&packed);
+}
+
 void rt_blas_init(void)
 {
 	const char *want = getenv("TRAC_BLIS_ARCH");
@@ -83,12 +109,13 @@ void rt_blas_init(void)
 	bli_init();
 	if (!getenv("BLIS_NUM_THREADS"))
 		bli_thread_set_num_threads(1);
-	const char *p = getenv("TRAC_GEMM_PATH");
-	if (p && *p && strcmp(p, "auto") && strcmp(p, "blis") && strcmp(p, "packed")) {
+	if (path_of(getenv("TRAC_GEMM_PATH")) < 0) {
 		if (rt.rank == 0)
-			fprintf(stderr, "%s: TRAC_GEMM_PATH=%s: expected auto, blis or packed\n", rt_progname(), p);
+			fprintf(stderr, "%s: TRAC_GEMM_PATH=%s: expected auto, blis or packed\n", rt_progname(),
+			        getenv("TRAC_GEMM_PATH"));
 		rt_exit(1);
 	}
+	path_init();
 }
 
 const char *rt_blas_arch(void)
@@ -172,18 +199,10 @@ static int aliased(int64_t m, int64_t k, int64_t n, int64_t rsb, int64_t csb, si
 enum { SUP_DIM = 64 };
 #define SUP_VOLUME (128.0 * 128.0 * 128.0)
 
-enum { PATH_UNSET, PATH_AUTO, PATH_BLIS, PATH_PACKED };
-static int path;
-static rntm_t packed;
-
 void *rt_gemm_rntm(int64_t m, int64_t n, int64_t k)
 {
-	if (path == PATH_UNSET) {
-		const char *e = getenv("TRAC_GEMM_PATH");
-		path = e && !strcmp(e, "blis") ? PATH_BLIS : e && !strcmp(e, "packed") ? PATH_PACKED : PATH_AUTO;
-		bli_rntm_init_from_global(&packed);
-		bli_rntm_disable_l3_sup(&packed);
-	}
+	if (path == PATH_UNSET)         /* calibrate calls BLIS without rt_blas_init */
+		path_init();
 	if (path == PATH_BLIS || (path == PATH_AUTO && (m < SUP_DIM || n < SUP_DIM || k < SUP_DIM ||
 	                                               (double)m * (double)n * (double)k < SUP_VOLUME)))
 		return NULL;
