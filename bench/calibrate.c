@@ -543,8 +543,9 @@ static double one_sgemm(int m, int n, int k, int colc, int reps)
  * 48 times only, and like every call with a dim under 64 it runs on BLIS's
  * small/unpacked path (runtime/blas.c's rt_gemm_rntm), as the thin calls
  * of Tucker's and MTTKRP's chunks do (48 x 221184 x 48, 32 x 600 x 600);
- * thinner calls on the packed path run at about the same speed.  BLIS packs B from memory with little reuse, which a cube
- * of the same volume does not: the difference, over B's bytes, is
+ * thin calls with every dim 64 or more go packed and run at about the same
+ * speed.  BLIS packs B from memory with little reuse, which a cube of the
+ * same volume does not: the difference, over B's bytes, is
  * gemm_pack_b_Bps.  With C (and B) column-major BLIS computes the
  * transposed product, and the operand it packs with little reuse is its
  * A: gemm_pack_a_Bps.  With B's and C's rows 262144 floats apart (a
