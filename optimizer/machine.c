@@ -142,6 +142,27 @@ typedef struct GemmGiven {
 	double rate;
 } GemmGiven;
 
+/* The file's rates merged in (set_gemm), then every block it does not
+ * give dropped. */
+static void set_gemm_table(Machine *m, const GemmGiven *given, int ngiven)
+{
+	for (int g = 0; g < ngiven; g++)
+		set_gemm(m, given[g].which, given[g].block, given[g].rate);
+	int kept = 0;
+	for (int i = 0; i < m->ngemm; i++) {
+		bool keep = false;
+		for (int g = 0; g < ngiven && !keep; g++)
+			keep = given[g].block == m->gemm_block[i];
+		if (!keep)
+			continue;
+		m->gemm_block[kept] = m->gemm_block[i];
+		m->gemm_rate[0][kept] = m->gemm_rate[0][i];
+		m->gemm_rate[1][kept] = m->gemm_rate[1][i];
+		kept++;
+	}
+	m->ngemm = kept;
+}
+
 bool machine_load(Machine *m, const char *path, Buf *err)
 {
 	FILE *f = fopen(path, "r");
@@ -224,21 +245,8 @@ bool machine_load(Machine *m, const char *path, Buf *err)
 	 * otherwise stand between its largest block and the flat beyond.  A
 	 * precision the file leaves out at a block is interpolated from the
 	 * built-in neighbours as the block goes in (set_gemm). */
-	for (int i = 0; ok && i < ngiven; i++)
-		set_gemm(m, given[i].which, given[i].block, given[i].rate);
-	for (int i = 0; ok && ngiven > 0 && i < m->ngemm;) {
-		bool keep = false;
-		for (int g = 0; g < ngiven && !keep; g++)
-			keep = given[g].block == m->gemm_block[i];
-		if (keep) {
-			i++;
-			continue;
-		}
-		m->ngemm--;
-		memmove(&m->gemm_block[i], &m->gemm_block[i + 1], (size_t)(m->ngemm - i) * sizeof m->gemm_block[0]);
-		for (int w = 0; w < 2; w++)
-			memmove(&m->gemm_rate[w][i], &m->gemm_rate[w][i + 1], (size_t)(m->ngemm - i) * sizeof m->gemm_rate[w][0]);
-	}
+	if (ok && ngiven > 0)
+		set_gemm_table(m, given, ngiven);
 	/* the runtime's own exchanges, measured, over the MPI collectives */
 	if (trac_shuffle > 0)
 		m->bandwidth[COLL_ALLTOALL] = trac_shuffle;
