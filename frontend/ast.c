@@ -8,7 +8,7 @@
 
 #include "frontend/frontend.h"
 
-Node *ast_node(Arena *a, NodeKind kind, Loc loc)
+Node *fe_ast_node(Arena *a, NodeKind kind, Loc loc)
 {
 	Node *n = arena_alloc(a, sizeof *n);
 	n->kind = kind;
@@ -16,7 +16,7 @@ Node *ast_node(Arena *a, NodeKind kind, Loc loc)
 	return n;
 }
 
-Item *ast_item(Arena *a, ItemKind kind, Loc loc)
+Item *fe_ast_item(Arena *a, ItemKind kind, Loc loc)
 {
 	Item *it = arena_alloc(a, sizeof *it);
 	it->kind = kind;
@@ -24,13 +24,13 @@ Item *ast_item(Arena *a, ItemKind kind, Loc loc)
 	return it;
 }
 
-const char *binop_name(BinOp op)
+const char *fe_binop_name(BinOp op)
 {
 	static const char *names[] = {"+", "-", "*", "/", "**", "<", "<=", ">", ">=", "==", "!="};
 	return names[op];
 }
 
-const char *red_name(RedKind r)
+const char *fe_red_name(RedKind r)
 {
 	static const char *names[] = {"sum", "max", "min", "argmax", "argmin", "mean"};
 	return names[r];
@@ -84,7 +84,7 @@ static void node_print(Buf *b, const Node *n)
 		sexp(b, "-", &n->u.unary.a, 1);
 		return;
 	case N_BINARY:
-		sexp(b, binop_name(n->u.binary.op), (Node *const[]){n->u.binary.a, n->u.binary.b}, 2);
+		sexp(b, fe_binop_name(n->u.binary.op), (Node *const[]){n->u.binary.a, n->u.binary.b}, 2);
 		return;
 	case N_CALL:
 		sexp(b, n->u.call.name, n->u.call.args, n->u.call.nargs);
@@ -93,7 +93,7 @@ static void node_print(Buf *b, const Node *n)
 		sexp(b, "where", (Node *const[]){n->u.where.cond, n->u.where.a, n->u.where.b}, 3);
 		return;
 	case N_REDUCE:
-		buf_printf(b, "(%s%s[", n->u.reduce.implicit ? "implicit-" : "", red_name(n->u.reduce.red));
+		buf_printf(b, "(%s%s[", n->u.reduce.implicit ? "implicit-" : "", fe_red_name(n->u.reduce.red));
 		for (int i = 0; i < n->u.reduce.nnames; i++) {
 			buf_printf(b, "%s%s", i ? ", " : "", n->u.reduce.names[i]);
 			if (n->u.reduce.range && n->u.reduce.range[i]) {
@@ -119,7 +119,7 @@ static void node_print(Buf *b, const Node *n)
 
 static void items_print(Buf *b, Item **items, int n, int depth);
 
-void formal_print(Buf *b, const Formal *f)
+void fe_formal_print(Buf *b, const Formal *f)
 {
 	buf_puts(b, f->name);
 	if (f->nidx) {
@@ -176,10 +176,10 @@ static void item_print(Buf *b, const Item *it, int depth)
 		for (int i = 0; i < it->u.def.nparams; i++) {
 			if (i)
 				buf_puts(b, ", ");
-			formal_print(b, &it->u.def.params[i]);
+			fe_formal_print(b, &it->u.def.params[i]);
 		}
 		buf_puts(b, ") -> ");
-		formal_print(b, &it->u.def.result);
+		fe_formal_print(b, &it->u.def.result);
 		buf_puts(b, " {\n");
 		items_print(b, it->u.def.body, it->u.def.nbody, depth + 1);
 		buf_printf(b, "%*s}", 2 * depth, "");
@@ -227,7 +227,7 @@ static void items_print(Buf *b, Item **items, int n, int depth)
 		item_print(b, items[i], depth);
 }
 
-void ast_print(Buf *b, const Ast *ast)
+void fe_ast_print(Buf *b, const Ast *ast)
 {
 	items_print(b, ast->items, ast->nitems, 0);
 }

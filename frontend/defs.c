@@ -16,14 +16,14 @@ static char *signature(const Item *def)
 	for (int i = 0; i < def->u.def.nparams; i++) {
 		if (i)
 			buf_puts(&b, ", ");
-		formal_print(&b, &def->u.def.params[i]);
+		fe_formal_print(&b, &def->u.def.params[i]);
 	}
 	buf_puts(&b, ") -> ");
-	formal_print(&b, &def->u.def.result);
+	fe_formal_print(&b, &def->u.def.result);
 	return b.s;
 }
 
-void check_def(Sema *s, Item *it)
+void fe_check_def(Sema *s, Item *it)
 {
 	const Formal *f = it->u.def.params;
 	for (int i = 0; i < it->u.def.nparams; i++) {
@@ -48,7 +48,7 @@ void check_def(Sema *s, Item *it)
 					return;
 				}
 	}
-	declare(s, (Sym){.kind = SYM_DEF, .name = it->name, .loc = it->nameloc, .def = it, .used = true});
+	fe_declare(s, (Sym){.kind = SYM_DEF, .name = it->name, .loc = it->nameloc, .def = it, .used = true});
 }
 
 #define MAX_CALL_DEPTH 32
@@ -59,7 +59,7 @@ void check_def(Sema *s, Item *it)
  * names in the parameter list fix the arguments' shapes: every use of one
  * name must have one extent.
  */
-void inline_call(Sema *s, Item *it, Item *def)
+void fe_inline_call(Sema *s, Item *it, Item *def)
 {
 	Node *call = it->u.assign.value;
 	int np = def->u.def.nparams;
@@ -100,12 +100,12 @@ void inline_call(Sema *s, Item *it, Item *def)
 	}
 	for (int i = 0; i < np; i++) {
 		Node *a = call->u.call.args[i];
-		Sym *sym = a->kind == N_NAME ? lookup(s, a->u.name.name) : NULL;
+		Sym *sym = a->kind == N_NAME ? fe_lookup(s, a->u.name.name) : NULL;
 		if (!sym || sym->kind != SYM_TENSOR) {
 			diag(DIAG_ERROR, a->loc, "argument %d of '%s' must be the name of a tensor", i + 1, def->name);
 			return;
 		}
-		if (!sym_live(sym, a->loc))
+		if (!fe_sym_live(sym, a->loc))
 			return;
 		sym->used = true;
 		const Tensor *t = &s->prog->tensors.v[sym->tensor];
@@ -150,12 +150,12 @@ void inline_call(Sema *s, Item *it, Item *def)
 		                          .tensor = targ[i], .defined = true, .used = true}));
 	int nerr = s->nerr_before;
 	for (int i = 0; i < def->u.def.nbody && diag_errors() < diag_max; i++)
-		check_item(s, def->u.def.body[i]);
+		fe_check_item(s, def->u.def.body[i]);
 	s->nerr_before = nerr;
 
 	int result = -1;
 	const Formal *r = &def->u.def.result;
-	Sym *rs = lookup(s, r->name);
+	Sym *rs = fe_lookup(s, r->name);
 	if (diag_errors() == before) {
 		if (!rs || rs < s->syms.v + mark || rs->kind != SYM_TENSOR) {
 			diag(DIAG_ERROR, r->loc, "def '%s' never assigns its result '%s'", def->name, r->name);
@@ -184,14 +184,14 @@ void inline_call(Sema *s, Item *it, Item *def)
 
 	/* Z: a tensor of its own holding the result's value */
 	Tensor t = s->prog->tensors.v[result];
-	t.name = local_name(s, it->name);
+	t.name = fe_local_name(s, it->name);
 	t.loc = it->nameloc;
 	t.role = TENSOR_TEMP;
 	t.output = false;
 	int id = tra_add_tensor(s->prog, t);
 	vec_push(&s->cur, -1);
-	s->cur.v[id] = lower_value(s->prog, s->cur.v, result);
-	declare(s, (Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id,
+	s->cur.v[id] = fe_lower_value(s->prog, s->cur.v, result);
+	fe_declare(s, (Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id,
 	                 .defined = true, .loop_depth = s->loop_depth});
 }
 

@@ -184,12 +184,12 @@ typedef struct Ast {
 	int nitems;
 } Ast;
 
-Node *ast_node(Arena *a, NodeKind kind, Loc loc);
-Item *ast_item(Arena *a, ItemKind kind, Loc loc);
-const char *binop_name(BinOp op);
-const char *red_name(RedKind r);
-void ast_print(Buf *b, const Ast *ast);     /* for tests and --dump-after=parse */
-void formal_print(Buf *b, const Formal *f);   /* "W[d, h]": a def's parameter or result */
+Node *fe_ast_node(Arena *a, NodeKind kind, Loc loc);
+Item *fe_ast_item(Arena *a, ItemKind kind, Loc loc);
+const char *fe_binop_name(BinOp op);
+const char *fe_red_name(RedKind r);
+void fe_ast_print(Buf *b, const Ast *ast);     /* for tests and --dump-after=parse */
+void fe_formal_print(Buf *b, const Formal *f);   /* "W[d, h]": a def's parameter or result */
 
 /* ---- parse.c (parser.y): text -> AST ---- */
 
@@ -252,15 +252,15 @@ typedef struct Lowering {
 
 /* Lower `value` into ops computing a relation keyed by lhs[0..nlhs) in that
  * order (chunks in the same order); returns the op. */
-int lower_assign(Lowering *l, Node *value, int nlhs, const int *lhs);
-int lower_input(TraProg *prog, int tensor);
-void lower_param_init(TraProg *prog, int tensor);           /* init + store, at the top */
-void lower_store(Lowering *l, int op, int tensor);          /* a param's new value */
-void lower_print(Lowering *l, int tensor);
-void lower_loop(TraProg *prog, int64_t count, Loc loc);
-void lower_endloop(TraProg *prog);
-void lower_output(TraProg *prog, int *cur, int tensor);     /* at the end */
-int lower_value(TraProg *prog, int *cur, int tensor);       /* the op holding a tensor's value */
-int lower_grad(Lowering *l, int loss, int wrt);             /* a grad op */
+int fe_lower_assign(Lowering *l, Node *value, int nlhs, const int *lhs);
+int fe_lower_input(TraProg *prog, int tensor);
+void fe_lower_param_init(TraProg *prog, int tensor);           /* init + store, at the top */
+void fe_lower_store(Lowering *l, int op, int tensor);          /* a param's new value */
+void fe_lower_print(Lowering *l, int tensor);
+void fe_lower_loop(TraProg *prog, int64_t count, Loc loc);
+void fe_lower_endloop(TraProg *prog);
+void fe_lower_output(TraProg *prog, int *cur, int tensor);     /* at the end */
+int fe_lower_value(TraProg *prog, int *cur, int tensor);       /* the op holding a tensor's value */
+int fe_lower_grad(Lowering *l, int loss, int wrt);             /* a grad op */
 
 #endif

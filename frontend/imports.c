@@ -38,7 +38,7 @@ static char *find_import(Sema *s, const char *path, int from_file)
 }
 
 
-void check_import(Sema *s, Item *it)
+void fe_check_import(Sema *s, Item *it)
 {
 	const char *path = it->u.import.path;
 	int from = s->files.v[s->files.n - 1];
@@ -93,7 +93,7 @@ void check_import(Sema *s, Item *it)
 	vec_push(&s->importing, xstrdup(real));
 	vec_push(&s->shown, file);
 	vec_push(&s->files, fid);
-	check_items(s, ast->items, ast->nitems);
+	fe_check_items(s, ast->items, ast->nitems);
 	s->files.n--;
 	free(s->importing.v[--s->importing.n]);
 	free(s->shown.v[--s->shown.n]);

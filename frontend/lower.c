@@ -302,14 +302,14 @@ static TVal lower(TraBuild *b, Lowering *lw, Node *n)
 	tr_bug("node kind %d reached lowering", (int)n->kind);
 }
 
-int lower_input(TraProg *prog, int tensor)
+int fe_lower_input(TraProg *prog, int tensor)
 {
 	TraOp op = {.kind = TRA_INPUT, .stmt = -1, .type = tensor_type(&prog->tensors.v[tensor])};
 	op.u.input.tensor = tensor;
 	return tra_push(prog, op);
 }
 
-void lower_param_init(TraProg *prog, int tensor)
+void fe_lower_param_init(TraProg *prog, int tensor)
 {
 	TraOp op = {.kind = TRA_INIT, .stmt = -1, .type = tensor_type(&prog->tensors.v[tensor])};
 	op.u.init.tensor = tensor;
@@ -319,7 +319,7 @@ void lower_param_init(TraProg *prog, int tensor)
 	tra_push(prog, st);
 }
 
-void lower_store(Lowering *lw, int in, int tensor)
+void fe_lower_store(Lowering *lw, int in, int tensor)
 {
 	TraOp op = {.kind = TRA_STORE, .stmt = lw->stmt, .type = lw->prog->ops.v[in].type};
 	op.u.store.in = in;
@@ -327,7 +327,7 @@ void lower_store(Lowering *lw, int in, int tensor)
 	tra_push(lw->prog, op);
 }
 
-void lower_print(Lowering *lw, int tensor)
+void fe_lower_print(Lowering *lw, int tensor)
 {
 	TraOp op = {.kind = TRA_PRINT, .stmt = lw->stmt};
 	op.u.store.in = value_of(lw, tensor);
@@ -336,26 +336,26 @@ void lower_print(Lowering *lw, int tensor)
 	tra_push(lw->prog, op);
 }
 
-void lower_loop(TraProg *prog, int64_t count, Loc loc)
+void fe_lower_loop(TraProg *prog, int64_t count, Loc loc)
 {
 	TraOp op = {.kind = TRA_LOOP, .stmt = -1};
 	op.u.loop.count = count;
 	tra_push(prog, op);
 }
 
-void lower_endloop(TraProg *prog)
+void fe_lower_endloop(TraProg *prog)
 {
 	TraOp op = {.kind = TRA_ENDLOOP, .stmt = -1};
 	tra_push(prog, op);
 }
 
-int lower_value(TraProg *prog, int *cur, int tensor)
+int fe_lower_value(TraProg *prog, int *cur, int tensor)
 {
 	Lowering lw = {.prog = prog, .cur = cur, .stmt = -1};
 	return value_of(&lw, tensor);
 }
 
-int lower_grad(Lowering *lw, int loss, int wrt)
+int fe_lower_grad(Lowering *lw, int loss, int wrt)
 {
 	TraOp op = {.kind = TRA_GRAD, .stmt = lw->stmt, .type = tensor_type(&lw->prog->tensors.v[wrt])};
 	op.u.grad.loss = value_of(lw, loss);
@@ -363,7 +363,7 @@ int lower_grad(Lowering *lw, int loss, int wrt)
 	return tra_push(lw->prog, op);
 }
 
-void lower_output(TraProg *prog, int *cur, int tensor)
+void fe_lower_output(TraProg *prog, int *cur, int tensor)
 {
 	Lowering lw = {.prog = prog, .cur = cur, .stmt = -1};
 	TraOp op = {.kind = TRA_OUTPUT, .stmt = -1};
@@ -373,7 +373,7 @@ void lower_output(TraProg *prog, int *cur, int tensor)
 	tra_push(prog, op);
 }
 
-int lower_assign(Lowering *lw, Node *value, int nlhs, const int *lhs)
+int fe_lower_assign(Lowering *lw, Node *value, int nlhs, const int *lhs)
 {
 	TraBuild b;
 	tb_init(&b, lw->prog, lw->stmt);

@@ -85,7 +85,7 @@ static Node *grown(struct Parse *ps, Node *n, int nkids, Node **kids)
 	if (!ps->too_deep)
 		diag(DIAG_ERROR, n->loc, "expression nested too deeply (more than %d levels)", MAX_DEPTH);
 	ps->too_deep = true;
-	Node *leaf = ast_node(ps->arena, N_NUM, n->loc);
+	Node *leaf = fe_ast_node(ps->arena, N_NUM, n->loc);
 	return leaf;
 }
 
@@ -146,7 +146,7 @@ static void names_push(NameList *l, const char *name, Loc loc, Node *range)
 /* i in N: an index name with its range, in an index list */
 static Node *ranged(struct Parse *ps, const char *name, Node *range, Loc loc)
 {
-	Node *n = ast_node(ps->arena, N_NAME, loc);
+	Node *n = fe_ast_node(ps->arena, N_NAME, loc);
 	n->u.name.name = name;
 	n->u.name.range = range;
 	return grown(ps, n, 1, &range);
@@ -154,7 +154,7 @@ static Node *ranged(struct Parse *ps, const char *name, Node *range, Loc loc)
 
 static Node *binary(struct Parse *ps, BinOp op, Node *a, Node *b, Loc loc)
 {
-	Node *n = ast_node(ps->arena, N_BINARY, loc);
+	Node *n = fe_ast_node(ps->arena, N_BINARY, loc);
 	n->u.binary.op = op;
 	n->u.binary.a = a;
 	n->u.binary.b = b;
@@ -163,7 +163,7 @@ static Node *binary(struct Parse *ps, BinOp op, Node *a, Node *b, Loc loc)
 
 static Node *number(struct Parse *ps, Number v, Loc loc)
 {
-	Node *n = ast_node(ps->arena, N_NUM, loc);
+	Node *n = fe_ast_node(ps->arena, N_NUM, loc);
 	if (v.overflow)
 		diag(DIAG_ERROR, loc, "integer does not fit in 64 bits");
 	n->u.num = v.value;
@@ -172,7 +172,7 @@ static Node *number(struct Parse *ps, Number v, Loc loc)
 
 static Node *reduce(struct Parse *ps, RedKind r, NameList *names, Node *body, Loc loc)
 {
-	Node *n = ast_node(ps->arena, N_REDUCE, loc);
+	Node *n = fe_ast_node(ps->arena, N_REDUCE, loc);
 	n->u.reduce.red = r;
 	n->u.reduce.names = names_copy(ps, names, &n->u.reduce.nameloc, &n->u.reduce.range, &n->u.reduce.nnames);
 	n->u.reduce.body = body;
@@ -221,7 +221,7 @@ static void enter(struct Parse *ps, Loc loc)
 
 static Item *decl(struct Parse *ps, ItemKind kind, const char *name, Loc nameloc, NodeList *dims, bool has_dims, Loc loc)
 {
-	Item *it = ast_item(ps->arena, kind, loc);
+	Item *it = fe_ast_item(ps->arena, kind, loc);
 	it->name = name;
 	it->nameloc = nameloc;
 	it->u.decl.has_dims = has_dims;
@@ -299,7 +299,7 @@ const_list:
 	;
 
 const_def:
-	  IDENT '=' expr                { $$ = ast_item(ps->arena, I_CONST, @$); $$->name = $1; $$->nameloc = @1; $$->u.cnst.value = $3; }
+	  IDENT '=' expr                { $$ = fe_ast_item(ps->arena, I_CONST, @$); $$->name = $1; $$->nameloc = @1; $$->u.cnst.value = $3; }
 	;
 
 /* size N = 1000, D = 64; */
@@ -309,7 +309,7 @@ size_list:
 	;
 
 size_def:
-	  IDENT '=' expr                { $$ = ast_item(ps->arena, I_SIZE, @$); $$->name = $1; $$->nameloc = @1; $$->u.size.value = $3; }
+	  IDENT '=' expr                { $$ = fe_ast_item(ps->arena, I_SIZE, @$); $$->name = $1; $$->nameloc = @1; $$->u.size.value = $3; }
 	;
 
 item:
@@ -327,11 +327,11 @@ item:
 	                                }
 	| PARAM IDENT dims_opt type_opt ';'
 	                                { $$ = NULL; diag(DIAG_ERROR, @2, "param '%s' needs an initialiser: zeros, ones, uniform(a, b), normal(mean, std) or a file name", $2); }
-	| OUTPUT IDENT path_opt ';'     { $$ = ast_item(ps->arena, I_OUTPUT, @$); $$->name = $2; $$->nameloc = @2; $$->u.output.path = $3; }
-	| IMPORT STRING ';'             { $$ = ast_item(ps->arena, I_IMPORT, @$); $$->u.import.path = $2; $$->u.import.pathloc = @2; }
+	| OUTPUT IDENT path_opt ';'     { $$ = fe_ast_item(ps->arena, I_OUTPUT, @$); $$->name = $2; $$->nameloc = @2; $$->u.output.path = $3; }
+	| IMPORT STRING ';'             { $$ = fe_ast_item(ps->arena, I_IMPORT, @$); $$->u.import.path = $2; $$->u.import.pathloc = @2; }
 	| DEF IDENT '(' formals ')' ARROW formal '{' stmts '}'
 	                                {
-	                                  $$ = ast_item(ps->arena, I_DEF, @$);
+	                                  $$ = fe_ast_item(ps->arena, I_DEF, @$);
 	                                  $$->name = $2; $$->nameloc = @2;
 	                                  $$->u.def.params = arena_alloc(ps->arena, ($4.n + 1) * sizeof(Formal));
 	                                  if ($4.n)
@@ -353,31 +353,31 @@ stmts:
 
 stmt:
 	  IDENT assign_op expr ';'      {
-	                                  $$ = ast_item(ps->arena, I_ASSIGN, @$); $$->name = $1; $$->nameloc = @1;
+	                                  $$ = fe_ast_item(ps->arena, I_ASSIGN, @$); $$->name = $1; $$->nameloc = @1;
 	                                  $$->u.assign.op = $2; $$->u.assign.value = $3;
 	                                }
 	| IDENT '[' indices ']' assign_op expr ';'
 	                                {
-	                                  $$ = ast_item(ps->arena, I_ASSIGN, @$); $$->name = $1; $$->nameloc = @1;
+	                                  $$ = fe_ast_item(ps->arena, I_ASSIGN, @$); $$->name = $1; $$->nameloc = @1;
 	                                  $$->u.assign.idx = nodes_copy(ps, &$3, &$$->u.assign.nidx);
 	                                  $$->u.assign.has_idx = true;
 	                                  $$->u.assign.op = $5; $$->u.assign.value = $6;
 	                                }
-	| PRINT expr ';'                { $$ = ast_item(ps->arena, I_PRINT, @$); $$->u.print.value = $2; }
+	| PRINT expr ';'                { $$ = fe_ast_item(ps->arena, I_PRINT, @$); $$->u.print.value = $2; }
 	| REPEAT expr '{' stmts '}'     {
-	                                  $$ = ast_item(ps->arena, I_REPEAT, @$); $$->u.repeat.count = $2;
+	                                  $$ = fe_ast_item(ps->arena, I_REPEAT, @$); $$->u.repeat.count = $2;
 	                                  $$->u.repeat.body = items_copy(ps, &$4, &$$->u.repeat.nbody);
 	                                }
 	| REPEAT IDENT IN expr '{' stmts '}'
 	                                {
-	                                  $$ = ast_item(ps->arena, I_REPEAT, @$); $$->u.repeat.count = $4;
+	                                  $$ = fe_ast_item(ps->arena, I_REPEAT, @$); $$->u.repeat.count = $4;
 	                                  $$->u.repeat.counter = $2; $$->u.repeat.counterloc = @2;
 	                                  $$->u.repeat.body = items_copy(ps, &$6, &$$->u.repeat.nbody);
 	                                }
 	| REPEAT IDENT IN expr IDENT names IDENT expr '{' stmts '}'
 	                                {
 	                                  /* split and every are words only here: `repeat b in NB split H1, H2 every J` */
-	                                  $$ = ast_item(ps->arena, I_REPEAT, @$); $$->u.repeat.count = $4;
+	                                  $$ = fe_ast_item(ps->arena, I_REPEAT, @$); $$->u.repeat.count = $4;
 	                                  $$->u.repeat.counter = $2; $$->u.repeat.counterloc = @2;
 	                                  $$->u.repeat.body = items_copy(ps, &$10, &$$->u.repeat.nbody);
 	                                  if (strcmp($5, "split") || strcmp($7, "every")) {
@@ -488,15 +488,15 @@ expr:
 	| expr GE expr                  { $$ = binary(ps, B_GE, $1, $3, @$); }
 	| expr EQ expr                  { $$ = binary(ps, B_EQ, $1, $3, @$); }
 	| expr NE expr                  { $$ = binary(ps, B_NE, $1, $3, @$); }
-	| '-' expr %prec UMINUS         { $$ = ast_node(ps->arena, N_UNARY, @$); $$->u.unary.a = $2; $$ = grown(ps, $$, 1, &$2); }
+	| '-' expr %prec UMINUS         { $$ = fe_ast_node(ps->arena, N_UNARY, @$); $$->u.unary.a = $2; $$ = grown(ps, $$, 1, &$2); }
 	;
 
 primary:
 	  NUMBER                        { $$ = number(ps, $1, @1); }
-	| STRING                        { $$ = ast_node(ps->arena, N_STR, @1); $$->u.str = $1; }
-	| IDENT                         { $$ = ast_node(ps->arena, N_NAME, @1); $$->u.name.name = $1; }
+	| STRING                        { $$ = fe_ast_node(ps->arena, N_STR, @1); $$->u.str = $1; }
+	| IDENT                         { $$ = fe_ast_node(ps->arena, N_NAME, @1); $$->u.name.name = $1; }
 	| IDENT '[' indices ']'         {
-	                                  $$ = ast_node(ps->arena, N_ACCESS, @$);
+	                                  $$ = fe_ast_node(ps->arena, N_ACCESS, @$);
 	                                  $$->u.access.name = $1; $$->u.access.nameloc = @1;
 	                                  $$->u.access.idx = nodes_copy(ps, &$3, &$$->u.access.nidx);
 	                                  $$ = grown(ps, $$, $$->u.access.nidx, $$->u.access.idx);
@@ -510,26 +510,26 @@ primary:
 	| IDENT '(' { enter(ps, @1); } args ')'
 	                                {
 	                                  ps->depth--;
-	                                  $$ = ast_node(ps->arena, N_CALL, @$);
+	                                  $$ = fe_ast_node(ps->arena, N_CALL, @$);
 	                                  $$->u.call.name = $1; $$->u.call.nameloc = @1;
 	                                  $$->u.call.args = nodes_copy(ps, &$4, &$$->u.call.nargs);
 	                                  $$ = grown(ps, $$, $$->u.call.nargs, $$->u.call.args);
 	                                }
 	| dtype '(' expr ')'            {
-	                                  $$ = ast_node(ps->arena, N_CALL, @$); $$->u.call.name = dtype_name($1.t); $$->u.call.nameloc = @1;
+	                                  $$ = fe_ast_node(ps->arena, N_CALL, @$); $$->u.call.name = dtype_name($1.t); $$->u.call.nameloc = @1;
 	                                  $$->u.call.args = arena_alloc(ps->arena, sizeof(Node *)); $$->u.call.args[0] = $3; $$->u.call.nargs = 1;
 	                                  $$ = grown(ps, $$, 1, &$3);
 	                                }
 	| WHERE '(' expr ',' expr ',' expr ')'
 	                                {
-	                                  $$ = ast_node(ps->arena, N_WHERE, @$);
+	                                  $$ = fe_ast_node(ps->arena, N_WHERE, @$);
 	                                  $$->u.where.cond = $3; $$->u.where.a = $5; $$->u.where.b = $7;
 	                                  $$ = grown(ps, $$, 3, (Node *[]){$3, $5, $7});
 	                                }
 	| red '[' rnames ']' '(' { enter(ps, @1); } expr ')'
 	                                { ps->depth--; $$ = reduce(ps, $1, &$3, $7, @$); }
 	| GRAD '(' IDENT ',' IDENT ')'  {
-	                                  $$ = ast_node(ps->arena, N_GRAD, @$);
+	                                  $$ = fe_ast_node(ps->arena, N_GRAD, @$);
 	                                  $$->u.grad.loss = $3; $$->u.grad.lossloc = @3;
 	                                  $$->u.grad.wrt = $5; $$->u.grad.wrtloc = @5;
 	                                }

@@ -46,7 +46,7 @@ static bool dump(const Pipeline *pl, DumpPass pass, FILE *out)
 	case DUMP_NONE:
 		return false;
 	case DUMP_PARSE:
-		ast_print(&b, pl->ast);
+		fe_ast_print(&b, pl->ast);
 		break;
 	case DUMP_TRA:
 	case DUMP_BLOCKING:

@@ -36,7 +36,7 @@
 static const char *did_you_mean_of(Sema *s, const char *name, int kind, const char *const *extra, int nextra);
 #define did_you_mean(s, name, extra, nextra) did_you_mean_of(s, name, ANY_SYM, extra, nextra)
 
-Sym *lookup(Sema *s, const char *name)
+Sym *fe_lookup(Sema *s, const char *name)
 {
 	for (int i = s->syms.n - 1; i >= 0; i--)
 		if (!strcmp(s->syms.v[i].name, name))
@@ -102,7 +102,7 @@ static const char *did_you_mean_of(Sema *s, const char *name, int kind, const ch
  * "unknown WHAT 'x'; did you mean ...?". */
 static Sym *use_sym(Sema *s, Node *n, const char *what)
 {
-	Sym *sym = lookup(s, n->u.name.name);
+	Sym *sym = fe_lookup(s, n->u.name.name);
 	if (!sym) {
 		diag(DIAG_ERROR, n->loc, "unknown %s '%s'%s", what, n->u.name.name, did_you_mean(s, n->u.name.name, NULL, 0));
 		return NULL;
@@ -141,7 +141,7 @@ static struct {
 	Loc loc;                /* its clause */
 } ist_scope;
 
-bool sym_live(const Sym *sym, Loc use)
+bool fe_sym_live(const Sym *sym, Loc use)
 {
 	if (sym->poisoned)
 		return false;
@@ -172,9 +172,9 @@ bool sym_live(const Sym *sym, Loc use)
 
 /* Declare a name in the innermost scope (a def body's locals shadow the
  * program's names). */
-bool declare(Sema *s, Sym sym)
+bool fe_declare(Sema *s, Sym sym)
 {
-	Sym *old = lookup(s, sym.name);
+	Sym *old = fe_lookup(s, sym.name);
 	if (old && old < s->syms.v + s->scope_base)
 		old = NULL;
 	if (old) {
@@ -535,7 +535,7 @@ static bool check_expr(Sema *s, Node *n, Ty *ty);
 /* f(e) for the conversion to t, as if the program had written it. */
 static Node *converted(Sema *s, Node *e, DType t)
 {
-	Node *n = ast_node(s->arena, N_CALL, e->loc);
+	Node *n = fe_ast_node(s->arena, N_CALL, e->loc);
 	n->u.call.name = dtype_name(t);
 	n->u.call.nameloc = e->loc;
 	n->u.call.args = arena_alloc(s->arena, sizeof(Node *));
@@ -649,13 +649,13 @@ static bool affine_of(Sema *s, Node *n, Affine *a)
 			     "brackets, not in an access on the right", n->u.name.name);
 			return false;
 		}
-		Sym *sym = lookup(s, n->u.name.name);
+		Sym *sym = fe_lookup(s, n->u.name.name);
 		if (!sym) {
 			a->t[a->n++] = (typeof(a->t[0])){false, find_var(s, n->u.name.name, n->loc), 1, n->loc};
 			return true;
 		}
 		sym->used = true;
-		if (!sym_live(sym, n->loc))
+		if (!fe_sym_live(sym, n->loc))
 			return false;
 		if (sym->kind == SYM_COUNTER) {
 			a->t[a->n++] = (typeof(a->t[0])){true, (int)(sym - s->syms.v), 1, n->loc};
@@ -757,7 +757,7 @@ static bool check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
 	*stored = f;
 	n->u.access.aff[d] = stored;
 	/* from here on the position reads as its first var's name */
-	Node *name = ast_node(s->arena, N_NAME, ix->loc);
+	Node *name = fe_ast_node(s->arena, N_NAME, ix->loc);
 	name->u.name.name = s->vars.v[f.var[0]].name;
 	name->u.name.var = f.var[0];
 	n->u.access.idx[d] = name;
@@ -887,13 +887,13 @@ static bool infer_ranges(Sema *s)
 static bool check_access(Sema *s, Node *n, Ty *ty)
 {
 	const char *name = n->u.access.name;
-	Sym *sym = lookup(s, name);
+	Sym *sym = fe_lookup(s, name);
 	if (!sym) {
 		diag(DIAG_ERROR, n->u.access.nameloc, "unknown tensor '%s'%s", name, did_you_mean_of(s, name, SYM_TENSOR, NULL, 0));
 		return false;
 	}
 	sym->used = true;
-	if (!sym_live(sym, n->loc))
+	if (!fe_sym_live(sym, n->loc))
 		return false;
 	if (sym->kind != SYM_TENSOR) {
 		diag(DIAG_ERROR, n->u.access.nameloc, "'%s' is %s and cannot be indexed", name, sym_what(sym, s->prog));
@@ -923,7 +923,7 @@ static bool check_access(Sema *s, Node *n, Ty *ty)
 			ok &= check_gather_index(s, n, d, t);
 			continue;
 		}
-		Sym *counter = ix->kind == N_NAME ? lookup(s, ix->u.name.name) : NULL;
+		Sym *counter = ix->kind == N_NAME ? fe_lookup(s, ix->u.name.name) : NULL;
 		if (ix->kind != N_NAME || (counter && counter->kind == SYM_COUNTER) || (n->u.access.aff && n->u.access.aff[d])) {
 			ok &= check_affine_index(s, n, d, t);
 			continue;
@@ -934,7 +934,7 @@ static bool check_access(Sema *s, Node *n, Ty *ty)
 			ok = false;
 			continue;
 		}
-		Sym *clash = lookup(s, ix->u.name.name);
+		Sym *clash = fe_lookup(s, ix->u.name.name);
 		if (clash && clash->kind == SYM_TENSOR) {
 			diag(DIAG_ERROR, ix->loc, "'%s' is %s, not an index; index names are lower-case names not otherwise declared",
 			     ix->u.name.name, sym_what(clash, s->prog));
@@ -994,7 +994,7 @@ static bool check_call(Sema *s, Node *n, Ty *ty)
 		const char *names[NFUNCTIONS];
 		for (int i = 0; i < NFUNCTIONS; i++)
 			names[i] = functions[i].name;
-		Sym *sym = lookup(s, name);
+		Sym *sym = fe_lookup(s, name);
 		if (sym && sym->kind == SYM_DEF)
 			diag(DIAG_ERROR, n->loc, "a call of def '%s' must be the whole right side of an assignment, "
 			     "as in Z = %s(...);", name, name);
@@ -1030,8 +1030,8 @@ static bool check_reduce(Sema *s, Node *n, Ty *ty)
 {
 	int nn = n->u.reduce.nnames;
 	if ((n->u.reduce.red == R_ARGMAX || n->u.reduce.red == R_ARGMIN) && nn != 1) {
-		diag(DIAG_ERROR, n->loc, "%s takes one index, as in %s[k](...): the position along k", red_name(n->u.reduce.red),
-		     red_name(n->u.reduce.red));
+		diag(DIAG_ERROR, n->loc, "%s takes one index, as in %s[k](...): the position along k", fe_red_name(n->u.reduce.red),
+		     fe_red_name(n->u.reduce.red));
 		return false;
 	}
 	if (nn > MAXDIM) {
@@ -1068,7 +1068,7 @@ static bool check_reduce(Sema *s, Node *n, Ty *ty)
 			ok = false;
 		} else if (s->vars.v[n->u.reduce.var[i]].extent < 0 && !in_affine(s, n->u.reduce.var[i])) {
 			diag(DIAG_ERROR, n->u.reduce.nameloc[i], "index '%s' does not occur in the argument of %s",
-			     n->u.reduce.names[i], red_name(n->u.reduce.red));
+			     n->u.reduce.names[i], fe_red_name(n->u.reduce.red));
 			ok = false;
 		}
 	return ok;
@@ -1099,7 +1099,7 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		n->kind = N_NAME;
 		/* fall through */
 	case N_NAME: {
-		int v = lookup(s, n->u.name.name) ? -1 : value_var(s, n->u.name.name, n->loc);
+		int v = fe_lookup(s, n->u.name.name) ? -1 : value_var(s, n->u.name.name, n->loc);
 		if (v >= 0) {
 			/* an index's position: an i64 */
 			n->kind = N_INDEX;
@@ -1124,7 +1124,7 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 			diag(DIAG_ERROR, n->loc, "'%s' is a def; call it, as in %s(...)", n->u.name.name, n->u.name.name);
 			ok = false;
 		} else if (sym->kind == SYM_COUNTER) {
-			if (!sym_live(sym, n->loc)) {
+			if (!fe_sym_live(sym, n->loc)) {
 				ok = false;
 				break;
 			}
@@ -1318,7 +1318,7 @@ static void place_implicit_sums(Sema *s, Node **root, int nlhs, const int *lhs)
 		if (!slots[i])
 			continue;
 		Node *body = *slots[i];
-		Node *r = ast_node(s->arena, N_REDUCE, body->loc);
+		Node *r = fe_ast_node(s->arena, N_REDUCE, body->loc);
 		r->u.reduce.red = R_SUM;
 		r->u.reduce.implicit = true;
 		r->u.reduce.body = body;
@@ -1442,12 +1442,12 @@ static void check_input(Sema *s, Item *it)
 	int id = tra_add_tensor(s->prog, t);
 	vec_push(&s->cur, -1);
 	Sym sym = {.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id, .defined = true};
-	if (declare(s, sym))
-		s->cur.v[id] = lower_input(s->prog, id);
+	if (fe_declare(s, sym))
+		s->cur.v[id] = fe_lower_input(s->prog, id);
 }
 
 /* A tensor's name for explain and print: a def's locals carry the def's name. */
-const char *local_name(Sema *s, const char *name)
+const char *fe_local_name(Sema *s, const char *name)
 {
 	if (!s->prefix)
 		return name;
@@ -1475,7 +1475,7 @@ static const char *aop_name(AssignOp op)
 static bool assign_target(Sema *s, Item *it, Sym **target, const Tensor **param)
 {
 	int nlhs = it->u.assign.nidx;
-	*target = lookup(s, it->name);
+	*target = fe_lookup(s, it->name);
 	*param = NULL;
 	Sym *t = *target;
 	if (t && t->kind == SYM_TENSOR && !t->poisoned && t->tensor >= 0 &&
@@ -1527,7 +1527,7 @@ static bool lhs_indices(Sema *s, Item *it, const Tensor *param, int *lhs)
 			ok = false;
 			continue;
 		}
-		Sym *clash = lookup(s, ix->u.name.name);
+		Sym *clash = fe_lookup(s, ix->u.name.name);
 		if (clash) {
 			diag(DIAG_ERROR, ix->loc, "'%s' is %s, not an index", ix->u.name.name, sym_what(clash, s->prog));
 			ok = false;
@@ -1559,16 +1559,16 @@ static void update_value(Sema *s, Item *it)
 {
 	static const BinOp ops[] = {B_ADD, B_ADD, B_SUB, B_MUL, B_DIV};
 	int nlhs = it->u.assign.nidx;
-	Node *w = ast_node(s->arena, N_ACCESS, it->nameloc);
+	Node *w = fe_ast_node(s->arena, N_ACCESS, it->nameloc);
 	w->u.access.name = it->name;
 	w->u.access.nameloc = it->nameloc;
 	w->u.access.nidx = nlhs;
 	w->u.access.idx = arena_alloc(s->arena, (nlhs + 1) * sizeof(Node *));
 	for (int i = 0; i < nlhs; i++) {
-		w->u.access.idx[i] = ast_node(s->arena, N_NAME, it->u.assign.idx[i]->loc);
+		w->u.access.idx[i] = fe_ast_node(s->arena, N_NAME, it->u.assign.idx[i]->loc);
 		w->u.access.idx[i]->u.name.name = it->u.assign.idx[i]->u.name.name;
 	}
-	Node *v = ast_node(s->arena, N_BINARY, it->loc);
+	Node *v = fe_ast_node(s->arena, N_BINARY, it->loc);
 	v->u.binary.op = ops[it->u.assign.op];
 	v->u.binary.a = w;
 	v->u.binary.b = it->u.assign.value;
@@ -1619,7 +1619,7 @@ static bool check_rhs(Sema *s, Item *it, const Tensor *param, const int *lhs, Ty
 		 * time is a const; every use folds it */
 		double v;
 		if (eval_num(s, it->u.assign.value, &v))
-			declare(s, (Sym){.kind = SYM_CONST, .name = it->name, .loc = it->nameloc, .value = v});
+			fe_declare(s, (Sym){.kind = SYM_CONST, .name = it->name, .loc = it->nameloc, .value = v});
 		return false;
 	}
 	if (!reads_tensor(it->u.assign.value) || (param && it->u.assign.value->nvar < nlhs)) {
@@ -1635,7 +1635,7 @@ static bool check_rhs(Sema *s, Item *it, const Tensor *param, const int *lhs, Ty
 static int new_tensor(Sema *s, Item *it, const int *lhs, const Ty *ty)
 {
 	int nlhs = it->u.assign.nidx;
-	Tensor t = {.name = local_name(s, it->name), .loc = it->nameloc, .role = TENSOR_TEMP, .rank = nlhs,
+	Tensor t = {.name = fe_local_name(s, it->name), .loc = it->nameloc, .role = TENSOR_TEMP, .rank = nlhs,
 	            .dtype = ty->typed ? ty->t : DT_F32};
 	int64_t total = 1;
 	for (int i = 0; i < nlhs; i++) {
@@ -1647,13 +1647,13 @@ static int new_tensor(Sema *s, Item *it, const int *lhs, const Ty *ty)
 	}
 	int id = tra_add_tensor(s->prog, t);
 	vec_push(&s->cur, -1);
-	declare(s, (Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id, .defined = true,
+	fe_declare(s, (Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id, .defined = true,
 	                 .loop_depth = s->loop_depth});
 	return id;
 }
 
 /* NAME[i, ...] = expr; or a param's update (+=, -=, *=, /=); a grad or a
- * def's call on the right goes to check_grad or inline_call. */
+ * def's call on the right goes to check_grad or fe_inline_call. */
 static void check_assign(Sema *s, Item *it)
 {
 	int lhs[MAXDIM];
@@ -1673,14 +1673,14 @@ static void check_assign(Sema *s, Item *it)
 		return;
 	}
 	if (it->u.assign.value->kind == N_CALL) {
-		Sym *f = lookup(s, it->u.assign.value->u.call.name);
+		Sym *f = fe_lookup(s, it->u.assign.value->u.call.name);
 		if (f && f->kind == SYM_DEF) {
 			if (param) {
 				diag(DIAG_ERROR, it->nameloc, "a def's result cannot update param '%s'; assign it to a new "
 				     "name and update the param from that", it->name);
 				return;
 			}
-			inline_call(s, it, f->def);
+			fe_inline_call(s, it, f->def);
 			return;
 		}
 	}
@@ -1701,9 +1701,9 @@ static void check_assign(Sema *s, Item *it)
 
 	Lowering l = {s->prog, s->cur.v, tra_add_stmt(s->prog, it->loc), s->vars.v, s->vars.n,
 	              s->prog->tensors.v[id].dtype};
-	int op = lower_assign(&l, it->u.assign.value, nlhs, lhs);
+	int op = fe_lower_assign(&l, it->u.assign.value, nlhs, lhs);
 	if (param) {
-		lower_store(&l, op, id);
+		fe_lower_store(&l, op, id);
 		s->cur.v[id] = -1;      /* read again: loads the new value */
 	} else {
 		s->cur.v[id] = op;
@@ -1777,8 +1777,8 @@ static void check_param(Sema *s, Item *it)
 		return;
 	int id = tra_add_tensor(s->prog, t);
 	vec_push(&s->cur, -1);
-	if (declare(s, (Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id, .defined = true}))
-		lower_param_init(s->prog, id);
+	if (fe_declare(s, (Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id, .defined = true}))
+		fe_lower_param_init(s->prog, id);
 }
 
 /* print NAME; */
@@ -1789,7 +1789,7 @@ static void check_print(Sema *s, Item *it)
 		diag(DIAG_ERROR, n->loc, "print takes the name of a tensor");
 		return;
 	}
-	Sym *sym = lookup(s, n->u.name.name);
+	Sym *sym = fe_lookup(s, n->u.name.name);
 	if (!sym || sym->kind != SYM_TENSOR) {
 		if (!sym)
 			diag(DIAG_ERROR, n->loc, "unknown tensor '%s'", n->u.name.name);
@@ -1800,12 +1800,12 @@ static void check_print(Sema *s, Item *it)
 			diag(DIAG_ERROR, n->loc, "'%s' is %s; print takes a tensor", n->u.name.name, sym_what(sym, s->prog));
 		return;
 	}
-	if (!sym_live(sym, n->loc))
+	if (!fe_sym_live(sym, n->loc))
 		return;
 	sym->used = true;
 	Lowering l = {s->prog, s->cur.v, tra_add_stmt(s->prog, it->loc), NULL, 0,
 	              s->prog->tensors.v[sym->tensor].dtype};
-	lower_print(&l, sym->tensor);
+	fe_lower_print(&l, sym->tensor);
 }
 
 
@@ -1826,7 +1826,7 @@ static bool check_split(Sema *s, Item *it, IstLoop *l)
 		Loc at = it->u.repeat.splitloc[i];
 		l->split[i] = name;
 		l->splitloc[i] = at;
-		Sym *sym = lookup(s, name);
+		Sym *sym = fe_lookup(s, name);
 		if (!sym || sym->kind != SYM_SIZE) {
 			diag(DIAG_ERROR, at, "'%s' is %s; split names sizes whose neurons are dealt among the ranks",
 			     name, sym ? sym_what(sym, s->prog) : "not declared");
@@ -1903,7 +1903,7 @@ static void check_repeat(Sema *s, Item *it)
 		 * depth, is the value trt_ist passes in (emit.c) */
 		int first = s->syms.n;
 		if (it->u.repeat.counter && !ist)
-			declare(s, (Sym){.kind = SYM_COUNTER, .name = it->u.repeat.counter, .loc = it->u.repeat.counterloc,
+			fe_declare(s, (Sym){.kind = SYM_COUNTER, .name = it->u.repeat.counter, .loc = it->u.repeat.counterloc,
 			                 .size = n, .loop_depth = s->loop_depth, .defined = true, .used = true});
 		s->loop_depth++;
 		skip_items(s, it->u.repeat.body, it->u.repeat.nbody);
@@ -1923,7 +1923,7 @@ static void check_repeat(Sema *s, Item *it)
 		return;
 	}
 	int first = s->syms.n, loop_op = s->prog->ops.n, nstmt = s->prog->stmts.n;
-	lower_loop(s->prog, n, it->loc);
+	fe_lower_loop(s->prog, n, it->loc);
 	if (ist) {
 		s->prog->ops.v[loop_op].u.loop.ist = s->nist;
 		s->ist_depth = s->loop_depth + 1;
@@ -1932,14 +1932,14 @@ static void check_repeat(Sema *s, Item *it)
 			ist_scope = (typeof(ist_scope)){s, first, l.loc};
 	}
 	if (it->u.repeat.counter)
-		declare(s, (Sym){.kind = SYM_COUNTER, .name = it->u.repeat.counter, .loc = it->u.repeat.counterloc,
+		fe_declare(s, (Sym){.kind = SYM_COUNTER, .name = it->u.repeat.counter, .loc = it->u.repeat.counterloc,
 		                 .size = n, .loop_depth = s->loop_depth, .defined = true, .used = true});
 	for (int t = 0; t < s->cur.n; t++)
 		if (s->prog->tensors.v[t].role == TENSOR_PARAM)
 			s->cur.v[t] = -1;       /* each iteration reads the params afresh */
 	s->loop_depth++;
 	for (int i = 0; i < it->u.repeat.nbody && diag_errors() < diag_max; i++)
-		check_item(s, it->u.repeat.body[i]);
+		fe_check_item(s, it->u.repeat.body[i]);
 	s->loop_depth--;
 	if (ist) {
 		ist_scope.s = NULL;
@@ -1956,7 +1956,7 @@ static void check_repeat(Sema *s, Item *it)
 					s->cur.v[t] = -1;
 		}
 	}
-	lower_endloop(s->prog);
+	fe_lower_endloop(s->prog);
 	for (int t = 0; t < s->cur.n; t++)
 		if (s->prog->tensors.v[t].role == TENSOR_PARAM)
 			s->cur.v[t] = -1;
@@ -1971,12 +1971,12 @@ static void check_repeat(Sema *s, Item *it)
 /* A tensor name in a grad(...): its sym, or NULL after an error. */
 static Sym *grad_operand(Sema *s, const char *name, Loc loc, const char *what)
 {
-	Sym *sym = lookup(s, name);
+	Sym *sym = fe_lookup(s, name);
 	if (!sym) {
 		diag(DIAG_ERROR, loc, "unknown tensor '%s'%s", name, did_you_mean_of(s, name, SYM_TENSOR, NULL, 0));
 		return NULL;
 	}
-	if (!sym_live(sym, loc))
+	if (!fe_sym_live(sym, loc))
 		return NULL;
 	if (sym->kind != SYM_TENSOR) {
 		diag(DIAG_ERROR, loc, "'%s' is %s; grad takes %s", name, sym_what(sym, s->prog), what);
@@ -2020,9 +2020,9 @@ static void check_grad(Sema *s, Item *it)
 		     "or an input", g->u.grad.wrt);
 		return;
 	}
-	int lossid = loss->tensor, wrtid = wrt->tensor;        /* declare() may move the syms */
+	int lossid = loss->tensor, wrtid = wrt->tensor;        /* fe_declare() may move the syms */
 	Tensor t = *wt;
-	t.name = local_name(s, it->name);
+	t.name = fe_local_name(s, it->name);
 	t.loc = it->nameloc;
 	t.role = TENSOR_TEMP;
 	t.output = false;
@@ -2030,17 +2030,17 @@ static void check_grad(Sema *s, Item *it)
 	t.init = INIT_NONE;
 	int id = tra_add_tensor(s->prog, t);
 	vec_push(&s->cur, -1);
-	declare(s, (Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id,
+	fe_declare(s, (Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id,
 	                 .defined = true, .loop_depth = s->loop_depth});
 	Lowering l = {s->prog, s->cur.v, tra_add_stmt(s->prog, it->loc), NULL, 0, t.dtype};
-	s->cur.v[id] = lower_grad(&l, lossid, wrtid);
+	s->cur.v[id] = fe_lower_grad(&l, lossid, wrtid);
 }
 
 /* A definition that failed still declares its name, poisoned, so later uses
  * of it do not each report that it does not exist. */
 static void poison_on_error(Sema *s, Item *it)
 {
-	Sym *old = lookup(s, it->name);
+	Sym *old = fe_lookup(s, it->name);
 	if (diag_errors() > s->nerr_before && (!old || old < s->syms.v + s->scope_base))
 		vec_push(&s->syms, ((Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc,
 		                          .tensor = -1, .poisoned = true}));
@@ -2049,10 +2049,10 @@ static void poison_on_error(Sema *s, Item *it)
 static void skip_items(Sema *s, Item **items, int n)
 {
 	for (int i = 0; i < n && diag_errors() < diag_max; i++)
-		check_item(s, items[i]);
+		fe_check_item(s, items[i]);
 }
 
-void check_item(Sema *s, Item *it)
+void fe_check_item(Sema *s, Item *it)
 {
 	if (s->ist_skip && (it->kind == I_ASSIGN || it->kind == I_PRINT || it->kind == I_OUTPUT))
 		return;
@@ -2093,7 +2093,7 @@ void check_item(Sema *s, Item *it)
 			diag(DIAG_ERROR, it->u.size.value->loc, "size '%s' is %" PRId64 "; sizes must be positive", it->name, v);
 			return;
 		}
-		declare(s, (Sym){.kind = SYM_SIZE, .name = it->name, .loc = it->nameloc, .size = v});
+		fe_declare(s, (Sym){.kind = SYM_SIZE, .name = it->name, .loc = it->nameloc, .size = v});
 		return;
 	}
 	case I_CONST: {
@@ -2111,7 +2111,7 @@ void check_item(Sema *s, Item *it)
 				return;
 			}
 		}
-		declare(s, (Sym){.kind = SYM_CONST, .name = it->name, .loc = it->nameloc, .value = v});
+		fe_declare(s, (Sym){.kind = SYM_CONST, .name = it->name, .loc = it->nameloc, .value = v});
 		return;
 	}
 	case I_INPUT:
@@ -2119,7 +2119,7 @@ void check_item(Sema *s, Item *it)
 		poison_on_error(s, it);
 		return;
 	case I_OUTPUT: {
-		Sym *sym = lookup(s, it->name);
+		Sym *sym = fe_lookup(s, it->name);
 		if (!sym) {
 			/* outputs may be declared before their statement: resolved at the end */
 			return;
@@ -2144,10 +2144,10 @@ void check_item(Sema *s, Item *it)
 		poison_on_error(s, it);
 		return;
 	case I_IMPORT:
-		check_import(s, it);
+		fe_check_import(s, it);
 		return;
 	case I_DEF:
-		check_def(s, it);
+		fe_check_def(s, it);
 		return;
 	case I_PRINT:
 		check_print(s, it);
@@ -2158,10 +2158,10 @@ void check_item(Sema *s, Item *it)
 	}
 }
 
-void check_items(Sema *s, Item **items, int n)
+void fe_check_items(Sema *s, Item **items, int n)
 {
 	for (int i = 0; i < n && diag_errors() < diag_max; i++)
-		check_item(s, items[i]);
+		fe_check_item(s, items[i]);
 }
 
 /* Outputs: each names a tensor that has a value at the end. */
@@ -2173,12 +2173,12 @@ static void check_outputs(Sema *s, Ast *ast)
 		Item *it = ast->items[i];
 		if (it->kind != I_OUTPUT)
 			continue;
-		Sym *sym = lookup(s, it->name);
+		Sym *sym = fe_lookup(s, it->name);
 		if (!sym) {
 			diag(DIAG_ERROR, it->nameloc, "output '%s' is never defined%s", it->name, did_you_mean_of(s, it->name, SYM_TENSOR, NULL, 0));
 			continue;
 		}
-		if (sym->kind != SYM_TENSOR || !sym_live(sym, it->nameloc))
+		if (sym->kind != SYM_TENSOR || !fe_sym_live(sym, it->nameloc))
 			continue;       /* reported in order */
 		Tensor *t = &s->prog->tensors.v[sym->tensor];
 		if (t->output) {
@@ -2192,7 +2192,7 @@ static void check_outputs(Sema *s, Ast *ast)
 		t->outpath = it->u.output.path;
 		t->outloc = it->nameloc;
 		if (diag_errors() == 0)
-			lower_output(s->prog, s->cur.v, sym->tensor);
+			fe_lower_output(s->prog, s->cur.v, sym->tensor);
 	}
 }
 
@@ -2208,7 +2208,7 @@ TraProg *fe_compile(Ast *ast, FeOptions *opt)
 	vec_push(&s.files, ast->file);
 
 	s.ist_skip = opt->ist_local > 0;
-	check_items(&s, ast->items, ast->nitems);
+	fe_check_items(&s, ast->items, ast->nitems);
 	if (!opt->ist_local)
 		check_outputs(&s, ast);
 

@@ -79,18 +79,18 @@ typedef struct Sema {
 } Sema;
 
 /* sema.c */
-Sym *lookup(Sema *s, const char *name);
-bool declare(Sema *s, Sym sym);                 /* in the innermost scope; false (reported) if taken there */
-bool sym_live(const Sym *sym, Loc use);        /* false: poisoned, or expired (reported) */
-const char *local_name(Sema *s, const char *name);      /* a def's locals carry its name */
-void check_item(Sema *s, Item *it);
-void check_items(Sema *s, Item **items, int n);
+Sym *fe_lookup(Sema *s, const char *name);
+bool fe_declare(Sema *s, Sym sym);                 /* in the innermost scope; false (reported) if taken there */
+bool fe_sym_live(const Sym *sym, Loc use);        /* false: poisoned, or expired (reported) */
+const char *fe_local_name(Sema *s, const char *name);      /* a def's locals carry its name */
+void fe_check_item(Sema *s, Item *it);
+void fe_check_items(Sema *s, Item **items, int n);
 
 /* defs.c */
-void check_def(Sema *s, Item *it);
-void inline_call(Sema *s, Item *it, Item *def);         /* it: NAME = def(args) */
+void fe_check_def(Sema *s, Item *it);
+void fe_inline_call(Sema *s, Item *it, Item *def);         /* it: NAME = def(args) */
 
 /* imports.c */
-void check_import(Sema *s, Item *it);
+void fe_check_import(Sema *s, Item *it);
 
 #endif

@@ -24,7 +24,7 @@ static char *parse(const char *text, char **errs)
 	Arena *a = arena_new();
 	Ast *ast = fe_parse(a, file);
 	Buf b = {0};
-	ast_print(&b, ast);
+	fe_ast_print(&b, ast);
 	fclose(out);
 	diag_out = NULL;
 	*errs = buf;
