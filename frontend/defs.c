@@ -192,6 +192,6 @@ void fe_inline_call(Sema *s, Item *it, Item *def)
 	vec_push(&s->cur, -1);
 	s->cur.v[id] = fe_lower_value(s->prog, s->cur.v, result);
 	fe_declare(s, (Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc, .tensor = id,
-	                 .defined = true, .loop_depth = s->loop_depth});
+	                    .defined = true, .loop_depth = s->loop_depth});
 }
 

@@ -4,9 +4,17 @@
  * The frontend turns .tra text into a TRA program:
  *
  *   lexer.l, parser.y   text -> AST (reentrant flex + bison, byte-offset locations)
- *   sema.c              names, imports, defs, indices, extents, element types,
- *                       placement of implicit sums; annotates the AST
+ *   ast.c               the AST's nodes and its printer
+ *   sema.c              the checker, which annotates the AST; its files share sema.h:
+ *     names.c             the symbol table: scopes, did-you-mean, expired names
+ *     consts.c            the one evaluator of sizes and consts
+ *     index.c             index vars, extents, ranges, affine positions
+ *     expr.c              expressions, element types, implicit sums
+ *     decl.c              size, const, input, param, output
+ *     stmt.c              assign, print, repeat (and IST), grad
+ *     defs.c, imports.c   defs inlined at each call; import
  *   lower.c             annotated AST -> TRA (ir/)
+ *   paths.c             where the stdlib and machine model are; -M dependencies
  *
  * The driver (main.c, cmdline.c, pipeline.c) sits above every layer and has
  * its own header, driver.h.
@@ -200,7 +208,7 @@ Ast *fe_parse(Arena *arena, int file);
 /* Read a file into the source table: its index, or -1 with *err set. */
 int fe_load(const char *path, const char **err);
 
-/* ---- sema.c and lower.c: AST -> TRA ---- */
+/* ---- sema.c (and the files of sema.h) and lower.c: AST -> TRA ---- */
 
 typedef struct Define {
 	const char *name;

@@ -1,8 +1,15 @@
 /*
  * sema.h: what the checker's files share; included by them alone (the
- * frontend's interface is frontend.h).
+ * frontend's interface is frontend.h).  Its declarations are grouped by the
+ * file that defines them:
  *
- *   sema.c     the walk over items, names, expressions, assignments
+ *   sema.c     fe_compile; the walk over items
+ *   names.c    the symbol table: scopes, did-you-mean, live and expired names
+ *   consts.c   the one evaluator of sizes and consts
+ *   index.c    a statement's index vars: extents, ranges, affine positions
+ *   expr.c     the right side: expressions, types, implicit sums
+ *   decl.c     size, const, input, param, output
+ *   stmt.c     assignments, print, repeat (and its IST clause), grad
  *   defs.c     def declarations and their inlining at each call
  *   imports.c  import: finding a file and checking its items in place
  */
@@ -78,19 +85,72 @@ typedef struct Sema {
 	bool ist_skip;                  /* compiling an IST body apart: outside it, statements are skipped */
 } Sema;
 
-/* sema.c */
-Sym *fe_lookup(Sema *s, const char *name);
-bool fe_declare(Sema *s, Sym sym);                 /* in the innermost scope; false (reported) if taken there */
-bool fe_sym_live(const Sym *sym, Loc use);        /* false: poisoned, or expired (reported) */
-const char *fe_local_name(Sema *s, const char *name);      /* a def's locals carry its name */
+/* ---- sema.c ---- */
+
 void fe_check_item(Sema *s, Item *it);
 void fe_check_items(Sema *s, Item **items, int n);
 
-/* defs.c */
-void fe_check_def(Sema *s, Item *it);
-void fe_inline_call(Sema *s, Item *it, Item *def);         /* it: NAME = def(args) */
+/* ---- names.c ---- */
 
-/* imports.c */
+#define ANY_SYM (-1)            /* fe_did_you_mean: a name of any kind */
+
+Sym *fe_lookup(Sema *s, const char *name);      /* innermost first; NULL when undeclared */
+bool fe_declare(Sema *s, Sym sym);              /* in the innermost scope; false (reported) if taken there */
+Sym *fe_use_sym(Sema *s, Node *n, const char *what);    /* n's sym, used; NULL after "unknown WHAT" */
+const char *fe_sym_what(const Sym *sym, const TraProg *p);      /* "a size", "an input", ... */
+/* "; did you mean 'x'?" for the nearest name of kind `kind` (a SymKind or
+ * ANY_SYM) or among extra[0..nextra), or "" */
+const char *fe_did_you_mean(Sema *s, const char *name, int kind, const char *const *extra, int nextra);
+bool fe_sym_live(const Sym *sym, Loc use);      /* false: poisoned, or expired (reported) */
+void fe_ist_scope(const Sema *s, int first_sym, Loc loc);       /* enter an IST body; s NULL: leave it */
+const char *fe_local_name(Sema *s, const char *name);   /* a def's locals carry its name */
+
+/* ---- consts.c ---- */
+
+bool fe_eval_size(Sema *s, Node *n, int64_t *out);      /* false: reported */
+bool fe_eval_const(Sema *s, Node *n, double *out);      /* false: reported */
+
+/* ---- index.c ---- */
+
+int fe_new_var(Sema *s, const char *name, Loc loc, bool reduced);
+int fe_find_var(Sema *s, const char *name, Loc loc);    /* the var a name denotes here, made on first use */
+int fe_value_var(Sema *s, const char *name, Loc loc);   /* an index used as a value, or -1 */
+bool fe_bind_extent(Sema *s, int v, int64_t extent, Loc loc, const char *why);
+bool fe_range_extent(Sema *s, Node *range, int64_t *extent);    /* `i in N`: N, positive */
+const char *fe_range_why(Sema *s, Loc loc);     /* "the range 'i in N'" */
+void fe_needs_range(Sema *s, int v, const char *where);
+bool fe_check_affine_index(Sema *s, Node *n, int d, const Tensor *t);   /* position d of access n */
+int fe_access_vars(const Node *n, int *out);    /* an access's vars, each once */
+bool fe_in_affine(const Sema *s, int v);
+bool fe_infer_ranges(Sema *s);                  /* the vars only affine positions use */
+
+/* ---- expr.c ---- */
+
+int fe_children(Node *n, Node ***slot);         /* a node's child slots, at most 3 */
+bool fe_check_rhs(Sema *s, Item *it, const Tensor *param, const int *lhs, Ty *ty);
+
+/* ---- decl.c ---- */
+
+void fe_check_size(Sema *s, Item *it);
+void fe_check_const(Sema *s, Item *it);
+void fe_check_input(Sema *s, Item *it);
+void fe_check_param(Sema *s, Item *it);
+void fe_check_output(Sema *s, Item *it);
+void fe_check_outputs(Sema *s, Ast *ast);       /* after the last item */
+
+/* ---- stmt.c ---- */
+
+void fe_check_assign(Sema *s, Item *it);
+void fe_check_print(Sema *s, Item *it);
+void fe_check_repeat(Sema *s, Item *it);
+
+/* ---- defs.c ---- */
+
+void fe_check_def(Sema *s, Item *it);
+void fe_inline_call(Sema *s, Item *it, Item *def);      /* it: NAME = def(args) */
+
+/* ---- imports.c ---- */
+
 void fe_check_import(Sema *s, Item *it);
 
 #endif

@@ -1,0 +1,436 @@
+/*
+ * index.c: the index vars of the statement being checked (Sema.vars), and
+ * their extents.
+ *
+ * A var is made at its first use (a free var of the statement) or by a
+ * reduction that binds it (a nested scope, Sema.scope).  Its extent comes
+ * from the first use that fixes one: a dimension of an access, the left
+ * side's param, or a range `i in N`; every later one must agree
+ * (fe_bind_extent reports both uses).  A position that is not a plain name,
+ * X[b*B + n, d], X[i - 1], is read as an affine form (IxAffine) of index
+ * vars, loop counters and a constant; a var that only such positions use
+ * takes the largest range keeping every access inside its tensor
+ * (fe_infer_ranges, after the statement is read).  Extent -1 means not
+ * known yet; an error leaves extent 1 so that nothing is reported twice.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/sema.h"
+
+/* ---- index vars of one statement ---- */
+
+/* A new index var of the statement, its extent unknown (-1); its number. */
+int fe_new_var(Sema *s, const char *name, Loc loc, bool reduced)
+{
+	Var v = {.name = name, .loc = loc, .extent = -1, .reduced = reduced};
+	vec_push(&s->vars, v);
+	return s->vars.n - 1;
+}
+
+/* The var an index name denotes here, if any yet: the innermost reduction
+ * binding it, else the statement's free var of that name; -1 for none. */
+static int bound_var(Sema *s, const char *name)
+{
+	for (int i = s->scope.n - 1; i >= 0; i--)
+		if (!strcmp(s->vars.v[s->scope.v[i]].name, name))
+			return s->scope.v[i];
+	for (int i = 0; i < s->vars.n; i++)
+		if (!s->vars.v[i].reduced && !strcmp(s->vars.v[i].name, name))
+			return i;
+	return -1;
+}
+
+/* The var an index name denotes here (a free var made on first use). */
+int fe_find_var(Sema *s, const char *name, Loc loc)
+{
+	int v = bound_var(s, name);
+	return v >= 0 ? v : fe_new_var(s, name, loc, false);
+}
+
+/* Does an access in n index with `name`? */
+static bool indexes_with(Node *n, const char *name)
+{
+	if (n->kind == N_ACCESS) {
+		for (int d = 0; d < n->u.access.nidx; d++)
+			if ((n->u.access.idx[d]->kind == N_NAME && !strcmp(n->u.access.idx[d]->u.name.name, name)) ||
+			    (n->u.access.idx[d]->kind == N_ACCESS && indexes_with(n->u.access.idx[d], name)))
+				return true;
+		return false;
+	}
+	Node **kids[3];
+	int k = fe_children(n, kids);
+	for (int i = 0; i < k; i++)
+		if (indexes_with(*kids[i], name))
+			return true;
+	return false;
+}
+
+/* The var a name where a value is expected denotes, when it is an index of
+ * this statement: the innermost reduction's binding it, the left side's or
+ * an implicit sum's (a name some access of the right side indexes with);
+ * else -1.  Declared names come first: sema asks only about a name that is
+ * not one, so every v1 program keeps its meaning. */
+int fe_value_var(Sema *s, const char *name, Loc loc)
+{
+	int v = bound_var(s, name);
+	if (v >= 0)
+		return v;
+	if (s->rhs && indexes_with(s->rhs, name))
+		return fe_new_var(s, name, loc, false);
+	return -1;
+}
+
+/* `i in N` in an index list: N's value, a positive size; false (reported)
+ * when it is not one. */
+bool fe_range_extent(Sema *s, Node *range, int64_t *extent)
+{
+	if (!fe_eval_size(s, range, extent))
+		return false;
+	if (*extent < 1) {
+		diag(DIAG_ERROR, range->loc, "a range's extent must be positive, not %" PRId64, *extent);
+		return false;
+	}
+	return true;
+}
+
+/* "the range 'i in N'", for messages about the extent it gives */
+const char *fe_range_why(Sema *s, Loc loc)
+{
+	char *text = loc_text(loc);
+	char *why = arena_alloc(s->arena, strlen(text) + 16);
+	sprintf(why, "the range '%s'", text);
+	free(text);
+	return why;
+}
+
+/* An index used as a value with no extent: ask for `in` (where says where
+ * the range goes). */
+void fe_needs_range(Sema *s, int v, const char *where)
+{
+	const Var *var = &s->vars.v[v];
+	diag(DIAG_ERROR, var->loc, "index '%s' is used only as a value, so it has no extent; give it one with "
+	     "'%s in SIZE' %s", var->name, var->name, where);
+}
+
+/* Var v has `extent` here (why: "dimension 2 of B"): its first extent is
+ * kept, a second that differs is reported with both uses. */
+bool fe_bind_extent(Sema *s, int v, int64_t extent, Loc loc, const char *why)
+{
+	Var *var = &s->vars.v[v];
+	if (var->extent < 0) {
+		var->extent = extent;
+		var->extloc = loc;
+		var->extwhy = why;
+		return true;
+	}
+	if (var->extent == extent)
+		return true;
+	int line, col;
+	loc_linecol(var->extloc, &line, &col);
+	diag(DIAG_ERROR, loc, "index '%s' has extent %" PRId64 " here (%s) but %" PRId64 " at %d:%d (%s)",
+	     var->name, extent, why, var->extent, line, col, var->extwhy);
+	diag(DIAG_NOTE, var->extloc, "'%s' first gets extent %" PRId64 " here", var->name, var->extent);
+	return false;
+}
+
+/* ---- affine index positions: X[b*B + n, d], X[i - 1] ---- */
+
+/* A sum of index vars, loop counters and a constant, each with an integer
+ * coefficient, as it is being read. */
+typedef struct Affine {
+	int64_t c0;
+	int n;
+	struct { bool counter; int id; int64_t coef; Loc loc; } t[2 * MAXDIM];
+} Affine;
+
+static bool aff_add(Sema *s, Affine *a, const Affine *b, int64_t k, Loc loc)
+{
+	int64_t x;
+	if (!mul_ok(b->c0, k, &x) || !add_ok(a->c0, x, &a->c0))
+		goto overflow;
+	for (int i = 0; i < b->n; i++) {
+		if (!mul_ok(b->t[i].coef, k, &x))
+			goto overflow;
+		int j = 0;
+		while (j < a->n && (a->t[j].counter != b->t[i].counter || a->t[j].id != b->t[i].id))
+			j++;
+		if (j == a->n) {
+			if (a->n == 2 * MAXDIM) {
+				diag(DIAG_ERROR, loc, "an index expression of more than %d names", 2 * MAXDIM);
+				return false;
+			}
+			a->t[a->n++] = b->t[i];
+			a->t[j].coef = 0;
+		}
+		if (!add_ok(a->t[j].coef, x, &a->t[j].coef))
+			goto overflow;
+	}
+	return true;
+overflow:
+	diag(DIAG_ERROR, loc, "an index expression's coefficients overflow 64 bits");
+	return false;
+}
+
+static void not_affine(Node *n, const char *why)
+{
+	char *text = loc_text(n->loc);
+	diag(DIAG_ERROR, n->loc, "index expression '%s' is not affine: %s; an index position holds index names, loop "
+	     "counters and sizes, added, subtracted and multiplied by integers", text, why);
+	free(text);
+}
+
+/* n as an affine form; false (reported) when it is not one. */
+static bool affine_of(Sema *s, Node *n, Affine *a)
+{
+	Affine x = {0}, y = {0};
+	*a = (Affine){0};
+	switch (n->kind) {
+	case N_NUM:
+		if (n->u.num != floor(n->u.num) || fabs(n->u.num) > 9.2e18) {
+			not_affine(n, "a position is a whole number");
+			return false;
+		}
+		a->c0 = (int64_t)n->u.num;
+		return true;
+	case N_NAME: {
+		if (n->u.name.range) {
+			diag(DIAG_ERROR, n->loc, "a range such as '%s in N' goes on the left side or in a reduction's "
+			     "brackets, not in an access on the right", n->u.name.name);
+			return false;
+		}
+		Sym *sym = fe_lookup(s, n->u.name.name);
+		if (!sym) {
+			a->t[a->n++] = (typeof(a->t[0])){false, fe_find_var(s, n->u.name.name, n->loc), 1, n->loc};
+			return true;
+		}
+		sym->used = true;
+		if (!fe_sym_live(sym, n->loc))
+			return false;
+		if (sym->kind == SYM_COUNTER) {
+			a->t[a->n++] = (typeof(a->t[0])){true, (int)(sym - s->syms.v), 1, n->loc};
+			return true;
+		}
+		int64_t v;
+		if (sym->kind == SYM_SIZE || sym->kind == SYM_CONST)
+			return fe_eval_size(s, n, &v) && (a->c0 = v, true);
+		diag(DIAG_ERROR, n->loc, "'%s' is %s, not an index; index names are lower-case names not otherwise declared",
+		     n->u.name.name, fe_sym_what(sym, s->prog));
+		return false;
+	}
+	case N_UNARY:
+		return affine_of(s, n->u.unary.a, &x) && aff_add(s, a, &x, -1, n->loc);
+	case N_BINARY:
+		if (n->u.binary.op != B_ADD && n->u.binary.op != B_SUB && n->u.binary.op != B_MUL)
+			break;
+		if (!affine_of(s, n->u.binary.a, &x) || !affine_of(s, n->u.binary.b, &y))
+			return false;
+		if (n->u.binary.op != B_MUL)
+			return aff_add(s, a, &x, 1, n->loc) && aff_add(s, a, &y, n->u.binary.op == B_ADD ? 1 : -1, n->loc);
+		if (x.n && y.n) {
+			not_affine(n, "it multiplies two names that are not sizes");
+			return false;
+		}
+		return x.n ? aff_add(s, a, &x, y.c0, n->loc) : aff_add(s, a, &y, x.c0, n->loc);
+	default:
+		break;
+	}
+	not_affine(n, n->kind == N_BINARY && n->u.binary.op == B_DIV ? "it divides" :
+	              n->kind == N_BINARY ? "it compares" : n->kind == N_CALL ? "it calls a function" : "it is not a sum");
+	return false;
+}
+
+/* Position d of access n is not a plain index name: read it as an index
+ * var plus loop counters' multiples plus a constant (a window that moves
+ * with the loop, a shift), the var's range left to inference unless the
+ * statement gives it.  A position checked before (a def inlined again)
+ * is read from what was written. */
+bool fe_check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
+{
+	if (!n->u.access.aff) {
+		n->u.access.aff = arena_alloc(s->arena, (size_t)n->u.access.nidx * sizeof(IxAffine *));
+		memset(n->u.access.aff, 0, (size_t)n->u.access.nidx * sizeof(IxAffine *));
+	}
+	IxAffine *ia = n->u.access.aff[d];
+	Node *ix = ia ? ia->expr : n->u.access.idx[d];
+	Affine a;
+	if (!affine_of(s, ix, &a))
+		return false;
+	IxAffine f = {.expr = ix, .shift = a.c0};
+	int64_t lo = a.c0, hi = a.c0;
+	bool rising = false;
+	for (int i = 0; i < a.n; i++) {
+		if (a.t[i].coef == 0)
+			continue;
+		if (!a.t[i].counter) {
+			if (f.nvar == MAXDIM) {
+				diag(DIAG_ERROR, ix->loc, "an index expression of more than %d index names", MAXDIM);
+				return false;
+			}
+			/* one that rises with its var first: it names the position */
+			int at = f.nvar++;
+			if (a.t[i].coef > 0 && !rising) {
+				f.var[at] = f.var[0], f.vcoef[at] = f.vcoef[0];
+				at = 0;
+				rising = true;
+			}
+			f.var[at] = a.t[i].id;
+			f.vcoef[at] = a.t[i].coef;
+			continue;
+		}
+		const Sym *c = &s->syms.v[a.t[i].id];
+		f.depth[f.ncounter] = c->loop_depth;
+		f.coef[f.ncounter++] = a.t[i].coef;
+		int64_t last = c->size > 0 ? c->size - 1 : 0, ext;
+		if (!mul_ok(a.t[i].coef, last, &ext) || !add_ok(ext > 0 ? hi : lo, ext, ext > 0 ? &hi : &lo)) {
+			diag(DIAG_ERROR, ix->loc, "an index expression's positions overflow 64 bits");
+			return false;
+		}
+	}
+	if (f.nvar == 0) {
+		/* one position, X[b, d], X[3, d]: a window of one element along
+		 * a var of its own, which Einstein's rule sums away */
+		char *text = loc_text(ix->loc);
+		int v = fe_new_var(s, arena_strdup(s->arena, text), ix->loc, false);
+		free(text);
+		fe_bind_extent(s, v, 1, ix->loc, "a single position");
+		s->vars.v[v].single = true;
+		f.var[f.nvar] = v;
+		f.vcoef[f.nvar++] = 1;
+	}
+	if (t->sparse) {
+		diag(DIAG_ERROR, ix->loc, "index arithmetic on sparse input '%s' is not supported yet; index it with plain names",
+		     t->name);
+		return false;
+	}
+	IxAffine *stored = arena_alloc(s->arena, sizeof f);
+	*stored = f;
+	n->u.access.aff[d] = stored;
+	/* from here on the position reads as its first var's name */
+	Node *name = fe_ast_node(s->arena, N_NAME, ix->loc);
+	name->u.name.name = s->vars.v[f.var[0]].name;
+	name->u.name.var = f.var[0];
+	n->u.access.idx[d] = name;
+	vec_push(&s->affuse, ((AffUse){stored, lo, hi, t->shape[d], ix->loc}));
+	return true;
+}
+
+/* The index vars of access n, each once: its positions' names, then the
+ * other vars of its affine positions. */
+int fe_access_vars(const Node *n, int *out)
+{
+	int k = 0;
+	for (int d = 0; d < n->u.access.nidx; d++) {
+		if (n->u.access.idx[d]->kind == N_ACCESS) {     /* a gather: its index's vars */
+			int sub[2 * MAXDIM], ns = fe_access_vars(n->u.access.idx[d], sub);
+			for (int i = 0; i < ns; i++) {
+				int seen = 0;
+				for (int j = 0; j < k; j++)
+					seen |= out[j] == sub[i];
+				if (!seen && k < 2 * MAXDIM)
+					out[k++] = sub[i];
+			}
+			continue;
+		}
+		const IxAffine *f = n->u.access.aff ? n->u.access.aff[d] : NULL;
+		int nv = f ? f->nvar : 1;
+		for (int i = 0; i < nv; i++) {
+			int v = f ? f->var[i] : n->u.access.idx[d]->u.name.var, seen = 0;
+			for (int j = 0; j < k; j++)
+				seen |= out[j] == v;
+			if (!seen && k < 2 * MAXDIM)
+				out[k++] = v;
+		}
+	}
+	return k;
+}
+
+/* Does var v occur in an affine position of the statement (its range is
+ * inferred after the statement is read)? */
+bool fe_in_affine(const Sema *s, int v)
+{
+	for (int i = 0; i < s->affuse.n; i++)
+		for (int k = 0; k < s->affuse.v[i].f->nvar; k++)
+			if (s->affuse.v[i].f->var[k] == v)
+				return true;
+	return false;
+}
+
+/* The statement's index vars that only affine positions use take the
+ * largest range from 0 that keeps every such access inside its tensor
+ * for every value of the loop counters ("valid", as Tensor Comprehensions
+ * infers ranges); false (reported) when there is none. */
+bool fe_infer_ranges(Sema *s)
+{
+	bool ok = true, progress = true;
+	/* a var whose uses' other vars all have extents first, until none is left */
+	while (progress) {
+		progress = false;
+		for (int i = 0; i < s->affuse.n; i++)
+			for (int k = 0; k < s->affuse.v[i].f->nvar; k++) {
+				int v = s->affuse.v[i].f->var[k];
+				if (s->vars.v[v].extent >= 0)
+					continue;
+				int64_t ext = INT64_MAX;
+				bool neg = false, ready = true;
+				for (int j = 0; j < s->affuse.n && ready; j++) {
+					const AffUse *u = &s->affuse.v[j];
+					int64_t lo = u->lo, hi = u->hi, a = 0;
+					bool has = false;
+					for (int m = 0; m < u->f->nvar; m++)
+						has |= u->f->var[m] == v;
+					for (int m = 0; has && m < u->f->nvar; m++) {
+						int64_t e = s->vars.v[u->f->var[m]].extent, c = u->f->vcoef[m];
+						if (u->f->var[m] == v)
+							a = c;
+						else if (e < 0)
+							ready = false;
+						else if (c > 0)
+							hi += c * (e - 1);
+						else
+							lo += c * (e - 1);
+					}
+					if (a == 0 || !ready)
+						continue;
+					/* rising: from lo up, by a; falling: from hi down */
+					neg |= a > 0 && lo < 0;
+					int64_t most = a > 0 ? (u->extent - 1 - hi) / a + 1 : lo / -a + 1;
+					if (u->extent - 1 - hi < 0 || lo < 0)
+						most = 0;
+					if (most < ext)
+						ext = most;
+				}
+				if (!ready)
+					continue;
+				const Var *var = &s->vars.v[v];
+				progress = true;
+				if (neg || ext < 1) {
+					diag(DIAG_ERROR, s->affuse.v[i].loc, "the range of index '%s' cannot be inferred: %s; give it "
+					     "one with '%s in SIZE' on the left or in a reduction's brackets", var->name,
+					     neg ? "a position below 0 is read for every value of it" :
+					           "no value of it keeps every access inside its tensor", var->name);
+					s->vars.v[v].extent = 1;        /* reported: no second error */
+					ok = false;
+					continue;
+				}
+				fe_bind_extent(s, v, ext, s->affuse.v[i].loc,
+				               "the largest range keeping its accesses inside their tensors");
+			}
+	}
+	/* what is left waits on another var of its position that has no range either */
+	for (int i = 0; i < s->affuse.n; i++)
+		for (int k = 0; k < s->affuse.v[i].f->nvar; k++) {
+			Var *var = &s->vars.v[s->affuse.v[i].f->var[k]];
+			if (var->extent >= 0)
+				continue;
+			char *text = loc_text(s->affuse.v[i].loc);
+			diag(DIAG_ERROR, s->affuse.v[i].loc, "the range of index '%s' cannot be inferred: '%s' has other "
+			     "index names without ranges; give one of them a range with 'in', or use it plainly elsewhere",
+			     var->name, text);
+			free(text);
+			var->extent = 1;        /* reported: no second error */
+			ok = false;
+		}
+	return ok;
+}
