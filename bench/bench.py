@@ -310,7 +310,7 @@ def io_rates(model):
 
 
 def conv_rate(model):
-    """The flop/s of the convolution kernel trac generates (codegen/emit.c), one rank's: calibrate's
+    """The flop/s of the convolution kernel trac generates (codegen/conv.c), one rank's: calibrate's
     loop has constant bounds and a chunk in cache.  examples/conv3d.tra on 2 ranks (3 x 16 x 270 x
     480, ten 3x3x3 kernels; 135 x 240 output blocks), the conv op's seconds (median of 5) less what
     the cost model adds to its multiply-adds (its output's first touch, the op's overhead: the

@@ -752,7 +752,7 @@ static void calibrate_loops(void)
 /*
  * One chunk of a 3x3x3 convolution (O = 10 kernels over C = 3 channels of
  * a T x H x W = 8 x 64 x 126 block, "valid"), two ways:
- *   direct  the loop trac generates for IA_CONV (codegen/emit.c,
+ *   direct  the loop trac generates for IA_CONV (codegen/conv.c,
  *           emit_conv_kernel): per output row and kernel tap, a row of the
  *           input times a weight added into the row, innermost contiguous;
  *   im2col  the input's windows copied into a (C R^3) x (T' H' W') matrix,

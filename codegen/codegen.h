@@ -1,9 +1,10 @@
 /*
  * codegen.h: the one header of the codegen/ layer.
  *
- *   emit.c   an IA plan -> one C file: tables of tensors, types and ops,
+ *   emit.c   IA plans -> one C file: tables of tensors, types and ops,
  *            a generated kernel per join or map, and main(), straight-line
- *            SPMD code calling libtracrt in plan order
+ *            SPMD code calling libtracrt in plan order (with tables.c,
+ *            body.c, kernel.c, conv.c and sparse.c, which share emit.h)
  *   cc.c     finding the runtime and running the C compiler (mpicc, or $CC)
  */
 #ifndef TRAC_CODEGEN_H

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """
-kernels.py: the block kernels codegen emits (codegen/emit.c), against
+kernels.py: the block kernels codegen emits (codegen/kernel.c), against
 numpy.einsum, on 1, 2 and 3 ranks.
 
 Contractions become BLIS gemm calls on strided views of the chunks: these

@@ -760,7 +760,7 @@ for name, flags in [("convolution_halo", []), ("convolution_halo_t", ["--place",
          flags=flags, ranks=[1, 2, 3, 4])
 
 def conv_tiles(x):
-    """convolutions big enough for the kernel's register tiles (codegen/emit.c,
+    """convolutions big enough for the kernel's register tiles (codegen/conv.c,
     emit_conv_tiled): 7 kernels (tiles of 4, 2 and 1), rows of 61 and chunks
     of 40 and 21 along x (tiles of three vectors, of one, and edges), padded
     (the edges read outside X), dilated, 50 channels in chunks of 40 and 10

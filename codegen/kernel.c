@@ -1,0 +1,425 @@
+/*
+ * kernel.c: block kernels, the function a join or map calls per pair or
+ * chunk: kernelN(in, out, acc) computes out (+)= the kernel of the input
+ * views (TrtView: a chunk's data, extents and offsets in the tensor).
+ *
+ * A product summed over shared labels with at most one label each in the
+ * m, n and k roles becomes one BLIS gemm per batch index, on strided views
+ * of the chunks (transposes are strides, never copies; ir/gemm.c plans the
+ * calls).  Everything else becomes a loop nest: output labels outside (the
+ * last, contiguous one innermost), reduced labels inside, the element
+ * expression as a sequence of temporaries the C compiler can vectorise.
+ * A kernel reading windows is a convolution's (conv.c); one with a sparse
+ * input that drives it loops over that input's stored elements
+ * (sparse.c), and a wrapper expands the sparse inputs it does not read as
+ * they are stored.  emit_kernel picks among them.
+ */
+#include "codegen/emit.h"
+
+void num_literal(Buf *b, double v, DType dt)
+{
+	if (dtype_is_int(dt)) {
+		/* sema lets only whole numbers into integer kernels; the
+		 * identities of max and min (-inf, inf) become the type's bounds */
+		const char *bits = dt == DT_I32 ? "32" : "64";
+		double lim = dt == DT_I32 ? 2147483647.0 : 9223372036854775807.0;
+		if (v >= lim || v <= -lim)
+			buf_printf(b, "INT%s_%s", bits, v > 0 ? "MAX" : "MIN");
+		else
+			buf_printf(b, "INT%s_C(%.0f)", bits, isnan(v) ? 0 : trunc(v));
+	} else if (isinf(v))
+		buf_printf(b, "%s(INFINITY)", v < 0 ? "-" : "");
+	else if (isnan(v))
+		buf_puts(b, "(NAN)");
+	else {
+		char s[64];
+		snprintf(s, sizeof s, dt == DT_F32 ? "%.9g" : "%.17g", v);
+		buf_printf(b, "%s%s%s", s, strpbrk(s, ".e") ? "" : ".0", dt == DT_F32 ? "f" : "");
+	}
+}
+
+/* Emit temporaries computing e; returns the temporary's number.  The
+ * element values of the inputs are x0 and x1. */
+int kexpr_emit(KGen *g, const KExpr *e, const char *indent)
+{
+	Buf *b = g->b;
+	const char *T = ctype(g->dt);
+	bool f32 = g->dt == DT_F32, integer = dtype_is_int(g->dt);
+	int a[3] = {0};
+	int t;
+
+	switch (e->kind) {
+	case KX_IN:
+		t = g->ntmp++;
+		buf_printf(b, "%s%s t%d = x%d;\n", indent, T, t, e->in);
+		return t;
+	case KX_CONST:
+		t = g->ntmp++;
+		buf_printf(b, "%s%s t%d = ", indent, T, t);
+		num_literal(b, e->val, g->dt);
+		buf_puts(b, ";\n");
+		return t;
+	case KX_IDX:
+		/* the element's index in the whole tensor: the chunk's offset
+		 * along the dim carrying the label, plus the loop index */
+		t = g->ntmp++;
+		for (int i = 0; i < g->k->nin; i++)
+			for (int c = 0; c < g->k->nindim[i]; c++)
+				if (g->k->inlab[i][c] == e->in) {
+					buf_printf(b, "%s%s t%d = (%s)(in[%d].off[%d] + l%d);\n", indent, T, t, T, i, c, e->in);
+					return t;
+				}
+		tr_bug("index label %d in no input", e->in);
+	case KX_OP:
+		break;
+	}
+	for (int i = 0; i < kop_arity(e->op); i++)
+		a[i] = kexpr_emit(g, e->arg[i], indent);
+	t = g->ntmp++;
+	buf_printf(b, "%s%s t%d = ", indent, T, t);
+	switch (e->op) {
+	case KOP_NEG: buf_printf(b, "-t%d", a[0]); break;
+	case KOP_EXP: buf_printf(b, "%s(t%d)", f32 ? "expf" : "exp", a[0]); break;
+	case KOP_LOG: buf_printf(b, "%s(t%d)", f32 ? "logf" : "log", a[0]); break;
+	case KOP_SQRT: buf_printf(b, "%s(t%d)", f32 ? "sqrtf" : "sqrt", a[0]); break;
+	case KOP_ABS:
+		if (integer)
+			buf_printf(b, "t%d < 0 ? -t%d : t%d", a[0], a[0], a[0]);
+		else
+			buf_printf(b, "%s(t%d)", f32 ? "fabsf" : "fabs", a[0]);
+		break;
+	case KOP_TANH: buf_printf(b, "%s(t%d)", f32 ? "tanhf" : "tanh", a[0]); break;
+	case KOP_SIGMOID: buf_printf(b, "1 / (1 + %s(-t%d))", f32 ? "expf" : "exp", a[0]); break;
+	case KOP_RELU: buf_printf(b, "t%d > 0 ? t%d : 0", a[0], a[0]); break;
+	case KOP_ADD: buf_printf(b, "t%d + t%d", a[0], a[1]); break;
+	case KOP_SUB: buf_printf(b, "t%d - t%d", a[0], a[1]); break;
+	case KOP_MUL: buf_printf(b, "t%d * t%d", a[0], a[1]); break;
+	case KOP_DIV:
+		if (integer)    /* truncates toward zero; x / 0 is 0, as numpy (which warns) */
+			buf_printf(b, "trt_idiv%s(t%d, t%d)", g->dt == DT_I32 ? "32" : "64", a[0], a[1]);
+		else
+			buf_printf(b, "t%d / t%d", a[0], a[1]);
+		break;
+	case KOP_POW:
+		if (e->arg[1]->kind == KX_CONST && e->arg[1]->val == 2)
+			buf_printf(b, "t%d * t%d", a[0], a[0]);
+		else if (e->arg[1]->kind == KX_CONST && e->arg[1]->val == 1)
+			buf_printf(b, "t%d", a[0]);
+		else
+			buf_printf(b, "%s(t%d, t%d)", f32 ? "powf" : "pow", a[0], a[1]);
+		break;
+	case KOP_LT: buf_printf(b, "t%d < t%d", a[0], a[1]); break;
+	case KOP_LE: buf_printf(b, "t%d <= t%d", a[0], a[1]); break;
+	case KOP_GT: buf_printf(b, "t%d > t%d", a[0], a[1]); break;
+	case KOP_GE: buf_printf(b, "t%d >= t%d", a[0], a[1]); break;
+	case KOP_EQ: buf_printf(b, "t%d == t%d", a[0], a[1]); break;
+	case KOP_NE: buf_printf(b, "t%d != t%d", a[0], a[1]); break;
+	case KOP_WHERE: buf_printf(b, "t%d != 0 ? t%d : t%d", a[0], a[1], a[2]); break;
+	case KOP_STOP: buf_printf(b, "t%d", a[0]); break;
+	}
+	buf_puts(b, ";\n");
+	return t;
+}
+
+/* Row-major strides of a view: s<name>[c] = product of n[c+1..]. */
+void emit_strides(Buf *b, const char *name, const char *view, int rank)
+{
+	if (rank == 0)
+		return;
+	buf_printf(b, "\tint64_t s%s[%d];\n\ts%s[%d] = 1;\n", name, rank, name, rank - 1);
+	for (int c = rank - 2; c >= 0; c--)
+		buf_printf(b, "\ts%s[%d] = s%s[%d] * %s.n[%d];\n", name, c, name, c + 1, view, c + 1);
+}
+
+/* The extent of label l: the first chunk dim carrying it. */
+void label_extent(Buf *b, const Kernel *k, int l)
+{
+	for (int i = 0; i < k->nin; i++)
+		for (int c = 0; c < k->nindim[i]; c++)
+			if (k->inlab[i][c] == l) {
+				buf_printf(b, "in[%d].n[%d]", i, c);
+				return;
+			}
+	tr_bug("label %d in no input", l);
+}
+
+/* The offset of an element of input/output `who` in terms of label loop vars. */
+void offset_expr(Buf *b, const char *sname, int n, const int *lab)
+{
+	if (n == 0) {
+		buf_puts(b, "0");
+		return;
+	}
+	for (int c = 0; c < n; c++)
+		buf_printf(b, "%sl%d * s%s[%d]", c ? " + " : "", lab[c], sname, c);
+}
+
+/* The element of each input the expression reads (but input skip), as x<i>
+ * of type T, at the loop labels' offsets. */
+static void emit_loads(Buf *b, const Kernel *k, const char *T, int skip, const char *indent)
+{
+	for (int i = 0; i < k->nin; i++) {
+		if (i == skip || !kx_uses(k->expr, i))
+			continue;
+		char sname[16];
+		snprintf(sname, sizeof sname, "%d", i);
+		buf_printf(b, "%sconst %s x%d = (%s)p%d[", indent, T, i, T, i);
+		offset_expr(b, sname, k->nindim[i], k->inlab[i]);
+		buf_puts(b, "];\n");
+	}
+}
+
+/* ---- contractions: BLIS gemm on strided views (ir/gemm.c plans the calls) ---- */
+
+static void emit_gemm_kernel(Buf *b, const Kernel *k, DType dt, const Contraction *c)
+{
+	const char *T = ctype(dt);
+	static const char *oname[3] = {"a", "b", "c"};
+
+	buf_printf(b, "\tconst %s *a = in[0].p, *b = in[1].p;\n\t%s *c = out->p;\n", T, T);
+	emit_strides(b, "a", "in[0]", k->nindim[0]);
+	emit_strides(b, "b", "in[1]", k->nindim[1]);
+	emit_strides(b, "c", "(*out)", k->noutdim);
+	/* each group's length, and its stride in each operand: its innermost
+	 * label's */
+	for (int i = 0; i < c->ngroup; i++) {
+		const LabGroup *g = &c->g[i];
+		buf_printf(b, "\tconst int64_t eg%d = ", i);
+		for (int t = 0; t < g->n; t++) {
+			buf_puts(b, t ? " * " : "");
+			label_extent(b, k, g->lab[t]);
+		}
+		buf_puts(b, ";\n");
+		for (int o = 0; o < 3; o++)
+			if (g->pos[o] >= 0)
+				buf_printf(b, "\tconst int64_t %sg%d = s%s[%d];\n", oname[o], i, oname[o], g->pos[o]);
+	}
+	int gm = c->use[ROLE_M], gn = c->use[ROLE_N], gk = c->use[ROLE_K];
+	buf_printf(b, "\tconst int64_t m = %s, n = %s, k = eg%d;\n",
+	           gm >= 0 ? xprintf("eg%d", gm) : "1", gn >= 0 ? xprintf("eg%d", gn) : "1", gk);
+	buf_printf(b, "\tconst int64_t rsa = %s, csa = ag%d;\n", gm >= 0 ? xprintf("ag%d", gm) : "1", gk);
+	buf_printf(b, "\tconst int64_t rsb = bg%d, csb = %s;\n", gk, gn >= 0 ? xprintf("bg%d", gn) : "1");
+	buf_printf(b, "\tconst int64_t rsc = %s, csc = %s;\n",
+	           gm >= 0 ? xprintf("cg%d", gm) : "1", gn >= 0 ? xprintf("cg%d", gn) : "1");
+
+	/* loops over the other groups: independent products outside, extra k
+	 * groups (accumulating into one C) inside */
+	int depth = 1;
+	bool extra_k = false;
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < c->ngroup; i++) {
+			if (i == gm || i == gn || i == gk || (c->g[i].role == ROLE_K) != (pass == 1))
+				continue;
+			extra_k |= pass == 1;
+			buf_printf(b, "%.*sfor (int64_t ig%d = 0; ig%d < eg%d; ig%d++)\n", depth, "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t",
+			           i, i, i, i);
+			depth++;
+		}
+	buf_printf(b, "%.*strt_%sgemm(m, n, k, 1", depth, "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t", dt == DT_F64 ? "d" : "s");
+	for (int o = 0; o < 3; o++) {
+		buf_printf(b, ", %s", oname[o]);
+		for (int i = 0; i < c->ngroup; i++)
+			if (i != gm && i != gn && i != gk && c->g[i].pos[o] >= 0)
+				buf_printf(b, " + ig%d * %sg%d", i, oname[o], i);
+		if (o == 0)
+			buf_puts(b, ", rsa, csa");
+		else if (o == 1) {
+			buf_puts(b, ", rsb, csb, acc");
+			for (int i = 0; i < c->ngroup; i++)
+				if (i != gk && c->g[i].role == ROLE_K)
+					buf_printf(b, " || ig%d", i);
+			buf_puts(b, " ? 1 : 0");
+		} else
+			buf_puts(b, ", rsc, csc);\n");
+	}
+	(void)extra_k;
+}
+
+/* ---- loop kernels ---- */
+
+void combine_expr(Buf *b, AggKind agg, const char *x, const char *y)
+{
+	switch (agg) {
+	case AGG_ADD: buf_printf(b, "%s + %s", x, y); return;
+	case AGG_MAX: buf_printf(b, "%s > %s ? %s : %s", y, x, y, x); return;
+	case AGG_MIN: buf_printf(b, "%s < %s ? %s : %s", y, x, y, x); return;
+	}
+}
+
+/* Elements of the output's innermost dim a reducing loop kernel computes
+ * at once (see emit_loop_kernel). */
+#define RED_TILE 128
+
+/*
+ * A loop nest: output labels outside, the output's last (contiguous) one
+ * innermost, so the C compiler vectorises the element expression along it.
+ * In- and output chunks never overlap: the pointers are restrict.
+ *
+ * A reduction would put its reduced labels innermost, and a sum over them
+ * in one scalar does not vectorise without reordering the additions.  So a
+ * reducing kernel takes the output's last label in tiles of RED_TILE: per
+ * tile, an array of accumulators, the reduced loops, and inside them the
+ * tile's loop, which vectorises.  Every output element still adds its terms
+ * in the same order as the scalar loop would: the result is bit for bit the
+ * same, only faster.  (A kernel reducing to one scalar stays scalar.)  Sums
+ * of f32 accumulate in double.
+ *
+ * A loop kernel computes in its output's type; inputs of another type (a
+ * conversion, f64(x)) are read as what they are and converted on load.
+ */
+static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *indt)
+{
+	const char *T = ctype(dt);
+	bool reduced[2 * MAXDIM] = {0};
+	int depth = 0;
+	char indent[64];
+
+	for (int l = 0; l < k->nlab; l++) {
+		reduced[l] = true;
+		for (int c = 0; c < k->noutdim; c++)
+			if (k->outlab[c] == l)
+				reduced[l] = false;
+	}
+	for (int i = 0; i < k->nin; i++)
+		buf_printf(b, "\tconst %s *restrict p%d = in[%d].p;\n", ctype(indt[i]), i, i);
+	buf_printf(b, "\t%s *restrict po = out->p;\n", T);
+	emit_strides(b, "0", "in[0]", k->nindim[0]);
+	if (k->nin > 1)
+		emit_strides(b, "1", "in[1]", k->nindim[1]);
+	emit_strides(b, "o", "(*out)", k->noutdim);
+	bool tiled = k->reduces && k->noutdim > 0;
+	int jl = k->noutdim > 0 ? k->outlab[k->noutdim - 1] : -1;   /* the innermost output label */
+
+#define INDENT() (memset(indent, '\t', depth + 1), indent[depth + 1] = 0, indent)
+	for (int c = 0; c < k->noutdim - (tiled ? 1 : 0); c++) {
+		int l = k->outlab[c];
+		/* chunks do not overlap: no need to check for it at run time */
+		if (c == k->noutdim - 1 && !k->reduces)
+			buf_printf(b, "%s#pragma GCC ivdep\n", INDENT());
+		buf_printf(b, "%sfor (int64_t l%d = 0; l%d < ", INDENT(), l, l);
+		label_extent(b, k, l);
+		buf_printf(b, "; l%d++) {\n", l);
+		depth++;
+	}
+	/* a sum of f32 adds in double: summed in f32, one element after the
+	 * other, a loss over 20M elements came out 5e-3 off (numpy sums
+	 * pairwise, PyTorch in cascades: 1e-7) */
+	const char *A = k->reduces && k->red == AGG_ADD && dt == DT_F32 ? "double" : T;
+	const char *acc_init = NULL;
+	if (k->reduces) {
+		Buf init = {0};
+		num_literal(&init, k->red == AGG_ADD ? 0 : k->red == AGG_MAX ? -INFINITY : INFINITY, dt);
+		acc_init = xprintf("%s", init.s);
+		buf_free(&init);
+	}
+	if (tiled) {
+		buf_printf(b, "%sconst int64_t nj = ", INDENT());
+		label_extent(b, k, jl);
+		buf_puts(b, ";\n");
+		buf_printf(b, "%sfor (int64_t jt = 0; jt < nj; jt += %d) {\n", INDENT(), RED_TILE);
+		depth++;
+		buf_printf(b, "%sconst int64_t nt = nj - jt < %d ? nj - jt : %d;\n", INDENT(), RED_TILE, RED_TILE);
+		buf_printf(b, "%s%s r[%d];\n", INDENT(), A, RED_TILE);
+		buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++)\n", INDENT());
+		buf_printf(b, "%s\tr[jj] = %s;\n", INDENT(), acc_init);
+	} else if (k->reduces) {
+		buf_printf(b, "%s%s r = %s;\n", INDENT(), A, acc_init);
+	}
+	if (k->reduces)
+		for (int l = 0; l < k->nlab; l++) {
+			if (!reduced[l])
+				continue;
+			buf_printf(b, "%sfor (int64_t l%d = 0; l%d < ", INDENT(), l, l);
+			label_extent(b, k, l);
+			buf_printf(b, "; l%d++) {\n", l);
+			depth++;
+		}
+	if (tiled) {
+		buf_printf(b, "%s#pragma GCC ivdep\n", INDENT());
+		buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++) {\n", INDENT());
+		depth++;
+		buf_printf(b, "%sconst int64_t l%d = jt + jj;\n", INDENT(), jl);
+	}
+	emit_loads(b, k, T, -1, INDENT());
+	KGen g = {b, k, dt, 0};
+	int v = kexpr_emit(&g, k->expr, INDENT());
+	char tv[16];
+	snprintf(tv, sizeof tv, "t%d", v);
+	if (tiled) {
+		buf_printf(b, "%sr[jj] = ", INDENT());
+		combine_expr(b, k->red, "r[jj]", tv);
+		buf_puts(b, ";\n");
+		depth--;
+		buf_printf(b, "%s}\n", INDENT());
+		for (int l = 0; l < k->nlab; l++)
+			if (reduced[l]) {
+				depth--;
+				buf_printf(b, "%s}\n", INDENT());
+			}
+		buf_printf(b, "%s#pragma GCC ivdep\n", INDENT());
+		buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++) {\n", INDENT());
+		depth++;
+		buf_printf(b, "%sconst int64_t l%d = jt + jj;\n", INDENT(), jl);
+		v = -1;
+	} else if (k->reduces) {
+		buf_printf(b, "%sr = ", INDENT());
+		combine_expr(b, k->red, "r", tv);
+		buf_puts(b, ";\n");
+		for (int l = 0; l < k->nlab; l++)
+			if (reduced[l]) {
+				depth--;
+				buf_printf(b, "%s}\n", INDENT());
+			}
+		v = -1;
+	}
+	buf_printf(b, "%s%s *o = &po[", INDENT(), T);
+	offset_expr(b, "o", k->noutdim, k->outlab);
+	buf_puts(b, "];\n");
+	const char *val = v >= 0 ? tv : tiled ? "r[jj]" : "r";
+	buf_printf(b, "%s*o = acc ? ", INDENT());
+	combine_expr(b, k->red, "*o", val);
+	buf_printf(b, " : %s;\n", val);
+	while (depth > 0) {
+		depth--;
+		buf_printf(b, "%s}\n", INDENT());
+	}
+#undef INDENT
+}
+
+/*
+ * Op i's kernel k: a convolution's, a sparse-driven one, BLIS gemm calls or
+ * a loop nest.  With a sparse input (or a mask) the kernel is kernelN_body
+ * and kernelN a wrapper that expands the sparse inputs the body does not
+ * read as they are stored (KernelIn.expand).
+ */
+void emit_kernel(Emit *e, int i, const Kernel *k)
+{
+	Buf *b = e->b;
+	Buf desc = {0};
+	KernelIn ki;
+	kernel_reads(e->p, i, k, &ki);
+	kernel_print(&desc, k);
+	buf_printf(b, "/* %s%s */\nstatic void kernel" HOLE "%s(const TrtView *in, TrtView *out, int acc)\n{\n",
+	           desc.s, ki.sampled ? ", at the mask's elements" : "", ki.sparse ? "_body" : "");
+	buf_free(&desc);
+	Contraction c;
+	if (k->nwin)
+		emit_conv_kernel(b, k, ki.dt);
+	else if (ki.d >= 0)
+		emit_driven_kernel(b, k, &ki);
+	else if (!ki.sparse && contraction_plan(k, ki.inty, ki.dt, &c))
+		emit_gemm_kernel(b, k, ki.dt, &c);
+	else
+		emit_loop_kernel(b, k, ki.dt, ki.indt);
+	buf_puts(b, "}\n\n");
+	if (!ki.sparse)
+		return;
+	buf_printf(b, "static void kernel" HOLE "(const TrtView *in, TrtView *out, int acc)\n{\n\tTrtView v[%d];\n"
+	           "\tvoid *dense[2] = {NULL, NULL};\n", ki.n);
+	for (int j = 0; j < ki.n; j++) {
+		buf_printf(b, "\tv[%d] = in[%d];\n", j, j);
+		if (j < ki.nk && ki.expand[j])
+			buf_printf(b, "\tdense[%d] = trt_view_dense(&v[%d], sizeof(%s));\n", j, j, ctype(ki.indt[j]));
+	}
+	buf_puts(b, "\tkernel" HOLE "_body(v, out, acc);\n\tfree(dense[0]);\n\tfree(dense[1]);\n}\n\n");
+}
