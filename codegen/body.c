@@ -110,7 +110,8 @@ static void loop_props(Emit *e, const IaLoops *life, OpProps *props)
 		o->outer = -1;
 		if (op->kind == IA_LOOP) {
 			bool outer = life->loopof[i] < 0;
-			o->loop = op->u.loop.ist ? (e->local ? LOOP_IST_BODY : LOOP_IST_RUN) : outer ? LOOP_OUTER : LOOP_INNER;
+			o->loop = op->u.loop.ist ? (e->local ? LOOP_IST_BODY : LOOP_IST_RUN)
+			          : outer ? LOOP_OUTER : LOOP_INNER;
 			o->outer = outer ? nouter : -1;
 		} else if (op->kind == IA_ENDLOOP) {
 			o->loop_op = -1;
@@ -488,8 +489,8 @@ static void emit_step(Emit *e, const OpProps *o)
 		buf_printf(b, "\ttrt_op_begin(%d);\n", i);
 	for (int j = 0; j < o->nin; j++)
 		if (o->read[j] != READ_AS_IS)
-			buf_printf(b, "\tTrtRel *%s = %s(r%d);\n", o->arg[j], o->read[j] == READ_DENSE ? "trt_densify" : "trt_complete",
-			           o->in[j]);
+			buf_printf(b, "\tTrtRel *%s = %s(r%d);\n", o->arg[j],
+			           o->read[j] == READ_DENSE ? "trt_densify" : "trt_complete", o->in[j]);
 	emitters[o->op->kind](e, o);
 	for (int j = 0; j < o->nin; j++)
 		if (o->read[j] != READ_AS_IS)
