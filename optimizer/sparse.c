@@ -58,7 +58,10 @@ static double sparse_density(const Tensor *t)
 	return f < 1 ? f : 1;
 }
 
-static void mark(TraProg *p, TraOp *op)
+/* sliced: whether a slice reads op (its input must be stored dense: a
+ * slice cuts dense chunks, and may read a hole as zero, not a sparse
+ * chunk). */
+static void mark(TraProg *p, TraOp *op, bool sliced)
 {
 	RelType *t = &op->type;
 	int in[MAXIN];
@@ -90,7 +93,7 @@ static void mark(TraProg *p, TraOp *op)
 		/* fall through */
 	case TRA_MAP: {
 		const Kernel *k = op->kind == TRA_MAP ? op->u.map.kernel : op->u.join.kernel;
-		int pat = kernel_sparse_pattern(k, it);
+		int pat = sliced ? -1 : kernel_sparse_pattern(k, it);
 		if (pat >= 0) {
 			t->sparse = t->holes = true;
 			t->density = it[pat]->density;
@@ -274,9 +277,14 @@ void opt_sparsity(TraProg *p, const OptOptions *o)
 		if (t->density <= 0)
 			t->density = 1e-30;     /* 0 stands for "not given" */
 	}
+	bool *sliced = xcalloc(p->ops.n + 1, sizeof *sliced);
 	for (int i = 0; i < p->ops.n; i++)
-		mark(p, &p->ops.v[i]);
+		if (p->ops.v[i].kind == TRA_SLICE)
+			sliced[p->ops.v[i].u.slice.in] = true;
+	for (int i = 0; i < p->ops.n; i++)
+		mark(p, &p->ops.v[i], sliced[i]);
 	if (o->level >= 2 && sample_all(p))
 		for (int i = 0; i < p->ops.n; i++)
-			mark(p, &p->ops.v[i]);
+			mark(p, &p->ops.v[i], sliced[i]);
+	free(sliced);
 }

@@ -226,6 +226,38 @@ case("sddmm_grad", """
 """, dict(O=O, R=Rm, U=U0, V=V0), mf_grad, sparse=("O", "R"), tol=1e-4)
 
 
+
+def sliced_sddmm(x):
+    import torch
+    t = lambda a: torch.tensor(a, dtype=torch.float64)
+    O = t(x["O"])
+    U = t(x["U"]).requires_grad_()
+    V = t(x["V"])
+    E = O * (U @ V.T)
+    loss = (E * E[:, 2:3]).sum()
+    loss.backward()
+    return dict(Un=(U - 0.1 * U.grad).detach().numpy().astype(np.float32))
+
+
+# issue 34: a constant index into a sampled product (E[i, 2] with E = O U V
+# and O sparse) made the contraction's result sparse and then sliced it, an
+# internal error at -O1 and -O2 (TRA program invalid: a slice of a sparse
+# relation); what a slice reads is now stored dense.
+case("sddmm_sliced", """
+    size M = 6, N = 4, K = 3;
+    input O[M, N] : sparse;
+    param U[M, K] = "U.npy";
+    param V[N, K] = "V.npy";
+    E[i, j] = O[i, j] * U[i, k] * V[j, k];
+    loss = sum[i, j](E[i, j] * E[i, 2]);
+    dU = grad(loss, U);
+    U[i, k] -= 0.1 * dU[i, k];
+    Un[i, k] = U[i, k];
+    output Un;
+""", dict(O=(np.where(r.random((6, 4)) < 0.6, rnd(6, 4), 0) * (np.arange(6) != 1)[:, None]).astype(np.float32), U=np.abs(rnd(6, 3)) * 0.3, V=np.abs(rnd(4, 3)) * 0.3), sliced_sddmm,
+    sparse=("O",), tol=1e-4, flags=("-O1",))
+case("sddmm_sliced_o2", CASES[-1]["src"], CASES[-1]["inputs"], sliced_sddmm, sparse=("O",), tol=1e-4)
+
 def write_input(d, k, a, c, fmt):
     if k in c["sparse"] and fmt != "npy":
         m = {"csr": sp.csr_matrix, "csc": sp.csc_matrix, "coo": sp.coo_matrix}[fmt.split("-")[0]](a)
