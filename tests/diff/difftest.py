@@ -1,0 +1,616 @@
+#!/usr/bin/python3
+"""
+difftest.py: differential testing of trac (issue 34).
+
+Random valid programs (gen.py), each compiled at -O0, -O1 and -O2 into one
+executable planned for 1, 2 and 3 ranks (-P 1,2,3) and run on 1, 2 and 3
+ranks, and planned and run through the IA interpreter (interp_run) where
+the interpreter computes what the executable does: every run must agree
+with the others within the tolerance the program states (`#@ tol`), or all
+fail with status 1 and the same message.  A disagreement, a crash, an
+internal error or a valid program trac rejects is reduced (reduce.py) to a
+small program, written to the findings folder with the inputs' seed; kept
+under tests/diff/regress/, `--replay` runs it in make check.
+
+    difftest.py --seconds N [--seed S]      generate and check for N seconds
+    difftest.py --programs N [--seed S]     ... N programs
+    difftest.py --replay FILE.tra ...       the regression programs
+    options: --group G (programs per compiled file), --findings DIR,
+             --report FILE (constructs covered, how often), --no-reduce,
+             --reduce-seconds N (per finding), --require-coverage
+
+Many programs share one compile: a group of G units (each with its own
+names) is one .tra file, one executable per level.  When a group fails,
+each of its units is checked alone to find the one that does.
+
+Environment: TRAC, MPIRUN, INTERP_RUN (the interpreter driver; without it
+the interpreter is left out), KEEP (keep the work folder).
+Exit status 0 when nothing was found (known failures, `#@ xfail`, are
+reported as expected), 1 otherwise.
+"""
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import numpy as np            # noqa: E402
+import gen                    # noqa: E402
+import inputs                 # noqa: E402
+
+TRAC = os.environ.get("TRAC", "trac")
+MPIRUN = os.environ.get("MPIRUN", "mpirun")
+INTERP = os.environ.get("INTERP_RUN", "")
+if not os.environ.get("TRAC_STDLIB_DIR"):
+    os.environ["TRAC_STDLIB_DIR"] = os.path.join(HERE, "..", "..", "stdlib")
+LEVELS = (0, 1, 2)
+TIMES = Counter()       # seconds spent compiling, running, interpreting
+RANKS = (1, 2, 3)
+RUN_TIMEOUT = 120
+
+
+def mpi_env(base):
+    return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_orte_tmpdir_base=base,
+                OMPI_MCA_btl="self,vader", OMPI_MCA_btl_vader_single_copy_mechanism="none")
+
+
+# ---- what a program states about itself (#@ lines) ----
+
+def meta(text):
+    m = dict(seed=0, block=0, tol={}, rankdep=set(), nointerp=set(), error=None, xfail=None)
+    for line in text.split("\n"):
+        s = line.strip()
+        if not s.startswith("#@"):
+            continue
+        w = s[2:].split()
+        if not w:
+            continue
+        if w[0] == "seed":
+            m["seed"] = int(w[1])
+        elif w[0] == "block":
+            m["block"] = int(w[1])
+        elif w[0] == "tol":
+            m["tol"][w[1]] = float(w[2])
+        elif w[0] == "rankdep":
+            m["rankdep"] |= set(w[1:])
+        elif w[0] == "nointerp":
+            m["nointerp"] |= set(w[1:])
+        elif w[0] == "error":
+            m["error"] = " ".join(w[1:])
+        elif w[0] == "xfail":
+            m["xfail"] = " ".join(w[1:])
+    return m
+
+
+def unit_text(u):
+    """A unit's text with what the checker needs to know about it."""
+    lines = [u.text.rstrip("\n")]
+    eps = gen.EPS[u.fdt]
+    tol = min(eps * 64 * u.cost ** 0.5, 2e-3 if u.fdt == "f32" else 1e-9)
+    for name, dtype, exact in u.outputs:
+        t = 0.0 if exact or dtype[0] == "i" else tol if dtype == u.fdt else \
+            min(gen.EPS[dtype] * 64 * u.cost ** 0.5, 2e-3 if dtype == "f32" else 1e-9)
+        lines.append("#@ tol %s %.3g" % (name, t))
+    names = " ".join(n for n, _, _ in u.outputs)
+    if u.rank_dependent and names:
+        lines.append("#@ rankdep " + names)
+    if not u.interp_ok and names:
+        lines.append("#@ nointerp " + names)
+    if u.error:
+        lines.append("#@ error " + u.error)
+    return "\n".join(lines) + "\n"
+
+
+# ---- running one program in every configuration ----
+
+class Work:
+    def __init__(self, root):
+        self.root = root
+        self.n = 0
+        self.env = mpi_env(os.path.join(root, "ompi"))
+        os.makedirs(os.path.join(root, "ompi"), exist_ok=True)
+
+    def folder(self, tag):
+        self.n += 1
+        d = os.path.join(self.root, "%s-%d" % (tag, self.n))
+        os.makedirs(d)
+        return d
+
+
+def first_error(stderr):
+    for line in stderr.split("\n"):
+        if "error" in line or "internal" in line or "bug" in line or line.startswith("trac:"):
+            return line.strip()
+    lines = [l for l in stderr.split("\n") if l.strip() and not l.startswith("[warn]")]
+    return lines[0].strip() if lines else ""
+
+
+def norm_msg(msg):
+    """A message without what changes as a program is reduced: locations,
+    op numbers, the temporary folder."""
+    msg = re.sub(r"^[^:\s]*\.tra:\d+:\d+: ", "", msg)
+    msg = re.sub(r"\b(op|TRA op|IA op|line) \d+", r"\1 N", msg)
+    msg = re.sub(r"/tmp/\S+", "PATH", msg)
+    return msg
+
+
+def compile_prog(w, d, src, level, block, emit_c=False):
+    exe = os.path.join(d, "prog%d%s" % (level, ".c" if emit_c else ""))
+    args = [TRAC, "-O%d" % level, "-P", ",".join(map(str, RANKS))]
+    if block:
+        args += ["--block", str(block)]
+    if emit_c:
+        args.append("-S")
+    args += [src, "-o", exe]
+    t0 = time.time()
+    try:
+        p = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return None, ("hang", "trac -O%d" % level, "trac ran over 600 s")
+    finally:
+        TIMES["compile"] += time.time() - t0
+    if p.returncode == 0:
+        return exe, None
+    msg = first_error(p.stderr)
+    kind = "reject" if p.returncode == 1 and "internal error" not in p.stderr else "crash"
+    if p.returncode < 0:
+        msg = "signal %d" % -p.returncode
+    return None, (kind, "trac -O%d" % level, norm_msg(msg), p.stderr[-3000:])
+
+
+def run_exe(w, exe, files, info, nranks, tag):
+    cwd = w.folder(tag)
+    for name, f in files.items():
+        os.symlink(os.path.join(os.path.dirname(exe), "in", f), os.path.join(cwd, f))
+    args = ["%s=%s" % (n, f) for n, f in files.items() if not info["decls"][n]["path"]]
+    cmd = [exe, "--quiet"] + args if nranks == 1 else [MPIRUN, "-np", str(nranks), exe, "--quiet"] + args
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=w.env, timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return None, ("hang", tag, "ran over %d s" % RUN_TIMEOUT)
+    finally:
+        TIMES["run%d" % nranks] += time.time() - t0
+    if p.returncode != 0:
+        return None, ("exit", p.returncode, norm_msg(first_error(p.stderr)), p.stderr[-2000:])
+    out = {}
+    import scipy.sparse as sp
+    for f in os.listdir(cwd):
+        path = os.path.join(cwd, f)
+        if os.path.islink(path):
+            continue
+        name = f.rsplit(".", 1)[0]
+        if f.endswith(".npy"):
+            out[name] = np.load(path)
+        elif f.endswith(".npz"):
+            out[name] = sp.load_npz(path).toarray()
+    # an output's name, not its file's
+    byfile = {}
+    for n, path in info["outputs"].items():
+        byfile[(path or n + ".npy").rsplit(".", 1)[0]] = n
+    return {byfile.get(k, k): v for k, v in out.items()}, None
+
+
+def run_interp(w, src, rawdir, block, configs):
+    outdir = w.folder("interp")
+    args = [INTERP, src, rawdir, outdir, str(block)] + ["%d:%d" % c for c in configs]
+    t0 = time.time()
+    try:
+        p = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return None, ("hang", "interp", "over 600 s")
+    finally:
+        TIMES["interp"] += time.time() - t0
+    if p.returncode not in (0,):
+        if p.returncode == 1:
+            return None, ("reject", "interp", norm_msg(first_error(p.stderr)), p.stderr[-2000:])
+        return None, ("interp", p.returncode, norm_msg(first_error(p.stderr)), p.stderr[-2000:])
+    res = {}
+    for lv, s in configs:
+        d = os.path.join(outdir, "%d-%d" % (lv, s))
+        res[(lv, s)] = {f[:-4]: np.fromfile(os.path.join(d, f), dtype=np.float64)
+                        for f in os.listdir(d)} if os.path.isdir(d) else {}
+    return res, None
+
+
+def differ(a, b, tol):
+    """None when a and b agree within tol (relative to b's scale), else why."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if a.shape != b.shape:
+        if a.size == b.size and a.size:
+            a = a.reshape(b.shape)
+        else:
+            return "shape %s against %s" % (a.shape, b.shape)
+    if a.dtype != b.dtype and a.dtype.kind != "f" or b.dtype.kind != "f" and a.dtype != b.dtype:
+        if not (a.dtype.kind == "f" and b.dtype.kind == "f"):
+            return "type %s against %s" % (a.dtype, b.dtype)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    na, nb = np.isnan(a64), np.isnan(b64)
+    if (na != nb).any():
+        return "NaN at %d elements in one only" % int((na != nb).sum())
+    fin = ~(na | nb)
+    a64, b64 = a64[fin], b64[fin]
+    if a64.size == 0:
+        return None
+    inf = np.isinf(a64) | np.isinf(b64)
+    if (a64[inf] != b64[inf]).any():
+        return "infinities differ"
+    a64, b64 = a64[~inf], b64[~inf]
+    if a64.size == 0:
+        return None
+    scale = max(np.abs(b64).max(), np.abs(a64).max())
+    err = np.abs(a64 - b64).max()
+    if err <= tol * scale or err == 0:
+        return None
+    i = int(np.abs(a64 - b64).argmax())
+    return "max difference %.3g (relative %.3g > tol %.3g) at flat %d: %r against %r" % (
+        err, err / scale if scale else err, tol, i, a64[i], b64[i])
+
+
+class Check:
+    """One program, every configuration: its findings, each a tuple whose
+    first elements are its signature."""
+    def __init__(self, w, text, seed, block, levels=LEVELS, ranks=RANKS, interp=True, emit_c=False):
+        self.w, self.text, self.seed, self.block = w, text, seed, block
+        self.m = meta(text)
+        self.findings = []
+        self.runs = 0
+        d = w.folder("prog")
+        self.d = d
+        src = os.path.join(d, "prog.tra")
+        with open(src, "w") as f:
+            f.write(text)
+        os.makedirs(os.path.join(d, "in"))
+        raw = os.path.join(d, "raw")
+        os.makedirs(raw)
+        try:
+            files, info = inputs.write_inputs(text, seed, os.path.join(d, "in"), raw=raw)
+        except Exception as e:          # a declaration inputs.py cannot read: not trac's finding
+            self.findings.append(("harness", "inputs", repr(e)))
+            return
+        self.outs = {}
+        fails = {}
+        for lv in levels:
+            exe, err = compile_prog(w, d, src, lv, block, emit_c)
+            if err:
+                self.findings.append(err)
+                continue
+            if emit_c:
+                continue
+            for n in ranks:
+                out, err = run_exe(w, exe, files, info, n, "O%d-%d" % (lv, n))
+                self.runs += 1
+                if err:
+                    fails[(lv, n)] = err
+                else:
+                    self.outs[(lv, n)] = out
+        if emit_c:
+            return
+        self.compare(fails, info)
+        if interp and INTERP and not self.m["error"]:
+            cfg = [(lv, n) for lv in levels for n in ranks]
+            res, err = run_interp(w, src, raw, block, cfg)
+            self.runs += len(cfg)
+            if err:
+                self.findings.append(err)
+            else:
+                self.compare_interp(res, info)
+
+    def compare(self, fails, info):
+        want = self.m["error"]
+        if fails and self.outs:
+            (c, e) = sorted(fails.items())[0]
+            self.findings.append(("runfail", "O%d/%d" % c, e[1], e[2], e[3] if len(e) > 3 else ""))
+            return
+        if fails:
+            msgs = {(e[1], e[2]) for e in fails.values()}
+            if len(msgs) > 1:
+                self.findings.append(("errors-differ", "", " | ".join(sorted("%s %s" % m for m in msgs))))
+            elif not want or want not in next(iter(msgs))[1] or next(iter(msgs))[0] != 1:
+                (c, e) = sorted(fails.items())[0]
+                self.findings.append(("runfail", "all", e[1], e[2], e[3] if len(e) > 3 else ""))
+            return
+        if want and self.outs:
+            self.findings.append(("no-error", "", "expected a run-time error: " + want))
+            return
+        keys = sorted(self.outs)
+        if not keys:
+            return
+        for c in keys:
+            ref = min(k for k in keys if k[1] == c[1]) if True else keys[0]
+            base = keys[0]
+            for name, v in self.outs[c].items():
+                tol = self.m["tol"].get(name, 1e-3)
+                r = base if name not in self.m["rankdep"] else ref
+                if r == c:
+                    continue
+                if name not in self.outs[r]:
+                    self.findings.append(("disagree", "O%d/%d" % c, "O%d/%d" % r, name, "missing output"))
+                    continue
+                why = differ(v, self.outs[r][name], tol)
+                if why:
+                    self.findings.append(("disagree", "O%d/%d" % c, "O%d/%d" % r, name, why))
+            missing = set(self.outs[base]) - set(self.outs[c])
+            for name in sorted(missing):
+                self.findings.append(("disagree", "O%d/%d" % c, "O%d/%d" % base, name, "missing output"))
+
+    def compare_interp(self, res, info):
+        """The interpreter's plans agree with each other, and with the
+        executable where it computes what the executable does."""
+        keys = sorted(res)
+        if not keys:
+            return
+        base = keys[0]
+        exe = self.outs.get((0, 1), {})
+        for c in keys:
+            for name, v in res[c].items():
+                tol = max(self.m["tol"].get(name, 1e-3), 1e-5)
+                if c != base and name in res[base]:
+                    why = differ(v, res[base][name], max(tol, 1e-9))
+                    if why:
+                        self.findings.append(("disagree", "I%d/%d" % c, "I%d/%d" % base, name, why))
+                if c == base and name in exe and name not in self.m["nointerp"]:
+                    why = differ(v, np.asarray(exe[name], dtype=np.float64).reshape(-1), tol)
+                    if why:
+                        self.findings.append(("disagree", "I%d/%d" % c, "O0/1", name, why))
+
+
+def signature(f):
+    """What a reduction must keep of finding f."""
+    if f[0] == "disagree":
+        return (f[0], f[1], f[2])
+    if f[0] == "runfail":
+        return f[:4]
+    return f[:3]
+
+
+# ---- generating ----
+
+def make_group(seed, g, k):
+    units, texts = [], []
+    for j in range(g):
+        useed = seed * 1000 + k * 100 + j
+        u = gen.generate(useed, "u%d" % j, error=False)
+        units.append(u)
+    return units
+
+
+def group_program(units, seed, block):
+    head = ["#@ seed %d" % seed, "#@ block %d" % block]
+    imports = sorted(set().union(*(u.imports for u in units)))
+    head += ['import "%s";' % f for f in imports]
+    for u in units:
+        head += u.defs
+    return "\n".join(head) + "\n" + "".join(unit_text(u) for u in units)
+
+
+def unit_of(units, finding):
+    for f in finding[1:]:
+        if isinstance(f, str):
+            m = re.search(r"\b[A-Z](u\d+)_\d+", f)
+            if m:
+                return m.group(1)
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=0)
+    ap.add_argument("--programs", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
+    ap.add_argument("--group", type=int, default=20)
+    ap.add_argument("--findings", default="difftest-findings")
+    ap.add_argument("--report", default="")
+    ap.add_argument("--no-reduce", action="store_true")
+    ap.add_argument("--reduce-seconds", type=float, default=600)
+    ap.add_argument("--require-coverage", action="store_true")
+    ap.add_argument("--errors", type=float, default=0.05, help="fraction of groups that are error programs")
+    ap.add_argument("--replay", nargs="*")
+    a = ap.parse_args()
+    root = tempfile.mkdtemp(prefix="trac-diff.")
+    w = Work(root)
+    try:
+        if a.replay is not None:
+            return replay(w, a.replay)
+        return campaign(w, a)
+    finally:
+        if not os.environ.get("KEEP"):
+            shutil.rmtree(root, True)
+        else:
+            print("work folder kept:", root)
+
+
+def replay(w, files):
+    fails = xfails = 0
+    for path in files:
+        with open(path) as f:
+            text = f.read()
+        m = meta(text)
+        c = Check(w, text, m["seed"], m["block"])
+        name = os.path.basename(path)
+        if m["xfail"]:
+            if c.findings:
+                print("XFAIL %s: %s (known: %s)" % (name, fmt(c.findings[0]), m["xfail"]))
+                xfails += 1
+            else:
+                print("XPASS %s: a known failure passes; drop its '#@ xfail' line" % name)
+                fails += 1
+            continue
+        if c.findings:
+            fails += 1
+            print("FAIL %s" % name)
+            for f in c.findings[:5]:
+                print("  " + fmt(f))
+        else:
+            print("ok %s (%d runs)" % (name, c.runs))
+    print("%d passed, %d failed" % (len(files) - fails - xfails, fails) + (", %d expected failures" % xfails
+                                                                            if xfails else ""))
+    return 1 if fails else 0
+
+
+def suspects(units, text, finding):
+    """The units a finding names: by a tensor's name (uN in it), else by
+    the line of an error's location."""
+    ids = set()
+    for x in finding[1:]:
+        ids |= set(re.findall(r"\b[A-Za-z]+(u\d+)_\d+", str(x)))
+    if not ids:
+        lines = [int(m) for x in finding[1:] for m in re.findall(r"prog\.tra:(\d+):", str(x))]
+        if lines:
+            src = text.split("\n")
+            for ln in lines:
+                for k in range(min(ln, len(src)) - 1, -1, -1):
+                    m = re.search(r"\b[A-Z](u\d+)_\d+", src[k])
+                    if m:
+                        ids.add(m.group(1))
+                        break
+    return [u for u in units if u.uid in ids]
+
+
+def isolate(w, units, text, seed, block, findings):
+    """(unit, its program alone, its findings, runs) for the units that
+    fail alone; when none does, the whole group."""
+    if len(units) == 1:
+        return [(units[0], text, findings, 0)]
+    out = []
+    tried = set()
+    for f in findings:
+        sus = suspects(units, text, f)
+        if not sus:
+            continue
+        for u in sus:
+            if u.uid in tried:
+                continue
+            tried.add(u.uid)
+            t1 = group_program([u], seed, block)
+            c1 = Check(w, t1, seed, block)
+            if c1.findings:
+                out.append((u, t1, c1.findings, c1.runs))
+        if out:
+            return out
+    # no unit named: halves of the group, as trac -S where the finding is trac's
+    f = findings[0]
+    emit = f[0] in ("crash", "reject", "hang") and str(f[1]).startswith("trac -O")
+    levels = [int(f[1][7:])] if emit else LEVELS
+    group = list(units)
+    while len(group) > 1:
+        half = group[:len(group) // 2]
+        t1 = group_program(half, seed, block)
+        c1 = Check(w, t1, seed, block, levels=levels, emit_c=emit)
+        if any(signature(g) == signature(f) for g in c1.findings):
+            group = half
+            continue
+        t2 = group_program(group[len(group) // 2:], seed, block)
+        c2 = Check(w, t2, seed, block, levels=levels, emit_c=emit)
+        if any(signature(g) == signature(f) for g in c2.findings):
+            group = group[len(group) // 2:]
+            continue
+        break
+    t1 = group_program(group, seed, block)
+    c1 = Check(w, t1, seed, block)
+    return [(group[0] if len(group) == 1 else None, t1, c1.findings or findings, c1.runs)]
+
+
+def fmt(f):
+    return " ".join(str(x) for x in f[:5]).replace("\n", " ")[:400]
+
+
+def campaign(w, a):
+    import random
+    import reduce as red
+    rng = random.Random(a.seed)
+    t0 = time.time()
+    cover = Counter()
+    programs = runs = groups = 0
+    found = []
+    os.makedirs(a.findings, exist_ok=True)
+    k = 0
+    while True:
+        if a.seconds and time.time() - t0 >= a.seconds:
+            break
+        if a.programs and programs >= a.programs:
+            break
+        if not a.seconds and not a.programs and k >= 1:
+            break
+        k += 1
+        gseed = a.seed * 10000 + k
+        block = rng.choice([0, 0, 2, 3, 4])
+        if rng.random() < a.errors:
+            u = gen.generate(gseed, "u0", error=True)
+            units = [u]
+        else:
+            units = make_group(gseed, a.group, 0)
+        for u in units:
+            cover.update(u.c)
+        text = group_program(units, gseed, block)
+        c = Check(w, text, gseed, block)
+        programs += len(units)
+        runs += c.runs
+        groups += 1
+        if not c.findings:
+            continue
+        culprits = isolate(w, units, text, gseed, block, c.findings)
+        runs += sum(r for _, _, _, r in culprits)
+        culprits = [(u, t1, fs) for u, t1, fs, _ in culprits]
+        for u, t1, fs in culprits:
+            sig = signature(fs[0])
+            if any(sig == s for s, _ in found):
+                print("[%5.0fs] again: %s" % (time.time() - t0, fmt(fs[0])))
+                continue
+            print("[%5.0fs] FOUND %s" % (time.time() - t0, fmt(fs[0])))
+            small = t1
+            if not a.no_reduce:
+                small = red.reduce(w, t1, gseed, block, fs[0], a.reduce_seconds, Check, signature)
+            path = os.path.join(a.findings, "found-%d-%d.tra" % (a.seed, len(found)))
+            with open(path, "w") as f:
+                f.write("# %s\n" % fmt(fs[0]))
+                f.write(small)
+            print("          reduced to %d lines: %s" % (small.count("\n"), path))
+            found.append((sig, path))
+        sys.stdout.flush()
+    el = time.time() - t0
+    rep = report(cover, programs, runs, groups, el, found)
+    print(rep)
+    if a.report:
+        with open(a.report, "w") as f:
+            f.write(rep)
+    missing = [c for c in gen.CONSTRUCTS if not cover[c]]
+    if a.require_coverage and missing:
+        print("constructs never made: " + " ".join(missing))
+        return 1
+    return 1 if found else 0
+
+
+def report(cover, programs, runs, groups, el, found):
+    lines = ["difftest: %d programs in %d compiled groups, %d runs (3 levels x 3 rank counts and the interpreter), "
+             "%.0f s, %d finding(s)" % (programs, groups, runs, el, len(found))]
+    lines.append("seconds: " + ", ".join("%s %.0f" % kv for kv in sorted(TIMES.items())))
+    for sig, path in found:
+        lines.append("  %s: %s" % (path, " ".join(map(str, sig))))
+    lines.append("constructs covered (uses of each):")
+    width = max(len(c) for c in gen.CONSTRUCTS)
+    row = []
+    for c in gen.CONSTRUCTS:
+        row.append("%-*s %6d" % (width, c, cover[c]))
+        if len(row) == 3:
+            lines.append("  " + "   ".join(row))
+            row = []
+    if row:
+        lines.append("  " + "   ".join(row))
+    missing = [c for c in gen.CONSTRUCTS if not cover[c]]
+    lines.append("never made: " + (" ".join(missing) if missing else "none"))
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
