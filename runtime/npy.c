@@ -30,7 +30,9 @@
  *
  * Sparse relations (TrtType.sparse) come from a scipy.sparse .npz or from
  * a dense .npy whose chunks are compressed as they are read, and go to a
- * .npz when the path says so and the tensor is a matrix: npz.c.  Written
+ * .npz when the path says so and the tensor is a matrix: npz.c (a dense
+ * matrix too, its zeros dropped, so that the file does not depend on how
+ * the plan stored the tensor, which differs between -O levels).  Written
  * to a .npy, their chunks are expanded one at a time, the absent ones as
  * zeros.
  */
@@ -1080,9 +1082,10 @@ void trt_write(int tensor, const TrtRel *r)
 	}
 	rt_agree(err);
 
-	/* a sparse matrix to a .npz stays sparse; anything else is dense */
+	/* a matrix to a .npz is a csr .npz, however the plan stored it (its
+	 * zeros dropped); anything else is a dense .npy */
 	int64_t t0 = rt_span_begin();   /* rank 0's span: the file's bytes (as dense) */
-	int e = t->sparse && t->nkey == 2 && ends_with(path, ".npz") ? rt_npz_write(fd, r)
+	int e = t->nkey == 2 && ends_with(path, ".npz") ? rt_npz_write(fd, r)
 	                                                             : write_npy(fd, x, r);
 	if (rt.rank != 0) {
 		rt_agree(NULL);

@@ -1390,45 +1390,84 @@ static TrtRel *gather(const TrtRel *r)
 	return all;
 }
 
+/* The stored cells of r's tuple i, in the chunk's order (its flat index
+ * over the chunk dims, as index_of reads it): a sparse chunk's elements, a
+ * dense chunk's nonzeros (a dense matrix written to a .npz drops its zeros,
+ * as scipy.sparse.csr_matrix does), each to f. */
+static void each_cell(const TrtRel *r, int64_t i, void (*f)(void *ctx, int64_t cell, const char *v), void *ctx)
+{
+	const TrtType *t = &r->type;
+	size_t es = rt_dtype_size(t->dtype);
+	if (t->sparse) {
+		RtCsr s = rt_csr_of(r->chunks[i], t->dtype);
+		for (int64_t row = 0; row < s.nrow; row++)
+			for (int64_t k = s.rowptr[row]; k < s.rowptr[row + 1]; k++)
+				f(ctx, row * s.ncol + s.col[k], (const char *)s.val + (size_t)k * es);
+		return;
+	}
+	static const char zero[16];
+	int64_t len[TRT_MAXDIM], n = rt_chunk_shape(t, r->keys + i * t->nkey, len);
+	const char *v = rt_chunk_data(r->chunks[i]);
+	for (int64_t cell = 0; cell < n; cell++)
+		if (memcmp(v + (size_t)cell * es, zero, es))
+			f(ctx, cell, v + (size_t)cell * es);
+}
+
+typedef struct CsrFill {
+	const TrtType *t;
+	const int64_t *key;
+	int64_t *ptr, *at, *ind;
+	char *val;
+	size_t es;
+} CsrFill;
+
+static void count_cell(void *ctx, int64_t cell, const char *v)
+{
+	CsrFill *c = ctx;
+	int64_t idx[2];
+	(void)v;
+	index_of(c->t, c->key, cell, idx);
+	c->ptr[idx[0] + 1]++;
+}
+
+static void put_cell(void *ctx, int64_t cell, const char *v)
+{
+	CsrFill *c = ctx;
+	int64_t idx[2];
+	index_of(c->t, c->key, cell, idx);
+	int64_t q = c->at[idx[0]]++;
+	c->ind[q] = idx[1];
+	memcpy(c->val + (size_t)q * c->es, v, c->es);
+}
+
 /* The matrix's rows (ptr: nrow + 1 offsets) from the tuples of r, which are
  * in key order: a row's elements come chunk by chunk along it, and within
  * a chunk, in either chunk order, by increasing column. */
 static void build_csr(const TrtRel *r, int64_t *ptr, int64_t **ind_out, char **val_out)
 {
 	const TrtType *t = &r->type;
-	size_t es = rt_dtype_size(t->dtype);
-	int64_t nrow = t->extent[0], idx[2];
+	int64_t nrow = t->extent[0];
+	CsrFill c = {.t = t, .ptr = ptr, .es = rt_dtype_size(t->dtype)};
 
 	memset(ptr, 0, sizeof *ptr * (size_t)(nrow + 1));
 	for (int64_t i = 0; i < r->n; i++) {
-		const int64_t *key = r->keys + 2 * i;
-		RtCsr s = rt_csr_of(r->chunks[i], t->dtype);
-		for (int64_t row = 0; row < s.nrow; row++)
-			for (int64_t k = s.rowptr[row]; k < s.rowptr[row + 1]; k++) {
-				index_of(t, key, row * s.ncol + s.col[k], idx);
-				ptr[idx[0] + 1]++;
-			}
+		c.key = r->keys + 2 * i;
+		each_cell(r, i, count_cell, &c);
 	}
 	for (int64_t i = 0; i < nrow; i++)
 		ptr[i + 1] += ptr[i];
-	int64_t nnz = ptr[nrow], *at = rt_alloc(sizeof *at * (size_t)(nrow + 1));
-	int64_t *ind = rt_alloc(sizeof *ind * (size_t)nnz);
-	char *val = rt_alloc(es * (size_t)nnz);
-	memcpy(at, ptr, sizeof *at * (size_t)(nrow + 1));
+	int64_t nnz = ptr[nrow];
+	c.at = rt_alloc(sizeof *c.at * (size_t)(nrow + 1));
+	c.ind = rt_alloc(sizeof *c.ind * (size_t)(nnz ? nnz : 1));
+	c.val = rt_alloc(c.es * (size_t)(nnz ? nnz : 1));
+	memcpy(c.at, ptr, sizeof *c.at * (size_t)(nrow + 1));
 	for (int64_t i = 0; i < r->n; i++) {
-		const int64_t *key = r->keys + 2 * i;
-		RtCsr s = rt_csr_of(r->chunks[i], t->dtype);
-		for (int64_t row = 0; row < s.nrow; row++)
-			for (int64_t k = s.rowptr[row]; k < s.rowptr[row + 1]; k++) {
-				index_of(t, key, row * s.ncol + s.col[k], idx);
-				int64_t q = at[idx[0]]++;
-				ind[q] = idx[1];
-				memcpy(val + (size_t)q * es, (const char *)s.val + (size_t)k * es, es);
-			}
+		c.key = r->keys + 2 * i;
+		each_cell(r, i, put_cell, &c);
 	}
-	free(at);
-	*ind_out = ind;
-	*val_out = val;
+	free(c.at);
+	*ind_out = c.ind;
+	*val_out = c.val;
 }
 
 static const char *dtype_descr(TrtDtype d)

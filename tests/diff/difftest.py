@@ -55,6 +55,7 @@ LEVELS = (0, 1, 2)
 TIMES = Counter()       # seconds spent compiling, running, interpreting
 RANKS = (1, 2, 3)
 RUN_TIMEOUT = 120
+FAST_CFLAGS = "-O1 -fno-math-errno"    # half the groups: mpicc's -O3 is most of a compile
 
 
 def mpi_env(base):
@@ -66,7 +67,7 @@ def mpi_env(base):
 # ---- what a program states about itself (#@ lines) ----
 
 def meta(text):
-    m = dict(seed=0, block=0, tol={}, rankdep=set(), nointerp=set(), error=None, xfail=None)
+    m = dict(seed=0, block=0, tol={}, rankdep=set(), nointerp=set(), error=None, xfail=None, cflags=None)
     for line in text.split("\n"):
         s = line.strip()
         if not s.startswith("#@"):
@@ -86,6 +87,8 @@ def meta(text):
             m["nointerp"] |= set(w[1:])
         elif w[0] == "error":
             m["error"] = " ".join(w[1:])
+        elif w[0] == "cflags":
+            m["cflags"] = " ".join(w[1:])
         elif w[0] == "xfail":
             m["xfail"] = " ".join(w[1:])
     return m
@@ -143,7 +146,7 @@ def norm_msg(msg):
     return msg
 
 
-def compile_prog(w, d, src, level, block, emit_c=False):
+def compile_prog(w, d, src, level, block, emit_c=False, cflags=None):
     exe = os.path.join(d, "prog%d%s" % (level, ".c" if emit_c else ""))
     args = [TRAC, "-O%d" % level, "-P", ",".join(map(str, RANKS))]
     if block:
@@ -152,8 +155,12 @@ def compile_prog(w, d, src, level, block, emit_c=False):
         args.append("-S")
     args += [src, "-o", exe]
     t0 = time.time()
+    env = dict(os.environ)
+    cflags = os.environ.get("DIFF_CFLAGS", cflags)
+    if cflags:
+        env["CFLAGS"] = cflags
     try:
-        p = subprocess.run(args, capture_output=True, text=True, timeout=600)
+        p = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env)
     except subprocess.TimeoutExpired:
         return None, ("hang", "trac -O%d" % level, "trac ran over 600 s")
     finally:
@@ -189,10 +196,19 @@ def run_exe(w, exe, files, info, nranks, tag):
         if os.path.islink(path):
             continue
         name = f.rsplit(".", 1)[0]
-        if f.endswith(".npy"):
-            out[name] = np.load(path)
-        elif f.endswith(".npz"):
-            out[name] = sp.load_npz(path).toarray()
+        if not f.endswith((".npy", ".npz")):
+            continue
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
+        try:
+            if magic == b"\x93NUMPY":
+                out[name] = np.load(path)
+            else:
+                out[name] = sp.load_npz(path).toarray()
+        except Exception as e:
+            return None, ("badfile", f, repr(e)[:200])
+        if f.endswith(".npz") and magic == b"\x93NUMPY":
+            out[name + " (.npy in a .npz file)"] = np.zeros(1)
     # an output's name, not its file's
     byfile = {}
     for n, path in info["outputs"].items():
@@ -281,7 +297,7 @@ class Check:
         self.outs = {}
         fails = {}
         for lv in levels:
-            exe, err = compile_prog(w, d, src, lv, block, emit_c)
+            exe, err = compile_prog(w, d, src, lv, block, emit_c, self.m["cflags"])
             if err:
                 self.findings.append(err)
                 continue
@@ -385,8 +401,8 @@ def make_group(seed, g, k):
     return units
 
 
-def group_program(units, seed, block):
-    head = ["#@ seed %d" % seed, "#@ block %d" % block]
+def group_program(units, seed, block, cflags=None):
+    head = ["#@ seed %d" % seed, "#@ block %d" % block] + (["#@ cflags " + cflags] if cflags else [])
     imports = sorted(set().union(*(u.imports for u in units)))
     head += ['import "%s";' % f for f in imports]
     for u in units:
@@ -482,6 +498,7 @@ def isolate(w, units, text, seed, block, findings):
     fail alone; when none does, the whole group."""
     if len(units) == 1:
         return [(units[0], text, findings, 0)]
+    cf = meta(text)["cflags"]
     out = []
     tried = set()
     for f in findings:
@@ -492,7 +509,7 @@ def isolate(w, units, text, seed, block, findings):
             if u.uid in tried:
                 continue
             tried.add(u.uid)
-            t1 = group_program([u], seed, block)
+            t1 = group_program([u], seed, block, cf)
             c1 = Check(w, t1, seed, block)
             if c1.findings:
                 out.append((u, t1, c1.findings, c1.runs))
@@ -505,18 +522,18 @@ def isolate(w, units, text, seed, block, findings):
     group = list(units)
     while len(group) > 1:
         half = group[:len(group) // 2]
-        t1 = group_program(half, seed, block)
+        t1 = group_program(half, seed, block, cf)
         c1 = Check(w, t1, seed, block, levels=levels, emit_c=emit)
         if any(signature(g) == signature(f) for g in c1.findings):
             group = half
             continue
-        t2 = group_program(group[len(group) // 2:], seed, block)
+        t2 = group_program(group[len(group) // 2:], seed, block, cf)
         c2 = Check(w, t2, seed, block, levels=levels, emit_c=emit)
         if any(signature(g) == signature(f) for g in c2.findings):
             group = group[len(group) // 2:]
             continue
         break
-    t1 = group_program(group, seed, block)
+    t1 = group_program(group, seed, block, cf)
     c1 = Check(w, t1, seed, block)
     return [(group[0] if len(group) == 1 else None, t1, c1.findings or findings, c1.runs)]
 
@@ -552,7 +569,8 @@ def campaign(w, a):
             units = make_group(gseed, a.group, 0)
         for u in units:
             cover.update(u.c)
-        text = group_program(units, gseed, block)
+        cflags = rng.choice([None, FAST_CFLAGS])
+        text = group_program(units, gseed, block, cflags)
         c = Check(w, text, gseed, block)
         programs += len(units)
         runs += c.runs
