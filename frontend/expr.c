@@ -638,10 +638,11 @@ static bool check_rank(Sema *s, Node *n)
 	return ok;
 }
 
-/* Does n read a relation: a tensor, or an index's positions? */
+/* Does n read a relation: a tensor, an index's positions, or a loop
+ * counter (known only when the program runs)? */
 static bool reads_tensor(Node *n)
 {
-	if (n->kind == N_ACCESS || n->kind == N_INDEX)
+	if (n->kind == N_ACCESS || n->kind == N_INDEX || n->kind == N_COUNTER)
 		return true;
 	Node **kids[3];
 	int k = fe_children(n, kids);
