@@ -141,6 +141,7 @@ def norm_msg(msg):
     """A message without what changes as a program is reduced: locations,
     op numbers, the temporary folder."""
     msg = re.sub(r"^[^:\s]*\.tra:\d+:\d+: ", "", msg)
+    msg = re.sub(r"^prog\d: ", "", msg)          # the executable's name
     msg = re.sub(r"\b(op|TRA op|IA op|line) \d+", r"\1 N", msg)
     msg = re.sub(r"/tmp/\S+", "PATH", msg)
     return msg
