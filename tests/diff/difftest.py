@@ -129,12 +129,18 @@ class Work:
         return d
 
 
+MPI_NOISE = re.compile(r"MPI_ABORT|errorcode|ORTE|^\[|^-+$|^NOTE:|^You may|^exactly when|^Primary job|^mpirun|"
+                       r"^process|^a non-zero|^the job|^Process name|^Exit code|^\s*$")
+
+
 def first_error(stderr):
-    for line in stderr.split("\n"):
-        if "error" in line or "internal" in line or "bug" in line or line.startswith("trac:"):
-            return line.strip()
-    lines = [l for l in stderr.split("\n") if l.strip() and not l.startswith("[warn]")]
-    return lines[0].strip() if lines else ""
+    """The line of stderr that says what went wrong (not mpirun's noise)."""
+    lines = [l.strip() for l in stderr.split("\n") if not MPI_NOISE.search(l.strip())]
+    for want in ("internal error", "error", "trac:"):
+        for l in lines:
+            if want in l:
+                return l
+    return lines[0] if lines else ""
 
 
 def norm_msg(msg):
@@ -421,6 +427,7 @@ def unit_of(units, finding):
 
 
 def main():
+    sys.stdout.reconfigure(line_buffering=True)
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=0)
     ap.add_argument("--programs", type=int, default=0)
@@ -433,12 +440,29 @@ def main():
     ap.add_argument("--require-coverage", action="store_true")
     ap.add_argument("--errors", type=float, default=0.05, help="fraction of groups that are error programs")
     ap.add_argument("--replay", nargs="*")
+    ap.add_argument("--reduce", metavar="FILE", help="reduce FILE, keeping its first finding")
     a = ap.parse_args()
     root = tempfile.mkdtemp(prefix="trac-diff.")
     w = Work(root)
     try:
         if a.replay is not None:
             return replay(w, a.replay)
+        if a.reduce:
+            import reduce as red
+            with open(a.reduce) as f:
+                text = f.read()
+            m = meta(text)
+            c = Check(w, text, m["seed"], m["block"])
+            if not c.findings:
+                print("%s: no finding to keep" % a.reduce)
+                return 1
+            print("keeping: " + fmt(c.findings[0]))
+            small = red.reduce(w, text, m["seed"], m["block"], c.findings[0], a.reduce_seconds, Check, signature)
+            out = a.reduce.rsplit(".", 1)[0] + ".min.tra"
+            with open(out, "w") as f:
+                f.write(small)
+            print("reduced to %d lines: %s" % (small.count("\n"), out))
+            return 0
         return campaign(w, a)
     finally:
         if not os.environ.get("KEEP"):
@@ -576,6 +600,10 @@ def campaign(w, a):
         programs += len(units)
         runs += c.runs
         groups += 1
+        print("[%5.0fs] group %d: %d program(s), block %d%s, %d runs%s" % (
+            time.time() - t0, groups, len(units), block, ", cc " + cflags if cflags else "", c.runs,
+            ", %d finding(s)" % len(c.findings) if c.findings else ""))
+        sys.stdout.flush()
         if not c.findings:
             continue
         culprits = isolate(w, units, text, gseed, block, c.findings)

@@ -52,7 +52,7 @@ extent_not_divisible runtime_error
 
 FLOAT_LITS = ["0.5", "2", "0.25", "1.5", "3", "0.125", "4"]     # exact in binary
 FLOAT_LITS_INEXACT = ["0.1", "0.3", "0.7"]
-IDX = list("ijklmnpqrs")
+IDX = list("ijklmnpqrsuvwyzaceghk")
 EPS = {"f32": 2.0 ** -23, "f64": 2.0 ** -52}
 MANT = {"f32": 24, "f64": 53}
 
@@ -243,6 +243,10 @@ class Unit:
 
 # ---- expressions ----
 
+class Exhausted(Exception):
+    """A statement ran out of index names: it is left out."""
+
+
 class Stmt:
     """One statement's indices: name -> Size, and which have a plain use."""
     def __init__(self, u):
@@ -261,7 +265,9 @@ class Stmt:
             if v not in self.vars and v not in self.bound:
                 self.vars[v] = size
                 return v
-        return have[0] if have else None
+        if have:
+            return have[0]
+        raise Exhausted()
 
 
 def lit(u, dtype, exact_only=False):
@@ -600,6 +606,7 @@ def define(u, dims, dtype, rhs_fn, st=None, scalar=False):
     t = Ten(name, dims, dtype, "def", exact=exact, bits=e.bits, mag=max(e.mag, 1.0), deps=e.deps,
             depth=u.depth)
     t.diffok = e.diffok
+    t.maxred = ("max[" in text or "min[" in text) and e.diffok
     if e.sparse is not None:
         t.sparse_src = e.sparse
     u.tensors.append(t)
@@ -803,6 +810,7 @@ def stmt_window(u):
     N, J = X.dims
     name = u.fresh("T")
     k = 1
+    maxpool = False
     if kind == "shift":
         s = u.r.choice([1, 2])
         u.emit("%s[i, j] = %s[i + %d, j] - %s[i, j];" % (name, X.name, s, X.name))
@@ -832,7 +840,7 @@ def stmt_window(u):
         if u.chance(0.5):
             u.emit("%s[y, x] = max[py in 2, px in 2](%s[2*y + py, 2*x + px]);" % (name, X.name))
             u.c["reduce_max"] += 1
-            u.c["grad_through_max"] += 0
+            maxpool = True
         else:
             u.emit("%s[y, x] = sum[py in 2, px in 2](%s[2*y + py, 2*x + px]);" % (name, X.name))
         dims = [u.add_size(N.val // 2, "%s / 2" % N.name), u.add_size(J.val // 2, "%s / 2" % J.name)]
@@ -857,6 +865,8 @@ def stmt_window(u):
     u.cost *= 1 + k
     t = Ten(name, dims, u.fdt, "def", exact=X.exact, bits=X.bits, mag=X.mag * 2 * k, deps=X.deps, depth=u.depth)
     t.window = True
+    t.maxred = maxpool
+    t.diffok = X.diffok and (not maxpool or X.exact)
     u.tensors.append(t)
     return t
 
@@ -964,10 +974,11 @@ def stmt_grad(u, inside_loop=False):
             u.c["grad_through_gather"] += 1
         if getattr(t, "window", False):
             u.c["grad_through_window"] += 1
+            u.c["gather_grad"] += 1
         if t.sparse or getattr(t, "sparse_src", None) is not None:
             u.c["grad_through_sparse"] += 1
-        if "max" in t.name:
-            pass
+        if getattr(t, "maxred", False):
+            u.c["grad_through_max"] += 1
     u.cost *= 4
     gt = Ten(g, W.dims, W.dtype, "def", exact=False, bits=60, mag=100.0, deps=W.deps, depth=u.depth,
              sparse=W.sparse)
@@ -1006,7 +1017,7 @@ def stmt_repeat(u):
     counter = None
     header = "repeat %d {" % count
     if u.chance(0.6):
-        counter = "b%s%d" % (u.uid, u.n)
+        counter = "b%s_%d" % (u.uid, u.n)
         u.n += 1
         header = "repeat %s in %d {" % (counter, count)
         u.c["repeat_counter"] += 1
@@ -1016,6 +1027,10 @@ def stmt_repeat(u):
     u.emit(header)
     u.depth += 1
     mark = len(u.tensors)
+    # from the second iteration on, a param the body updates is rounded
+    for t in u.tensors:
+        if t.role == "param":
+            t.exact, t.bits = False, 60
     if counter:
         u.counters.append((counter, count))
         if u.chance(0.6):
@@ -1111,7 +1126,10 @@ def statement(u, in_loop=False):
         x -= w
         if x < 0:
             break
-    return f(u)
+    try:
+        return f(u)
+    except Exhausted:
+        return None
 
 
 def generate(seed, uid, error=False):

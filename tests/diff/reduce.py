@@ -38,9 +38,8 @@ def configs_of(finding):
             ranks.add(int(m.group(2)))
     if not levels:
         return [0, 1, 2], [1, 2, 3], False
-    if any(str(f).startswith("I") for f in finding[1:3]):
-        levels.add(0)
-        ranks.add(1)
+    levels.add(0)               # the reference run, O0 on one rank
+    ranks.add(1)
     return sorted(levels), sorted(ranks), False
 
 
@@ -111,6 +110,50 @@ def delete_pass(r, text):
         elif n > len(bl):
             n = max(1, len(bl) // 2)
     return "\n".join(lines), changed
+
+
+def unit_pass(r, text):
+    """Whole units of a group (the lines naming uN_...) out, halves first."""
+    lines = text.split("\n")
+    uids = []
+    for l in lines:
+        for u in re.findall(r"\b[A-Za-z]+(u\d+)(?:_\d+|\d+\b)", l):
+            if u not in uids:
+                uids.append(u)
+
+    def without(drop):
+        pat = re.compile(r"\b[A-Za-z]+(%s)(?:_\d+|\d+\b)" % "|".join(drop))
+        out = []
+        depth_skip = 0
+        for l in lines:
+            s = l.strip()
+            if depth_skip:
+                depth_skip += s.endswith("{") - (s == "}")
+                continue
+            if pat.search(l) or (s.startswith("def ") and pat.search(l)):
+                if s.endswith("{"):
+                    depth_skip = 1
+                continue
+            out.append(l)
+        return out
+
+    n = max(1, len(uids) // 2)
+    while n >= 1 and len(uids) > 1:
+        i, progress = 0, False
+        while i < len(uids) and len(uids) > 1:
+            drop = uids[i:i + n]
+            if len(drop) == len(uids):
+                break
+            cand = without(drop)
+            if r.keeps("\n".join(cand)):
+                lines = cand
+                uids = [u for u in uids if u not in drop]
+                progress = True
+                continue
+            i += n
+        if not progress:
+            n //= 2
+    return "\n".join(lines)
 
 
 def unwrap_pass(r, text):
@@ -318,6 +361,7 @@ def reduce(work, text, seed, block, finding, seconds, Check, signature):
     r = Reducer(work, seed, block, finding, seconds, Check, signature)
     if not r.keeps(text):
         return text     # flaky, or needs the whole group: keep it as it is
+    text = unit_pass(r, text)
     while time.time() < r.deadline:
         before = text
         text, _ = delete_pass(r, text)
