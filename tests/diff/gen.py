@@ -792,6 +792,18 @@ def stmt_gather(u):
     t.diffok = E.diffok
     u.tensors.append(t)
     t.gathered = E
+    if E.role == "param" and E.dtype == u.fdt and u.chance(0.4):
+        # an SGD step on the gathered table: its rows scattered back into it
+        loss = loss_of(u, [t])
+        g = u.fresh("G")
+        u.emit("%s = grad(%s, %s);" % (g, loss, E.name))
+        u.emit("%s[v, d] -= 0.125 * %s[v, d];" % (E.name, g))
+        u.c["grad"] += 1
+        u.c["grad_through_gather"] += 1
+        u.c["gather_grad"] += 1
+        u.c["scatter_sgd"] += 1
+        u.c["update_sub"] += 1
+        E.exact, E.bits = False, 60
     return t
 
 

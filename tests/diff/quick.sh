@@ -10,7 +10,7 @@ INTERP_RUN="$top_builddir/tests/diff/interp_run"; export INTERP_RUN
 : "${DIFF_CFLAGS=-O1 -fno-math-errno}"; export DIFF_CFLAGS
 F=$(mktemp -d "${TMPDIR:-/tmp}/trac-diff-quick.XXXXXX") || exit 1
 trap 'rm -rf "$F"' EXIT
-"$PYTHON" "$srcdir/tests/diff/difftest.py" --programs 200 --seconds 170 --group 25 --seed 34 \
+"$PYTHON" "$srcdir/tests/diff/difftest.py" --programs 200 --seconds 150 --group 20 --seed 34 \
 	--no-reduce --findings "$F" --report "$F/report.txt"
 st=$?
 for f in "$F"/*.tra; do
