@@ -587,7 +587,7 @@ def campaign(w, a):
         k += 1
         gseed = a.seed * 10000 + k
         block = rng.choice([0, 0, 2, 3, 4])
-        if rng.random() < a.errors:
+        if k % 8 == 3 or rng.random() < a.errors:      # now and then a program that must fail
             u = gen.generate(gseed, "u0", error=True)
             units = [u]
         else:
