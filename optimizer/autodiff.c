@@ -335,6 +335,10 @@ static void vjp_einsum(Grad *g, TraBuild *b, int u, int G)
 		}
 		TVal out = tb_rel(b, g->map[un->agg], no, ovar);
 		Gv = tb_binary(b, KOP_MUL, first_extreme(b, F, out, np, pvar, no, ovar), Gv);
+		/* read by each input's contribution: none may absorb its sums
+		 * into it (an input of fewer dims would reshape it for the other) */
+		Gv = tb_absorb(b, Gv);
+		Gv.fresh = false;
 	}
 
 	TVal shared = {.op = -1};       /* G * d when both inputs' derivatives are one expression */
