@@ -600,8 +600,9 @@ def campaign(w, a):
         programs += len(units)
         runs += c.runs
         groups += 1
+        cc = os.environ.get("DIFF_CFLAGS", cflags)
         print("[%5.0fs] group %d: %d program(s), block %d%s, %d runs%s" % (
-            time.time() - t0, groups, len(units), block, ", cc " + cflags if cflags else "", c.runs,
+            time.time() - t0, groups, len(units), block, ", cc " + cc if cc else "", c.runs,
             ", %d finding(s)" % len(c.findings) if c.findings else ""))
         sys.stdout.flush()
         if not c.findings:

@@ -997,7 +997,7 @@ def stmt_grad(u, inside_loop=False):
     gt.diffok = False
     u.tensors.append(gt)
     if W.role == "param" and u.chance(0.7):
-        op = u.r.choice(["-=", "-=", "-=", "+=", "*=", "/=", "="])
+        op = u.r.choice(["-=", "-=", "+=", "*=", "/=", "="])
         idx = ", ".join(IDX[:len(W.dims)])
         lr = u.r.choice(["0.125", "0.0625", "0.01"])
         if op in ("-=", "+="):
