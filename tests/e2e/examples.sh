@@ -84,6 +84,6 @@ if command -v dot >/dev/null 2>&1; then
 		fail "make plans"
 	fi
 else
-	echo "skip: make plans (no Graphviz dot)"
+	skip "make plans (no Graphviz dot; Debian: graphviz)"
 fi
 finish

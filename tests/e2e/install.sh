@@ -91,7 +91,7 @@ pass "the installed machine model"
 pc="pkg-config --define-variable=prefix=$root"
 export PKG_CONFIG_PATH="$root/lib/pkgconfig"
 if ! command -v pkg-config >/dev/null 2>&1; then
-	echo "skip: no pkg-config"
+	skip "trac -S linked by pkg-config tracrt (no pkg-config; Debian: pkg-config)"
 elif "$bin" $sizes -P 2 -S matmul.tra -o mm.c &&
 	$MPICC -O2 mm.c $($pc --cflags --libs tracrt) -o mm_shared; then
 	ldd ./mm_shared | grep -q "libtracrt.so.0 => $root/lib/libtracrt.so.0" ||

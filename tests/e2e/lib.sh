@@ -13,10 +13,24 @@ cd "$TMP" || exit 1
 # Open MPI's session directory in this test's own folder: tests run side
 # by side (make -j2 check) otherwise race to create /tmp/ompi.HOST.UID
 export OMPI_MCA_orte_tmpdir_base="$TMP"
-FAILS=0
+FAILS=0 SKIPS=0
 
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 pass() { echo "ok: $*"; }
+
+# skip WHAT: a check this machine cannot run, for a tool it lacks.  The
+# one rule for every test: CI installs every tool a test uses
+# (.ci/packages), so under CI=true a skip is a failure (a check that skips
+# in CI never runs); elsewhere it says so, and the test ends SKIP (status
+# 77) rather than PASS unless something failed.
+skip() {
+	if [ "${CI:-}" = true ]; then
+		fail "$* (cannot run, and CI=true: a check CI skips never runs; .ci/packages lists what it needs)"
+	else
+		echo "skip: $*"
+		SKIPS=$((SKIPS + 1))
+	fi
+}
 
 # run NP PROGRAM ARGS...: the program under mpirun on NP ranks
 run() {
@@ -36,6 +50,10 @@ finish() {
 	if [ "$FAILS" -ne 0 ]; then
 		echo "$FAILS failure(s)"
 		exit 1
+	fi
+	if [ "$SKIPS" -ne 0 ]; then
+		echo "$SKIPS check(s) skipped: SKIP"
+		exit 77
 	fi
 	exit 0
 }

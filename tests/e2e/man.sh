@@ -33,7 +33,7 @@ for page in "$MAN/trac.1" "$MAN/tra.5"; do
 		[ -z "$out" ] && pass "mandoc -Tlint: ${page##*/}" || fail "mandoc -Tlint ${page##*/}: $out"
 	fi
 done
-[ $linted = 1 ] || echo "skip: neither groff nor mandoc is installed (Debian: groff-base, mandoc)"
+[ $linted = 1 ] || skip "the man pages' lint (neither groff nor mandoc; Debian: groff-base, mandoc)"
 
 # ---- every option of --help is in trac.1 ----
 "$TRAC" --help | sed -n 's/^  \(-[^ ].*\)/\1/p' | sed 's/   .*//' | tr ',' '\n' |
@@ -61,7 +61,7 @@ run_example() {
 		return
 	fi
 	case $cmd in
-	*"| dot "*) command -v dot >/dev/null 2>&1 || { echo "skip (no dot): $cmd"; cmd=; return; } ;;
+	*"| dot "*) command -v dot >/dev/null 2>&1 || { skip "EXAMPLES: '$cmd' (no Graphviz dot; Debian: graphviz)"; cmd=; return; } ;;
 	esac
 	if ! sh -c "$cmd" </dev/null >got 2>err; then
 		fail "EXAMPLES: '$cmd' failed: $(cat err)"

@@ -66,7 +66,7 @@ rm -f .C.npy.*
 # a disk that fills up while rank 0's writer thread writes (runtime/npy.c,
 # Out): one error line, the previous output intact, no temporary left.
 # It needs a file system to fill: a 40 MB ext4 image on a loop device,
-# which takes root; elsewhere the case says it is skipped.
+# which takes root (lib.sh's skip elsewhere).
 full=$PWD/fullfs
 mkdir -p "$full"
 if [ "$(id -u)" = 0 ] && command -v mkfs.ext4 >/dev/null && truncate -s 40M full.img &&
@@ -87,7 +87,7 @@ if [ "$(id -u)" = 0 ] && command -v mkfs.ext4 >/dev/null && truncate -s 40M full
 	fi
 	umount "$full"
 else
-	pass "disk full: skipped (no loop-mounted file system: needs root, mkfs.ext4, a loop device)"
+	skip "disk full (no loop-mounted file system: needs root, mkfs.ext4 and a loop device)"
 fi
 rm -f full.img
 
