@@ -7,6 +7,7 @@
  * (golden tests) it prints only what the plan is, not what it costs.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -669,22 +670,60 @@ static void json_explain(Buf *b, const IaPlan *p)
  * ops (or by none) stays a small node so its floats are drawn once.
  */
 
-/* s escaped for a DOT HTML label */
-static void dot_html(Buf *b, const char *s)
+enum { DOT_NUM = 24 };  /* room for dot_num's and dot_seconds' text */
+
+/* Text escaped for a label.  Labels are Graphviz's HTML-like ones, which
+ * it parses as XML: & < > " become entities, a control character a
+ * space, and a byte that is not well-formed UTF-8 U+FFFD (overlong forms,
+ * surrogates and code points past U+10FFFF included), as Graphviz refuses
+ * each of them raw. */
+static void dot_escape(Buf *b, const char *s)
 {
-	for (; *s; s++) {
-		switch (*s) {
-		case '&': buf_puts(b, "&amp;"); break;
-		case '<': buf_puts(b, "&lt;"); break;
-		case '>': buf_puts(b, "&gt;"); break;
-		case '"': buf_puts(b, "&quot;"); break;
-		default: buf_printf(b, "%c", *s); break;
-		}
+	static const char *const entity[128] = {
+		['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;",
+	};
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		unsigned c = p[0];
+		int n = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xF0 && c < 0xF5 ? 4 : 0;
+		int k = 1;
+		while (k < n && (p[k] & 0xC0) == 0x80)
+			k++;
+		if (k < n || (c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0) || (c == 0xF0 && p[1] < 0x90) ||
+		    (c == 0xF4 && p[1] >= 0x90))
+			n = 0;
+		if (n == 0)
+			buf_puts(b, "&#xFFFD;");
+		else if (c < 0x20 || c == 0x7F)
+			buf_puts(b, " ");
+		else if (c < 0x80 && entity[c])
+			buf_puts(b, entity[c]);
+		else
+			buf_printf(b, "%.*s", n, (const char *)p);
+		p += n ? n : 1;
 	}
 }
 
-/* 16000000 -> "16M", 0.0949 -> "0.0949": three digits and an SI prefix */
-static void dot_num(Buf *b, double v)
+/* The one way text enters a label: printf's output, escaped, between the
+ * markup open and close ("<b>" and "</b>", or "" and "").  All the text
+ * below (numbers, placements, types, what an op does) is plain until it
+ * goes through here. */
+static __attribute__((format(printf, 4, 5))) void dot_text(Buf *b, const char *open, const char *close,
+                                                           const char *fmt, ...)
+{
+	Buf t = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	buf_vprintf(&t, fmt, ap);
+	va_end(ap);
+	buf_puts(b, open);
+	dot_escape(b, t.s ? t.s : "");
+	buf_puts(b, close);
+	buf_free(&t);
+}
+
+/* 16000000 -> "16M", 0.0949 -> "0.0949": three digits and an SI prefix,
+ * in s */
+static const char *dot_num(char s[DOT_NUM], double v)
 {
 	static const char prefix[] = " kMGTPE";
 	int i = 0;
@@ -692,19 +731,22 @@ static void dot_num(Buf *b, double v)
 		v /= 1000;
 		i++;
 	}
-	buf_printf(b, "%.3g%s", v, i ? (char[]){prefix[i], 0} : "");
+	snprintf(s, DOT_NUM, "%.3g%s", v, i ? (char[]){prefix[i], 0} : "");
+	return s;
 }
 
-static void dot_seconds(Buf *b, double s)
+/* 2e-7 -> "< 1 µs", 0.0123 -> "12.3 ms", in s */
+static const char *dot_seconds(char s[DOT_NUM], double t)
 {
-	if (s < 1e-6)
-		buf_puts(b, "< 1 µs");
-	else if (s < 1e-3)
-		buf_printf(b, "%.3g µs", s * 1e6);
-	else if (s < 1)
-		buf_printf(b, "%.3g ms", s * 1e3);
+	if (t < 1e-6)
+		snprintf(s, DOT_NUM, "< 1 µs");
+	else if (t < 1e-3)
+		snprintf(s, DOT_NUM, "%.3g µs", t * 1e6);
+	else if (t < 1)
+		snprintf(s, DOT_NUM, "%.3g ms", t * 1e3);
 	else
-		buf_printf(b, "%.3g s", s);
+		snprintf(s, DOT_NUM, "%.3g s", t);
+	return s;
 }
 
 /* How many ranks an op's tuples are spread over: all of them, unless the
@@ -774,14 +816,13 @@ static void dot_tuples(Buf *b, const RelType *t)
 }
 
 /* What an op does, in one line (its placement and type come below it). */
-static void dot_what(Buf *b, const IaPlan *p, const IaOp *op)
+static void dot_what(Buf *k, const IaPlan *p, const IaOp *op)
 {
 	const TraProg *t = p->tra;
-	Buf k = {0};
-	buf_printf(&k, "#%d %s", (int)(op - p->ops.v), ia_op_name(op->kind));
+	buf_printf(k, "#%d %s", (int)(op - p->ops.v), ia_op_name(op->kind));
 	switch (op->kind) {
 	case IA_READ:
-		buf_printf(&k, " %s", t->tensors.v[op->u.read.tensor].name);
+		buf_printf(k, " %s", t->tensors.v[op->u.read.tensor].name);
 		break;
 	case IA_BCAST:
 	case IA_SHUFFLE:
@@ -789,82 +830,80 @@ static void dot_what(Buf *b, const IaPlan *p, const IaOp *op)
 	case IA_JOIN:
 	case IA_CONV:
 	case IA_TWOPHASE:       /* a two-phase op always aggregates (ngroup >= 0) */
-		buf_puts(&k, " on ");
-		keys_print(&k, op->u.join.on.nmatch, op->u.join.on.lkey);
-		buf_puts(&k, "=");
-		keys_print(&k, op->u.join.on.nmatch, op->u.join.on.rkey);
+		buf_puts(k, " on ");
+		keys_print(k, op->u.join.on.nmatch, op->u.join.on.lkey);
+		buf_puts(k, "=");
+		keys_print(k, op->u.join.on.nmatch, op->u.join.on.rkey);
 		if (op->u.join.ngroup >= 0) {
-			buf_printf(&k, ", %s into ", agg_name(op->u.join.kernel->red));
-			keys_print(&k, op->u.join.ngroup, op->u.join.group);
+			buf_printf(k, ", %s into ", agg_name(op->u.join.kernel->red));
+			keys_print(k, op->u.join.ngroup, op->u.join.group);
 		}
-		buf_puts(&k, ": ");
-		kernel_print(&k, op->u.join.kernel);
+		buf_puts(k, ": ");
+		kernel_print(k, op->u.join.kernel);
 		if (op->kind == IA_TWOPHASE)
-			buf_printf(&k, ", %" PRId64 " join groups by a two-phase schedule", op->u.join.sched->njoin);
+			buf_printf(k, ", %" PRId64 " join groups by a two-phase schedule", op->u.join.sched->njoin);
 		if (op->u.join.mask.on)
-			buf_puts(&k, ", sampled at its mask's elements");
+			buf_puts(k, ", sampled at its mask's elements");
 		break;
 	case IA_AGG:
-		buf_printf(&k, " %s into ", agg_name(op->u.agg.agg));
-		keys_print(&k, op->u.agg.ngroup, op->u.agg.group);
+		buf_printf(k, " %s into ", agg_name(op->u.agg.agg));
+		keys_print(k, op->u.agg.ngroup, op->u.agg.group);
 		break;
 	case IA_MAP:
 		if (op->u.map.kernel) {
-			buf_puts(&k, ": ");
-			kernel_print(&k, op->u.map.kernel);
+			buf_puts(k, ": ");
+			kernel_print(k, op->u.map.kernel);
 		} else {
-			buf_puts(&k, " rekey ");
-			keys_print(&k, op->u.map.nkey, op->u.map.keymap);
+			buf_puts(k, " rekey ");
+			keys_print(k, op->u.map.nkey, op->u.map.keymap);
 		}
 		break;
 	case IA_FILTER:
-		buf_puts(&k, " ");
-		pred_print(&k, &op->u.filter.pred);
+		buf_puts(k, " ");
+		pred_print(k, &op->u.filter.pred);
 		break;
 	case IA_WRITE:
-		buf_printf(&k, " %s", t->tensors.v[op->u.write.tensor].name);
+		buf_printf(k, " %s", t->tensors.v[op->u.write.tensor].name);
 		break;
 	case IA_INIT:
 	case IA_LOAD:
-		buf_printf(&k, " %s", t->tensors.v[op->u.init.tensor].name);
+		buf_printf(k, " %s", t->tensors.v[op->u.init.tensor].name);
 		break;
 	case IA_RANGE:
-		buf_printf(&k, " 0..%" PRId64, op->type.extent[0] - 1);
+		buf_printf(k, " 0..%" PRId64, op->type.extent[0] - 1);
 		break;
 	case IA_GATHER:
 	case IA_LOOKUP:
-		buf_printf(&k, " rows of dim %d by the index's values", op->u.gather.dim);
+		buf_printf(k, " rows of dim %d by the index's values", op->u.gather.dim);
 		break;
 	case IA_SCATTER:
-		buf_printf(&k, " rows%s added into dim %d at the index's values%s",
+		buf_printf(k, " rows%s added into dim %d at the index's values%s",
 		           op->u.gather.scale != 1 ? " scaled" : "", op->u.gather.dim,
 		           op->u.gather.base >= 0 ? ", into a base" : "");
 		break;
 	case IA_COUNTER:
-		buf_printf(&k, " depth %d", op->u.counter.depth);
+		buf_printf(k, " depth %d", op->u.counter.depth);
 		break;
 	case IA_HALO:
 		for (int d = 0; d < op->type.nkey; d++)
 			if (op->type.hext[d] > 0)
-				buf_printf(&k, " dim %d, %" PRId64 " rows before and %" PRId64 " after", d, op->type.hlo[d],
+				buf_printf(k, " dim %d, %" PRId64 " rows before and %" PRId64 " after", d, op->type.hlo[d],
 				           op->type.hhi[d]);
 		break;
 	case IA_SLICE:
-		buf_printf(&k, " dim %d, %" PRId64 " of %" PRId64, op->u.slice.dim, op->type.extent[op->u.slice.dim],
+		buf_printf(k, " dim %d, %" PRId64 " of %" PRId64, op->u.slice.dim, op->type.extent[op->u.slice.dim],
 		           p->ops.v[op->u.slice.in].type.extent[op->u.slice.dim]);
 		break;
 	case IA_STORE:
 	case IA_PRINT:
-		buf_printf(&k, " %s", t->tensors.v[op->u.store.tensor].name);
+		buf_printf(k, " %s", t->tensors.v[op->u.store.tensor].name);
 		break;
 	case IA_LOOP:
-		buf_printf(&k, " %" PRId64 " times", op->u.loop.count);
+		buf_printf(k, " %" PRId64 " times", op->u.loop.count);
 		break;
 	case IA_ENDLOOP:
 		break;
 	}
-	dot_html(b, k.s);
-	buf_free(&k);
 }
 
 typedef struct Dot {
@@ -915,45 +954,37 @@ static void dot_node(Dot *d, int i, int depth)
 {
 	const IaOp *op = &d->p->ops.v[i];
 	Buf *b = d->b;
+	char n[DOT_NUM], sec[DOT_NUM];
 	if (!dot_drawn(d, i))
 		return;
 	buf_printf(b, "%*sop%d [", 2 * depth, "", i);
 	if (dot_move(op->kind)) {
 		bool bc = op->kind == IA_BCAST;
-		buf_printf(b, "shape=ellipse, style=\"filled%s\", color=\"%s\", fillcolor=white, penwidth=2, label=<%s",
-		           bc ? "" : ",dashed", bc ? "#c0392b" : "#2471a3", bc ? "broadcast" : "shuffle");
-		if (d->costs) {
-			buf_puts(b, "<br/>");
-			dot_num(b, op->floats_moved);
-			buf_puts(b, " floats");
-		}
+		buf_printf(b, "shape=ellipse, style=\"filled%s\", color=\"%s\", fillcolor=white, penwidth=2, label=<",
+		           bc ? "" : ",dashed", bc ? "#c0392b" : "#2471a3");
+		dot_text(b, "", "", "%s", bc ? "broadcast" : "shuffle");
+		if (d->costs)
+			dot_text(b, "<br/>", "", "%s floats", dot_num(n, op->floats_moved));
 		buf_puts(b, ">];\n");
 		return;
 	}
 	bool tensor = op->kind == IA_READ || op->kind == IA_WRITE || op->kind == IA_INIT ||
 	              op->kind == IA_LOAD || op->kind == IA_STORE || op->kind == IA_PRINT;
-	buf_printf(b, "shape=%s, fillcolor=\"%s\", label=<<b>", tensor ? "note" : "box", dot_fill(op, d->p->nranks));
-	dot_what(b, d->p, op);
-	buf_puts(b, "</b><br/>");
+	buf_printf(b, "shape=%s, fillcolor=\"%s\", label=<", tensor ? "note" : "box", dot_fill(op, d->p->nranks));
 	Buf l = {0};
+	dot_what(&l, d->p, op);
+	dot_text(b, "<b>", "</b><br/>", "%s", l.s);
+	l.len = 0;
 	dot_place(&l, op, d->p->nranks);
 	buf_puts(&l, "\n");
 	dot_tuples(&l, &op->type);
-	if (d->costs && op->flops > 0) {
-		buf_puts(&l, "\n");
-		dot_num(&l, op->flops);
-		buf_puts(&l, " flops, ");
-		dot_seconds(&l, op->seconds);
-	}
+	if (d->costs && op->flops > 0)
+		buf_printf(&l, "\n%s flops, %s", dot_num(n, op->flops), dot_seconds(sec, op->seconds));
 	for (char *s = l.s, *nl; s; s = nl ? nl + 1 : NULL) {
 		nl = strchr(s, '\n');
 		if (nl)
 			*nl = 0;
-		buf_puts(b, "<font point-size=\"9\">");
-		dot_html(b, s);
-		buf_puts(b, "</font>");
-		if (nl)
-			buf_puts(b, "<br/>");
+		dot_text(b, "<font point-size=\"9\">", nl ? "</font><br/>" : "</font>", "%s", s);
 	}
 	buf_free(&l);
 	buf_puts(b, ">];\n");
@@ -980,21 +1011,18 @@ static void dot_edge(Dot *d, int from, int to)
 	double w = 2;
 	if (d->maxmoved > 1 && mv->floats_moved > 1)
 		w = 2 + 4 * log10(mv->floats_moved) / log10(d->maxmoved);
-	buf_printf(b, "  op%d -> op%d [color=\"%s\", penwidth=%.1f%s, fontcolor=\"%s\", label=<%s",
+	buf_printf(b, "  op%d -> op%d [color=\"%s\", penwidth=%.1f%s, fontcolor=\"%s\", label=<",
 	           in[0], to, bc ? "#c0392b" : "#2471a3", d->costs ? w : 3.0, bc ? "" : ", style=dashed",
-	           bc ? "#c0392b" : "#2471a3", bc ? "broadcast" : "shuffle to ");
-	if (!bc) {
-		Buf pl = {0};
+	           bc ? "#c0392b" : "#2471a3");
+	Buf pl = {0};
+	char n[DOT_NUM];
+	if (!bc)
 		place_print(&pl, &mv->place);
-		dot_html(b, pl.s);
-		buf_free(&pl);
-	}
-	if (d->costs) {
-		buf_puts(b, "<br/>");
-		dot_num(b, mv->floats_moved);
-		buf_puts(b, " floats");
-	}
-	buf_printf(b, " (#%d)>];\n", from);
+	dot_text(b, "", "", "%s%s", bc ? "broadcast" : "shuffle to ", bc ? "" : pl.s);
+	if (d->costs)
+		dot_text(b, "<br/>", "", "%s floats", dot_num(n, mv->floats_moved));
+	dot_text(b, "", ">];\n", " (#%d)", from);
+	buf_free(&pl);
 }
 
 /* A statement's box.  Its heading is a node, not the cluster's label, so
@@ -1009,9 +1037,10 @@ static void dot_stmt(Dot *d, int s, int depth)
 	buf_printf(b, "%*ssubgraph cluster_s%d {\n", 2 * depth, "", s + 1);
 	buf_printf(b, "%*s  style=\"rounded,filled\"; fillcolor=\"#f6f6f6\"; color=\"#999999\"; label=\"\";\n",
 	           2 * depth, "");
-	buf_printf(b, "%*s  s%d [shape=plaintext, style=\"\", label=<<b>", 2 * depth, "", s + 1);
-	dot_html(b, p->tra->stmts.v[s].text);
-	buf_printf(b, "</b><br/><font point-size=\"10\">line %d, strategy <b>%s</b>", line, strategy_name(p->strategy.v[s]));
+	buf_printf(b, "%*s  s%d [shape=plaintext, style=\"\", label=<", 2 * depth, "", s + 1);
+	dot_text(b, "<b>", "</b><br/>", "%s", p->tra->stmts.v[s].text);
+	dot_text(b, "<font point-size=\"10\">", "", "line %d, strategy ", line);
+	dot_text(b, "<b>", "</b>", "%s", strategy_name(p->strategy.v[s]));
 	if (d->costs) {
 		double moved = 0, flops = 0;
 		for (int i = 0; i < p->ops.n; i++)
@@ -1019,11 +1048,8 @@ static void dot_stmt(Dot *d, int s, int depth)
 				moved += p->ops.v[i].floats_moved;
 				flops += p->ops.v[i].flops;
 			}
-		buf_puts(b, ": ");
-		dot_num(b, moved);
-		buf_puts(b, " floats moved, ");
-		dot_num(b, flops);
-		buf_puts(b, " flops");
+		char n1[DOT_NUM], n2[DOT_NUM];
+		dot_text(b, "", "", ": %s floats moved, %s flops", dot_num(n1, moved), dot_num(n2, flops));
 	}
 	buf_puts(b, "</font>>];\n");
 	for (int i = 0; i < p->ops.n; i++)
@@ -1057,9 +1083,10 @@ static void dot_legend(Dot *d)
 	Buf *b = d->b;
 	buf_puts(b, "  legend [shape=plaintext, style=\"\", margin=0, label=<<table border=\"0\" cellborder=\"0\" "
 	            "cellspacing=\"2\" cellpadding=\"2\">\n    <tr><td colspan=\"2\" align=\"left\"><b>legend</b></td></tr>\n");
-	for (int i = 0; i < 4; i++)
-		buf_printf(b, "    <tr><td bgcolor=\"%s\" border=\"1\" width=\"24\"> </td>"
-		           "<td align=\"left\">%s</td></tr>\n", fills[i].fill, fills[i].what);
+	for (int i = 0; i < 4; i++) {
+		buf_printf(b, "    <tr><td bgcolor=\"%s\" border=\"1\" width=\"24\"> </td>", fills[i].fill);
+		dot_text(b, "<td align=\"left\">", "</td></tr>\n", "%s", fills[i].what);
+	}
 	buf_puts(b, "    <tr><td><font color=\"#c0392b\"><b>━━▶</b></font></td><td align=\"left\">broadcast: every tuple to every rank</td></tr>\n"
 	            "    <tr><td><font color=\"#2471a3\"><b>╍╍▶</b></font></td><td align=\"left\">shuffle: each tuple to the rank its keys name</td></tr>\n"
 	            "    <tr><td><font color=\"#888888\">──▶</font></td><td align=\"left\">local: no data moved</td></tr>\n"
@@ -1082,17 +1109,12 @@ static void dot_explain(Buf *b, const IaPlan *p, bool costs)
 	buf_puts(b, "digraph plan {\n"
 	            "  graph [rankdir=TB, newrank=true, nodesep=0.3, ranksep=0.5, fontname=\"Helvetica\", fontsize=12,\n"
 	            "         labelloc=t, labeljust=l, ");
-	buf_printf(b, "label=<<b>trac plan for %d ranks</b>", p->nranks);
+	dot_text(b, "label=<<b>", "</b>", "trac plan for %d ranks", p->nranks);
 	if (costs) {
-		buf_puts(b, "<br/><font point-size=\"10\">");
-		dot_num(b, p->total_floats_moved);
-		buf_puts(b, " floats moved, ");
-		dot_num(b, p->total_flops);
-		buf_puts(b, " flops, peak ");
-		dot_num(b, p->peak_bytes);
-		buf_puts(b, "B per rank, predicted ");
-		dot_seconds(b, p->predicted_seconds);
-		buf_puts(b, "</font>");
+		char n1[DOT_NUM], n2[DOT_NUM], n3[DOT_NUM], sec[DOT_NUM];
+		dot_text(b, "<br/><font point-size=\"10\">", "</font>", "%s floats moved, %s flops, peak %sB per rank, predicted %s",
+		         dot_num(n1, p->total_floats_moved), dot_num(n2, p->total_flops), dot_num(n3, p->peak_bytes),
+		         dot_seconds(sec, p->predicted_seconds));
 	}
 	buf_puts(b, ">];\n"
 	            "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10, color=\"#555555\",\n"
@@ -1111,7 +1133,8 @@ static void dot_explain(Buf *b, const IaPlan *p, bool costs)
 		if (op->kind == IA_LOOP) {
 			buf_printf(b, "%*ssubgraph cluster_loop%d {\n", 2 * depth, "", ++loops);
 			buf_printf(b, "%*s  style=\"rounded,dashed\"; color=\"#555555\"; penwidth=1.5;\n", 2 * depth, "");
-			buf_printf(b, "%*s  label=<<b>repeat %" PRId64 " times</b>>;\n", 2 * depth, "", op->u.loop.count);
+			buf_printf(b, "%*s  ", 2 * depth, "");
+			dot_text(b, "label=<<b>", "</b>>;\n", "repeat %" PRId64 " times", op->u.loop.count);
 			depth++;
 		} else if (op->kind == IA_ENDLOOP) {
 			depth--;
