@@ -705,8 +705,8 @@ static void dot_escape(Buf *b, const char *s)
 
 /* The one way text enters a label: printf's output, escaped, between the
  * markup open and close ("<b>" and "</b>", or "" and "").  All the text
- * below (numbers, placements, types, what an op does) is plain until it
- * goes through here. */
+ * below (numbers, placements, types, what an op does, statements, names)
+ * is plain until it goes through here; only the legend is constant. */
 static __attribute__((format(printf, 4, 5))) void dot_text(Buf *b, const char *open, const char *close,
                                                            const char *fmt, ...)
 {
@@ -974,7 +974,7 @@ static void dot_node(Dot *d, int i, int depth)
 	Buf l = {0};
 	dot_what(&l, d->p, op);
 	dot_text(b, "<b>", "</b><br/>", "%s", l.s);
-	l.len = 0;
+	buf_free(&l);
 	dot_place(&l, op, d->p->nranks);
 	buf_puts(&l, "\n");
 	dot_tuples(&l, &op->type);
@@ -1071,7 +1071,8 @@ static void dot_stmt(Dot *d, int s, int depth)
 	buf_printf(b, "%*s}\n", 2 * depth, "");
 }
 
-/* One node: a table of the fill colours and edge styles. */
+/* One node: a table of the fill colours and edge styles, constant DOT (its
+ * words hold no & < > ", so they need no dot_text). */
 static void dot_legend(Dot *d)
 {
 	static const struct { const char *fill, *what; } fills[] = {
@@ -1083,10 +1084,9 @@ static void dot_legend(Dot *d)
 	Buf *b = d->b;
 	buf_puts(b, "  legend [shape=plaintext, style=\"\", margin=0, label=<<table border=\"0\" cellborder=\"0\" "
 	            "cellspacing=\"2\" cellpadding=\"2\">\n    <tr><td colspan=\"2\" align=\"left\"><b>legend</b></td></tr>\n");
-	for (int i = 0; i < 4; i++) {
-		buf_printf(b, "    <tr><td bgcolor=\"%s\" border=\"1\" width=\"24\"> </td>", fills[i].fill);
-		dot_text(b, "<td align=\"left\">", "</td></tr>\n", "%s", fills[i].what);
-	}
+	for (int i = 0; i < 4; i++)
+		buf_printf(b, "    <tr><td bgcolor=\"%s\" border=\"1\" width=\"24\"> </td>"
+		           "<td align=\"left\">%s</td></tr>\n", fills[i].fill, fills[i].what);
 	buf_puts(b, "    <tr><td><font color=\"#c0392b\"><b>━━▶</b></font></td><td align=\"left\">broadcast: every tuple to every rank</td></tr>\n"
 	            "    <tr><td><font color=\"#2471a3\"><b>╍╍▶</b></font></td><td align=\"left\">shuffle: each tuple to the rank its keys name</td></tr>\n"
 	            "    <tr><td><font color=\"#888888\">──▶</font></td><td align=\"left\">local: no data moved</td></tr>\n"
