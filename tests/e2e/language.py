@@ -577,6 +577,37 @@ case("minibatch_sgd", """
 """, dict(X=rnd(12, 5), labels=np.array([0, 2, 1, 1, 0, 2, 2, 1, 0, 0, 1, 2], dtype=np.int64)),
      minibatch_sgd, tol=2e-5, ranks=[1, 2, 3, 4])
 
+def counter_schedule(x):
+    """a learning rate computed from the loop counter (issue 31, item 5):
+    a rank-0 statement whose value the counter gives each epoch"""
+    X = x["X"].astype(np.float64)
+    W, V = np.zeros(7), np.zeros(7)
+    for e in range(3):
+        lr = 0.1 / (1 + e)
+        W -= lr * X
+        for b in range(2):
+            V += (e * 2 + b) * 0.5 * X
+    return dict(W=W.astype(np.float32), V=V.astype(np.float32))
+case("counter_schedule", """
+    size N = 7, NB = 2;
+    input X[N];
+    param W[N] = zeros;
+    param V[N] = zeros;
+    repeat e in 3 {
+        lr = 0.1 / (1 + f32(e));
+        W[n] -= lr * X[n];
+        repeat b in NB {
+            step = e * NB + b;                 # an i64 scalar
+            half = f32(step) * 0.5;
+            V[n] += half * X[n];
+        }
+    }
+    output W; output V;
+""", dict(X=rnd(7)), counter_schedule, block=2, tol=1e-5, ranks=[1, 2, 3])
+for level in ("-O0", "-O1"):
+    case("counter_schedule" + level, CASES[-1]["src"], dict(X=CASES[-1]["inputs"]["X"]), counter_schedule,
+         block=2, tol=1e-5, flags=[level], ranks=[1, 3])
+
 def window_grads(x):
     """gradients through windows and shifts, by PyTorch autograd"""
     import torch
