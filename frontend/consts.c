@@ -2,7 +2,7 @@
  * consts.c: the one evaluator of what a program computes when it compiles:
  * sizes (dims, repeat counts, ranges, `every`, size items) and consts
  * (const items, initialisers' arguments, a rank-0 assignment that reads no
- * tensor).
+ * tensor and no loop counter).
  *
  * One walk serves both.  Its context says which type of value it makes,
  * and every sub-expression has that type:
