@@ -482,24 +482,25 @@ static bool count_in_idx(const Node *n, int v)
 	return false;
 }
 
-static int count_var(Node *n, int v)
+/* The occurrences of var v in n. */
+int fe_count_var(const Node *n, int v)
 {
 	int c = 0;
 	if (n->kind == N_INDEX)
 		return n->u.name.var == v;
 	if (n->kind == N_ACCESS) {
-		int var[2 * MAXDIM], k = fe_access_vars(n, var);
+		int var[MAX_ACCESS_VARS], k = fe_access_vars(n, var);
 		for (int d = 0; d < n->u.access.nidx; d++)
-			c += n->u.access.idx[d]->kind == N_ACCESS ? count_var(n->u.access.idx[d], v)
+			c += n->u.access.idx[d]->kind == N_ACCESS ? fe_count_var(n->u.access.idx[d], v)
 			                                          : n->u.access.idx[d]->u.name.var == v;
 		for (int i = 0; i < k; i++)             /* a var of an affine position alone */
 			c += var[i] == v && !count_in_idx(n, v);
 		return c;
 	}
 	Node **slot[3];
-	int k = fe_children(n, slot);
+	int k = fe_children((Node *)n, slot);
 	for (int i = 0; i < k; i++)
-		c += count_var(*slot[i], v);
+		c += fe_count_var(*slot[i], v);
 	return c;
 }
 
@@ -518,7 +519,7 @@ static Node **lca(Node **slot, int v, int total, Node **under)
 		Node **kids[3];
 		int k = fe_children(*slot, kids), next = -1;
 		for (int i = 0; i < k; i++)
-			if (count_var(*kids[i], v) == total)
+			if (fe_count_var(*kids[i], v) == total)
 				next = i;
 		if (next < 0)
 			return slot;
@@ -528,10 +529,33 @@ static Node **lca(Node **slot, int v, int total, Node **under)
 	}
 }
 
-static void place_implicit_sums(Sema *s, Node **root, int nlhs, const int *lhs)
+/* A warning about an implicit sum that is likely a typo: over an index of
+ * one access alone, taken inside a call (relu(X[n, d]) * W[d, h]), or in a
+ * param's update (W[d] -= lr * X[e]: an index on the left misspelt). */
+static void warn_sum(Sema *s, const Item *it, bool update, int v, Node *at, const Node *under)
 {
-	Node **slots[2 * MAXDIM + 16];
-	int vars[2 * MAXDIM + 16], nslots = 0;
+	const Var *var = &s->vars.v[v];
+	if (!s->opt->warnings || at->kind != N_ACCESS || var->single)
+		return;
+	if (under && under->kind == N_CALL)
+		diag(DIAG_WARNING, at->loc,
+		     "implicit sum over '%s' is taken inside '%s', of this access alone; write sum[%s](...) "
+		     "around the call if you meant to sum its results", var->name, under->u.call.name, var->name);
+	else if (update)
+		diag(DIAG_WARNING, at->loc, "implicit sum over '%s' is taken of this access alone, in an update of '%s'; "
+		     "write sum[%s](...) if you meant to sum it, or index it by the left side's names", var->name,
+		     it->name, var->name);
+}
+
+/* Einstein's rule: each index on the right that is neither on the left
+ * nor bound by a reduction is summed over the smallest sub-expression
+ * holding all its uses (an implicit N_REDUCE inserted there, one per
+ * sub-expression).  False (reported) when one sums more than MAXDIM. */
+static bool place_implicit_sums(Sema *s, const Item *it, bool update, Node **root, int nlhs, const int *lhs)
+{
+	Vec(Node **) slots = {0};
+	Vec(int) vars = {0};
+	bool ok = true;
 
 	for (int v = 0; v < s->vars.n; v++) {
 		bool on_left = false;
@@ -539,86 +563,91 @@ static void place_implicit_sums(Sema *s, Node **root, int nlhs, const int *lhs)
 			on_left |= lhs[i] == v;
 		if (on_left || s->vars.v[v].reduced)
 			continue;
-		int total = count_var(*root, v);
+		int total = fe_count_var(*root, v);
 		if (total == 0)
 			continue;
-		if (nslots == (int)(sizeof slots / sizeof slots[0])) {
-			diag(DIAG_ERROR, s->vars.v[v].loc, "too many summed indices in one statement");
-			return;
-		}
 		Node *under = NULL;
 		Node **slot = lca(root, v, total, &under);
-		if (under && (*slot)->kind == N_ACCESS && under->kind == N_CALL && !s->vars.v[v].single)
-			diag(DIAG_WARNING, (*slot)->loc,
-			     "implicit sum over '%s' is taken inside '%s', of this access alone; write sum[%s](...) "
-			     "around the call if you meant to sum its results",
-			     s->vars.v[v].name, under->u.call.name, s->vars.v[v].name);
-		slots[nslots] = slot;
-		vars[nslots++] = v;
+		warn_sum(s, it, update, v, *slot, under);
+		vec_push(&slots, slot);
+		vec_push(&vars, v);
 	}
 	/* one implicit reduction per distinct node, over all its vars */
-	for (int i = 0; i < nslots; i++) {
-		if (!slots[i])
+	for (int i = 0; ok && i < slots.n; i++) {
+		if (!slots.v[i])
 			continue;
-		Node *body = *slots[i];
+		int n = 0;
+		for (int j = i; j < slots.n; j++)
+			n += slots.v[j] == slots.v[i];
+		Node *body = *slots.v[i];
+		if (n > MAXDIM) {
+			diag(DIAG_ERROR, body->loc, "this sub-expression has %d indices summed by Einstein's rule; trac "
+			     "supports at most %d", n, MAXDIM);
+			ok = false;
+			break;
+		}
 		Node *r = fe_ast_node(s->arena, N_REDUCE, body->loc);
 		r->u.reduce.red = R_SUM;
 		r->u.reduce.implicit = true;
 		r->u.reduce.body = body;
 		r->u.reduce.names = arena_alloc(s->arena, MAXDIM * sizeof(char *));
 		r->u.reduce.nameloc = arena_alloc(s->arena, MAXDIM * sizeof(Loc));
-		for (int j = i; j < nslots; j++) {
-			if (slots[j] != slots[i])
+		for (int j = i; j < slots.n; j++) {
+			if (slots.v[j] != slots.v[i])
 				continue;
-			if (r->u.reduce.nnames == MAXDIM) {
-				diag(DIAG_ERROR, body->loc, "more than %d indices summed over one sub-expression", MAXDIM);
-				return;
-			}
 			int k = r->u.reduce.nnames++;
-			r->u.reduce.var[k] = vars[j];
-			r->u.reduce.names[k] = s->vars.v[vars[j]].name;
-			r->u.reduce.nameloc[k] = s->vars.v[vars[j]].loc;
-			s->vars.v[vars[j]].reduced = true;
+			r->u.reduce.var[k] = vars.v[j];
+			r->u.reduce.names[k] = s->vars.v[vars.v[j]].name;
+			r->u.reduce.nameloc[k] = s->vars.v[vars.v[j]].loc;
+			s->vars.v[vars.v[j]].reduced = true;
 			if (j != i)
-				slots[j] = NULL;
+				slots.v[j] = NULL;
 		}
-		*slots[i] = r;
+		*slots.v[i] = r;
 	}
+	vec_free(&slots);
+	vec_free(&vars);
+	return ok;
 }
 
-/* Free vars of every node, in first-occurrence order (for lowering). */
-static void free_vars(Node *n)
+/* Free vars of every node, in first-occurrence order, all of them (the
+ * rank check counts them). */
+static void free_vars(Sema *s, Node *n)
 {
-	n->nvar = 0;
+	Vec(int) var = {0};
 	if (n->kind == N_INDEX) {
-		n->var[n->nvar++] = n->u.name.var;
-		return;
-	}
-	if (n->kind == N_ACCESS) {
+		vec_push(&var, n->u.name.var);
+	} else if (n->kind == N_ACCESS) {
 		for (int d = 0; d < n->u.access.nidx; d++)
 			if (n->u.access.idx[d]->kind == N_ACCESS)
-				free_vars(n->u.access.idx[d]);  /* a gather's index, lowered on its own */
-		int var[2 * MAXDIM], k = fe_access_vars(n, var);
-		for (int i = 0; i < k && n->nvar < MAXDIM; i++)
-			n->var[n->nvar++] = var[i];
-		return;
-	}
-	Node **kids[3];
-	int k = fe_children(n, kids);
-	for (int c = 0; c < k; c++) {
-		Node *ch = *kids[c];
-		free_vars(ch);
-		for (int i = 0; i < ch->nvar; i++) {
-			int v = ch->var[i], skip = 0;
-			for (int j = 0; j < n->nvar; j++)
-				skip |= n->var[j] == v;
-			if (n->kind == N_REDUCE)
-				for (int j = 0; j < n->u.reduce.nnames; j++)
-					skip |= n->u.reduce.var[j] == v;
-			if (!skip && n->nvar < MAXDIM)
-				n->var[n->nvar++] = v;
+				free_vars(s, n->u.access.idx[d]);       /* a gather's index, lowered on its own */
+		int av[MAX_ACCESS_VARS], k = fe_access_vars(n, av);
+		for (int i = 0; i < k; i++)
+			vec_push(&var, av[i]);
+	} else {
+		Node **kids[3];
+		int k = fe_children(n, kids);
+		for (int c = 0; c < k; c++) {
+			Node *ch = *kids[c];
+			free_vars(s, ch);
+			for (int i = 0; i < ch->nvar; i++) {
+				int v = ch->var[i];
+				bool skip = false;
+				for (int j = 0; j < var.n; j++)
+					skip |= var.v[j] == v;
+				if (n->kind == N_REDUCE)
+					for (int j = 0; j < n->u.reduce.nnames; j++)
+						skip |= n->u.reduce.var[j] == v;
+				if (!skip)
+					vec_push(&var, v);
+			}
 		}
 	}
+	n->nvar = var.n;
+	n->var = arena_alloc(s->arena, (size_t)(var.n + 1) * sizeof(int));
+	if (var.n)
+		memcpy(n->var, var.v, (size_t)var.n * sizeof(int));
+	vec_free(&var);
 }
 
 static bool check_rank(Sema *s, Node *n)
@@ -672,7 +701,7 @@ bool fe_check_rhs(Sema *s, Item *it, const Tensor *param, const int *lhs, Ty *ty
 	}
 	bool ok = fe_infer_ranges(s);
 	for (int i = 0; i < nlhs; i++)
-		if (!param && count_var(it->u.assign.value, lhs[i]) == 0) {
+		if (!param && fe_count_var(it->u.assign.value, lhs[i]) == 0) {
 			diag(DIAG_ERROR, it->u.assign.idx[i]->loc, "index '%s' on the left does not occur on the right",
 			     s->vars.v[lhs[i]].name);
 			ok = false;
@@ -688,8 +717,10 @@ bool fe_check_rhs(Sema *s, Item *it, const Tensor *param, const int *lhs, Ty *ty
 		}
 	if (!ok)
 		return false;
-	place_implicit_sums(s, &it->u.assign.value, nlhs, lhs);
-	free_vars(it->u.assign.value);
+	if (!fe_group_products(s, &it->u.assign.value, nlhs, lhs) ||
+	    !place_implicit_sums(s, it, param != NULL, &it->u.assign.value, nlhs, lhs))
+		return false;
+	free_vars(s, it->u.assign.value);
 	if (!check_rank(s, it->u.assign.value) || diag_errors() > s->nerr_before)
 		return false;
 	if (!param && nlhs == 0 && !reads_tensor(it->u.assign.value)) {

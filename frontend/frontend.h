@@ -10,6 +10,7 @@
  *     consts.c            the one evaluator of sizes and consts
  *     index.c             index vars, extents, ranges, affine positions
  *     expr.c              expressions, element types, implicit sums
+ *     group.c             products regrouped to fit the index limit
  *     decl.c              size, const, input, param, output
  *     stmt.c              assign, print, repeat (and IST), grad
  *     defs.c, imports.c   defs inlined at each call; import
@@ -83,8 +84,8 @@ struct Node {
 	Loc loc;
 	DType dtype;            /* sema: element type of the value */
 	int height;             /* parser: levels of nodes below, at most MAX_DEPTH */
-	int nvar;               /* sema: the free index vars of the value, in order */
-	int var[MAXDIM];
+	int nvar;               /* sema: the free index vars of the value, in order (any number) */
+	int *var;
 	union {
 		double num;
 		const char *str;

@@ -323,12 +323,12 @@ int fe_access_vars(const Node *n, int *out)
 	int k = 0;
 	for (int d = 0; d < n->u.access.nidx; d++) {
 		if (n->u.access.idx[d]->kind == N_ACCESS) {     /* a gather: its index's vars */
-			int sub[2 * MAXDIM], ns = fe_access_vars(n->u.access.idx[d], sub);
+			int sub[MAX_ACCESS_VARS], ns = fe_access_vars(n->u.access.idx[d], sub);
 			for (int i = 0; i < ns; i++) {
 				int seen = 0;
 				for (int j = 0; j < k; j++)
 					seen |= out[j] == sub[i];
-				if (!seen && k < 2 * MAXDIM)
+				if (!seen && k < MAX_ACCESS_VARS)
 					out[k++] = sub[i];
 			}
 			continue;
@@ -339,7 +339,7 @@ int fe_access_vars(const Node *n, int *out)
 			int v = f ? f->var[i] : n->u.access.idx[d]->u.name.var, seen = 0;
 			for (int j = 0; j < k; j++)
 				seen |= out[j] == v;
-			if (!seen && k < 2 * MAXDIM)
+			if (!seen && k < MAX_ACCESS_VARS)
 				out[k++] = v;
 		}
 	}

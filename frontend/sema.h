@@ -8,6 +8,7 @@
  *   consts.c   the one evaluator of sizes and consts
  *   index.c    a statement's index vars: extents, ranges, affine positions
  *   expr.c     the right side: expressions, types, implicit sums
+ *   group.c    products regrouped to fit the index limit
  *   decl.c     size, const, input, param, output
  *   stmt.c     assignments, print, repeat (and its IST clause), grad
  *   defs.c     def declarations and their inlining at each call
@@ -21,6 +22,7 @@
 #define MAX_DEPTH 200           /* nesting in recursive walks, as the parser's */
 #define MAX_STATEMENTS 10000    /* after inlining defs: compile time grows faster than linearly */
 #define MAX_LOOP_DEPTH 32       /* repeat blocks inside one another */
+#define MAX_ACCESS_VARS (4 * MAXDIM * MAXDIM)   /* index vars of one access, counted (fe_access_vars) */
 
 typedef enum { SYM_SIZE, SYM_CONST, SYM_TENSOR, SYM_DEF, SYM_COUNTER } SymKind;
 
@@ -127,7 +129,12 @@ bool fe_infer_ranges(Sema *s);                  /* the vars only affine position
 /* ---- expr.c ---- */
 
 int fe_children(Node *n, Node ***slot);         /* a node's child slots, at most 3 */
+int fe_count_var(const Node *n, int v);         /* occurrences of var v in n */
 bool fe_check_rhs(Sema *s, Item *it, const Tensor *param, const int *lhs, Ty *ty);
+
+/* ---- group.c ---- */
+
+bool fe_group_products(Sema *s, Node **root, int nlhs, const int *lhs);  /* false: reported */
 
 /* ---- decl.c ---- */
 

@@ -18,7 +18,7 @@
  *             (3^n splits), greedy beyond (the cheapest pair first)
  *   memory    an intermediate bigger than the memory of all ranks
  *             (--mem-per-rank, or the machine model's, times the ranks)
- *             is never chosen
+ *             is never chosen, nor a join of more than MAXDIM indices
  *
  * It runs on TRA before blocking (blocks are still the whole extents) and
  * keeps the root's key and chunk order, so nothing downstream changes.  A
@@ -232,8 +232,8 @@ static bool order_exact(const Order *o, Plan *out)
 			if (!(a & low))
 				continue;
 			uint32_t b = s ^ a;
-			if (isinf(best[a]) || isinf(best[b]))
-				continue;
+			if (isinf(best[a]) || isinf(best[b]) || __builtin_popcountll(kept(o, a) | kept(o, b)) > MAXDIM)
+				continue;       /* a relation has at most MAXDIM key dims */
 			double f = vol(o->t, kept(o, a) | kept(o, b));
 			double c = best[a] + best[b] + f;
 			if (c < best[s]) {
@@ -268,7 +268,7 @@ static bool order_greedy(const Order *o, Plan *out)
 			for (int j = i + 1; j < nl; j++) {
 				uint32_t a = out->node[live[i]].set, b = out->node[live[j]].set;
 				double size = vol(o->t, kept(o, a | b));
-				if (size > o->limit && nl > 2)
+				if ((size > o->limit && nl > 2) || __builtin_popcountll(kept(o, a) | kept(o, b)) > MAXDIM)
 					continue;
 				double f = vol(o->t, kept(o, a) | kept(o, b));
 				if (f < bf || (f == bf && size < bsize)) {

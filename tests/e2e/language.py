@@ -471,6 +471,31 @@ case("one_hot_training", """
     output W;
 """, dict(X=rnd(8, 5), labels=np.array([0, 2, 1, 1, 0, 2, 2, 1], dtype=np.int64)), one_hot_training, tol=2e-5)
 
+# ---- products regrouped to fit the index limit (issue 31, item 2) ----
+def product_grouping(x):
+    f = {k: v.astype(np.float64) for k, v in x.items()}
+    Y = np.einsum("d,e,gihb,gifabc,hfac->de", f["T0"], f["T1"], f["T2"], f["T3"], f["T4"])
+    P = np.einsum("abcdefgh,i,i->abcdefgh", f["X"], f["V"], f["U"])
+    return dict(Y=Y.astype(np.float32), P=P.astype(np.float32), Q=Y.astype(np.float32), R=(2 * P).astype(np.float32))
+case("product_grouping", """
+    size N = 3, M = 2;
+    input T0[N]; input T1[N];
+    input T2[N, N, N, N];
+    input T3[N, N, N, N, N, N];
+    input T4[N, N, N, N];
+    input X[M, M, M, M, M, M, M, M];
+    input V[N]; input U[N];
+    # left to right, T0 T1 T2 joined with T3 holds 10 indices: regrouped
+    Y[d, e] = T0[d] * T1[e] * T2[g, i, h, b] * T3[g, i, f, a, b, c] * T4[h, f, a, c];
+    # X V holds 9: V U first
+    P[a, b, c, d, e, f, g, h] = X[a, b, c, d, e, f, g, h] * V[i] * U[i];
+    # an explicit sum around a product that must be regrouped
+    Q[d, e] = sum[g, i, h, b, f, a, c](T0[d] * T1[e] * T2[g, i, h, b] * T3[g, i, f, a, b, c] * T4[h, f, a, c]);
+    R[a, b, c, d, e, f, g, h] = 2 * X[a, b, c, d, e, f, g, h] * V[i] * U[i];
+    output Y; output P; output Q; output R;
+""", dict(T0=rnd(3), T1=rnd(3), T2=rnd(3, 3, 3, 3), T3=rnd(3, 3, 3, 3, 3, 3), T4=rnd(3, 3, 3, 3),
+          X=rnd(2, 2, 2, 2, 2, 2, 2, 2), V=rnd(3), U=rnd(3)), product_grouping, block=2, tol=1e-5, ranks=[1, 2, 3])
+
 # ---- loop counters, windows that move with them, shifted positions ----
 # (on 1, 2, 3 and 4 ranks, blocks that divide nothing)
 
