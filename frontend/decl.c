@@ -3,7 +3,8 @@
  *
  * A size is a positive integer and a const a real, both known when the
  * program compiles (consts.c evaluates them) and both overridden by -D
- * NAME=VALUE (each -D must name one: fe_compile reports those unused).
+ * NAME=VALUE (each -D must name one: fe_compile reports those unused; a
+ * bad value stops the check).
  * An input or param declares a tensor of at most MAXDIM positive dims
  * whose elements fit in 64 bits; its dims keep the names of the sizes that
  * give them (an IST loop splits by them).  An input is read at the start,
@@ -28,49 +29,62 @@ static const Define *find_define(Sema *s, const char *name, int *index)
 	return NULL;
 }
 
-/* size N = 64;  (-D N=128 overrides it) */
+/* A -D value that is wrong is one error and the end of the check: every
+ * later use of the name would otherwise report again (issue 31). */
+static void bad_define(Sema *s, const Define *d, const char *why)
+{
+	diag(DIAG_ERROR, NOLOC, "-D %s=%s: %s", d->name, d->value, why);
+	s->stop = true;
+}
+
+/* size N = 64;  (-D N=128 overrides it).  A size whose expression is in
+ * error is declared 1, so that its uses say nothing more. */
 void fe_check_size(Sema *s, Item *it)
 {
 	int64_t v;
 	int di;
 	const Define *d = find_define(s, it->name, &di);
-	if (!fe_eval_size(s, it->u.size.value, &v))
-		return;
 	if (d) {
 		char *end;
 		errno = 0;
 		long long dv = strtoll(d->value, &end, 10);
 		s->define_used[di] = true;
-		if (*end || end == d->value || errno) {
-			diag(DIAG_ERROR, NOLOC, "-D %s=%s: a size must be an integer", d->name, d->value);
-			return;
-		}
-		v = dv;
+		if (*end || end == d->value || errno)
+			return bad_define(s, d, "a size must be an integer");
+		if (dv < 1)
+			return bad_define(s, d, "a size must be positive");
 	}
-	if (v < 1) {
+	bool ok = fe_eval_size(s, it->u.size.value, &v);
+	if (d) {
+		v = strtoll(d->value, NULL, 10);
+	} else if (!ok) {
+		v = 1;
+	} else if (v < 1) {
 		diag(DIAG_ERROR, it->u.size.value->loc, "size '%s' is %" PRId64 "; sizes must be positive", it->name, v);
-		return;
+		v = 1;
 	}
 	fe_declare(s, (Sym){.kind = SYM_SIZE, .name = it->name, .loc = it->nameloc, .size = v});
 }
 
-/* const lr = 0.1;  (-D lr=0.01 overrides it) */
+/* const lr = 0.1;  (-D lr=0.01 overrides it).  A const whose expression
+ * is in error is declared 1, so that its uses say nothing more. */
 void fe_check_const(Sema *s, Item *it)
 {
 	double v;
 	int di;
 	const Define *d = find_define(s, it->name, &di);
-	if (!fe_eval_const(s, it->u.cnst.value, &v))
-		return;
 	if (d) {
 		char *end;
 		s->define_used[di] = true;
-		v = strtod(d->value, &end);
-		if (*end || end == d->value) {
-			diag(DIAG_ERROR, NOLOC, "-D %s=%s: a const must be a number", d->name, d->value);
-			return;
-		}
+		strtod(d->value, &end);
+		if (*end || end == d->value)
+			return bad_define(s, d, "a const must be a number");
 	}
+	bool ok = fe_eval_const(s, it->u.cnst.value, &v);
+	if (d)
+		v = strtod(d->value, NULL);
+	else if (!ok)
+		v = 1;
 	fe_declare(s, (Sym){.kind = SYM_CONST, .name = it->name, .loc = it->nameloc, .value = v});
 }
 

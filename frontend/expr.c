@@ -234,9 +234,10 @@ static bool check_call(Sema *s, Node *n, Ty *ty)
 		if (!strcmp(functions[i].name, name))
 			fn = i;
 	if (fn < 0 && conv < 0) {
-		const char *names[NFUNCTIONS];
+		/* the functions, and the keywords called like one */
+		const char *names[NFUNCTIONS + 6] = {"where", "grad", "f32", "f64", "i32", "i64"};
 		for (int i = 0; i < NFUNCTIONS; i++)
-			names[i] = functions[i].name;
+			names[6 + i] = functions[i].name;
 		Sym *sym = fe_lookup(s, name);
 		if (sym && sym->kind == SYM_DEF)
 			diag(DIAG_ERROR, n->loc, "a call of def '%s' must be the whole right side of an assignment, "
@@ -245,7 +246,7 @@ static bool check_call(Sema *s, Node *n, Ty *ty)
 			diag(DIAG_ERROR, n->u.call.nameloc, "'%s' is %s, not a function", name, fe_sym_what(sym, s->prog));
 		else
 			diag(DIAG_ERROR, n->u.call.nameloc, "unknown function '%s'%s", name,
-			     fe_did_you_mean(s, name, ANY_SYM, names, NFUNCTIONS));
+			     fe_did_you_mean(s, name, ANY_SYM, names, NFUNCTIONS + 6));
 		return false;
 	}
 	if (n->u.call.nargs != 1) {

@@ -200,6 +200,10 @@ const char *fe_red_name(RedKind r);
 void fe_ast_print(Buf *b, const Ast *ast);     /* for tests and --dump-after=parse */
 void fe_formal_print(Buf *b, const Formal *f);   /* "W[d, h]": a def's parameter or result */
 
+/* ---- names.c (sema's symbol table) ---- */
+
+int fe_edit_distance(const char *a, const char *b);    /* for did-you-mean; 99 past 64 characters */
+
 /* ---- parse.c (parser.y): text -> AST ---- */
 
 /* Parse source file `file` (from src_add).  Syntax errors are reported

@@ -22,7 +22,11 @@ Sym *fe_lookup(Sema *s, const char *name)
 	return NULL;
 }
 
-static int edit_distance(const char *a, const char *b)
+/* The edit distance between a and b, counting an insertion, a deletion, a
+ * substitution and a swap of two neighbours as one each (99 past 64
+ * characters): for did-you-mean, here and in the scanner's misspelt
+ * keywords (`inptu` is one swap from `input`). */
+int fe_edit_distance(const char *a, const char *b)
 {
 	int n = strlen(a), m = strlen(b);
 	if (n > 64 || m > 64)
@@ -39,6 +43,8 @@ static int edit_distance(const char *a, const char *b)
 				c = d[i - 1][j] + 1;
 			if (d[i][j - 1] + 1 < c)
 				c = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < c)
+				c = d[i - 2][j - 2] + 1;
 			d[i][j] = c;
 		}
 	return d[n][m];
@@ -54,14 +60,14 @@ const char *fe_did_you_mean(Sema *s, const char *name, int kind, const char *con
 	for (int i = 0; i < s->syms.n; i++) {
 		if (kind != ANY_SYM && (int)s->syms.v[i].kind != kind)
 			continue;
-		int d = edit_distance(name, s->syms.v[i].name);
+		int d = fe_edit_distance(name, s->syms.v[i].name);
 		if (d <= bestd && (d < bestd || !best)) {
 			best = s->syms.v[i].name;
 			bestd = d;
 		}
 	}
 	for (int i = 0; i < nextra; i++) {
-		int d = edit_distance(name, extra[i]);
+		int d = fe_edit_distance(name, extra[i]);
 		if (d <= bestd && (d < bestd || !best)) {
 			best = extra[i];
 			bestd = d;

@@ -627,7 +627,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, yyscan_t scanner, stru
 Ast *fe_parse(Arena *arena, int file)
 {
 	const SrcFile *f = src_get(file);
-	struct LexState ls = {file, 0, arena, 0, 0, false};
+	struct LexState ls = {file, 0, arena, 0, 0, false, 0};
 	struct Parse ps = {arena, file, {0}, 0, false};
 	yyscan_t scanner;
 	Ast *ast = arena_alloc(arena, sizeof *ast);

@@ -48,6 +48,8 @@ static void poison_on_error(Sema *s, Item *it)
 /* One item, in the scope the items before it made. */
 void fe_check_item(Sema *s, Item *it)
 {
+	if (s->stop)
+		return;
 	if (s->ist_skip && (it->kind == I_ASSIGN || it->kind == I_PRINT || it->kind == I_OUTPUT))
 		return;
 	if (s->ist_depth && it->kind == I_PRINT) {
@@ -123,10 +125,10 @@ TraProg *fe_compile(Ast *ast, FeOptions *opt)
 
 	s.ist_skip = opt->ist_local > 0;
 	fe_check_items(&s, ast->items, ast->nitems);
-	if (!opt->ist_local)
+	if (!opt->ist_local && !s.stop)
 		fe_check_outputs(&s, ast);
 
-	for (int i = 0; i < opt->ndefines; i++)
+	for (int i = 0; i < opt->ndefines && !s.stop; i++)
 		if (!s.define_used[i])
 			diag(DIAG_ERROR, NOLOC, "-D %s=%s: the program declares no size or const named '%s'",
 			     opt->defines[i].name, opt->defines[i].value, opt->defines[i].name);

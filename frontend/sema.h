@@ -81,6 +81,7 @@ typedef struct Sema {
 	int depth;
 	int nerr_before;
 	bool too_many;                  /* MAX_STATEMENTS was reported */
+	bool stop;                      /* a bad -D value was reported: check nothing more */
 	/* IST loops (repeat ... split ... every ...) */
 	int nist;                       /* seen so far, in source order */
 	int ist_depth;                  /* loop depth + 1 of the IST loop being checked, else 0 */
