@@ -539,6 +539,24 @@ TVal tb_binary(TraBuild *l, KOp kop, TVal a, TVal b)
 	return join(l, a, b, kop);
 }
 
+/* c ? x : 0 (or c ? 0 : x when !keep), element by element: a kernel's
+ * where, so an x that is infinite or NaN where c is false (log of a
+ * negative, a diverged loss) stays out; built as tb_binary builds. */
+static TVal pick(TraBuild *l, TVal c, TVal x, bool keep)
+{
+	KExpr *zero = kx_const(l->arena, 0);
+	KExpr *in[2] = {c.op >= 0 ? in_or(l, c.pend, 0) : c.pend, x.op >= 0 ? in_or(l, x.pend, 0) : x.pend};
+	if (c.op >= 0 && x.op >= 0 && !same_rel(&c, &x))
+		return tb_join_expr(l, c, x, kx_op(l->arena, KOP_WHERE, kx_op(l->arena, KOP_NE, kx_in(l->arena, 0), zero, NULL),
+		                                   keep ? kx_in(l->arena, 1) : zero, keep ? zero : kx_in(l->arena, 1)));
+	TVal out = c.op >= 0 ? c : x;
+	out.pend = kx_op(l->arena, KOP_WHERE, kx_op(l->arena, KOP_NE, in[0], zero, NULL), keep ? in[1] : zero,
+	                 keep ? zero : in[1]);
+	if (c.op >= 0 && x.op >= 0)
+		out.fresh = false;      /* read twice: do not fold into its kernel */
+	return out;
+}
+
 /* where(c, a, b) over up to three relations: one map when they share one
  * relation and schema; otherwise (c ? a : 0) + (c ? 0 : b), exact for every
  * value but the sign of a zero. */
@@ -560,12 +578,9 @@ TVal tb_where(TraBuild *l, TVal c, TVal a, TVal b)
 			out.fresh = false;
 		return out;
 	}
-	TVal zero = {.op = -1, .pend = kx_const(l->arena, 0)};
 	TVal c2 = c;
 	c2.fresh = false;
-	TVal ta = tb_binary(l, KOP_MUL, tb_binary(l, KOP_NE, c, zero), a);
-	TVal tbr = tb_binary(l, KOP_MUL, tb_binary(l, KOP_EQ, c2, zero), b);
-	return tb_binary(l, KOP_ADD, ta, tbr);
+	return tb_binary(l, KOP_ADD, pick(l, c, a, true), pick(l, c2, b, false));
 }
 
 /* A[i, k]: the tensor's relation, its key dims named by the index vars.  A

@@ -73,6 +73,23 @@ case("compare_where", """
     H=np.where(x["A"] < 0, x["P"], x["A"] * 3),
     K=np.where(x["A"] >= 0, 1.0, 0.0).astype(np.float32)))
 
+def where_guard(x):
+    X, Y = x["X"].astype(np.float64), x["Y"].astype(np.float64)
+    with np.errstate(all="ignore"):
+        G = np.where(X[:, None] > 0, np.log(X)[:, None], Y)
+        R = np.where(X != 0, 1 / X, 0)[:, None] * Y
+    return dict(G=G.astype(np.float32), R=R.astype(np.float32))
+case("where_guard", """
+    size I = 7, J = 5;
+    input X[I];
+    input Y[I, J];
+    # the branch not taken is log of a negative (NaN) and 1/0 (inf):
+    # where keeps it out, as numpy's does
+    G[i, j] = where(X[i] > 0, log(X[i]), Y[i, j]);
+    R[i, j] = where(X[i] != 0, 1 / X[i], 0) * Y[i, j];
+    output G; output R;
+""", dict(X=np.array([1.5, -1, 0, 2, -3, 0.5, 0], dtype=np.float32), Y=rnd(7, 5)), where_guard)
+
 case("scalar_constant", """
     size I = 7, J = 5;
     const c = sqrt(J * 0.05) + relu(-1);
