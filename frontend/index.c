@@ -316,6 +316,51 @@ bool fe_check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
 	return true;
 }
 
+/* Position d of a param t written on the left, W[e, i] = ...: loop
+ * counters, sizes and numbers, affine, and no index name; true when every
+ * value the counters give it is inside t's dim d (the write is then of
+ * one element along it), false (reported) otherwise. */
+bool fe_check_position(Sema *s, Node *ix, const Tensor *t, int d)
+{
+	int nvars = s->vars.n;
+	Affine a;
+	bool ok = affine_of(s, ix, &a);
+	int64_t lo = a.c0, hi = a.c0;
+	for (int i = 0; ok && i < a.n; i++) {
+		if (a.t[i].coef == 0)
+			continue;
+		if (!a.t[i].counter) {
+			char *text = loc_text(ix->loc);
+			diag(DIAG_ERROR, a.t[i].loc, "'%s' is an index name in position '%s' on the left: writing a "
+			     "window of a param is not supported yet; a position on the left is an index name, or loop "
+			     "counters, sizes and numbers (one element)", s->vars.v[a.t[i].id].name, text);
+			free(text);
+			ok = false;
+			break;
+		}
+		const Sym *c = &s->syms.v[a.t[i].id];
+		int64_t last = c->size > 0 ? c->size - 1 : 0, ext;
+		if (!mul_ok(a.t[i].coef, last, &ext) || !add_ok(ext > 0 ? hi : lo, ext, ext > 0 ? &hi : &lo)) {
+			diag(DIAG_ERROR, ix->loc, "an index expression's positions overflow 64 bits");
+			ok = false;
+		}
+	}
+	s->vars.n = nvars;      /* an index name made a var: reported */
+	if (ok && (lo < 0 || hi >= t->shape[d])) {
+		char *text = loc_text(ix->loc);
+		if (lo == hi)
+			diag(DIAG_ERROR, ix->loc, "position '%s' of '%s' is %" PRId64 ", outside its dimension %d "
+			     "(0 to %" PRId64 ")", text, t->name, lo, d + 1, t->shape[d] - 1);
+		else
+			diag(DIAG_ERROR, ix->loc, "position '%s' of '%s' runs from %" PRId64 " to %" PRId64 " as its loop "
+			     "counters run, outside its dimension %d (0 to %" PRId64 ")", text, t->name, lo, hi, d + 1,
+			     t->shape[d] - 1);
+		free(text);
+		ok = false;
+	}
+	return ok;
+}
+
 /* The index vars of access n, each once: its positions' names, then the
  * other vars of its affine positions. */
 int fe_access_vars(const Node *n, int *out)

@@ -123,6 +123,7 @@ bool fe_range_extent(Sema *s, Node *range, int64_t *extent);    /* `i in N`: N, 
 const char *fe_range_why(Sema *s, Loc loc);     /* "the range 'i in N'" */
 void fe_needs_range(Sema *s, int v, const char *where);
 bool fe_check_affine_index(Sema *s, Node *n, int d, const Tensor *t);   /* position d of access n */
+bool fe_check_position(Sema *s, Node *ix, const Tensor *t, int d);      /* W[e, i] = ...: e, in t's dim d */
 int fe_access_vars(const Node *n, int *out);    /* an access's vars, each once */
 bool fe_in_affine(const Sema *s, int v);
 bool fe_infer_ranges(Sema *s);                  /* the vars only affine positions use */

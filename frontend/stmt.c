@@ -118,10 +118,9 @@ static bool lhs_indices(Sema *s, Item *it, const Tensor *param, int *lhs)
 	return ok;
 }
 
-/* W[i, j] -= v: the right side becomes W[i, j] - v, the op '='. */
-static void update_value(Sema *s, Item *it)
+/* The param of the left side read as it is, W[i, j]. */
+static Node *target_access(Sema *s, Item *it)
 {
-	static const BinOp ops[] = {B_ADD, B_ADD, B_SUB, B_MUL, B_DIV};
 	int nlhs = it->u.assign.nidx;
 	Node *w = fe_ast_node(s->arena, N_ACCESS, it->nameloc);
 	w->u.access.name = it->name;
@@ -132,12 +131,100 @@ static void update_value(Sema *s, Item *it)
 		w->u.access.idx[i] = fe_ast_node(s->arena, N_NAME, it->u.assign.idx[i]->loc);
 		w->u.access.idx[i]->u.name.name = it->u.assign.idx[i]->u.name.name;
 	}
-	Node *v = fe_ast_node(s->arena, N_BINARY, it->loc);
-	v->u.binary.op = ops[it->u.assign.op];
-	v->u.binary.a = w;
-	v->u.binary.b = it->u.assign.value;
-	it->u.assign.value = v;
+	w->height = 2;
+	return w;
+}
+
+static Node *node2(Sema *s, NodeKind kind, BinOp op, Node *a, Node *b, Loc loc)
+{
+	Node *n = fe_ast_node(s->arena, kind, loc);
+	n->u.binary.op = op;
+	n->u.binary.a = a;
+	n->u.binary.b = b;
+	n->height = (a->height > b->height ? a->height : b->height) + 1;
+	return n;
+}
+
+/* W[i, j] -= v: the right side becomes W[i, j] - v, the op '='. */
+static void update_value(Sema *s, Item *it)
+{
+	static const BinOp ops[] = {B_ADD, B_ADD, B_SUB, B_MUL, B_DIV};
+	it->u.assign.value = node2(s, N_BINARY, ops[it->u.assign.op], target_access(s, it), it->u.assign.value, it->loc);
 	it->u.assign.op = A_SET;
+}
+
+/* Is position ix on the left one element of a dim (a loop counter, a
+ * number, an expression) rather than an index name?  For a param a size
+ * or const is one too. */
+static bool one_position(Sema *s, const Node *ix, const Tensor *param)
+{
+	if (ix->kind != N_NAME)
+		return true;
+	const Sym *sym = ix->u.name.range ? NULL : fe_lookup(s, ix->u.name.name);
+	return sym && (sym->kind == SYM_COUNTER || (param && (sym->kind == SYM_SIZE || sym->kind == SYM_CONST)));
+}
+
+/*
+ * W[e, i] op= v with a position given by loop counters, sizes and numbers
+ * (numpy's W[e, :] = v): the element there (the row, ...) gets the new
+ * value, the rest of W keeps its own.  Rewritten as a whole update,
+ *
+ *   W[e', i] = where(e' == e, W[e', i] op v, W[e', i]);
+ *
+ * e' an index over W's dim, named e' so that no program can name it.
+ * False (reported) when a position is not one, or outside W.  A curve of
+ * losses is such a param, written element by element in the loops and
+ * output at the end.
+ */
+static bool write_positions(Sema *s, Item *it, const Tensor *param)
+{
+	static const BinOp ops[] = {B_ADD, B_ADD, B_SUB, B_MUL, B_DIV};
+	Node *cond = NULL;
+	bool ok = true;
+	for (int d = 0; d < it->u.assign.nidx; d++) {
+		Node *ix = it->u.assign.idx[d];
+		if (!one_position(s, ix, param))
+			continue;
+		if (!param) {
+			char *text = loc_text(ix->loc);
+			diag(DIAG_ERROR, ix->loc, "only a param can be written at a position such as '%s'; declare '%s' "
+			     "as one (param %s[...] = zeros;) to fill it element by element", text, it->name, it->name);
+			free(text);
+			return false;
+		}
+		if (s->ist_depth) {
+			diag(DIAG_ERROR, ix->loc, "writing a param at a position inside an IST loop is not supported yet: "
+			     "the subnets' copies of an unsplit param are averaged");
+			return false;
+		}
+		if (!fe_check_position(s, ix, param, d)) {
+			ok = false;
+			continue;
+		}
+		char *text = loc_text(ix->loc);
+		Node *at = fe_ast_node(s->arena, N_NAME, ix->loc);
+		at->u.name.name = arena_alloc(s->arena, strlen(text) + 2);
+		sprintf((char *)at->u.name.name, "%s'", text);
+		free(text);
+		Node *var = fe_ast_node(s->arena, N_NAME, ix->loc);
+		var->u.name.name = at->u.name.name;
+		Node *eq = node2(s, N_BINARY, B_EQ, var, ix, ix->loc);
+		cond = cond ? node2(s, N_BINARY, B_MUL, cond, eq, ix->loc) : eq;
+		it->u.assign.idx[d] = at;
+	}
+	if (!cond || !ok)
+		return ok;
+	Node *v = it->u.assign.value;
+	if (it->u.assign.op != A_SET)
+		v = node2(s, N_BINARY, ops[it->u.assign.op], target_access(s, it), v, it->loc);
+	Node *w = fe_ast_node(s->arena, N_WHERE, it->loc);
+	w->u.where.cond = cond;
+	w->u.where.a = v;
+	w->u.where.b = target_access(s, it);
+	w->height = (cond->height > v->height ? cond->height : v->height) + 1;
+	it->u.assign.value = w;
+	it->u.assign.op = A_SET;
+	return true;
 }
 
 /* A new name's tensor, declared; -1 (reported) when it is too large. */
@@ -197,7 +284,7 @@ void fe_check_assign(Sema *s, Item *it)
 		diag(DIAG_ERROR, it->nameloc, "'%s' has %d dimensions; trac supports at most %d", it->name, nlhs, MAXDIM);
 		return;
 	}
-	if (!lhs_indices(s, it, param, lhs))
+	if (!write_positions(s, it, param) || !lhs_indices(s, it, param, lhs))
 		return;
 	if (param && it->u.assign.op != A_SET)
 		update_value(s, it);

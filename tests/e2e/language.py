@@ -650,6 +650,52 @@ for level in ("-O0", "-O1"):
     case("counter_schedule" + level, CASES[-1]["src"], dict(X=CASES[-1]["inputs"]["X"]), counter_schedule,
          block=2, tol=1e-5, flags=[level], ranks=[1, 3])
 
+def loss_curve(x):
+    """a training curve: a param written element by element at positions
+    the loop counters give (issue 31, item 5), and a row per epoch"""
+    X, T = x["X"].astype(np.float64), x["T"].astype(np.float64)
+    W = np.zeros(3)
+    L, H, S = np.zeros((3, 2)), np.zeros((3, 3)), np.full(7, 1.0)
+    for e in range(3):
+        for b in range(2):
+            Xb, Tb = X[b * 3:b * 3 + 3], T[b * 3:b * 3 + 3]
+            R = Xb @ W - Tb
+            loss = (R * R).sum() / 3
+            L[e, b] = loss
+            S[e * 2 + b + 1] += loss
+            W -= 0.1 * 2 * Xb.T @ R / 3
+        H[e] = W
+    S[0] *= 3
+    return dict(W=W.astype(np.float32), losses=L.astype(np.float32), hist=H.astype(np.float32),
+                S=S.astype(np.float32))
+case("loss_curve", """
+    size N = 6, D = 3, E = 3, NB = 2, B = 3;
+    input X[N, D];
+    input T[N];
+    param W[D] = zeros;
+    param losses[E, NB] = zeros;        # the curve: one element per step
+    param hist[E, D] = zeros;           # W after each epoch: a row per epoch
+    param S[2 * E + 1] = ones;
+    S[0] *= 3;                          # a fixed position, outside the loops
+    repeat e in E {
+        repeat b in NB {
+            Xb[n in B, d] = X[b*B + n, d];
+            Tb[n in B] = T[b*B + n];
+            R[n] = Xb[n, d] * W[d] - Tb[n];
+            loss = sum[n](R[n] * R[n]) / B;
+            losses[e, b] = loss;
+            S[e * NB + b + 1] += loss;
+            dW = grad(loss, W);
+            W[d] -= 0.1 * dW[d];
+        }
+        hist[e, d] = W[d];
+    }
+    output W; output losses; output hist; output S;
+""", dict(X=rnd(6, 3), T=rnd(6)), loss_curve, block=2, tol=2e-5, ranks=[1, 2, 3])
+for level in ("-O0", "-O1"):
+    case("loss_curve" + level, CASES[-1]["src"], CASES[-1]["inputs"], loss_curve, block=2, tol=2e-5,
+         flags=[level], ranks=[1, 3])
+
 def window_grads(x):
     """gradients through windows and shifts, by PyTorch autograd"""
     import torch
