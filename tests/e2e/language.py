@@ -513,6 +513,30 @@ case("product_grouping", """
 """, dict(T0=rnd(3), T1=rnd(3), T2=rnd(3, 3, 3, 3), T3=rnd(3, 3, 3, 3, 3, 3), T4=rnd(3, 3, 3, 3),
           X=rnd(2, 2, 2, 2, 2, 2, 2, 2), V=rnd(3), U=rnd(3)), product_grouping, block=2, tol=1e-5, ranks=[1, 2, 3])
 
+def product_many(x):
+    want = x["X"].astype(np.float64)
+    for k in range(8):
+        want = want * float(x["V%d" % k].astype(np.float64) @ x["U%d" % k].astype(np.float64))
+    return dict(Y=want.astype(np.float32))
+case("product_grouping_many", """
+    # 17 factors, grouped greedily (more than group.c searches exactly):
+    # X V0 would hold 9 indices
+    size M = 2, Z = 3;
+    input X[M, M, M, M, M, M, M, M];
+    input V0[Z]; input U0[Z];
+    input V1[Z]; input U1[Z];
+    input V2[Z]; input U2[Z];
+    input V3[Z]; input U3[Z];
+    input V4[Z]; input U4[Z];
+    input V5[Z]; input U5[Z];
+    input V6[Z]; input U6[Z];
+    input V7[Z]; input U7[Z];
+    Y[a, b, c, d, e, f, g, h] = X[a, b, c, d, e, f, g, h] *
+        V0[z0] * U0[z0] * V1[z1] * U1[z1] * V2[z2] * U2[z2] * V3[z3] * U3[z3] * V4[z4] * U4[z4] * V5[z5] * U5[z5] * V6[z6] * U6[z6] * V7[z7] * U7[z7];
+    output Y;
+""", dict(X=rnd(2, 2, 2, 2, 2, 2, 2, 2), **{n: rnd(3) for k in range(8) for n in ("V%d" % k, "U%d" % k)}),
+     product_many, block=2, tol=1e-5, ranks=[1, 2])
+
 # ---- loop counters, windows that move with them, shifted positions ----
 # (on 1, 2, 3 and 4 ranks, blocks that divide nothing)
 
