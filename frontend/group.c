@@ -167,9 +167,8 @@ static int written_width(const Product *p, const Node *n, Set *set)
 static double volume(const Product *p, VarSet v)
 {
 	double x = 1;
-	for (int i = 0; i < p->nvar; i++)
-		if (v >> i & 1)
-			x *= (double)p->s->vars.v[p->var[i]].extent;
+	for (; v; v &= v - 1)
+		x *= (double)p->s->vars.v[p->var[__builtin_ctzll(v)]].extent;
 	return x;
 }
 
