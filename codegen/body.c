@@ -421,7 +421,7 @@ static void emit_ENDLOOP(Emit *e, const OpProps *o)
 /* The emitter of each IA op kind, a row per row of ir/ops.def: a kind
  * without an emit_NAME above does not build. */
 static void (*const emitters[])(Emit *e, const OpProps *o) = {
-#define IA_OP(n, s, a, m, d) [IA_##n] = emit_##n,
+#define IA_OP(n, s, mv, in, k, m) [IA_##n] = emit_##n,
 #include "ir/ops.def"
 };
 

@@ -11,10 +11,29 @@
 
 #include "ir/ir.h"
 
-static const struct { const char *name; bool moves; } ia_ops[] = {
-#define IA_OP(n, s, a, m, d) {s, m},
+/* ops.def's IA table: each op's name, whether it moves tuples, its input
+ * fields and its kernel's (0: none). */
+#define INS(...) {__VA_ARGS__}
+#define NONE ()
+#define IN(f) {offsetof(IaOp, u.f), 0, IN_ALWAYS}
+#define OPT(f) {offsetof(IaOp, u.f), 0, IN_NONNEG}
+#define IF(f, on) {offsetof(IaOp, u.f), offsetof(IaOp, u.on), IN_FLAG}
+#define KERNEL(f) offsetof(IaOp, u.f)
+static const struct {
+	const char *name;
+	bool moves;
+	InField in[MAXIN];
+	size_t kernel;
+} ia_ops[] = {
+#define IA_OP(n, s, mv, in, k, m) [IA_##n] = {s, mv, INS in, k},
 #include "ops.def"
 };
+#undef INS
+#undef NONE
+#undef IN
+#undef OPT
+#undef IF
+#undef KERNEL
 
 const char *ia_op_name(IaOpKind k)
 {
@@ -296,67 +315,13 @@ void ia_loops_free(IaLoops *l)
 
 int ia_inputs(const IaOp *op, int *in)
 {
-	switch (op->kind) {
-	case IA_READ:
-		return 0;
-	case IA_BCAST:
-		in[0] = op->u.bcast.in;
-		return 1;
-	case IA_SHUFFLE:
-		in[0] = op->u.shuffle.in;
-		return 1;
-	case IA_JOIN:
-	case IA_CONV:
-	case IA_TWOPHASE:
-		in[0] = op->u.join.left;
-		in[1] = op->u.join.right;
-		if (op->u.join.mask.on) {
-			in[2] = op->u.join.mask.rel;
-			return 3;
-		}
-		return 2;
-	case IA_GATHER:
-	case IA_LOOKUP:
-	case IA_SCATTER:
-		in[0] = op->u.gather.src;
-		in[1] = op->u.gather.index;
-		if (op->kind == IA_SCATTER && op->u.gather.base >= 0) {
-			in[2] = op->u.gather.base;
-			return 3;
-		}
-		return 2;
-	case IA_AGG:
-		in[0] = op->u.agg.in;
-		return 1;
-	case IA_MAP:
-		in[0] = op->u.map.in;
-		return 1;
-	case IA_FILTER:
-		in[0] = op->u.filter.in;
-		return 1;
-	case IA_WRITE:
-		in[0] = op->u.write.in;
-		return 1;
-	case IA_STORE:
-	case IA_PRINT:
-		in[0] = op->u.store.in;
-		return 1;
-	case IA_SLICE:
-		in[0] = op->u.slice.in;
-		in[1] = op->u.slice.off;
-		return op->u.slice.off >= 0 ? 2 : 1;
-	case IA_HALO:
-		in[0] = op->u.halo.in;
-		return 1;
-	case IA_INIT:
-	case IA_LOAD:
-	case IA_RANGE:
-	case IA_COUNTER:
-	case IA_LOOP:
-	case IA_ENDLOOP:
-		return 0;
-	}
-	tr_bug("bad IA op %d", (int)op->kind);
+	return ir_inputs(op, ia_ops[op->kind].in, in);
+}
+
+Kernel *ia_op_kernel(const IaOp *op)
+{
+	size_t k = ia_ops[op->kind].kernel;
+	return k ? *(Kernel *const *)((const char *)op + k) : NULL;
 }
 
 bool ia_has_result(IaOpKind k)
@@ -746,49 +711,11 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a)
 {
 	IaOp c = *op;
-	switch (c.kind) {
-	case IA_READ: break;
-	case IA_BCAST: c.u.bcast.in = map[c.u.bcast.in]; break;
-	case IA_SHUFFLE: c.u.shuffle.in = map[c.u.shuffle.in]; break;
-	case IA_AGG: c.u.agg.in = map[c.u.agg.in]; break;
-	case IA_MAP:
-		c.u.map.in = map[c.u.map.in];
-		if (c.u.map.kernel)
-			c.u.map.kernel = kernel_clone(a, c.u.map.kernel);
-		break;
-	case IA_FILTER: c.u.filter.in = map[c.u.filter.in]; break;
-	case IA_JOIN:
-	case IA_CONV:
-	case IA_TWOPHASE:
-		c.u.join.left = map[c.u.join.left];
-		c.u.join.right = map[c.u.join.right];
-		if (c.u.join.mask.on)
-			c.u.join.mask.rel = map[c.u.join.mask.rel];
-		c.u.join.kernel = kernel_clone(a, c.u.join.kernel);
-		break;
-	case IA_GATHER:
-	case IA_LOOKUP:
-	case IA_SCATTER:
-		c.u.gather.src = map[c.u.gather.src];
-		c.u.gather.index = map[c.u.gather.index];
-		if (c.u.gather.base >= 0)
-			c.u.gather.base = map[c.u.gather.base];
-		break;
-	case IA_WRITE: c.u.write.in = map[c.u.write.in]; break;
-	case IA_STORE:
-	case IA_PRINT: c.u.store.in = map[c.u.store.in]; break;
-	case IA_SLICE:
-		c.u.slice.in = map[c.u.slice.in];
-		c.u.slice.off = c.u.slice.off >= 0 ? map[c.u.slice.off] : -1;
-		break;
-	case IA_HALO: c.u.halo.in = map[c.u.halo.in]; break;
-	case IA_INIT:
-	case IA_LOAD:
-	case IA_RANGE:
-	case IA_COUNTER:
-	case IA_LOOP:
-	case IA_ENDLOOP: break;
-	}
+	ir_remap(&c, ia_ops[c.kind].in, map);
+	size_t k = ia_ops[c.kind].kernel;
+	Kernel **kp = (Kernel **)((char *)&c + k);
+	if (k && *kp)
+		*kp = kernel_clone(a, *kp);
 	return c;
 }
 

@@ -320,8 +320,20 @@ typedef struct Stmt {
 
 /* ---- tra.c: the tensor relational algebra ---- */
 
+/* One input field of an op (ops.def's inputs column): where the op holds
+ * it, and when it is an input (IN_END: no more fields).  tra.c's
+ * ir_inputs and ir_remap read a row of them for either IR. */
+typedef enum { IN_END, IN_ALWAYS, IN_NONNEG, IN_FLAG } InWhen;
+typedef struct InField {
+	unsigned short off;             /* the int holding the input op */
+	unsigned short flag;            /* IN_FLAG: the bool saying it is there */
+	InWhen when;
+} InField;
+int ir_inputs(const void *op, const InField *f, int *in);
+void ir_remap(void *op, const InField *f, const int *map);
+
 typedef enum {
-#define TRA_OP(n, s, a, m) TRA_##n,
+#define TRA_OP(n, s, in, k, m) TRA_##n,
 #include "ops.def"
 } TraOpKind;
 
@@ -423,6 +435,7 @@ int tra_add_stmt(TraProg *p, Loc loc);
 int tra_push(TraProg *p, TraOp op);                       /* returns the op's index */
 int tra_inputs(const TraOp *op, int *in);                 /* fills in[MAXIN], returns count */
 void tra_op_remap(TraOp *op, const int *map);             /* inputs renumbered: old op -> map[old] */
+Kernel *tra_op_kernel(const TraOp *op);                   /* its block kernel, or NULL */
 void tra_print(Buf *b, const TraProg *p);
 bool tra_verify(const TraProg *p, Buf *err);              /* false and a message on a broken invariant */
 bool tra_has_result(TraOpKind k);                         /* false for output, store, print, loop, endloop */
@@ -482,7 +495,7 @@ void tb_compact_labels(Kernel *k);                                   /* var ids 
 /* ---- ia.c: the implementation algebra ---- */
 
 typedef enum {
-#define IA_OP(n, s, a, m, d) IA_##n,
+#define IA_OP(n, s, mv, in, k, m) IA_##n,
 #include "ops.def"
 } IaOpKind;
 
@@ -636,6 +649,7 @@ IaPlan *ia_new(const TraProg *tra, int nranks);
 void ia_free(IaPlan *p);
 int ia_push(IaPlan *p, IaOp op);
 int ia_inputs(const IaOp *op, int *in);                   /* fills in[MAXIN], returns count */
+Kernel *ia_op_kernel(const IaOp *op);                     /* its block kernel, or NULL */
 IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a);     /* inputs renumbered by map, kernels cloned into a */
 IaPlan *ia_plan_like(const IaPlan *old);       /* empty, with old's program, ranks, strategies and params' placements */
 IaPlan *ia_clone(const IaPlan *p);             /* a copy (new arena, kernels cloned), costs and all */

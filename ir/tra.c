@@ -590,7 +590,7 @@ double rel_bytes(const RelType *t)
 const char *tra_op_name(TraOpKind k)
 {
 	static const char *names[] = {
-#define TRA_OP(n, s, a, m) s,
+#define TRA_OP(n, s, in, k, m) s,
 #include "ops.def"
 	};
 	return names[k];
@@ -636,99 +636,81 @@ int tra_push(TraProg *p, TraOp op)
 	return p->ops.n - 1;
 }
 
-int tra_inputs(const TraOp *op, int *in)
+/* ---- ops.def's inputs and kernel columns ---- */
+
+static int field_int(const void *op, unsigned off)
 {
-	switch (op->kind) {
-	case TRA_INPUT:
-		return 0;
-	case TRA_JOIN:
-	case TRA_CONV:
-		in[0] = op->u.join.left;
-		in[1] = op->u.join.right;
-		if (op->u.join.mask.on) {
-			in[2] = op->u.join.mask.rel;
-			return 3;
-		}
-		return 2;
-	case TRA_AGG:
-		in[0] = op->u.agg.in;
-		return 1;
-	case TRA_MAP:
-		in[0] = op->u.map.in;
-		return 1;
-	case TRA_REKEY:
-		in[0] = op->u.rekey.in;
-		return 1;
-	case TRA_FILTER:
-		in[0] = op->u.filter.in;
-		return 1;
-	case TRA_OUTPUT:
-		in[0] = op->u.output.in;
-		return 1;
-	case TRA_STORE:
-	case TRA_PRINT:
-		in[0] = op->u.store.in;
-		return 1;
-	case TRA_GRAD:
-		in[0] = op->u.grad.loss;
-		return 1;
-	case TRA_GATHER:
-	case TRA_SCATTER:
-		in[0] = op->u.gather.src;
-		in[1] = op->u.gather.index;
-		if (op->kind == TRA_SCATTER && op->u.gather.base >= 0) {
-			in[2] = op->u.gather.base;
-			return 3;
-		}
-		return 2;
-	case TRA_SLICE:
-		in[0] = op->u.slice.in;
-		in[1] = op->u.slice.off;
-		return op->u.slice.off >= 0 ? 2 : 1;
-	case TRA_INIT:
-	case TRA_LOAD:
-	case TRA_RANGE:
-	case TRA_COUNTER:
-	case TRA_LOOP:
-	case TRA_ENDLOOP:
-		return 0;
-	}
-	tr_bug("bad TRA op %d", (int)op->kind);
+	return *(const int *)((const char *)op + off);
 }
 
-/* Op op's inputs renumbered through map (old op index -> new), a mask's
- * and a scatter's base included. */
+static bool field_holds(const void *op, const InField *f)
+{
+	switch (f->when) {
+	case IN_END:
+		return false;
+	case IN_ALWAYS:
+		return true;
+	case IN_NONNEG:
+		return field_int(op, f->off) >= 0;
+	case IN_FLAG:
+		return *(const bool *)((const char *)op + f->flag);
+	}
+	return false;
+}
+
+int ir_inputs(const void *op, const InField *f, int *in)
+{
+	int n = 0;
+	for (int i = 0; i < MAXIN && f[i].when != IN_END; i++)
+		if (field_holds(op, &f[i]))
+			in[n++] = field_int(op, f[i].off);
+	return n;
+}
+
+void ir_remap(void *op, const InField *f, const int *map)
+{
+	for (int i = 0; i < MAXIN && f[i].when != IN_END; i++)
+		if (field_holds(op, &f[i])) {
+			int *x = (int *)((char *)op + f[i].off);
+			*x = map[*x];
+		}
+}
+
+/* Each TRA op's input fields and kernel field (0: none), from ops.def. */
+#define INS(...) {__VA_ARGS__}
+#define NONE ()
+#define IN(f) {offsetof(TraOp, u.f), 0, IN_ALWAYS}
+#define OPT(f) {offsetof(TraOp, u.f), 0, IN_NONNEG}
+#define IF(f, on) {offsetof(TraOp, u.f), offsetof(TraOp, u.on), IN_FLAG}
+#define KERNEL(f) offsetof(TraOp, u.f)
+static const struct {
+	InField in[MAXIN];
+	size_t kernel;
+} tra_fields[] = {
+#define TRA_OP(n, s, in, k, m) [TRA_##n] = {INS in, k},
+#include "ops.def"
+};
+#undef INS
+#undef NONE
+#undef IN
+#undef OPT
+#undef IF
+#undef KERNEL
+
+int tra_inputs(const TraOp *op, int *in)
+{
+	return ir_inputs(op, tra_fields[op->kind].in, in);
+}
+
 void tra_op_remap(TraOp *op, const int *map)
 {
-	switch (op->kind) {
-	case TRA_INPUT: case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_COUNTER: case TRA_LOOP: case TRA_ENDLOOP:
-		break;
-	case TRA_SLICE:
-		op->u.slice.in = map[op->u.slice.in];
-		op->u.slice.off = op->u.slice.off >= 0 ? map[op->u.slice.off] : -1;
-		break;
-	case TRA_JOIN:
-	case TRA_CONV:
-		op->u.join.left = map[op->u.join.left];
-		op->u.join.right = map[op->u.join.right];
-		if (op->u.join.mask.on)
-			op->u.join.mask.rel = map[op->u.join.mask.rel];
-		break;
-	case TRA_AGG: op->u.agg.in = map[op->u.agg.in]; break;
-	case TRA_MAP: op->u.map.in = map[op->u.map.in]; break;
-	case TRA_REKEY: op->u.rekey.in = map[op->u.rekey.in]; break;
-	case TRA_FILTER: op->u.filter.in = map[op->u.filter.in]; break;
-	case TRA_GATHER:
-	case TRA_SCATTER:
-		op->u.gather.src = map[op->u.gather.src];
-		op->u.gather.index = map[op->u.gather.index];
-		if (op->u.gather.base >= 0)
-			op->u.gather.base = map[op->u.gather.base];
-		break;
-	case TRA_OUTPUT: op->u.output.in = map[op->u.output.in]; break;
-	case TRA_STORE: case TRA_PRINT: op->u.store.in = map[op->u.store.in]; break;
-	case TRA_GRAD: op->u.grad.loss = map[op->u.grad.loss]; break;
-	}
+	ir_remap(op, tra_fields[op->kind].in, map);
+}
+
+Kernel *tra_op_kernel(const TraOp *op)
+{
+	size_t k = tra_fields[op->kind].kernel;
+	return k ? *(Kernel *const *)((const char *)op + k) : NULL;
 }
 
 /* The index's key dims, then the table's without dim; chunk dims likewise
