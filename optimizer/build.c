@@ -44,13 +44,12 @@ int emit_move(Emit *e, int in, const Place *to, int stmt, int tra)
 
 /* ---- pieces ---- */
 
-static IaOp join_op(const Unit *u, int l, int r, int m)
+/* The unit's join (a contraction's, or the op) as IA op `kind` on inputs
+ * l and r, sampled at mask op m when m >= 0. */
+static IaOp join_op(const Unit *u, IaOpKind kind, int l, int r, int m)
 {
 	const TraOp *j = u->join ? u->join : u->op;
-	if (j->u.join.mask.on != (m >= 0))
-		tr_bug("a sampled join built %s its mask", m >= 0 ? "with" : "without");
-	IaOp op = {.kind = j->kind == TRA_CONV ? IA_CONV : IA_JOIN, .stmt = u->op->stmt, .tra = u->tra,
-	           .type = u->op->type};
+	IaOp op = {.kind = kind, .stmt = u->op->stmt, .tra = u->tra, .type = u->op->type};
 	op.u.join.left = l;
 	op.u.join.right = r;
 	op.u.join.on.nmatch = j->u.join.on.nmatch;
@@ -58,8 +57,10 @@ static IaOp join_op(const Unit *u, int l, int r, int m)
 	memcpy(op.u.join.on.rkey, j->u.join.on.rkey, sizeof op.u.join.on.rkey);
 	op.u.join.ngroup = -1;
 	op.u.join.kernel = j->u.join.kernel;
-	op.u.join.mask = j->u.join.mask;
-	op.u.join.mask.rel = m;
+	if (m >= 0) {
+		op.u.join.mask = j->u.join.mask;
+		op.u.join.mask.rel = m;
+	}
 	return op;
 }
 
@@ -78,8 +79,6 @@ static IaOp join_op(const Unit *u, int l, int r, int m)
 bool conv_halo_type(const TraOp *j, const RelType *lt, const RelType *rt, bool tiled, RelType *ht, JoinSpec *on)
 {
 	*on = j->u.join.on;
-	if (j->kind != TRA_CONV)
-		return false;
 	const Kernel *k = j->u.join.kernel;
 	const RelType *jt = &j->type;
 	bool any = false;
@@ -173,9 +172,9 @@ static void conv_halo(Emit *e, const Unit *u, IaOp *op)
 }
 
 /* A contraction's join fused with its aggregation (F-1). */
-static IaOp fused_op(Emit *e, const Unit *u, int l, int r, int m)
+static IaOp fused_op(Emit *e, const Unit *u, IaOpKind kind, int l, int r, int m)
 {
-	IaOp f = join_op(u, l, r, m);
+	IaOp f = join_op(u, kind, l, r, m);
 	f.u.join.ngroup = u->op->u.agg.ngroup;
 	memcpy(f.u.join.group, u->op->u.agg.group, sizeof f.u.join.group);
 	f.u.join.kernel = kernel_clone(e->p->arena, f.u.join.kernel);
@@ -305,7 +304,21 @@ static int b_unary(Emit *e, const Unit *u, const int *x, const Place *mid, const
 static int b_join(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)mid, (void)out, (void)tp;
-	IaOp op = join_op(u, x[0], x[1], x[2]);
+	return emit_op(e, join_op(u, IA_JOIN, x[0], x[1], -1));
+}
+
+/* The join at its mask's elements alone (x[2]). */
+static int b_sampled(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)mid, (void)out, (void)tp;
+	return emit_op(e, join_op(u, IA_JOIN, x[0], x[1], x[2]));
+}
+
+/* The halo of the right input, then the windowed join. */
+static int b_conv(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)mid, (void)out, (void)tp;
+	IaOp op = join_op(u, IA_CONV, x[0], x[1], -1);
 	conv_halo(e, u, &op);
 	return emit_op(e, op);
 }
@@ -331,15 +344,35 @@ static int b_agg_partial(Emit *e, const Unit *u, const int *x, const Place *mid,
 static int b_fused(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)mid, (void)out, (void)tp;
-	IaOp op = fused_op(e, u, x[0], x[1], x[2]);
-	conv_halo(e, u, &op);
-	return emit_op(e, op);
+	return emit_op(e, fused_op(e, u, IA_JOIN, x[0], x[1], -1));
+}
+
+static int b_sampled_fused(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)mid, (void)out, (void)tp;
+	return emit_op(e, fused_op(e, u, IA_JOIN, x[0], x[1], x[2]));
 }
 
 static int b_fused_partial(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)out, (void)tp;
-	IaOp op = fused_op(e, u, x[0], x[1], -1);
+	return impl_finish_partial(e, emit_op(e, fused_op(e, u, IA_JOIN, x[0], x[1], -1)), mid, u);
+}
+
+/* A convolution fused with its sum: the halo (a kernel's gradient's
+ * window keyed by the left's own dim, tiled), then the windowed join. */
+static int b_conv_fused(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)mid, (void)out, (void)tp;
+	IaOp op = fused_op(e, u, IA_CONV, x[0], x[1], -1);
+	conv_halo(e, u, &op);
+	return emit_op(e, op);
+}
+
+static int b_conv_partial(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
+{
+	(void)out, (void)tp;
+	IaOp op = fused_op(e, u, IA_CONV, x[0], x[1], -1);
 	conv_halo(e, u, &op);
 	return impl_finish_partial(e, emit_op(e, op), mid, u);
 }
@@ -397,7 +430,7 @@ static int b_rmm(Emit *e, const Unit *u, const int *x, const Place *mid, const P
 	int rr = replicate(e, u, x[1], &rt, &jt, rmap);
 	int ls = emit_move(e, lr, mid, u->op->stmt, u->tra);
 	int rs = emit_move(e, rr, mid, u->op->stmt, u->tra);
-	IaOp f = fused_op(e, u, ls, rs, -1);
+	IaOp f = fused_op(e, u, IA_JOIN, ls, rs, -1);
 	f.u.join.on.nmatch = jt.nkey;
 	for (int d = 0; d < jt.nkey; d++)
 		f.u.join.on.lkey[d] = f.u.join.on.rkey[d] = d;
@@ -407,8 +440,7 @@ static int b_rmm(Emit *e, const Unit *u, const int *x, const Place *mid, const P
 static int b_twophase(Emit *e, const Unit *u, const int *x, const Place *mid, const Place *out, const TpSched *tp)
 {
 	(void)mid;
-	IaOp f = fused_op(e, u, x[0], x[1], -1);
-	f.kind = IA_TWOPHASE;
+	IaOp f = fused_op(e, u, IA_TWOPHASE, x[0], x[1], -1);
 	f.place = *out;
 	f.u.join.sched = tp;
 	return emit_op(e, f);
@@ -455,7 +487,7 @@ static const struct {
 	unsigned rules;
 	BuildFn *build;
 } impls[NIMPLS] = {
-#define IMPL(id, unit, strat, rules, build, cost, what) \
+#define IMPL(id, unit, strat, at, rules, build, cost, what) \
 	[IM_##id] = {#id, what, U_##unit, STRAT_##strat, rules, build},
 #include "optimizer/impls.def"
 };
@@ -485,10 +517,54 @@ unsigned impl_rules(ImplKind k)
 	return impls[k].rules;
 }
 
+UnitKind unit_kind(const Unit *u)
+{
+	const TraOp *t = u->join ? u->join : u->op;
+	switch (t->kind) {
+	case TRA_INPUT:
+		return U_INPUT;
+	case TRA_INIT:
+	case TRA_LOAD:
+		return U_PARAM;
+	case TRA_RANGE:
+		return U_RANGE;
+	case TRA_COUNTER:
+		return U_COUNTER;
+	case TRA_SLICE:
+		return U_SLICE;
+	case TRA_MAP:
+	case TRA_REKEY:
+	case TRA_FILTER:
+		return U_UNARY;
+	case TRA_OUTPUT:
+	case TRA_PRINT:
+		return U_SINK;
+	case TRA_STORE:
+		return U_STORE;
+	case TRA_JOIN:
+		if (t->u.join.mask.on)
+			return u->join ? U_SAMPLED_CONTRACT : U_SAMPLED;
+		return u->join ? U_CONTRACT : U_JOIN;
+	case TRA_CONV:
+		return u->join ? U_CONV_CONTRACT : U_CONV;
+	case TRA_AGG:
+		return U_AGG;
+	case TRA_GATHER:
+		return U_GATHER;
+	case TRA_SCATTER:
+		return U_SCATTER;
+	case TRA_LOOP:
+	case TRA_ENDLOOP:
+	case TRA_GRAD:
+		break;
+	}
+	tr_bug("a %s op is no unit", tra_op_name(t->kind));
+}
+
 int impl_build(Emit *e, ImplKind k, const Unit *u, const int *x, const Place *mid, const Place *out,
                const TpSched *tp)
 {
-	if ((impls[k].unit == U_CONTRACT) != (u->join != NULL))
-		tr_bug("%s built for a unit that is%s a contraction", impls[k].name, u->join ? "" : " not");
+	if (unit_kind(u) != impls[k].unit)
+		tr_bug("%s built for a unit it does not implement", impls[k].name);
 	return impls[k].build(e, u, x, mid, out, tp);
 }

@@ -89,22 +89,48 @@ static double rank_bytes(Search *s, const RelType *t, const Place *p, double cop
 	return cost_rank_bytes(&s->cc, t, p, copies);
 }
 
-/* The placement of a local join's key space given its inputs', or false
- * when matching tuples would not meet. */
-/* Whether convolution j is fused with its sum, so that a kernel's
- * gradient's window is tiled (build.c's conv_halo_type). */
-static bool conv_tiled(Search *s, const TraOp *j)
+/* ---- units ---- */
+
+/* The unit op t is (unit_kind: which rows implement it), or false when it
+ * is none: a join a sum absorbs (its contraction is the sum's), a loop. */
+static bool unit_of(Search *s, int t, UnitKind *u)
 {
-	return j->kind == TRA_CONV && s->absorbed[j - s->tra->ops.v] >= 0;
+	const TraOp *op = &s->tra->ops.v[t];
+	if (op->kind == TRA_LOOP || op->kind == TRA_ENDLOOP || s->absorbed[t] >= 0)
+		return false;
+	Unit un = {op, NULL, t};
+	if (op->kind == TRA_AGG && s->absorbed[op->u.agg.in] == t)
+		un.join = &s->tra->ops.v[op->u.agg.in];
+	*u = unit_kind(&un);
+	return true;
 }
 
-/* Where join j computes on inputs placed l and r, in j's own numbering of
- * its output dims; a tiled convolution matches its windows' dims to the
- * left's own dims (its halo is keyed so), then renumbers. */
-static bool join_place(Search *s, const TraOp *j, const Place *l, const Place *r, Place *jp)
+/* The join a unit's rows are about: the op, or a contraction's join. */
+static const TraOp *join_of(Search *s, int t)
+{
+	const TraOp *op = &s->tra->ops.v[t];
+	return op->kind == TRA_AGG ? &s->tra->ops.v[op->u.agg.in] : op;
+}
+
+/* Where join j of a unit of kind u computes on inputs placed l and r, in
+ * j's own numbering of its output dims, or false when matching tuples
+ * would not meet.  A convolution fused with its sum (CONV_CONTRACT) matches
+ * a kernel's gradient's windows to the left's own dims (its halo is keyed
+ * so: build.c's conv_halo_type), then renumbers; one not fused never has
+ * its right input partitioned on a window dim that stands for its lab (its
+ * halo is that whole dim, one chunk, which the partitioning would put on
+ * one site). */
+static bool pair_place(Search *s, UnitKind u, const TraOp *j, const Place *l, const Place *r, Place *jp)
 {
 	const RelType *lt = type_of(s, j->u.join.left), *rt = type_of(s, j->u.join.right);
-	if (!conv_tiled(s, j))
+	if (u == U_CONV && r->kind == PL_PART) {
+		const Kernel *k = j->u.join.kernel;
+		for (int w = 0; w < k->nwin; w++)
+			for (int i = 0; i < r->ndims; i++)
+				if (ia_conv_own_left(k, w) && r->dims[i] == rt->chunkdim[k->win[w].dim])
+					return false;
+	}
+	if (u != U_CONV_CONTRACT)
 		return ia_join_place(lt->nkey, &j->u.join.on, l, r, jp);
 	JoinSpec on;
 	RelType ht;
@@ -118,48 +144,15 @@ static bool join_place(Search *s, const TraOp *j, const Place *l, const Place *r
 	return true;
 }
 
-/* Pairs of input placements under which a local join works: (all, all),
- * (all, any), (any, all), and co-partitionings on the join keys. */
-typedef struct Pair {
-	int l, r;
+/* Where the join of a unit of kind u computes, given its inputs'
+ * placements (a pair pair_place admits). */
+static Place join_at(Search *s, UnitKind u, const TraOp *j, const Place *pl, const Place *pr)
+{
+	RelType jt = ia_join_type(type_of(s, j->u.join.left), type_of(s, j->u.join.right), &j->u.join.on);
 	Place jp;
-} Pair;
-
-/* A convolution's right input is never partitioned on a window dim that
- * stands for its lab (a kernel's gradient): its halo is the whole dim,
- * one chunk, which a partitioning on it would put on one site. */
-static bool conv_right_ok(const TraOp *j, const RelType *rt, const Place *pr)
-{
-	if (j->kind != TRA_CONV || pr->kind != PL_PART)
-		return true;
-	const Kernel *k = j->u.join.kernel;
-	for (int w = 0; w < k->nwin; w++)
-		for (int i = 0; i < pr->ndims; i++)
-			if (ia_conv_own_left(k, w) && pr->dims[i] == rt->chunkdim[k->win[w].dim])
-				return false;
-	return true;
-}
-
-static int join_pairs(Search *s, const TraOp *j, Pair *out, int max)
-{
-	int L = j->u.join.left, R = j->u.join.right, n = 0;
-	const Dom *dl = &s->dom[L], *dr = &s->dom[R];
-	const RelType *lt = type_of(s, L);
-	RelType jt = ia_join_type(lt, type_of(s, R), &j->u.join.on);
-	for (int a = 0; a < dl->n; a++)
-		for (int b = 0; b < dr->n; b++) {
-			const Place *pl = &dl->p[a], *pr = &dr->p[b];
-			/* (part, part) pairs only when co-partitioned; skip the
-			 * rest quickly */
-			if (pl->kind == PL_PART && pr->kind == PL_PART && pl->ndims != pr->ndims)
-				continue;
-			Place jp;
-			if (!join_place(s, j, pl, pr, &jp) || (!conv_tiled(s, j) && !conv_right_ok(j, type_of(s, R), pr)))
-				continue;
-			if (n < max)
-				out[n++] = (Pair){a, b, place_norm(&jt, jp)};
-		}
-	return n;
+	if (!pair_place(s, u, j, pl, pr, &jp))
+		tr_bug("a join's inputs placed where their tuples do not meet");
+	return place_norm(&jt, jp);
 }
 
 /* The strategy a contraction's (or join's) input placements make. */
@@ -212,25 +205,6 @@ static const Place *out_place(Search *s, int t, const Impl *im)
 	return &s->dom[t].p[im->out];
 }
 
-/* The join a unit's costs are about: the op, or a contraction's join. */
-static const TraOp *join_of(Search *s, int t)
-{
-	const TraOp *op = &s->tra->ops.v[t];
-	return op->kind == TRA_AGG ? &s->tra->ops.v[op->u.agg.in] : op;
-}
-
-/* Where a join computes, given its inputs' placements (a pair that
- * join_pairs admitted). */
-static Place join_at(Search *s, const TraOp *j, const Place *pl, const Place *pr)
-{
-	const RelType *lt = type_of(s, j->u.join.left);
-	RelType jt = ia_join_type(lt, type_of(s, j->u.join.right), &j->u.join.on);
-	Place jp;
-	if (!join_place(s, j, pl, pr, &jp))
-		tr_bug("a join's inputs placed where their tuples do not meet");
-	return place_norm(&jt, jp);
-}
-
 static void c_none(Search *s, int t, Impl *im)
 {
 	(void)s, (void)t, (void)im;
@@ -272,40 +246,67 @@ static void c_unary(Search *s, int t, Impl *im)
 	im->mem = rank_bytes(s, it, p, 1) * (op->kind == TRA_MAP ? 2 : 1);
 }
 
-/* A join's kernel over its key space at jp: a convolution's at its own rate. */
-/* A join's cost: a convolution's by its windows, a sampled join's by its
- * mask mt's stored elements (NULL: not sampled). */
-static Cost join_cost(Search *s, int t, const TraOp *j, const RelType *lt, const RelType *rt, const Place *pr,
-                      const Place *jp, const RelType *mt, double *mem)
-{
-	if (j->kind == TRA_CONV) {
-		/* and the halo its right input needs (build.c's conv_halo) */
-		Cost c = cost_conv(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, type_of(s, t), jp);
-		TraOp jb = *j;
-		jb.type = *type_of(s, (int)(j - s->tra->ops.v));
-		RelType ht;
-		JoinSpec on;
-		if (conv_halo_type(&jb, lt, rt, conv_tiled(s, j), &ht, &on)) {
-			c = cost_add(c, cost_halo(&s->cc, rt, pr, &ht));
-			*mem += rank_bytes(s, &ht, pr, 1);
-		}
-		return c;
-	}
-	return cost_join(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, jp, mt);
-}
-
-static void c_join(Search *s, int t, Impl *im)
+/* A join's kernel where it computes, and the bytes of its inputs and
+ * result (a sampled join's mask mt among them, NULL: none). */
+static void join_rows(Search *s, int t, Impl *im, const RelType *mt)
 {
 	const TraOp *j = join_of(s, t);
 	const RelType *lt = in_type(s, t, 0), *rt = in_type(s, t, 1);
 	const Place *pl = in_place(s, t, im, 0), *pr = in_place(s, t, im, 1);
-	Place jp = join_at(s, j, pl, pr);
-	const RelType *mt = j->u.join.mask.on ? in_type(s, t, 2) : NULL;
+	Place jp = join_at(s, impl_unit(im->kind), j, pl, pr);
 	im->mem = 0;
-	im->cost = join_cost(s, t, j, lt, rt, pr, &jp, mt, &im->mem);
+	im->cost = cost_join(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, &jp, mt);
 	im->mem += rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1) + rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
 	if (mt)
 		im->mem += rank_bytes(s, mt, in_place(s, t, im, 2), 1);
+}
+
+/* a join, or a contraction whose sums are complete where it computes */
+static void c_join(Search *s, int t, Impl *im)
+{
+	join_rows(s, t, im, NULL);
+}
+
+static void c_fused(Search *s, int t, Impl *im)
+{
+	join_rows(s, t, im, NULL);
+}
+
+/* a sampled join: the kernel at its mask's stored elements alone */
+static void c_sampled(Search *s, int t, Impl *im)
+{
+	join_rows(s, t, im, in_type(s, t, 2));
+}
+
+/* A convolution of a unit of kind u where it computes (jp), and the halo
+ * its right input (placed pr) needs (build.c's conv_halo), whose bytes
+ * add to *mem. */
+static Cost conv_cost(Search *s, int t, UnitKind u, const Place *pr, const Place *jp, double *mem)
+{
+	const TraOp *j = join_of(s, t);
+	const RelType *lt = in_type(s, t, 0), *rt = in_type(s, t, 1);
+	Cost c = cost_conv(&s->cc, j->u.join.kernel, lt, rt, &j->u.join.on, type_of(s, t), jp);
+	TraOp jb = *j;
+	jb.type = *type_of(s, (int)(j - s->tra->ops.v));
+	RelType ht;
+	JoinSpec on;
+	if (conv_halo_type(&jb, lt, rt, u == U_CONV_CONTRACT, &ht, &on)) {
+		c = cost_add(c, cost_halo(&s->cc, rt, pr, &ht));
+		*mem += rank_bytes(s, &ht, pr, 1);
+	}
+	return c;
+}
+
+/* a convolution, or one fused with its sum complete where it computes */
+static void c_conv(Search *s, int t, Impl *im)
+{
+	const Place *pl = in_place(s, t, im, 0), *pr = in_place(s, t, im, 1);
+	UnitKind u = impl_unit(im->kind);
+	Place jp = join_at(s, u, join_of(s, t), pl, pr);
+	im->mem = 0;
+	im->cost = conv_cost(s, t, u, pr, &jp, &im->mem);
+	im->mem += rank_bytes(s, in_type(s, t, 0), pl, 1) + rank_bytes(s, in_type(s, t, 1), pr, 1) +
+	           rank_bytes(s, type_of(s, t), out_place(s, t, im), 1);
 }
 
 static void c_agg_local(Search *s, int t, Impl *im)
@@ -356,24 +357,36 @@ static void c_agg_partial(Search *s, int t, Impl *im)
 	partial_tail(s, t, im, cost_partial_copies(&s->cc, it, p, op->u.agg.ngroup, op->u.agg.group));
 }
 
-static void c_fused(Search *s, int t, Impl *im)
+/* A contraction whose join (its cost and bytes in im already) leaves
+ * partial sums where it computes (jp): its inputs' bytes, the partials',
+ * and their moving and adding up. */
+static void fused_partials(Search *s, int t, Impl *im, const Place *jp)
 {
-	c_join(s, t, im);
+	const TraOp *op = &s->tra->ops.v[t], *j = join_of(s, t);
+	const RelType *lt = in_type(s, t, 0), *rt = in_type(s, t, 1);
+	RelType jt = ia_join_type(lt, rt, &j->u.join.on);
+	im->mem += rank_bytes(s, lt, in_place(s, t, im, 0), 1) + rank_bytes(s, rt, in_place(s, t, im, 1), 1);
+	double copies = cost_partial_copies(&s->cc, &jt, jp, op->u.agg.ngroup, op->u.agg.group);
+	im->mem += rank_bytes(s, type_of(s, t), &(Place){.kind = PL_PARTIAL}, copies);
+	partial_tail(s, t, im, copies);
 }
 
 static void c_fused_partial(Search *s, int t, Impl *im)
 {
-	const TraOp *op = &s->tra->ops.v[t], *j = join_of(s, t);
-	const RelType *lt = in_type(s, t, 0), *rt = in_type(s, t, 1);
-	const Place *pl = in_place(s, t, im, 0), *pr = in_place(s, t, im, 1);
-	RelType jt = ia_join_type(lt, rt, &j->u.join.on);
-	Place jp = join_at(s, j, pl, pr);
+	const TraOp *j = join_of(s, t);
+	Place jp = join_at(s, U_CONTRACT, j, in_place(s, t, im, 0), in_place(s, t, im, 1));
 	im->mem = 0;
-	im->cost = join_cost(s, t, j, lt, rt, pr, &jp, NULL, &im->mem);
-	im->mem += rank_bytes(s, lt, pl, 1) + rank_bytes(s, rt, pr, 1);
-	double copies = cost_partial_copies(&s->cc, &jt, &jp, op->u.agg.ngroup, op->u.agg.group);
-	im->mem += rank_bytes(s, type_of(s, t), &(Place){.kind = PL_PARTIAL}, copies);
-	partial_tail(s, t, im, copies);
+	im->cost = cost_join(&s->cc, j->u.join.kernel, in_type(s, t, 0), in_type(s, t, 1), &j->u.join.on, &jp, NULL);
+	fused_partials(s, t, im, &jp);
+}
+
+static void c_conv_partial(Search *s, int t, Impl *im)
+{
+	const Place *pr = in_place(s, t, im, 1);
+	Place jp = join_at(s, U_CONV_CONTRACT, join_of(s, t), in_place(s, t, im, 0), pr);
+	im->mem = 0;
+	im->cost = conv_cost(s, t, U_CONV_CONTRACT, pr, &jp, &im->mem);
+	fused_partials(s, t, im, &jp);
 }
 
 static void c_rmm(Search *s, int t, Impl *im)
@@ -435,7 +448,7 @@ static void c_scatter(Search *s, int t, Impl *im)
 }
 
 static CostFn *const costs[NIMPLS] = {
-#define IMPL(id, unit, strat, rules, build, cost, what) [IM_##id] = cost,
+#define IMPL(id, unit, strat, at, rules, build, cost, what) [IM_##id] = cost,
 #include "optimizer/impls.def"
 };
 
@@ -453,9 +466,54 @@ static void offer(Search *s, int t, Impl im)
 	vec_push(&s->impls[t], im);
 }
 
-/* ---- matching: each unit's rows and the placements they take ---- */
+/* ---- matching: impls.def's at column ---- */
 
-/* A sampled join computing in placement jp takes its mask where the join's
+/* One placement of a unit's inputs its rows are tried on: a pair's (its
+ * strategy, and where the join computes), or a single input's; the
+ * relation the unit's aggregation (if any) groups, placed by gp. */
+typedef struct Combo {
+	int in[MAXIN];          /* dom indices */
+	Strategy strat;         /* a pair's; else STRAT_NONE */
+	int side;               /* a pair's input everywhere (0 left, 1 right) */
+	const RelType *gt;      /* the relation grouped, or NULL: no aggregation */
+	Place gp;               /* where it is (a pair's: where the join computes) */
+} Combo;
+
+typedef void AtFn(Search *s, int t, ImplKind k, const Combo *c);
+
+/* Does row k take combination c at all (a pair row of its strategy)? */
+static bool takes(ImplKind k, const Combo *c)
+{
+	return c->strat == STRAT_NONE || c->strat == impl_strategy(k);
+}
+
+/* The unit's aggregation complete where its input is (its placement in
+ * *out), or none: a join's result is where it computes. */
+static bool complete(Search *s, int t, const Combo *c, Place *out)
+{
+	const TraOp *op = &s->tra->ops.v[t];
+	if (!c->gt) {
+		*out = c->gp;
+		return true;
+	}
+	return agg_complete(c->gt, &c->gp, op->u.agg.ngroup, op->u.agg.group, out);
+}
+
+static Impl combo_impl(ImplKind k, const Combo *c)
+{
+	return (Impl){.kind = k, .inpl = {c->in[0], c->in[1], c->in[2]}, .side = c->side};
+}
+
+static void at_complete(Search *s, int t, ImplKind k, const Combo *c)
+{
+	Place outp;
+	Impl im = combo_impl(k, c);
+	if (!takes(k, c) || !complete(s, t, c, &outp) || (im.out = find_out(s, t, outp)) < 0)
+		return;
+	offer(s, t, im);
+}
+
+/* A sampled join computing where c says takes its mask where the join's
  * tuples are (ia_mask_place), or everywhere: im->inpl[2], false when the
  * mask can be in neither. */
 static bool mask_inpl(Search *s, const TraOp *j, const Place *jp, Impl *im)
@@ -472,6 +530,234 @@ static bool mask_inpl(Search *s, const TraOp *j, const Place *jp, Impl *im)
 	return q >= 0;
 }
 
+/* Pairs whose sums are complete where they compute, the mask placed with
+ * the join's tuples: no schedule or replication samples. */
+static void at_masked(Search *s, int t, ImplKind k, const Combo *c)
+{
+	Place outp;
+	Impl im = combo_impl(k, c);
+	if (!takes(k, c) || !complete(s, t, c, &outp) || !mask_inpl(s, join_of(s, t), &c->gp, &im) ||
+	    (im.out = find_out(s, t, outp)) < 0)
+		return;
+	offer(s, t, im);
+}
+
+/* Partial sums moved to each placement of the result that is everywhere
+ * (all) or not (!all), the move's target its mid. */
+static void partials(Search *s, int t, ImplKind k, const Combo *c, bool all)
+{
+	Place outp;
+	if (!takes(k, c) || complete(s, t, c, &outp))
+		return;
+	const Dom *d = &s->dom[t];
+	for (int i = 0; i < d->n; i++)
+		if ((d->p[i].kind == PL_ALL) == all) {
+			Impl im = combo_impl(k, c);
+			im.out = i;
+			im.mid = d->p[i];
+			offer(s, t, im);
+		}
+}
+
+static void at_partial_all(Search *s, int t, ImplKind k, const Combo *c)
+{
+	partials(s, t, k, c, true);
+}
+
+static void at_partial_part(Search *s, int t, ImplKind k, const Combo *c)
+{
+	partials(s, t, k, c, false);
+}
+
+/* Table 1's aggregation: its input shuffled onto the group first, into
+ * each partitioning of the result on some dims. */
+static void at_regroup(Search *s, int t, ImplKind k, const Combo *c)
+{
+	const TraOp *op = &s->tra->ops.v[t];
+	Place outp;
+	if (complete(s, t, c, &outp))
+		return;
+	const Dom *d = &s->dom[t];
+	for (int i = 0; i < d->n; i++) {
+		if (d->p[i].kind != PL_PART || d->p[i].ndims == 0)
+			continue;
+		Place tin = {.kind = PL_PART, .ndims = d->p[i].ndims};
+		for (int g = 0; g < d->p[i].ndims; g++)
+			tin.dims[g] = op->u.agg.group[d->p[i].dims[g]];
+		offer(s, t, (Impl){.kind = k, .inpl = {c->in[0]}, .out = i, .mid = tin});
+	}
+}
+
+/* A map, rekey or filter: its input's placement carried through. */
+static void at_carry(Search *s, int t, ImplKind k, const Combo *c)
+{
+	const TraOp *op = &s->tra->ops.v[t];
+	Place p = c->gp;
+	if (op->kind == TRA_REKEY && p.kind == PL_PART) {
+		Place q = {.kind = PL_PART};
+		for (int i = 0; i < p.ndims; i++) {
+			int pos = -1;
+			for (int d = 0; d < op->u.rekey.nkey; d++)
+				if (op->u.rekey.keymap[d] == p.dims[i])
+					pos = d;
+			if (pos < 0)
+				return;
+			q.dims[q.ndims++] = pos;
+		}
+		p = q;
+	}
+	Impl im = {.kind = k, .inpl = {c->in[0]}, .out = find_out(s, t, p)};
+	if (im.out >= 0)
+		offer(s, t, im);
+}
+
+/* A gather: the result where the index (c->in[1]) is; --strategy
+ * broadcast or lookup picks the row, others force the statement's joins
+ * alone. */
+static void gather(Search *s, int t, ImplKind k, const Combo *c)
+{
+	const TraOp *op = &s->tra->ops.v[t];
+	int out = find_out(s, t, s->dom[op->u.gather.index].p[c->in[1]]);
+	Strategy f = !s->gen_all && op->stmt >= 0 ? s->force[op->stmt] : STRAT_NONE;
+	if (out < 0 || ((f == STRAT_BROADCAST || f == STRAT_LOOKUP) && impl_strategy(k) != f))
+		return;
+	offer(s, t, (Impl){.kind = k, .inpl = {c->in[0], c->in[1]}, .out = out});
+}
+
+static void at_table_all(Search *s, int t, ImplKind k, const Combo *c)
+{
+	if (s->dom[s->tra->ops.v[t].u.gather.src].p[c->in[0]].kind == PL_ALL)
+		gather(s, t, k, c);
+}
+
+/* the table partitioned (on one site only when it is one tuple) */
+static void at_table_part(Search *s, int t, ImplKind k, const Combo *c)
+{
+	int T = s->tra->ops.v[t].u.gather.src;
+	const Place *tp = &s->dom[T].p[c->in[0]];
+	if (tp->kind == PL_PART && (tp->ndims > 0 || rel_ntuples(type_of(s, T)) <= 1))
+		gather(s, t, k, c);
+}
+
+/* A scatter-add: rows with their index (placed alike, or the index
+ * everywhere), into each placement of the result but partials; a base
+ * placed as the result. */
+static void at_scatter(Search *s, int t, ImplKind k, const Combo *c)
+{
+	const TraOp *op = &s->tra->ops.v[t];
+	int B = op->u.gather.base;
+	const Place *rp = &s->dom[op->u.gather.src].p[c->in[0]], *ip = &s->dom[op->u.gather.index].p[c->in[1]];
+	if (ip->kind != PL_ALL && !place_eq(rp, ip))
+		return;
+	const Dom *d = &s->dom[t];
+	for (int o = 0; o < d->n; o++) {
+		int b = B >= 0 ? find_out(s, B, d->p[o]) : ANYPL;
+		if (d->p[o].kind != PL_PARTIAL && (B < 0 || b >= 0))
+			offer(s, t, (Impl){.kind = k, .inpl = {c->in[0], c->in[1], b}, .out = o});
+	}
+}
+
+/* A layout an input or param may start in for free: partitioned on some
+ * key dims (everything on rank 0 only when it is one tuple anyway). */
+bool free_layout(const RelType *t, const Place *p)
+{
+	return p->kind == PL_PART && (p->ndims > 0 || rel_ntuples(t) == 1);
+}
+
+/* The placements an input not pinned is read in: a free layout, or, under
+ * --objective floats, also whole on every rank (the paper's convention:
+ * an input is free where it is needed; cost_read prices its time). */
+static bool input_layout(const Search *s, const RelType *t, const Place *p)
+{
+	return free_layout(t, p) || (s->o->objective == OBJ_FLOATS && p->kind == PL_ALL);
+}
+
+static const PlacePin *place_pin(Search *s, int tensor)
+{
+	for (int i = 0; i < s->o->nplacepins; i++)
+		if (s->o->placepins[i].tensor == tensor)
+			return &s->o->placepins[i];
+	return NULL;
+}
+
+static void at_read(Search *s, int t, ImplKind k, const Combo *c)
+{
+	(void)c;
+	const PlacePin *pin = place_pin(s, s->tra->ops.v[t].u.input.tensor);
+	const Dom *d = &s->dom[t];
+	Place pinned = pin ? place_norm(type_of(s, t), pin->place) : place_all();
+	for (int i = 0; i < d->n; i++)
+		if (pin ? place_eq(&pinned, &d->p[i]) : input_layout(s, type_of(s, t), &d->p[i]))
+			offer(s, t, (Impl){.kind = k, .inpl = {ANYPL, ANYPL}, .out = i});
+}
+
+static void at_param(Search *s, int t, ImplKind k, const Combo *c)
+{
+	(void)c;
+	int i = find_out(s, t, s->varplace[s->tra->ops.v[t].u.init.tensor]);
+	if (i < 0)
+		tr_bug("param placement outside its domain");
+	offer(s, t, (Impl){.kind = k, .inpl = {ANYPL, ANYPL}, .out = i});
+}
+
+/* any placement but partials, each made where it is */
+static void at_any(Search *s, int t, ImplKind k, const Combo *c)
+{
+	(void)c;
+	for (int i = 0; i < s->dom[t].n; i++)
+		offer(s, t, (Impl){.kind = k, .inpl = {ANYPL, ANYPL}, .out = i});
+}
+
+static void at_all(Search *s, int t, ImplKind k, const Combo *c)
+{
+	(void)c;
+	int i = find_out(s, t, place_all());
+	if (i < 0)
+		tr_bug("a counter cannot be everywhere");
+	offer(s, t, (Impl){.kind = k, .inpl = {ANYPL, ANYPL}, .out = i});
+}
+
+static void at_slice(Search *s, int t, ImplKind k, const Combo *c)
+{
+	(void)c;
+	const TraOp *op = &s->tra->ops.v[t];
+	int a = find_out(s, op->u.slice.in, place_all());
+	int b = op->u.slice.off >= 0 ? find_out(s, op->u.slice.off, place_all()) : 0;
+	if (a < 0 || b < 0)
+		tr_bug("a slice's inputs cannot be everywhere");
+	int off = op->u.slice.off >= 0 ? b : ANYPL;
+	for (int i = 0; i < s->dom[t].n; i++)
+		offer(s, t, (Impl){.kind = k, .inpl = {a, off}, .out = i});
+	/* or where the input is partitioned on other dims, placed alike */
+	const Dom *din = &s->dom[op->u.slice.in];
+	for (int i = 0; i < din->n; i++) {
+		const Place *q = &din->p[i];
+		bool along = false;
+		for (int d = 0; d < q->ndims; d++)
+			along |= q->dims[d] == op->u.slice.dim;
+		int o = q->kind == PL_PART && !along ? find_out(s, t, *q) : -1;
+		if (o >= 0)
+			offer(s, t, (Impl){.kind = k, .inpl = {i, off}, .out = o});
+	}
+}
+
+static void at_where(Search *s, int t, ImplKind k, const Combo *c)
+{
+	(void)c;
+	offer(s, t, (Impl){.kind = k, .inpl = {ANYPL, ANYPL}, .out = -1});
+}
+
+static void at_store(Search *s, int t, ImplKind k, const Combo *c)
+{
+	(void)c;
+	const TraOp *op = &s->tra->ops.v[t];
+	int in = op->u.store.in;
+	int i = dom_find(&s->dom[in], type_of(s, in), s->varplace[op->u.store.tensor]);
+	if (i < 0)
+		tr_bug("param placement outside its value's domain");
+	offer(s, t, (Impl){.kind = k, .inpl = {i, ANYPL}, .out = -1});
+}
+
 /* Where a two-phase schedule takes its inputs from: everywhere, or
  * partitioned on one dim (the schedule moves what it needs). */
 static bool twophase_input(const Place *p)
@@ -482,14 +768,16 @@ static bool twophase_input(const Place *p)
 /* Two-phase schedules of a contraction (twophase.c): the paper's greedy
  * decides per chunk what moves where, for inputs in each placement above
  * and the result in each partitioning of up to two dims. */
-static void twophase_impls(Search *s, int t, const TraOp *op, const TraOp *j)
+static void at_twophase(Search *s, int t, ImplKind k, const Combo *c)
 {
+	(void)c;
+	const TraOp *op = &s->tra->ops.v[t], *j = join_of(s, t);
 	int L = j->u.join.left, R = j->u.join.right;
 	if (s->quick || s->cc.nsites < 2 || !opt_twophase_dense(s->tra, L) || !opt_twophase_dense(s->tra, R))
 		return;
 	const RelType *lt = type_of(s, L), *rt = type_of(s, R), *ot = type_of(s, t);
-	Kernel k = *j->u.join.kernel;
-	k.red = op->u.agg.agg;
+	Kernel kn = *j->u.join.kernel;
+	kn.red = op->u.agg.agg;
 	const Dom *dl = &s->dom[L], *dr = &s->dom[R], *dt = &s->dom[t];
 	for (int a = 0; a < dl->n; a++)
 		for (int b = 0; b < dr->n; b++) {
@@ -500,81 +788,27 @@ static void twophase_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 				const Place *po = &dt->p[o];
 				if (po->kind != PL_PART || po->ndims > 2 || (po->ndims == 0 && rel_ntuples(ot) > 1))
 					continue;
-				Impl im = {.kind = IM_TWOPHASE, .inpl = {a, b}, .out = o};
+				Impl im = {.kind = k, .inpl = {a, b}, .out = o};
 				double fixed = twophase_fixed(s, t, &im);
 				if (s->budget > 0 && fixed >= s->budget)
 					continue;
-				im.tp = opt_twophase_candidate(&s->cc, &k, lt, rt, &j->u.join.on, op->u.agg.ngroup, op->u.agg.group, ot, pl, pr,
-				                               po, s->budget > 0 ? s->budget - fixed : 0);
+				im.tp = opt_twophase_candidate(&s->cc, &kn, lt, rt, &j->u.join.on, op->u.agg.ngroup, op->u.agg.group, ot,
+				                               pl, pr, po, s->budget > 0 ? s->budget - fixed : 0);
 				if (im.tp)
 					offer(s, t, im);
 			}
 		}
 }
 
-/* A contraction's rows by its inputs' placements and whether its sums are
- * complete where it computes. */
-static const int contract_rows[][3] = {
-	/* complete, partials shuffled, partials broadcast */
-	[STRAT_LOCAL] = {IM_CONTRACT_LOCAL, -1, -1},
-	[STRAT_BROADCAST] = {IM_BMM, IM_BMM_SHUF, IM_BMM_ALLRED},
-	[STRAT_COPARTITION] = {IM_COPART, IM_CMM, IM_CMM_ALLRED},
-};
-
-/* Implementations of a contraction: aggregation t of join j. */
-static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
+/* RMM: the dims only one side has must all be grouped on and make the
+ * partitioning, one from each side. */
+static void at_replicate(Search *s, int t, ImplKind k, const Combo *c)
 {
-	int L = j->u.join.left, R = j->u.join.right;
-	const RelType *lt = type_of(s, L), *rt = type_of(s, R);
-	RelType jt = ia_join_type(lt, rt, &j->u.join.on);
-	Pair pairs[MAXDOM * MAXDOM];
-	int np = join_pairs(s, j, pairs, MAXDOM * MAXDOM);
-	const int ng = op->u.agg.ngroup;
-	const int *group = op->u.agg.group;
-
-	for (int k = 0; k < np; k++) {
-		const Place *pl = &s->dom[L].p[pairs[k].l], *pr = &s->dom[R].p[pairs[k].r];
-		const int *rows = contract_rows[pair_strategy(pl, pr)];
-		Impl im = {.inpl = {pairs[k].l, pairs[k].r}, .side = pl->kind == PL_ALL ? 0 : 1};
-		Place outp;
-		if (j->u.join.mask.on) {
-			/* sampled: its sums complete where the mask's blocks are */
-			if (agg_complete(&jt, &pairs[k].jp, ng, group, &outp) && mask_inpl(s, j, &pairs[k].jp, &im)) {
-				im.kind = (ImplKind)rows[0];
-				im.out = find_out(s, t, outp);
-				if (im.out >= 0)
-					offer(s, t, im);
-			}
-			continue;
-		}
-		if (agg_complete(&jt, &pairs[k].jp, ng, group, &outp)) {
-			im.kind = (ImplKind)rows[0];
-			im.out = find_out(s, t, outp);
-			if (im.out >= 0)
-				offer(s, t, im);
-			continue;
-		}
-		/* partial sums: to each placement of the result */
-		const Dom *d = &s->dom[t];
-		for (int i = 0; i < d->n; i++) {
-			int row = rows[d->p[i].kind == PL_ALL ? 2 : 1];
-			if (row < 0)
-				tr_bug("partial sums of a contraction with both inputs everywhere");
-			im.kind = (ImplKind)row;
-			im.out = i;
-			im.mid = d->p[i];
-			offer(s, t, im);
-		}
-	}
-
-	if (j->kind == TRA_CONV)
-		return;         /* a convolution's kernel runs where trt_join meets its chunks */
-	if (j->u.join.mask.on)
-		return;         /* no schedule or replication samples */
-	twophase_impls(s, t, op, j);
-
-	/* RMM: the dims only one side has must all be grouped on and make the
-	 * partitioning, one from each side */
+	(void)c;
+	const TraOp *op = &s->tra->ops.v[t], *j = join_of(s, t);
+	const RelType *lt = type_of(s, j->u.join.left);
+	RelType jt = ia_join_type(lt, type_of(s, j->u.join.right), &j->u.join.on);
+	const int ng = op->u.agg.ngroup, *group = op->u.agg.group;
 	int lonly[MAXDIM], nlo = 0, ronly[MAXDIM], nro = 0;
 	for (int d = 0; d < jt.nkey; d++) {
 		bool inl = d < lt->nkey, matched = false;
@@ -603,256 +837,140 @@ static void contraction_impls(Search *s, int t, const TraOp *op, const TraOp *j)
 			continue;
 		int oi = find_out(s, t, outp);
 		if (oi >= 0)
-			offer(s, t, (Impl){.kind = IM_RMM, .inpl = {ANYPL, ANYPL}, .out = oi, .mid = P});
+			offer(s, t, (Impl){.kind = k, .inpl = {ANYPL, ANYPL}, .out = oi, .mid = P});
 	}
 }
 
-/* Implementations of an aggregation that absorbs no join. */
-static void agg_impls(Search *s, int t, const TraOp *op)
+/* impls.def's at column: each value's function, and whether it is tried
+ * on each placement of the unit's inputs (combo) or once, choosing them. */
+typedef enum {
+	AT_READ, AT_PARAM, AT_ANY, AT_ALL, AT_SLICE, AT_WHERE, AT_STORE, AT_CARRY, AT_COMPLETE, AT_MASKED,
+	AT_PARTIAL_ALL, AT_PARTIAL_PART, AT_REGROUP, AT_TWOPHASE, AT_REPLICATE, AT_TABLE_ALL, AT_TABLE_PART,
+	AT_SCATTER, NATS
+} At;
+
+static const struct {
+	AtFn *fn;
+	bool combo;
+} ats[NATS] = {
+	[AT_READ] = {at_read, false},           [AT_PARAM] = {at_param, false},
+	[AT_ANY] = {at_any, false},             [AT_ALL] = {at_all, false},
+	[AT_SLICE] = {at_slice, false},         [AT_WHERE] = {at_where, false},
+	[AT_STORE] = {at_store, false},         [AT_CARRY] = {at_carry, true},
+	[AT_COMPLETE] = {at_complete, true},    [AT_MASKED] = {at_masked, true},
+	[AT_PARTIAL_ALL] = {at_partial_all, true}, [AT_PARTIAL_PART] = {at_partial_part, true},
+	[AT_REGROUP] = {at_regroup, true},      [AT_TWOPHASE] = {at_twophase, false},
+	[AT_REPLICATE] = {at_replicate, false}, [AT_TABLE_ALL] = {at_table_all, true},
+	[AT_TABLE_PART] = {at_table_part, true}, [AT_SCATTER] = {at_scatter, true},
+};
+
+static const At row_at[NIMPLS] = {
+#define IMPL(id, unit, strat, at, rules, build, cost, what) [IM_##id] = AT_##at,
+#include "optimizer/impls.def"
+};
+
+/* The rows of unit kind u tried on combination c. */
+static void try_rows(Search *s, int t, UnitKind u, const Combo *c)
 {
-	int in = op->u.agg.in;
-	const RelType *it = type_of(s, in);
-	const Dom *di = &s->dom[in], *d = &s->dom[t];
-	for (int a = 0; a < di->n; a++) {
-		Place outp;
-		if (agg_complete(it, &di->p[a], op->u.agg.ngroup, op->u.agg.group, &outp)) {
-			Impl im = {.kind = IM_AGG_LOCAL, .inpl = {a}, .out = find_out(s, t, outp)};
-			if (im.out >= 0)
-				offer(s, t, im);
-			continue;
-		}
-		/* partials: two-phase (R2-5) to each placement of the result, or
-		 * Table 1's shuffle first */
-		for (int i = 0; i < d->n; i++) {
-			ImplKind k = d->p[i].kind == PL_ALL ? IM_AGG_ALLRED : IM_AGG_TWOPHASE;
-			offer(s, t, (Impl){.kind = k, .inpl = {a}, .out = i, .mid = d->p[i]});
-		}
-		for (int i = 0; i < d->n; i++) {
-			if (d->p[i].kind != PL_PART || d->p[i].ndims == 0)
+	for (int k = 0; k < NIMPLS; k++)
+		if (impl_unit((ImplKind)k) == u && ats[row_at[k]].combo)
+			ats[row_at[k]].fn(s, t, (ImplKind)k, c);
+}
+
+/* ---- the combinations of a unit's inputs' placements ---- */
+
+typedef void CombosFn(Search *s, int t, UnitKind u);
+
+/* Pairs of input placements under which the join's tuples meet: (all,
+ * all), (all, any), (any, all), and co-partitionings on the join keys. */
+static void pairs(Search *s, int t, UnitKind u)
+{
+	const TraOp *op = &s->tra->ops.v[t], *j = join_of(s, t);
+	int L = j->u.join.left, R = j->u.join.right;
+	const Dom *dl = &s->dom[L], *dr = &s->dom[R];
+	RelType jt = ia_join_type(type_of(s, L), type_of(s, R), &j->u.join.on);
+	for (int a = 0; a < dl->n; a++)
+		for (int b = 0; b < dr->n; b++) {
+			const Place *pl = &dl->p[a], *pr = &dr->p[b];
+			/* (part, part) pairs only when co-partitioned; skip the
+			 * rest quickly */
+			if (pl->kind == PL_PART && pr->kind == PL_PART && pl->ndims != pr->ndims)
 				continue;
-			Place tin = {.kind = PL_PART, .ndims = d->p[i].ndims};
-			for (int k = 0; k < d->p[i].ndims; k++)
-				tin.dims[k] = op->u.agg.group[d->p[i].dims[k]];
-			offer(s, t, (Impl){.kind = IM_AGG_SHUFFLE, .inpl = {a}, .out = i, .mid = tin});
+			Place jp;
+			if (!pair_place(s, u, j, pl, pr, &jp))
+				continue;
+			Combo c = {.in = {a, b, ANYPL}, .strat = pair_strategy(pl, pr), .side = pl->kind == PL_ALL ? 0 : 1,
+			           .gt = op != j ? &jt : NULL, .gp = place_norm(&jt, jp)};
+			try_rows(s, t, u, &c);
 		}
+}
+
+/* Each placement of the one input. */
+static void singles(Search *s, int t, UnitKind u)
+{
+	int in[MAXIN];
+	unit_inputs(s, t, in);
+	const Dom *d = &s->dom[in[0]];
+	const TraOp *op = &s->tra->ops.v[t];
+	for (int a = 0; a < d->n; a++) {
+		Combo c = {.in = {a, ANYPL, ANYPL}, .strat = STRAT_NONE, .gt = op->kind == TRA_AGG ? type_of(s, in[0]) : NULL,
+		           .gp = d->p[a]};
+		try_rows(s, t, u, &c);
 	}
 }
 
-/* A local join that no aggregation absorbs. */
-static void join_impls(Search *s, int t, const TraOp *op)
-{
-	static const ImplKind rows[] = {
-		[STRAT_LOCAL] = IM_JOIN_LOCAL, [STRAT_BROADCAST] = IM_JOIN_BCAST, [STRAT_COPARTITION] = IM_JOIN_COPART,
-	};
-	Pair pairs[MAXDOM * MAXDOM];
-	int np = join_pairs(s, op, pairs, MAXDOM * MAXDOM);
-	for (int k = 0; k < np; k++) {
-		const Place *pl = &s->dom[op->u.join.left].p[pairs[k].l], *pr = &s->dom[op->u.join.right].p[pairs[k].r];
-		Impl im = {.kind = rows[pair_strategy(pl, pr)], .inpl = {pairs[k].l, pairs[k].r},
-		           .side = pl->kind == PL_ALL ? 0 : 1};
-		if (op->u.join.mask.on && !mask_inpl(s, op, &pairs[k].jp, &im))
-			continue;
-		im.out = find_out(s, t, pairs[k].jp);
-		if (im.out >= 0)
-			offer(s, t, im);
-	}
-}
-
-/* A map, rekey or filter: each input placement, carried through. */
-static void unary_impls(Search *s, int t, const TraOp *op, int in)
-{
-	const Dom *di = &s->dom[in];
-	for (int a = 0; a < di->n; a++) {
-		Place p = di->p[a];
-		if (op->kind == TRA_REKEY && p.kind == PL_PART) {
-			Place q = {.kind = PL_PART};
-			bool ok = true;
-			for (int i = 0; i < p.ndims; i++) {
-				int pos = -1;
-				for (int k = 0; k < op->u.rekey.nkey; k++)
-					if (op->u.rekey.keymap[k] == p.dims[i])
-						pos = k;
-				if (pos < 0)
-					ok = false;
-				else
-					q.dims[q.ndims++] = pos;
-			}
-			if (!ok)
-				continue;
-			p = q;
-		}
-		Impl im = {.kind = IM_UNARY, .inpl = {a}, .out = find_out(s, t, p)};
-		if (im.out >= 0)
-			offer(s, t, im);
-	}
-}
-
-/* A gather: the table everywhere (replicated) or partitioned (looked up
- * in), for each placement of the index; the result is where the index is. */
-static void gather_impls(Search *s, int t, const TraOp *op)
-{
-	int T = op->u.gather.src, I = op->u.gather.index;
-	const Dom *dt = &s->dom[T], *di = &s->dom[I];
-	for (int b = 0; b < di->n; b++) {
-		int out = find_out(s, t, di->p[b]);
-		if (out < 0)
-			continue;
-		for (int a = 0; a < dt->n; a++) {
-			const Place *tp = &dt->p[a];
-			if (tp->kind == PL_PARTIAL || (tp->kind == PL_PART && tp->ndims == 0 && rel_ntuples(type_of(s, T)) > 1))
-				continue;
-			ImplKind k = tp->kind == PL_ALL ? IM_GATHER_REPLICATE : IM_GATHER_LOOKUP;
-			/* --strategy broadcast or lookup picks the row; others
-			 * force the statement's joins alone */
-			Strategy f = !s->gen_all && op->stmt >= 0 ? s->force[op->stmt] : STRAT_NONE;
-			if ((f == STRAT_BROADCAST || f == STRAT_LOOKUP) && impl_strategy(k) != f)
-				continue;
-			offer(s, t, (Impl){.kind = k, .inpl = {a, b}, .out = out});
-		}
-	}
-}
-
-/* A scatter-add: rows with their index (placed alike, or the index
- * everywhere), into each placement of the result but partials; a base
- * placed as the result. */
-static void scatter_impls(Search *s, int t, const TraOp *op)
-{
-	int R = op->u.gather.src, I = op->u.gather.index, B = op->u.gather.base;
-	const Dom *dr = &s->dom[R], *di = &s->dom[I], *d = &s->dom[t];
-	for (int a = 0; a < dr->n; a++)
-		for (int b = 0; b < di->n; b++) {
-			const Place *rp = &dr->p[a], *ip = &di->p[b];
-			if (ip->kind != PL_ALL && !place_eq(rp, ip))
-				continue;
-			for (int o = 0; o < d->n; o++) {
-				int c = B >= 0 ? find_out(s, B, d->p[o]) : ANYPL;
-				if (d->p[o].kind != PL_PARTIAL && (B < 0 || c >= 0))
-					offer(s, t, (Impl){.kind = IM_SCATTER, .inpl = {a, b, c}, .out = o});
-			}
-		}
-}
-
-/* A layout an input or param may start in for free: partitioned on some
- * key dims (everything on rank 0 only when it is one tuple anyway). */
-bool free_layout(const RelType *t, const Place *p)
-{
-	return p->kind == PL_PART && (p->ndims > 0 || rel_ntuples(t) == 1);
-}
-
-/* The placements an input not pinned is read in: a free layout, or, under
- * --objective floats, also whole on every rank (the paper's convention:
- * an input is free where it is needed; cost_read prices its time). */
-static bool input_layout(const Search *s, const RelType *t, const Place *p)
-{
-	return free_layout(t, p) || (s->o->objective == OBJ_FLOATS && p->kind == PL_ALL);
-}
-
-static const PlacePin *place_pin(Search *s, int tensor)
-{
-	for (int i = 0; i < s->o->nplacepins; i++)
-		if (s->o->placepins[i].tensor == tensor)
-			return &s->o->placepins[i];
-	return NULL;
-}
-
-static void gen_impls(Search *s, int t)
+/* A gather's: each placement of the index, then of the table. */
+static void tables(Search *s, int t, UnitKind u)
 {
 	const TraOp *op = &s->tra->ops.v[t];
-	switch (op->kind) {
-	case TRA_INPUT: {
-		const PlacePin *pin = place_pin(s, op->u.input.tensor);
-		const Dom *d = &s->dom[t];
-		Place pinned = pin ? place_norm(type_of(s, t), pin->place) : place_all();
-		for (int i = 0; i < d->n; i++)
-			if (pin ? place_eq(&pinned, &d->p[i]) : input_layout(s, type_of(s, t), &d->p[i]))
-				offer(s, t, (Impl){.kind = IM_READ, .inpl = {ANYPL, ANYPL}, .out = i});
-		break;
-	}
-	case TRA_INIT:
-	case TRA_LOAD: {
-		int i = find_out(s, t, s->varplace[op->u.init.tensor]);
-		if (i < 0)
-			tr_bug("param placement outside its domain");
-		offer(s, t, (Impl){.kind = IM_PARAM, .inpl = {ANYPL, ANYPL}, .out = i});
-		break;
-	}
-	case TRA_RANGE:
-		/* any placement but partials, each made where it is */
-		for (int i = 0; i < s->dom[t].n; i++)
-			offer(s, t, (Impl){.kind = IM_RANGE, .inpl = {ANYPL, ANYPL}, .out = i});
-		break;
-	case TRA_COUNTER: {
-		int i = find_out(s, t, place_all());
-		if (i < 0)
-			tr_bug("a counter cannot be everywhere");
-		offer(s, t, (Impl){.kind = IM_COUNTER, .inpl = {ANYPL, ANYPL}, .out = i});
-		break;
-	}
-	case TRA_SLICE: {
-		int a = find_out(s, op->u.slice.in, place_all());
-		int b = op->u.slice.off >= 0 ? find_out(s, op->u.slice.off, place_all()) : 0;
-		if (a < 0 || b < 0)
-			tr_bug("a slice's inputs cannot be everywhere");
-		for (int i = 0; i < s->dom[t].n; i++)
-			offer(s, t, (Impl){.kind = IM_SLICE, .inpl = {a, op->u.slice.off >= 0 ? b : ANYPL}, .out = i});
-		/* or where the input is partitioned on other dims, placed alike */
-		const Dom *din = &s->dom[op->u.slice.in];
-		for (int i = 0; i < din->n; i++) {
-			const Place *q = &din->p[i];
-			bool along = false;
-			for (int k = 0; k < q->ndims; k++)
-				along |= q->dims[k] == op->u.slice.dim;
-			int o = q->kind == PL_PART && !along ? find_out(s, t, *q) : -1;
-			if (o >= 0)
-				offer(s, t, (Impl){.kind = IM_SLICE, .inpl = {i, op->u.slice.off >= 0 ? b : ANYPL}, .out = o});
+	const Dom *dt = &s->dom[op->u.gather.src], *di = &s->dom[op->u.gather.index];
+	for (int b = 0; b < di->n; b++)
+		for (int a = 0; a < dt->n; a++) {
+			Combo c = {.in = {a, b, ANYPL}, .strat = STRAT_NONE};
+			try_rows(s, t, u, &c);
 		}
-		break;
-	}
-	case TRA_JOIN:
-	case TRA_CONV:
-		if (s->absorbed[t] < 0)
-			join_impls(s, t, op);
-		break;
-	case TRA_AGG:
-		for (int j = 0; j < s->n; j++)
-			if (s->absorbed[j] == t)
-				contraction_impls(s, t, op, &s->tra->ops.v[j]);
-		if (s->absorbed[op->u.agg.in] != t)
-			agg_impls(s, t, op);
-		break;
-	case TRA_MAP:
-		unary_impls(s, t, op, op->u.map.in);
-		break;
-	case TRA_REKEY:
-		unary_impls(s, t, op, op->u.rekey.in);
-		break;
-	case TRA_FILTER:
-		unary_impls(s, t, op, op->u.filter.in);
-		break;
-	case TRA_GATHER:
-		gather_impls(s, t, op);
-		break;
-	case TRA_SCATTER:
-		scatter_impls(s, t, op);
-		break;
-	case TRA_OUTPUT:
-	case TRA_PRINT:
-		offer(s, t, (Impl){.kind = IM_SINK, .inpl = {ANYPL, ANYPL}, .out = -1});
-		break;
-	case TRA_STORE: {
-		int in = op->u.store.in;
-		int i = dom_find(&s->dom[in], type_of(s, in), s->varplace[op->u.store.tensor]);
-		if (i < 0)
-			tr_bug("param placement outside its value's domain");
-		offer(s, t, (Impl){.kind = IM_SINK, .inpl = {i, ANYPL}, .out = -1});
-		break;
-	}
-	case TRA_LOOP:
-	case TRA_ENDLOOP:
-		break;
-	case TRA_GRAD:
-		tr_bug("a grad op reached the search");
-	}
+}
+
+/* A scatter's: each placement of the rows, then of the index. */
+static void rows_index(Search *s, int t, UnitKind u)
+{
+	const TraOp *op = &s->tra->ops.v[t];
+	const Dom *dr = &s->dom[op->u.gather.src], *di = &s->dom[op->u.gather.index];
+	for (int a = 0; a < dr->n; a++)
+		for (int b = 0; b < di->n; b++) {
+			Combo c = {.in = {a, b, ANYPL}, .strat = STRAT_NONE};
+			try_rows(s, t, u, &c);
+		}
+}
+
+/* Per unit kind: the combinations its rows are tried on (NULL: none),
+ * whether its candidates depend neither on params' placements nor on
+ * --strategy (made once per budget, then filtered), and whether
+ * --strategy forces it. */
+static const struct {
+	CombosFn *combos;
+	bool cached, forced;
+} units[NUNITS] = {
+	[U_INPUT] = {NULL, false, false},        [U_PARAM] = {NULL, false, false},
+	[U_RANGE] = {NULL, false, false},        [U_COUNTER] = {NULL, false, false},
+	[U_SLICE] = {NULL, false, false},        [U_UNARY] = {singles, true, false},
+	[U_SINK] = {NULL, false, false},         [U_STORE] = {NULL, false, false},
+	[U_JOIN] = {pairs, true, true},          [U_SAMPLED] = {pairs, true, true},
+	[U_CONV] = {pairs, true, true},          [U_AGG] = {singles, true, false},
+	[U_CONTRACT] = {pairs, true, true},      [U_SAMPLED_CONTRACT] = {pairs, true, true},
+	[U_CONV_CONTRACT] = {pairs, true, true}, [U_GATHER] = {tables, false, false},
+	[U_SCATTER] = {rows_index, false, false},
+};
+
+/* Unit t's candidates: its rows on each combination of its inputs'
+ * placements, then the rows that choose their inputs' placements. */
+static void gen_impls(Search *s, int t, UnitKind u)
+{
+	if (units[u].combos)
+		units[u].combos(s, t, u);
+	for (int k = 0; k < NIMPLS; k++)
+		if (impl_unit((ImplKind)k) == u && !ats[row_at[k]].combo)
+			ats[row_at[k]].fn(s, t, (ImplKind)k, NULL);
 }
 
 /* Every op's implementations for the current params' placements, forcing
@@ -860,15 +978,17 @@ static void gen_impls(Search *s, int t)
 void make_impls(Search *s)
 {
 	for (int t = 0; t < s->n; t++) {
-		TraOpKind k = s->tra->ops.v[t].kind;
+		UnitKind u;
 		s->impls[t].n = 0;
-		if (k != TRA_JOIN && k != TRA_CONV && k != TRA_AGG && k != TRA_MAP && k != TRA_REKEY && k != TRA_FILTER) {
-			gen_impls(s, t);
+		if (!unit_of(s, t, &u))
+			continue;
+		if (!units[u].cached) {
+			gen_impls(s, t, u);
 			continue;
 		}
 		if (!s->cached[t] || s->cache_budget[t] != s->budget) {
 			s->gen_all = true;
-			gen_impls(s, t);
+			gen_impls(s, t, u);
 			s->gen_all = false;
 			vec_free(&s->cache[t]);
 			s->cache[t] = s->impls[t];
@@ -876,15 +996,12 @@ void make_impls(Search *s)
 			s->cached[t] = true;
 			s->cache_budget[t] = s->budget;
 		}
-		/* joins and contractions obey --strategy; aggregations, maps do not */
-		const TraOp *op = &s->tra->ops.v[t];
-		bool forceable = k == TRA_JOIN || k == TRA_CONV || (k == TRA_AGG && s->absorbed[op->u.agg.in] == t);
 		for (int c = 0; c < s->cache[t].n; c++) {
 			const Impl *im = &s->cache[t].v[c];
-			if ((s->budget > 0 && im->mem > s->budget) || (forceable && !allowed(s, t, impl_strategy(im->kind), im->side)))
+			if ((s->budget > 0 && im->mem > s->budget) ||
+			    (units[u].forced && !allowed(s, t, impl_strategy(im->kind), im->side)))
 				continue;
 			vec_push(&s->impls[t], *im);
 		}
 	}
 }
-

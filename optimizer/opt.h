@@ -380,10 +380,16 @@ IaPlan *opt_rewrite_simple(IaPlan *p);
 
 #define RB(r) (1u << RULE_##r)
 
-typedef enum { U_SOURCE, U_SINK, U_UNARY, U_JOIN, U_AGG, U_CONTRACT, U_GATHER, U_SCATTER } UnitKind;
+/* What a row implements (impls.def's unit column): one kind per set of rows
+ * that compete for a unit. */
+typedef enum {
+	U_INPUT, U_PARAM, U_RANGE, U_COUNTER, U_SLICE, U_UNARY, U_SINK, U_STORE,
+	U_JOIN, U_SAMPLED, U_CONV, U_AGG, U_CONTRACT, U_SAMPLED_CONTRACT, U_CONV_CONTRACT,
+	U_GATHER, U_SCATTER, NUNITS
+} UnitKind;
 
 typedef enum {
-#define IMPL(id, unit, strat, rules, build, cost, what) IM_##id,
+#define IMPL(id, unit, strat, at, rules, build, cost, what) IM_##id,
 #include "optimizer/impls.def"
 	NIMPLS
 } ImplKind;
@@ -414,6 +420,9 @@ typedef struct Unit {
 	const TraOp *join;              /* a contraction's join, else NULL */
 	int tra;                        /* the built ops' IaOp.tra */
 } Unit;
+
+/* The kind of unit u is: which rows of impls.def implement it. */
+UnitKind unit_kind(const Unit *u);
 
 /* The IA of implementation k of unit u on inputs x[] (ops of e's plan,
  * placed as k needs them); `mid` is the shuffle target inside it, `out`

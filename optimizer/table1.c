@@ -5,6 +5,7 @@
  *   input                      read, partitioned on key dim 0  READ
  *                              (a scalar: on site 0)
  *   join(Rl, Rr)               join^L(bcast(Rl), Rr)           JOIN_BCAST
+ *   conv(Rl, Rr)               conv^L(bcast(Rl), halo(Rr))     CONV_JOIN_BCAST
  *   agg(group)                 agg^L(group) . shuffle(group)   AGG_SHUFFLE
  *   map(f)                     map^L(id, f)                    UNARY
  *   rekey(keyfunc)             map^L(keyfunc, id)              UNARY
@@ -19,7 +20,7 @@
  *                              partitioning on key dim 0
  *                              (idx broadcast first; a base
  *                              moved there first)
- *   store                      store (a shuffle first when     SINK
+ *   store                      store (a shuffle first when     STORE
  *                              the new value is elsewhere)
  *   print, loop, endloop       the same
  *
@@ -31,39 +32,46 @@
 
 #include "optimizer/opt.h"
 
-/* Op i's Table 1 row, and where it needs its inputs (moved there first). */
-static ImplKind row(const TraOp *t, const IaPlan *p, Place *need)
+/* Op t's Table 1 row, where it needs its inputs (moved there first), the
+ * shuffle target inside it (*mid) and where its result is (*out). */
+static ImplKind row(const TraOp *t, const IaPlan *p, Place *need, Place *mid, Place *out)
 {
+	int dim0 = 0;
 	need[0].kind = need[1].kind = need[2].kind = PL_PARTIAL;       /* where they are */
+	*mid = *out = place_part(0, NULL);
 	switch (t->kind) {
 	case TRA_INPUT:
+		*out = place_part(t->type.nkey > 0, &dim0);
 		return IM_READ;
 	case TRA_INIT:
 	case TRA_LOAD:
 		return IM_PARAM;
 	case TRA_RANGE:
+		*out = place_part(t->type.nkey > 0, &dim0);
 		return IM_RANGE;
 	case TRA_COUNTER:
 		return IM_COUNTER;
 	case TRA_SLICE:
 		need[0] = need[1] = place_all();
+		*out = place_all();
 		return IM_SLICE;
 	case TRA_JOIN:
-	case TRA_CONV:
 		need[0] = place_all();
 		return IM_JOIN_BCAST;
+	case TRA_CONV:
+		need[0] = place_all();
+		return IM_CONV_JOIN_BCAST;
 	case TRA_AGG:
+		*mid = place_part(t->u.agg.ngroup, t->u.agg.group);
 		return IM_AGG_SHUFFLE;
 	case TRA_GATHER:
 		need[0] = place_all();
 		return IM_GATHER_REPLICATE;
-	case TRA_SCATTER: {
-		/* the result partitioned on key dim 0 (opt_table1), the base with it */
-		int dim0 = 0;
+	case TRA_SCATTER:
+		/* the result partitioned on key dim 0, the base with it */
 		need[1] = place_all();
-		need[2] = place_part(t->type.nkey > 0, &dim0);
+		need[2] = *out = place_part(t->type.nkey > 0, &dim0);
 		return IM_SCATTER;
-	}
 	case TRA_MAP:
 	case TRA_REKEY:
 	case TRA_FILTER:
@@ -71,7 +79,7 @@ static ImplKind row(const TraOp *t, const IaPlan *p, Place *need)
 	case TRA_STORE:
 		/* a param keeps one placement: move the new value there */
 		need[0] = p->varplace.v[t->u.store.tensor];
-		return IM_SINK;
+		return IM_STORE;
 	case TRA_OUTPUT:
 	case TRA_PRINT:
 		return IM_SINK;
@@ -99,31 +107,20 @@ IaPlan *opt_table1(const TraProg *tra, int nranks)
 			map[i] = emit_op(&e, op);
 			continue;
 		}
-		Place need[MAXIN];
-		ImplKind k = row(t, p, need);
+		Place need[MAXIN], mid, out;
+		ImplKind k = row(t, p, need, &mid, &out);
 		int in[MAXIN], x[MAXIN] = {-1, -1, -1};
 		int n = tra_inputs(t, in);
 		for (int j = 0; j < n; j++) {
 			x[j] = map[in[j]];
-			/* the join's left is broadcast as it is, a stored value
-			 * moved only when elsewhere */
+			/* a broadcast row's input is broadcast as it is, a
+			 * stored value moved only when elsewhere */
 			if (need[j].kind != PL_PARTIAL &&
-			    (t->kind == TRA_JOIN || t->kind == TRA_CONV || t->kind == TRA_GATHER || !place_eq(&p->ops.v[x[j]].place, &need[j])))
+			    (impl_strategy(k) == STRAT_BROADCAST || !place_eq(&p->ops.v[x[j]].place, &need[j])))
 				x[j] = emit_move(&e, x[j], &need[j], t->stmt, i);
 		}
 		Unit u = {t, NULL, i};
-		Place mid = place_part(0, NULL), out = mid;
-		if (t->kind == TRA_AGG)
-			mid = place_part(t->u.agg.ngroup, t->u.agg.group);
-		if (t->kind == TRA_SLICE)
-			out = place_all();
-		if (t->kind == TRA_INPUT || t->kind == TRA_RANGE || t->kind == TRA_SCATTER) {
-			int dim0 = 0;
-			out = place_part(t->type.nkey > 0, &dim0);
-		}
 		map[i] = impl_build(&e, k, &u, x, &mid, &out, NULL);
-		if ((t->kind == TRA_JOIN || t->kind == TRA_CONV) && t->stmt >= 0)
-			p->strategy.v[t->stmt] = impl_strategy(k);
 	}
 	free(map);
 	return p;
