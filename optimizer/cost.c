@@ -865,6 +865,189 @@ Cost cost_scatter(const CostCtx *c, const RelType *rows, const Place *rp, const 
 
 /* ---- a whole plan ---- */
 
+/* What opt_cost knows of a plan as it walks it: per op, the partial copies
+ * of its result per key and the bytes of it a rank holds; the loops'
+ * lifetimes, where scatters add (ia_in_place), the bytes live now and the
+ * most live so far. */
+typedef struct Walk {
+	CostCtx cc;
+	double *copies, *held;
+	IaLoops life;
+	InPlace *inplace;
+	int *last;              /* life.dead_after, params' made to live to the end */
+	double live, high;
+} Walk;
+
+/* Where a join computes: its key space placed as its inputs a, b give. */
+static Place join_space(const IaOp *op, const IaOp *a, const IaOp *b)
+{
+	if (a->place.kind == PL_ALL && b->place.kind == PL_ALL)
+		return place_all();
+	if (a->place.kind != PL_ALL)
+		return a->place;
+	Place jp = {.kind = PL_PART, .ndims = b->place.ndims};
+	for (int d = 0; d < b->place.ndims; d++)
+		jp.dims[d] = ia_join_out_dim(a->type.nkey, &op->u.join.on, b->place.dims[d]);
+	return jp;
+}
+
+/* A join's (or convolution's) partial copies per key when it leaves
+ * partial sums, computing over jp. */
+static void join_copies(Walk *w, int i, const IaOp *op, const IaOp *a, const IaOp *b, const Place *jp)
+{
+	if (op->place.kind == PL_PARTIAL) {
+		RelType jt = ia_join_type(&a->type, &b->type, &op->u.join.on);
+		w->copies[i] = cost_partial_copies(&w->cc, &jt, jp, op->u.join.ngroup, op->u.join.group);
+	}
+}
+
+/* Op i's cost as the plan has it (its result's partial copies in
+ * w->copies[i]); *io: its seconds no plan saves (reading inputs, params'
+ * initial values, writing outputs), which are not the plan's. */
+static Cost op_cost(Walk *w, const IaPlan *p, int i, double *io)
+{
+	const CostCtx *cc = &w->cc;
+	const IaOp *op = &p->ops.v[i];
+	int in[MAXIN];
+	int k = ia_inputs(op, in);
+	const IaOp *a = k > 0 ? &p->ops.v[in[0]] : NULL;
+	const IaOp *b = k > 1 ? &p->ops.v[in[1]] : NULL;
+	Cost c = {0};
+	*io = 0;
+	w->copies[i] = 1;
+	switch (op->kind) {
+	case IA_READ:
+		/* the search weighs what cost_read gives (a whole read, a
+		 * partitioned one's calls); the op's time is every rank's share */
+		c = cost_read(cc, &op->type, &op->place);
+		*io = cost_read_seconds(cc, &op->type, &op->place) - c.seconds;
+		return c;
+	case IA_WRITE:
+		*io = cost_write(cc, &a->type);
+		return c;
+	case IA_INIT:
+		*io = cost_init(cc, &p->tra->tensors.v[op->u.init.tensor], &op->type, &op->place);
+		return c;
+	case IA_FILTER:
+	case IA_LOAD:
+	case IA_RANGE:
+	case IA_COUNTER:
+	case IA_STORE:
+	case IA_PRINT:
+	case IA_LOOP:
+	case IA_ENDLOOP:
+		return c;
+	case IA_BCAST:
+	case IA_SHUFFLE:
+		c = cost_move(cc, &a->type, &a->place, w->copies[in[0]], &op->place);
+		if (op->kind == IA_BCAST && a->place.kind == PL_PARTIAL)
+			w->copies[i] = w->copies[in[0]];        /* every partial, everywhere */
+		return c;
+	case IA_JOIN: {
+		Place jp = join_space(op, a, b);
+		c = cost_join(cc, op->u.join.kernel, &a->type, &b->type, &op->u.join.on, &jp,
+		              k > 2 ? &p->ops.v[in[2]].type : NULL);
+		join_copies(w, i, op, a, b, &jp);
+		return c;
+	}
+	case IA_CONV: {
+		Place jp = join_space(op, a, b);
+		c = cost_conv(cc, op->u.join.kernel, &a->type, &b->type, &op->u.join.on, &op->type, &jp);
+		join_copies(w, i, op, a, b, &jp);
+		return c;
+	}
+	case IA_AGG:
+		c = cost_agg(cc, &a->type, &a->place, w->copies[in[0]], &op->type);
+		if (op->place.kind == PL_PARTIAL)
+			w->copies[i] = a->place.kind == PL_PARTIAL ? w->copies[in[0]]
+			               : cost_partial_copies(cc, &a->type, &a->place, op->u.agg.ngroup, op->u.agg.group);
+		return c;
+	case IA_MAP:
+		c = cost_map(cc, op->u.map.kernel, &a->type, &a->place);
+		if (op->place.kind == PL_PARTIAL)
+			w->copies[i] = w->copies[in[0]];
+		return c;
+	case IA_GATHER:
+	case IA_LOOKUP:
+		return cost_gather(cc, &a->type, &a->place, op->u.gather.dim, &b->type, &b->place, &op->type);
+	case IA_SCATTER:
+		return cost_scatter(cc, &a->type, &a->place, &b->type, &op->type, &op->place,
+		                    op->u.gather.base < 0 ? SCATTER_ZEROS
+		                    : w->inplace[i] != IP_NONE ? SCATTER_IN_PLACE : SCATTER_COPY);
+	case IA_HALO:
+		return cost_halo(cc, &a->type, &a->place, &op->type);
+	case IA_SLICE:          /* the window copied out, locally */
+		c.seconds = cost_rank_bytes(cc, &op->type, &op->place, 1) / cc->m->memcpy_bw + cc->m->local_op_overhead;
+		return c;
+	case IA_TWOPHASE: {
+		/* planned with the schedule (twophase.c) */
+		const TpSched *ts = op->u.join.sched;
+		return (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops, 0};
+	}
+	}
+	tr_bug("bad IA op");
+}
+
+/* Op i's result joins the live set, the inputs it reads last leave it
+ * after it: its live bytes, the plan's peak, and the first touch of memory
+ * beyond the most held so far (the op's time: reads and initial values
+ * have it in their rates; the runtime's chunk cache reuses what ops free,
+ * and inside a loop only the first pass touches).  times: its runs. */
+static void op_memory(Walk *w, IaPlan *p, int i, double times)
+{
+	IaOp *op = &p->ops.v[i];
+	int n = p->ops.n, in[MAXIN];
+	int k = ia_inputs(op, in);
+	double *held = w->held;
+	if (op->kind == IA_INIT)
+		w->last[i] = n;         /* a param's storage lives to the end */
+	if (ia_has_result(op->kind) && op->kind != IA_LOAD) {
+		if ((op->kind == IA_MAP && !op->u.map.kernel) || (op->kind == IA_BCAST && w->cc.nsites == 1)) {
+			/* a rekey, a replication or a broadcast on one site
+			 * shares its input's chunks: it takes them over when
+			 * the input dies here */
+			held[i] = w->last[in[0]] == i ? held[in[0]] : 0;
+			w->live -= held[i];
+			held[in[0]] -= held[i];
+		} else if (w->inplace[i] == IP_OWNED || w->inplace[i] == IP_PARAM)
+			/* a scatter in place holds its base's chunks (a
+			 * param's own: nothing more) */
+			held[i] = held[op->u.gather.base];
+		else
+			held[i] = cost_rank_bytes(&w->cc, &op->type, &op->place, w->copies[i]);
+		w->live += held[i];
+	}
+	/* a two-phase schedule holds chunks received and partial sums while
+	 * it runs (its mem counts its accumulators, which are the result's
+	 * chunks, too: held already); a write, on rank 0, a band of the
+	 * output or a chunk received */
+	const IaOp *a = k > 0 ? &p->ops.v[in[0]] : NULL;
+	double transient = op->kind == IA_TWOPHASE ? fmax(0, op->u.join.sched->mem - held[i])
+	                   : op->kind == IA_WRITE ? write_transient_bytes(&w->cc, &a->type, &a->place) : 0;
+	double now = w->live + transient;
+	op->live_bytes = now;
+	if (now > w->high) {
+		if (times == 1 && op->kind != IA_READ && op->kind != IA_INIT)
+			op->seconds += (now - w->high) / w->cc.m->touch_bw;
+		w->high = now;
+	}
+	if (now > p->peak_bytes) {
+		p->peak_bytes = now;
+		p->peak_op = i;
+	}
+	for (int j = 0; j < k; j++)
+		if (w->last[in[j]] == i && held[in[j]] > 0) {
+			w->live -= held[in[j]];
+			held[in[j]] = 0;
+		}
+	if (op->kind == IA_ENDLOOP)
+		for (int j = 0; j < i; j++)
+			if (w->last[j] == i && held[j] > 0) {
+				w->live -= held[j];
+				held[j] = 0;
+			}
+}
+
 void opt_cost(IaPlan *p, const Machine *mach)
 {
 	Machine dflt;
@@ -872,23 +1055,21 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		machine_default(&dflt);
 		mach = &dflt;
 	}
-	CostCtx cc = {mach, p->nranks, p->objective};
 	int n = p->ops.n;
-	double *copies = xcalloc(n + 1, sizeof *copies);
-	double *held = xcalloc(n + 1, sizeof *held);
+	Walk w = {.cc = {mach, p->nranks, p->objective}};
+	w.copies = xcalloc(n + 1, sizeof *w.copies);
+	w.held = xcalloc(n + 1, sizeof *w.held);
 	/* a relation read inside a loop it was made outside of lives to the
 	 * loop's end, as the generated program frees it */
-	IaLoops life;
-	ia_loops(p, &life);
-	InPlace *inplace = ia_in_place(p, &life);        /* before `last` changes */
-	int *last = life.dead_after;     /* changed below for params, which live to the end */
+	ia_loops(p, &w.life);
+	w.inplace = ia_in_place(p, &w.life);    /* before `last` changes */
+	w.last = w.life.dead_after;
 
 	p->total_floats_moved = p->total_bytes_sent = p->total_flops = 0;
 	p->peak_bytes = p->predicted_seconds = 0;
 	/* ops inside repeat blocks run count times: their costs add up so */
 	double times = 1;
 	Vec(double) loops = {0};
-	double live = 0, high = 0;
 	for (int i = 0; i < n; i++) {
 		IaOp *op = &p->ops.v[i];
 		if (op->kind == IA_LOOP) {
@@ -897,100 +1078,8 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		} else if (op->kind == IA_ENDLOOP) {
 			times = loops.v[--loops.n];
 		}
-		int in[MAXIN];
-		int k = ia_inputs(op, in);
-		const IaOp *a = k > 0 ? &p->ops.v[in[0]] : NULL;
-		const IaOp *b = k > 1 ? &p->ops.v[in[1]] : NULL;
-		Cost c = {0};
-		double io = 0;  /* the op's seconds no plan saves: not the plan's */
-
-		copies[i] = 1;
-		switch (op->kind) {
-		case IA_READ:
-			/* the search weighs what cost_read gives (a whole read,
-			 * a partitioned one's calls); the op's time is every
-			 * rank's share */
-			c = cost_read(&cc, &op->type, &op->place);
-			io = cost_read_seconds(&cc, &op->type, &op->place) - c.seconds;
-			break;
-		case IA_WRITE:
-			io = cost_write(&cc, &a->type);
-			break;
-		case IA_INIT:
-			io = cost_init(&cc, &p->tra->tensors.v[op->u.init.tensor], &op->type, &op->place);
-			break;
-		case IA_FILTER:
-		case IA_LOAD:
-		case IA_RANGE:
-		case IA_COUNTER:
-		case IA_STORE:
-		case IA_PRINT:
-		case IA_LOOP:
-		case IA_ENDLOOP:
-			break;
-		case IA_BCAST:
-		case IA_SHUFFLE:
-			c = cost_move(&cc, &a->type, &a->place, copies[in[0]], &op->place);
-			if (op->kind == IA_BCAST && a->place.kind == PL_PARTIAL)
-				copies[i] = copies[in[0]];      /* every partial, everywhere */
-			break;
-		case IA_JOIN:
-		case IA_CONV: {
-			/* the join works over its key space, placed as its inputs give */
-			Place jp;
-			if (a->place.kind == PL_ALL && b->place.kind == PL_ALL)
-				jp = place_all();
-			else if (a->place.kind == PL_ALL) {
-				jp = (Place){.kind = PL_PART, .ndims = b->place.ndims};
-				for (int d = 0; d < b->place.ndims; d++)
-					jp.dims[d] = ia_join_out_dim(a->type.nkey, &op->u.join.on, b->place.dims[d]);
-			} else
-				jp = a->place;
-			if (op->kind == IA_CONV)
-				c = cost_conv(&cc, op->u.join.kernel, &a->type, &b->type, &op->u.join.on, &op->type, &jp);
-			else
-				c = cost_join(&cc, op->u.join.kernel, &a->type, &b->type, &op->u.join.on, &jp,
-				              op->u.join.mask.on ? &p->ops.v[in[2]].type : NULL);
-			if (op->place.kind == PL_PARTIAL) {
-				RelType jt = ia_join_type(&a->type, &b->type, &op->u.join.on);
-				copies[i] = cost_partial_copies(&cc, &jt, &jp, op->u.join.ngroup, op->u.join.group);
-			}
-			break;
-		}
-		case IA_AGG:
-			c = cost_agg(&cc, &a->type, &a->place, copies[in[0]], &op->type);
-			if (op->place.kind == PL_PARTIAL)
-				copies[i] = a->place.kind == PL_PARTIAL ? copies[in[0]]
-				            : cost_partial_copies(&cc, &a->type, &a->place, op->u.agg.ngroup, op->u.agg.group);
-			break;
-		case IA_MAP:
-			c = cost_map(&cc, op->u.map.kernel, &a->type, &a->place);
-			if (op->place.kind == PL_PARTIAL)
-				copies[i] = copies[in[0]];
-			break;
-		case IA_GATHER:
-		case IA_LOOKUP:
-			c = cost_gather(&cc, &a->type, &a->place, op->u.gather.dim, &b->type, &b->place, &op->type);
-			break;
-		case IA_SCATTER:
-			c = cost_scatter(&cc, &a->type, &a->place, &b->type, &op->type, &op->place,
-			                 op->u.gather.base < 0 ? SCATTER_ZEROS : inplace[i] != IP_NONE ? SCATTER_IN_PLACE
-			                                                                             : SCATTER_COPY);
-			break;
-		case IA_HALO:
-			c = cost_halo(&cc, &a->type, &a->place, &op->type);
-			break;
-		case IA_SLICE:          /* the window copied out, locally */
-			c.seconds = cost_rank_bytes(&cc, &op->type, &op->place, 1) / cc.m->memcpy_bw +
-			            cc.m->local_op_overhead;
-			break;
-		case IA_TWOPHASE: {
-			/* planned with the schedule (twophase.c) */
-			const TpSched *ts = op->u.join.sched;
-			c = (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops, 0};
-			break;
-		}
-		}
+		double io;
+		Cost c = op_cost(&w, p, i, &io);
 		op->floats_moved = c.floats;
 		op->bytes_sent = c.bytes;
 		op->flops = c.flops;
@@ -999,62 +1088,11 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		p->total_bytes_sent += c.bytes * times;
 		p->total_flops += c.flops * times;
 		p->predicted_seconds += c.seconds * times;
-
-		/* memory: this op's output joins the live set; inputs used for
-		 * the last time leave it after the op */
-		if (op->kind == IA_INIT)
-			last[i] = n;    /* a param's storage lives to the end */
-		if (ia_has_result(op->kind) && op->kind != IA_LOAD) {
-			if ((op->kind == IA_MAP && !op->u.map.kernel) || (op->kind == IA_BCAST && cc.nsites == 1)) {
-				/* a rekey, a replication or a broadcast on one site
-				 * shares its input's chunks: it takes them over when
-				 * the input dies here */
-				held[i] = last[in[0]] == i ? held[in[0]] : 0;
-				live -= held[i];
-				held[in[0]] -= held[i];
-			} else if (inplace[i] == IP_OWNED || inplace[i] == IP_PARAM)
-				/* a scatter in place holds its base's chunks (a
-				 * param's own: nothing more) */
-				held[i] = held[op->u.gather.base];
-			else
-				held[i] = cost_rank_bytes(&cc, &op->type, &op->place, copies[i]);
-			live += held[i];
-		}
-		/* a two-phase schedule holds chunks received and partial sums
-		 * while it runs (its mem counts its accumulators, which are the
-		 * result's chunks, too: held already); a write, on rank 0, a
-		 * band of the output or a chunk received */
-		double transient = op->kind == IA_TWOPHASE ? fmax(0, op->u.join.sched->mem - held[i])
-		                   : op->kind == IA_WRITE ? write_transient_bytes(&cc, &a->type, &a->place) : 0;
-		op->live_bytes = live + transient;
-		/* memory beyond the most held so far is new to the process, and
-		 * its first touch is the op's time (reads and initial values have
-		 * it in their rates; the runtime's chunk cache reuses what ops
-		 * free, and inside a loop only the first pass touches) */
-		if (live + transient > high) {
-			if (times == 1 && op->kind != IA_READ && op->kind != IA_INIT)
-				op->seconds += (live + transient - high) / cc.m->touch_bw;
-			high = live + transient;
-		}
-		if (live + transient > p->peak_bytes) {
-			p->peak_bytes = live + transient;
-			p->peak_op = i;
-		}
-		for (int j = 0; j < k; j++)
-			if (last[in[j]] == i && held[in[j]] > 0) {
-				live -= held[in[j]];
-				held[in[j]] = 0;
-			}
-		if (op->kind == IA_ENDLOOP)
-			for (int j = 0; j < i; j++)
-				if (last[j] == i && held[j] > 0) {
-					live -= held[j];
-					held[j] = 0;
-				}
+		op_memory(&w, p, i, times);
 	}
 	vec_free(&loops);
-	free(copies);
-	free(held);
-	free(inplace);
-	ia_loops_free(&life);
+	free(w.copies);
+	free(w.held);
+	free(w.inplace);
+	ia_loops_free(&w.life);
 }

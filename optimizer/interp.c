@@ -462,7 +462,19 @@ static void mask_chunk(double *v, const Tup *m, int64_t n)
 			v[e] = 0;
 }
 
-static Rel *do_join(Interp *in, const Rel *l, const Rel *rr, const Rel *mask, const IaOp *op)
+/* A join's block function: a plain kernel's (run_kernel) or a
+ * convolution's (run_conv), out the chunk of type ot and key okey. */
+typedef void BlockFn(const Kernel *k, const RelType *const *t, const int64_t *const *key, const double *const *v,
+                     const RelType *ot, const int64_t *okey, double *out, bool acc);
+
+static void join_block(const Kernel *k, const RelType *const *t, const int64_t *const *key, const double *const *v,
+                       const RelType *ot, const int64_t *okey, double *out, bool acc)
+{
+	(void)ot, (void)okey;
+	run_kernel(k, 2, t, key, v, out, acc);
+}
+
+static Rel *do_join(Interp *in, const Rel *l, const Rel *rr, const Rel *mask, const IaOp *op, BlockFn *block)
 {
 	Rel *r = rel_new(&op->type, op->place.kind);
 	int nl = l->type.nkey;
@@ -489,10 +501,7 @@ static Rel *do_join(Interp *in, const Rel *l, const Rel *rr, const Rel *mask, co
 				continue;
 			if (op->u.join.ngroup < 0) {
 				push(r, jk, a->site, NULL, rel_chunk_elems(&r->type, jk));
-				if (op->kind == IA_CONV)
-					run_conv(op->u.join.kernel, ts, ks, vs, &r->type, jk, r->t.v[r->t.n - 1].v, false);
-				else
-					run_kernel(op->u.join.kernel, 2, ts, ks, vs, r->t.v[r->t.n - 1].v, false);
+				block(op->u.join.kernel, ts, ks, vs, &r->type, jk, r->t.v[r->t.n - 1].v, false);
 				if (m)
 					mask_chunk(r->t.v[r->t.n - 1].v, m, rel_chunk_elems(&r->type, jk));
 				continue;
@@ -502,10 +511,7 @@ static Rel *do_join(Interp *in, const Rel *l, const Rel *rr, const Rel *mask, co
 				gk[g] = op->u.join.group[g] < 0 ? 0 : jk[op->u.join.group[g]];
 			bool fresh;
 			Tup *o = lookup(r, gk, a->site, &fresh);
-			if (op->kind == IA_CONV)
-				run_conv(op->u.join.kernel, ts, ks, vs, &r->type, gk, o->v, !fresh);
-			else
-				run_kernel(op->u.join.kernel, 2, ts, ks, vs, o->v, !fresh);
+			block(op->u.join.kernel, ts, ks, vs, &r->type, gk, o->v, !fresh);
 			if (m)
 				mask_chunk(o->v, m, rel_chunk_elems(&r->type, gk));
 		}
@@ -889,12 +895,198 @@ static void check_place(Interp *in, const Rel *r, const IaOp *op, int i)
 	}
 }
 
+/* The loops around the op being run: each one's first op and the passes
+ * it has left. */
+typedef struct Loops {
+	Vec(int) start;
+	Vec(int64_t) left;
+} Loops;
+
+/* An input's relation, from its value in in->inputs. */
+static Rel *read_input(Interp *in, const IaOp *op)
+{
+	const Dense *d = in->inputs ? in->inputs[op->u.read.tensor] : NULL;
+	if (!d) {
+		fail(in, "no value for input %s", in->p->tra->tensors.v[op->u.read.tensor].name);
+		return NULL;
+	}
+	return from_dense(d, &op->type, &op->place, in->s);
+}
+
+/* A param's initial value: its initialiser's stand-in, or its file's. */
+static Rel *init_param(Interp *in, const IaOp *op)
+{
+	Dense *const *inputs = in->inputs;
+	const Tensor *t = &in->p->tra->tensors.v[op->u.init.tensor];
+	Dense *d = init_dense(t, inputs, op->u.init.tensor);
+	if (!d && (!inputs || !inputs[op->u.init.tensor])) {
+		fail(in, "no value for param %s", t->name);
+		return NULL;
+	}
+	Rel *r = from_dense(d ? d : inputs[op->u.init.tensor], &op->type, &op->place, in->s);
+	dense_free(d);
+	return r;
+}
+
+static Rel *make_range(Interp *in, const IaOp *op)
+{
+	Dense d = {.rank = 1, .shape = {op->type.extent[0]}};
+	d.v = xcalloc((size_t)op->type.extent[0], sizeof *d.v);
+	for (int64_t e = 0; e < op->type.extent[0]; e++)
+		d.v[e] = (double)e;
+	Rel *r = from_dense(&d, &op->type, &op->place, in->s);
+	free(d.v);
+	return r;
+}
+
+/* The current pass of the loop at the counter's depth. */
+static Rel *make_counter(Interp *in, int i, const Loops *lp)
+{
+	const IaOp *op = &in->p->ops.v[i];
+	if (op->u.counter.depth >= lp->left.n) {
+		fail(in, "op %d counts loop depth %d inside %d loops", i, op->u.counter.depth, (int)lp->left.n);
+		return NULL;
+	}
+	const IaOp *l = &in->p->ops.v[lp->start.v[op->u.counter.depth]];
+	double it = (double)(l->u.loop.count - lp->left.v[op->u.counter.depth]);
+	Dense d = {.rank = 0, .v = &it};
+	return from_dense(&d, &op->type, &op->place, in->s);
+}
+
+/* A join or convolution (block: its kernels') on inputs a, b and the mask
+ * x[2] (when sampled). */
+static Rel *run_join(Interp *in, int i, const Rel *a, const Rel *b, const int *x, BlockFn *block)
+{
+	const IaOp *op = &in->p->ops.v[i];
+	if (a->kind == PL_PARTIAL || b->kind == PL_PARTIAL)
+		fail(in, "op %d joins partial aggregates", i);
+	const Rel *mask = NULL;
+	if (op->u.join.mask.on) {
+		mask = in->rel[x[2]];
+		if (!mask || mask->kind == PL_PARTIAL) {
+			fail(in, "op %d: its mask is partial aggregates or has no value", i);
+			return NULL;
+		}
+	}
+	return do_join(in, a, b, mask, op, block);
+}
+
+/* Op i's result (NULL: none, or a failure in in->err), its inputs a, b and
+ * x[2]; a write's into outputs. */
+static Rel *run_op(Interp *in, int i, const Rel *a, const Rel *b, const int *x, const Loops *lp, Dense **outputs)
+{
+	const IaPlan *p = in->p;
+	const IaOp *op = &p->ops.v[i];
+	switch (op->kind) {
+	case IA_READ:
+		return read_input(in, op);
+	case IA_INIT:
+		return init_param(in, op);
+	case IA_RANGE:
+		return make_range(in, op);
+	case IA_COUNTER:
+		return make_counter(in, i, lp);
+	case IA_SLICE:
+		if (a->kind == PL_PARTIAL || (b && b->kind != PL_ALL)) {
+			fail(in, "op %d slices partials or at an offset not held everywhere", i);
+			return NULL;
+		}
+		return do_slice(in, a, op->u.slice.shift + (b ? (int64_t)b->t.v[0].v[0] : 0), op);
+	case IA_HALO:
+		if (a->kind == PL_PARTIAL) {
+			fail(in, "op %d exchanges the halos of partials", i);
+			return NULL;
+		}
+		return do_halo(in, a, op);
+	case IA_LOAD:
+		if (!in->var[op->u.init.tensor]) {
+			fail(in, "param %s loaded before it has a value", p->tra->tensors.v[op->u.init.tensor].name);
+			return NULL;
+		}
+		return rel_copy(in->var[op->u.init.tensor]);
+	case IA_STORE:
+		rel_free(in->var[op->u.store.tensor]);
+		in->var[op->u.store.tensor] = rel_copy(a);
+		return NULL;
+	case IA_PRINT:
+	case IA_LOOP:
+	case IA_ENDLOOP:
+		return NULL;
+	case IA_BCAST:
+	case IA_SHUFFLE:
+		return do_move(in, a, op);
+	case IA_JOIN:
+		return run_join(in, i, a, b, x, join_block);
+	case IA_CONV:
+		return run_join(in, i, a, b, x, run_conv);
+	case IA_AGG:
+		return do_agg(a, op);
+	case IA_TWOPHASE:
+		if (a->kind == PL_PARTIAL || b->kind == PL_PARTIAL)
+			fail(in, "op %d runs a two-phase schedule over partial aggregates", i);
+		return do_twophase(in, a, b, op);
+	case IA_MAP:
+		return do_map(a, op);
+	case IA_GATHER:
+	case IA_LOOKUP:
+		return do_gather(in, a, b, op);
+	case IA_SCATTER:
+		if (op->u.gather.base >= 0 && !in->rel[x[2]]) {
+			fail(in, "op %d: its base has no value", i);
+			return NULL;
+		}
+		return do_scatter(in, a, b, op->u.gather.base >= 0 ? in->rel[x[2]] : NULL, op);
+	case IA_FILTER:
+		return do_filter(a, op);
+	case IA_WRITE: {
+		int t = op->u.write.tensor;
+		Dense *d = to_dense(in, a, &p->tra->tensors.v[t]);
+		if (outputs) {
+			dense_free(outputs[t]);
+			outputs[t] = d;
+		} else {
+			dense_free(d);
+		}
+		return NULL;
+	}
+	}
+	tr_bug("bad IA op");
+}
+
+/* The op to run after op i, a loop's bound: past a loop that runs no
+ * pass, back to the start of one with passes left. */
+static int loop_step(const IaPlan *p, int i, Loops *lp)
+{
+	const IaOp *op = &p->ops.v[i];
+	if (op->kind == IA_LOOP) {
+		vec_push(&lp->start, i);
+		vec_push(&lp->left, op->u.loop.count);
+		if (op->u.loop.count > 0)
+			return i;
+		/* skip to the matching endloop */
+		int depth = 0;
+		for (i++; i < p->ops.n; i++) {
+			if (p->ops.v[i].kind == IA_LOOP)
+				depth++;
+			else if (p->ops.v[i].kind == IA_ENDLOOP && depth-- == 0)
+				break;
+		}
+		lp->start.n--;
+		lp->left.n--;
+		return i;
+	}
+	if (--lp->left.v[lp->left.n - 1] > 0)
+		return lp->start.v[lp->start.n - 1];
+	lp->start.n--;
+	lp->left.n--;
+	return i;
+}
+
 bool ia_interpret(const IaPlan *p, int sites, Dense *const *inputs, Dense **outputs, Buf *err)
 {
 	int n = p->ops.n, nt = p->tra->tensors.n;
 	Interp in = {p, sites, xcalloc(n + 1, sizeof(Rel *)), xcalloc(nt + 1, sizeof(Rel *)), inputs, err, true};
-	Vec(int) loopstart = {0};
-	Vec(int64_t) left = {0};
+	Loops lp = {0};
 	for (int i = 0; i < n && in.ok; i++) {
 		const IaOp *op = &p->ops.v[i];
 		int x[MAXIN] = {-1, -1, -1};
@@ -904,148 +1096,11 @@ bool ia_interpret(const IaPlan *p, int sites, Dense *const *inputs, Dense **outp
 			fail(&in, "op %d reads op %d, which has no value", i, !a ? x[0] : x[1]);
 			break;
 		}
-		Rel *r = NULL;
-		switch (op->kind) {
-		case IA_READ: {
-			const Dense *d = inputs ? inputs[op->u.read.tensor] : NULL;
-			if (!d) {
-				fail(&in, "no value for input %s", p->tra->tensors.v[op->u.read.tensor].name);
-				break;
-			}
-			r = from_dense(d, &op->type, &op->place, sites);
-			break;
+		if (op->kind == IA_LOOP || op->kind == IA_ENDLOOP) {
+			i = loop_step(p, i, &lp);
+			continue;
 		}
-		case IA_INIT: {
-			const Tensor *t = &p->tra->tensors.v[op->u.init.tensor];
-			Dense *d = init_dense(t, inputs, op->u.init.tensor);
-			if (!d && (!inputs || !inputs[op->u.init.tensor])) {
-				fail(&in, "no value for param %s", t->name);
-				break;
-			}
-			r = from_dense(d ? d : inputs[op->u.init.tensor], &op->type, &op->place, sites);
-			dense_free(d);
-			break;
-		}
-		case IA_RANGE: {
-			Dense d = {.rank = 1, .shape = {op->type.extent[0]}};
-			d.v = xcalloc((size_t)op->type.extent[0], sizeof *d.v);
-			for (int64_t e = 0; e < op->type.extent[0]; e++)
-				d.v[e] = (double)e;
-			r = from_dense(&d, &op->type, &op->place, sites);
-			free(d.v);
-			break;
-		}
-		case IA_COUNTER: {
-			if (op->u.counter.depth >= left.n) {
-				fail(&in, "op %d counts loop depth %d inside %d loops", i, op->u.counter.depth, (int)left.n);
-				break;
-			}
-			const IaOp *l = &p->ops.v[loopstart.v[op->u.counter.depth]];
-			double it = (double)(l->u.loop.count - left.v[op->u.counter.depth]);
-			Dense d = {.rank = 0, .v = &it};
-			r = from_dense(&d, &op->type, &op->place, sites);
-			break;
-		}
-		case IA_SLICE:
-			if (a->kind == PL_PARTIAL || (b && b->kind != PL_ALL))
-				fail(&in, "op %d slices partials or at an offset not held everywhere", i);
-			else
-				r = do_slice(&in, a, op->u.slice.shift + (b ? (int64_t)b->t.v[0].v[0] : 0), op);
-			break;
-		case IA_HALO:
-			if (a->kind == PL_PARTIAL)
-				fail(&in, "op %d exchanges the halos of partials", i);
-			else
-				r = do_halo(&in, a, op);
-			break;
-		case IA_LOAD:
-			if (!in.var[op->u.init.tensor]) {
-				fail(&in, "param %s loaded before it has a value", p->tra->tensors.v[op->u.init.tensor].name);
-				break;
-			}
-			r = rel_copy(in.var[op->u.init.tensor]);
-			break;
-		case IA_STORE:
-			rel_free(in.var[op->u.store.tensor]);
-			in.var[op->u.store.tensor] = rel_copy(a);
-			break;
-		case IA_PRINT:
-			break;
-		case IA_BCAST:
-		case IA_SHUFFLE:
-			r = do_move(&in, a, op);
-			break;
-		case IA_JOIN:
-		case IA_CONV:
-			if (a->kind == PL_PARTIAL || b->kind == PL_PARTIAL)
-				fail(&in, "op %d joins partial aggregates", i);
-			if (op->u.join.mask.on && (!in.rel[x[2]] || in.rel[x[2]]->kind == PL_PARTIAL)) {
-				fail(&in, "op %d: its mask is partial aggregates or has no value", i);
-				break;
-			}
-			r = do_join(&in, a, b, op->u.join.mask.on ? in.rel[x[2]] : NULL, op);
-			break;
-		case IA_AGG:
-			r = do_agg(a, op);
-			break;
-		case IA_TWOPHASE:
-			if (a->kind == PL_PARTIAL || b->kind == PL_PARTIAL)
-				fail(&in, "op %d runs a two-phase schedule over partial aggregates", i);
-			r = do_twophase(&in, a, b, op);
-			break;
-		case IA_MAP:
-			r = do_map(a, op);
-			break;
-		case IA_GATHER:
-		case IA_LOOKUP:
-			r = do_gather(&in, a, b, op);
-			break;
-		case IA_SCATTER:
-			if (op->u.gather.base >= 0 && !in.rel[x[2]]) {
-				fail(&in, "op %d: its base has no value", i);
-				break;
-			}
-			r = do_scatter(&in, a, b, op->u.gather.base >= 0 ? in.rel[x[2]] : NULL, op);
-			break;
-		case IA_FILTER:
-			r = do_filter(a, op);
-			break;
-		case IA_WRITE: {
-			int t = op->u.write.tensor;
-			Dense *d = to_dense(&in, a, &p->tra->tensors.v[t]);
-			if (outputs) {
-				dense_free(outputs[t]);
-				outputs[t] = d;
-			} else {
-				dense_free(d);
-			}
-			break;
-		}
-		case IA_LOOP:
-			vec_push(&loopstart, i);
-			vec_push(&left, op->u.loop.count);
-			if (op->u.loop.count <= 0) {
-				/* skip to the matching endloop */
-				int depth = 0;
-				for (i++; i < n; i++) {
-					if (p->ops.v[i].kind == IA_LOOP)
-						depth++;
-					else if (p->ops.v[i].kind == IA_ENDLOOP && depth-- == 0)
-						break;
-				}
-				loopstart.n--;
-				left.n--;
-			}
-			break;
-		case IA_ENDLOOP:
-			if (--left.v[left.n - 1] > 0) {
-				i = loopstart.v[loopstart.n - 1];
-			} else {
-				loopstart.n--;
-				left.n--;
-			}
-			break;
-		}
+		Rel *r = run_op(&in, i, a, b, x, &lp, outputs);
 		if (r) {
 			check_place(&in, r, op, i);
 			rel_free(in.rel[i]);
@@ -1058,7 +1113,7 @@ bool ia_interpret(const IaPlan *p, int sites, Dense *const *inputs, Dense **outp
 		rel_free(in.var[i]);
 	free(in.rel);
 	free(in.var);
-	vec_free(&loopstart);
-	vec_free(&left);
+	vec_free(&lp.start);
+	vec_free(&lp.left);
 	return in.ok;
 }
