@@ -376,19 +376,16 @@ static TVal map(TraBuild *l, TVal v)
  * folded into the kernel (R1-2, R1-7 applied as we go). */
 TVal tb_absorb(TraBuild *l, TVal v)
 {
-	TraOp *op = v.op >= 0 ? op_at(l, v.op) : NULL;
-	if (op && v.fresh && op->kind == TRA_CONV && !v.pend)
+	Kernel *k = v.op >= 0 && v.fresh ? tra_op_kernel(op_at(l, v.op)) : NULL;
+	if (k && k->nwin > 0 && !v.pend)
 		return v;       /* a convolution is summed by the aggregation after it */
-	if (op && v.fresh && (op->kind == TRA_JOIN || op->kind == TRA_MAP)) {
-		Kernel *k = op->kind == TRA_JOIN ? op->u.join.kernel : op->u.map.kernel;
-		if (!k->reduces) {
-			if (v.pend) {
-				KExpr *repl[1] = {k->expr};
-				k->expr = kx_subst(l->arena, v.pend, repl);
-				v.pend = NULL;
-			}
-			return v;
+	if (k && k->nwin == 0 && !k->reduces) {
+		if (v.pend) {
+			KExpr *repl[1] = {k->expr};
+			k->expr = kx_subst(l->arena, v.pend, repl);
+			v.pend = NULL;
 		}
+		return v;
 	}
 	return map(l, v);
 }
@@ -484,8 +481,8 @@ TVal tb_reduce(TraBuild *l, TVal v, TbRed red, int nr, const int *r)
 	int nkeep = keep_order(l, &v, np, present, keep);
 	set_output_order(l, v.op, v.nvar, v.var, nkeep, keep);
 	TraOp *p = op_at(l, v.op);
-	Kernel *k = p->kind == TRA_MAP ? p->u.map.kernel : p->u.join.kernel;
-	if (p->kind == TRA_CONV && agg != AGG_ADD)
+	Kernel *k = tra_op_kernel(p);
+	if (k->nwin > 0 && agg != AGG_ADD)
 		tr_bug("a convolution reduced by %s", agg_name(agg));
 	k->red = agg;
 

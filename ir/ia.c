@@ -337,6 +337,19 @@ bool ia_has_result(IaOpKind k)
 	return false;
 }
 
+bool ia_op_joins(IaOpKind k)
+{
+	switch (k) {
+	case IA_JOIN: case IA_CONV: case IA_TWOPHASE:
+		return true;
+	case IA_READ: case IA_BCAST: case IA_SHUFFLE: case IA_AGG: case IA_MAP: case IA_FILTER: case IA_WRITE:
+	case IA_INIT: case IA_LOAD: case IA_RANGE: case IA_COUNTER: case IA_SLICE: case IA_STORE: case IA_PRINT:
+	case IA_LOOP: case IA_ENDLOOP: case IA_GATHER: case IA_LOOKUP: case IA_SCATTER: case IA_HALO:
+		return false;
+	}
+	return false;
+}
+
 /* Where right key dim rdim lands in a join's output key: a matched dim is
  * the left's dim it matched; the others follow the left key in order. */
 int ia_join_out_dim(int nleft, const JoinSpec *on, int rdim)

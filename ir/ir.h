@@ -439,6 +439,7 @@ Kernel *tra_op_kernel(const TraOp *op);                   /* its block kernel, o
 void tra_print(Buf *b, const TraProg *p);
 bool tra_verify(const TraProg *p, Buf *err);              /* false and a message on a broken invariant */
 bool tra_has_result(TraOpKind k);                         /* false for output, store, print, loop, endloop */
+bool tra_op_joins(TraOpKind k);                           /* a join of two relations on keys (u.join): join, conv */
 /* A gather's result type: the index's key dims, then the table's but dim. */
 RelType gather_type(const RelType *table, const RelType *index, int dim);
 
@@ -502,6 +503,8 @@ typedef enum {
 const char *ia_op_name(IaOpKind k);
 bool ia_op_moves(IaOpKind k);
 bool ia_has_result(IaOpKind k);                           /* false for write, store, print, loop, endloop */
+bool ia_op_joins(IaOpKind k);                             /* a join of two relations on keys (u.join): join,
+                                                           * conv, twophase */
 
 typedef enum {
 	PL_ALL,         /* every site holds every tuple */

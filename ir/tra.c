@@ -749,6 +749,19 @@ bool tra_has_result(TraOpKind k)
 	return false;
 }
 
+bool tra_op_joins(TraOpKind k)
+{
+	switch (k) {
+	case TRA_JOIN: case TRA_CONV:
+		return true;
+	case TRA_INPUT: case TRA_AGG: case TRA_MAP: case TRA_REKEY: case TRA_FILTER: case TRA_OUTPUT:
+	case TRA_INIT: case TRA_LOAD: case TRA_RANGE: case TRA_COUNTER: case TRA_SLICE: case TRA_STORE:
+	case TRA_PRINT: case TRA_LOOP: case TRA_ENDLOOP: case TRA_GATHER: case TRA_SCATTER: case TRA_GRAD:
+		return false;
+	}
+	return false;
+}
+
 /* ---- kernel algebra (the rules R1-2, R1-4 and R1-7 use it) ---- */
 
 /* A copy of e with inputs replaced and index labels renumbered. */

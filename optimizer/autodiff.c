@@ -68,6 +68,55 @@ typedef struct Grad {
 
 /* ---- units ---- */
 
+/* Aggregation i's unit, by what it sums: a diagonal (a map of a filter),
+ * a convolution, or an einsum (a join or map whose kernel reduces). */
+static void agg_unit(const TraProg *o, int i, DiffUnit *u)
+{
+	const TraOp *op = &o->ops.v[i], *in = &o->ops.v[op->u.agg.in];
+	u->agg = i;
+	switch (in->kind) {
+	case TRA_MAP:
+		if (o->ops.v[in->u.map.in].kind == TRA_FILTER) {
+			u->kind = D_DIAG;
+			u->prod = op->u.agg.in;
+			u->filter = in->u.map.in;
+		} else if (in->u.map.kernel->reduces) {
+			u->kind = D_EINSUM;
+			u->prod = op->u.agg.in;
+		}
+		return;
+	case TRA_CONV:
+		u->kind = D_CONV;
+		u->prod = op->u.agg.in;
+		return;
+	case TRA_JOIN:
+		if (in->u.join.kernel->reduces) {
+			u->kind = D_EINSUM;
+			u->prod = op->u.agg.in;
+		}
+		return;
+	case TRA_INPUT: case TRA_AGG: case TRA_REKEY: case TRA_FILTER: case TRA_OUTPUT: case TRA_INIT:
+	case TRA_LOAD: case TRA_RANGE: case TRA_COUNTER: case TRA_SLICE: case TRA_STORE: case TRA_PRINT:
+	case TRA_LOOP: case TRA_ENDLOOP: case TRA_GATHER: case TRA_SCATTER: case TRA_GRAD:
+		return;         /* a plain sum */
+	}
+}
+
+/* Ops that are no unit but a part of one: a join, map or convolution
+ * whose sum is the unit, a diagonal's filter. */
+static bool inside_unit(TraOpKind k)
+{
+	switch (k) {
+	case TRA_JOIN: case TRA_MAP: case TRA_FILTER: case TRA_CONV:
+		return true;
+	case TRA_INPUT: case TRA_AGG: case TRA_REKEY: case TRA_OUTPUT: case TRA_INIT: case TRA_LOAD:
+	case TRA_RANGE: case TRA_COUNTER: case TRA_SLICE: case TRA_STORE: case TRA_PRINT: case TRA_LOOP:
+	case TRA_ENDLOOP: case TRA_GATHER: case TRA_SCATTER: case TRA_GRAD:
+		return false;
+	}
+	return false;
+}
+
 static void find_units(Grad *g)
 {
 	const TraProg *o = g->old;
@@ -92,23 +141,9 @@ static void find_units(Grad *g)
 				u->prod = i;
 			}
 			break;
-		case TRA_AGG: {
-			const TraOp *in = &o->ops.v[op->u.agg.in];
-			if (in->kind == TRA_MAP && o->ops.v[in->u.map.in].kind == TRA_FILTER) {
-				u->kind = D_DIAG;
-				u->prod = op->u.agg.in;
-				u->filter = in->u.map.in;
-			} else if (in->kind == TRA_CONV) {
-				u->kind = D_CONV;
-				u->prod = op->u.agg.in;
-			} else if ((in->kind == TRA_JOIN && in->u.join.kernel->reduces) ||
-			           (in->kind == TRA_MAP && in->u.map.kernel->reduces)) {
-				u->kind = D_EINSUM;
-				u->prod = op->u.agg.in;
-			}
-			u->agg = i;
+		case TRA_AGG:
+			agg_unit(o, i, u);
 			break;
-		}
 		case TRA_REKEY:
 			u->kind = D_REKEY;
 			u->prod = i;
@@ -123,7 +158,18 @@ static void find_units(Grad *g)
 			u->nin = 1;
 			u->in[0] = op->u.slice.in;
 			break;
-		default:
+		case TRA_CONV:          /* inside its aggregation's unit */
+		case TRA_FILTER:
+		case TRA_OUTPUT:
+		case TRA_INIT:
+		case TRA_RANGE:
+		case TRA_COUNTER:
+		case TRA_STORE:
+		case TRA_PRINT:
+		case TRA_LOOP:
+		case TRA_ENDLOOP:
+		case TRA_SCATTER:
+		case TRA_GRAD:
 			break;
 		}
 		if (u->kind == D_EINSUM || u->kind == D_REKEY || u->kind == D_GATHER || u->kind == D_CONV)
@@ -668,7 +714,7 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 		case D_NONE:
 			if (op->kind == TRA_GRAD)
 				diag(DIAG_ERROR, loc, "the loss depends on a gradient; second derivatives are not supported");
-			else if (op->kind != TRA_JOIN && op->kind != TRA_MAP && op->kind != TRA_FILTER && op->kind != TRA_CONV)
+			else if (!inside_unit(op->kind))
 				tr_bug("autodiff meets a %s op it has no rule for", tra_op_name(op->kind));
 			continue;       /* a reducing kernel or filter inside its unit */
 		case D_LEAF:
