@@ -177,7 +177,7 @@ static OpProps *op_props(Emit *e)
 			else
 				snprintf(o->arg[j], sizeof o->arg[j], "w%d_%d", i, j);
 		}
-		bool join = op->kind == IA_JOIN || op->kind == IA_CONV || op->kind == IA_TWOPHASE;
+		bool join = ia_op_joins(op->kind);
 		o->sparse = op->type.sparse;
 		o->masked = join && op->u.join.mask.on;
 		o->pattern = -1;

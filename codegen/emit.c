@@ -113,8 +113,7 @@ static void emit_defs(Emit *e)
 			e->def[i][D_TYPE] = share(e, D_TYPE, &text);
 			e->b = &text;
 		}
-		const Kernel *kernel = op->kind == IA_JOIN || op->kind == IA_CONV || op->kind == IA_TWOPHASE ? op->u.join.kernel
-		                       : op->kind == IA_MAP ? op->u.map.kernel : NULL;
+		const Kernel *kernel = ia_op_kernel(op);
 		DefKind kind = ND;
 		if (kernel) {
 			emit_kernel(e, i, kernel);

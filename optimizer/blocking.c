@@ -213,10 +213,10 @@ BlockClasses *opt_block_classes(const TraProg *p)
 		c->tie[k] = k;
 	for (int i = 0; i < n; i++) {
 		const TraOp *op = &p->ops.v[i];
-		if (op->kind != TRA_CONV)
-			continue;
+		const Kernel *k = tra_op_kernel(op);
+		if (!k || k->nwin == 0)
+			continue;       /* not a convolution */
 		const RelType *lt = &p->ops.v[op->u.join.left].type, *rt = &p->ops.v[op->u.join.right].type;
-		const Kernel *k = op->u.join.kernel;
 		for (int w = 0; w < k->nwin; w++) {
 			int d = rt->chunkdim[k->win[w].dim];
 			int ko = c->of[base[i] + ia_join_out_dim(lt->nkey, &op->u.join.on, d)];

@@ -162,7 +162,7 @@ static bool extract(Search *s)
 	for (int t = s->n - 1; t >= 0; t--) {
 		const TraOp *op = &s->tra->ops.v[t];
 		s->choice[t] = -1;
-		if (op->kind == TRA_LOOP || op->kind == TRA_ENDLOOP || ((op->kind == TRA_JOIN || op->kind == TRA_CONV) && s->absorbed[t] >= 0))
+		if (op->kind == TRA_LOOP || op->kind == TRA_ENDLOOP || s->absorbed[t] >= 0)
 			continue;
 		if (!is_sink(op->kind) && !s->req[t] && !s->anyreq[t])
 			continue;       /* nobody reads it */
@@ -371,7 +371,7 @@ void classify(IaPlan *p)
 			p->strategy.v[op->stmt] = STRAT_TWOPHASE;
 			continue;
 		}
-		if (op->stmt < 0 || (op->kind != IA_JOIN && op->kind != IA_CONV))
+		if (op->stmt < 0 || !ia_op_joins(op->kind))
 			continue;
 		if (p->strategy.v[op->stmt] != STRAT_NONE && op->flops <= flops[op->stmt])
 			continue;
@@ -493,7 +493,7 @@ void search_init(Search *s, const TraProg *tra, const OptOptions *o, const Machi
 			continue;
 		int j = op->u.agg.in;
 		const TraOp *jo = &tra->ops.v[j];
-		if ((jo->kind == TRA_JOIN || jo->kind == TRA_CONV) && s->uses[j] == 1 &&
+		if (tra_op_joins(jo->kind) && s->uses[j] == 1 &&
 		    (!jo->u.join.kernel->reduces || jo->u.join.kernel->red == op->u.agg.agg))
 			s->absorbed[j] = t;
 	}
