@@ -542,12 +542,163 @@ static bool place_has(const Place *p, int dim)
 	return false;
 }
 
+/* What leaves the plan leaves whole, a param where it lives. */
+static bool sink_place(const IaPlan *p, const IaOp *op, const IaOp *a, Place *out, Buf *why)
+{
+	if (a->place.kind == PL_PARTIAL) {
+		buf_printf(why, "%s a relation of partial aggregates",
+		           op->kind == IA_STORE ? "stores" : op->kind == IA_PRINT ? "prints" : "writes");
+		return false;
+	}
+	if (op->kind == IA_STORE && op->u.store.tensor < p->varplace.n &&
+	    !place_eq(&a->place, &p->varplace.v[op->u.store.tensor])) {
+		buf_puts(why, "stores a relation in a placement other than the param's");
+		return false;
+	}
+	*out = a->place;
+	return true;
+}
+
+/* A slice is cut at an offset every rank knows (b) from a whole input on
+ * every rank (any placement of the window), or from one partitioned on
+ * other dims (the window placed alike): nothing moved. */
+static bool slice_place(const IaOp *op, const IaOp *a, const IaOp *b, Place *out, Buf *why)
+{
+	if (b && b->place.kind != PL_ALL) {
+		buf_puts(why, "slices at an offset not held by every site");
+		return false;
+	}
+	if (a->place.kind == PL_PART && !place_has(&a->place, op->u.slice.dim)) {
+		*out = a->place;
+		return true;
+	}
+	if (a->place.kind != PL_ALL) {
+		buf_puts(why, "slices a relation neither everywhere nor partitioned on other dims");
+		return false;
+	}
+	if (op->place.kind == PL_PARTIAL) {
+		buf_puts(why, "makes a slice as partials");
+		return false;
+	}
+	*out = op->place;
+	return true;
+}
+
+/* A map's keys renumber its input's partitioning, which it may not drop. */
+static bool map_place(const IaOp *op, const IaOp *a, Place *out, Buf *why)
+{
+	if (a->place.kind != PL_PART) {
+		*out = a->place;
+		return true;
+	}
+	*out = (Place){.kind = PL_PART};
+	for (int i = 0; i < a->place.ndims; i++) {
+		int d = a->place.dims[i], pos = -1;
+		for (int k = 0; k < op->u.map.nkey; k++)
+			if (op->u.map.keymap[k] == d)
+				pos = k;
+		if (pos < 0 && rel_frontier(&a->type, d) != 1) {
+			buf_printf(why, "drops partitioning key dim %d", d);
+			return false;
+		}
+		if (pos >= 0)
+			out->dims[out->ndims++] = pos;
+	}
+	return true;
+}
+
+/* A join (or convolution: its windows never partition) where its inputs
+ * a, b and mask m (NULL: none) meet; fused with its aggregation, the
+ * sums' placement. */
+static bool join_place(const IaOp *op, const IaOp *a, const IaOp *b, const IaOp *m, Place *out, Buf *why)
+{
+	const Place *l = &a->place, *r = &b->place;
+	Place j;
+	if (l->kind == PL_PARTIAL || r->kind == PL_PARTIAL) {
+		buf_puts(why, "joins a relation of partial aggregates");
+		return false;
+	}
+	if (!ia_join_place(a->type.nkey, &op->u.join.on, l, r, &j)) {
+		buf_puts(why, "joins two partitioned relations that are not co-partitioned on the join keys");
+		return false;
+	}
+	/* the join's own output type, to know which dims are singletons */
+	RelType jt = ia_join_type(&a->type, &b->type, &op->u.join.on);
+	if (m && !mask_meets(&op->u.join.mask, &m->type, &m->place, &jt, &j)) {
+		buf_puts(why, "samples at a mask placed where the join's tuples are not");
+		return false;
+	}
+	if (op->u.join.ngroup < 0) {
+		*out = j;
+		return true;
+	}
+	*out = ia_agg_place(&jt, &j, op->u.join.ngroup, op->u.join.group);
+	return true;
+}
+
+/* The schedule sends every chunk where it is needed, so any placement of
+ * complete tuples will do; the result ends partitioned on the group as the
+ * op says. */
+static bool twophase_place(const IaOp *op, const IaOp *a, const IaOp *b, Place *out, Buf *why)
+{
+	if (a->place.kind == PL_PARTIAL || b->place.kind == PL_PARTIAL) {
+		buf_puts(why, "runs a two-phase schedule over partial aggregates");
+		return false;
+	}
+	if (op->place.kind != PL_PART) {
+		buf_puts(why, "ends a two-phase schedule in a placement other than a partitioning");
+		return false;
+	}
+	*out = op->place;
+	return true;
+}
+
+/* A look-up's result is where the index is (its key dims come first). */
+static bool gather_place(const IaOp *op, const IaOp *a, const IaOp *b, Place *out, Buf *why)
+{
+	if (a->place.kind == PL_PARTIAL || b->place.kind == PL_PARTIAL) {
+		buf_puts(why, "looks up in or by a relation of partial aggregates");
+		return false;
+	}
+	if (op->kind == IA_GATHER && a->place.kind != PL_ALL) {
+		buf_puts(why, "gathers locally from a table that is not on every site");
+		return false;
+	}
+	*out = b->place;
+	return true;
+}
+
+/* Each rows tuple must meet its index tuple, keyed by the rows' first
+ * dims; the result, and a base c, where the op says. */
+static bool scatter_place(const IaOp *op, const IaOp *a, const IaOp *b, const IaOp *c, Place *out, Buf *why)
+{
+	if (a->place.kind == PL_PARTIAL || b->place.kind == PL_PARTIAL) {
+		buf_puts(why, "scatters partial aggregates");
+		return false;
+	}
+	if (b->place.kind != PL_ALL && !place_eq(&a->place, &b->place)) {
+		buf_puts(why, "scatters rows not placed with their index");
+		return false;
+	}
+	if (op->place.kind == PL_PARTIAL) {
+		buf_puts(why, "scatters into partial aggregates");
+		return false;
+	}
+	if (c && !place_eq(&c->place, &op->place)) {
+		buf_puts(why, "scatters into a base placed elsewhere than its result");
+		return false;
+	}
+	*out = op->place;
+	return true;
+}
+
 bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 {
 	int in[MAXIN];
 	int n = ia_inputs(op, in);
 	const IaOp *a = n > 0 ? &p->ops.v[in[0]] : NULL;
 	const IaOp *b = n > 1 ? &p->ops.v[in[1]] : NULL;
+	const IaOp *c = n > 2 ? &p->ops.v[in[2]] : NULL;       /* a mask, a base */
 
 	switch (op->kind) {
 	case IA_READ:
@@ -567,45 +718,13 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 	case IA_STORE:
 	case IA_PRINT:
 	case IA_WRITE:
-		/* what leaves the plan leaves whole, a param where it lives */
-		if (a->place.kind == PL_PARTIAL) {
-			buf_printf(why, "%s a relation of partial aggregates",
-			           op->kind == IA_STORE ? "stores" : op->kind == IA_PRINT ? "prints" : "writes");
-			return false;
-		}
-		if (op->kind == IA_STORE && op->u.store.tensor < p->varplace.n &&
-		    !place_eq(&a->place, &p->varplace.v[op->u.store.tensor])) {
-			buf_puts(why, "stores a relation in a placement other than the param's");
-			return false;
-		}
-		*out = a->place;
-		return true;
+		return sink_place(p, op, a, out, why);
 	case IA_BCAST:
 	case IA_COUNTER:        /* every rank knows the loop's iteration */
 		*out = place_all();
 		return true;
 	case IA_SLICE:
-		/* cut at an offset every rank knows from a whole input on every
-		 * rank (any placement of the window), or from one partitioned on
-		 * other dims (the window placed alike): nothing moved */
-		if (b && b->place.kind != PL_ALL) {
-			buf_puts(why, "slices at an offset not held by every site");
-			return false;
-		}
-		if (a->place.kind == PL_PART && !place_has(&a->place, op->u.slice.dim)) {
-			*out = a->place;
-			return true;
-		}
-		if (a->place.kind != PL_ALL) {
-			buf_puts(why, "slices a relation neither everywhere nor partitioned on other dims");
-			return false;
-		}
-		if (op->place.kind == PL_PARTIAL) {
-			buf_puts(why, "makes a slice as partials");
-			return false;
-		}
-		*out = op->place;
-		return true;
+		return slice_place(op, a, b, out, why);
 	case IA_FILTER:
 		*out = a->place;
 		return true;
@@ -620,100 +739,17 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 		*out = ia_agg_place(&a->type, &a->place, op->u.agg.ngroup, op->u.agg.group);
 		return true;
 	case IA_MAP:
-		if (a->place.kind != PL_PART) {
-			*out = a->place;
-			return true;
-		}
-		*out = (Place){.kind = PL_PART};
-		for (int i = 0; i < a->place.ndims; i++) {
-			int d = a->place.dims[i], pos = -1;
-			for (int k = 0; k < op->u.map.nkey; k++)
-				if (op->u.map.keymap[k] == d)
-					pos = k;
-			if (pos < 0 && rel_frontier(&a->type, d) != 1) {
-				buf_printf(why, "drops partitioning key dim %d", d);
-				return false;
-			}
-			if (pos >= 0)
-				out->dims[out->ndims++] = pos;
-		}
-		return true;
+		return map_place(op, a, out, why);
 	case IA_JOIN:
-	case IA_CONV: {         /* a convolution's windows never partition: as a join */
-		const Place *l = &a->place, *r = &b->place;
-		Place j;
-		if (l->kind == PL_PARTIAL || r->kind == PL_PARTIAL) {
-			buf_puts(why, "joins a relation of partial aggregates");
-			return false;
-		}
-		if (!ia_join_place(a->type.nkey, &op->u.join.on, l, r, &j)) {
-			buf_puts(why, "joins two partitioned relations that are not co-partitioned on the join keys");
-			return false;
-		}
-		/* the join's own output type, to know which dims are singletons */
-		RelType jt = ia_join_type(&a->type, &b->type, &op->u.join.on);
-		if (op->u.join.mask.on) {
-			const IaOp *m = &p->ops.v[in[2]];
-			if (!mask_meets(&op->u.join.mask, &m->type, &m->place, &jt, &j)) {
-				buf_puts(why, "samples at a mask placed where the join's tuples are not");
-				return false;
-			}
-		}
-		if (op->u.join.ngroup < 0) {
-			*out = j;
-			return true;
-		}
-		*out = ia_agg_place(&jt, &j, op->u.join.ngroup, op->u.join.group);
-		return true;
-	}
+	case IA_CONV:
+		return join_place(op, a, b, c, out, why);
 	case IA_TWOPHASE:
-		/* the schedule sends every chunk where it is needed, so any
-		 * placement of complete tuples will do; the result ends
-		 * partitioned on the group as the op says */
-		if (a->place.kind == PL_PARTIAL || b->place.kind == PL_PARTIAL) {
-			buf_puts(why, "runs a two-phase schedule over partial aggregates");
-			return false;
-		}
-		if (op->place.kind != PL_PART) {
-			buf_puts(why, "ends a two-phase schedule in a placement other than a partitioning");
-			return false;
-		}
-		*out = op->place;
-		return true;
+		return twophase_place(op, a, b, out, why);
 	case IA_GATHER:
 	case IA_LOOKUP:
-		/* the result is where the index is (its key dims come first) */
-		if (a->place.kind == PL_PARTIAL || b->place.kind == PL_PARTIAL) {
-			buf_puts(why, "looks up in or by a relation of partial aggregates");
-			return false;
-		}
-		if (op->kind == IA_GATHER && a->place.kind != PL_ALL) {
-			buf_puts(why, "gathers locally from a table that is not on every site");
-			return false;
-		}
-		*out = b->place;
-		return true;
+		return gather_place(op, a, b, out, why);
 	case IA_SCATTER:
-		/* each rows tuple must meet its index tuple, which is keyed by
-		 * the rows' first dims */
-		if (a->place.kind == PL_PARTIAL || b->place.kind == PL_PARTIAL) {
-			buf_puts(why, "scatters partial aggregates");
-			return false;
-		}
-		if (b->place.kind != PL_ALL && !place_eq(&a->place, &b->place)) {
-			buf_puts(why, "scatters rows not placed with their index");
-			return false;
-		}
-		if (op->place.kind == PL_PARTIAL) {
-			buf_puts(why, "scatters into partial aggregates");
-			return false;
-		}
-		if (op->u.gather.base >= 0 && !place_eq(&p->ops.v[op->u.gather.base].place, &op->place)) {
-			buf_puts(why, "scatters into a base placed elsewhere than its result");
-			return false;
-		}
-		*out = op->place;
-		return true;
+		return scatter_place(op, a, b, c, out, why);
 	}
 	tr_bug("bad IA op");
 }
