@@ -198,6 +198,17 @@ int64_t ceil_div(int64_t a, int64_t b)
 	return a / b + (a % b != 0);
 }
 
+/* FNV-1a over the keys' words. */
+uint64_t hash_keys(const int64_t *k, int n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (int i = 0; i < n; i++) {
+		h ^= (uint64_t)k[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
 /* ---- source files and locations ---- */
 
 static Vec(SrcFile) files;

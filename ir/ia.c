@@ -13,27 +13,16 @@
 
 /* ops.def's IA table: each op's name, whether it moves tuples, its input
  * fields and its kernel's (0: none). */
-#define INS(...) {__VA_ARGS__}
-#define NONE ()
-#define IN(f) {offsetof(IaOp, u.f), 0, IN_ALWAYS}
-#define OPT(f) {offsetof(IaOp, u.f), 0, IN_NONNEG}
-#define IF(f, on) {offsetof(IaOp, u.f), offsetof(IaOp, u.on), IN_FLAG}
-#define KERNEL(f) offsetof(IaOp, u.f)
 static const struct {
 	const char *name;
 	bool moves;
 	InField in[MAXIN];
 	size_t kernel;
 } ia_ops[] = {
+#define OP_FIELDS IaOp
 #define IA_OP(n, s, mv, in, k, m) [IA_##n] = {s, mv, INS in, k},
 #include "ops.def"
 };
-#undef INS
-#undef NONE
-#undef IN
-#undef OPT
-#undef IF
-#undef KERNEL
 
 const char *ia_op_name(IaOpKind k)
 {
@@ -320,8 +309,7 @@ int ia_inputs(const IaOp *op, int *in)
 
 Kernel *ia_op_kernel(const IaOp *op)
 {
-	size_t k = ia_ops[op->kind].kernel;
-	return k ? *(Kernel *const *)((const char *)op + k) : NULL;
+	return ir_kernel(op, ia_ops[op->kind].kernel);
 }
 
 bool ia_has_result(IaOpKind k)
@@ -761,10 +749,9 @@ IaOp ia_op_remap(const IaOp *op, const int *map, Arena *a)
 {
 	IaOp c = *op;
 	ir_remap(&c, ia_ops[c.kind].in, map);
-	size_t k = ia_ops[c.kind].kernel;
-	Kernel **kp = (Kernel **)((char *)&c + k);
-	if (k && *kp)
-		*kp = kernel_clone(a, *kp);
+	Kernel *k = ia_op_kernel(&c);
+	if (k)
+		*(Kernel **)((char *)&c + ia_ops[c.kind].kernel) = kernel_clone(a, k);
 	return c;
 }
 

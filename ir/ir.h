@@ -79,6 +79,7 @@ char *tr_exe_dir(bool *in_build);
 bool mul_ok(int64_t a, int64_t b, int64_t *r);
 bool add_ok(int64_t a, int64_t b, int64_t *r);
 int64_t ceil_div(int64_t a, int64_t b);
+uint64_t hash_keys(const int64_t *k, int n);              /* of n int64 words, for memos */
 
 /* ---- base.c: source files and locations ---- */
 
@@ -331,6 +332,7 @@ typedef struct InField {
 } InField;
 int ir_inputs(const void *op, const InField *f, int *in);
 void ir_remap(void *op, const InField *f, const int *map);
+Kernel *ir_kernel(const void *op, size_t off);           /* the kernel at offset off, or NULL (0) */
 
 typedef enum {
 #define TRA_OP(n, s, in, k, m) TRA_##n,

@@ -676,26 +676,20 @@ void ir_remap(void *op, const InField *f, const int *map)
 		}
 }
 
+Kernel *ir_kernel(const void *op, size_t off)
+{
+	return off ? *(Kernel *const *)((const char *)op + off) : NULL;
+}
+
 /* Each TRA op's input fields and kernel field (0: none), from ops.def. */
-#define INS(...) {__VA_ARGS__}
-#define NONE ()
-#define IN(f) {offsetof(TraOp, u.f), 0, IN_ALWAYS}
-#define OPT(f) {offsetof(TraOp, u.f), 0, IN_NONNEG}
-#define IF(f, on) {offsetof(TraOp, u.f), offsetof(TraOp, u.on), IN_FLAG}
-#define KERNEL(f) offsetof(TraOp, u.f)
 static const struct {
 	InField in[MAXIN];
 	size_t kernel;
 } tra_fields[] = {
+#define OP_FIELDS TraOp
 #define TRA_OP(n, s, in, k, m) [TRA_##n] = {INS in, k},
 #include "ops.def"
 };
-#undef INS
-#undef NONE
-#undef IN
-#undef OPT
-#undef IF
-#undef KERNEL
 
 int tra_inputs(const TraOp *op, int *in)
 {
@@ -709,8 +703,7 @@ void tra_op_remap(TraOp *op, const int *map)
 
 Kernel *tra_op_kernel(const TraOp *op)
 {
-	size_t k = tra_fields[op->kind].kernel;
-	return k ? *(Kernel *const *)((const char *)op + k) : NULL;
+	return ir_kernel(op, tra_fields[op->kind].kernel);
 }
 
 /* The index's key dims, then the table's without dim; chunk dims likewise

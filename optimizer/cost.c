@@ -50,16 +50,6 @@ typedef struct MemoEnt {
 static MemoEnt *memo;
 static size_t memo_cap, memo_used;
 
-static uint64_t memo_hash(const int64_t *k, int n)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (int i = 0; i < n; i++) {
-		h ^= (uint64_t)k[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 static MemoEnt *memo_find(const int64_t *k, int n)
 {
 	if (memo_used * 2 >= memo_cap) {
@@ -76,7 +66,7 @@ static MemoEnt *memo_find(const int64_t *k, int n)
 			}
 		free(old);
 	}
-	size_t i = memo_hash(k, n) & (memo_cap - 1);
+	size_t i = hash_keys(k, n) & (memo_cap - 1);
 	for (;; i = (i + 1) & (memo_cap - 1)) {
 		MemoEnt *e = &memo[i];
 		if (!e->n || (e->n == n && !memcmp(e->key, k, (size_t)n * sizeof *k)))

@@ -752,17 +752,6 @@ void opt_twophase_trim(double bytes)
 	work_left = TP_PLAN_WORK;
 }
 
-static uint64_t hash_key(const int64_t *k, int n)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (int i = 0; i < n; i++) {
-		h ^= (uint64_t)k[i];
-		h *= 1099511628211ull;
-		h ^= h >> 29;
-	}
-	return h;
-}
-
 static int64_t *memo_find(const int64_t *k, int n)
 {
 	if ((size_t)(memo.n + 1) * 2 > memo_cap) {
@@ -775,13 +764,13 @@ static int64_t *memo_find(const int64_t *k, int n)
 		memo_slot = xcalloc(cap, sizeof *memo_slot);
 		memo_cap = cap;
 		for (int i = 0; i < memo.n; i++) {
-			size_t h = hash_key(memo.v[i].key, memo.v[i].n) & (cap - 1);
+			size_t h = hash_keys(memo.v[i].key, memo.v[i].n) & (cap - 1);
 			while (memo_slot[h])
 				h = (h + 1) & (cap - 1);
 			memo_slot[h] = i + 1;
 		}
 	}
-	for (size_t h = hash_key(k, n) & (memo_cap - 1);; h = (h + 1) & (memo_cap - 1)) {
+	for (size_t h = hash_keys(k, n) & (memo_cap - 1);; h = (h + 1) & (memo_cap - 1)) {
 		int64_t *e = &memo_slot[h];
 		if (!*e)
 			return e;
