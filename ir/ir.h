@@ -541,6 +541,7 @@ const char *strategy_name(Strategy s);
  * does about the same flops (opt.h, cost_cmp), ties broken by seconds. */
 typedef enum { OBJ_SECONDS, OBJ_FLOATS, NOBJECTIVES } Objective;
 #define OBJ_WORK_TIE_PCT 30     /* OBJ_FLOATS: busiest ranks' flops this close (%) tie */
+#define PLAN_TIE_PCT 10         /* whole plans this close (%) in predicted time: bytes sent decide */
 const char *objective_name(Objective o);       /* "seconds", "floats" */
 const char *objective_order(Objective o);      /* the order in words, for --explain */
 bool objective_parse(const char *s, Objective *o);     /* by name; false if none */
@@ -614,14 +615,29 @@ typedef struct IaOp {
 	} u;
 } IaOp;
 
+/* What decides between two whole plans, in the order they are compared
+ * (optimizer/tune.c, plan_cmp): why another strategy lost. */
+typedef enum {
+	ALT_NO_PLAN,            /* no plan of the strategy applies to the statement */
+	ALT_MEMORY,             /* peak memory, against --mem-per-rank */
+	ALT_LEAD,               /* --objective floats: the busiest rank's flops, then floats moved */
+	ALT_TIME,               /* predicted time, more than PLAN_TIE_PCT apart */
+	ALT_BYTES,              /* within PLAN_TIE_PCT on time: bytes sent */
+	ALT_TIME_CLOSE,         /* within it, the same bytes sent: predicted time */
+	ALT_FLOATS,             /* the same time and bytes sent: floats moved */
+	ALT_EQUAL,              /* nothing: the plan found first is kept */
+} AltWhy;
+
 /* Another strategy for one statement, as the search costed it (the whole
- * program's plan with that strategy there), for --explain=all. */
+ * program's plan with that strategy there), for --explain=all: its whole
+ * plan's costs, compared with the chosen plan's totals. */
 typedef struct IaAlt {
 	int stmt;
 	Strategy strategy;
-	bool feasible;                  /* false: no plan of this strategy applies */
-	double seconds, floats, peak_bytes;
-	const char *why;                /* why it lost or does not apply */
+	AltWhy why;                     /* what decided against it */
+	double seconds, floats, bytes, peak_bytes;
+	double work_ratio;              /* ALT_LEAD: its busiest rank's flops over the chosen
+	                                 * plan's, 0 when they tie */
 	const char *rules;              /* its statement's rule chain in that plan, or NULL */
 } IaAlt;
 

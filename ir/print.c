@@ -395,23 +395,89 @@ static const char *rule_chain(const char *rules)
 	return *rules ? rules : "Table 1";
 }
 
+/*
+ * Why another strategy lost, comparing its whole plan with the chosen one
+ * (p's totals) by what decided (a->why, in the order tune.c compares
+ * plans); with costs, by how much.  Never a statement's cost against a
+ * plan's: the alternatives are whole plans, and so are the differences.
+ */
+static void alt_why(Buf *b, const IaAlt *a, const IaPlan *p, bool costs)
+{
+	double dt = a->seconds - p->predicted_seconds, df = a->floats - p->total_floats_moved;
+	double db = a->bytes - p->total_bytes_sent;
+	switch (a->why) {
+	case ALT_NO_PLAN:
+		buf_puts(b, "does not apply to this statement");
+		return;
+	case ALT_MEMORY:
+		buf_puts(b, "its plan needs more memory per rank than --mem-per-rank");
+		if (costs)
+			buf_printf(b, " (%.3g bytes at its peak)", a->peak_bytes);
+		return;
+	case ALT_LEAD:
+		if (a->work_ratio > 0)
+			buf_printf(b, costs ? "the busiest rank does %.3gx the flops; " : "the busiest rank's flops differ",
+			           a->work_ratio);
+		else
+			buf_puts(b, costs ? "" : "more floats moved");
+		if (costs)
+			buf_printf(b, "%+.3g floats moved, %+.3g s predicted", df, dt);
+		return;
+	case ALT_TIME:
+		buf_puts(b, costs ? "" : "slower");
+		if (costs)
+			buf_printf(b, "%+.3g s predicted, %+.3g floats moved", dt, df);
+		return;
+	case ALT_BYTES:
+		buf_printf(b, "predicted within %d%% of this plan's, where bytes sent decide", PLAN_TIE_PCT);
+		if (costs)
+			buf_printf(b, ": %+.3g bytes sent, %+.3g floats moved, %+.3g s predicted", db, df, dt);
+		else
+			buf_puts(b, db > 0 ? ": more bytes sent" : ": fewer bytes sent");
+		return;
+	case ALT_TIME_CLOSE:
+		buf_printf(b, "predicted within %d%% of this plan's and the same bytes sent, where predicted time decides",
+		           PLAN_TIE_PCT);
+		if (costs)
+			buf_printf(b, ": %+.3g s predicted, %+.3g floats moved", dt, df);
+		return;
+	case ALT_FLOATS:
+		buf_puts(b, "the same predicted time and bytes sent, where floats moved decide");
+		if (costs)
+			buf_printf(b, ": %+.3g floats moved", df);
+		return;
+	case ALT_EQUAL:
+		buf_puts(b, "costs the same as this plan, which the search found first");
+		return;
+	}
+}
+
+/* Statement s's other strategies, each costed as the whole plan it makes,
+ * beside this plan's totals. */
 static void alts_print(Tree *t, int s, int depth)
 {
 	const IaPlan *p = t->p;
+	bool first = true;
 	for (int i = 0; i < p->alts.n; i++) {
 		const IaAlt *a = &p->alts.v[i];
 		if (a->stmt != s)
 			continue;
+		if (first && t->costs)
+			buf_printf(t->b, "%*s  other strategies, each costed as the whole plan (this plan: %.3g floats moved, "
+			           "%.3g bytes sent, predicted %.3g s, peak %.3g bytes per rank):\n", 4 * depth, "",
+			           p->total_floats_moved, p->total_bytes_sent, p->predicted_seconds, p->peak_bytes);
+		first = false;
 		buf_printf(t->b, "%*s  also considered: %s", 4 * depth, "", strategy_name(a->strategy));
 		if (a->rules)
 			buf_printf(t->b, " (%s)", rule_chain(a->rules));
-		if (!a->feasible)
-			buf_printf(t->b, " (%s)\n", a->why ? a->why : "does not apply");
-		else if (t->costs)
-			buf_printf(t->b, ", %.3g floats moved, predicted %.3g s, peak %.3g bytes per rank: %s\n",
-			           a->floats, a->seconds, a->peak_bytes, a->why ? a->why : "");
+		bool numbers = t->costs && a->why != ALT_NO_PLAN;
+		if (numbers)
+			buf_printf(t->b, ": %.3g floats moved, %.3g bytes sent, predicted %.3g s, peak %.3g bytes per rank; ",
+			           a->floats, a->bytes, a->seconds, a->peak_bytes);
 		else
-			buf_printf(t->b, " (%s)\n", a->seconds >= p->predicted_seconds ? "costlier" : "over the memory budget");
+			buf_puts(t->b, " (");
+		alt_why(t->b, a, p, t->costs);
+		buf_puts(t->b, numbers ? "\n" : ")\n");
 	}
 }
 
@@ -594,16 +660,19 @@ static void json_explain(Buf *b, const IaPlan *p)
 				continue;
 			buf_printf(b, "%s{ \"strategy\": ", firsta ? "" : ", ");
 			json_str(b, strategy_name(a->strategy));
-			buf_printf(b, ", \"feasible\": %s", a->feasible ? "true" : "false");
+			buf_printf(b, ", \"feasible\": %s", a->why != ALT_NO_PLAN ? "true" : "false");
 			if (a->rules) {
 				json_str_field(b, ", ", "rules", a->rules);
 			}
-			if (a->feasible) {
+			if (a->why != ALT_NO_PLAN) {
 				json_num_field(b, ", ", "total_floats_moved", a->floats);
 				json_num_field(b, ", ", "predicted_seconds", a->seconds);
 				json_num_field(b, ", ", "peak_bytes_per_rank", a->peak_bytes);
 			}
-			json_str_field(b, ", ", "why", a->why ? a->why : "");
+			Buf why = {0};
+			alt_why(&why, a, p, true);
+			json_str_field(b, ", ", "why", why.s ? why.s : "");
+			buf_free(&why);
 			buf_puts(b, " }");
 			firsta = false;
 		}

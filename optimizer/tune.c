@@ -26,37 +26,51 @@ static Cost plan_cost(const IaPlan *p)
 /* Whole plans within this fraction of each other's predicted time are a
  * tie, which the bytes they send break: the machine model is coarse, and
  * the network is what a cluster runs short of. */
-#define TIE 0.10
+#define TIE (PLAN_TIE_PCT / 100.0)
 
-/* Is plan a better than plan b under o (NULL plans lose)?  Plans over the
- * budget o->mem_per_rank lose first; then what the objective ranks before
- * seconds (floats moved under --objective floats); then seconds, where a
- * TIE is broken by bytes sent; then cost_cmp's order. */
+/* Plan a against plan b under o, -1 (better), 0 or 1, and what decided
+ * (*why).  Plans over the budget o->mem_per_rank lose first; then what
+ * the objective ranks before seconds (floats moved under --objective
+ * floats); then seconds, where a TIE is broken by bytes sent; then
+ * cost_cmp's order (seconds, floats moved). */
+static int plan_cmp(const OptOptions *o, const IaPlan *a, const IaPlan *b, AltWhy *why)
+{
+	double lim = o->mem_per_rank;
+	*why = ALT_MEMORY;
+	if (lim > 0) {
+		bool fa = a->peak_bytes <= lim, fb = b->peak_bytes <= lim;
+		if (fa != fb)
+			return fa ? -1 : 1;
+		if (!fa)
+			return a->peak_bytes < b->peak_bytes ? -1 : 1;
+	}
+	Cost ca = plan_cost(a), cb = plan_cost(b);
+	*why = ALT_LEAD;
+	int lead = cost_cmp_lead(o->objective, ca, cb);
+	if (lead)
+		return lead;
+	double ta = a->predicted_seconds, tb = b->predicted_seconds;
+	*why = ALT_TIME;
+	if (fabs(ta - tb) <= TIE * fmin(ta, tb)) {
+		double ba = a->total_bytes_sent, bb = b->total_bytes_sent;
+		*why = ALT_BYTES;
+		if (fabs(ba - bb) > 1e-9 * fmax(ba, bb))
+			return ba < bb ? -1 : 1;
+		*why = cost_cmp_measure(ta, tb, 1e-6) ? ALT_TIME_CLOSE
+		       : cost_cmp_measure(ca.floats, cb.floats, 1e-9) ? ALT_FLOATS : ALT_EQUAL;
+	}
+	return cost_cmp(o->objective, ca, cb);
+}
+
+/* Is plan a better than plan b under o (NULL plans lose)? */
 static bool better_plan(const OptOptions *o, const IaPlan *a, const IaPlan *b)
 {
+	AltWhy why;
 	if (!a)
 		return false;
 	if (!b)
 		return true;
-	double lim = o->mem_per_rank;
-	if (lim > 0) {
-		bool fa = a->peak_bytes <= lim, fb = b->peak_bytes <= lim;
-		if (fa != fb)
-			return fa;
-		if (!fa)
-			return a->peak_bytes < b->peak_bytes;
-	}
-	Cost ca = plan_cost(a), cb = plan_cost(b);
-	int lead = cost_cmp_lead(o->objective, ca, cb);
-	if (lead)
-		return lead < 0;
-	double ta = a->predicted_seconds, tb = b->predicted_seconds;
-	if (fabs(ta - tb) <= TIE * fmin(ta, tb)) {
-		double ba = a->total_bytes_sent, bb = b->total_bytes_sent;
-		if (fabs(ba - bb) > 1e-9 * fmax(ba, bb))
-			return ba < bb;
-	}
-	return cost_cmp(o->objective, ca, cb) < 0;
+	return plan_cmp(o, a, b, &why) < 0;
 }
 
 static bool param_pinned(const Search *s, int tensor)
@@ -218,42 +232,17 @@ static void alternatives(Search *s, IaPlan *chosen)
 				continue;
 			s->force[st] = want;
 			IaPlan *p = plan_once(s);
-			IaAlt alt = {.stmt = st, .strategy = want};
-			if (!p) {
-				alt.why = "does not apply to this statement";
-			} else {
-				alt.feasible = true;
+			IaAlt alt = {.stmt = st, .strategy = want, .why = ALT_NO_PLAN};
+			if (p) {
 				alt.rules = p->rules.v[st] ? arena_strdup(chosen->arena, p->rules.v[st]) : NULL;
 				alt.seconds = p->predicted_seconds;
 				alt.floats = p->total_floats_moved;
+				alt.bytes = p->total_bytes_sent;
 				alt.peak_bytes = p->peak_bytes;
-				double lim = s->o->mem_per_rank;
-				if (lim > 0 && p->peak_bytes > lim)
-					alt.why = arena_strdup(chosen->arena, "needs more memory per rank than --mem-per-rank");
-				else if (cost_cmp_lead(s->o->objective, plan_cost(p), plan_cost(chosen))) {
-					double wp = plan_cost(p).work, wc = plan_cost(chosen).work;
-					alt.why = arena_strdup(chosen->arena, xprintf("%s%+.3g floats moved, %+.3g s predicted",
-					                       cost_cmp_measure(wp, wc, WORK_TIE) ? xprintf("the busiest rank "
-					                       "does %.3gx the flops; ", wp / fmax(wc, 1)) : "",
-					                       p->total_floats_moved - chosen->total_floats_moved,
-					                       p->predicted_seconds - chosen->predicted_seconds));
-				}
-				else if (fabs(p->predicted_seconds - chosen->predicted_seconds) <=
-				         TIE * fmin(p->predicted_seconds, chosen->predicted_seconds)) {
-					double db = p->total_bytes_sent - chosen->total_bytes_sent;
-					if (fabs(db) <= 1e-9 * fmax(p->total_bytes_sent, chosen->total_bytes_sent))
-						alt.why = arena_strdup(chosen->arena, xprintf("a tie on time (%+.3g s predicted) "
-						                       "and on bytes sent; slower", p->predicted_seconds -
-						                       chosen->predicted_seconds));
-					else
-						alt.why = arena_strdup(chosen->arena, xprintf("a tie on time (%+.3g s predicted); "
-						                       "%+.3g bytes sent, %+.3g floats moved",
-						                       p->predicted_seconds - chosen->predicted_seconds, db,
-						                       p->total_floats_moved - chosen->total_floats_moved));
-				} else
-					alt.why = arena_strdup(chosen->arena, xprintf("%+.3g s predicted, %+.3g floats moved",
-					                       p->predicted_seconds - chosen->predicted_seconds,
-					                       p->total_floats_moved - chosen->total_floats_moved));
+				plan_cmp(s->o, p, chosen, &alt.why);
+				double wp = plan_cost(p).work, wc = plan_cost(chosen).work;
+				if (alt.why == ALT_LEAD && cost_cmp_measure(wp, wc, WORK_TIE))
+					alt.work_ratio = wp / fmax(wc, 1);
 				ia_free(p);
 			}
 			vec_push(&chosen->alts, alt);

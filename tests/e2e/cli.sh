@@ -86,6 +86,22 @@ sys.exit(0 if [p['ranks'] for p in m['plans']] == [2, 8] and m['plans'][0] == o 
 else
 	fail "--explain -P LIST: $(cat err)"
 fi
+# --explain=all compares like with like: each other strategy's whole plan
+# against this plan's totals (the header's), by what decided, never "a tie
+# ... slower" of one alternative (matmul on 4 ranks: co-partition and
+# two-phase within 10% of broadcast's time, the same bytes sent)
+if "$TRAC" --explain=all -P 4 matmul.tra >all 2>err; then
+	head=$(sed -n '1s/.*predicted \([^ ]*\) s$/\1/p' all)
+	this=$(sed -n 's/.*each costed as the whole plan (this plan: .* predicted \([^ ]*\) s, .*/\1/p' all)
+	if [ -n "$head" ] && [ "$head" = "$this" ] && ! grep -q 'tie.*slower' all &&
+		grep -q 'also considered: co-partition.*within 10%.*where predicted time decides: +' all; then
+		pass "--explain=all: alternatives as whole plans beside the plan's totals, what decided"
+	else
+		fail "--explain=all: $(cat all err)"
+	fi
+else
+	fail "--explain=all: $(cat err)"
+fi
 # --mem-per-rank: with the default counts, those it does not fit are left
 # out (the executable's --help lists the others); with counts given, an error.
 # (C is 2000^2 f32: on 1 to 6 ranks rank 0's write, holding its share of C,

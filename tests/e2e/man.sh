@@ -44,6 +44,19 @@ while read -r opt; do
 done <options
 pass "trac.1 documents the $(wc -l <options) options of trac --help"
 
+# ---- trac.1's PLANS explains every operation and rule --explain prints ----
+plans=$(awk '/^\.Sh PLANS/ { on = 1; next } /^\.Sh / { on = 0 } on' "$MAN/trac.1")
+[ -n "$plans" ] || fail "trac.1 has no PLANS section"
+names=$(sed -n 's/^IA_OP([A-Z_]*, *"\([a-z]*\)".*/\1/p' "$TOP/ir/ops.def"; sed -n 's/^RULE([A-Z0-9_]*, *"\([^"]*\)".*/\1/p' "$TOP/optimizer/rules.def")
+[ -n "$names" ] || fail "no operations or rules found in ops.def and rules.def"
+for name in $names; do
+	case $name in
+	R1-[2-6] | R2-[2-3] | R2-7) continue ;;      # within "R1-1 to R1-7", "R2-1 to R2-7"
+	esac
+	printf '%s\n' "$plans" | grep -q "Li $name\( \|$\)" || fail "trac.1's PLANS does not explain $name"
+done
+pass "trac.1's PLANS explains every IA operation and rule --explain prints"
+
 # ---- trac.1 EXAMPLES ----
 cp "$TOP/examples/matmul.tra" matmul.tra
 "$PYTHON" - <<'PY' || exit 1
