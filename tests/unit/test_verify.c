@@ -153,6 +153,53 @@ static void test_ia_partial_write(void **state)
 	tra_free(p);
 }
 
+/* ops.def's inputs column: what tra_inputs, ia_inputs and the remaps read,
+ * optional inputs (a slice's offset, a scatter's base, a sampled join's
+ * mask) only when there; kernels cloned by ia_op_remap. */
+static void test_inputs_column(void **state)
+{
+	(void)state;
+	int in[MAXIN];
+	TraOp slice = {.kind = TRA_SLICE, .u.slice = {.in = 4, .off = -1}};
+	assert_int_equal(tra_inputs(&slice, in), 1);
+	slice.u.slice.off = 2;
+	assert_int_equal(tra_inputs(&slice, in), 2);
+	assert_int_equal(in[1], 2);
+	TraOp conv = {.kind = TRA_CONV, .u.join = {.left = 1, .right = 3}};
+	assert_int_equal(tra_inputs(&conv, in), 2);
+	assert_int_equal(in[0], 1);
+	assert_int_equal(in[1], 3);
+
+	Arena *a = arena_new();
+	Kernel k = {.nin = 2, .expr = kx_op(a, KOP_MUL, kx_in(a, 0), kx_in(a, 1), NULL)};
+	IaOp j = {.kind = IA_JOIN, .u.join = {.left = 0, .right = 1, .kernel = &k}};
+	assert_int_equal(ia_inputs(&j, in), 2);
+	j.u.join.mask = (JoinMask){.on = true, .rel = 2};
+	assert_int_equal(ia_inputs(&j, in), 3);
+	assert_int_equal(in[2], 2);
+	int map[] = {10, 11, 12, 13};
+	IaOp r = ia_op_remap(&j, map, a);
+	assert_int_equal(r.u.join.left, 10);
+	assert_int_equal(r.u.join.right, 11);
+	assert_int_equal(r.u.join.mask.rel, 12);
+	assert_true(ia_op_kernel(&r) != &k && ia_op_kernel(&r)->nin == 2);
+	assert_ptr_equal(ia_op_kernel(&j), &k);
+
+	IaOp sc = {.kind = IA_SCATTER, .u.gather = {.src = 0, .index = 1, .base = -1}};
+	assert_int_equal(ia_inputs(&sc, in), 2);
+	r = ia_op_remap(&sc, map, a);
+	assert_int_equal(r.u.gather.base, -1);
+	sc.u.gather.base = 3;
+	assert_int_equal(ia_inputs(&sc, in), 3);
+	assert_int_equal(ia_op_remap(&sc, map, a).u.gather.base, 13);
+	IaOp g = {.kind = IA_GATHER, .u.gather = {.src = 0, .index = 1, .base = 3}};
+	assert_int_equal(ia_inputs(&g, in), 2);      /* a gather has no base */
+	IaOp rekey = {.kind = IA_MAP, .u.map = {.in = 0}};
+	assert_null(ia_op_kernel(&rekey));
+	assert_int_equal(ia_op_remap(&rekey, map, a).u.map.in, 10);
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -163,6 +210,7 @@ int main(void)
 		cmocka_unit_test(test_tra_agg_chunk),
 		cmocka_unit_test(test_ia_ok_and_placement),
 		cmocka_unit_test(test_ia_partial_write),
+		cmocka_unit_test(test_inputs_column),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
