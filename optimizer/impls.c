@@ -1,11 +1,12 @@
 /*
  * impls.c: the candidates of the plan search.
  *
- * For every TRA op (a unit: a join only a sum reads goes with it), the
- * implementations the rules derive from its Table 1 translation, each with
- * the placements it needs of its inputs, the one it gives its result, its
- * cost and the memory it holds (search.c's top comment lists them); and
- * the placements a relation may have (its Dom).
+ * For every TRA op (a unit: a join only a sum reads goes with it), the rows
+ * of impls.def of its kind, each tried on the combinations of its inputs'
+ * placements its `at` takes: a candidate with the placements it needs of
+ * its inputs, the one it gives its result, its cost (impls.def's cost
+ * column, once per candidate) and the memory it holds; and the placements
+ * a relation may have (its Dom).  search.c's top comment lists the rows.
  */
 #include <stdlib.h>
 #include <string.h>
