@@ -13,7 +13,7 @@
  *   rules.def    the equivalence rules of the TRA paper, one row each
  *   rules.c      the rules as rewrites of IA plans (matchers, rewriters)
  *   impls.def    the physical implementations of TRA units, one row each:
- *                rule chain, strategy, builder, cost
+ *                unit kind, strategy, placements, rule chain, builder, cost
  *   build.c      the IA each implementation builds (Table 1, -O1, -O2)
  *   table1.c     the initial plan: each op by its Table 1 row (-O0)
  *   impls.c      the search's candidates: which rows match a unit, with
