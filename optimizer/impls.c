@@ -113,26 +113,36 @@ static const TraOp *join_of(Search *s, int t)
 	return op->kind == TRA_AGG ? &s->tra->ops.v[op->u.agg.in] : op;
 }
 
-/* Where join j of a unit of kind u computes on inputs placed l and r, in
- * j's own numbering of its output dims, or false when matching tuples
- * would not meet.  A convolution fused with its sum (CONV_CONTRACT) matches
- * a kernel's gradient's windows to the left's own dims (its halo is keyed
- * so: build.c's conv_halo_type), then renumbers; one not fused never has
- * its right input partitioned on a window dim that stands for its lab (its
- * halo is that whole dim, one chunk, which the partitioning would put on
- * one site). */
-static bool pair_place(Search *s, UnitKind u, const TraOp *j, const Place *l, const Place *r, Place *jp)
+/* Where join j computes on inputs placed l and r, in j's own numbering of
+ * its output dims, or false when matching tuples would not meet: per unit
+ * kind of two inputs (`meets`). */
+typedef bool MeetFn(Search *s, const TraOp *j, const Place *l, const Place *r, Place *jp);
+
+static bool meet_join(Search *s, const TraOp *j, const Place *l, const Place *r, Place *jp)
+{
+	return ia_join_place(type_of(s, j->u.join.left)->nkey, &j->u.join.on, l, r, jp);
+}
+
+/* A convolution no sum absorbs never has its right input partitioned on a
+ * window dim that stands for its lab (a kernel's gradient): its halo is
+ * that whole dim, one chunk, which the partitioning would put on one site. */
+static bool meet_conv(Search *s, const TraOp *j, const Place *l, const Place *r, Place *jp)
+{
+	const RelType *rt = type_of(s, j->u.join.right);
+	const Kernel *k = j->u.join.kernel;
+	for (int w = 0; r->kind == PL_PART && w < k->nwin; w++)
+		for (int i = 0; i < r->ndims; i++)
+			if (ia_conv_own_left(k, w) && r->dims[i] == rt->chunkdim[k->win[w].dim])
+				return false;
+	return meet_join(s, j, l, r, jp);
+}
+
+/* A convolution fused with its sum matches a kernel's gradient's windows
+ * to the left's own dims (its halo is keyed so: build.c's conv_halo_type),
+ * then renumbers. */
+static bool meet_tiled(Search *s, const TraOp *j, const Place *l, const Place *r, Place *jp)
 {
 	const RelType *lt = type_of(s, j->u.join.left), *rt = type_of(s, j->u.join.right);
-	if (u == U_CONV && r->kind == PL_PART) {
-		const Kernel *k = j->u.join.kernel;
-		for (int w = 0; w < k->nwin; w++)
-			for (int i = 0; i < r->ndims; i++)
-				if (ia_conv_own_left(k, w) && r->dims[i] == rt->chunkdim[k->win[w].dim])
-					return false;
-	}
-	if (u != U_CONV_CONTRACT)
-		return ia_join_place(lt->nkey, &j->u.join.on, l, r, jp);
 	JoinSpec on;
 	RelType ht;
 	TraOp jb = *j;
@@ -143,6 +153,18 @@ static bool pair_place(Search *s, UnitKind u, const TraOp *j, const Place *l, co
 	for (int i = 0; jp->kind == PL_PART && i < jp->ndims; i++)
 		jp->dims[i] = conv_join_dim(lt->nkey, &on, &j->u.join.on, jp->dims[i], rt->nkey);
 	return true;
+}
+
+static MeetFn *const meets[NUNITS] = {
+	[U_JOIN] = meet_join,     [U_SAMPLED] = meet_join,          [U_CONTRACT] = meet_join,
+	[U_SAMPLED_CONTRACT] = meet_join, [U_CONV] = meet_conv,     [U_CONV_CONTRACT] = meet_tiled,
+};
+
+static bool pair_place(Search *s, UnitKind u, const TraOp *j, const Place *l, const Place *r, Place *jp)
+{
+	if (!meets[u])
+		tr_bug("a unit of one input placed as a pair");
+	return meets[u](s, j, l, r, jp);
 }
 
 /* Where the join of a unit of kind u computes, given its inputs'
@@ -906,15 +928,14 @@ static void pairs(Search *s, int t, UnitKind u)
 		}
 }
 
-/* Each placement of the one input. */
+/* Each placement of the one input (an aggregation's, grouped). */
 static void singles(Search *s, int t, UnitKind u)
 {
 	int in[MAXIN];
 	unit_inputs(s, t, in);
 	const Dom *d = &s->dom[in[0]];
-	const TraOp *op = &s->tra->ops.v[t];
 	for (int a = 0; a < d->n; a++) {
-		Combo c = {.in = {a, ANYPL, ANYPL}, .strat = STRAT_NONE, .gt = op->kind == TRA_AGG ? type_of(s, in[0]) : NULL,
+		Combo c = {.in = {a, ANYPL, ANYPL}, .strat = STRAT_NONE, .gt = u == U_AGG ? type_of(s, in[0]) : NULL,
 		           .gp = d->p[a]};
 		try_rows(s, t, u, &c);
 	}
