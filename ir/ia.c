@@ -177,6 +177,18 @@ int ia_push(IaPlan *p, IaOp op)
 	return p->ops.n - 1;
 }
 
+/* Per statement: the index of its last op (-1 if it has none). */
+int *ia_stmt_last_ops(const IaPlan *p)
+{
+	int *last = xcalloc(p->tra->stmts.n + 1, sizeof *last);
+	for (int s = 0; s < p->tra->stmts.n; s++)
+		last[s] = -1;
+	for (int i = 0; i < p->ops.n; i++)
+		if (p->ops.v[i].stmt >= 0)
+			last[p->ops.v[i].stmt] = i;
+	return last;
+}
+
 void ia_loops(const IaPlan *p, IaLoops *l)
 {
 	int n = p->ops.n;

@@ -688,6 +688,7 @@ typedef struct IaLoops {
 	                                 * itself when nothing reads it */
 } IaLoops;
 void ia_loops(const IaPlan *p, IaLoops *l);
+int *ia_stmt_last_ops(const IaPlan *p);                    /* per statement: its last op, or -1 (malloc'd) */
 void ia_loops_free(IaLoops *l);
 /* Whether loop outer is loop inner or one around it, parent[] giving each
  * loop the one around it (-1: none); loop -1, outside every loop, is
@@ -729,6 +730,10 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why);
 typedef enum { EXPLAIN_TEXT, EXPLAIN_JSON, EXPLAIN_DOT, EXPLAIN_ALL } ExplainFormat;   /* ALL: text + alternatives */
 void ia_print(Buf *b, const IaPlan *p, bool costs);       /* indented tree per statement */
 void ia_explain(Buf *b, const IaPlan *p, ExplainFormat f, bool costs);
+void ia_op_print(Buf *b, const IaPlan *p, const IaOp *op); /* one op, as --explain shows it */
+/* explain.c: the text (alts: and each statement's other strategies), JSON */
+void ia_explain_text(Buf *b, const IaPlan *p, bool costs, bool alts);
+void ia_explain_json(Buf *b, const IaPlan *p);
 
 /* ---- verify.c ---- */
 
