@@ -294,7 +294,6 @@ void cmdline_parse(int argc, char **argv, Cmdline *c)
 	c->pipe.costs = true;
 	c->pipe.fe.warnings = true;
 	c->pipe.opt.level = 2;
-	c->pipe.opt.nranks = 4;
 	c->pipe.opt.verify = true;
 	parse_args(argc, argv, c);
 	c->pipe.fe.defines = c->defines.v;
@@ -306,10 +305,11 @@ void cmdline_parse(int argc, char **argv, Cmdline *c)
 	 * of two to 1024; --explain and --dump-after show the plan for 4. */
 	if (!c->ranks.n && (c->explain || c->pipe.dump_after != DUMP_NONE))
 		vec_push(&c->ranks, 4);
-	c->ranks_default = !c->ranks.n;
-	for (int n = 1; c->ranks_default && n <= 1024; n = n < 8 ? n + 1 : 2 * n)
+	c->pipe.ranks_default = !c->ranks.n;
+	for (int n = 1; c->pipe.ranks_default && n <= 1024; n = n < 8 ? n + 1 : 2 * n)
 		vec_push(&c->ranks, n);
-	c->pipe.opt.nranks = c->ranks.v[0];
+	c->pipe.ranks = c->ranks.v;
+	c->pipe.nranks = c->ranks.n;
 	c->pipe.opt.alternatives = c->explain && (c->explain_format == EXPLAIN_ALL || c->explain_format == EXPLAIN_JSON);
 }
 

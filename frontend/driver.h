@@ -2,7 +2,8 @@
  * driver.h: the driver, the one part of trac above every layer.
  *
  *   cmdline.c    trac's command line: options, usage, --block/--place/--strategy
- *   pipeline.c   the pipeline, source -> IA plan, for trac and the fuzzer
+ *   pipeline.c   the pipeline, source -> an IA plan per rank count, for trac
+ *                and the fuzzer
  *   main.c       trac itself: the pipeline, then explain or C
  *
  * The layers (frontend.h, ir.h, opt.h, codegen.h) never include this file;
@@ -25,7 +26,7 @@
 #define DUMP_PASSES(X) \
 	X(DUMP_PARSE, "parse")          /* the AST */ \
 	X(DUMP_TRA, "tra")              /* TRA after autodiff and hoisting */ \
-	X(DUMP_BLOCKING, "blocking")    /* TRA with its chunk shapes */ \
+	X(DUMP_BLOCKING, "blocking")    /* TRA at the first count's automatic chunk shapes */ \
 	X(DUMP_IA, "ia")                /* the chosen IA plan, with costs unless --no-costs */
 
 typedef enum {
@@ -52,36 +53,39 @@ typedef struct PipelineHooks {
 typedef struct Pipeline {
 	/* in */
 	FeOptions fe;
-	OptOptions opt;
+	OptOptions opt;                 /* nranks: each count's, set by the pipeline */
+	const int *ranks;               /* -P: the rank counts to plan for, increasing */
+	int nranks;
+	bool ranks_default;             /* no -P: a count over --mem-per-rank or that an IST
+	                                 * split size does not divide is left out */
 	DumpPass dump_after;
-	bool costs;             /* in the IA dump */
+	bool costs;                     /* in the IA dump */
 	bool syntax_only;
 	PipelineHooks hooks;
 	/* out, freed by trac_pipeline_free */
-	Arena *arena;           /* the AST's */
+	Arena *arena;                   /* the AST's */
 	Ast *ast;
-	TraProg *prog;
-	IaPlan *plan;
-	char *ist_sizes[MAXSPLIT];      /* trac_ist_body: the split sizes' subnet extents */
+	TraProg *prog;                  /* the front end's program, read only once made */
+	int nplans;
+	IaPlan **plans;                 /* per count kept, increasing */
+	const IaPlan **ist;             /* plans[k]'s IST loop i's body: ist[k * prog->ist.n + i] */
+	struct PipeState *state;        /* pipeline.c's */
 } Pipeline;
 
-/* Source file -> IA plan: parse, check and lower, autodiff, hoisting,
- * contraction order, blocking, the plan search, the memory check; the
- * verifiers after each pass.  Returns -1 with pl->plan set, or the exit
- * status where the pipeline stopped: 0 where asked to (a dump on `out`,
- * -fsyntax-only, a hook), 1 on errors in the program (reported). */
+/* Source file -> one IA plan per rank count.  The front end runs once:
+ * parse, check and lower, autodiff, hoisting, contraction order, sparsity,
+ * scatter fusion, the verifiers after each pass; the program it makes is
+ * read only from then on, and each count of pl->ranks is planned from it
+ * (opt_plan), then each plan's IST loops' bodies.  Returns -1 with the
+ * plans set, or the exit status where the pipeline stopped: 0 where asked
+ * to (a dump on `out`, -fsyntax-only, a hook), 1 on errors in the program
+ * (reported). */
 int trac_pipeline(Pipeline *pl, int file, FILE *out);
 void trac_pipeline_free(Pipeline *pl);
 
 /* IST loops (HACKING.md "IST"): whether every split size of program p
- * divides among nranks (else the first that does not, in *loop, *split);
- * and IST loop `loop`'s body compiled apart, for a plan of nranks ranks:
- * base's options with each split size H bound to H / nranks, one rank,
- * only that loop's body (FeOptions.ist_local).  trac_ist_body returns as
- * trac_pipeline does; trac_ist_body_free frees what it made. */
+ * divides among nranks (else the first that does not, in *loop, *split). */
 bool trac_ist_divides(const TraProg *p, int nranks, const IstLoop **loop, int *split);
-int trac_ist_body(const Pipeline *base, const TraProg *whole, int nranks, int loop, int file, Pipeline *body);
-void trac_ist_body_free(Pipeline *body);
 
 /* ---- cmdline.c ---- */
 
@@ -109,7 +113,6 @@ typedef struct Cmdline {
 	Vec(const char *) nnzspecs;     /* --nnz NAME=COUNT */
 	Vec(const char *) stratspecs;   /* --strategy LINE=STRATEGY */
 	Vec(int) ranks;                 /* -P: the rank counts to plan for, increasing */
-	bool ranks_default;             /* no -P: counts whose plan is over --mem-per-rank are left out */
 	Pipeline pipe;                  /* what the options ask of the pipeline */
 } Cmdline;
 

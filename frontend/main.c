@@ -5,11 +5,11 @@
  *   ia_explain             --explain: print the plan and stop
  *   cg_emit, cg_compile    IA -> C -> MPI executable
  *
- * Between passes the pipeline calls back here: after lowering, -M prints a
- * make rule naming every file read and stops, -MD writes that rule to a
- * file and goes on (as gcc does); before contraction order, --block,
- * --place and --strategy become pins; -v prints each phase's wall-clock
- * time.  Exit status: 0 success, 1 an error in the program, 2 a usage
+ * The pipeline plans each rank count of -P from one front end.  Between
+ * its passes it calls back here: after lowering, -M prints a make rule
+ * naming every file read and stops, -MD writes that rule to a file and
+ * goes on (as gcc does); before contraction order, --block, --place and
+ * --strategy become pins; -v prints each phase's wall-clock time.  Exit status: 0 success, 1 an error in the program, 2 a usage
  * error, 4 an internal error (tr_bug).
  */
 #include <errno.h>
@@ -119,7 +119,6 @@ static void phase_end(Clock *c, const char *phase)
 typedef struct Driver {
 	Cmdline *cmd;
 	Clock clock;
-	const Pipeline *pl;     /* the one running */
 } Driver;
 
 static bool lowered(void *ctx, const TraProg *p, int *status)
@@ -127,7 +126,7 @@ static bool lowered(void *ctx, const TraProg *p, int *status)
 	(void)p;
 	const Driver *d = ctx;
 	const Cmdline *c = d->cmd;
-	if ((c->deps.print || c->deps.write) && !write_deps(c, &d->pl->fe)) {
+	if ((c->deps.print || c->deps.write) && !write_deps(c, &c->pipe.fe)) {
 		*status = 1;
 		return false;
 	}
@@ -143,125 +142,6 @@ static void phase(void *ctx, const char *name)
 static void pins(void *ctx, const TraProg *p, OptOptions *o)
 {
 	cmdline_resolve_pins(((Driver *)ctx)->cmd, p, o);
-}
-
-/* The pipeline once per rank count of -P.  The first count runs as a
- * single -P always did (its hooks, dumps, diagnostics); the others only plan
- * anew, and their diagnostics, the first's again, are shown only if they
- * fail.
- * When the counts are the default ones, a count whose plan does not fit
- * --mem-per-rank is left out (all of them: the last one's error).
- * Returns the pipelines with a plan (*n of them), or NULL and the exit
- * status in *n. */
-static Pipeline *plan_counts(Cmdline *cmd, Driver *d, int file, int *n)
-{
-	int nr = cmd->ranks.n;
-	Pipeline *pl = xcalloc((size_t)nr, sizeof *pl);
-	FILE *loud = diag_out ? diag_out : stderr;
-	BlockChoice blocks[2] = {{0}};  /* the last count's, the running one's */
-	char *said = NULL;
-	size_t nsaid = 0;
-	*n = 0;
-	for (int k = 0; k < nr; k++) {
-		Pipeline *p = &pl[*n];
-		*p = cmd->pipe;
-		p->opt.nranks = cmd->ranks.v[k];
-		p->opt.prior = *n ? &blocks[0] : NULL;
-		p->opt.chosen = &blocks[1];
-		p->hooks = (PipelineHooks){d, k ? NULL : lowered, pins, k ? NULL : phase};
-		d->pl = p;
-		/* the first count's diagnostics as they come, unless it may be left out */
-		bool hold = *n > 0 || (cmd->ranks_default && cmd->pipe.opt.mem_per_rank > 0);
-		free(said);
-		said = NULL;
-		nsaid = 0;
-		if (hold)
-			diag_out = open_memstream(&said, &nsaid);
-		diag_reset();
-		int status = trac_pipeline(p, file, stdout);
-		if (hold)
-			fclose(diag_out);
-		diag_out = loud;
-		if (status == 1 && p->plan && cmd->ranks_default) {
-			trac_pipeline_free(p);          /* over --mem-per-rank: no plan for this count */
-			continue;
-		}
-		if (said && (*n == 0 || status >= 0))
-			fwrite(said, 1, nsaid, loud);
-		if (status >= 0) {
-			free(said);
-			*n = status;
-			return NULL;
-		}
-		(*n)++;
-		BlockChoice t = blocks[0];
-		blocks[0] = blocks[1];
-		blocks[1] = t;
-	}
-	free(blocks[0].block);
-	free(blocks[1].block);
-	if (*n == 0) {                          /* nothing fits: say so for the largest count */
-		if (said)
-			fwrite(said, 1, nsaid, loud);
-		free(said);
-		*n = 1;
-		return NULL;
-	}
-	free(said);
-	if (nr > 1)
-		phase_end(&d->clock, xprintf("%d more plans", nr - 1));
-	return pl;
-}
-
-/* IST loops (repeat ... split ... every ...): each loop's body compiled
- * apart for each plan's rank count n, as a one-rank program in which each
- * split size H is H / n (HACKING.md "IST").  A count that does not divide
- * a split size is left out of the default counts and an error under an
- * explicit -P.  Returns the bodies' plans (plans[k * nist + i]) with
- * *nplans and pl[] trimmed to the counts kept, or NULL and the exit status
- * in *status. */
-static const IaPlan **ist_bodies(Cmdline *cmd, int file, Pipeline *pl, int *nplans, int *status)
-{
-	const TraProg *prog = pl[0].prog;
-	int nist = prog->ist.n, kept = 0;
-	for (int k = 0; k < *nplans; k++) {
-		const IstLoop *l;
-		int z;
-		if (trac_ist_divides(prog, pl[k].plan->nranks, &l, &z)) {
-			pl[kept++] = pl[k];
-			continue;
-		}
-		if (!cmd->ranks_default) {
-			diag(DIAG_ERROR, l->splitloc[z], "split size '%s' is %" PRId64 ", which %d ranks cannot share "
-			     "equally; choose -P counts that divide it", l->split[z], l->extent[z], pl[k].plan->nranks);
-			*status = 1;
-			return NULL;
-		}
-		trac_pipeline_free(&pl[k]);
-	}
-	*nplans = kept;
-	const IaPlan **body = xcalloc((size_t)(kept * nist) + 1, sizeof *body);
-	FILE *loud = diag_out ? diag_out : stderr;
-	for (int k = 0; k < kept; k++)
-		for (int i = 0; i < nist; i++) {
-			Pipeline *q = xcalloc(1, sizeof *q);    /* lives as long as trac */
-			char *said = NULL;
-			size_t nsaid = 0;
-			diag_out = open_memstream(&said, &nsaid);
-			diag_reset();
-			int st = trac_ist_body(&cmd->pipe, prog, pl[k].plan->nranks, i, file, q);
-			fclose(diag_out);
-			diag_out = loud;
-			if (st >= 0) {
-				fwrite(said, 1, nsaid, loud);
-				free(said);
-				*status = st ? st : 1;
-				return NULL;
-			}
-			free(said);
-			body[k * nist + i] = q->plan;
-		}
-	return body;
 }
 
 /* --explain of an IST loop under a plan for n ranks: the split, the
@@ -345,7 +225,7 @@ int main(int argc, char **argv)
 	static Cmdline cmd;
 	cmdline_parse(argc, argv, &cmd);
 	diag_color = isatty(2) && !getenv("NO_COLOR");
-	Driver d = {&cmd, {cmd.verbose, now()}, &cmd.pipe};
+	Driver d = {&cmd, {cmd.verbose, now()}};
 	if (cmd.verbose) {
 		/* the source's folder: "dir" for dir/x.tra, "/" for /x.tra, "." for x.tra */
 		const char *slash = strrchr(cmd.input, '/');
@@ -362,22 +242,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "trac: error: cannot read '%s': %s\n", cmd.input, err);
 		return 1;
 	}
-	int nplans;
-	Pipeline *pl = plan_counts(&cmd, &d, file, &nplans);
-	if (!pl)
-		return nplans;
-	const IaPlan **ist = NULL;
-	int nist = pl[0].prog->ist.n;
-	if (nist) {
-		int status = 1;
-		ist = ist_bodies(&cmd, file, pl, &nplans, &status);
-		if (!ist)
-			return status;
-		phase_end(&d.clock, "IST bodies");
-	}
-	const IaPlan **plans = xcalloc((size_t)nplans, sizeof *plans);
-	for (int k = 0; k < nplans; k++)
-		plans[k] = pl[k].plan;
+	Pipeline *pl = &cmd.pipe;
+	pl->hooks = (PipelineHooks){&d, lowered, pins, phase};
+	int status = trac_pipeline(pl, file, stdout);
+	if (status >= 0)
+		return status;
+	int nplans = pl->nplans, nist = pl->prog->ist.n;
+	const IaPlan **plans = (const IaPlan **)pl->plans, **ist = pl->ist;
 
 	if (cmd.explain) {
 		explain(plans, nplans, cmd.explain_format, cmd.pipe.costs);

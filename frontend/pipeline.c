@@ -1,6 +1,7 @@
 /*
- * pipeline.c: source -> IA plan, the passes in order.
+ * pipeline.c: source -> one IA plan per rank count, the passes in order.
  *
+ * The front end, once:
  *   fe_parse          text -> AST
  *   fe_compile        sema + lowering: AST -> TRA
  *   opt_autodiff      grad(loss, W) -> backward TRA
@@ -8,13 +9,24 @@
  *   opt_contract      sums of products in the cheapest order        (-O1, -O2)
  *   opt_sparsity      which relations are sparse, which have holes
  *   opt_fuse_scatters sums of scatter-adds into scatters into a base  (-O1, -O2)
- *   opt_block         chunk shapes
- *   opt_plan          TRA -> IA: Table 1, rewritten or searched, costed
+ * then, on the program it made (read only from then on), each rank count:
+ *   opt_plan          TRA -> IA for the count: its blocks (the automatic
+ *                     ones, then the search's), Table 1, rewritten or
+ *                     searched, costed
+ * and each plan's IST loops' bodies, as one-rank programs (ist_bodies).
  *
- * trac (main.c) and the fuzzer (tests/fuzz/fuzz_trac.c) both run this
- * function, so what the fuzzer checks is what trac runs.  The TRA verifier
- * runs after every pass that changes the program (opt_plan verifies its own
- * IA); a broken invariant is a bug (tr_bug, exit 4).
+ * trac (main.c) and the fuzzer (tests/fuzz/fuzz_trac.c) both run
+ * trac_pipeline, so what the fuzzer checks is what trac runs.  The TRA
+ * verifier runs after every pass that changes the program (opt_plan
+ * verifies its own IA); a broken invariant is a bug (tr_bug, exit 4).
+ *
+ * Nothing the front end does depends on the rank count but one bound: the
+ * contraction order never chooses an intermediate bigger than the memory
+ * of all ranks (--mem-per-rank, or the machine model's, times the count).
+ * The front end orders with no bound and notes the largest intermediate
+ * its orders hold; a count whose bound is below that (a few ranks of
+ * little memory) plans a program of its own, ordered within its bound
+ * (count_program).  Neither happens without a memory size.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,35 +48,39 @@ DumpPass trac_dump_pass(const char *name)
 	return DUMP_NONE;
 }
 
-/* --dump-after: true (and the IR printed on `out`) when `pass` is the one asked for. */
-static bool dump(const Pipeline *pl, DumpPass pass, FILE *out)
+/* What the pipeline holds besides its outputs. */
+typedef struct PipeState {
+	TraProg *unordered;             /* the program before contraction order, while a count may need it */
+	double largest;                 /* elements of the largest intermediate the orders chosen hold */
+	Vec(TraProg *) progs;           /* programs of counts ordered within their bound */
+	Vec(Pipeline *) bodies;         /* IST bodies' pipelines */
+} PipeState;
+
+static void print_buf(Buf *b, FILE *out)
 {
-	if (pl->dump_after != pass)
-		return false;
-	Buf b = {0};
-	switch (pass) {
-	case DUMP_NONE:
-		return false;
-	case DUMP_PARSE:
-		fe_ast_print(&b, pl->ast);
-		break;
-	case DUMP_TRA:
-	case DUMP_BLOCKING:
-		tra_print(&b, pl->prog);
-		break;
-	case DUMP_IA:
-		ia_print(&b, pl->plan, pl->costs);
-		break;
-	}
-	fputs(b.s ? b.s : "", out);
-	buf_free(&b);
-	return true;
+	fputs(b->s ? b->s : "", out);
+	buf_free(b);
 }
 
-static void verify(const Pipeline *pl, const char *after)
+/* --dump-after=blocking: the program at the automatic blocks for the
+ * count, where the search starts (the program itself keeps lowering's
+ * single chunks: blocks are each plan's). */
+static void dump_blocking(const TraProg *p, const OptOptions *o, FILE *out)
+{
+	TraProg view = *p;
+	view.ops.v = xcalloc((size_t)p->ops.n + 1, sizeof *view.ops.v);
+	memcpy(view.ops.v, p->ops.v, sizeof *view.ops.v * (size_t)p->ops.n);
+	opt_block(&view, o);
+	Buf b = {0};
+	tra_print(&b, &view);
+	print_buf(&b, out);
+	free(view.ops.v);
+}
+
+static void verify(const TraProg *p, const char *after)
 {
 	Buf err = {0};
-	if (!tra_verify(pl->prog, &err))
+	if (!tra_verify(p, &err))
 		tr_bug("TRA program invalid after %s: %s", after, err.s);
 }
 
@@ -95,11 +111,14 @@ static bool tensors_fit(const TraProg *p, double mem_per_rank)
 	return ok;
 }
 
-/* The cheapest plan over --mem-per-rank is an error that says how far over. */
-static bool plan_fits(const IaPlan *plan, double mem_per_rank)
+/* Does the plan fit --mem-per-rank?  If not and `report`, an error that
+ * says how far over. */
+static bool plan_fits(const IaPlan *plan, double mem_per_rank, bool report)
 {
 	if (mem_per_rank <= 0 || plan->peak_bytes <= mem_per_rank)
 		return true;
+	if (!report)
+		return false;
 	if (plan->leanest_peak > 0 && plan->leanest_peak < plan->peak_bytes)
 		diag(DIAG_ERROR, NOLOC, "no plan fits --mem-per-rank %.3g: the cheapest plan needs %.3g bytes per "
 		     "rank at its peak, the leanest found %.3g; give more memory or more ranks (-P)",
@@ -110,7 +129,23 @@ static bool plan_fits(const IaPlan *plan, double mem_per_rank)
 	return false;
 }
 
-int trac_pipeline(Pipeline *pl, int file, FILE *out)
+/* The passes after contraction order. */
+static void late_passes(const Pipeline *pl, TraProg *p)
+{
+	/* which relations are sparse, which may lack tuples */
+	opt_sparsity(p, &pl->opt);
+
+	/* sums of scatter-adds (a gathered table's gradient, its SGD step)
+	 * into scatters that add into a base */
+	if (pl->opt.level > 0) {
+		opt_fuse_scatters(p);
+		verify(p, "scatter fusion");
+	}
+}
+
+/* The front end, once: source -> the program every count plans.  Returns
+ * -1 to go on, else the exit status. */
+static int frontend(Pipeline *pl, int file, FILE *out)
 {
 	/* text -> AST */
 	pl->arena = arena_new();
@@ -118,91 +153,173 @@ int trac_pipeline(Pipeline *pl, int file, FILE *out)
 	if (diag_errors())
 		return 1;
 	phase_end(pl, "read and parse");
-	if (dump(pl, DUMP_PARSE, out))
+	if (pl->dump_after == DUMP_PARSE) {
+		Buf b = {0};
+		fe_ast_print(&b, pl->ast);
+		print_buf(&b, out);
 		return 0;
+	}
 
 	/* AST -> TRA */
-	pl->prog = fe_compile(pl->ast, &pl->fe);
-	if (!pl->prog)
+	TraProg *p = pl->prog = fe_compile(pl->ast, &pl->fe);
+	if (!p)
 		return 1;
-	verify(pl, "lowering");
+	verify(p, "lowering");
 	phase_end(pl, "check and lower");
 	int status = 0;
-	if (pl->hooks.lowered && !pl->hooks.lowered(pl->hooks.ctx, pl->prog, &status))
+	if (pl->hooks.lowered && !pl->hooks.lowered(pl->hooks.ctx, p, &status))
 		return status;
-	if (!tensors_fit(pl->prog, pl->opt.mem_per_rank))
+	if (!tensors_fit(p, pl->opt.mem_per_rank))
 		return 1;
 	if (pl->syntax_only)
 		return 0;
 
 	/* grad(loss, W) -> the backward computation, in TRA */
-	opt_autodiff(pl->prog);
+	opt_autodiff(p);
 	if (diag_errors())
 		return 1;
-	verify(pl, "autodiff");
+	verify(p, "autodiff");
 
 	/* loop-invariant computation out of repeat blocks */
 	if (pl->opt.level > 0) {
-		opt_hoist(pl->prog);
-		verify(pl, "hoisting");
+		opt_hoist(p);
+		verify(p, "hoisting");
 	}
 	phase_end(pl, "autodiff");
-	if (dump(pl, DUMP_TRA, out))
+	if (pl->dump_after == DUMP_TRA) {
+		Buf b = {0};
+		tra_print(&b, p);
+		print_buf(&b, out);
 		return 0;
+	}
 
-	/* sums of products in the cheapest order of pairwise contractions */
+	/* sums of products in the cheapest order of pairwise contractions,
+	 * unbounded (count_program) */
 	if (pl->hooks.pins)
-		pl->hooks.pins(pl->hooks.ctx, pl->prog, &pl->opt);
+		pl->hooks.pins(pl->hooks.ctx, p, &pl->opt);
 	if (pl->opt.level > 0) {
-		opt_contract(pl->prog, &pl->opt);
-		verify(pl, "contraction order");
+		PipeState *st = pl->state;
+		if (opt_contract_limit(&pl->opt, 1) < INFINITY)
+			st->unordered = tra_copy(p);
+		opt_contract_within(p, INFINITY, &st->largest);
+		verify(p, "contraction order");
 	}
-
-	/* which relations are sparse, which may lack tuples */
-	opt_sparsity(pl->prog, &pl->opt);
-
-	/* sums of scatter-adds (a gathered table's gradient, its SGD step)
-	 * into scatters that add into a base */
-	if (pl->opt.level > 0) {
-		opt_fuse_scatters(pl->prog);
-		verify(pl, "scatter fusion");
-	}
-
-	/* chunk shapes */
-	opt_block(pl->prog, &pl->opt);
-	verify(pl, "blocking");
-	phase_end(pl, "blocking");
-	if (dump(pl, DUMP_BLOCKING, out))
-		return 0;
-
-	/* TRA -> IA */
-	pl->plan = opt_plan(pl->prog, &pl->opt);
-	if (diag_errors())
-		return 1;
-	phase_end(pl, "plan search");
-	if (dump(pl, DUMP_IA, out))
-		return 0;
-	if (!plan_fits(pl->plan, pl->opt.mem_per_rank))
-		return 1;
+	late_passes(pl, p);
+	phase_end(pl, "TRA passes");
 	return -1;
 }
 
-void trac_pipeline_free(Pipeline *pl)
+/* The program count nranks plans: the front end's, unless its bound on
+ * intermediates (opt_contract_limit) is below one the front end's orders
+ * chose; then one ordered within it. */
+static const TraProg *count_program(Pipeline *pl, int nranks)
 {
-	if (pl->plan)
-		ia_free(pl->plan);
-	if (pl->prog)
-		tra_free(pl->prog);
-	for (int i = 0; i < pl->fe.ndeps; i++)
-		free((char *)pl->fe.deps[i]);
-	free(pl->fe.deps);
-	if (pl->arena)
-		arena_free(pl->arena);
-	pl->plan = NULL;
-	pl->prog = NULL;
-	pl->fe.deps = NULL;
-	pl->fe.ndeps = 0;
-	pl->arena = NULL;
+	PipeState *st = pl->state;
+	double limit = opt_contract_limit(&pl->opt, nranks);
+	if (!st->unordered || limit >= st->largest)
+		return pl->prog;
+	TraProg *p = tra_copy(st->unordered);
+	opt_contract_within(p, limit, NULL);
+	verify(p, "contraction order");
+	late_passes(pl, p);
+	vec_push(&st->progs, p);
+	return p;
+}
+
+/* Drop the counts an IST loop's split sizes do not divide: from the
+ * default counts silently, from -P's with an error.  Returns the counts
+ * kept (*n of them), or NULL after the error. */
+static int *ist_counts(const Pipeline *pl, int *n)
+{
+	int *keep = xcalloc((size_t)pl->nranks + 1, sizeof *keep);
+	*n = 0;
+	for (int k = 0; k < pl->nranks; k++) {
+		const IstLoop *l;
+		int z;
+		if (trac_ist_divides(pl->prog, pl->ranks[k], &l, &z)) {
+			keep[(*n)++] = pl->ranks[k];
+			continue;
+		}
+		if (!pl->ranks_default) {
+			diag(DIAG_ERROR, l->splitloc[z], "split size '%s' is %" PRId64 ", which %d ranks cannot share "
+			     "equally; choose -P counts that divide it", l->split[z], l->extent[z], pl->ranks[k]);
+			free(keep);
+			return NULL;
+		}
+	}
+	return keep;
+}
+
+/* Each count's plan.  --dump-after=blocking and ia show the first
+ * count's.  A plan over --mem-per-rank is an error, or, among the
+ * default counts, left out (an error when all are: the largest's).
+ * Returns -1 with pl->plans set, else the exit status. */
+static int plan_counts(Pipeline *pl, FILE *out)
+{
+	int ncount;
+	int *counts = ist_counts(pl, &ncount);
+	if (!counts)
+		return 1;
+	pl->plans = xcalloc((size_t)ncount + 1, sizeof *pl->plans);
+	IaPlan *over = NULL;            /* the last plan left out */
+	BlockChoice blocks[2] = {{0}};  /* the last count's, the running one's */
+	int status = -1;
+	for (int k = 0; k < ncount && status < 0; k++) {
+		OptOptions o = pl->opt;
+		o.nranks = counts[k];
+		o.prior = pl->nplans ? &blocks[0] : NULL;
+		o.chosen = &blocks[1];
+		const TraProg *p = count_program(pl, counts[k]);
+		if (pl->dump_after == DUMP_BLOCKING) {
+			dump_blocking(p, &o, out);
+			status = 0;
+			break;
+		}
+		IaPlan *plan = opt_plan(p, &o);
+		if (!plan || diag_errors()) {
+			if (plan)
+				ia_free(plan);
+			status = 1;
+			break;
+		}
+		if (k == 0)
+			phase_end(pl, "plan search");
+		if (pl->dump_after == DUMP_IA) {
+			Buf b = {0};
+			ia_print(&b, plan, pl->costs);
+			print_buf(&b, out);
+			ia_free(plan);
+			status = 0;
+			break;
+		}
+		if (!plan_fits(plan, pl->opt.mem_per_rank, !pl->ranks_default)) {
+			if (!pl->ranks_default) {
+				ia_free(plan);
+				status = 1;
+				break;
+			}
+			if (over)
+				ia_free(over);
+			over = plan;            /* no plan for this count */
+			continue;
+		}
+		pl->plans[pl->nplans++] = plan;
+		BlockChoice t = blocks[0];
+		blocks[0] = blocks[1];
+		blocks[1] = t;
+	}
+	if (status < 0 && pl->nplans == 0) {
+		plan_fits(over, pl->opt.mem_per_rank, true);    /* nothing fits: say so for the largest count */
+		status = 1;
+	}
+	if (over)
+		ia_free(over);
+	free(blocks[0].block);
+	free(blocks[1].block);
+	if (status < 0 && ncount > 1)
+		phase_end(pl, xprintf("%d more plans", ncount - 1));
+	free(counts);
+	return status;
 }
 
 bool trac_ist_divides(const TraProg *p, int nranks, const IstLoop **loop, int *split)
@@ -217,17 +334,19 @@ bool trac_ist_divides(const TraProg *p, int nranks, const IstLoop **loop, int *s
 	return true;
 }
 
-int trac_ist_body(const Pipeline *base, const TraProg *whole, int nranks, int loop, int file, Pipeline *body)
+/* IST loop `loop`'s body compiled apart, for a plan of nranks ranks:
+ * pl's options with each split size H bound to H / nranks, one rank, only
+ * that loop's body (FeOptions.ist_local).  Returns as trac_pipeline does. */
+static int ist_body(const Pipeline *pl, int nranks, int loop, int file, Pipeline *body)
 {
-	const IstLoop *l = &whole->ist.v[loop];
-	*body = *base;
-	int nd = base->fe.ndefines;
+	const IstLoop *l = &pl->prog->ist.v[loop];
+	*body = (Pipeline){.fe = pl->fe, .opt = pl->opt, .costs = pl->costs};
+	int nd = pl->fe.ndefines;
 	Define *defs = xcalloc((size_t)(nd + l->nsplit) + 1, sizeof *defs);
 	if (nd)
-		memcpy(defs, base->fe.defines, (size_t)nd * sizeof *defs);
+		memcpy(defs, pl->fe.defines, (size_t)nd * sizeof *defs);
 	for (int z = 0; z < l->nsplit; z++) {
-		body->ist_sizes[z] = xprintf("%" PRId64, l->extent[z] / nranks);
-		Define sub = {l->split[z], body->ist_sizes[z]};
+		Define sub = {l->split[z], xprintf("%" PRId64, l->extent[z] / nranks)};
 		int at = 0;
 		while (at < nd && strcmp(defs[at].name, sub.name))
 			at++;
@@ -239,25 +358,90 @@ int trac_ist_body(const Pipeline *base, const TraProg *whole, int nranks, int lo
 	body->fe.deps = NULL;
 	body->fe.ndeps = 0;
 	body->fe.ist_local = loop + 1;
-	body->opt.nranks = 1;
+	/* pins name the program's tensors and lines: its plans' only */
+	body->opt.blockpins = NULL;
+	body->opt.nblockpins = 0;
+	body->opt.placepins = NULL;
+	body->opt.nplacepins = 0;
+	body->opt.stratpins = NULL;
+	body->opt.nstratpins = 0;
+	body->opt.nnzpins = NULL;
+	body->opt.nnnzpins = 0;
 	body->opt.prior = body->opt.chosen = NULL;
-	body->dump_after = DUMP_NONE;
-	body->syntax_only = false;
-	body->hooks = (PipelineHooks){0};
-	body->arena = NULL;
-	body->ast = NULL;
-	body->prog = NULL;
-	body->plan = NULL;
-	return trac_pipeline(body, file, stdout);
+	body->state = xcalloc(1, sizeof(PipeState));
+	static const int one[] = {1};
+	body->ranks = one;
+	body->nranks = 1;
+	int status = frontend(body, file, stdout);
+	if (status < 0)
+		status = plan_counts(body, stdout);
+	return status;
 }
 
-void trac_ist_body_free(Pipeline *body)
+/* Each plan's IST loops' bodies (HACKING.md "IST"). */
+static int ist_bodies(Pipeline *pl, int file)
 {
-	trac_pipeline_free(body);
-	for (int z = 0; z < MAXSPLIT; z++) {
-		free(body->ist_sizes[z]);
-		body->ist_sizes[z] = NULL;
+	int nist = pl->prog->ist.n;
+	PipeState *st = pl->state;
+	pl->ist = xcalloc((size_t)(pl->nplans * nist) + 1, sizeof *pl->ist);
+	for (int k = 0; k < pl->nplans; k++)
+		for (int i = 0; i < nist; i++) {
+			Pipeline *body = xcalloc(1, sizeof *body);
+			vec_push(&st->bodies, body);
+			int status = ist_body(pl, pl->plans[k]->nranks, i, file, body);
+			if (status >= 0)
+				return status ? status : 1;
+			pl->ist[k * nist + i] = body->plans[0];
+		}
+	phase_end(pl, "IST bodies");
+	return -1;
+}
+
+int trac_pipeline(Pipeline *pl, int file, FILE *out)
+{
+	pl->state = xcalloc(1, sizeof(PipeState));
+	int status = frontend(pl, file, out);
+	if (status < 0)
+		status = plan_counts(pl, out);
+	if (status < 0 && pl->prog->ist.n)
+		status = ist_bodies(pl, file);
+	return status;
+}
+
+void trac_pipeline_free(Pipeline *pl)
+{
+	PipeState *st = pl->state;
+	for (int k = 0; k < pl->nplans; k++)
+		ia_free(pl->plans[k]);
+	free(pl->plans);
+	free(pl->ist);
+	if (st) {
+		for (int i = 0; i < st->bodies.n; i++) {
+			Pipeline *body = st->bodies.v[i];
+			free(body->fe.defines);
+			trac_pipeline_free(body);
+			free(body);
+		}
+		vec_free(&st->bodies);
+		for (int i = 0; i < st->progs.n; i++)
+			tra_free(st->progs.v[i]);
+		vec_free(&st->progs);
+		tra_free(st->unordered);
+		free(st);
 	}
-	free(body->fe.defines);
-	body->fe.defines = NULL;
+	if (pl->prog)
+		tra_free(pl->prog);
+	for (int i = 0; i < pl->fe.ndeps; i++)
+		free((char *)pl->fe.deps[i]);
+	free(pl->fe.deps);
+	if (pl->arena)
+		arena_free(pl->arena);
+	pl->plans = NULL;
+	pl->ist = NULL;
+	pl->nplans = 0;
+	pl->state = NULL;
+	pl->prog = NULL;
+	pl->fe.deps = NULL;
+	pl->fe.ndeps = 0;
+	pl->arena = NULL;
 }

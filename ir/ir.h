@@ -432,6 +432,9 @@ IstTraffic ist_traffic(const TraProg *body, const IstLoop *l, int n);
 
 TraProg *tra_new(void);
 void tra_free(TraProg *p);
+/* A copy of p whose vectors are its own; its kernels and names are p's
+ * (p's arena must outlive it). */
+TraProg *tra_copy(const TraProg *p);
 int tra_add_tensor(TraProg *p, Tensor t);
 int tra_add_stmt(TraProg *p, Loc loc);
 int tra_push(TraProg *p, TraOp op);                       /* returns the op's index */

@@ -617,6 +617,22 @@ void tra_free(TraProg *p)
 	free(p);
 }
 
+TraProg *tra_copy(const TraProg *p)
+{
+	TraProg *c = tra_new();
+	for (int i = 0; i < p->tensors.n; i++)
+		vec_push(&c->tensors, p->tensors.v[i]);
+	for (int i = 0; i < p->stmts.n; i++) {
+		Stmt st = {p->stmts.v[i].loc, xstrdup(p->stmts.v[i].text)};
+		vec_push(&c->stmts, st);
+	}
+	for (int i = 0; i < p->ops.n; i++)
+		vec_push(&c->ops, p->ops.v[i]);
+	for (int i = 0; i < p->ist.n; i++)
+		vec_push(&c->ist, p->ist.v[i]);
+	return c;
+}
+
 int tra_add_tensor(TraProg *p, Tensor t)
 {
 	vec_push(&p->tensors, t);

@@ -12,9 +12,13 @@
  * smallest block the machine model rates within 10% of its best), with a
  * number of blocks the ranks divide evenly: at least one per rank when the
  * extent allows blocks of 128, else a multiple of the rank count when that
- * changes the block by little.  The search (tune.c) then tries coarser
- * blocks class by class, jointly with the plan (a replication matmul wants
- * few blocks along its free dims), and keeps what predicts fastest.
+ * changes the block by little.  Blocks are a plan's, not the program's:
+ * opt_plan (tune.c) takes the automatic ones for its count (opt_block_choose,
+ * the one place they are decided), and the search then tries others class
+ * by class, jointly with the plan (a replication matmul wants few blocks
+ * along its free dims), and keeps what predicts fastest.  The program keeps
+ * lowering's single chunks; opt_block writes a count's automatic blocks
+ * into a program (--dump-after=blocking, tests).
  *
  * Overrides (--block): N for every dim (all classes pinned), or per tensor
  * NAME=B (every dim) or NAME=B0xB1x... (per dim, `*` automatic).  A tensor
@@ -448,7 +452,7 @@ static void block_apply(TraProg *p, const BlockClasses *c)
 bool opt_check_blocks(const TraProg *p, const OptOptions *o, Buf *err)
 {
 	BlockClasses *c = opt_block_classes(p);
-	bool ok = opt_block_choose(c, p, o, err);
+	bool ok = opt_block_pins(c, p, o, err);
 	opt_block_classes_free(c);
 	return ok;
 }

@@ -16,13 +16,18 @@
  *             extents of every variable either operand has), summed
  *   search    exact dynamic programming over subsets of operands up to 8
  *             (3^n splits), greedy beyond (the cheapest pair first)
- *   memory    an intermediate bigger than the memory of all ranks
- *             (--mem-per-rank, or the machine model's, times the ranks)
- *             is never chosen, nor a join of more than MAXDIM indices
+ *   memory    an intermediate bigger than a limit is never chosen: the
+ *             memory of all ranks (--mem-per-rank, or the machine model's,
+ *             times the ranks), opt_contract_limit; nor a join of more
+ *             than MAXDIM indices
  *
- * It runs on TRA before blocking (blocks are still the whole extents) and
- * keeps the root's key and chunk order, so nothing downstream changes.  A
- * tree already in the best order is left alone.
+ * It runs on TRA of lowering's blocks (every tensor one chunk) and keeps
+ * the root's key and chunk order, so nothing downstream changes.  A tree
+ * already in the best order is left alone.  The front end orders without
+ * a limit, which depends on the rank count, and notes the largest
+ * intermediate its orders hold: a limit at least that orders alike (the
+ * exact order and the greedy's steps are then all within it), so only a
+ * count whose limit is below it needs its own order (frontend/pipeline.c).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -415,7 +420,31 @@ static Val build_node(Build *b, const Plan *pl, int ni, bool root)
 }
 
 
+double opt_contract_limit(const OptOptions *o, int nranks)
+{
+	double mem = o->mem_per_rank > 0 ? o->mem_per_rank : o->machine ? o->machine->mem_per_rank : 0;
+	if (mem <= 0)
+		return INFINITY;
+	return mem * (nranks > 0 ? nranks : 1) / 8;     /* elements, f64 at worst */
+}
+
 int opt_contract(TraProg *p, const OptOptions *o)
+{
+	return opt_contract_within(p, opt_contract_limit(o, o->nranks), NULL);
+}
+
+/* The most elements an intermediate of order pl holds (its root, the
+ * result, aside). */
+static double plan_largest(const Order *o, const Plan *pl)
+{
+	double most = 0;
+	for (int i = 0; i < pl->n; i++)
+		if (pl->node[i].leaf < 0 && i != pl->root)
+			most = fmax(most, vol(o->t, kept(o, pl->node[i].set)));
+	return most;
+}
+
+int opt_contract_within(TraProg *p, double limit, double *largest)
 {
 	int n = p->ops.n, done = 0;
 	int *uses = xcalloc(n + 1, sizeof *uses);
@@ -425,10 +454,8 @@ int opt_contract(TraProg *p, const OptOptions *o)
 		for (int j = 0; j < k; j++)
 			uses[in[j]]++;
 	}
-	double limit = INFINITY;
-	double mem = o->mem_per_rank > 0 ? o->mem_per_rank : o->machine ? o->machine->mem_per_rank : 0;
-	if (mem > 0)
-		limit = mem * (o->nranks > 0 ? o->nranks : 1) / 8;    /* elements, f64 at worst */
+	if (largest)
+		*largest = 0;
 
 	/* roots: tree ops no tree op above them absorbs */
 	bool *inner = xcalloc(n + 1, sizeof *inner);
@@ -466,6 +493,8 @@ int opt_contract(TraProg *p, const OptOptions *o)
 		ord->limit = limit;
 		Plan *pl = &plans[i];
 		bool ok = t->nleaf <= EXACT ? order_exact(ord, pl) : order_greedy(ord, pl);
+		if (ok && largest)
+			*largest = fmax(*largest, plan_largest(ord, pl));
 		if (ok && pl->flops < 0.99 * t->cur_flops)
 			rebuild[i] = true;
 		free(mark);

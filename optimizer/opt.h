@@ -155,8 +155,15 @@ void opt_hoist(TraProg *p);
 
 /* Rebuild every maximal product-sum tree (joins of product kernels under
  * sum aggregations) as the cheapest order of pairwise contractions: exact
- * up to 8 operands, greedy beyond; intermediates over the memory of all
- * ranks are never chosen.  Returns the number of trees reordered. */
+ * up to 8 operands, greedy beyond; intermediates of more than `limit`
+ * elements are never chosen.  Returns the number of trees reordered;
+ * *largest (if not NULL): the most elements an intermediate of the orders
+ * chosen holds, so that any limit at least that orders alike. */
+int opt_contract_within(TraProg *p, double limit, double *largest);
+/* The limit for nranks ranks: the memory of all of them (--mem-per-rank,
+ * else the machine model's) in f64 elements; INFINITY when unknown. */
+double opt_contract_limit(const OptOptions *o, int nranks);
+/* opt_contract_within at o's limit for o->nranks. */
 int opt_contract(TraProg *p, const OptOptions *o);
 
 /* sparse.c: which relations are stored sparse or may have holes (marks
@@ -214,11 +221,11 @@ int64_t opt_block_cap(const BlockClasses *c, int k, int nranks);
 /* The automatic block of an extent planned for nranks. */
 int64_t opt_auto_block(int64_t extent, int nranks, const Machine *m, DType t);
 
-/* The blocking pass: every key dim's block, consistently across joins,
- * written into the program's types; the search (-O2) starts from them and
- * may choose others for its plan, never writing them back.  Overrides that
- * contradict each other are reported by opt_check_blocks; here the first
- * one wins. */
+/* The automatic blocks for o->nranks and the overrides (opt_block_choose),
+ * written into the program's types: what --dump-after=blocking shows, and
+ * where the search starts (opt_plan chooses them itself: the pipeline's
+ * program keeps lowering's blocks).  Overrides that contradict each other
+ * are reported by opt_check_blocks; here the first one wins. */
 void opt_block(TraProg *p, const OptOptions *o);
 bool opt_check_blocks(const TraProg *p, const OptOptions *o, Buf *err);
 
@@ -446,8 +453,10 @@ bool conv_halo_type(const TraOp *j, const RelType *lt, const RelType *rt, bool t
  * dims, nright right ones): -1 for a right dim `to` matches. */
 int conv_join_dim(int nl, const JoinSpec *from, const JoinSpec *to, int dim, int nright);
 
-/* The initial plan: each op by its Table 1 row (table1.c). */
+/* The initial plan: each op by its Table 1 row (table1.c), at the
+ * program's blocks, or (opt_table1_at) with op i of type types[i]. */
 IaPlan *opt_table1(const TraProg *tra, int nranks);
+IaPlan *opt_table1_at(const TraProg *tra, int nranks, const RelType *types);
 
 /* ---- twophase.c: two-phase execution of a contraction (Jankov et al.) ---- */
 

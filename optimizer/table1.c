@@ -94,12 +94,20 @@ static ImplKind row(const TraOp *t, const IaPlan *p, Place *need, Place *mid, Pl
 
 IaPlan *opt_table1(const TraProg *tra, int nranks)
 {
+	return opt_table1_at(tra, nranks, NULL);
+}
+
+IaPlan *opt_table1_at(const TraProg *tra, int nranks, const RelType *types)
+{
 	IaPlan *p = ia_new(tra, nranks);
 	Emit e = {p, .strict = true};
 	int *map = xcalloc(tra->ops.n ? tra->ops.n : 1, sizeof *map);   /* TRA op -> IA op */
 
 	for (int i = 0; i < tra->ops.n; i++) {
-		const TraOp *t = &tra->ops.v[i];
+		TraOp at = tra->ops.v[i];
+		if (types)
+			at.type = types[i];
+		const TraOp *t = &at;
 		if (t->kind == TRA_LOOP || t->kind == TRA_ENDLOOP) {
 			IaOp op = {.kind = t->kind == TRA_LOOP ? IA_LOOP : IA_ENDLOOP, .stmt = t->stmt, .tra = i};
 			op.u.loop.count = t->u.loop.count;

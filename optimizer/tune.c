@@ -383,6 +383,18 @@ static IaPlan *plan_at(const TraProg *tra, const OptOptions *o, const Machine *m
 	return p;
 }
 
+/* The blocks a plan for o->nranks starts from: the automatic ones for
+ * the count, then the overrides.  The one place blocks are decided: the
+ * program keeps lowering's (one chunk a tensor). */
+static BlockClasses *auto_blocks(const TraProg *tra, const OptOptions *o)
+{
+	BlockClasses *bc = opt_block_classes(tra);
+	Buf err = {0};
+	opt_block_choose(bc, tra, o, &err);     /* contradicting overrides: cmdline reported them */
+	buf_free(&err);
+	return bc;
+}
+
 /* -O2 within the budget o->mem_per_rank: blocks, params' placements and
  * implementations, the strategies tried whole, the alternatives. */
 static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machine *m)
@@ -390,10 +402,7 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 	/* blocks: the automatic ones, then coordinate descent over the
 	 * classes no override pins, within a budget of whole-program plans
 	 * (each at the params' placements found so far) */
-	BlockClasses *bc = opt_block_classes(tra);
-	Buf err = {0};
-	opt_block_pins(bc, tra, o, &err);
-	buf_free(&err);
+	BlockClasses *bc = auto_blocks(tra, o);
 	double leanest = INFINITY;
 	IaPlan *best = plan_at(tra, o, m, bc, NULL, true, &leanest);
 	if (!best && o->nstratpins > 0) {
@@ -566,7 +575,12 @@ IaPlan *opt_plan(const TraProg *tra, const OptOptions *o)
 	}
 	opt_twophase_trim(64e6);        /* earlier plans' schedules, when many (fuzzing) */
 	if (o->level < 2) {
-		IaPlan *p = opt_table1(tra, o->nranks);
+		BlockClasses *bc = auto_blocks(tra, o);
+		RelType *types = xcalloc((size_t)tra->ops.n + 1, sizeof *types);
+		opt_block_types(tra, bc, types);
+		IaPlan *p = opt_table1_at(tra, o->nranks, types);
+		free(types);
+		opt_block_classes_free(bc);
 		verify_plan(p, "Table 1", o);
 		if (o->level > 0) {
 			p = opt_rewrite_simple(p);

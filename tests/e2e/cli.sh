@@ -30,7 +30,7 @@ done
 
 # -v: the import path, each phase with its time, the C compiler's command
 if "$TRAC" -v $sizes matmul.tra -o mm >out 2>err && [ ! -s out ]; then
-	for phase in "imports from:" "read and parse" "check and lower" "blocking" "plan search" "emit C" "C compiler"; do
+	for phase in "imports from:" "read and parse" "check and lower" "autodiff" "TRA passes" "plan search" "emit C" "C compiler"; do
 		grep -q "^trac: $phase" err || fail "-v does not show '$phase'"
 	done
 	grep -q '^trac: running .*mpicc\|^trac: running' err || fail "-v does not show the C compiler's command"

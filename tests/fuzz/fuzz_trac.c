@@ -1,8 +1,8 @@
 /*
  * fuzz_trac.c: one fuzz input through the whole compiler up to C emission.
  *
- *   trac_pipeline (frontend/pipeline.c: parse ... opt_plan, as trac runs it)
- *   -> ia_explain, cg_emit
+ *   trac_pipeline (frontend/pipeline.c: the front end, the plan for the
+ *   count, the IST bodies, as trac runs it) -> ia_explain, cg_emit
  *
  * The C compiler is not run: the harness checks that no input crashes trac,
  * trips a sanitizer or a verifier (tr_bug exits 4, which libFuzzer reports
@@ -64,7 +64,9 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	static Machine machine;
 	machine_default(&machine);
 	pl.opt.level = (h >> 8) % 3 == 0 ? 0 : 2;
-	pl.opt.nranks = 1 + (int)(h % 5);
+	int nranks = 1 + (int)(h % 5);
+	pl.ranks = &nranks;
+	pl.nranks = 1;
 	pl.opt.verify = true;
 	pl.opt.machine = &machine;
 	pl.opt.alternatives = (h >> 12) % 4 == 0;
@@ -72,28 +74,12 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 
 	if (trac_pipeline(&pl, file, devnull) < 0) {
 		Buf x = {0};
-		ia_explain(&x, pl.plan, pl.opt.alternatives ? EXPLAIN_ALL : (ExplainFormat)((h >> 16) % 3), (h >> 20) & 1);
+		ia_explain(&x, pl.plans[0], pl.opt.alternatives ? EXPLAIN_ALL : (ExplainFormat)((h >> 16) % 3), (h >> 20) & 1);
 		buf_free(&x);
-		/* IST loops' bodies, compiled apart as trac does (main.c's ist_bodies) */
-		int nist = pl.prog->ist.n, built = 0, z;
-		const IstLoop *l;
-		Pipeline *body = xcalloc((size_t)nist + 1, sizeof *body);
-		const IaPlan **bodies = xcalloc((size_t)nist + 1, sizeof *bodies);
-		bool ok = trac_ist_divides(pl.prog, pl.opt.nranks, &l, &z);
-		for (; ok && built < nist; built++) {
-			ok = trac_ist_body(&pl, pl.prog, pl.opt.nranks, built, file, &body[built]) < 0;
-			bodies[built] = body[built].plan;
-		}
-		if (ok) {
-			Buf c = {0};
-			CgOptions cg = {"fuzz", "fuzz.tra", 0, bodies, nist};
-			cg_emit(&c, (const IaPlan *const *)&pl.plan, 1, &cg);
-			buf_free(&c);
-		}
-		for (int i = 0; i < built; i++)
-			trac_ist_body_free(&body[i]);
-		free(body);
-		free(bodies);
+		Buf c = {0};
+		CgOptions cg = {"fuzz", "fuzz.tra", 0, pl.ist, pl.prog->ist.n};
+		cg_emit(&c, (const IaPlan *const *)pl.plans, pl.nplans, &cg);
+		buf_free(&c);
 	}
 	trac_pipeline_free(&pl);
 	return 0;
