@@ -54,6 +54,7 @@ typedef struct PipeState {
 	double largest;                 /* elements of the largest intermediate the orders chosen hold */
 	Vec(TraProg *) progs;           /* programs of counts ordered within their bound */
 	Vec(Pipeline *) bodies;         /* IST bodies' pipelines */
+	BlockMemo *memo;                /* the blocks each count's plan chose (opt_plan) */
 } PipeState;
 
 static void print_buf(Buf *b, FILE *out)
@@ -262,13 +263,12 @@ static int plan_counts(Pipeline *pl, FILE *out)
 		return 1;
 	pl->plans = xcalloc((size_t)ncount + 1, sizeof *pl->plans);
 	IaPlan *over = NULL;            /* the last plan left out */
-	BlockChoice blocks[2] = {{0}};  /* the last count's, the running one's */
 	int status = -1;
+	PipeState *st = pl->state;
 	for (int k = 0; k < ncount && status < 0; k++) {
 		OptOptions o = pl->opt;
 		o.nranks = counts[k];
-		o.prior = pl->nplans ? &blocks[0] : NULL;
-		o.chosen = &blocks[1];
+		o.memo = st->memo;      /* the counts' chains, planned once */
 		const TraProg *p = count_program(pl, counts[k]);
 		if (pl->dump_after == DUMP_BLOCKING) {
 			dump_blocking(p, &o, out);
@@ -304,9 +304,6 @@ static int plan_counts(Pipeline *pl, FILE *out)
 			continue;
 		}
 		pl->plans[pl->nplans++] = plan;
-		BlockChoice t = blocks[0];
-		blocks[0] = blocks[1];
-		blocks[1] = t;
 	}
 	if (status < 0 && pl->nplans == 0) {
 		plan_fits(over, pl->opt.mem_per_rank, true);    /* nothing fits: say so for the largest count */
@@ -314,8 +311,6 @@ static int plan_counts(Pipeline *pl, FILE *out)
 	}
 	if (over)
 		ia_free(over);
-	free(blocks[0].block);
-	free(blocks[1].block);
 	if (status < 0 && ncount > 1)
 		phase_end(pl, xprintf("%d more plans", ncount - 1));
 	free(counts);
@@ -367,8 +362,8 @@ static int ist_body(const Pipeline *pl, int nranks, int loop, int file, Pipeline
 	body->opt.nstratpins = 0;
 	body->opt.nnzpins = NULL;
 	body->opt.nnnzpins = 0;
-	body->opt.prior = body->opt.chosen = NULL;
 	body->state = xcalloc(1, sizeof(PipeState));
+	body->state->memo = opt_block_memo_new();
 	static const int one[] = {1};
 	body->ranks = one;
 	body->nranks = 1;
@@ -400,6 +395,7 @@ static int ist_bodies(Pipeline *pl, int file)
 int trac_pipeline(Pipeline *pl, int file, FILE *out)
 {
 	pl->state = xcalloc(1, sizeof(PipeState));
+	pl->state->memo = opt_block_memo_new();
 	int status = frontend(pl, file, out);
 	if (status < 0)
 		status = plan_counts(pl, out);
@@ -427,6 +423,7 @@ void trac_pipeline_free(Pipeline *pl)
 			tra_free(st->progs.v[i]);
 		vec_free(&st->progs);
 		tra_free(st->unordered);
+		opt_block_memo_free(st->memo);
 		free(st);
 	}
 	if (pl->prog)

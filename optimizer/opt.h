@@ -125,18 +125,10 @@ typedef struct OptOptions {
 	bool verify;            /* run the verifiers after every pass */
 	bool alternatives;      /* cost each statement's other strategies (--explain=all, json) */
 	const Machine *machine; /* NULL: the built-in model */
-	/* plans for several rank counts (one executable, -P LIST): the blocks
-	 * per block class the plan for the count before chose, one more
-	 * candidate of the search's (NULL: none), and where opt_plan leaves the
-	 * blocks of the plan it returns (NULL: nowhere) */
-	const struct BlockChoice *prior;
-	struct BlockChoice *chosen;
+	/* the blocks earlier plans of this program under these options chose,
+	 * by rank count (opt_plan's chain; NULL: each call plans its own) */
+	struct BlockMemo *memo;
 } OptOptions;
-
-typedef struct BlockChoice {
-	int n;                  /* block classes (opt_block_classes) */
-	int64_t *block;         /* per class: its block */
-} BlockChoice;
 
 /* Parse "all", "part(0)", "part(1,0)" into *p; false if malformed. */
 bool opt_parse_place(const char *s, Place *p);
@@ -535,12 +527,24 @@ void opt_twophase_trim(double bytes);
 
 /* ---- tune.c ---- */
 
-/* The plan to run: Table 1's at -O0, rewritten at -O1, searched at -O2
- * (jointly with the blocks of classes not pinned, which it writes back
- * into the program).  With --mem-per-rank, the cheapest plan that fits;
- * when none does, the cheapest plan (the caller reports its peak).  With
- * o->alternatives, plan->alts holds each statement's other strategies. */
+/* The plan to run on o->nranks ranks: Table 1's at -O0, rewritten at -O1,
+ * at the automatic blocks for the count; searched at -O2, jointly with the
+ * blocks of classes not pinned (the program is left alone).  With
+ * --mem-per-rank, the cheapest plan that fits; when none does, the
+ * cheapest plan (the caller reports its peak).  With o->alternatives,
+ * plan->alts holds each statement's other strategies.  A function of
+ * (tra, o) alone: at -O2 the search also tries the blocks its plan for
+ * opt_prior_count ranks chose, found in o->memo or planned first. */
 IaPlan *opt_plan(const TraProg *tra, const OptOptions *o);
+/* The count whose plan's blocks the plan for nranks also tries: the
+ * largest of 1-8 and the powers of two (the default -P list) below it
+ * that the program's IST splits divide; 0 for none. */
+int opt_prior_count(const TraProg *tra, int nranks);
+/* Blocks chosen by the plans of one program, by count: planning a list
+ * of counts through one memo plans each chain once. */
+typedef struct BlockMemo BlockMemo;
+BlockMemo *opt_block_memo_new(void);
+void opt_block_memo_free(BlockMemo *m);
 
 /* ---- interp.c: the IA interpreter ---- */
 

@@ -267,6 +267,12 @@ static void trace(const char *what, const IaPlan *p)
 
 /* ---- blocks chosen with the plan ---- */
 
+/* The blocks a plan chose, per block class (opt_block_classes). */
+typedef struct BlockChoice {
+	int n;
+	int64_t *block;
+} BlockChoice;
+
 /* Candidate blocks for one class: the automatic one, and ones that
  * partition well (as many blocks as ranks, half as many, its square root,
  * two, twice and four times the ranks; a sparse dim's cap, opt_block_cap). */
@@ -347,7 +353,6 @@ static int contraction_grids(const TraProg *tra, const BlockClasses *bc, int (*o
 	return n;
 }
 
-/* One search at the current blocks: params by descent (or as given). */
 /* Params' placements for the block descent's quick plans: the best quick
  * plan's, or the first search's when nothing quick fits the budget. */
 static const Place *descent_varplace(const IaPlan *quick, const IaPlan *best)
@@ -355,8 +360,11 @@ static const Place *descent_varplace(const IaPlan *quick, const IaPlan *best)
 	return quick ? quick->varplace.v : best->varplace.v;
 }
 
+/* One search at bc's blocks: params by descent and two-phase schedules
+ * (`full`), or quick (params as given, no schedules); the least peak of
+ * a plan seen goes to *leanest. */
 static IaPlan *plan_at(const TraProg *tra, const OptOptions *o, const Machine *m, const BlockClasses *bc,
-                       const Place *varplace, bool descend, double *leanest)
+                       const Place *varplace, bool full, double *leanest)
 {
 	Search s;
 	search_init(&s, tra, o, m, bc);
@@ -366,7 +374,7 @@ static IaPlan *plan_at(const TraProg *tra, const OptOptions *o, const Machine *m
 			if (!param_pinned(&s, i))
 				s.varplace[i] = varplace[i];
 	}
-	if (descend) {
+	if (full) {
 		p = search_budget(&s, leanest);
 	} else {
 		s.quick = true;
@@ -395,166 +403,324 @@ static BlockClasses *auto_blocks(const TraProg *tra, const OptOptions *o)
 	return bc;
 }
 
-/* -O2 within the budget o->mem_per_rank: blocks, params' placements and
- * implementations, the strategies tried whole, the alternatives. */
-static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machine *m)
+/* The block descent: from the automatic blocks, coordinate descent over
+ * the classes no override pins, within a budget of quick plans (each at
+ * the params' placements the full search at the automatic blocks found). */
+typedef struct Descent {
+	const TraProg *tra;
+	const OptOptions *o;
+	const Machine *m;
+	BlockClasses *bc;       /* bc->block: the blocks being tried */
+	int64_t *chosen;        /* per class: the blocks of `quick` */
+	IaPlan *best;           /* the full search's at the automatic blocks */
+	IaPlan *quick;          /* the best quick plan so far, at `chosen` */
+	int budget;             /* quick plans left */
+	bool moved;             /* chosen is not the automatic blocks */
+	double leanest;
+} Descent;
+
+static void set_blocks(Descent *d, const int64_t *block)
 {
-	/* blocks: the automatic ones, then coordinate descent over the
-	 * classes no override pins, within a budget of whole-program plans
-	 * (each at the params' placements found so far) */
-	BlockClasses *bc = auto_blocks(tra, o);
-	double leanest = INFINITY;
-	IaPlan *best = plan_at(tra, o, m, bc, NULL, true, &leanest);
-	if (!best && o->nstratpins > 0) {
+	memcpy(d->bc->block, block, sizeof(int64_t) * (size_t)d->bc->n);
+}
+
+/* A quick plan at bc's blocks, kept (and its blocks chosen) when better. */
+static bool try_blocks(Descent *d, const char *what)
+{
+	d->budget--;
+	IaPlan *p = plan_at(d->tra, d->o, d->m, d->bc, descent_varplace(d->quick, d->best), false, &d->leanest);
+	if (what)
+		trace(what, p);
+	if (!better_plan(d->o, p, d->quick)) {
+		ia_free(p);
+		return false;
+	}
+	ia_free(d->quick);
+	d->quick = p;
+	memcpy(d->chosen, d->bc->block, sizeof(int64_t) * (size_t)d->bc->n);
+	d->moved = true;
+	return true;
+}
+
+/* Grids: a contraction's two free dims blocked together, a x b blocks for
+ * the ranks (replication wants few blocks along both, which no one
+ * class's change finds). */
+static void descend_grids(Descent *d)
+{
+	BlockClasses *bc = d->bc;
+	int n = d->o->nranks, grids[2][2];
+	int ngrid = contraction_grids(d->tra, bc, grids, 2);
+	for (int g = 0; g < ngrid && d->budget > 0; g++) {
+		int ci = grids[g][0], cj = grids[g][1];
+		for (int a = 1; a <= n && d->budget > 0; a++) {
+			int b = (n + a - 1) / a;
+			if (a > 1 && (n + a - 2) / (a - 1) == b)
+				continue;       /* the same b as a - 1 gave: a worse grid */
+			if (a > bc->extent[ci] || b > bc->extent[cj])
+				continue;
+			set_blocks(d, d->chosen);
+			bc->block[ci] = ceil_div(bc->extent[ci], a);
+			bc->block[cj] = ceil_div(bc->extent[cj], b);
+			if (bc->block[ci] == d->chosen[ci] && bc->block[cj] == d->chosen[cj])
+				continue;
+			if (bc->block[ci] > opt_block_cap(bc, ci, n) || bc->block[cj] > opt_block_cap(bc, cj, n))
+				continue;
+			try_blocks(d, xprintf("grid %d x %d, quick", a, b));
+		}
+	}
+}
+
+/* Then class by class, each class's candidates (class_candidates), two
+ * rounds at most. */
+static void descend_classes(Descent *d)
+{
+	BlockClasses *bc = d->bc;
+	int n = d->o->nranks;
+	for (int round = 0; round < 2 && d->budget > 0; round++) {
+		bool improved = false;
+		for (int c = 0; c < bc->n && d->budget > 0; c++) {
+			if (bc->pinned[c])
+				continue;
+			int64_t cand[8];
+			int nc = class_candidates(bc, c, n, cand);
+			for (int i = 0; i < nc && d->budget > 0; i++) {
+				if (cand[i] == d->chosen[c] || cand[i] > opt_block_cap(bc, c, n))
+					continue;
+				set_blocks(d, d->chosen);
+				bc->block[c] = cand[i];
+				improved |= try_blocks(d, NULL);
+			}
+		}
+		if (!improved)
+			break;
+	}
+}
+
+/* A plan for fewer ranks is a plan here (sites are modulo the ranks),
+ * which the descent from this count's automatic blocks may miss: the
+ * blocks the plan for opt_prior_count ranks chose (`prior`, classes no
+ * override pins) are searched in full too, unless a quick plan at them is
+ * more than PRIOR_TIE slower than the descent's (the quick plan's params
+ * and its want of two-phase schedules underrate them by up to that, and a
+ * full search costs as much as the descent). */
+#define PRIOR_TIE 1.25
+
+static void prior_blocks(Descent *d, const BlockChoice *prior)
+{
+	for (int c = 0; c < d->bc->n; c++)
+		if (!d->bc->pinned[c])
+			d->bc->block[c] = prior->block[c];
+}
+
+/* Is `prior` worth a full search, by a quick plan at it? */
+static bool prior_worth(Descent *d, const BlockChoice *prior)
+{
+	if (!prior || prior->n != d->bc->n)
+		return false;
+	set_blocks(d, d->chosen);
+	prior_blocks(d, prior);
+	if (!memcmp(d->bc->block, d->chosen, sizeof(int64_t) * (size_t)d->bc->n))
+		return true;            /* the descent's own: nothing to try, unless they are not chosen */
+	double ignore = INFINITY;
+	IaPlan *q = plan_at(d->tra, d->o, d->m, d->bc, descent_varplace(d->quick, d->best), false, &ignore);
+	trace("the fewer ranks' blocks, quick", q);
+	bool worth = better_plan(d->o, q, d->quick) ||
+	             (q && d->quick && q->predicted_seconds <= PRIOR_TIE * d->quick->predicted_seconds);
+	if (q)
+		ia_free(q);
+	return worth;
+}
+
+/* The full plan at `prior`'s blocks when it beats `best` (whose blocks
+ * bc holds): it, with its blocks in bc; else NULL, bc untouched. */
+static IaPlan *prior_plan(Descent *d, const BlockChoice *prior, const IaPlan *best)
+{
+	BlockClasses *bc = d->bc;
+	int64_t *keep = xcalloc((size_t)bc->n + 1, sizeof *keep);
+	memcpy(keep, bc->block, sizeof(int64_t) * (size_t)bc->n);
+	prior_blocks(d, prior);
+	IaPlan *p = NULL;
+	if (memcmp(bc->block, keep, sizeof(int64_t) * (size_t)bc->n)) {
+		p = plan_at(d->tra, d->o, d->m, bc, best->varplace.v, true, &d->leanest);
+		trace("the fewer ranks' blocks", p);
+	}
+	if (p && !better_plan(d->o, p, best)) {
+		ia_free(p);
+		p = NULL;
+	}
+	if (!p)
+		set_blocks(d, keep);
+	free(keep);
+	return p;
+}
+
+/* The blocks chosen jointly with the plan: the descent's, searched in
+ * full against the full plan at the automatic blocks, then the prior
+ * count's.  Returns the best plan, its blocks in d->bc. */
+static IaPlan *choose_blocks(Descent *d, const BlockChoice *prior)
+{
+	BlockClasses *bc = d->bc;
+	int64_t *initial = xcalloc((size_t)bc->n + 1, sizeof *initial);
+	memcpy(initial, bc->block, sizeof(int64_t) * (size_t)bc->n);
+	d->chosen = xcalloc((size_t)bc->n + 1, sizeof *d->chosen);
+	memcpy(d->chosen, bc->block, sizeof(int64_t) * (size_t)bc->n);
+	trace("automatic blocks", d->best);
+	d->quick = plan_at(d->tra, d->o, d->m, bc, d->best->varplace.v, false, &d->leanest);
+	trace("automatic blocks, quick", d->quick);
+	d->budget = d->tra->ops.n > 400 ? 0 : d->tra->ops.n > 100 ? 20 : 60;
+	descend_grids(d);
+	descend_classes(d);
+	bool worth = prior_worth(d, prior);
+	/* at the blocks the descent chose: the full search, against the
+	 * first one's plan (at the automatic blocks) */
+	IaPlan *best = d->best;
+	set_blocks(d, initial);
+	if (d->moved) {
+		set_blocks(d, d->chosen);
+		IaPlan *p = plan_at(d->tra, d->o, d->m, bc, descent_varplace(d->quick, best), true, &d->leanest);
+		trace("chosen blocks", p);
+		trace("chosen blocks, quick", d->quick);
+		/* the quick plan stays a candidate: the full search's estimates
+		 * of two-phase schedules' memory may put it over the budget */
+		if (better_plan(d->o, d->quick, p)) {
+			ia_free(p);
+			p = d->quick;
+			d->quick = NULL;
+		}
+		if (better_plan(d->o, p, best)) {
+			ia_free(best);
+			best = p;
+		} else {
+			ia_free(p);
+			set_blocks(d, initial);
+		}
+	}
+	ia_free(d->quick);
+	IaPlan *fewer = worth ? prior_plan(d, prior, best) : NULL;
+	if (fewer) {
+		ia_free(best);
+		best = fewer;
+	}
+	free(d->chosen);
+	free(initial);
+	return best;
+}
+
+/* -O2 within the budget o->mem_per_rank: blocks, params' placements and
+ * implementations (choose_blocks), then, when `finish`, the strategies
+ * tried whole and the alternatives.  The blocks of the plan go to *out. */
+static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machine *m, const BlockChoice *prior,
+                           BlockChoice *out, bool finish)
+{
+	Descent d = {tra, o, m, auto_blocks(tra, o), .leanest = INFINITY};
+	BlockClasses *bc = d.bc;
+	d.best = plan_at(tra, o, m, bc, NULL, true, &d.leanest);
+	if (!d.best && o->nstratpins > 0) {
 		/* a pinned strategy no implementation of its statement has */
 		diag(DIAG_ERROR, NOLOC, "no plan has the strategies --strategy asks for (a two-phase schedule "
 		     "needs operands that hold every block: no diagonal, filter or sparse tensor upstream)");
 		opt_block_classes_free(bc);
 		return NULL;
 	}
-	if (!best)
+	if (!d.best)
 		tr_bug("the search found no plan");
-	int64_t *initial = xcalloc(bc->n + 1, sizeof(int64_t)), *chosen = xcalloc(bc->n + 1, sizeof(int64_t));
-	memcpy(initial, bc->block, sizeof(int64_t) * (size_t)bc->n);
-	memcpy(chosen, bc->block, sizeof(int64_t) * (size_t)bc->n);
-	/* the descent compares quick plans (no two-phase schedules) */
-	trace("automatic blocks", best);
-	IaPlan *quick = plan_at(tra, o, m, bc, best->varplace.v, false, &leanest);
-	trace("automatic blocks, quick", quick);
-	int budget = tra->ops.n > 400 ? 0 : tra->ops.n > 100 ? 20 : 60;
-	bool moved = false;
-	/* grids: a contraction's two free dims blocked together, a x b blocks
-	 * for the ranks (replication wants few blocks along both, which no
-	 * one class's change finds) */
-	int grids[2][2];
-	int ngrid = contraction_grids(tra, bc, grids, 2);
-	for (int g = 0; g < ngrid && budget > 0; g++) {
-		int ci = grids[g][0], cj = grids[g][1];
-		for (int a = 1; a <= o->nranks && budget > 0; a++) {
-			int b = (o->nranks + a - 1) / a;
-			if (a > 1 && (o->nranks + a - 2) / (a - 1) == b)
-				continue;       /* the same b as a - 1 gave: a worse grid */
-			if (a > bc->extent[ci] || b > bc->extent[cj])
-				continue;
-			memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
-			bc->block[ci] = ceil_div(bc->extent[ci], a);
-			bc->block[cj] = ceil_div(bc->extent[cj], b);
-			if (bc->block[ci] == chosen[ci] && bc->block[cj] == chosen[cj])
-				continue;
-			if (bc->block[ci] > opt_block_cap(bc, ci, o->nranks) ||
-			    bc->block[cj] > opt_block_cap(bc, cj, o->nranks))
-				continue;
-			budget--;
-			IaPlan *p = plan_at(tra, o, m, bc, descent_varplace(quick, best), false, &leanest);
-			trace(xprintf("grid %d x %d, quick", a, b), p);
-			if (better_plan(o, p, quick)) {
-				ia_free(quick);
-				quick = p;
-				chosen[ci] = bc->block[ci];
-				chosen[cj] = bc->block[cj];
-				moved = true;
-			} else {
-				ia_free(p);
-			}
-		}
-	}
-	for (int round = 0; round < 2 && budget > 0; round++) {
-		bool improved = false;
-		for (int c = 0; c < bc->n && budget > 0; c++) {
-			if (bc->pinned[c])
-				continue;
-			int64_t cand[8];
-			int nc = class_candidates(bc, c, o->nranks, cand);
-			for (int i = 0; i < nc && budget > 0; i++) {
-				if (cand[i] == chosen[c] || cand[i] > opt_block_cap(bc, c, o->nranks))
-					continue;
-				memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
-				bc->block[c] = cand[i];
-				budget--;
-				IaPlan *p = plan_at(tra, o, m, bc, descent_varplace(quick, best), false, &leanest);
-				if (better_plan(o, p, quick)) {
-					ia_free(quick);
-					quick = p;
-					chosen[c] = cand[i];
-					improved = moved = true;
-				} else {
-					ia_free(p);
-				}
-			}
-		}
-		if (!improved)
-			break;
-	}
-	/* at the blocks the descent chose: the full search, against the
-	 * first one's plan (at the automatic blocks) */
-	if (moved) {
-		memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
-		IaPlan *p = plan_at(tra, o, m, bc, descent_varplace(quick, best), true, &leanest);
-		trace("chosen blocks", p);
-		trace("chosen blocks, quick", quick);
-		/* the quick plan stays a candidate: the full search's estimates
-		 * of two-phase schedules' memory may put it over the budget */
-		if (better_plan(o, quick, p)) {
-			ia_free(p);
-			p = quick;
-			quick = NULL;
-		}
-		if (better_plan(o, p, best)) {
-			ia_free(best);
-			best = p;
-		} else {
-			ia_free(p);
-			memcpy(bc->block, initial, sizeof(int64_t) * (size_t)bc->n);
-		}
-	} else {
-		memcpy(bc->block, initial, sizeof(int64_t) * (size_t)bc->n);
-	}
-	ia_free(quick);
-	/* the blocks the plan for fewer ranks chose (one executable, every
-	 * count): a plan there is a plan here, which the descent from this
-	 * count's automatic blocks may miss */
-	if (o->prior && o->prior->n == bc->n) {
-		memcpy(chosen, bc->block, sizeof(int64_t) * (size_t)bc->n);
-		for (int c = 0; c < bc->n; c++)
-			bc->block[c] = bc->pinned[c] ? chosen[c] : o->prior->block[c];
-		IaPlan *p = NULL;
-		if (memcmp(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n))
-			p = plan_at(tra, o, m, bc, best->varplace.v, true, &leanest);
-		trace("the fewer ranks' blocks", p);
-		if (p && better_plan(o, p, best)) {
-			ia_free(best);
-			best = p;
-		} else {
-			if (p)
-				ia_free(p);
-			memcpy(bc->block, chosen, sizeof(int64_t) * (size_t)bc->n);
-		}
-	}
-	free(chosen);
-	free(initial);
+	IaPlan *best = choose_blocks(&d, prior);
 
 	/* at the chosen blocks: each statement's strategies tried whole
 	 * (small programs), then the alternatives */
-	Search s;
-	search_init(&s, tra, o, m, bc);
-	for (int i = 0; i < tra->tensors.n; i++)
-		if (!param_pinned(&s, i))
-			s.varplace[i] = best->varplace.v[i];
-	if (tra->stmts.n <= 40)
-		best = improve_strategies(&s, best);
-	if (o->alternatives && tra->stmts.n <= 60)
-		alternatives(&s, best);
-	search_free(&s);
-	if (o->chosen) {
-		o->chosen->n = bc->n;
-		o->chosen->block = xrealloc(o->chosen->block, sizeof(int64_t) * ((size_t)bc->n + 1));
-		memcpy(o->chosen->block, bc->block, sizeof(int64_t) * (size_t)bc->n);
+	if (finish) {
+		Search s;
+		search_init(&s, tra, o, m, bc);
+		for (int i = 0; i < tra->tensors.n; i++)
+			if (!param_pinned(&s, i))
+				s.varplace[i] = best->varplace.v[i];
+		if (tra->stmts.n <= 40)
+			best = improve_strategies(&s, best);
+		if (o->alternatives && tra->stmts.n <= 60)
+			alternatives(&s, best);
+		search_free(&s);
 	}
+	out->n = bc->n;
+	out->block = xrealloc(out->block, sizeof(int64_t) * ((size_t)bc->n + 1));
+	memcpy(out->block, bc->block, sizeof(int64_t) * (size_t)bc->n);
 	opt_block_classes_free(bc);
 	best->machine = arena_strdup(best->arena, m->source);
-	best->leanest_peak = leanest;
+	best->leanest_peak = d.leanest;
 	trace("final", best);
 	return best;
+}
+
+/* ---- one plan per rank count: opt_plan ---- */
+
+/* The counts whose plans chain: 1 to 8, then the powers of two (the
+ * default -P list). */
+static int ladder_below(int n)
+{
+	if (n <= 1)
+		return 0;
+	if (n <= 9)
+		return n - 1;
+	int p = 8;
+	while (2 * (int64_t)p < n)
+		p *= 2;
+	return p;
+}
+
+int opt_prior_count(const TraProg *tra, int nranks)
+{
+	for (int m = ladder_below(nranks); m > 0; m = ladder_below(m)) {
+		bool divides = true;    /* an IST split a count cannot share has no plan there */
+		for (int i = 0; i < tra->ist.n; i++)
+			for (int z = 0; z < tra->ist.v[i].nsplit; z++)
+				divides &= tra->ist.v[i].extent[z] % m == 0;
+		if (divides)
+			return m;
+	}
+	return 0;
+}
+
+/* Blocks chosen by earlier plans of one program under one set of
+ * options, by rank count. */
+struct BlockMemo {
+	const TraProg *tra;
+	Vec(int) nranks;
+	Vec(BlockChoice) blocks;
+};
+
+BlockMemo *opt_block_memo_new(void)
+{
+	return xcalloc(1, sizeof(BlockMemo));
+}
+
+void opt_block_memo_free(BlockMemo *bm)
+{
+	if (!bm)
+		return;
+	for (int i = 0; i < bm->blocks.n; i++)
+		free(bm->blocks.v[i].block);
+	vec_free(&bm->blocks);
+	vec_free(&bm->nranks);
+	free(bm);
+}
+
+static const BlockChoice *memo_get(const BlockMemo *bm, const TraProg *tra, int nranks)
+{
+	for (int i = 0; bm->tra == tra && i < bm->nranks.n; i++)
+		if (bm->nranks.v[i] == nranks)
+			return &bm->blocks.v[i];
+	return NULL;
+}
+
+static void memo_put(BlockMemo *bm, const TraProg *tra, int nranks, BlockChoice b)
+{
+	if (bm->tra != tra) {   /* another program: forget the last one's */
+		for (int i = 0; i < bm->blocks.n; i++)
+			free(bm->blocks.v[i].block);
+		bm->blocks.n = bm->nranks.n = 0;
+		bm->tra = tra;
+	}
+	vec_push(&bm->nranks, nranks);
+	vec_push(&bm->blocks, b);
 }
 
 /* What a plan says of its search: the objective, the busiest rank's flops. */
@@ -565,6 +731,55 @@ static IaPlan *finish(IaPlan *p, const OptOptions *o)
 	return p;
 }
 
+static IaPlan *plan_searched(const TraProg *tra, const OptOptions *o, const Machine *m, bool whole);
+
+/* The blocks of the plan for nranks (o's count): from the memo, else
+ * planned now (without the strategies and alternatives, which choose no
+ * blocks) and kept there. */
+static const BlockChoice *chain_blocks(const TraProg *tra, const OptOptions *o, const Machine *m, int nranks)
+{
+	const BlockChoice *b = memo_get(o->memo, tra, nranks);
+	if (!b) {
+		OptOptions at = *o;
+		at.nranks = nranks;
+		at.alternatives = false;
+		IaPlan *p = plan_searched(tra, &at, m, false);
+		if (p)
+			ia_free(p);
+		b = memo_get(o->memo, tra, nranks);
+	}
+	return b;
+}
+
+/* -O2: the plan at o's count, its blocks remembered in o->memo.  `whole`:
+ * the strategies tried whole and the alternatives too. */
+static IaPlan *plan_searched(const TraProg *tra, const OptOptions *o, const Machine *m, bool whole)
+{
+	int fewer = opt_prior_count(tra, o->nranks);
+	const BlockChoice *prior = fewer ? chain_blocks(tra, o, m, fewer) : NULL;
+	opt_twophase_trim(64e6);        /* earlier plans' schedules, when many (fuzzing); a fresh work budget */
+	BlockChoice chosen = {0};
+	IaPlan *best = search_plan(tra, o, m, prior, &chosen, whole);
+	if (!best) {
+		free(chosen.block);
+		return NULL;            /* an error said why */
+	}
+	finish(best, o);
+	if (o->mem_per_rank > 0 && best->peak_bytes > o->mem_per_rank) {
+		/* nothing fits: the cheapest plan regardless of memory, for the
+		 * driver to say what it needs, beside the leanest one found */
+		OptOptions unbounded = *o;
+		unbounded.mem_per_rank = 0;
+		unbounded.alternatives = false;
+		IaPlan *cheapest = search_plan(tra, &unbounded, m, prior, &chosen, whole);
+		cheapest->leanest_peak = fmin(best->leanest_peak, best->peak_bytes);
+		ia_free(best);
+		best = finish(cheapest, o);
+	}
+	memo_put(o->memo, tra, o->nranks, chosen);
+	return best;
+}
+
 IaPlan *opt_plan(const TraProg *tra, const OptOptions *o)
 {
 	Machine dflt;
@@ -573,8 +788,8 @@ IaPlan *opt_plan(const TraProg *tra, const OptOptions *o)
 		machine_default(&dflt);
 		m = &dflt;
 	}
-	opt_twophase_trim(64e6);        /* earlier plans' schedules, when many (fuzzing) */
 	if (o->level < 2) {
+		opt_twophase_trim(64e6);
 		BlockClasses *bc = auto_blocks(tra, o);
 		RelType *types = xcalloc((size_t)tra->ops.n + 1, sizeof *types);
 		opt_block_types(tra, bc, types);
@@ -591,22 +806,13 @@ IaPlan *opt_plan(const TraProg *tra, const OptOptions *o)
 		p->machine = arena_strdup(p->arena, m->source);
 		return finish(p, o);
 	}
-	IaPlan *best = search_plan(tra, o, m);
-	if (!best)
-		return NULL;            /* an error said why */
-	finish(best, o);
-	if (o->mem_per_rank > 0 && best->peak_bytes > o->mem_per_rank) {
-		/* nothing fits: the cheapest plan regardless of memory, for the
-		 * driver to say what it needs, beside the leanest one found */
-		OptOptions unbounded = *o;
-		unbounded.mem_per_rank = 0;
-		unbounded.alternatives = false;
-		IaPlan *cheapest = search_plan(tra, &unbounded, m);
-		cheapest->leanest_peak = fmin(best->leanest_peak, best->peak_bytes);
-		ia_free(best);
-		return finish(cheapest, o);
-	}
-	return best;
+	if (o->memo)
+		return plan_searched(tra, o, m, true);
+	OptOptions own = *o;            /* the chain of counts below, planned here */
+	own.memo = opt_block_memo_new();
+	IaPlan *p = plan_searched(tra, &own, m, true);
+	opt_block_memo_free(own.memo);
+	return p;
 }
 
 /* "all", "part()", "part(0)", "part(1,0)" */
