@@ -4,6 +4,7 @@
  *   cmdline.c    trac's command line: options, usage, --block/--place/--strategy
  *   pipeline.c   the pipeline, source -> an IA plan per rank count, for trac
  *                and the fuzzer
+ *   ist.c        IST loops' bodies: the subnet's program, cut from the TRA
  *   main.c       trac itself: the pipeline, then explain or C
  *
  * The layers (frontend.h, ir.h, opt.h, codegen.h) never include this file;
@@ -83,9 +84,22 @@ typedef struct Pipeline {
 int trac_pipeline(Pipeline *pl, int file, FILE *out);
 void trac_pipeline_free(Pipeline *pl);
 
-/* IST loops (HACKING.md "IST"): whether every split size of program p
- * divides among nranks (else the first that does not, in *loop, *split). */
+/* ---- ist.c: IST loops' bodies (HACKING.md "IST") ---- */
+
+/* Whether every split size of program p divides among nranks (else the
+ * first that does not, in *loop, *split). */
 bool trac_ist_divides(const TraProg *p, int nranks, const IstLoop **loop, int *split);
+/* Each IST loop's body, which sema leaves in program p, taken out into a
+ * program of its own (p's extents); p's loops are left empty. */
+typedef struct IstBodies IstBodies;
+IstBodies *trac_ist_split(TraProg *p);
+/* IST loop `loop`'s body planned for a plan of nranks ranks: its split
+ * sizes' dims cut to H / nranks, the front end's passes after lowering,
+ * then the plan for one rank under o (o's pins are the program's: left
+ * out).  `quiet`: the passes' warnings unsaid (a count after the first).
+ * NULL after an error (reported).  The plan lives as long as b. */
+IaPlan *trac_ist_plan(IstBodies *b, int loop, int nranks, const OptOptions *o, bool quiet);
+void trac_ist_free(IstBodies *b);
 
 /* ---- cmdline.c ---- */
 

@@ -228,9 +228,6 @@ typedef struct FeOptions {
 	bool warnings;
 	const char **deps;      /* sema fills: every file read (for -M) */
 	int ndeps;
-	int ist_local;          /* 0: the whole program, its IST loops' bodies left out;
-	                         * k: only the body of IST loop k - 1, as an ordinary loop
-	                         * (the split sizes' subnet extents come as defines) */
 } FeOptions;
 
 /* ---- paths.c ---- */

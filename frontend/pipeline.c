@@ -13,7 +13,8 @@
  *   opt_plan          TRA -> IA for the count: its blocks (the automatic
  *                     ones, then the search's), Table 1, rewritten or
  *                     searched, costed
- * and each plan's IST loops' bodies, as one-rank programs (ist_bodies).
+ * and each plan's IST loops' bodies, as one-rank programs cut from the
+ * program's TRA (ist.c: the bodies are taken out right after lowering).
  *
  * trac (main.c) and the fuzzer (tests/fuzz/fuzz_trac.c) both run
  * trac_pipeline, so what the fuzzer checks is what trac runs.  The TRA
@@ -53,7 +54,8 @@ typedef struct PipeState {
 	TraProg *unordered;             /* the program before contraction order, while a count may need it */
 	double largest;                 /* elements of the largest intermediate the orders chosen hold */
 	Vec(TraProg *) progs;           /* programs of counts ordered within their bound */
-	Vec(Pipeline *) bodies;         /* IST bodies' pipelines */
+	IstBodies *ist;                 /* the IST loops' bodies (ist.c) */
+	Vec(IaPlan *) istplans;         /* their plans */
 	BlockMemo *memo;                /* the blocks each count's plan chose (opt_plan) */
 } PipeState;
 
@@ -166,6 +168,11 @@ static int frontend(Pipeline *pl, int file, FILE *out)
 	if (!p)
 		return 1;
 	verify(p, "lowering");
+	if (p->ist.n) {
+		/* IST loops' bodies, apart (ist.c) */
+		((PipeState *)pl->state)->ist = trac_ist_split(p);
+		verify(p, "IST bodies taken out");
+	}
 	phase_end(pl, "check and lower");
 	int status = 0;
 	if (pl->hooks.lowered && !pl->hooks.lowered(pl->hooks.ctx, p, &status))
@@ -317,76 +324,21 @@ static int plan_counts(Pipeline *pl, FILE *out)
 	return status;
 }
 
-bool trac_ist_divides(const TraProg *p, int nranks, const IstLoop **loop, int *split)
-{
-	for (int i = 0; i < p->ist.n; i++)
-		for (int z = 0; z < p->ist.v[i].nsplit; z++)
-			if (p->ist.v[i].extent[z] % nranks) {
-				*loop = &p->ist.v[i];
-				*split = z;
-				return false;
-			}
-	return true;
-}
-
-/* IST loop `loop`'s body compiled apart, for a plan of nranks ranks:
- * pl's options with each split size H bound to H / nranks, one rank, only
- * that loop's body (FeOptions.ist_local).  Returns as trac_pipeline does. */
-static int ist_body(const Pipeline *pl, int nranks, int loop, int file, Pipeline *body)
-{
-	const IstLoop *l = &pl->prog->ist.v[loop];
-	*body = (Pipeline){.fe = pl->fe, .opt = pl->opt, .costs = pl->costs};
-	int nd = pl->fe.ndefines;
-	Define *defs = xcalloc((size_t)(nd + l->nsplit) + 1, sizeof *defs);
-	if (nd)
-		memcpy(defs, pl->fe.defines, (size_t)nd * sizeof *defs);
-	for (int z = 0; z < l->nsplit; z++) {
-		Define sub = {l->split[z], xprintf("%" PRId64, l->extent[z] / nranks)};
-		int at = 0;
-		while (at < nd && strcmp(defs[at].name, sub.name))
-			at++;
-		defs[at] = sub;         /* after -D H1=...: the subnet's share of it */
-		nd += at == nd;
-	}
-	body->fe.defines = defs;
-	body->fe.ndefines = nd;
-	body->fe.deps = NULL;
-	body->fe.ndeps = 0;
-	body->fe.ist_local = loop + 1;
-	/* pins name the program's tensors and lines: its plans' only */
-	body->opt.blockpins = NULL;
-	body->opt.nblockpins = 0;
-	body->opt.placepins = NULL;
-	body->opt.nplacepins = 0;
-	body->opt.stratpins = NULL;
-	body->opt.nstratpins = 0;
-	body->opt.nnzpins = NULL;
-	body->opt.nnnzpins = 0;
-	body->state = xcalloc(1, sizeof(PipeState));
-	body->state->memo = opt_block_memo_new();
-	static const int one[] = {1};
-	body->ranks = one;
-	body->nranks = 1;
-	int status = frontend(body, file, stdout);
-	if (status < 0)
-		status = plan_counts(body, stdout);
-	return status;
-}
-
-/* Each plan's IST loops' bodies (HACKING.md "IST"). */
-static int ist_bodies(Pipeline *pl, int file)
+/* Each plan's IST loops' bodies (ist.c). */
+static int ist_bodies(Pipeline *pl)
 {
 	int nist = pl->prog->ist.n;
 	PipeState *st = pl->state;
 	pl->ist = xcalloc((size_t)(pl->nplans * nist) + 1, sizeof *pl->ist);
 	for (int k = 0; k < pl->nplans; k++)
 		for (int i = 0; i < nist; i++) {
-			Pipeline *body = xcalloc(1, sizeof *body);
-			vec_push(&st->bodies, body);
-			int status = ist_body(pl, pl->plans[k]->nranks, i, file, body);
-			if (status >= 0)
-				return status ? status : 1;
-			pl->ist[k * nist + i] = body->plans[0];
+			IaPlan *plan = trac_ist_plan(st->ist, i, pl->plans[k]->nranks, &pl->opt, k > 0);
+			if (!plan)
+				return 1;
+			vec_push(&st->istplans, plan);
+			if (!plan_fits(plan, pl->opt.mem_per_rank, true))
+				return 1;
+			pl->ist[k * nist + i] = plan;
 		}
 	phase_end(pl, "IST bodies");
 	return -1;
@@ -400,7 +352,7 @@ int trac_pipeline(Pipeline *pl, int file, FILE *out)
 	if (status < 0)
 		status = plan_counts(pl, out);
 	if (status < 0 && pl->prog->ist.n)
-		status = ist_bodies(pl, file);
+		status = ist_bodies(pl);
 	return status;
 }
 
@@ -412,13 +364,10 @@ void trac_pipeline_free(Pipeline *pl)
 	free(pl->plans);
 	free(pl->ist);
 	if (st) {
-		for (int i = 0; i < st->bodies.n; i++) {
-			Pipeline *body = st->bodies.v[i];
-			free(body->fe.defines);
-			trac_pipeline_free(body);
-			free(body);
-		}
-		vec_free(&st->bodies);
+		for (int i = 0; i < st->istplans.n; i++)
+			ia_free(st->istplans.v[i]);
+		vec_free(&st->istplans);
+		trac_ist_free(st->ist);
 		for (int i = 0; i < st->progs.n; i++)
 			tra_free(st->progs.v[i]);
 		vec_free(&st->progs);

@@ -50,8 +50,6 @@ void fe_check_item(Sema *s, Item *it)
 {
 	if (s->stop)
 		return;
-	if (s->ist_skip && (it->kind == I_ASSIGN || it->kind == I_PRINT || it->kind == I_OUTPUT))
-		return;
 	if (s->ist_depth && it->kind == I_PRINT) {
 		int line, col;
 		loc_linecol(s->prog->ist.v[s->nist - 1].loc, &line, &col);
@@ -123,9 +121,8 @@ TraProg *fe_compile(Ast *ast, FeOptions *opt)
 	vec_push(&s.shown, xstrdup(main_path));
 	vec_push(&s.files, ast->file);
 
-	s.ist_skip = opt->ist_local > 0;
 	fe_check_items(&s, ast->items, ast->nitems);
-	if (!opt->ist_local && !s.stop)
+	if (!s.stop)
 		fe_check_outputs(&s, ast);
 
 	for (int i = 0; i < opt->ndefines && !s.stop; i++)
@@ -135,7 +132,7 @@ TraProg *fe_compile(Ast *ast, FeOptions *opt)
 	bool any_output = false;
 	for (int i = 0; i < s.prog->tensors.n; i++)
 		any_output |= s.prog->tensors.v[i].output;
-	if (opt->warnings && !opt->ist_local && diag_errors() == 0) {
+	if (opt->warnings && diag_errors() == 0) {
 		for (int i = 0; i < s.syms.n; i++) {
 			Sym *sym = &s.syms.v[i];
 			if (sym->kind == SYM_TENSOR && !sym->poisoned && !sym->used && sym->tensor >= 0 &&

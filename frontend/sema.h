@@ -85,7 +85,6 @@ typedef struct Sema {
 	/* IST loops (repeat ... split ... every ...) */
 	int nist;                       /* seen so far, in source order */
 	int ist_depth;                  /* loop depth + 1 of the IST loop being checked, else 0 */
-	bool ist_skip;                  /* compiling an IST body apart: outside it, statements are skipped */
 } Sema;
 
 /* ---- sema.c ---- */

@@ -9,10 +9,9 @@
  * stored back.  A statement with an error is not lowered; one without is
  * lowered at once (lower.c), s->cur following each tensor's current TRA
  * op.  A repeat block's names expire when it ends, and the params are read
- * afresh in each iteration.  An IST loop in the whole program is checked,
- * then left empty: its body is compiled apart (FeOptions.ist_local), where
- * everything outside the body but its declarations is skipped
- * (Sema.ist_skip).
+ * afresh in each iteration.  An IST loop's body is checked and lowered in
+ * place and marked (IstLoop.op, stmt0, nstmt): the driver takes it out
+ * into the subnet's program (frontend/ist.c), leaving the loop empty.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -396,8 +395,8 @@ static bool check_split(Sema *s, Item *it, IstLoop *l)
 }
 
 /* repeat N { ... }: the body's temps exist only inside it.  An IST loop
- * (`split ... every ...`) in the whole program is checked and then left
- * empty: its body is compiled apart (fe_compile with ist_local). */
+ * (`split ... every ...`) is lowered as any, its body marked for the
+ * driver to take out (frontend/ist.c). */
 void fe_check_repeat(Sema *s, Item *it)
 {
 	int64_t n;
@@ -418,25 +417,6 @@ void fe_check_repeat(Sema *s, Item *it)
 		vec_push(&s->prog->ist, l);
 		s->nist++;
 	}
-	if (s->ist_skip && !(ist && s->nist == s->opt->ist_local)) {
-		/* a block around the IST body compiled apart: its counter, of its
-		 * depth, is the value trt_ist passes in (emit.c) */
-		int first = s->syms.n;
-		if (it->u.repeat.counter && !ist)
-			fe_declare(s, (Sym){.kind = SYM_COUNTER, .name = it->u.repeat.counter, .loc = it->u.repeat.counterloc,
-			                    .size = n, .loop_depth = s->loop_depth, .defined = true, .used = true});
-		s->loop_depth++;
-		/* with ist_skip, sizes, consts, declarations, imports and defs
-		 * count; statements do not, and repeat blocks only for the IST
-		 * loops inside them */
-		fe_check_items(s, it->u.repeat.body, it->u.repeat.nbody);
-		s->loop_depth--;
-		for (int i = first; i < s->syms.n; i++) {
-			s->syms.v[i].expired = true;
-			s->syms.v[i].expired_loc = it->loc;
-		}
-		return;
-	}
 	if (n < 0) {
 		diag(DIAG_ERROR, it->u.repeat.count->loc, "a repeat count cannot be negative");
 		return;
@@ -450,9 +430,7 @@ void fe_check_repeat(Sema *s, Item *it)
 	if (ist) {
 		s->prog->ops.v[loop_op].u.loop.ist = s->nist;
 		s->ist_depth = s->loop_depth + 1;
-		s->ist_skip = false;
-		if (!s->opt->ist_local)
-			fe_ist_scope(s, first, l.loc);
+		fe_ist_scope(s, first, l.loc);
 	}
 	if (it->u.repeat.counter)
 		fe_declare(s, (Sym){.kind = SYM_COUNTER, .name = it->u.repeat.counter, .loc = it->u.repeat.counterloc,
@@ -467,17 +445,16 @@ void fe_check_repeat(Sema *s, Item *it)
 	if (ist) {
 		fe_ist_scope(NULL, 0, NOLOC);
 		s->ist_depth = 0;
-		s->ist_skip = s->opt->ist_local > 0;
-		if (!s->opt->ist_local) {
-			/* the whole program keeps the loop, empty: the IST run stands for it */
-			for (int i = nstmt; i < s->prog->stmts.n; i++)
-				free(s->prog->stmts.v[i].text);
-			s->prog->stmts.n = nstmt;
-			s->prog->ops.n = loop_op + 1;
-			for (int t = 0; t < s->cur.n; t++)
-				if (s->cur.v[t] > loop_op)
-					s->cur.v[t] = -1;
-		}
+		/* the body stays, marked: the driver takes it out into a program
+		 * of its own, leaving the loop empty (the IST run stands for
+		 * it); nothing after reads its values */
+		IstLoop *lp = &s->prog->ist.v[s->nist - 1];
+		lp->op = loop_op;
+		lp->stmt0 = nstmt;
+		lp->nstmt = s->prog->stmts.n - nstmt;
+		for (int t = 0; t < s->cur.n; t++)
+			if (s->cur.v[t] > loop_op)
+				s->cur.v[t] = -1;
 	}
 	fe_lower_endloop(s->prog);
 	for (int t = 0; t < s->cur.n; t++)

@@ -300,7 +300,7 @@ typedef struct Tensor {
 	const char *dimsize[MAXDIM];    /* a dim declared by a plain size name: the name, else NULL */
 } Tensor;
 
-/* An IST loop (`repeat b in NB split H1, H2 every J`): its body is compiled
+/* An IST loop (`repeat b in NB split H1, H2 every J`): its body is planned
  * apart, as a one-rank program on the subnet (see HACKING.md "IST"). */
 enum { MAXSPLIT = 8 };
 typedef struct IstLoop {
@@ -312,6 +312,10 @@ typedef struct IstLoop {
 	int64_t every;                  /* J: local iterations per round */
 	int64_t count;                  /* the loop's iterations, NB */
 	int depth;                      /* repeat blocks around it */
+	/* where sema lowered the body: the loop op (its body the ops up to
+	 * its endloop) and the body's statements; the driver takes the body
+	 * out of the program (frontend/ist.c), leaving the loop empty */
+	int op, stmt0, nstmt;
 } IstLoop;
 
 typedef struct Stmt {
