@@ -311,31 +311,32 @@ static double st_cost(const St *st, double *stage)
 	return st_cost_any(st, stage, false);
 }
 
-/* One site's four stage values. */
-static void site_stages(const St *st, int s, double v[4])
+/* The four stage maxima m[] raised by site s's values. */
+static inline void site_max(const St *st, int s, double m[4])
 {
-	bool paper = st->pb->paper;
-	v[0] = paper ? st->fin[s] : dmax(st->fin[s], st->fout[s]);
-	v[1] = st->pi[s];
-	v[2] = paper ? st->gin[s] : dmax(st->gin[s], st->gout[s]);
-	v[3] = st->sig[s];
+	double f = st->fin[s], g = st->gin[s];
+	if (!st->pb->paper) {
+		f = dmax(f, st->fout[s]);
+		g = dmax(g, st->gout[s]);
+	}
+	m[0] = dmax(m[0], f);
+	m[1] = dmax(m[1], st->pi[s]);
+	m[2] = dmax(m[2], g);
+	m[3] = dmax(m[3], st->sig[s]);
 }
 
 /* Start trials from the current state: its maxima, once. */
 static void trial_base(St *st)
 {
 	const TpProblem *pb = st->pb;
-	st->base_over = false;
-	for (int k = 0; k < 4; k++)
-		st->base[k] = 0;
+	double m[4] = {0, 0, 0, 0};
+	bool over = false;
 	for (int s = 0; s < st->ns; s++) {
-		if (pb->mem_limit > 0 && st->mem[s] > pb->mem_limit)
-			st->base_over = true;
-		double v[4];
-		site_stages(st, s, v);
-		for (int k = 0; k < 4; k++)
-			st->base[k] = dmax(st->base[k], v[k]);
+		over |= pb->mem_limit > 0 && st->mem[s] > pb->mem_limit;
+		site_max(st, s, m);
 	}
+	memcpy(st->base, m, sizeof m);
+	st->base_over = over;
 }
 
 static void trial_begin(St *st)
@@ -349,18 +350,13 @@ static void trial_begin(St *st)
 static double trial_cost(St *st)
 {
 	const TpProblem *pb = st->pb;
-	double m[4];
-	memcpy(m, st->base, sizeof m);
+	double m[4] = {st->base[0], st->base[1], st->base[2], st->base[3]};
 	bool over = st->base_over;
 	for (int i = 0; i < st->ntouched; i++) {
 		int s = st->touched[i];
 		st->mark[s] = 0;
-		if (pb->mem_limit > 0 && st->mem[s] > pb->mem_limit)
-			over = true;
-		double v[4];
-		site_stages(st, s, v);
-		for (int k = 0; k < 4; k++)
-			m[k] = dmax(m[k], v[k]);
+		over |= pb->mem_limit > 0 && st->mem[s] > pb->mem_limit;
+		site_max(st, s, m);
 	}
 	st->trial = false;
 	st->ntouched = 0;
