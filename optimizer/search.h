@@ -114,6 +114,10 @@ void make_impls(Search *s);
 /* A search of tra at blocks bc (NULL: the program's own). */
 void search_init(Search *s, const TraProg *tra, const OptOptions *o, const Machine *m, const BlockClasses *bc);
 void search_free(Search *s);
+/* What prev, a search of the same program at the same count and mode at
+ * other blocks, computed for ops whose types (and their candidates'
+ * inputs') are the same here: their candidates and moves, taken over. */
+void search_inherit(Search *s, Search *prev);
 void *search_scratch(Search *s, size_t n, size_t size);        /* n zeroed elements */
 void norm_varplace(Search *s);
 IaPlan *plan_once(Search *s);   /* the cheapest plan for s's params' placements and budget */

@@ -417,7 +417,36 @@ typedef struct Descent {
 	int budget;             /* quick plans left */
 	bool moved;             /* chosen is not the automatic blocks */
 	double leanest;
+	Search *last;           /* the last quick search, for the next to take over from */
 } Descent;
+
+/* A quick plan at bc's blocks (plan_at's), the search taking over what
+ * the last quick one computed for ops whose types did not change (a
+ * trial changes the blocks of a class or two). */
+static IaPlan *quick_at(Descent *d, const Place *varplace, double *leanest)
+{
+	Search *s = xcalloc(1, sizeof *s);
+	search_init(s, d->tra, d->o, d->m, d->bc);
+	s->quick = true;
+	if (d->last) {
+		search_inherit(s, d->last);
+		search_free(d->last);
+		free(d->last);
+	}
+	d->last = s;
+	for (int i = 0; i < d->tra->tensors.n; i++)
+		if (!param_pinned(s, i))
+			s->varplace[i] = varplace[i];
+	IaPlan *p = plan_once(s);
+	if (!p && s->budget > 0) {
+		/* nothing fits: the plan regardless, to compare peaks */
+		s->budget = 0;
+		p = plan_once(s);
+	}
+	if (p && p->peak_bytes < *leanest)
+		*leanest = p->peak_bytes;
+	return p;
+}
 
 static void set_blocks(Descent *d, const int64_t *block)
 {
@@ -428,7 +457,7 @@ static void set_blocks(Descent *d, const int64_t *block)
 static bool try_blocks(Descent *d, const char *what)
 {
 	d->budget--;
-	IaPlan *p = plan_at(d->tra, d->o, d->m, d->bc, descent_varplace(d->quick, d->best), false, &d->leanest);
+	IaPlan *p = quick_at(d, descent_varplace(d->quick, d->best), &d->leanest);
 	if (what)
 		trace(what, p);
 	if (!better_plan(d->o, p, d->quick)) {
@@ -522,7 +551,7 @@ static bool prior_worth(Descent *d, const BlockChoice *prior)
 	if (!memcmp(d->bc->block, d->chosen, sizeof(int64_t) * (size_t)d->bc->n))
 		return true;            /* the descent's own: nothing to try, unless they are not chosen */
 	double ignore = INFINITY;
-	IaPlan *q = plan_at(d->tra, d->o, d->m, d->bc, descent_varplace(d->quick, d->best), false, &ignore);
+	IaPlan *q = quick_at(d, descent_varplace(d->quick, d->best), &ignore);
 	trace("the fewer ranks' blocks, quick", q);
 	bool worth = better_plan(d->o, q, d->quick) ||
 	             (q && d->quick && q->predicted_seconds <= PRIOR_TIE * d->quick->predicted_seconds);
@@ -565,7 +594,7 @@ static IaPlan *choose_blocks(Descent *d, const BlockChoice *prior)
 	d->chosen = xcalloc((size_t)bc->n + 1, sizeof *d->chosen);
 	memcpy(d->chosen, bc->block, sizeof(int64_t) * (size_t)bc->n);
 	trace("automatic blocks", d->best);
-	d->quick = plan_at(d->tra, d->o, d->m, bc, d->best->varplace.v, false, &d->leanest);
+	d->quick = quick_at(d, d->best->varplace.v, &d->leanest);
 	trace("automatic blocks, quick", d->quick);
 	d->budget = d->tra->ops.n > 400 ? 0 : d->tra->ops.n > 100 ? 20 : 60;
 	descend_grids(d);
@@ -596,6 +625,11 @@ static IaPlan *choose_blocks(Descent *d, const BlockChoice *prior)
 		}
 	}
 	ia_free(d->quick);
+	if (d->last) {
+		search_free(d->last);
+		free(d->last);
+		d->last = NULL;
+	}
 	IaPlan *fewer = worth ? prior_plan(d, prior, best) : NULL;
 	if (fewer) {
 		ia_free(best);
