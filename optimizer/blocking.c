@@ -59,6 +59,149 @@ static bool summed_by_sample(const TraOp *op, int d)
 	return true;
 }
 
+/* Unite the key dims op i shares with the ops it reads (first: per
+ * param, an op carrying it, or -1). */
+static void unite_op(const TraProg *p, int i, const int *base, int *parent, int *first)
+{
+	const TraOp *op = &p->ops.v[i];
+	switch (op->kind) {
+	case TRA_INPUT:
+	case TRA_RANGE:
+	case TRA_COUNTER:
+		break;
+	case TRA_SLICE:         /* blocked as its input but along the window's dim */
+		for (int d = 0; d < op->type.nkey; d++)
+			if (d != op->u.slice.dim)
+				unite(parent, base[op->u.slice.in] + d, base[i] + d);
+		break;
+	case TRA_JOIN: {
+		int l = op->u.join.left, r = op->u.join.right;
+		int nl = p->ops.v[l].type.nkey;
+		for (int d = 0; d < nl; d++)
+			unite(parent, base[l] + d, base[i] + d);
+		for (int d = 0; d < p->ops.v[r].type.nkey; d++) {
+			int o2 = ia_join_out_dim(nl, &op->u.join.on, d);
+			unite(parent, base[r] + d, base[i] + o2);
+		}
+		if (op->u.join.mask.on)
+			for (int d = 0; d < op->u.join.mask.nkey; d++)
+				unite(parent, base[op->u.join.mask.rel] + d, base[i] + op->u.join.mask.key[d]);
+		break;
+	}
+	case TRA_CONV: {        /* as a join, but a window dim meets its output's dim nowhere */
+		int l = op->u.join.left, r = op->u.join.right;
+		int nl = p->ops.v[l].type.nkey;
+		const Kernel *k = op->u.join.kernel;
+		for (int d = 0; d < nl; d++)
+			unite(parent, base[l] + d, base[i] + d);
+		for (int d = 0; d < p->ops.v[r].type.nkey; d++) {
+			int o2 = ia_join_out_dim(nl, &op->u.join.on, d);
+			bool win = false;
+			for (int w = 0; w < k->nwin; w++)
+				win |= p->ops.v[r].type.chunkdim[k->win[w].dim] == d;
+			if (!win)
+				unite(parent, base[r] + d, base[i] + o2);
+		}
+		break;
+	}
+	case TRA_AGG:
+		for (int g = 0; g < op->u.agg.ngroup; g++)
+			unite(parent, base[op->u.agg.in] + op->u.agg.group[g], base[i] + g);
+		break;
+	case TRA_MAP:
+		for (int d = 0; d < op->type.nkey; d++)
+			unite(parent, base[op->u.map.in] + d, base[i] + d);
+		break;
+	case TRA_REKEY:
+		for (int d = 0; d < op->u.rekey.nkey; d++)
+			if (op->u.rekey.keymap[d] >= 0)
+				unite(parent, base[op->u.rekey.in] + op->u.rekey.keymap[d], base[i] + d);
+		break;
+	case TRA_FILTER:
+		for (int d = 0; d < op->type.nkey; d++)
+			unite(parent, base[op->u.filter.in] + d, base[i] + d);
+		for (int e = 0; e < op->u.filter.pred.neq; e++)
+			unite(parent, base[i] + op->u.filter.pred.eq[e][0], base[i] + op->u.filter.pred.eq[e][1]);
+		break;
+	case TRA_GATHER:
+	case TRA_SCATTER: {
+		/* the rows' dims: the index's, then the table's but the
+		 * gathered one, which is free of the index's values */
+		int tab = op->kind == TRA_GATHER ? op->u.gather.src : i;
+		int rows = op->kind == TRA_GATHER ? i : op->u.gather.src;
+		int ix = op->u.gather.index, ni = p->ops.v[ix].type.nkey;
+		for (int d = 0; d < ni; d++)
+			unite(parent, base[ix] + d, base[rows] + d);
+		for (int d = 0, o = ni; d < p->ops.v[tab].type.nkey; d++)
+			if (d != op->u.gather.dim)
+				unite(parent, base[tab] + d, base[rows] + o++);
+		if (op->kind == TRA_SCATTER && op->u.gather.base >= 0)     /* blocked as the result */
+			for (int d = 0; d < op->type.nkey; d++)
+				unite(parent, base[op->u.gather.base] + d, base[i] + d);
+		break;
+	}
+	case TRA_OUTPUT:
+	case TRA_PRINT:
+	case TRA_LOOP:
+	case TRA_ENDLOOP:
+	case TRA_GRAD:          /* autodiff replaced it before blocking */
+		break;
+	case TRA_INIT:
+	case TRA_LOAD:
+	case TRA_STORE: {
+		/* every value of a param is blocked alike: unite with the
+		 * first op that carries the param */
+		int t = op->kind == TRA_STORE ? op->u.store.tensor : op->u.init.tensor;
+		int src = op->kind == TRA_STORE ? op->u.store.in : i;
+		if (first[t] < 0)
+			first[t] = src;
+		for (int d = 0; d < p->ops.v[src].type.nkey; d++)
+			unite(parent, base[first[t]] + d, base[src] + d);
+		break;
+	}
+	}
+}
+
+/* A convolution's window dim, in its right input, is tied to its
+ * output's dim: blocked alike, so output chunk k reads X's chunk k and a
+ * halo from its neighbours (IA_HALO), each block at least the rows a
+ * window reaches beyond it.  A kernel's gradient's window dim stands for
+ * the lab in its output: that dim is one chunk. */
+static void tie_windows(const TraProg *p, BlockClasses *c)
+{
+	int n = p->ops.n;
+	const int *base = c->base;
+	c->tie = xcalloc(c->n + 1, sizeof *c->tie);
+	c->reach = xcalloc(c->n + 1, sizeof *c->reach);
+	for (int k = 0; k < c->n; k++)
+		c->tie[k] = k;
+	for (int i = 0; i < n; i++) {
+		const TraOp *op = &p->ops.v[i];
+		const Kernel *k = tra_op_kernel(op);
+		if (!k || k->nwin == 0)
+			continue;       /* not a convolution */
+		const RelType *lt = &p->ops.v[op->u.join.left].type, *rt = &p->ops.v[op->u.join.right].type;
+		for (int w = 0; w < k->nwin; w++) {
+			int d = rt->chunkdim[k->win[w].dim];
+			int ko = c->of[base[i] + ia_join_out_dim(lt->nkey, &op->u.join.on, d)];
+			if (ia_conv_own_left(k, w)) {
+				c->whole[ko] = true;
+				continue;
+			}
+			int64_t lo, hi;
+			ia_conv_reach(k, lt, &op->type, w, &lo, &hi);
+			unite(c->tie, c->of[base[op->u.join.right] + d], ko);
+			int r = find(c->tie, ko);
+			lo = lo > hi ? lo : hi;
+			c->reach[r] = c->reach[r] > lo ? c->reach[r] : lo;
+		}
+	}
+	for (int k = 0; k < c->n; k++) {        /* each root its group's largest reach */
+		int r = find(c->tie, k);
+		c->reach[r] = c->reach[r] > c->reach[k] ? c->reach[r] : c->reach[k];
+	}
+}
+
 BlockClasses *opt_block_classes(const TraProg *p)
 {
 	int n = p->ops.n;
@@ -75,105 +218,8 @@ BlockClasses *opt_block_classes(const TraProg *p)
 		first[t] = -1;
 	const int *base = c->base;
 
-	for (int i = 0; i < n; i++) {
-		const TraOp *op = &p->ops.v[i];
-		switch (op->kind) {
-		case TRA_INPUT:
-		case TRA_RANGE:
-		case TRA_COUNTER:
-			break;
-		case TRA_SLICE:         /* blocked as its input but along the window's dim */
-			for (int d = 0; d < op->type.nkey; d++)
-				if (d != op->u.slice.dim)
-					unite(parent, base[op->u.slice.in] + d, base[i] + d);
-			break;
-		case TRA_JOIN: {
-			int l = op->u.join.left, r = op->u.join.right;
-			int nl = p->ops.v[l].type.nkey;
-			for (int d = 0; d < nl; d++)
-				unite(parent, base[l] + d, base[i] + d);
-			for (int d = 0; d < p->ops.v[r].type.nkey; d++) {
-				int o2 = ia_join_out_dim(nl, &op->u.join.on, d);
-				unite(parent, base[r] + d, base[i] + o2);
-			}
-			if (op->u.join.mask.on)
-				for (int d = 0; d < op->u.join.mask.nkey; d++)
-					unite(parent, base[op->u.join.mask.rel] + d, base[i] + op->u.join.mask.key[d]);
-			break;
-		}
-		case TRA_CONV: {        /* as a join, but a window dim meets its output's dim nowhere */
-			int l = op->u.join.left, r = op->u.join.right;
-			int nl = p->ops.v[l].type.nkey;
-			const Kernel *k = op->u.join.kernel;
-			for (int d = 0; d < nl; d++)
-				unite(parent, base[l] + d, base[i] + d);
-			for (int d = 0; d < p->ops.v[r].type.nkey; d++) {
-				int o2 = ia_join_out_dim(nl, &op->u.join.on, d);
-				bool win = false;
-				for (int w = 0; w < k->nwin; w++)
-					win |= p->ops.v[r].type.chunkdim[k->win[w].dim] == d;
-				if (!win)
-					unite(parent, base[r] + d, base[i] + o2);
-			}
-			break;
-		}
-		case TRA_AGG:
-			for (int g = 0; g < op->u.agg.ngroup; g++)
-				unite(parent, base[op->u.agg.in] + op->u.agg.group[g], base[i] + g);
-			break;
-		case TRA_MAP:
-			for (int d = 0; d < op->type.nkey; d++)
-				unite(parent, base[op->u.map.in] + d, base[i] + d);
-			break;
-		case TRA_REKEY:
-			for (int d = 0; d < op->u.rekey.nkey; d++)
-				if (op->u.rekey.keymap[d] >= 0)
-					unite(parent, base[op->u.rekey.in] + op->u.rekey.keymap[d], base[i] + d);
-			break;
-		case TRA_FILTER:
-			for (int d = 0; d < op->type.nkey; d++)
-				unite(parent, base[op->u.filter.in] + d, base[i] + d);
-			for (int e = 0; e < op->u.filter.pred.neq; e++)
-				unite(parent, base[i] + op->u.filter.pred.eq[e][0], base[i] + op->u.filter.pred.eq[e][1]);
-			break;
-		case TRA_GATHER:
-		case TRA_SCATTER: {
-			/* the rows' dims: the index's, then the table's but the
-			 * gathered one, which is free of the index's values */
-			int tab = op->kind == TRA_GATHER ? op->u.gather.src : i;
-			int rows = op->kind == TRA_GATHER ? i : op->u.gather.src;
-			int ix = op->u.gather.index, ni = p->ops.v[ix].type.nkey;
-			for (int d = 0; d < ni; d++)
-				unite(parent, base[ix] + d, base[rows] + d);
-			for (int d = 0, o = ni; d < p->ops.v[tab].type.nkey; d++)
-				if (d != op->u.gather.dim)
-					unite(parent, base[tab] + d, base[rows] + o++);
-			if (op->kind == TRA_SCATTER && op->u.gather.base >= 0)     /* blocked as the result */
-				for (int d = 0; d < op->type.nkey; d++)
-					unite(parent, base[op->u.gather.base] + d, base[i] + d);
-			break;
-		}
-		case TRA_OUTPUT:
-		case TRA_PRINT:
-		case TRA_LOOP:
-		case TRA_ENDLOOP:
-		case TRA_GRAD:          /* autodiff replaced it before blocking */
-			break;
-		case TRA_INIT:
-		case TRA_LOAD:
-		case TRA_STORE: {
-			/* every value of a param is blocked alike: unite with the
-			 * first op that carries the param */
-			int t = op->kind == TRA_STORE ? op->u.store.tensor : op->u.init.tensor;
-			int src = op->kind == TRA_STORE ? op->u.store.in : i;
-			if (first[t] < 0)
-				first[t] = src;
-			for (int d = 0; d < p->ops.v[src].type.nkey; d++)
-				unite(parent, base[first[t]] + d, base[src] + d);
-			break;
-		}
-		}
-	}
+	for (int i = 0; i < n; i++)
+		unite_op(p, i, base, parent, first);
 
 	/* number the classes in order of first appearance */
 	int *num = xcalloc(total + 1, sizeof *num);
@@ -206,40 +252,7 @@ BlockClasses *opt_block_classes(const TraProg *p)
 			}
 		}
 	}
-	/* a convolution's window dim, in its right input, is tied to its
-	 * output's dim: blocked alike, so output chunk k reads X's chunk k and
-	 * a halo from its neighbours (IA_HALO), each block at least the rows
-	 * a window reaches beyond it.  A kernel's gradient's window dim stands
-	 * for the lab in its output: that dim is one chunk */
-	c->tie = xcalloc(c->n + 1, sizeof *c->tie);
-	c->reach = xcalloc(c->n + 1, sizeof *c->reach);
-	for (int k = 0; k < c->n; k++)
-		c->tie[k] = k;
-	for (int i = 0; i < n; i++) {
-		const TraOp *op = &p->ops.v[i];
-		const Kernel *k = tra_op_kernel(op);
-		if (!k || k->nwin == 0)
-			continue;       /* not a convolution */
-		const RelType *lt = &p->ops.v[op->u.join.left].type, *rt = &p->ops.v[op->u.join.right].type;
-		for (int w = 0; w < k->nwin; w++) {
-			int d = rt->chunkdim[k->win[w].dim];
-			int ko = c->of[base[i] + ia_join_out_dim(lt->nkey, &op->u.join.on, d)];
-			if (ia_conv_own_left(k, w)) {
-				c->whole[ko] = true;
-				continue;
-			}
-			int64_t lo, hi;
-			ia_conv_reach(k, lt, &op->type, w, &lo, &hi);
-			unite(c->tie, c->of[base[op->u.join.right] + d], ko);
-			int r = find(c->tie, ko);
-			lo = lo > hi ? lo : hi;
-			c->reach[r] = c->reach[r] > lo ? c->reach[r] : lo;
-		}
-	}
-	for (int k = 0; k < c->n; k++) {        /* each root its group's largest reach */
-		int r = find(c->tie, k);
-		c->reach[r] = c->reach[r] > c->reach[k] ? c->reach[r] : c->reach[k];
-	}
+	tie_windows(p, c);
 	free(num);
 	free(first);
 	free(parent);
