@@ -650,9 +650,11 @@ static IaPlan *search_plan(const TraProg *tra, const OptOptions *o, const Machin
 	BlockClasses *bc = d.bc;
 	d.best = plan_at(tra, o, m, bc, NULL, true, &d.leanest);
 	if (!d.best && o->nstratpins > 0) {
-		/* a pinned strategy no implementation of its statement has */
-		diag(DIAG_ERROR, NOLOC, "no plan has the strategies --strategy asks for (a two-phase schedule "
-		     "needs operands that hold every block: no diagonal, filter or sparse tensor upstream)");
+		/* a pinned strategy no implementation of its statement has (on
+		 * one rank, none is two-phase: a count of the chain has no plan) */
+		if (finish)
+			diag(DIAG_ERROR, NOLOC, "no plan has the strategies --strategy asks for (a two-phase schedule "
+			     "needs operands that hold every block: no diagonal, filter or sparse tensor upstream)");
 		opt_block_classes_free(bc);
 		return NULL;
 	}
@@ -791,12 +793,16 @@ static IaPlan *plan_searched(const TraProg *tra, const OptOptions *o, const Mach
 {
 	int fewer = opt_prior_count(tra, o->nranks);
 	const BlockChoice *prior = fewer ? chain_blocks(tra, o, m, fewer) : NULL;
+	if (prior && !prior->block)
+		prior = NULL;           /* that count has no plan */
 	opt_twophase_trim(64e6);        /* earlier plans' schedules, when many (fuzzing); a fresh work budget */
 	BlockChoice chosen = {0};
 	IaPlan *best = search_plan(tra, o, m, prior, &chosen, whole);
 	if (!best) {
-		free(chosen.block);
-		return NULL;            /* an error said why */
+		/* an error said why; or, planned for a count above's chain, no
+		 * blocks to try there */
+		memo_put(o->memo, tra, o->nranks, chosen);
+		return NULL;
 	}
 	finish(best, o);
 	if (o->mem_per_rank > 0 && best->peak_bytes > o->mem_per_rank) {

@@ -75,14 +75,16 @@ vg() {  # vg NAME ARGS...: trac under memcheck
 }
 
 # Each example planned for one rank count (planning all fifteen under
-# memcheck took 20 of the suite's minutes); matmul and the stdlib program
-# below go through every count's plan and the shared emitted C.
+# memcheck took 20 of the suite's minutes; a count's plan plans the counts
+# below it it tries the blocks of, so --explain -P 4 planned 1 to 4);
+# matmul and the stdlib program below go through every count's plan and
+# the shared emitted C.
 for tra in "$TOP"/examples/*.tra; do
 	base=$(basename "$tra" .tra)
 	P="-P 2"
 	[ "$base" = matmul ] && P=
 	vg "$base.tra -S $P" -S $P "$tra" -o "$base.c"
-	vg "$base.tra --explain" --explain "$tra"
+	vg "$base.tra --explain -P 2" --explain -P 2 "$tra"
 done
 vg "stdlib_use.tra -S" -S stdlib_use.tra -o stdlib_use.c
 vg "stdlib_use.tra -O0 -P 3 --explain=json" -O0 -P 3 --explain=json stdlib_use.tra
