@@ -183,19 +183,29 @@ static bool cut_supported(const TraProg *p, const BlockClasses *c, const bool *c
 	for (int i = 0; i < p->ops.n; i++) {
 		const TraOp *op = &p->ops.v[i];
 		int in = -1, dim = -1;
-		if (op->kind == TRA_SLICE) {
+		switch (op->kind) {
+		case TRA_SLICE:
 			in = op->u.slice.in;
 			dim = op->u.slice.dim;
-		} else if (op->kind == TRA_GATHER) {
+			break;
+		case TRA_GATHER:
 			in = op->u.gather.src;
 			dim = op->u.gather.dim;
-		} else if (op->kind == TRA_SCATTER) {
+			break;
+		case TRA_SCATTER:
 			in = i;
 			dim = op->u.gather.dim;
-		} else if (op->kind == TRA_CONV) {
+			break;
+		case TRA_CONV:
 			for (int d = 0; d < op->type.nkey; d++)
 				if (cut[c->of[c->base[i] + d]])
 					in = i, dim = d;
+			break;
+		case TRA_INPUT: case TRA_JOIN: case TRA_AGG: case TRA_MAP: case TRA_REKEY:
+		case TRA_FILTER: case TRA_OUTPUT: case TRA_INIT: case TRA_LOAD: case TRA_RANGE:
+		case TRA_COUNTER: case TRA_STORE: case TRA_PRINT: case TRA_LOOP: case TRA_ENDLOOP:
+		case TRA_GRAD:
+			break;          /* reads whole chunks of its inputs' keys */
 		}
 		if (in < 0 || dim < 0 || !cut[c->of[c->base[in] + dim]])
 			continue;
