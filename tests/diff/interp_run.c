@@ -75,7 +75,8 @@ static int run(const char *text, size_t size, const char *indir, const char *out
 	static Machine machine;
 	machine_default(&machine);
 	pl.opt.level = level;
-	pl.opt.nranks = sites;
+	pl.ranks = &sites;
+	pl.nranks = 1;
 	pl.opt.block = block;
 	pl.opt.verify = true;
 	pl.opt.machine = &machine;
@@ -83,7 +84,7 @@ static int run(const char *text, size_t size, const char *indir, const char *out
 		trac_pipeline_free(&pl);
 		return 1;
 	}
-	const TraProg *p = pl.plan->tra;
+	const TraProg *p = pl.plans[0]->tra;
 	Dense **in = xcalloc(p->tensors.n + 1, sizeof *in), **out = xcalloc(p->tensors.n + 1, sizeof *out);
 	for (int t = 0; t < p->tensors.n; t++) {
 		const Tensor *ten = &p->tensors.v[t];
@@ -92,7 +93,7 @@ static int run(const char *text, size_t size, const char *indir, const char *out
 	}
 	Buf err = {0};
 	int status = 0;
-	if (!ia_interpret(pl.plan, sites, in, out, &err)) {
+	if (!ia_interpret(pl.plans[0], sites, in, out, &err)) {
 		fprintf(stderr, "interp_run: -O%d on %d sites: %s\n", level, sites, err.s ? err.s : "");
 		status = 3;
 	} else {
