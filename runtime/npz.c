@@ -47,6 +47,7 @@
 #include "rt.h"
 
 int rt_npz_big;
+int64_t rt_npz_rewinds;
 
 enum { TAG_NPZ = 7002 };
 enum { BATCH = 1 << 16 };               /* elements read or converted at a time */
@@ -519,9 +520,24 @@ static int inflate_into(Stream *s, unsigned char *out, size_t n, char *why, size
 	return s->pos < s->usize || check_end(s, why, len);
 }
 
+/* Back to a deflated member's first byte, to inflate it again from there:
+ * a deflate stream cannot be entered in the middle.  The readers go
+ * forward through each member; this is for those that cannot. */
+static void stream_rewind(Stream *s)
+{
+	if (inflateReset(&s->z) != Z_OK)
+		rt_bug("%s: inflateReset failed", s->name);
+	s->z.avail_in = 0;
+	s->ended = 0;
+	s->pos = s->cpos = 0;
+	s->run = (uint32_t)crc32(0, NULL, 0);
+	rt_npz_rewinds++;
+}
+
 /* Reads bytes [off, off + n) of the member into buf: a stored member's
- * anywhere, a deflated one's at or after the bytes read before (what lies
- * between is inflated and dropped). */
+ * where they lie; a deflated one's by inflating on from the bytes read
+ * before (what lies between is inflated and dropped), or from the start
+ * again when off is before them. */
 static int stream_read(Stream *s, int64_t off, void *buf, size_t n, char *why, size_t len)
 {
 	if (off < 0 || off > s->usize || (int64_t)n > s->usize - off)
@@ -530,7 +546,7 @@ static int stream_read(Stream *s, int64_t off, void *buf, size_t n, char *why, s
 	if (!s->deflated)
 		return read_at(s->fd, buf, n, s->data + off, why, len);
 	if (off < s->pos)
-		rt_bug("%s read backwards", s->name);
+		stream_rewind(s);
 	while (s->pos < off) {
 		if (!s->skip)
 			s->skip = rt_alloc(ZBUF);
@@ -970,6 +986,24 @@ int rt_npz_wanted(const char *path)
 	return k == 4 && (get32(head) == LOCAL_SIG || get32(head) == END_SIG);
 }
 
+/* A zip with no format.npy: numpy's savez of some arrays, most likely. */
+static void plain_npz(const Zip *z, char *why, size_t len)
+{
+	size_t at = (size_t)snprintf(why, len, "a .npz of arrays (");
+	for (int64_t i = 0; i < z->n && at < len; i++) {
+		const char *name = z->m[i].name, *dot = strrchr(name, '.');
+		int n = dot && !strcmp(dot, ".npy") ? (int)(dot - name) : (int)strlen(name);
+		if (i == 4 && z->n > 5) {
+			at += (size_t)snprintf(why + at, len - at, ", ... %lld in all", (long long)z->n);
+			break;
+		}
+		at += (size_t)snprintf(why + at, len - at, "%s%.*s", i ? ", " : "", n, name);
+	}
+	if (at < len)
+		snprintf(why + at, len - at, "), not a scipy.sparse matrix (no format.npy): save the matrix "
+		         "with scipy.sparse.save_npz, or the dense array with numpy.save as a .npy");
+}
+
 /* The directory, format, shape and the members' headers, which every rank
  * reads: the format's members left open in rd.  Returns the format (0 csr,
  * 1 csc, 2 coo) or -1 with why. */
@@ -980,6 +1014,10 @@ static int open_npz(Reader *rd, const Zip *z, char *why, size_t len)
 	int64_t shape[2];
 	TrtDtype dt;
 
+	if (!zip_find(z, "format.npy")) {
+		plain_npz(z, why, len);
+		return -1;
+	}
 	if (!read_format(z, fmt, sizeof fmt, why, len))
 		return -1;
 	int kind = !strcmp(fmt, "csr") ? 0 : !strcmp(fmt, "csc") ? 1 : !strcmp(fmt, "coo") ? 2 : -1;
@@ -1100,14 +1138,18 @@ int rt_npz_block_counts(const TrtTensor *x, const char *path, const TrtType *t, 
 		int64_t *p = rt_alloc(sizeof *p * (BATCH + 1));
 		for (int64_t b = 0; b < rt_frontier(t, kind); b++)
 			count[b] = 0;
+		/* forward through indptr: a batch's p[0] is the last entry of the
+		 * batch before */
 		for (int64_t l0 = 0; kind >= 0 && l0 < lines;) {
 			int64_t k = lines - l0 < BATCH ? lines - l0 : BATCH;
-			if (!arr_ints(&rd.ptr, l0, k + 1, p, why, sizeof why)) {
+			if (!(l0 == 0 ? arr_ints(&rd.ptr, 0, k + 1, p, why, sizeof why)
+			              : arr_ints(&rd.ptr, l0 + 1, k, p + 1, why, sizeof why))) {
 				kind = -1;
 				break;
 			}
 			for (int64_t i = 0; i < k; i++)
 				count[(l0 + i) / bl] += (double)(p[i + 1] - p[i]);
+			p[0] = p[k];
 			l0 += k;
 		}
 		free(p);

@@ -10,6 +10,8 @@
     npz.py check    the .npz and .npy files test_npz_rt wrote, against the
                     twins, with scipy.sparse.load_npz and numpy.load
     npz.py bad      broken files, and bad.txt: each one's expected line
+    npz.py graph    a graph at ogbn-arxiv's size in scipy's files, for a
+                    compiled program (graph_*.npz, graph_x.npy, graph_ref.npy)
 
 Run in the test's folder.  Values are multiples of 1/8, so sums of
 duplicates are exact in any order and the test compares bit for bit.
@@ -97,6 +99,21 @@ def save_zip64(name, s):
         zipfile.ZIP64_LIMIT, zipfile.ZIP_FILECOUNT_LIMIT = old
     with open(name, "rb") as f:
         assert b"PK\x06\x06" in f.read(), "no zip64 end record"
+
+
+def members(p, s, order):
+    """Sparse matrix s saved as save_npz does, but with its members in that
+    order, deflated at level 1 (faster than save_npz's 6)."""
+    arr = dict(format=np.array(s.format.encode()), shape=np.array(s.shape), data=s.data)
+    if s.format == "coo":
+        arr.update(row=s.row, col=s.col)
+    else:
+        arr.update(indices=s.indices, indptr=s.indptr)
+    with zipfile.ZipFile(p, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        for k in order:
+            b = io.BytesIO()
+            np.lib.format.write_array(b, arr[k])
+            z.writestr(k + ".npy", b.getvalue())
 
 
 def make():
@@ -195,8 +212,51 @@ def make():
     a = dense(256, 300, np.float32, density=0.9)
     case("coo_large", a, lambda p: sp.save_npz(p, coo(a, dups=False)), few=1)
 
+    # members in orders other than scipy's, deflated, several batches and
+    # buffers long: every reader goes forward through each member anyway
+    a = dense(70001, 5, np.float32, density=0.4)
+    case("csr_order", a, lambda p: members(p, sp.csr_matrix(a), ["data", "indptr", "shape", "indices", "format"]),
+         few=1)
+    a = dense(5, 70001, np.float64, density=0.4)
+    case("csc_order", a, lambda p: members(p, sp.csc_matrix(a), ["indptr", "indices", "data", "format", "shape"]),
+         few=1)
+    a = dense(300, 400, np.float32, density=0.9)
+    case("coo_order", a, lambda p: members(p, coo(a), ["col", "shape", "data", "format", "row"]), few=1)
+
+    # per case of a csr or csc: the stored elements of each row or column,
+    # as trt_balance counts them from indptr (test_npz_rt compares)
+    for line in cases:
+        w = line.split()
+        if w[-6].endswith(".npz"):
+            raw = np.load(w[-6])
+            fmt = raw["format"].item()
+            fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
+            if fmt in ("csr", "csc"):
+                np.save(w[0] + ("_rows.npy" if fmt == "csr" else "_cols.npy"),
+                        np.diff(raw["indptr"]).astype(np.int64))
+
     with open("cases.txt", "w") as f:
         f.write("\n".join(cases) + "\n")
+
+
+def graph():
+    """A graph of 169,343 nodes with about 14 neighbours each, 2.4M stored
+    elements: as scipy saves it by default (deflated csr), and as csc and
+    coo (deflated, members in other orders); and X and A @ X.  Values are
+    multiples of 1/8, so any order of sums is exact."""
+    v, per = 169343, 14
+    g = np.random.default_rng(31)
+    rows = np.repeat(np.arange(v, dtype=np.int32), per)
+    cols = g.integers(0, v, v * per).astype(np.int32)
+    vals = (g.integers(1, 9, v * per) / 8).astype(np.float32)
+    a = sp.csr_matrix((vals, (rows, cols)), shape=(v, v))
+    a.sum_duplicates()
+    x = (g.integers(-8, 9, (v, 3)) / 8).astype(np.float32)
+    np.save("graph_x.npy", x)
+    np.save("graph_ref.npy", (a @ x).astype(np.float32))
+    sp.save_npz("graph_csr.npz", a)
+    members("graph_csc.npz", a.tocsc(), ["indices", "indptr", "format", "shape", "data"])
+    members("graph_coo.npz", a.tocoo(), ["data", "col", "format", "shape", "row"])
 
 
 def check():
@@ -271,7 +331,12 @@ def bad():
     arrays("noptr.npz", indptr=None)
     want("noptr.npz", "no member indptr.npy")
     np.savez("plain.npz", a=a)
-    want("plain.npz", "no member format.npy")
+    want("plain.npz", "a .npz of arrays (a), not a scipy.sparse matrix (no format.npy): save the matrix "
+         "with scipy.sparse.save_npz, or the dense array with numpy.save as a .npy")
+    np.savez("plain6.npz", *[a] * 6)
+    want("plain6.npz", "a .npz of arrays (arr_0, arr_1, arr_2, arr_3, ... 6 in all), not a scipy.sparse "
+         "matrix (no format.npy): save the matrix with scipy.sparse.save_npz, or the dense array with "
+         "numpy.save as a .npy")
     sp.save_npz("bsr.npz", sp.bsr_matrix(a))
     want("bsr.npz", "sparse format 'bsr' not supported (csr, csc or coo expected)")
     sp.save_npz("dia.npz", sp.dia_matrix(np.eye(M, N, dtype=np.float32)))
@@ -367,5 +432,7 @@ if __name__ == "__main__":
         sys.exit(0 if check() else 1)
     elif what == "bad":
         bad()
+    elif what == "graph":
+        graph()
     else:
-        sys.exit("usage: npz.py make|check|bad")
+        sys.exit("usage: npz.py make|check|bad|graph")

@@ -11,7 +11,9 @@
  *       nonzero, well-formed compressed rows (columns increasing, no
  *       zeros stored), and the same elements.  Then each case is written
  *       back as .npz and .npy (npz.py checks them with scipy and numpy)
- *       and its .npz or .npy read again.
+ *       and its .npz or .npy read again.  Every deflated member is read
+ *       forward (no rewind), and trt_balance's counts of a csr's or csc's
+ *       stored elements per block agree with scipy's indptr.
  *
  *   test_npz_rt bad X=in.npz O=out.npz
  *       Reads X as a 37 x 23 f32 sparse matrix and writes it to O: the
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rt.h"
 
@@ -189,6 +192,42 @@ static void check_rel(const TrtType *ts, const TrtRel *s, const TrtRel *d)
 	EXPECT(at == s->n);     /* no tuple outside d's keys, none out of order */
 }
 
+/* trt_balance's counts (rt_npz_block_counts: the stored elements per
+ * block along a csr's rows or a csc's columns, from indptr alone) against
+ * npz.py's count of each row (NAME_rows.npy) or column (NAME_cols.npy),
+ * when there is one. */
+static void check_counts(const Case *c, int x, const TrtType *t)
+{
+	char path[128], msg[512];
+	NpyHeader h;
+	int major = 0, fd = -1;
+
+	for (; major < 2 && fd < 0; major++) {
+		snprintf(path, sizeof path, "%s_%s.npy", c->name, major ? "cols" : "rows");
+		TrtTensor lt = { "lines", TRT_INPUT, TRT_I64, 1, { c->shape[major] }, path, 0 };
+		if (access(path, R_OK) == 0)
+			fd = rt_npy_open(&lt, path, &h, msg, sizeof msg);
+	}
+	if (fd < 0)
+		return;
+	major--;
+	int64_t nl = c->shape[major], f = rt_frontier(t, major);
+	int64_t *lines = malloc(sizeof *lines * (size_t)nl);
+	EXPECT(rt_pread_full(fd, lines, sizeof *lines * (size_t)nl, h.data_offset) ==
+	       (ssize_t)(sizeof *lines * (size_t)nl));
+	close(fd);
+	double *got = calloc((size_t)f, sizeof *got), *want = calloc((size_t)f, sizeof *want);
+	for (int64_t l = 0; l < nl; l++)
+		want[l / t->block[major]] += (double)lines[l];
+	int d = rt_npz_block_counts(&rt.prog->tensors[x], c->file, t, got);
+	EXPECT(d == major);
+	for (int64_t b = 0; d == major && b < f; b++)
+		EXPECT(got[b] == want[b]);
+	free(lines);
+	free(got);
+	free(want);
+}
+
 /* ---- check mode ---- */
 
 static void one_case(const Case *c, int k, int x)
@@ -207,6 +246,9 @@ static void one_case(const Case *c, int k, int x)
 			TrtRel *s = trt_read(x, &ts, place[q]);
 			TrtRel *d = trt_read(x + 1, &td, place[q]);
 			check_rel(&ts, s, d);
+			EXPECT(rt_npz_rewinds == 0);    /* each member read forward */
+			if (q == 0)
+				check_counts(c, x, &ts);
 			trt_free(s);
 			trt_free(d);
 		}
