@@ -269,7 +269,7 @@ static void calibrate_memcpy(void)
  * variable here), fsynced (so that a finished run's outputs survive a
  * crash) and renamed onto the destination, in the current directory,
  * which is fsynced too.  trt_write copies its bytes into two aligned
- * stages while a thread writes the other (runtime/npy.c, Out), so the
+ * stages while a thread writes the other (runtime/write.c, Out), so the
  * copy overlaps the disk and is not timed here: the writes go straight
  * from an aligned buffer, and the cost model takes the larger of the
  * disk's time and the copy's (with what rank 0 receives). */

@@ -216,7 +216,7 @@ double cost_partial_copies(const CostCtx *c, const RelType *t, const Place *p, i
 }
 
 /* The read system calls the busiest rank makes for its share of a dense
- * file (runtime/npy.c, rt_read_rel).  A block's runs are its pieces
+ * file (runtime/read.c, rt_read_rel).  A block's runs are its pieces
  * contiguous in the file: the dims from d0 on, where d0 is the last dim
  * the block splits (the dims after it whole); nrun of them per chunk.
  * Chunks whose dims are not in key order are read run by run; the others
@@ -290,7 +290,7 @@ Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)
 	return (Cost){.seconds = cost_read_seconds(c, t, p)};
 }
 
-/* What rank 0 holds beyond the output while it writes it (runtime/npy.c,
+/* What rank 0 holds beyond the output while it writes it (runtime/write.c,
  * write_rel and Out): its stages, a chunk of one block more than the
  * file's bytes when they fit in WRITE_STAGE, else of two WRITE_STAGEs
  * (the runtime's out_stage_bytes; a sparse output is counted as a .npy,
@@ -335,7 +335,7 @@ static double write_transient_bytes(const CostCtx *c, const RelType *t, const Pl
 }
 
 /* Rank 0 receives the other ranks' share of an output and writes it all
- * (runtime/npy.c, trt_write): the file's latency (its creation, fsyncs
+ * (runtime/write.c, trt_write): the file's latency (its creation, fsyncs
  * and rename) and bytes.  Rank 0 fills one of two stages of WRITE_STAGE
  * bytes (the runtime's OUT_STAGE) by receiving and copying while a
  * thread writes the other, so after the first stage's filling and before

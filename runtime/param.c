@@ -273,7 +273,7 @@ TrtRel *trt_init_param(int tensor, const TrtType *t, TrtPlace p, TrtInit kind, d
 		RtBlock bl;
 		rt_block_of(t, key, &bl);
 		/* a chunk in another order than the tensor's is made in the
-		 * tensor's and transposed, as npy.c reads one */
+		 * tensor's and transposed, as read.c reads one */
 		char *data = bl.identity ? rt_chunk_data(c) : rt_alloc(c->nbytes);
 		for (int64_t i = 0; i < bl.nrun; i++)
 			rt_init_values(kind, a, b, stream, (uint64_t)rt_block_run(t, &bl, i), bl.run,

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <mpi.h>
 
 #include "trac_rt.h"
@@ -147,6 +148,19 @@ extern double rt_sparse_excess; /* bytes of sparse inputs beyond the plan's esti
 
 /* ---- sparse.c ---- */
 
+/* Key's block of a sparse relation of type t, from its dense chunk (row-major
+ * over the chunk dims in chunk order): a new sparse chunk of its nonzero
+ * elements, or NULL when it has none.  rt_csr_expand is the way back. */
+Chunk *rt_csr_compress(const TrtType *t, const int64_t *key, const void *dense);
+void rt_csr_expand(const TrtType *t, const int64_t *key, const Chunk *sparse, void *dense);
+/* A relation of sparse type t from dense r (of t's shapes), which it frees:
+ * each chunk compressed, the all-zero ones dropped. */
+TrtRel *rt_sparse_of(TrtRel *r, const TrtType *t);
+/* Element idx (an index per key dim into the tensor) as a position in
+ * key's chunk (row * ncol + col of its compressed rows), and back. */
+int64_t rt_csr_cell(const TrtType *t, const int64_t *key, const int64_t *idx);
+void rt_csr_index(const TrtType *t, const int64_t *key, int64_t cell, int64_t *idx);
+int rt_elem_zero(TrtDtype dt, const void *v, int64_t e);      /* element e is 0 */
 Chunk *rt_csr_like(const Chunk *c, TrtDtype dt);        /* same positions, values unset */
 Chunk *rt_chunk_dense(const TrtType *t, const int64_t *key, const Chunk *c);  /* a dense copy */
 
@@ -225,28 +239,128 @@ int rt_npy_open(const TrtTensor *t, const char *path, NpyHeader *h,
 const char *rt_errstr(int e);
 /* "prog: input A (a.npy): why", the one line of a bad file */
 void rt_tensor_msg(char *msg, size_t len, const TrtTensor *t, const char *path, const char *why);
-/* A tensor stored in global C order at data_offset of fd: each rank reads
- * the chunks placement p gives it (NULL and errno on failure, this rank
- * alone); rank 0 writes r, receiving the chunks others hold (collective;
- * 0, or an errno on rank 0). */
-TrtRel *rt_read_rel(int fd, int64_t data_offset, const TrtType *t, TrtPlace p);
-int rt_write_rel(int fd, int64_t data_offset, const TrtRel *r);
-int rt_make_temp(const char *path, char **tmpname);
-int rt_rename_durable(const char *tmp, const char *path);   /* rename, then fsync the directory */
 size_t rt_npy_header(const TrtTensor *t, char *buf, size_t buflen);
 size_t rt_npy_header_of(const char *descr, int rank, const int64_t *shape, char *buf, size_t buflen);
 void rt_shape_str(char *buf, size_t len, int rank, const int64_t *shape);
+/* The program's tensor `tensor`, checked against relation type t. */
+const TrtTensor *rt_tensor_of(int tensor, const TrtType *t);
+/* "prog: input A: no file given (add A=path.npy)" */
+const char *rt_no_path(const TrtTensor *x, char *msg, size_t len);
+
+/* ---- read.c ---- */
+
+/* A tensor stored in global C order at data_offset of fd: each rank reads
+ * the chunks placement p gives it (NULL and errno on failure, this rank
+ * alone). */
+TrtRel *rt_read_rel(int fd, int64_t data_offset, const TrtType *t, TrtPlace p);
+/* Calls io(file, buf, bytes, offset) for each run of block b (data at
+ * data_offset of the file), buf walking through the dense sub-block in
+ * file order; 0 on the first failure.  rt_io_read is a pread of fd *file. */
+int rt_each_run(const TrtType *t, const RtBlock *b, char *buf, int64_t data_offset,
+                int (*io)(void *, char *, size_t, int64_t), void *file);
+int rt_io_read(void *file, char *buf, size_t n, int64_t off);
+/* A preadv (or, with write set, pwritev) of all the bytes of iov[0..n) at
+ * off, retrying short transfers; 0 (errno set) on failure. */
+int rt_pv_full(int fd, struct iovec *iov, int n, int64_t off, int write);
+
+/* Reads (or writes) gathered into one preadv (pwritev) while they follow
+ * each other in the file: at most RT_MAX_IOV buffers (or the system's
+ * IOV_MAX).  flush(ctx, ...), when set, moves each batch instead of a
+ * preadv (write.c's writes). */
+enum { RT_MAX_IOV = 1024 };
+typedef struct RtBatch {
+	struct iovec iov[RT_MAX_IOV];
+	int n, max;
+	int64_t off, end;       /* the file's bytes [off, end) */
+	int fd, ok;             /* ok: 0 (errno set) after a failure */
+	int (*flush)(void *ctx, struct iovec *iov, int n, int64_t off);
+	void *ctx;
+} RtBatch;
+
+void rt_batch_init(RtBatch *bt, int fd, int (*flush)(void *, struct iovec *, int, int64_t), void *ctx);
+/* len bytes of the file at off into buf (or out of it), now or with the
+ * next ones. */
+void rt_batch_add(RtBatch *bt, int64_t off, char *buf, size_t len);
+void rt_batch_flush(RtBatch *bt);
+
+/* ---- write.c ---- */
+
+/* Rank 0 writes r at data_offset of fd, receiving the chunks others hold
+ * (collective; 0, or an errno on rank 0). */
+int rt_write_rel(int fd, int64_t data_offset, const TrtRel *r);
+int rt_make_temp(const char *path, char **tmpname);
+int rt_rename_durable(const char *tmp, const char *path);   /* rename, then fsync the directory */
+
+/* ---- zip.c ---- */
+
+/* A member of a zip, as its central directory lists it. */
+typedef struct RtZipEntry {
+	char name[64];                  /* "" when longer: none we look for */
+	int flags, method;
+	uint32_t crc;
+	uint64_t csize, usize, local;   /* local: its local header's offset */
+} RtZipEntry;
+
+typedef struct RtZip {
+	int fd;
+	int64_t size;
+	int64_t n;
+	RtZipEntry *m;
+} RtZip;
+
+/* Reads the central directory of the zip in fd (size bytes): 1, or 0 and
+ * why ("not a .npz (zip) file", "truncated zip file: ...", ...). */
+int rt_zip_open(RtZip *z, int fd, int64_t size, char *why, size_t len);
+void rt_zip_close(RtZip *z);
+const RtZipEntry *rt_zip_find(const RtZip *z, const char *name);   /* or NULL */
+int rt_zip_magic(const unsigned char *head, size_t n);  /* a file starting so is a zip */
+
+/* A member holding a .npy array, opened: its header parsed, its bytes
+ * read forward (a deflated one inflated as they are needed). */
+typedef struct RtZipArr {
+	struct RtZipStream *s;          /* zip.c's */
+	char name[64];
+	int64_t size;                   /* the member's bytes, uncompressed */
+	NpyHeader h;
+	size_t es;                      /* element size, once checked */
+} RtZipArr;
+
+int rt_arr_open(const RtZip *z, const char *name, RtZipArr *a, char *why, size_t len);
+void rt_arr_close(RtZipArr *a);         /* also of one that did not open */
+/* Checks that a holds n elements of dtype dt in one dimension. */
+int rt_arr_check(RtZipArr *a, TrtDtype dt, int64_t n, char *why, size_t len);
+/* Bytes [off, off + n) of the member (0 and why on failure). */
+int rt_arr_read(RtZipArr *a, int64_t off, void *buf, size_t n, char *why, size_t len);
+/* Elements first .. first+count-1 of a checked array: an index array's as
+ * int64s, any array's as they are. */
+int rt_arr_ints(RtZipArr *a, int64_t first, int64_t count, int64_t *out, char *why, size_t len);
+int rt_arr_vals(RtZipArr *a, int64_t first, int64_t count, void *out, char *why, size_t len);
+/* Deflated members inflated again from their start (a read before the
+ * bytes read last): npz.c's readers go forward, so tests expect none. */
+extern int64_t rt_npz_rewinds;
+
+/* A zip written front to back into fd, its members stored.  err keeps the
+ * first errno; zip64 asks for zip64 records even where none is needed. */
+typedef struct RtZipOut {
+	int fd, err, zip64;
+	int64_t at;                     /* bytes so far */
+	int n;
+	struct {
+		const char *name;
+		uint32_t crc;
+		int64_t size, off;
+	} m[8];
+} RtZipOut;
+
+/* A member holding a .npy array: its header, then nbytes of data. */
+void rt_zip_put_array(RtZipOut *zo, const char *name, const char *descr, int rank,
+                      const int64_t *shape, const void *data, size_t nbytes);
+/* A member holding the int64s a[0..n) as int32s (narrow) or int64s. */
+void rt_zip_put_ints(RtZipOut *zo, const char *name, int narrow, const int64_t *a, int64_t n);
+void rt_zip_finish(RtZipOut *zo);       /* the central directory, after the last member */
 
 /* ---- npz.c ---- */
 
-/* Key's block of a sparse relation of type t, from its dense chunk (row-major
- * over the chunk dims in chunk order): a new sparse chunk of its nonzero
- * elements, or NULL when it has none.  rt_csr_expand is the way back. */
-Chunk *rt_csr_compress(const TrtType *t, const int64_t *key, const void *dense);
-void rt_csr_expand(const TrtType *t, const int64_t *key, const Chunk *sparse, void *dense);
-/* A relation of sparse type t from dense r (of t's shapes), which it frees:
- * each chunk compressed, the all-zero ones dropped. */
-TrtRel *rt_sparse_of(TrtRel *r, const TrtType *t);
 /* Stored elements per block along a csr's rows or a csc's columns (count[]
  * has the frontier's length): the dim, or -1 (coo, or unreadable). */
 int rt_npz_block_counts(const TrtTensor *x, const char *path, const TrtType *t, double *count);
@@ -260,9 +374,6 @@ TrtRel *rt_npz_read(const TrtTensor *x, const char *path, const TrtType *t, TrtP
 int rt_npz_write(int fd, const TrtRel *r);
 /* Tests set it to write zip64 records and int64 indices, as for a huge matrix. */
 extern int rt_npz_big;
-/* Deflated members inflated again from their start (a read before the
- * bytes read last): the readers go forward, so tests expect none. */
-extern int64_t rt_npz_rewinds;
 
 /* ---- checkpoint.c ---- */
 

@@ -44,6 +44,110 @@ Chunk *rt_chunk_dense(const TrtType *t, const int64_t *key, const Chunk *c)
 	return d;
 }
 
+int rt_elem_zero(TrtDtype dt, const void *v, int64_t e)
+{
+	switch (dt) {
+	case TRT_F32: return ((const float *)v)[e] == 0;
+	case TRT_F64: return ((const double *)v)[e] == 0;
+	case TRT_I32: return ((const int32_t *)v)[e] == 0;
+	case TRT_I64: return ((const int64_t *)v)[e] == 0;
+	}
+	rt_bug("bad dtype %d", (int)dt);
+}
+
+/* A dense chunk is row-major over the chunk dims in chunk order, so its
+ * element e is row e / ncol, column e % ncol of the compressed rows. */
+Chunk *rt_csr_compress(const TrtType *t, const int64_t *key, const void *dense)
+{
+	size_t es = rt_dtype_size(t->dtype);
+	int64_t nrow, ncol, nnz = 0;
+
+	rt_csr_dims(t, key, &nrow, &ncol);
+	for (int64_t e = 0; e < nrow * ncol; e++)
+		nnz += !rt_elem_zero(t->dtype, dense, e);
+	if (!nnz)
+		return NULL;
+	Chunk *c = rt_csr_new(t->dtype, nrow, ncol, nnz);
+	RtCsr s = rt_csr_of(c, t->dtype);
+	int64_t k = 0;
+	for (int64_t r = 0; r < nrow; r++) {
+		for (int64_t j = 0; j < ncol; j++) {
+			int64_t e = r * ncol + j;
+			if (rt_elem_zero(t->dtype, dense, e))
+				continue;
+			s.col[k] = j;
+			memcpy((char *)s.val + (size_t)k * es, (const char *)dense + (size_t)e * es, es);
+			k++;
+		}
+		s.rowptr[r + 1] = k;
+	}
+	return c;
+}
+
+void rt_csr_expand(const TrtType *t, const int64_t *key, const Chunk *sparse, void *dense)
+{
+	size_t es = rt_dtype_size(t->dtype);
+	RtCsr s = rt_csr_of(sparse, t->dtype);
+	int64_t nrow, ncol;
+
+	rt_csr_dims(t, key, &nrow, &ncol);
+	if (s.nrow != nrow || s.ncol != ncol)
+		rt_bug("sparse chunk of %lld x %lld where %lld x %lld belongs", (long long)s.nrow,
+		       (long long)s.ncol, (long long)nrow, (long long)ncol);
+	memset(dense, 0, (size_t)(nrow * ncol) * es);
+	for (int64_t r = 0; r < nrow; r++)
+		for (int64_t k = s.rowptr[r]; k < s.rowptr[r + 1]; k++)
+			memcpy((char *)dense + (size_t)(r * ncol + s.col[k]) * es,
+			       (const char *)s.val + (size_t)k * es, es);
+}
+
+TrtRel *rt_sparse_of(TrtRel *r, const TrtType *t)
+{
+	TrtRel *out = trt_rel_new(t, r->place);
+
+	for (int64_t i = 0; i < r->n; i++) {
+		const int64_t *key = r->keys + i * t->nkey;
+		Chunk *c = rt_csr_compress(t, key, rt_chunk_data(r->chunks[i]));
+		if (c)
+			rt_rel_push(out, key, c);
+		/* one dense chunk at a time beside the sparse ones */
+		rt_chunk_unref(r->chunks[i]);
+		r->chunks[i] = NULL;
+	}
+	trt_free(r);
+	return out;
+}
+
+/* Element idx's position (idx: an index per key dim into the tensor) in
+ * key's chunk: row-major over the chunk dims in chunk order, which is
+ * row * ncol + col of its compressed rows. */
+int64_t rt_csr_cell(const TrtType *t, const int64_t *key, const int64_t *idx)
+{
+	int64_t cell = 0;
+
+	for (int c = 0; c < t->nchunk; c++) {
+		int d = t->chunkdim[c];
+		int64_t start = key[d] * t->block[d];
+		int64_t n = t->extent[d] - start < t->block[d] ? t->extent[d] - start : t->block[d];
+		cell = cell * n + (idx[d] - start);
+	}
+	return cell;
+}
+
+/* The way back: the tensor index of position cell of key's chunk. */
+void rt_csr_index(const TrtType *t, const int64_t *key, int64_t cell, int64_t *idx)
+{
+	for (int d = 0; d < t->nkey; d++)
+		idx[d] = key[d] * t->block[d];
+	for (int c = t->nchunk - 1; c >= 0; c--) {
+		int d = t->chunkdim[c];
+		int64_t n = t->extent[d] - idx[d] < t->block[d] ? t->extent[d] - idx[d] : t->block[d];
+		idx[d] += cell % n;
+		cell /= n;
+	}
+}
+
+
 void *trt_view_dense(TrtView *v, size_t elsize)
 {
 	int64_t nrow = v->rank ? v->n[0] : 1, ncol = 1;

@@ -63,7 +63,7 @@ else
 fi
 rm -f .C.npy.*
 
-# a disk that fills up while rank 0's writer thread writes (runtime/npy.c,
+# a disk that fills up while rank 0's writer thread writes (runtime/write.c,
 # Out): one error line, the previous output intact, no temporary left.
 # It needs a file system to fill: a 40 MB ext4 image on a loop device,
 # which takes root (lib.sh's skip elsewhere).

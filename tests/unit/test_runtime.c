@@ -81,7 +81,7 @@ static const Case cases[] = {
 	  PART(0, 2), PART(1) },
 	{ TRT_F32, 3, { 5, 4, 3 }, { 5, 4, 2 }, { 2, 2, 3 }, 3, { 0, 1, 2 }, 3, { 1, 2, 0 },
 	  PART(2), PART(0, 1, 2) },
-	/* files past the direct writer's 8 MB stage (npy.c, Out), their sizes
+	/* files past the direct writer's 8 MB stage (write.c, Out), their sizes
 	 * not multiples of 4 KiB: slabs of two chunks' rows in file order
 	 * (direct to the end), slabs inside one chunk (likewise), and
 	 * transposed chunks (direct for the first run only, then through the
@@ -89,7 +89,7 @@ static const Case cases[] = {
 	{ TRT_F32, 2, { 1500, 1537 }, { 700, 600 }, { 1500, 1537 }, 2, { 0, 1 }, 2, { 0, 1 }, PART(1), ALL },
 	{ TRT_F64, 2, { 2100, 701 }, { 1000, 701 }, { 900, 300 }, 2, { 0, 1 }, 2, { 0, 1 }, PART(0), PART(0, 1) },
 	{ TRT_F32, 2, { 1200, 1901 }, { 500, 400 }, { 1200, 1901 }, 2, { 1, 0 }, 2, { 0, 1 }, PART(0, 1), ALL },
-	/* slabs (npy.c, write_slabs, of at most SLAB_MAX = 4 MiB): split
+	/* slabs (write.c, write_slabs, of at most SLAB_MAX = 4 MiB): split
 	 * along the last two dims, the first whole (conv3d's Y: runs of 240
 	 * taking turns), slabs of 8 and 4 indices of dim 0; one index of dim
 	 * 0 past SLAB_MAX, so slabs along dim 1, of at most 748 indices in
