@@ -1,5 +1,6 @@
 /*
- * cc.c: finding the runtime and running the C compiler.
+ * cc.c: finding the runtime, running the C compiler, and the temporary
+ * files that go with it.
  *
  * The runtime (trac_rt.h, libtracrt.a) is looked for, in order:
  *   1. $TRAC_RUNTIME_DIR (a folder with both files; for tests and odd installs);
@@ -9,9 +10,18 @@
  * The compiler is $CC (default mpicc, the one configure found); the flags
  * are $CFLAGS if set, else -O3 -march=native.  No shell runs in between:
  * arguments go to the compiler as they are.
+ *
+ * Temporary files: the generated C goes to $TMPDIR (or /tmp) for the
+ * compiler, and the output (-o, or the default) is written to a temporary
+ * file beside it, made before any work (cg_output_temp: a folder that
+ * cannot take it is an error before planning, not the linker's after) and
+ * renamed onto it at the end (cg_output_commit).  Every one of them is
+ * removed on any exit, by exit() (atexit) or by a signal (SIGINT, SIGTERM,
+ * SIGHUP): trac leaves none behind, even on an internal error.
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +96,99 @@ static void split_flags(const char *s, StrVec *argv)
 	}
 }
 
+/* ---- temporary files ---- */
+
+enum { MAX_TEMPS = 4 };
+static char *temps[MAX_TEMPS];
+static volatile sig_atomic_t ntemps;
+
+static void remove_temps(void)
+{
+	for (int i = 0; i < ntemps; i++)
+		if (temps[i])
+			unlink(temps[i]);
+}
+
+static void on_signal(int sig)
+{
+	remove_temps();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* path is removed on any exit until it is forgotten. */
+static void track(char *path)
+{
+	static bool armed;
+	if (!armed) {
+		static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+		atexit(remove_temps);
+		for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+			struct sigaction sa = {0}, old;
+			if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+				continue;
+			sa.sa_handler = on_signal;
+			sigemptyset(&sa.sa_mask);
+			sigaction(sigs[i], &sa, NULL);
+		}
+		armed = true;
+	}
+	for (int i = 0; i < ntemps; i++)
+		if (!temps[i]) {
+			temps[i] = path;
+			return;
+		}
+	if (ntemps == MAX_TEMPS)
+		tr_bug("more than %d temporary files", MAX_TEMPS);
+	temps[ntemps] = path;
+	ntemps++;
+}
+
+static void forget(const char *path)
+{
+	for (int i = 0; i < ntemps; i++)
+		if (temps[i] == path)
+			temps[i] = NULL;
+}
+
+char *cg_output_temp(const char *path)
+{
+	struct stat st;
+	const char *slash = strrchr(path, '/');
+	int dirlen = slash ? (int)(slash - path) + 1 : 0;
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "trac: error: cannot write '%s': %s\n", path, strerror(EISDIR));
+		return NULL;
+	}
+	char *tmp = xprintf("%.*s.%s.XXXXXX", dirlen, path, path + dirlen);
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		fprintf(stderr, "trac: error: cannot write '%s': %s\n", path, strerror(errno));
+		free(tmp);
+		return NULL;
+	}
+	mode_t mask = umask(0);         /* mkstemp makes 0600: the mode open(2) gives */
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
+	close(fd);
+	track(tmp);
+	return tmp;
+}
+
+bool cg_output_commit(char *tmp, const char *path)
+{
+	if (rename(tmp, path) < 0) {
+		fprintf(stderr, "trac: error: cannot write '%s': %s\n", path, strerror(errno));
+		return false;
+	}
+	forget(tmp);
+	free(tmp);
+	return true;
+}
+
+/* ---- the C compiler ---- */
+
 bool cg_compile(const char *csource, const char *out, bool verbose)
 {
 	const char *incdir, *lib;
@@ -95,12 +198,15 @@ bool cg_compile(const char *csource, const char *out, bool verbose)
 		return false;
 	}
 
-	char cpath[] = "/tmp/trac-XXXXXX.c";
+	const char *tmpdir = getenv("TMPDIR");
+	char *cpath = xprintf("%s/trac-XXXXXX.c", tmpdir && *tmpdir ? tmpdir : "/tmp");
 	int fd = mkstemps(cpath, 2);
 	if (fd < 0) {
-		fprintf(stderr, "trac: error: cannot create a temporary file in /tmp: %s\n", strerror(errno));
+		fprintf(stderr, "trac: error: cannot create a temporary file %s: %s\n", cpath, strerror(errno));
+		free(cpath);
 		return false;
 	}
+	track(cpath);
 	size_t len = strlen(csource);
 	for (size_t off = 0; off < len;) {
 		ssize_t w = write(fd, csource + off, len - off);
@@ -108,6 +214,8 @@ bool cg_compile(const char *csource, const char *out, bool verbose)
 			fprintf(stderr, "trac: error: cannot write %s: %s\n", cpath, strerror(errno));
 			close(fd);
 			unlink(cpath);
+			forget(cpath);
+			free(cpath);
 			return false;
 		}
 		off += w;
@@ -144,16 +252,20 @@ bool cg_compile(const char *csource, const char *out, bool verbose)
 	} else if (waitpid(pid, &status, 0) < 0) {
 		fprintf(stderr, "trac: error: waiting for the C compiler: %s\n", strerror(errno));
 	} else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "trac: internal error: the C compiler failed on the generated code (%s kept);\n"
-		        "trac: this is a bug in trac; please report it with the program that shows it.\n", cpath);
+		/* the output's folder was tried before any work: the C is at fault */
+		fprintf(stderr, "trac: internal error: the C compiler failed on the generated code;\n"
+		        "trac: this is a bug in trac; please report it with the program that shows it\n"
+		        "trac: (trac -S writes the C).\n");
 		for (int i = 0; argv.v[i]; i++)
 			free(argv.v[i]);
 		vec_free(&argv);
-		exit(4);
+		exit(4);                /* removes the temporary files */
 	} else {
 		ok = true;
 	}
 	unlink(cpath);
+	forget(cpath);
+	free(cpath);
 	for (int i = 0; argv.v[i]; i++)
 		free(argv.v[i]);
 	vec_free(&argv);

@@ -34,6 +34,14 @@ void cg_emit(Buf *out, const IaPlan *const *plans, int nplans, const CgOptions *
  * printing why) if the compiler could not be run or failed. */
 bool cg_compile(const char *csource, const char *out, bool verbose);
 
+/* The temporary file beside path that an output (-o) is written to, made
+ * now, so that a folder that cannot take it is an error before any work;
+ * NULL after printing why (path is a folder, or the folder cannot take a
+ * file).  It is removed on any exit or signal until cg_output_commit
+ * renames it onto path (false after printing why). */
+char *cg_output_temp(const char *path);
+bool cg_output_commit(char *tmp, const char *path);
+
 /* Where the runtime is: its header's folder and its library file. */
 bool cg_runtime(const char **incdir, const char **lib);
 

@@ -9,7 +9,11 @@
  * its passes it calls back here: after lowering, -M prints a make rule
  * naming every file read and stops, -MD writes that rule to a file and
  * goes on (as gcc does); before contraction order, --block, --place and
- * --strategy become pins; -v prints each phase's wall-clock time.  Exit status: 0 success, 1 an error in the program, 2 a usage
+ * --strategy become pins; -v prints each phase's wall-clock time.  The
+ * output (-o) is tried before any work: its folder takes a temporary file
+ * (cg_output_temp), which the output is written to and renamed from at the
+ * end; no temporary file outlives trac.  Exit status: 0 success, 1 an
+ * error in the program or an output that cannot be written, 2 a usage
  * error, 4 an internal error (tr_bug).
  */
 #include <errno.h>
@@ -236,6 +240,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, " %s\n", fe_stdlib_dir());
 	}
 
+	/* -o's file (or the default): its folder takes a temporary file now,
+	 * before any work; the output goes there and is renamed at the end */
+	char *out = NULL, *tmp = NULL;
+	if (!cmd.explain && !cmd.pipe.syntax_only && !cmd.deps.print) {
+		out = cmd.output ? xstrdup(cmd.output) : strip_ext(cmd.input, cmd.emit_c ? ".c" : "");
+		if (!cmd.emit_c && !strcmp(out, cmd.input))
+			cmdline_usage_error("the executable would overwrite the source '%s'; name it with -o", cmd.input);
+		if (!(tmp = cg_output_temp(out)))
+			return 1;
+	}
+
 	const char *err;
 	int file = fe_load(cmd.input, &err);
 	if (file < 0) {
@@ -265,13 +280,14 @@ int main(int argc, char **argv)
 	cg_emit(&c, plans, nplans, &cg);
 	phase_end(&d.clock, "emit C");
 	if (cmd.emit_c) {
-		char *out = cmd.output ? xstrdup(cmd.output) : strip_ext(cmd.input, ".c");
-		return write_file(out, c.s) ? 0 : 1;
+		FILE *f = fopen(tmp, "w");
+		if (!f || fputs(c.s, f) < 0 || fclose(f) != 0) {
+			fprintf(stderr, "trac: error: cannot write '%s': %s\n", out, strerror(errno));
+			return 1;
+		}
+		return cg_output_commit(tmp, out) ? 0 : 1;
 	}
-	char *out = cmd.output ? xstrdup(cmd.output) : strip_ext(cmd.input, "");
-	if (!strcmp(out, cmd.input))
-		cmdline_usage_error("the executable would overwrite the source '%s'; name it with -o", cmd.input);
-	bool ok = cg_compile(c.s, out, cmd.verbose);
+	bool ok = cg_compile(c.s, tmp, cmd.verbose) && cg_output_commit(tmp, out);
 	phase_end(&d.clock, "C compiler");
 	return ok ? 0 : 1;
 }
