@@ -109,8 +109,8 @@ def main():
     env.pop("OPENBLAS_CORETYPE", None)
     cmds = {
         "trac": [mpirun, "-np", str(ranks), exe] + ["%s=%s" % (t, os.path.join(d, t + ".npy")) for t in "XYM"] +
-                ["A=" + os.path.join(d, "A.npz"), "W1=" + os.path.join(d, "W1.npy"),
-                 "W2=" + os.path.join(d, "W2.npy")],
+                ["A=" + os.path.join(d, "A.npz"), "W1.out=" + os.path.join(d, "W1.npy"),
+                 "W2.out=" + os.path.join(d, "W2.npy")],
         "torch": [sys.executable, os.path.abspath(__file__), "torch", d, str(epochs)],
     }
     if "--no-torch" in sys.argv:

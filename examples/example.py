@@ -28,15 +28,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def tensors(name, dir):
     """{tensor: (role, dtype, shape)} from DIR/NAME.tensors: the inputs and
-    outputs (a param that is also an output is listed twice there)."""
+    the outputs (a param that is also an output is an output here)."""
     out = {}
     with open(os.path.join(dir, name + ".tensors")) as f:
         for line in f:
-            m = re.match(r"\s+(\w+)\s+(input|output)\s+(f32|f64|i32|i64)\s+\(([^)]*)\)", line)
-            if m:
+            m = re.match(r"\s+(\w+)\s+([a-z,]+)\s+(f32|f64|i32|i64)\s+\(([^)]*)\)", line)
+            roles = m.group(2).split(",") if m else []
+            if "input" in roles or "output" in roles:
                 shape = tuple(int(d) for d in m.group(4).split(",") if d.strip())
-                out[m.group(1)] = (m.group(2), {"f32": np.float32, "f64": np.float64, "i32": np.int32,
-                                                "i64": np.int64}[m.group(3)], shape)
+                out[m.group(1)] = ("input" if "input" in roles else "output",
+                                   {"f32": np.float32, "f64": np.float64, "i32": np.int32,
+                                    "i64": np.int64}[m.group(3)], shape)
     return out
 
 

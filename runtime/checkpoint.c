@@ -251,8 +251,19 @@ void rt_ckpt_init(void)
 		err = msg;
 	} else if (ck.resume && open_resume(msg, sizeof msg) < 0) {
 		err = msg;
+	} else if (ck.path && rt.rank == 0) {     /* its folder takes the temporary file */
+		int e = rt_probe_write(ck.path);
+		if (e) {
+			snprintf(msg, sizeof msg, "%s: --checkpoint %s: %s", rt_progname(), ck.path, strerror(e));
+			err = msg;
+		}
 	}
 	rt_agree(err);
+}
+
+const char *rt_ckpt_resume(void)
+{
+	return ck.resume;
 }
 
 /* The entry of tensor x in the checkpoint, after checking it is x. */
@@ -382,7 +393,7 @@ void trt_checkpoint(int loop, int64_t iter, int64_t count, const TrtParams *para
 			err = msg;
 			if (fd >= 0) {
 				close(fd);
-				unlink(tmp);
+				rt_remove_temp(tmp);
 			}
 		}
 	}
@@ -413,7 +424,7 @@ void trt_checkpoint(int loop, int64_t iter, int64_t count, const TrtParams *para
 			err = msg;
 		}
 		if (err)
-			unlink(tmp);
+			rt_remove_temp(tmp);
 		free(tmp);
 	}
 	free(tab);

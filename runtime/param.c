@@ -1,6 +1,7 @@
 /*
  * param.c: params' initial values, ranges (an index's positions), relation
- * copies, print and loop progress.
+ * copies.  A param named on the command line (W=PATH) is read from that
+ * file instead of made by its initialiser.
  *
  * Random initial values are a pure function of (seed, tensor name, element
  * index in the whole tensor): a counter-based generator (the splitmix64
@@ -255,6 +256,8 @@ TrtRel *trt_init_param(int tensor, const TrtType *t, TrtPlace p, TrtInit kind, d
 	if (tensor < 0 || tensor >= prog->ntensors)
 		rt_bug("init of tensor %d of %d", tensor, prog->ntensors);
 	const TrtTensor *x = &prog->tensors[tensor];
+	if (rt_path_given(tensor))              /* W=PATH: its initial value is that file */
+		return trt_read(tensor, t, p);
 	if (t->nkey != x->rank || t->nchunk != x->rank)
 		rt_bug("init of %s with %d key dims", x->name, t->nkey);
 	if (t->dtype != TRT_F32 && t->dtype != TRT_F64)
@@ -312,91 +315,4 @@ TrtRel *trt_rel_clone(const TrtRel *r)
 	for (int64_t i = 0; i < r->n; i++)
 		rt_rel_push(c, r->keys + i * r->type.nkey, rt_chunk_ref(r->chunks[i]));
 	return c;
-}
-
-/* ---- print and loops ---- */
-
-#define MAX_LOOPS 16
-
-static struct {
-	int depth;
-	int64_t count[MAX_LOOPS], iter[MAX_LOOPS];
-	double start;
-} loops;
-
-void trt_loop_begin(int64_t count)
-{
-	if (loops.depth == 0)
-		loops.start = MPI_Wtime();
-	if (loops.depth < MAX_LOOPS) {
-		loops.count[loops.depth] = count;
-		loops.iter[loops.depth] = 0;
-	}
-	loops.depth++;
-	if (rt.trace)
-		rt_trace_loop_begin(count);
-}
-
-void trt_loop_iter(int64_t i)
-{
-	if (loops.depth > 0 && loops.depth <= MAX_LOOPS)
-		loops.iter[loops.depth - 1] = i;
-	if (rt.trace)
-		rt_trace_loop_iter(i);
-}
-
-void trt_loop_end(void)
-{
-	if (loops.depth > 0)
-		loops.depth--;
-	if (rt.trace)
-		rt_trace_loop_end();
-}
-
-void trt_print(const TrtRel *r, const char *name)
-{
-	const TrtType *t = &r->type;
-	double sq = 0, first = 0;
-	int have = 0;
-
-	/* each element counted once: under TRT_ALL only rank 0's copy */
-	if (r->place.kind != TRT_ALL || rt.rank == 0)
-		for (int64_t i = 0; i < r->n; i++) {
-			TrtView v = rt_view(t, r->keys + i * t->nkey, r->chunks[i]);
-			int64_t count = 1;
-			for (int c = 0; c < v.rank; c++)
-				count *= v.n[c];
-			if (v.rowptr)
-				count = v.nnz;          /* the others are zero */
-			for (int64_t e = 0; e < count; e++) {
-				double x = rt_elem(t->dtype, v.p, e);
-				if (!have) {
-					first = x;
-					have = 1;
-				}
-				sq += x * x;
-			}
-		}
-	/* a scalar lives on one rank: the sum of the (one) value over ranks */
-	double mine[2] = {have ? first : 0, sq}, all[2];
-	int64_t t0 = rt_span_begin();
-	MPI_Reduce(mine, all, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-	if (t0)
-		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "print");
-	if (rt.rank != 0 || rt.quiet)
-		return;
-	if (loops.depth > 0) {
-		for (int l = 0; l < loops.depth && l < MAX_LOOPS; l++)
-			printf("%siter %lld/%lld", l ? ", " : "", (long long)loops.iter[l] + 1, (long long)loops.count[l]);
-		printf(" (%.2f s): ", MPI_Wtime() - loops.start);
-	}
-	if (t->nkey == 0) {
-		printf("%s = %.9g\n", name, all[0]);
-	} else {
-		printf("%s: %s (", name, rt_dtype_name(t->dtype));
-		for (int d = 0; d < t->nkey; d++)
-			printf("%s%lld", d ? ", " : "", (long long)t->extent[d]);
-		printf("%s), norm %.9g\n", t->nkey == 1 ? "," : "", sqrt(all[1]));
-	}
-	fflush(stdout);
 }

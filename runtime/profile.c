@@ -147,6 +147,7 @@ void trt_op_end(int op)
 		rt_trace_op_end(op);
 	if (rt.profile)
 		profile_end(op);
+	rt_progress_tick();
 }
 
 /* Ops that move data between files and memory rather than compute. */

@@ -53,7 +53,8 @@ typedef struct RtState {
 	uint64_t seed;
 	int profile;
 	int trace;                      /* --trace: spans are recorded (trace.c) */
-	int quiet;                      /* --quiet: no print output */
+	int quiet;                      /* --quiet: no print output, no progress line */
+	const char *log_path;           /* --log FILE, or NULL */
 	double sent;                    /* bytes this rank sent to other ranks so far */
 	double recvd;                   /* bytes this rank received from other ranks */
 	double sent_keys;               /* the part of sent that was tuples' keys */
@@ -69,12 +70,37 @@ extern RtState rt;
 /* ---- init.c ---- */
 
 const char *rt_progname(void);
-const char *rt_role_name(TrtRole role);
+int rt_launched(void);                  /* started by mpirun (or another launcher) */
+/* Collective: ends the job with status: 0 after MPI_Finalize; else the
+ * error's line is printed (every rank knows of it) and nothing more is. */
 void rt_exit(int status) __attribute__((noreturn));
 void rt_agree(const char *msg);
 void rt_bug(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void *rt_alloc(size_t nbytes);
 void *rt_realloc(void *p, size_t nbytes);
+
+/* ---- cmdline.c ---- */
+
+const char *rt_role_name(TrtRole role);
+/* --help (prints and exits), NAME=PATH, NAME.out=PATH and the options,
+ * into rt.paths and rt; a bad argument ends the job.  rt.prog is set. */
+void rt_cmdline(int argc, char **argv, const TrtProgram *progs, int nprogs);
+void rt_plans_str(char *s, size_t len, const TrtProgram *progs, int n);        /* "1-8,16" */
+int rt_path_given(int tensor);          /* the command line named tensor entry's file */
+/* Collective, before the first op: every output and the --log file can be
+ * written (a temporary file beside each), none is a file the run reads,
+ * no two are one file; else the one line and status 1. */
+void rt_check_files(void);
+/* Whether path's folder takes a temporary file beside it (and path is no
+ * folder): 0, or the errno. */
+int rt_probe_write(const char *path);
+
+/* ---- progress.c ---- */
+
+void rt_progress_init(void);            /* collective: the terminal, --log's file */
+void rt_progress_end(void);
+void rt_progress_clear(void);           /* before anything else is printed on stderr */
+void rt_progress_tick(void);            /* at an op's end: redraw the line if it is due */
 
 /* ---- rel.c ---- */
 
@@ -288,8 +314,13 @@ void rt_batch_flush(RtBatch *bt);
 /* Rank 0 writes r at data_offset of fd, receiving the chunks others hold
  * (collective; 0, or an errno on rank 0). */
 int rt_write_rel(int fd, int64_t data_offset, const TrtRel *r);
+/* The temporary file beside path (.NAME.XXXXXX, open(2)'s mode), known
+ * until it is renamed (rt_rename_durable) or removed (rt_remove_temp);
+ * rt_remove_temps removes the ones still known (a signal's handler). */
 int rt_make_temp(const char *path, char **tmpname);
 int rt_rename_durable(const char *tmp, const char *path);   /* rename, then fsync the directory */
+void rt_remove_temp(const char *tmp);
+void rt_remove_temps(void);
 
 /* ---- zip.c ---- */
 
@@ -381,7 +412,8 @@ extern int rt_npz_big;
  * taken, 1 and the error line in msg if malformed, 0 if not one. */
 int rt_ckpt_arg(int argc, char **argv, int *a, char *msg, size_t len);
 void rt_ckpt_help(void);
-void rt_ckpt_init(void);                /* collective: checks --resume's file */
+void rt_ckpt_init(void);                /* collective: checks --resume's file, --checkpoint's folder */
+const char *rt_ckpt_resume(void);       /* --resume's file, or NULL */
 
 /* ---- guard.c ---- */
 

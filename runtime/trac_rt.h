@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #define TRT_MAXDIM 8            /* most key dims and chunk dims of a relation */
-#define TRT_ABI 8               /* bumped when this interface changes */
+#define TRT_ABI 9               /* bumped when this interface changes */
 
 typedef enum { TRT_F32, TRT_F64, TRT_I32, TRT_I64 } TrtDtype;
 
@@ -150,10 +150,13 @@ typedef struct TrtProgram {
 	double pred_peak_bytes;         /* the plan's peak bytes per rank, 0 unknown */
 	int pred_peak_op;               /* the op at that peak, -1 unknown */
 	int nloops;                     /* outermost repeat blocks (checkpoints) */
+	int depth;                      /* repeat blocks nested the deepest (--log's columns) */
 } TrtProgram;
 
-/* Initialise MPI and BLIS, parse NAME=path, --seed, --profile, --help.
- * Exits (status 0 for --help, 1 for errors) when the command line is bad.
+/* Initialise MPI and BLIS, parse the command line (NAME=path, NAME.out=path,
+ * --seed, --profile, --help, ...), check that every output can be written
+ * and is no file the run reads.  Exits (status 0 for --help, 1 for errors)
+ * when the command line or a file named there is bad.
  * progs[0..nprogs) are the program under its plans, one per rank count
  * (planned_ranks, increasing); all have the same tensors.  Returns the
  * index of the plan this run uses: the one for its rank count, else the
@@ -201,7 +204,8 @@ typedef enum { TRT_INIT_ZEROS, TRT_INIT_ONES, TRT_INIT_UNIFORM, TRT_INIT_NORMAL 
 /* A param's initial value: each rank makes the chunks placement p gives it.
  * Uniform(a, b) and normal(mean a, std b) values depend only on the seed,
  * the tensor's name and the element's index in the whole tensor, never on
- * the blocking or the number of ranks. */
+ * the blocking or the number of ranks.  A param named on the command line
+ * (NAME=path) is read from that file instead, as trt_read does. */
 TrtRel *trt_init_param(int tensor, const TrtType *t, TrtPlace p, TrtInit kind, double a, double b);
 
 /* The positions of an index, for an index used as a value: a relation of
@@ -235,10 +239,12 @@ TrtRel *trt_rel_clone(const TrtRel *r);
 
 /* Rank 0 prints "name = value" for a scalar, or the tensor's shape and
  * Frobenius norm; inside a loop, prefixed by the iteration and the elapsed
- * time.  --quiet silences it.  Every rank calls it. */
+ * time.  --quiet silences it; --log FILE writes it as a CSV row.  Every
+ * rank calls it. */
 void trt_print(const TrtRel *r, const char *name);
 
-/* Bracket a repeat block and its iterations (for print's prefix). */
+/* Bracket a repeat block and its iterations (print's prefix, --log's
+ * columns, the progress line on a terminal). */
 void trt_loop_begin(int64_t count);
 void trt_loop_iter(int64_t i);
 void trt_loop_end(void);

@@ -258,22 +258,10 @@ void rt_trace_init(void)
 		tr.max = v;
 	}
 	/* the file's folder takes a temporary file: try it now, not after the run */
-	if (!err && rt.rank == 0) {
-		struct stat st;
-		char *tmp = NULL;
-		int fd = -1;
-		if (stat(tr.path, &st) == 0 && S_ISDIR(st.st_mode))
-			errno = EISDIR;
-		else
-			fd = rt_make_temp(tr.path, &tmp);
-		if (fd < 0) {
-			snprintf(msg, sizeof msg, "%s: --trace %s: %s", rt_progname(), tr.path, strerror(errno));
-			err = msg;
-		} else {
-			close(fd);
-			unlink(tmp);
-		}
-		free(tmp);
+	int e = !err && rt.rank == 0 ? rt_probe_write(tr.path) : 0;
+	if (e) {
+		snprintf(msg, sizeof msg, "%s: --trace %s: %s", rt_progname(), tr.path, strerror(e));
+		err = msg;
 	}
 	rt_agree(err);
 	MPI_Barrier(MPI_COMM_WORLD);
@@ -678,7 +666,7 @@ void rt_trace_write(void)
 		t.err = t.f ? 0 : errno;
 		if (fd >= 0 && !t.f) {
 			close(fd);
-			unlink(tmp);
+			rt_remove_temp(tmp);
 		}
 		t.flush = write_piece;
 		put(&t, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"program\":");
@@ -703,7 +691,7 @@ void rt_trace_write(void)
 			if (!e && rt_rename_durable(tmp, tr.path) < 0)
 				e = errno;
 			if (e)
-				unlink(tmp);
+				rt_remove_temp(tmp);
 		}
 		if (e) {
 			snprintf(msg, sizeof msg, "%s: --trace %s: %s", rt_progname(), tr.path, strerror(e));

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -313,6 +314,35 @@ static void check_complete(const TrtRel *r, const TrtTensor *x)
 		       (long long)r->n, (long long)owned);
 }
 
+/* The temporary files this rank has made and not yet renamed or removed,
+ * for rt_remove_temps to remove when a signal ends the run (mpirun's
+ * SIGTERM when another rank fails, ^C, the file-size limit). */
+enum { MAX_TEMPS = 4 };
+static char temps[MAX_TEMPS][4096];
+static volatile sig_atomic_t temp_live[MAX_TEMPS];
+
+static void temp_forget(const char *name)
+{
+	for (int i = 0; i < MAX_TEMPS; i++)
+		if (temp_live[i] && !strcmp(temps[i], name))
+			temp_live[i] = 0;
+}
+
+void rt_remove_temps(void)
+{
+	for (int i = 0; i < MAX_TEMPS; i++)
+		if (temp_live[i]) {
+			unlink(temps[i]);
+			temp_live[i] = 0;
+		}
+}
+
+void rt_remove_temp(const char *tmp)
+{
+	unlink(tmp);
+	temp_forget(tmp);
+}
+
 /* The temporary file beside path: <dir>/.<base>.XXXXXX. */
 int rt_make_temp(const char *path, char **tmpname)
 {
@@ -328,6 +358,12 @@ int rt_make_temp(const char *path, char **tmpname)
 		mode_t mask = umask(0);
 		umask(mask);
 		fchmod(fd, 0666 & ~mask);
+		for (int i = 0; i < MAX_TEMPS; i++)
+			if (!temp_live[i] && strlen(name) < sizeof temps[i]) {
+				strcpy(temps[i], name);
+				temp_live[i] = 1;
+				break;
+			}
 	}
 	*tmpname = name;
 	return fd;
@@ -342,6 +378,7 @@ int rt_rename_durable(const char *tmp, const char *path)
 {
 	if (rename(tmp, path) < 0)
 		return -1;
+	temp_forget(tmp);
 	const char *slash = strrchr(path, '/');
 	size_t len = slash ? (slash == path ? 1 : (size_t)(slash - path)) : 1;
 	char *dir = rt_alloc(len + 1);
@@ -443,7 +480,7 @@ void trt_write(int tensor, const TrtRel *r)
 		rt_trace_span(RT_SPAN_WRITE, t0, -1, data, tensor, NULL);
 	}
 	if (err)
-		unlink(tmpname);
+		rt_remove_temp(tmpname);
 	free(tmpname);
 	rt_agree(err);
 }

@@ -56,11 +56,20 @@ named twice|1|A=a.npy A=a.npy B=b.npy C=c.npy|mm: tensor A given twice ('"'"'A=a
 unknown name|1|A=a.npy B=b.npy Z=z.npy C=c.npy|mm: unknown tensor '"'"'Z'"'"' in '"'"'Z=z.npy'"'"' (tensors: C A B)
 no input|1|B=b.npy C=c.npy|mm: input A: no file given (add A=path.npy; see --help)
 empty path|1|A= B=b.npy C=c.npy|mm: empty path in '"'"'A='"'"'
-stray argument|1|A=a.npy B=b.npy C=c.npy extra|mm: unexpected argument '"'"'extra'"'"' (expected NAME=path.npy, --seed N, --profile, --trace FILE, --placement hash|balanced, --no-overlap, --quiet, --checkpoint FILE, --checkpoint-every N, --resume FILE or --help)
+stray argument|1|A=a.npy B=b.npy C=c.npy extra|mm: unexpected argument '"'"'extra'"'"' (expected NAME=path.npy, NAME.out=path.npy, --seed N, --quiet, --log FILE, --profile, --trace FILE, --placement hash|balanced, --no-overlap, --checkpoint FILE, --checkpoint-every N, --resume FILE or --help)
 bad seed|1|A=a.npy B=b.npy C=c.npy --seed x|mm: --seed needs an unsigned integer, found '"'"'x'"'"'
 output folder|1|A=a.npy B=b.npy C=nodir/c.npy|mm: output C (nodir/c.npy): No such file or directory
 trace folder|1|A=a.npy B=b.npy C=c.npy --trace=nodir/t.json|mm: --trace nodir/t.json: No such file or directory
-output is a folder|1|A=a.npy B=b.npy C=adir|mm: output C (adir): is a directory'
+output is a folder|1|A=a.npy B=b.npy C=adir|mm: output C (adir): is a directory
+output named .out|0|A=a.npy B=b.npy C.out=c.npy|
+output over an input|1|A=a.npy B=b.npy C=a.npy|mm: output C (a.npy): the file input A is read from; write it elsewhere (C.out=PATH)
+output over an input, another name|1|A=a.npy B=b.npy C.out=./a.npy|mm: output C (./a.npy): the file input A is read from; write it elsewhere (C.out=PATH)
+an input is no output|1|A=a.npy A.out=x.npy B=b.npy C=c.npy|mm: input A is not an output: '"'"'A.out=x.npy'"'"' names no file to write (outputs: C)
+output named twice|1|A=a.npy B=b.npy C=c.npy C.out=d.npy|mm: tensor C given twice ('"'"'C=c.npy'"'"' and '"'"'C.out=d.npy'"'"')
+log folder|1|A=a.npy B=b.npy C=c.npy --log nodir/l.csv|mm: --log nodir/l.csv: No such file or directory
+log over an input|1|A=a.npy B=b.npy C=c.npy --log b.npy|mm: --log b.npy: the file input B is read from; write it elsewhere (--log PATH)
+log over the output|1|A=a.npy B=b.npy C=c.npy --log c.npy|mm: --log and output C both write c.npy; write one elsewhere (C.out=PATH)
+log without a file|1|A=a.npy B=b.npy C=c.npy --log|mm: --log needs a file'
 
 # Runs program $1 on each row of $2.
 check_rows() {

@@ -286,7 +286,7 @@ def run(c, tmp):
             # every input but the files the source names (params' initial values)
             args = [MPIRUN, "-np", str(n), exe] + ["%s=%s.npy" % (k, k) for k in c["inputs"]
                                                    if '"%s.npy"' % k not in c["src"]]
-            args += ["%s=%s" % (k, f) for k, f in outs.items()]
+            args += ["%s.out=%s" % (k, f) for k, f in outs.items()]
             p = subprocess.run(args, cwd=d, capture_output=True, text=True, env=env)
             if p.returncode != 0:
                 errors.append("%s, %d ranks: exit %d\n%s" % (vname, n, p.returncode, p.stderr))

@@ -80,6 +80,7 @@ while IFS='|' read -r x o want_status want; do
 		printf 'previous\n' >o.npz
 		timeout 60 "$MPIRUN" -q -np $np "$RT" bad "X=$x" "O=$o" </dev/null >out 2>err
 		status=$?
+		mpi_noise err
 		got=$(cat err)
 		if [ $status != "$want_status" ]; then
 			echo "FAIL: X=$x O=$o on $np ranks: exit status $status, expected $want_status"; cat err; echo x >>failed

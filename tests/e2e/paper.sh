@@ -185,7 +185,7 @@ for w in speech xml; do
 		build ffnn ffnn_$w.tra $sz $flags || continue
 		for np in 1 2 3 4; do
 			rm -f W1.npy W2.npy
-			if ! run $np ./ffnn X=x_$w.npy Y=y_$w.npy W1=W1.npy W2=W2.npy; then
+			if ! run $np ./ffnn X=x_$w.npy Y=y_$w.npy W1.out=W1.npy W2.out=W2.npy; then
 				fail "ffnn $w $plan on $np ranks: the program failed"
 				continue
 			fi

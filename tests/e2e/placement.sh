@@ -15,7 +15,7 @@ for np in 2 3 4; do
 	for how in balanced hash; do
 		out=out-$np-$how
 		mkdir -p $out
-		if ! run "$np" ./prog$np A=A.npz X=X.npy Y=$out/Y.npy Z=$out/Z.npy P=$out/P.npy \
+		if ! run "$np" ./prog$np A=A.npz X=X.npy Y=$out/Y.npy Z=$out/Z.npy P.out=$out/P.npy \
 		    --placement=$how --profile --quiet > $out.prof 2>&1; then
 			fail "$np ranks, --placement=$how: status $?"
 			tail -5 $out.prof
@@ -31,7 +31,7 @@ done
 # one rank: nothing to place, no placement line
 "$TRAC" -P 1 "$TOP/tests/e2e/placement.tra" -o prog1 || fail "trac -P 1"
 mkdir -p out-1
-run 1 ./prog1 A=A.npz X=X.npy Y=out-1/Y.npy Z=out-1/Z.npy P=out-1/P.npy --profile --quiet > out-1.prof 2>&1 ||
+run 1 ./prog1 A=A.npz X=X.npy Y=out-1/Y.npy Z=out-1/Z.npy P.out=out-1/P.npy --profile --quiet > out-1.prof 2>&1 ||
 	fail "1 rank: status $?"
 grep -q '^placement:' out-1.prof && fail "1 rank: a placement line"
 # a bad value is one line and status 1

@@ -159,7 +159,7 @@ np.save("x.npy", r.standard_normal((50, 7)).astype(np.float32))
 np.save("y.npy", r.standard_normal(50).astype(np.float32))' || exit 1
 args="X=x.npy Y=y.npy"
 ranks_up() { [ "$(pgrep -P $job -x rbdeath | wc -l)" -ge 3 ]; }
-"$MPIRUN" -np 3 ./rbdeath $args W=kw.npy v=kv.npy c=kc.npy >out 2>err &
+"$MPIRUN" -np 3 ./rbdeath $args W.out=kw.npy v.out=kv.npy c.out=kc.npy >out 2>err &
 job=$!
 if ! wait_for 60 ranks_up; then
 	fail "rank death: the ranks never started"
@@ -185,10 +185,10 @@ else
 fi
 
 # ---- 4. training killed, then resumed from its checkpoint ----
-"$MPIRUN" -np 2 ./rbtrain $args W=fw.npy v=fv.npy c=fc.npy >out 2>err || { fail "uninterrupted run"; cat err; }
+"$MPIRUN" -np 2 ./rbtrain $args W.out=fw.npy v.out=fv.npy c.out=fc.npy >out 2>err || { fail "uninterrupted run"; cat err; }
 has_ck() { [ -e ck ]; }
 rm -f ck
-"$MPIRUN" -np 2 ./rbtrain $args W=iw.npy v=iv.npy c=ic.npy --checkpoint ck --checkpoint-every 100 >out 2>err &
+"$MPIRUN" -np 2 ./rbtrain $args W.out=iw.npy v.out=iv.npy c.out=ic.npy --checkpoint ck --checkpoint-every 100 >out 2>err &
 job=$!
 if ! wait_for 120 has_ck; then
 	fail "checkpoint: none written"
@@ -198,7 +198,7 @@ wait $job
 if [ -e iw.npy ]; then
 	fail "checkpoint: the run finished before it was killed; make it longer"
 fi
-"$MPIRUN" -np 2 ./rbtrain $args W=rw.npy v=rv.npy c=rc.npy --resume ck --checkpoint ck >out 2>err
+"$MPIRUN" -np 2 ./rbtrain $args W.out=rw.npy v.out=rv.npy c.out=rc.npy --resume ck --checkpoint ck >out 2>err
 status=$?
 if [ $status != 0 ]; then
 	fail "resume: exit status $status"; cat err
@@ -210,7 +210,7 @@ else
 	pass "killed at iteration $(sed -n 's/^resumed from ck after iteration \([0-9]*\).*/\1/p' out), resumed: bit for bit the uninterrupted run's params"
 fi
 # on another rank count: the same training, up to rounding
-"$MPIRUN" -np 1 ./rbtrain $args W=r3w.npy v=r3v.npy c=r3c.npy --resume ck >out 2>err || { fail "resume on 1 rank"; cat err; }
+"$MPIRUN" -np 1 ./rbtrain $args W.out=r3w.npy v.out=r3v.npy c.out=r3c.npy --resume ck >out 2>err || { fail "resume on 1 rank"; cat err; }
 "$PYTHON" -c '
 import numpy as np, sys
 for n in "wvc":

@@ -135,9 +135,9 @@ import numpy as np
 r = np.random.default_rng(1)
 np.save('X.npy', r.uniform(-1, 1, (37, 7)).astype('f4')); np.save('Y.npy', r.uniform(-1, 1, 37).astype('f4'))"
 if "$TRAC" -P 2,4 ck.tra -o ck && "$TRAC" -P 2,4 ck0.tra -o ck0 &&
-	run 2 ./ck X=X.npy Y=Y.npy W=W.whole.npy v=v.whole.npy --quiet &&
-	run 2 ./ck0 X=X.npy Y=Y.npy W=W.half.npy v=v.half.npy --quiet --checkpoint ck.bin &&
-	run 4 ./ck X=X.npy Y=Y.npy W=W.res.npy v=v.res.npy --resume ck.bin >res.log 2>&1 &&
+	run 2 ./ck X=X.npy Y=Y.npy W.out=W.whole.npy v.out=v.whole.npy --quiet &&
+	run 2 ./ck0 X=X.npy Y=Y.npy W.out=W.half.npy v.out=v.half.npy --quiet --checkpoint ck.bin &&
+	run 4 ./ck X=X.npy Y=Y.npy W.out=W.res.npy v.out=v.res.npy --resume ck.bin >res.log 2>&1 &&
 	grep -q 'resumed from ck.bin after iteration 5 of 5 (written on 2 ranks)' res.log &&
 	"$PYTHON" -c "
 import numpy as np, sys

@@ -298,7 +298,7 @@ def run_one(c, tmp, fmt, planned):
                 os.unlink(os.path.join(d, f))
         want = c["expect"](c["inputs"])
         args = [MPIRUN, "-np", str(n), exe[p]] + ["%s=%s" % (k, v) for k, v in files.items()] + \
-               ["%s=out_%s.npy" % (k, k) for k in want]
+               ["%s.out=out_%s.npy" % (k, k) for k in want]
         res = subprocess.run(args, cwd=d, capture_output=True, text=True, env=env)
         tag = "%s, planned for %d, %d ranks" % (fmt, p, n)
         if res.returncode != 0:

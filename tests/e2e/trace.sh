@@ -63,7 +63,7 @@ for np in 1 2 4; do
 	for prog in mm2 mm4 train gath; do
 		case $prog in
 		train) args="X=x.npy Y=y.npy --checkpoint ck --quiet" opt="--loop 3" ;;
-		gath) args="idx=idx.npy E0=e.npy E=eo.npy" opt="--loop 2" ;;
+		gath) args="idx=idx.npy E0=e.npy E.out=eo.npy" opt="--loop 2" ;;
 		*) args="A=a.npy B=b.npy C=c.npy" opt= ;;
 		esac
 		rm -f t.json
