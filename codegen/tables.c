@@ -82,16 +82,19 @@ void emit_programs(Emit *e, const IaPlan *const *plans, int nplans, const int *r
 	for (int i = 0; i < p0->tra->tensors.n; i++)
 		ntensors += (e->tensor_index[i] >= 0) + (e->output_index[i] >= 0);
 	int nloops = 0, depth = 0;      /* outermost repeat blocks, for checkpoints */
+	int deepest = 0;                /* repeat blocks nested, for --log's columns */
 	for (int i = 0; i < p0->ops.n; i++) {
 		nloops += p0->ops.v[i].kind == IA_LOOP && depth == 0;
 		depth += p0->ops.v[i].kind == IA_LOOP ? 1 : p0->ops.v[i].kind == IA_ENDLOOP ? -1 : 0;
+		deepest = depth > deepest ? depth : deepest;
 	}
 	buf_puts(b, "static const TrtProgram programs[] = {\n");
 	for (int k = 0; k < nplans; k++) {
 		buf_puts(b, "\t{TRT_ABI, ");
 		c_string(b, o->program);
-		buf_printf(b, ", tensors, %d, ops%d, %d, %" PRIu64 "u, %d, %.17g, %d, %d},\n", ntensors, k,
-		           plans[k]->ops.n, o->seed, plans[k]->nranks, plans[k]->peak_bytes, plans[k]->peak_op, nloops);
+		buf_printf(b, ", tensors, %d, ops%d, %d, %" PRIu64 "u, %d, %.17g, %d, %d, %d},\n", ntensors, k,
+		           plans[k]->ops.n, o->seed, plans[k]->nranks, plans[k]->peak_bytes, plans[k]->peak_op, nloops,
+		           deepest);
 	}
 	buf_puts(b, "};\n\nstatic int (*const run[])(void) = {");
 	for (int k = 0; k < nplans; k++)
