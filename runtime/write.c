@@ -14,7 +14,7 @@
  * process's machine, which on a virtual machine wrote at 150-300 MB/s
  * against 650-770 MB/s direct (bench/README.md, "Writes").
  *
- * A sparse matrix goes to a .npz when the path says so (npz.c); written to
+ * A matrix goes to a csr .npz when the path says so (npz.c); written to
  * a .npy, a sparse relation's chunks are expanded one at a time, the
  * absent ones as zeros.
  */

@@ -183,9 +183,15 @@ def compile_prog(w, d, src, level, block, emit_c=False, cflags=None):
 
 def run_exe(w, exe, files, info, nranks, tag):
     cwd = w.folder(tag)
+    # a file named on the command line is linked as in-FILE: an input that
+    # is also an output is then not read from its output's default file
+    # (NAME.npy), which the executable refuses to write over
+    args = []
     for name, f in files.items():
-        os.symlink(os.path.join(os.path.dirname(exe), "in", f), os.path.join(cwd, f))
-    args = ["%s=%s" % (n, f) for n, f in files.items() if not info["decls"][n]["path"]]
+        link = f if info["decls"][name]["path"] else "in-" + f
+        os.symlink(os.path.join(os.path.dirname(exe), "in", f), os.path.join(cwd, link))
+        if not info["decls"][name]["path"]:
+            args.append("%s=%s" % (name, link))
     cmd = [exe, "--quiet"] + args if nranks == 1 else [MPIRUN, "-np", str(nranks), exe, "--quiet"] + args
     t0 = time.time()
     try:
