@@ -43,7 +43,7 @@ PY
 "$TRAC" --block 2 curve.tra -o curve || { fail "trac curve.tra"; finish; }
 
 for np in 1 2 3; do
-	run $np ./curve X=x.npy T=t.npy losses=l$np.npy W=w$np.npy >out 2>err || { fail "$np ranks: exit $?"; cat err; continue; }
+	run $np ./curve X=x.npy T=t.npy losses.out=l$np.npy W.out=w$np.npy >out 2>err || { fail "$np ranks: exit $?"; cat err; continue; }
 	"$PYTHON" -c 'import numpy as np, sys
 got, want = np.load(sys.argv[1]), np.load("want.npy")
 sys.exit(0 if got.shape == (5, 2) and np.allclose(got, want, rtol=2e-5, atol=1e-6) else "%s\n%s" % (got, want))' l$np.npy &&
@@ -52,10 +52,10 @@ done
 
 # checkpoints after epochs 2 and 4, then a run resumed from the last: only
 # epoch 5 runs, and the curve still has every epoch
-run 2 ./curve X=x.npy T=t.npy losses=c.npy W=cw.npy --checkpoint ck --checkpoint-every 2 >out 2>err ||
+run 2 ./curve X=x.npy T=t.npy losses.out=c.npy W.out=cw.npy --checkpoint ck --checkpoint-every 2 >out 2>err ||
 	{ fail "checkpointed run: exit $?"; cat err; }
 for np in 2 3; do
-	run $np ./curve X=x.npy T=t.npy losses=r$np.npy W=rw$np.npy --resume ck >out 2>err ||
+	run $np ./curve X=x.npy T=t.npy losses.out=r$np.npy W.out=rw$np.npy --resume ck >out 2>err ||
 		{ fail "resume on $np ranks: exit $?"; cat err; continue; }
 	grep -q "^resumed from ck after iteration 4 of 5" out || { fail "resume on $np ranks: no resume message"; cat out; }
 	if [ $np = 2 ]; then
