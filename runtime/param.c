@@ -15,12 +15,17 @@
  *                     (rounded to f32, rarely b itself)
  *     normal(m, s)  = m + s * r * cos t   for even g = 2p,
  *                     m + s * r * sin t   for odd g = 2p + 1,
- *                     r = sqrt(-2 ln draw(p, 0)), t = 2 pi draw(p, 1)
+ *                     h = mix(stream ^ mix(2p)),
+ *                     r = sqrt(-2 ln (((h >> 32) + 1) 2^-32)),
+ *                     t = 2 pi ((h mod 2^32) + 1) 2^-32
  *
  * computed in double and rounded once to the param's type.  normal is
- * Box-Muller, both halves of each pair of draws: ln, cos and sin are this
- * file's own (within 2 ulps), not the C library's, so that they vectorise
- * and the values are the same under any libm.
+ * Box-Muller, both halves of each pair, its two draws the halves of one
+ * hash (32 bits each: |normal| <= 6.66, whose chance is 3e-11): ln, cos and
+ * sin are this file's own (within 2 ulps), not the C library's, so that
+ * they vectorise and the values are the same under any libm; their
+ * polynomials are fused multiply-adds (fma, which IEEE 754 rounds once on
+ * every machine).
  *
  * Params are made at memory speed: a chunk is filled run by run (RtBlock:
  * the pieces of it contiguous in the tensor, along which g counts up by
@@ -28,12 +33,16 @@
  * hashing, 64-bit integer operations with no branch, into doubles, then a
  * loop storing them in the chunk's type.  The loops have constant trip
  * counts (BLOCK, or SMALL at a run's end), since gcc -O2 vectorises only
- * loops with no remainder.  On x86-64 the same loops are compiled a second
- * time for AVX-512, which has 64-bit multiplies and int64 -> double
- * conversions in vector registers, and that copy runs when the CPU has it.
- * The runtime is built with -ffp-contract=off, so that both copies round
- * alike: a fused multiply-add would change last bits, and values would
- * depend on the machine.
+ * loops with no remainder, and no branch (selects are bit masks, integers
+ * become doubles through their bits, u53).  On x86-64 the same loops are
+ * compiled twice more, for AVX2 with FMA (4 doubles a vector, 64-bit
+ * multiplies emulated) and for AVX-512 (which has them), and the widest
+ * copy the CPU has runs; the plain copy's fma is a libm call (the
+ * hardware's on a CPU with FMA, software on one without, slow but the same
+ * values).  The runtime is built with -ffp-contract=off, so that every
+ * copy rounds alike: a multiply-add the compiler fused in one copy and not
+ * in another would change last bits, and values would depend on the
+ * machine; the fused ones are written out (fma) and the same in all.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -65,11 +74,36 @@ INLINE uint64_t mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-/* draw(i, k) of the stream: (h >> 11) + 1 <= 2^53 converts exactly */
-INLINE double draw(uint64_t stream, uint64_t i, uint64_t k)
+INLINE double bits_double(uint64_t u)
+{
+	double d;
+	memcpy(&d, &u, sizeof d);
+	return d;
+}
+
+INLINE uint64_t double_bits(double d)
+{
+	uint64_t u;
+	memcpy(&u, &d, sizeof u);
+	return u;
+}
+
+/* (double)v for v < 2^53, exactly, in operations that vectorise without
+ * AVX-512's int64 -> double: each half as the mantissa of 2^52 */
+INLINE double u53(uint64_t v)
+{
+	double hi = bits_double((v >> 26) | 0x4330000000000000ull) - 0x1p52;
+	double lo = bits_double((v & 0x3ffffffull) | 0x4330000000000000ull) - 0x1p52;
+	return hi * 0x1p26 + lo;
+}
+
+/* draw(i, k) of the stream: (h >> 11) + 1 <= 2^53 converts exactly, in
+ * the vector copies through u53, in the plain one (where a scalar
+ * conversion is faster) as it is */
+INLINE double draw(uint64_t stream, uint64_t i, uint64_t k, int wide)
 {
 	uint64_t h = mix(stream ^ mix(2 * i + k));
-	return ((double)(h >> 11) + 1.0) * 0x1p-53;
+	return ((wide ? u53(h >> 11) : (double)(h >> 11)) + 1.0) * 0x1p-53;
 }
 
 /*
@@ -81,59 +115,70 @@ INLINE double draw(uint64_t stream, uint64_t i, uint64_t k)
  */
 INLINE double ln(double x)
 {
-	uint64_t bits;
-	double m;
-
-	memcpy(&bits, &x, sizeof bits);
-	int64_t e = (int64_t)(bits >> 52) - 1023;
-	bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
-	memcpy(&m, &bits, sizeof m);                /* [1, 2) */
-	int big = m > 1.4142135623730951;
-	m = big ? 0.5 * m : m;
-	e = big ? e + 1 : e;
+	uint64_t bits = double_bits(x);
+	/* m halved (its exponent one less) when [1, 2) puts it above sqrt(2):
+	 * in integers, as a select the compiler vectorises */
+	uint64_t mb = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+	uint64_t big = mb > 0x3ff6a09e667f3bcdull;
+	double m = bits_double(mb - (big << 52));
+	double e = bits_double(((bits >> 52) + big) | 0x4330000000000000ull) - (0x1p52 + 1023);
 	double f = m - 1.0, s = f / (2.0 + f), z = s * s;
 	double p = 2.0 / 19;
-	p = 2.0 / 17 + z * p;
-	p = 2.0 / 15 + z * p;
-	p = 2.0 / 13 + z * p;
-	p = 2.0 / 11 + z * p;
-	p = 2.0 / 9 + z * p;
-	p = 2.0 / 7 + z * p;
-	p = 2.0 / 5 + z * p;
-	p = 2.0 / 3 + z * p;
-	return (double)e * 0.69314718055994530942 + (2.0 * s + s * z * p);
+	p = __builtin_fma(z, p, 2.0 / 17);
+	p = __builtin_fma(z, p, 2.0 / 15);
+	p = __builtin_fma(z, p, 2.0 / 13);
+	p = __builtin_fma(z, p, 2.0 / 11);
+	p = __builtin_fma(z, p, 2.0 / 9);
+	p = __builtin_fma(z, p, 2.0 / 7);
+	p = __builtin_fma(z, p, 2.0 / 5);
+	p = __builtin_fma(z, p, 2.0 / 3);
+	return __builtin_fma(e, 0.69314718055994530942, __builtin_fma(s * z, p, 2.0 * s));
 }
 
 /*
- * cos t and sin t for the angle t = 2 pi draw of hash h, within 2^-52.
- * The draw is k 2^-53, so t is k 2^-51 quarter turns, and the reduction to
- * the nearest quarter turn q is exact in integers: t = q pi/2 + x with
- * |x| <= pi/4, where Taylor series up to x^15 and x^16 are within 2^-54.
+ * cos t and sin t for the angle t = 2 pi k 2^-32, 0 < k <= 2^32, within
+ * 2^-52: t is k 2^-30 quarter turns, and the reduction to the nearest
+ * quarter turn q is exact in integers: t = q pi/2 + x with |x| <= pi/4,
+ * where Taylor series up to x^15 and x^16 are within 2^-54.
  */
-INLINE void turn(uint64_t h, double *c, double *s)
+INLINE void turn(uint64_t k, double *c, double *s)
 {
-	int64_t k = (int64_t)(h >> 11) + 1;
-	int64_t q = (k + ((int64_t)1 << 50)) >> 51;
-	double x = (double)(k - (q << 51)) * (3.14159265358979323846 * 0x1p-52);
+	uint64_t q = (k + ((uint64_t)1 << 29)) >> 30;
+	double x = (u53(k - (q << 30) + ((uint64_t)1 << 29)) - 0x1p29) * (3.14159265358979323846 * 0x1p-31);
 	double x2 = x * x;
-	double sn = x * (1 + x2 * (-1.0 / 6 + x2 * (1.0 / 120 + x2 * (-1.0 / 5040 +
-	            x2 * (1.0 / 362880 + x2 * (-1.0 / 39916800 + x2 * (1.0 / 6227020800 +
-	            x2 * (-1.0 / 1307674368000))))))));
-	double cs = 1 + x2 * (-1.0 / 2 + x2 * (1.0 / 24 + x2 * (-1.0 / 720 + x2 * (1.0 / 40320 +
-	            x2 * (-1.0 / 3628800 + x2 * (1.0 / 479001600 + x2 * (-1.0 / 87178291200 +
-	            x2 * (1.0 / 20922789888000))))))));
-	/* quarter turns: (cos, sin) -> (-sin, cos) -> (-cos, -sin) -> (sin, -cos) */
-	int swap = q & 1, negc = (q + 1) & 2, negs = q & 2;
-	double c0 = swap ? sn : cs, s0 = swap ? cs : sn;
-	*c = negc ? -c0 : c0;
-	*s = negs ? -s0 : s0;
+	double sp = -1.0 / 1307674368000;
+	sp = __builtin_fma(x2, sp, 1.0 / 6227020800);
+	sp = __builtin_fma(x2, sp, -1.0 / 39916800);
+	sp = __builtin_fma(x2, sp, 1.0 / 362880);
+	sp = __builtin_fma(x2, sp, -1.0 / 5040);
+	sp = __builtin_fma(x2, sp, 1.0 / 120);
+	sp = __builtin_fma(x2, sp, -1.0 / 6);
+	double sn = __builtin_fma(x * x2, sp, x);
+	double cp = 1.0 / 20922789888000;
+	cp = __builtin_fma(x2, cp, -1.0 / 87178291200);
+	cp = __builtin_fma(x2, cp, 1.0 / 479001600);
+	cp = __builtin_fma(x2, cp, -1.0 / 3628800);
+	cp = __builtin_fma(x2, cp, 1.0 / 40320);
+	cp = __builtin_fma(x2, cp, -1.0 / 720);
+	cp = __builtin_fma(x2, cp, 1.0 / 24);
+	cp = __builtin_fma(x2, cp, -1.0 / 2);
+	double cs = __builtin_fma(x2, cp, 1.0);
+	/* quarter turns: (cos, sin) -> (-sin, cos) -> (-cos, -sin) -> (sin,
+	 * -cos), as a bit mask (swap) and sign bits (negc, negs) */
+	uint64_t swap = -(q & 1), negc = ((q + 1) & 2) << 62, negs = (q & 2) << 62;
+	uint64_t ub = double_bits(sn), vb = double_bits(cs);
+	*c = bits_double(((ub & swap) | (vb & ~swap)) ^ negc);
+	*s = bits_double(((vb & swap) | (ub & ~swap)) ^ negs);
 }
 
 /* The values of elements g .. g+n-1 into v, n <= BLOCK; for normal, g is
  * even and v has room for n rounded up to even. */
 INLINE void values(TrtInit kind, double a, double b, uint64_t stream, uint64_t g, int n,
-                   double *restrict v)
+                   double *restrict v, int wide)
 {
+	double r[BLOCK / 2];
+	uint64_t h[BLOCK / 2];
+
 	switch (kind) {
 	case TRT_INIT_ZEROS:
 		for (int k = 0; k < n; k++)
@@ -145,16 +190,23 @@ INLINE void values(TrtInit kind, double a, double b, uint64_t stream, uint64_t g
 		return;
 	case TRT_INIT_UNIFORM:
 		for (int k = 0; k < n; k++)
-			v[k] = a + (b - a) * (1.0 - draw(stream, g + k, 0));
+			v[k] = a + (b - a) * (1.0 - draw(stream, g + k, 0, wide));
 		return;
 	case TRT_INIT_NORMAL:
-		/* elements 2p and 2p+1: the two halves of Box-Muller on pair p */
+		/* elements 2p and 2p+1: the two halves of Box-Muller on pair p,
+		 * in three loops (gcc vectorises each; one loop holding all
+		 * of it did not, with its constants spilled) */
 		for (int j = 0; j < (n + 1) / 2; j++) {
-			uint64_t p = g / 2 + (uint64_t)j;
-			double r = sqrt(-2.0 * ln(draw(stream, p, 0))), c, s;
-			turn(mix(stream ^ mix(2 * p + 1)), &c, &s);
-			v[2 * j] = a + b * r * c;
-			v[2 * j + 1] = a + b * r * s;
+			h[j] = mix(stream ^ mix(g + 2 * (uint64_t)j));
+			r[j] = (u53(h[j] >> 32) + 1.0) * 0x1p-32;
+		}
+		for (int j = 0; j < (n + 1) / 2; j++)
+			r[j] = sqrt(-2.0 * ln(r[j]));
+		for (int j = 0; j < (n + 1) / 2; j++) {
+			double c, s;
+			turn((h[j] & 0xffffffffull) + 1, &c, &s);
+			v[2 * j] = a + b * r[j] * c;
+			v[2 * j + 1] = a + b * r[j] * s;
 		}
 		return;
 	}
@@ -177,7 +229,7 @@ INLINE void store(const double *restrict v, int n, TrtDtype dt, void *restrict o
 
 /* Elements g .. g+n-1 of the tensor into out, in type dt. */
 INLINE void fill(TrtInit kind, double a, double b, uint64_t stream, uint64_t g, int64_t n,
-                 TrtDtype dt, void *out)
+                 TrtDtype dt, void *out, int wide)
 {
 	double v[BLOCK];
 	size_t es = dt == TRT_F32 ? 4 : 8;
@@ -186,20 +238,20 @@ INLINE void fill(TrtInit kind, double a, double b, uint64_t stream, uint64_t g, 
 	/* normals come in pairs from an even element: an odd first element
 	 * is made with its pair's first and alone, so blocks start even */
 	if (kind == TRT_INIT_NORMAL && g % 2 && n > 0) {
-		values(kind, a, b, stream, g - 1, 2, v);
+		values(kind, a, b, stream, g - 1, 2, v, wide);
 		store(v + 1, 1, dt, o);
 		g++, n--, o += es;
 	}
 	for (; n >= BLOCK; n -= BLOCK, g += BLOCK, o += BLOCK * es) {
-		values(kind, a, b, stream, g, BLOCK, v);
+		values(kind, a, b, stream, g, BLOCK, v, wide);
 		store(v, BLOCK, dt, o);
 	}
 	for (; n >= SMALL; n -= SMALL, g += SMALL, o += SMALL * es) {
-		values(kind, a, b, stream, g, SMALL, v);
+		values(kind, a, b, stream, g, SMALL, v, wide);
 		store(v, SMALL, dt, o);
 	}
 	if (n > 0) {
-		values(kind, a, b, stream, g, (int)n, v);
+		values(kind, a, b, stream, g, (int)n, v, wide);
 		store(v, (int)n, dt, o);
 	}
 }
@@ -207,28 +259,40 @@ INLINE void fill(TrtInit kind, double a, double b, uint64_t stream, uint64_t g, 
 static void fill_plain(TrtInit kind, double a, double b, uint64_t stream, uint64_t g,
                        int64_t n, TrtDtype dt, void *out)
 {
-	fill(kind, a, b, stream, g, n, dt, out);
+	fill(kind, a, b, stream, g, n, dt, out, 0);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx512f,avx512dq,avx512vl")))
+__attribute__((target("avx2,fma")))
+static void fill_avx2(TrtInit kind, double a, double b, uint64_t stream, uint64_t g,
+                      int64_t n, TrtDtype dt, void *out)
+{
+	fill(kind, a, b, stream, g, n, dt, out, 1);
+}
+
+__attribute__((target("avx512f,avx512dq,avx512vl,fma")))
 static void fill_avx512(TrtInit kind, double a, double b, uint64_t stream, uint64_t g,
                         int64_t n, TrtDtype dt, void *out)
 {
-	fill(kind, a, b, stream, g, n, dt, out);
+	fill(kind, a, b, stream, g, n, dt, out, 1);
 }
 
-static int have_avx512(void)
+int rt_fill_widest(void)
 {
 	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-	       __builtin_cpu_supports("avx512vl");
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+	    __builtin_cpu_supports("avx512vl"))
+		return RT_FILL_AVX512;
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		return RT_FILL_AVX2;
+	return RT_FILL_PLAIN;
 }
 #else
+#define fill_avx2 fill_plain
 #define fill_avx512 fill_plain
-static int have_avx512(void)
+int rt_fill_widest(void)
 {
-	return 0;
+	return RT_FILL_PLAIN;
 }
 #endif
 
@@ -238,11 +302,19 @@ void rt_init_values(TrtInit kind, double a, double b, uint64_t stream, uint64_t 
                     TrtDtype dt, void *out)
 {
 	if (rt_fill_wide < 0)
-		rt_fill_wide = have_avx512();
-	if (rt_fill_wide)
-		fill_avx512(kind, a, b, stream, g, n, dt, out);
-	else
+		rt_fill_wide = rt_fill_widest();
+	switch ((RtFillCopy)rt_fill_wide) {
+	case RT_FILL_PLAIN:
 		fill_plain(kind, a, b, stream, g, n, dt, out);
+		return;
+	case RT_FILL_AVX2:
+		fill_avx2(kind, a, b, stream, g, n, dt, out);
+		return;
+	case RT_FILL_AVX512:
+		fill_avx512(kind, a, b, stream, g, n, dt, out);
+		return;
+	}
+	rt_bug("bad copy of the initialisers' loops %d", rt_fill_wide);
 }
 
 uint64_t rt_init_stream(uint64_t seed, const char *name)

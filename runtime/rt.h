@@ -229,9 +229,12 @@ void rt_index_free(KeyIndex *ix);
 uint64_t rt_init_stream(uint64_t seed, const char *name);
 void rt_init_values(TrtInit kind, double a, double b, uint64_t stream, uint64_t g, int64_t n,
                     TrtDtype dt, void *out);
-/* Whether rt_init_values runs its AVX-512 copy: -1 until it asks the CPU;
- * the unit test sets 0 to compare the plain copy. */
+/* Which copy of its loops rt_init_values runs (RtFillCopy): -1 until it
+ * asks the CPU (rt_fill_widest, the widest it has); the unit test sets
+ * each the CPU has, to compare them. */
+typedef enum { RT_FILL_PLAIN, RT_FILL_AVX2, RT_FILL_AVX512 } RtFillCopy;
 extern int rt_fill_wide;
+int rt_fill_widest(void);
 
 /* ---- comm.c ---- */
 
