@@ -79,8 +79,9 @@ int kexpr_emit(KGen *g, const KExpr *e, const char *indent)
 	buf_printf(b, "%s%s t%d = ", indent, T, t);
 	switch (e->op) {
 	case KOP_NEG: buf_printf(b, "-t%d", a[0]); break;
-	case KOP_EXP: buf_printf(b, "%s(t%d)", f32 ? "expf" : "exp", a[0]); break;
-	case KOP_LOG: buf_printf(b, "%s(t%d)", f32 ? "logf" : "log", a[0]); break;
+	/* the runtime's exp, log, tanh and pow (vmath.c), which vectorise */
+	case KOP_EXP: buf_printf(b, "%s(t%d)", f32 ? "trt_expf" : "trt_exp", a[0]); break;
+	case KOP_LOG: buf_printf(b, "%s(t%d)", f32 ? "trt_logf" : "trt_log", a[0]); break;
 	case KOP_SQRT: buf_printf(b, "%s(t%d)", f32 ? "sqrtf" : "sqrt", a[0]); break;
 	case KOP_ABS:
 		if (integer)
@@ -88,8 +89,8 @@ int kexpr_emit(KGen *g, const KExpr *e, const char *indent)
 		else
 			buf_printf(b, "%s(t%d)", f32 ? "fabsf" : "fabs", a[0]);
 		break;
-	case KOP_TANH: buf_printf(b, "%s(t%d)", f32 ? "tanhf" : "tanh", a[0]); break;
-	case KOP_SIGMOID: buf_printf(b, "1 / (1 + %s(-t%d))", f32 ? "expf" : "exp", a[0]); break;
+	case KOP_TANH: buf_printf(b, "%s(t%d)", f32 ? "trt_tanhf" : "trt_tanh", a[0]); break;
+	case KOP_SIGMOID: buf_printf(b, "1 / (1 + %s(-t%d))", f32 ? "trt_expf" : "trt_exp", a[0]); break;
 	case KOP_RELU: buf_printf(b, "t%d > 0 ? t%d : 0", a[0], a[0]); break;
 	case KOP_ADD: buf_printf(b, "t%d + t%d", a[0], a[1]); break;
 	case KOP_SUB: buf_printf(b, "t%d - t%d", a[0], a[1]); break;
@@ -106,7 +107,7 @@ int kexpr_emit(KGen *g, const KExpr *e, const char *indent)
 		else if (e->arg[1]->kind == KX_CONST && e->arg[1]->val == 1)
 			buf_printf(b, "t%d", a[0]);
 		else
-			buf_printf(b, "%s(t%d, t%d)", f32 ? "powf" : "pow", a[0], a[1]);
+			buf_printf(b, "%s(t%d, t%d)", f32 ? "trt_powf" : "trt_pow", a[0], a[1]);
 		break;
 	case KOP_LT: buf_printf(b, "t%d < t%d", a[0], a[1]); break;
 	case KOP_LE: buf_printf(b, "t%d <= t%d", a[0], a[1]); break;

@@ -236,6 +236,12 @@ typedef enum { RT_FILL_PLAIN, RT_FILL_AVX2, RT_FILL_AVX512 } RtFillCopy;
 extern int rt_fill_wide;
 int rt_fill_widest(void);
 
+/* ---- vmath.c ---- */
+
+/* Whether trt_expf and the others run SLEEF's FMA family (the CPU has AVX2
+ * and FMA) rather than the one without FMA. */
+int rt_vmath_fma(void);
+
 /* ---- comm.c ---- */
 
 /* Largest element count one MPI call may carry; INT_MAX except in tests,

@@ -499,4 +499,23 @@ static inline int64_t trt_idiv64(int64_t a, int64_t b)
 	return b == 0 ? 0 : b == -1 ? (int64_t)(0u - (uint64_t)a) : a / b;
 }
 
+/* exp, log, tanh and pow in kernels (vmath.c): SLEEF's, within 1.0 ulp,
+ * declared simd so that gcc vectorises loops calling them; every vector
+ * variant and the scalar give the same value for the same argument, so a
+ * kernel's elements do not depend on where its loops split them.  (vmath.c
+ * defines the variants itself, TRT_VMATH_DEFINES: gcc would make its own.) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(TRT_VMATH_DEFINES)
+#define TRT_SIMD __attribute__((simd("notinbranch"), const, nothrow))
+#else
+#define TRT_SIMD
+#endif
+TRT_SIMD float trt_expf(float x);
+TRT_SIMD float trt_logf(float x);
+TRT_SIMD float trt_tanhf(float x);
+TRT_SIMD float trt_powf(float x, float y);
+TRT_SIMD double trt_exp(double x);
+TRT_SIMD double trt_log(double x);
+TRT_SIMD double trt_tanh(double x);
+TRT_SIMD double trt_pow(double x, double y);
+
 #endif
