@@ -759,10 +759,12 @@ def op_table(text):
             if not m:
                 break
             rest = m.group(3).split()
-            if len(rest) < 10:
+            if len(rest) < 12:
                 break
-            ops.append((int(m.group(1)), m.group(2), " ".join(rest[:-10])[:30],
-                        float(rest[-9]), float(rest[-8])))
+            # from the row's end: roofline, floor s, pred GF/s, GFLOP/s,
+            # peak, pred sent, received, sent, wait, pred s, seconds
+            ops.append((int(m.group(1)), m.group(2), " ".join(rest[:-12])[:30],
+                        float(rest[-11]), float(rest[-10])))
     return ops
 
 

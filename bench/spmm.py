@@ -153,7 +153,7 @@ def main():
                 if len(f) > 3 and f[1] == "join":
                     label = line[line.index("join") + 4:].strip()
                     key = {"Y": "spmm", "T": "spmmT", "S": "sddmm"}.get(label[:1])
-                    secs = float(line.split()[-9])
+                    secs = float(line.split()[-11])     # seconds: the 11th from the end
                     if key:
                         run[key] = run.get(key, 0) + secs
             for key, secs in run.items():

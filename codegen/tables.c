@@ -66,7 +66,7 @@ void emit_ops(Emit *e, int k)
 			IstTraffic tr = ist_traffic(body->tra, &e->p->tra->ist.v[l], e->p->nranks);
 			bytes = 4 * ((double)(tr.rounds - 1) * (tr.exchange + tr.average) + tr.gather);
 		}
-		buf_printf(b, ", %.17g, %.17g, %.17g},\n", bytes, op->seconds, op->flops);
+		buf_printf(b, ", %.17g, %.17g, %.17g, %.17g},\n", bytes, op->seconds, op->flops, op->floor_seconds);
 		buf_free(&label);
 	}
 	buf_puts(b, "};\n\n");

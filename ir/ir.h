@@ -588,6 +588,7 @@ typedef struct IaOp {
 	double flops;
 	double seconds;                 /* predicted */
 	double live_bytes;              /* per rank, held while this op runs */
+	double floor_seconds;           /* the machine's least time for it (cost.c, op_floor) */
 	union {
 		struct { int tensor; } read;
 		struct { int in; } bcast;

@@ -855,6 +855,80 @@ Cost cost_scatter(const CostCtx *c, const RelType *rows, const Place *rp, const 
 
 /* ---- a whole plan ---- */
 
+/*
+ * An op's floor, --profile's roofline (issue 33): the least time the
+ * model's machine allows its busiest rank, the largest of
+ *   - its flops (a rank's share) at the model's best rate for its kind of
+ *     kernel: a contraction BLIS runs at the best gemm block's rate of
+ *     its type, a convolution at conv_rate, generated loops at loop_rate
+ *     (the model's one rate for them, so a loop can beat its floor);
+ *   - the bytes it reads and writes in memory (its inputs' and result's
+ *     share) at memcpy's rate, which moves 2 bytes per byte copied;
+ *   - the bytes it sends (a rank's share) at the fastest collective's
+ *     bandwidth;
+ *   - a file's bytes at read_bw or write_bw, and initial values at their
+ *     generator's rate.
+ * No latency, overhead or first touch: a floor, not a prediction.
+ */
+static double op_floor(const CostCtx *cc, const IaPlan *p, const IaOp *op, const int *in, int k,
+                       const double *copies)
+{
+	const Machine *m = cc->m;
+	const IaOp *a = k > 0 ? &p->ops.v[in[0]] : NULL, *b = k > 1 ? &p->ops.v[in[1]] : NULL;
+	double rate = m->loop_rate, net = 0, mem = 0;
+	for (int c = 0; c < NCOLL; c++)
+		net = fmax(net, m->bandwidth[c]);
+	switch (op->kind) {
+	case IA_READ:
+		return cost_rank_bytes(cc, &op->type, &op->place, 1) / m->read_bw;
+	case IA_WRITE:
+		return rel_bytes(&a->type) / m->write_bw;
+	case IA_INIT:
+		return fmax(cost_init(cc, &p->tra->tensors.v[op->u.init.tensor], &op->type, &op->place),
+		            cost_rank_bytes(cc, &op->type, &op->place, 1) / (2 * m->memcpy_bw));
+	case IA_BCAST:
+	case IA_SHUFFLE:
+		return op->bytes_sent / cc->nsites / net;
+	case IA_LOAD:
+	case IA_RANGE:
+	case IA_COUNTER:
+	case IA_STORE:
+	case IA_PRINT:
+	case IA_LOOP:
+	case IA_ENDLOOP:
+		return 0;
+	case IA_CONV:
+		rate = m->conv_rate;
+		break;
+	case IA_JOIN:
+	case IA_TWOPHASE: {
+		const RelType *t[2] = {&a->type, &b->type};
+		Contraction g;
+		if (!(op->kind == IA_JOIN && op->u.join.mask.on) && !t[0]->sparse && !t[1]->sparse &&
+		    !dtype_is_int(op->type.dtype) && contraction_plan(op->u.join.kernel, t, op->type.dtype, &g))
+			for (int i = 0; i < m->ngemm; i++)
+				rate = i ? fmax(rate, m->gemm_rate[op->type.dtype == DT_F64][i])
+				         : m->gemm_rate[op->type.dtype == DT_F64][i];
+		break;
+	}
+	case IA_FILTER:
+	case IA_MAP:
+	case IA_AGG:
+	case IA_GATHER:
+	case IA_LOOKUP:
+	case IA_SCATTER:
+	case IA_HALO:
+	case IA_SLICE:
+		break;
+	}
+	for (int j = 0; j < k; j++)
+		mem += cost_rank_bytes(cc, &p->ops.v[in[j]].type, &p->ops.v[in[j]].place, copies[in[j]]);
+	if (ia_has_result(op->kind))
+		mem += cost_rank_bytes(cc, &op->type, &op->place, copies[op - p->ops.v]);
+	double flops = op->flops / (op->place.kind == PL_ALL ? 1 : cc->nsites);
+	return fmax(fmax(flops / rate, mem / (2 * m->memcpy_bw)), op->bytes_sent / cc->nsites / net);
+}
+
 /* What opt_cost knows of a plan as it walks it: per op, the partial copies
  * of its result per key and the bytes of it a rank holds; the loops'
  * lifetimes, where scatters add (ia_in_place), the bytes live now and the
@@ -1074,6 +1148,8 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		op->bytes_sent = c.bytes;
 		op->flops = c.flops;
 		op->seconds = c.seconds + io;
+		int in[MAXIN], k = ia_inputs(op, in);
+		op->floor_seconds = op_floor(&w.cc, p, op, in, k, w.copies);
 		p->total_floats_moved += c.floats * times;
 		p->total_bytes_sent += c.bytes * times;
 		p->total_flops += c.flops * times;

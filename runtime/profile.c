@@ -26,6 +26,13 @@
  *    is the wall time of the computation: what a benchmark compares with a
  *    library call on data already in memory.  compute_cpu_s sums the ops' CPU
  *    time (max over ranks per op), the steadier figure on a shared machine.
+ *  - floor and roofline: the op's floor is the least time the machine model
+ *    the plan was made with allows it (the cost model's op_floor: its flops
+ *    at the model's best rate for its kind of kernel, its memory bytes at
+ *    memcpy's rate, its bytes sent at the fastest collective's bandwidth,
+ *    a file's at the disk's), its roofline floor / seconds: how close the
+ *    run came to the hardware.  The summary's roofline is the floors' sum
+ *    over total_s, compute_roofline the compute ops' over compute_s.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,6 +226,7 @@ void rt_profile_report(void)
 	if (rt.rank == 0) {
 		char h[6][32];
 		double pred_bytes = 0, pred_secs = 0, compute = 0, compute_cpu = 0;
+		double floor_all = 0, floor_compute = 0;
 		char plan[48] = "";
 		if (prog->planned_ranks > 0)
 			snprintf(plan, sizeof plan, " (the plan for %d)", prog->planned_ranks);
@@ -229,9 +237,9 @@ void rt_profile_report(void)
 			printf("note: planned for %d rank%s, run on %d: predicted bytes, seconds and peak "
 			       "are the plan's for %d\n", prog->planned_ranks,
 			       prog->planned_ranks == 1 ? "" : "s", rt.nranks, prog->planned_ranks);
-		printf("%4s  %-8s %-28s %6s %10s %10s %9s %9s %9s %9s %9s %8s %9s\n", "op", "kind",
+		printf("%4s  %-8s %-28s %6s %10s %10s %9s %9s %9s %9s %9s %8s %9s %10s %8s\n", "op", "kind",
 		       "label", "calls", "seconds", "pred s", "wait", "sent", "received",
-		       "pred sent", "peak mem", "GFLOP/s", "pred GF/s");
+		       "pred sent", "peak mem", "GFLOP/s", "pred GF/s", "floor s", "roofline");
 		for (int i = 0; i < n; i++) {
 			const TrtOpInfo *o = &prog->ops[i];
 			char gf[32] = "-", pgf[32] = "-", label[29];
@@ -242,6 +250,12 @@ void rt_profile_report(void)
 			if (o->flops > 0 && o->pred_seconds > 0)
 				snprintf(pgf, sizeof pgf, "%.2f", o->flops / o->pred_seconds / 1e9);
 			snprintf(label, sizeof label, "%s", o->label ? o->label : "");
+			char roof[32] = "-";
+			if (o->floor_seconds > 0 && secs[i] > 0)
+				snprintf(roof, sizeof roof, "%.3f", o->floor_seconds * c / secs[i]);
+			floor_all += o->floor_seconds * c;
+			if (!is_io(o->kind))
+				floor_compute += o->floor_seconds * c;
 			pred_bytes += o->pred_bytes * c;
 			pred_secs += o->pred_seconds * c;
 			/* a wait between two compute ops is the computation's own
@@ -250,12 +264,12 @@ void rt_profile_report(void)
 				compute += secs[i] + (i > 0 && !is_io(prog->ops[i - 1].kind) ? wait[i] : 0);
 				compute_cpu += cpu[i];
 			}
-			printf("%4d  %-8s %-28s %6lld %10.6f %10.6f %9.6f %9s %9s %9s %9s %8s %9s\n", i,
+			printf("%4d  %-8s %-28s %6lld %10.6f %10.6f %9.6f %9s %9s %9s %9s %8s %9s %10.6f %8s\n", i,
 			       o->kind ? o->kind : "?", label, (long long)calls[i], secs[i],
 			       o->pred_seconds * c, wait[i], human(h[0], sizeof h[0], sent[i]),
 			       human(h[1], sizeof h[1], recvd[i]),
 			       human(h[2], sizeof h[2], o->pred_bytes * c),
-			       human(h[3], sizeof h[3], peak[i]), gf, pgf);
+			       human(h[3], sizeof h[3], peak[i]), gf, pgf, o->floor_seconds * c, roof);
 		}
 		printf("peak memory per rank: %s bytes in chunks (plan: %s), %s in communication "
 		       "buffers\n", human(h[0], sizeof h[0], all_max[1]),
@@ -289,11 +303,16 @@ void rt_profile_report(void)
 			       rt_placement_hash ? ", counted but not used (--placement=hash)" : "",
 			       maps[m].avg > 0 ? (rt_placement_hash ? maps[m].hash_max : maps[m].max) / maps[m].avg : 1,
 			       maps[m].avg > 0 ? maps[m].hash_max / maps[m].avg : 1);
+		printf("roofline: the ops' floors %.6f s of %.6f s in all (%.3f), %.6f s of the compute's %.6f s "
+		       "(%.3f)\n", floor_all, all_max[0], all_max[0] > 0 ? floor_all / all_max[0] : 0,
+		       floor_compute, compute, compute > 0 ? floor_compute / compute : 0);
 		printf("summary: ranks=%d planned_ranks=%d total_s=%.6f compute_s=%.6f compute_cpu_s=%.6f pred_s=%.6f "
 		       "sent=%.0f recvd=%.0f pred_sent=%.0f peak=%.0f pred_peak=%.0f buffers=%.0f "
-		       "blis=%s threads=%d work_imbalance=%.4f\n", rt.nranks, prog->planned_ranks, all_max[0],
+		       "blis=%s threads=%d work_imbalance=%.4f floor_s=%.6f roofline=%.4f compute_roofline=%.4f\n",
+		       rt.nranks, prog->planned_ranks, all_max[0],
 		       compute, compute_cpu, pred_secs, all_sum[0], all_sum[1], pred_bytes, all_max[1],
-		       prog->pred_peak_bytes, all_max[2], rt_blas_arch(), rt_blas_threads(), imbalance);
+		       prog->pred_peak_bytes, all_max[2], rt_blas_arch(), rt_blas_threads(), imbalance, floor_all,
+		       all_max[0] > 0 ? floor_all / all_max[0] : 0, compute > 0 ? floor_compute / compute : 0);
 		fflush(stdout);
 	}
 	free(works);

@@ -136,6 +136,7 @@ typedef struct TrtOpInfo {
 	double pred_bytes;              /* predicted bytes sent by this op, all ranks */
 	double pred_seconds;            /* predicted time */
 	double flops;                   /* floating-point operations, all ranks */
+	double floor_seconds;           /* the machine model's least time for it (roofline) */
 } TrtOpInfo;
 
 typedef struct TrtProgram {

@@ -2,8 +2,9 @@
 # --profile, the EXPLAIN ANALYZE of a compiled program: on the matmul example
 # planned for 2 ranks, the bytes each op sends are the plan's prediction
 # (chunks; keys are counted apart), bytes received equal bytes sent, the
-# peak of chunk memory is the plan's peak per rank, and a run on another
-# rank count than the plan's says so.
+# peak of chunk memory is the plan's peak per rank, a run on another rank
+# count than the plan's says so, and each op's floor (the roofline) is the
+# machine model's.
 . "$srcdir/tests/e2e/lib.sh"
 
 "$PYTHON" - <<'PY' || exit 1
@@ -42,6 +43,42 @@ for np in 1 2 3; do
 	fi
 done
 [ "$FAILS" = 0 ] && pass "--profile: bytes, peak memory and the plan's rank count"
+
+# The roofline: each op's floor is the machine model's least time for it.
+# Under a model whose best f32 gemm is 2 GFLOP/s, whose files move 1 MB/s
+# and whose memory is all but free, the 1-rank matmul's join (2 * 300 * 200
+# * 250 flops) has a floor of 0.015 s whatever ran, reading A (300 x 200
+# f32) 0.24 s, B 0.2 s and writing C 0.3 s; an op's roofline is its floor
+# over its seconds, and the summary's floor_s is the floors' sum.
+cat >m.model <<'EOF'
+gemm_f32_gflops_b64=1
+gemm_f32_gflops_b256=2
+gemm_f64_gflops_b256=1
+memcpy_bandwidth_Bps=1e15
+file_read_bandwidth_Bps=1e6
+file_write_bandwidth_Bps=1e6
+EOF
+if "$TRAC" -P 1 --machine m.model -D I=300 -D K=200 -D J=250 "$TOP/examples/matmul.tra" -o mm1 &&
+   run 1 ./mm1 A=a.npy B=b.npy C=c.npy --profile >roof.txt 2>&1; then
+	# from the row's end: roofline, floor s, ..., seconds the 11th
+	awk 'BEGIN { want["join"] = "0.015000"; want["read A"] = "0.240000"; want["read B"] = "0.200000"
+		     want["write C"] = "0.300000" }
+	     /^ +[0-9]+  / { what = $2 == "join" ? "join" : $3 " " $4
+		if (!(what in want)) next
+		seen++
+		if ($(NF - 1) != want[what]) { print what ": floor " $(NF - 1) ", want " want[what]; bad = 1 }
+		if (($(NF - 1) / $(NF - 10) - $NF) ^ 2 > 1e-4 * $NF ^ 2 + 1e-6) {
+			print what ": roofline " $NF " for " $(NF - 1) " / " $(NF - 10); bad = 1 } }
+	     /^summary: / { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+	     END { if (seen != 4) { print seen " of the 4 rows"; bad = 1 }
+		if (v["floor_s"] != "0.755000") { print "floor_s " v["floor_s"] ", want 0.755000"; bad = 1 }
+		if ((v["floor_s"] / v["total_s"] - v["roofline"]) ^ 2 > 1e-6) { print "roofline " v["roofline"]; bad = 1 }
+		exit bad }' roof.txt || { fail "--profile's roofline"; cat roof.txt; }
+	grep -q '^roofline: the ops. floors' roof.txt || fail "no roofline line"
+	[ "$FAILS" = 0 ] && pass "--profile: each op's floor and roofline"
+else
+	fail "the roofline's program"; cat roof.txt
+fi
 
 # TRAC_PROFILE=1 does the same as --profile
 TRAC_PROFILE=1 run 1 ./mm A=a.npy B=b.npy C=c.npy | grep -q '^summary: ' || fail "TRAC_PROFILE=1"
