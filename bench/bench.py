@@ -16,6 +16,7 @@ Sections (bench/README.md has the targets and the results):
               trac on 2 ranks vs numpy (einsum optimize=True, or matmul)
     blocks    trac matmul on 1 rank by --block (what the optimizer should pick)
     vector    gcc -fopt-info-vec: the generated loop kernels vectorise
+    vmath     exp over 16M floats: glibc, libmvec, SLEEF, trac, numpy; trac's map op
     startup   params' random initial values and an .npy input at memory speed
     plantime  how long trac plans a 100-statement program and the paper's workloads
     scale     the paper's workloads and bench's programs planned for 16 to 1024
@@ -63,7 +64,7 @@ for a in sys.argv[1:]:
     if a.startswith("--reps="):
         REPS = int(a[7:])
 SECTIONS = [a for a in sys.argv[1:] if not a.startswith("--")]
-ALL = ["calibrate", "vector", "startup", "plantime", "scale", "matmul1", "blocks", "scaling", "pdgemm", "einsum",
+ALL = ["calibrate", "vector", "vmath", "startup", "plantime", "scale", "matmul1", "blocks", "scaling", "pdgemm", "einsum",
        "parity", "predict", "io", "overlap"]
 
 LOG = []              # every line printed, for bench-work/results.txt
@@ -504,7 +505,13 @@ s[i] = A[i, j] * B[i, j];
 m[i] = max[j](A[i, j] - B[i, j]);
 c[j] = sum[i](A[i, j] * A[i, j]);
 T[j, i] = A[i, j] * 3;
+L[i, j] = log(abs(A[i, j]) + 1) * tanh(B[i, j]);
+G[i, j] = sigmoid(A[i, j]) + abs(B[i, j]) ** 0.5;
+Z[i, j] = exp(A[i, j] - max[k](A[i, k]));
+S[i, j] = Z[i, j] / sum[k](Z[i, k]);
+l[i] = log(sum[j](exp(A[i, j])));
 output C; output D; output E; output s; output m; output c; output T;
+output L; output G; output S; output l;
 """
 
 
@@ -515,22 +522,76 @@ def sec_vector():
         f.write(VECTOR_TRA)
     c = os.path.join(WORK, "vector.c")
     run([TRAC, "-S", "-P", "2", src, "-o", c])
-    cflags = os.environ.get("CFLAGS", "-O3 -march=native -fno-math-errno")
+    cflags = os.environ.get("CFLAGS", "-O3 -march=native -fno-math-errno -fno-trapping-math")
     p = run([MPICC, *shlex.split(cflags), "-fopt-info-vec-optimized", "-c", c, "-o",
              os.path.join(WORK, "vector.o"), "-I" + os.path.join(SRC, "runtime")])
     done = {int(m) for m in re.findall(r"vector\.c:(\d+):\d+: optimized: loop vectorized", p.stderr)}
     lines = open(c).read().splitlines()
     kernel, ok, bad = None, 0, 0
     for i, line in enumerate(lines, 1):
-        m = re.match(r"/\* op (\d+): (.*) \*/", line)
-        if m:
-            kernel = m.group(2)
+        # a kernel's comment, the line before its definition
+        if line.startswith("static void kernel") and i > 1:
+            m = re.match(r"/\* (.*) \*/", lines[i - 2])
+            kernel = m.group(1) if m else None
         if "#pragma GCC ivdep" in line:
             hit = (i + 1) in done
             ok += hit
             bad += not hit
             say("   %-12s line %4d  %-45s" % ("vectorised" if hit else "NOT VECTORISED", i + 1, kernel))
     say("   %d of %d innermost loops vectorised (%s)" % (ok, ok + bad, cflags))
+
+
+VMATH_NUMPY = """
+import sys, time
+import numpy as np
+n = int(sys.argv[1])
+s = np.uint64(1)
+x = (np.random.default_rng(1).random(n) * 40 - 20).astype(np.float32)
+y = np.empty_like(x)
+best = 1e30
+for _ in range(7):
+    t = time.process_time()
+    np.exp(x, out=y)
+    best = min(best, time.process_time() - t)
+print("%-34s %8.4f s  %6.3f G/s" % ("numpy np.exp (f32)", best, n / best / 1e9))
+"""
+
+VMATH_TRA = """
+size N = 4096;
+input X[N, N];
+Y[i, j] = exp(X[i, j]);
+output Y;
+"""
+
+
+def sec_vmath():
+    """Issue 33: exp over 16M floats on one core, by glibc (scalar and libmvec), SLEEF, trac's
+    trt_expf and numpy; then trac's map op Y = exp(X) over 16M floats, its --profile seconds."""
+    n = 1 << 22 if QUICK else 1 << 24
+    say("== vectorised maps: expf over %d floats, one core (target: trac >= 1e9 per second)" % n)
+    exe = os.path.join(WORK, "vmath")
+    run([MPICC, "-O3", "-march=native", "-fno-math-errno", "-I" + os.path.join(SRC, "runtime"),
+         os.path.join(SRC, "bench", "vmath.c"), "-o", exe, os.path.join(BUILD, "runtime", "libtracrt.a"),
+         *shlex.split(BLIS_LIBS), "-lmvec", "-lm"])
+    for line in run([exe, str(n)]).stdout.splitlines():
+        say("   " + line)
+    say("   " + run([PYTHON, "-c", VMATH_NUMPY, str(n)]).stdout.strip())
+    src = os.path.join(WORK, "vmath.tra")
+    with open(src, "w") as f:
+        f.write(VMATH_TRA)
+    prog = os.path.join(WORK, "vmath-map")
+    run([TRAC, "-P", "1", src, "-o", prog])
+    xin = os.path.join(WORK, "vmath-x.npy")
+    run([PYTHON, "-c", "import numpy as np; np.save(%r, (np.random.default_rng(2).random((4096, 4096)) * 40 - 20)"
+         ".astype(np.float32))" % xin])
+    secs = []
+    for _ in range(REPS):
+        p = run([prog, "X=" + xin, "Y=" + os.path.join(WORK, "vmath-y.npy"), "--profile"])
+        ops = op_table(p.stdout)
+        secs += [s for (_, kind, _, s, _) in ops if kind == "map"]
+    best = min(secs)
+    say("   trac map Y = exp(X), 4096 x 4096, 1 rank: op %.4f s median, %.4f s best: %.3f G/s at the best"
+        % (med(secs), best, 4096 * 4096 / best / 1e9))
 
 
 STARTUP_PARAM = "size N = %d;\nparam W[N, N] = %s;\ns = W[i, j];\nprint s;\n"

@@ -8,7 +8,11 @@
  *   3. ../include and ../lib next to this trac's own folder (a moved install);
  *   4. the configured --prefix.
  * The compiler is $CC (default mpicc, the one configure found); the flags
- * are $CFLAGS if set, else -O3 -march=native.  No shell runs in between:
+ * are $CFLAGS if set, else -O3 -march=native -fno-math-errno
+ * -fno-trapping-math: the program reads neither errno after a math
+ * function nor the floating-point exception flags, and with them gcc
+ * vectorises sqrt and if-converts a kernel's selects (relu, where, the
+ * comparisons), which change no value.  No shell runs in between:
  * arguments go to the compiler as they are.
  *
  * Temporary files: the generated C goes to $TMPDIR (or /tmp) for the
@@ -226,7 +230,7 @@ bool cg_compile(const char *csource, const char *out, bool verbose)
 	const char *cc = getenv("CC");
 	split_flags(cc && *cc ? cc : TRAC_MPICC, &argv);
 	const char *cflags = getenv("CFLAGS");
-	split_flags(cflags ? cflags : "-O3 -march=native -fno-math-errno", &argv);
+	split_flags(cflags ? cflags : "-O3 -march=native -fno-math-errno -fno-trapping-math", &argv);
 	vec_push(&argv, xprintf("-I%s", incdir));
 	vec_push(&argv, xstrdup(cpath));
 	vec_push(&argv, xstrdup("-o"));

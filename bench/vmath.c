@@ -1,0 +1,146 @@
+/*
+ * vmath.c: expf over 16M floats, one core, by each candidate for the
+ * kernels' vectorised maps (issue 33): glibc's scalar expf (what gcc calls
+ * without -ffast-math), glibc's libmvec (_ZGVdN8v_expf, AVX2, or
+ * _ZGVeN16v_expf, AVX-512), SLEEF's finz_ expf (1.0 ulp), and trac's
+ * trt_expf in a loop gcc vectorises (runtime/vmath.c, on SLEEF).  Prints
+ * each one's best CPU time of 7, its rate, and how far its results are
+ * from glibc's expf (ulps, and the share of elements that differ).
+ * bench.py's "vmath" section runs it beside numpy's np.exp.
+ *
+ *   bench/vmath [N]
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "trac_rt.h"
+
+/* glibc's libmvec and SLEEF, declared here with the ISA they need */
+__attribute__((target("avx2"))) __m256 _ZGVdN8v_expf(__m256);
+__attribute__((target("avx512f"))) __m512 _ZGVeN16v_expf(__m512);
+__attribute__((target("avx2"))) __m256 Sleef_finz_expf8_u10avx2(__m256);
+__attribute__((target("avx512f"))) __m512 Sleef_finz_expf16_u10avx512f(__m512);
+
+static long n = 16L << 20;
+static float *x, *y, *ref;
+
+static double cpu(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void glibc_scalar(void)
+{
+	for (long i = 0; i < n; i++)
+		y[i] = expf(x[i]);
+}
+
+__attribute__((target("avx2"))) static void mvec8(void)
+{
+	for (long i = 0; i < n; i += 8)
+		_mm256_storeu_ps(y + i, _ZGVdN8v_expf(_mm256_loadu_ps(x + i)));
+}
+
+__attribute__((target("avx512f"))) static void mvec16(void)
+{
+	for (long i = 0; i < n; i += 16)
+		_mm512_storeu_ps(y + i, _ZGVeN16v_expf(_mm512_loadu_ps(x + i)));
+}
+
+__attribute__((target("avx2,fma"))) static void sleef8(void)
+{
+	for (long i = 0; i < n; i += 8)
+		_mm256_storeu_ps(y + i, Sleef_finz_expf8_u10avx2(_mm256_loadu_ps(x + i)));
+}
+
+__attribute__((target("avx512f"))) static void sleef16(void)
+{
+	for (long i = 0; i < n; i += 16)
+		_mm512_storeu_ps(y + i, Sleef_finz_expf16_u10avx512f(_mm512_loadu_ps(x + i)));
+}
+
+/* as a kernel's loop: gcc vectorises it through trt_expf's simd variants */
+static void trac(void)
+{
+	float *restrict o = y;
+	const float *restrict in = x;
+	for (long i = 0; i < n; i++)
+		o[i] = trt_expf(in[i]);
+}
+
+static void copy(void)
+{
+	memcpy(y, x, sizeof *x * (size_t)n);
+}
+
+static int64_t ord(float f)
+{
+	int32_t i;
+	memcpy(&i, &f, sizeof i);
+	return i < 0 ? (int64_t)INT32_MIN - i : i;
+}
+
+static void run(const char *name, void (*f)(void))
+{
+	double best = 1e30;
+	for (int r = 0; r < 7; r++) {
+		double t = cpu();
+		f();
+		t = cpu() - t;
+		best = t < best ? t : best;
+	}
+	int64_t worst = 0, differ = 0;
+	if (ref)
+		for (long i = 0; i < n; i++) {
+			int64_t d = ord(y[i]) - ord(ref[i]);
+			d = d < 0 ? -d : d;
+			worst = d > worst ? d : worst;
+			differ += d != 0;
+		}
+	printf("%-34s %8.4f s  %6.3f G/s   %lld ulp  %6.2f%%\n", name, best, (double)n / best / 1e9,
+	       (long long)worst, 100.0 * (double)differ / (double)n);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		n = atol(argv[1]) / 16 * 16;
+	x = aligned_alloc(64, sizeof *x * (size_t)n);
+	y = aligned_alloc(64, sizeof *y * (size_t)n);
+	/* arguments in [-20, 20) (a softmax's shifted logits, activations),
+	 * from a fixed generator: below -87 the results are denormal, and both
+	 * vector libraries slow down there (bench/README.md) */
+	uint64_t s = 1;
+	for (long i = 0; i < n; i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		x[i] = (float)((double)(s >> 11) * 0x1p-53 * 40.0 - 20.0);
+	}
+	memset(y, 0, sizeof *y * (size_t)n);
+	__builtin_cpu_init();
+	int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	int avx512 = __builtin_cpu_supports("avx512f");
+	printf("expf over %ld floats in [-20, 20), one core; CPU seconds, best of 7; "
+	       "ulps from glibc's expf\n", n);
+	run("memcpy (the memory's pace)", copy);
+	run("glibc expf, scalar", glibc_scalar);
+	ref = malloc(sizeof *ref * (size_t)n);
+	memcpy(ref, y, sizeof *y * (size_t)n);
+	if (avx512) {
+		run("glibc libmvec _ZGVeN16v_expf", mvec16);
+		run("SLEEF finz_expf16_u10avx512f", sleef16);
+	}
+	if (avx2) {
+		run("glibc libmvec _ZGVdN8v_expf", mvec8);
+		run("SLEEF finz_expf8_u10avx2", sleef8);
+	}
+	run("trac trt_expf (runtime/vmath.c)", trac);
+	return 0;
+}
