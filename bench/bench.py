@@ -25,6 +25,7 @@ Sections (bench/README.md has the targets and the results):
     parity    whole processes: trac's matmul program vs bench/matmul_hand.c
     predict   the cost model's seconds against --profile's, op by op
     io        reads and writes of 32-324 MB on 1 and 2 ranks against the cost model
+    roofline  the examples' ops (matmul, MNIST MLP, conv3d) against their floors
     overlap   a two-phase matmul on 2 ranks with its sends under the gemms vs
               --no-overlap, over shared memory and over TCP
 
@@ -65,7 +66,7 @@ for a in sys.argv[1:]:
         REPS = int(a[7:])
 SECTIONS = [a for a in sys.argv[1:] if not a.startswith("--")]
 ALL = ["calibrate", "vector", "vmath", "startup", "plantime", "scale", "matmul1", "blocks", "scaling", "pdgemm", "einsum",
-       "parity", "predict", "io", "overlap"]
+       "parity", "predict", "io", "overlap", "roofline"]
 
 LOG = []              # every line printed, for bench-work/results.txt
 BYTES = []            # (workload, op, kind, chunks, keys, pred) from every trac run
@@ -592,6 +593,69 @@ def sec_vmath():
     best = min(secs)
     say("   trac map Y = exp(X), 4096 x 4096, 1 rank: op %.4f s median, %.4f s best: %.3f G/s at the best"
         % (med(secs), best, 4096 * 4096 / best / 1e9))
+
+
+ROOFLINE_INPUTS = {
+    "matmul": "import numpy as np; r = np.random.default_rng(5)\n"
+              "for k in 'AB': np.save(k + '.npy', r.random((4000, 4000), dtype=np.float32) * 2 - 1)",
+    "mnist_mlp": "import numpy as np; r = np.random.default_rng(6)\n"
+                 "np.save('X.npy', r.random((60000, 784), dtype=np.float32))\n"
+                 "np.save('Xt.npy', r.random((10000, 784), dtype=np.float32))\n"
+                 "np.save('labels.npy', r.integers(0, 10, 60000))\n"
+                 "np.save('tlabels.npy', r.integers(0, 10, 10000))\n"
+                 "np.save('W1init.npy', (r.standard_normal((784, 256)) * 0.05).astype(np.float32))\n"
+                 "np.save('W2init.npy', (r.standard_normal((256, 10)) * 0.05).astype(np.float32))",
+    "conv3d": "import numpy as np; r = np.random.default_rng(7)\n"
+              "np.save('X.npy', r.random((3, 16, 270, 480), dtype=np.float32))\n"
+              "np.save('K.npy', r.random((10, 3, 3, 3, 3), dtype=np.float32) - 0.5)",
+}
+# (example, ranks, trac's flags, inputs)
+ROOFLINE_RUNS = [
+    ("matmul", 1, ["-D", "I=4000", "-D", "K=4000", "-D", "J=4000"], "AB"),
+    ("matmul", 2, ["-D", "I=4000", "-D", "K=4000", "-D", "J=4000"], "AB"),
+    ("mnist_mlp", 1, ["-D", "EPOCHS=1"], ["X", "labels", "Xt", "tlabels", "W1init", "W2init"]),
+    ("mnist_mlp", 2, ["-D", "EPOCHS=1"], ["X", "labels", "Xt", "tlabels", "W1init", "W2init"]),
+    ("conv3d", 1, [], "XK"),
+    ("conv3d", 2, [], "XK"),
+]
+
+
+def sec_roofline():
+    """Issue 33: each example's ops against their floors (--profile's roofline column, from the
+    machine model the plan was made with), and the whole run's and the computation's fractions."""
+    say("== roofline: the examples' ops against the machine model's floors (floor / measured seconds)")
+    for name, ranks, flags, inputs in ROOFLINE_RUNS:
+        d = os.path.join(WORK, "roof-" + name)
+        os.makedirs(d, exist_ok=True)
+        if not os.path.exists(os.path.join(d, list(inputs)[0] + ".npy")):
+            run([PYTHON, "-c", ROOFLINE_INPUTS[name]], cwd=d)
+        exe = os.path.join(d, "%s-%d" % (name, ranks))
+        run([TRAC, "-P", str(ranks), *flags, os.path.join(SRC, "examples", name + ".tra"), "-o", exe])
+        runs = [run([MPIRUN, "-np", str(ranks), "--bind-to", "none", exe,
+                     *["%s=%s.npy" % (k, k) for k in inputs], "--profile"], cwd=d).stdout for _ in range(REPS)]
+        # the run of median total time
+        tot = [float(re.search(r" total_s=([0-9.]+)", t).group(1)) for t in runs]
+        text = runs[sorted(range(len(runs)), key=lambda i: tot[i])[len(runs) // 2]]
+        summ = dict(kv.split("=", 1) for kv in re.search(r"^summary: (.*)$", text, re.M).group(1).split())
+        say("   %s, %d rank%s (%s), the median of %d runs: whole run %s of its floor, computation %s"
+            % (name, ranks, "s" if ranks > 1 else "", " ".join(flags) or "defaults", len(runs),
+               summ["roofline"], summ["compute_roofline"]))
+        say("      %-8s %-30s %10s %10s %8s" % ("kind", "label", "seconds", "floor s", "roofline"))
+        on = False
+        for line in text.splitlines():
+            if line.lstrip().startswith("op  kind"):
+                on = True
+                continue
+            m = OPLINE.match(line) if on else None
+            if not m:
+                on = False
+                continue
+            rest = m.group(3).split()
+            secs = float(rest[-11])
+            # the ops that take 2% of the run or more
+            if secs >= 0.02 * float(summ["total_s"]):
+                say("      %-8s %-30s %10.4f %10.4f %8s" % (m.group(2), " ".join(rest[:-12])[:30], secs,
+                                                         float(rest[-2]), rest[-1]))
 
 
 STARTUP_PARAM = "size N = %d;\nparam W[N, N] = %s;\ns = W[i, j];\nprint s;\n"
