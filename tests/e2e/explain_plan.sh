@@ -24,7 +24,7 @@ field() { sed -n "s/^summary: .* $1=\([^ ]*\).*/\1/p" "$2"; }
 
 for np in 1 2 3 4; do
 	"$TRAC" --explain=json -P $np "$TOP/tests/e2e/gcn2.tra" >explain$np.json || { fail "--explain -P $np"; continue; }
-	if ! run $np ./gcn2 A=a.npz X=x.npy Y=y.npy M=m.npy P=p.npy W1=w1.npy W2=w2.npy --profile >prof$np.txt 2>&1; then
+	if ! run $np ./gcn2 A=a.npz X=x.npy Y=y.npy M=m.npy P=p.npy W1.out=w1.npy W2.out=w2.npy --profile >prof$np.txt 2>&1; then
 		fail "gcn2 on $np ranks"; cat prof$np.txt; continue
 	fi
 	"$PYTHON" - explain$np.json "$(field planned_ranks prof$np.txt)" "$(field pred_sent prof$np.txt)" \
