@@ -83,7 +83,7 @@ bool conv_halo_type(const TraOp *j, const RelType *lt, const RelType *rt, bool t
 	const RelType *jt = &j->type;
 	bool any = false;
 	*ht = *rt;
-	ht->holes = ht->sparse = false; /* made dense and whole first (emit.c's needs_whole) */
+	ht->holes = ht->sparse = false; /* made dense and whole first (codegen/body.c's read_kind) */
 	ht->density = 1;
 	for (int w = 0; w < k->nwin; w++) {
 		int d = rt->chunkdim[k->win[w].dim], o = ia_join_out_dim(lt->nkey, &j->u.join.on, d);
