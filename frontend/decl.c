@@ -215,6 +215,22 @@ void fe_check_output(Sema *s, Item *it)
 	}
 }
 
+/* Whether output `it`'s file is one an input or param is read from (said):
+ * the executable would write over a file it reads (tra(5), OUTPUTS). */
+static bool reads_file(const TraProg *p, const char *path, const Item *it)
+{
+	for (int i = 0; i < p->tensors.n; i++) {
+		const Tensor *t = &p->tensors.v[i];
+		if (!t->path || strcmp(t->path, path) != 0)
+			continue;
+		diag(DIAG_ERROR, it->nameloc, "output '%s' is written to \"%s\", which %s '%s' is read from: "
+		     "the run would write over its own input; name another file", it->name, path,
+		     t->role == TENSOR_INPUT ? "input" : "param", t->name);
+		return true;
+	}
+	return false;
+}
+
 /* Outputs, after the last item: each names a tensor that has a value then. */
 void fe_check_outputs(Sema *s, Ast *ast)
 {
@@ -238,6 +254,8 @@ void fe_check_outputs(Sema *s, Ast *ast)
 			diag(DIAG_ERROR, it->nameloc, "'%s' is already an output (at %d:%d)", it->name, line, col);
 			continue;
 		}
+		if (it->u.output.path && reads_file(s->prog, it->u.output.path, it))
+			continue;
 		sym->used = true;
 		t->output = true;
 		t->outpath = it->u.output.path;

@@ -230,7 +230,7 @@ class Unit:
             self.emit('output %s = "%s.npz";' % (t.name, t.name.lower()))
             self.c["output_sparse_npz"] += 1
         elif self.chance(0.15):
-            self.emit('output %s = "%s.npy";' % (t.name, t.name.lower()))
+            self.emit('output %s = "%s_out.npy";' % (t.name, t.name.lower()))
             self.c["output_default_file"] += 1
         else:
             self.emit("output %s;" % t.name)
