@@ -527,33 +527,16 @@ void search_init(Search *s, const TraProg *tra, const OptOptions *o, const Machi
 	}
 }
 
-/* Equal relation types: between two searches of one program only the
- * blocks differ, but every field is compared. */
-static bool same_type(const RelType *a, const RelType *b)
-{
-	if (a->dtype != b->dtype || a->nkey != b->nkey || a->nchunk != b->nchunk || a->sparse != b->sparse ||
-	    a->holes != b->holes || a->density != b->density)
-		return false;
-	for (int d = 0; d < a->nkey; d++)
-		if (a->extent[d] != b->extent[d] || a->block[d] != b->block[d] || a->hlo[d] != b->hlo[d] ||
-		    a->hhi[d] != b->hhi[d] || a->hext[d] != b->hext[d])
-			return false;
-	for (int c = 0; c < a->nchunk; c++)
-		if (a->chunkdim[c] != b->chunkdim[c])
-			return false;
-	return true;
-}
-
 /* Are op t's type and those of the ops its candidates read (its inputs,
  * and an absorbed join's) the same in s and prev? */
 static bool unit_same(const Search *s, const Search *prev, int t)
 {
-	if (!same_type(&s->types[t], &prev->types[t]))
+	if (!rel_type_eq(&s->types[t], &prev->types[t]))
 		return false;
 	int in[MAXIN];
 	int k = tra_inputs(&s->tra->ops.v[t], in);
 	for (int j = 0; j < k; j++) {
-		if (!same_type(&s->types[in[j]], &prev->types[in[j]]))
+		if (!rel_type_eq(&s->types[in[j]], &prev->types[in[j]]))
 			return false;
 		if (s->absorbed[in[j]] == t && !unit_same(s, prev, in[j]))
 			return false;
@@ -566,7 +549,7 @@ void search_inherit(Search *s, Search *prev)
 	if (prev->tra != s->tra || prev->quick != s->quick || prev->cc.nsites != s->cc.nsites)
 		return;
 	for (int t = 0; t < s->n; t++) {
-		if (!same_type(&s->types[t], &prev->types[t]))
+		if (!rel_type_eq(&s->types[t], &prev->types[t]))
 			continue;
 		if (prev->move[t]) {
 			size_t n = (size_t)s->dom[t].n * (size_t)s->dom[t].n;
