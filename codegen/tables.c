@@ -1,7 +1,7 @@
 /*
  * tables.c: the emitted file's const tables, which the runtime reads:
- * the program's tensors (TrtTensor), each plan's ops for --profile
- * (TrtOpInfo) and its TrtProgram, a relation type per op (TrtType), a
+ * the program's tensors (TrtTensor), each plan's ops for --profile and
+ * the chunk store's schedule (TrtOpInfo) and its TrtProgram, a relation type per op (TrtType), a
  * filter's key predicate, a two-phase schedule's per-rank join groups
  * (TrtTwoPhase), and an IST loop's descriptor (TrtIst).  Each writes one
  * definition into e->b; emit.c shares equal ones.
@@ -42,7 +42,8 @@ void emit_tensors(Emit *e)
 	buf_puts(b, "};\n\n");
 }
 
-/* Plan k's ops, for --profile: opsK. */
+/* Plan k's ops, for --profile and the runtime's chunk store (each op's
+ * inputs, a load's or store's param): opsK. */
 void emit_ops(Emit *e, int k)
 {
 	Buf *b = e->b;
@@ -66,7 +67,12 @@ void emit_ops(Emit *e, int k)
 			IstTraffic tr = ist_traffic(body->tra, &e->p->tra->ist.v[l], e->p->nranks);
 			bytes = 4 * ((double)(tr.rounds - 1) * (tr.exchange + tr.average) + tr.gather);
 		}
-		buf_printf(b, ", %.17g, %.17g, %.17g, %.17g},\n", bytes, op->seconds, op->flops, op->floor_seconds);
+		int in[MAXIN], nin = ia_inputs(op, in);
+		int var = op->kind == IA_LOAD ? op->u.init.tensor + 1 : op->kind == IA_STORE ? op->u.store.tensor + 1 : 0;
+		buf_printf(b, ", %.17g, %.17g, %.17g, %.17g, %d, {", bytes, op->seconds, op->flops, op->floor_seconds, nin);
+		for (int j = 0; j < nin; j++)
+			buf_printf(b, "%s%d", j ? ", " : "", in[j]);
+		buf_printf(b, "}, %d},\n", var);
 		buf_free(&label);
 	}
 	buf_puts(b, "};\n\n");

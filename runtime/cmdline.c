@@ -140,6 +140,7 @@ static void print_help(const TrtProgram *prog)
 	printf("  --no-overlap a two-phase op waits for all its input chunks before its first\n"
 	       "               kernel (to measure what overlapping them saves)\n");
 	rt_ckpt_help();
+	rt_spill_help();
 	rt_ist_help();
 	printf("  --help       print this help and exit\n");
 	printf("\nOn a terminal, rank 0 shows the outer repeat blocks' progress on stderr.\n");
@@ -255,6 +256,9 @@ static const char *parse_args(int argc, char **argv, const TrtProgram *prog, cha
 			if (*msg)
 				return msg;
 		} else if (rt_trace_arg(argc, argv, &a, msg, len)) {
+			if (*msg)
+				return msg;
+		} else if (rt_spill_arg(argc, argv, &a, msg, len)) {
 			if (*msg)
 				return msg;
 		} else if (rt_ist_arg(argc, argv, &a, msg, len)) {

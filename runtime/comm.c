@@ -49,19 +49,35 @@ enum { TAG_KEYS = 7101, TAG_CHUNKS = 7102 };
 
 /* ---- the exchange engine ---- */
 
+/* A piece of a stream of bytes between two ranks: tuple idx's chunk of
+ * rel (made when its receive is posted, if it is not there yet), or, when
+ * rel is NULL, the n bytes at p. */
 typedef struct Piece {
+	const TrtRel *rel;
+	int64_t idx;
 	char *p;
 	size_t n;
 } Piece;
 
-/* What one rank sends to, or receives from, one peer: memory pieces in
- * stream order. */
+/* One message: pieces [first, first + cnt), or when cnt is 1 the bytes
+ * [off, off + len) of one. */
+typedef struct Msg {
+	int64_t first, cnt;
+	size_t off, len;
+} Msg;
+
+/* What one rank sends to, or receives from, one peer: pieces in stream
+ * order, the messages they are cut into, and how far they are posted. */
 typedef struct Side {
 	Piece *v;
 	int64_t n, cap;
+	Msg *m;
+	int64_t nm, cm, next;           /* messages; the next to post */
+	double inflight;                /* bytes of messages posted, not complete */
+	int send, peer, tag;
 } Side;
 
-static void side_add(Side *s, void *p, size_t n)
+static void side_add(Side *s, const TrtRel *rel, int64_t idx, void *p, size_t n)
 {
 	if (n == 0)
 		return;                 /* both ends skip empty chunks alike */
@@ -69,74 +85,42 @@ static void side_add(Side *s, void *p, size_t n)
 		s->cap = s->cap ? 2 * s->cap : 16;
 		s->v = rt_realloc(s->v, sizeof *s->v * (size_t)s->cap);
 	}
-	s->v[s->n].p = p;
-	s->v[s->n].n = n;
-	s->n++;
+	s->v[s->n++] = (Piece){rel, idx, p, n};
 }
 
-static Side *sides_new(int nr)
+static Side *sides_new(int nr, int send, int tag)
 {
 	Side *s = rt_alloc(sizeof *s * (size_t)nr);
 	memset(s, 0, sizeof *s * (size_t)nr);
+	for (int d = 0; d < nr; d++) {
+		s[d].send = send;
+		s[d].peer = d;
+		s[d].tag = tag;
+	}
 	return s;
 }
 
 static void sides_free(Side *s, int nr)
 {
-	for (int i = 0; i < nr; i++)
+	for (int i = 0; i < nr; i++) {
 		free(s[i].v);
+		free(s[i].m);
+	}
 	free(s);
 }
 
-typedef struct Reqs {
-	MPI_Request *v;
-	int n, cap;
-} Reqs;
-
-static MPI_Request *req_slot(Reqs *r)
+static void msg_add(Side *s, int64_t first, int64_t cnt, size_t off, size_t len)
 {
-	if (r->n == r->cap) {
-		r->cap = r->cap ? 2 * r->cap : 64;
-		r->v = rt_realloc(r->v, sizeof *r->v * (size_t)r->cap);
+	if (s->nm == s->cm) {
+		s->cm = s->cm ? 2 * s->cm : 16;
+		s->m = rt_realloc(s->m, sizeof *s->m * (size_t)s->cm);
 	}
-	return &r->v[r->n++];
+	s->m[s->nm++] = (Msg){first, cnt, off, len};
 }
 
-/* Posts one message over pieces v[0..n) (the first starting `off` bytes in,
- * `len` bytes in all when n == 1). */
-static void post(Reqs *rq, int send, int peer, int tag, const Piece *v, int n, size_t off,
-                 size_t len)
-{
-	MPI_Request *req = req_slot(rq);
-
-	if (n == 1) {
-		if (send)
-			MPI_Isend(v[0].p + off, (int)len, MPI_BYTE, peer, tag, rt.comm, req);
-		else
-			MPI_Irecv(v[0].p + off, (int)len, MPI_BYTE, peer, tag, rt.comm, req);
-		return;
-	}
-	int *lens = rt_alloc(sizeof *lens * (size_t)n);
-	MPI_Aint *addr = rt_alloc(sizeof *addr * (size_t)n);
-	for (int i = 0; i < n; i++) {
-		lens[i] = (int)v[i].n;
-		MPI_Get_address(v[i].p, &addr[i]);
-	}
-	MPI_Datatype t;
-	MPI_Type_create_hindexed(n, lens, addr, MPI_BYTE, &t);
-	MPI_Type_commit(&t);
-	if (send)
-		MPI_Isend(MPI_BOTTOM, 1, t, peer, tag, rt.comm, req);
-	else
-		MPI_Irecv(MPI_BOTTOM, 1, t, peer, tag, rt.comm, req);
-	MPI_Type_free(&t);      /* freed when the message completes */
-	free(lens);
-	free(addr);
-}
-
-/* Cuts one side into messages, the same cuts at both ends (they see the same
- * sequence of piece sizes), and posts them. */
-static void plan_messages(Reqs *rq, int send, int peer, int tag, const Side *s)
+/* Cuts one side into messages, the same cuts at both ends (they see the
+ * same sequence of piece sizes). */
+static void plan_messages(Side *s)
 {
 	size_t limit = (size_t)rt_msg_limit, group = GROUP < limit ? GROUP : limit;
 	int64_t first = 0;              /* the pending group: pieces [first, i) */
@@ -149,7 +133,7 @@ static void plan_messages(Reqs *rq, int send, int peer, int tag, const Side *s)
 			/* flush the group, in hindexed messages of at most INT_MAX pieces */
 			while (first < i) {
 				int64_t cnt = i - first < INT_MAX ? i - first : INT_MAX;
-				post(rq, send, peer, tag, s->v + first, (int)cnt, 0, s->v[first].n);
+				msg_add(s, first, cnt, 0, s->v[first].n);
 				first += cnt;
 			}
 			gbytes = 0;
@@ -157,10 +141,8 @@ static void plan_messages(Reqs *rq, int send, int peer, int tag, const Side *s)
 		if (i == s->n)
 			break;
 		if (big) {
-			for (size_t off = 0; off < s->v[i].n; off += limit) {
-				size_t len = s->v[i].n - off < limit ? s->v[i].n - off : limit;
-				post(rq, send, peer, tag, s->v + i, 1, off, len);
-			}
+			for (size_t off = 0; off < s->v[i].n; off += limit)
+				msg_add(s, i, 1, off, s->v[i].n - off < limit ? s->v[i].n - off : limit);
 			first = i + 1;
 		} else {
 			gbytes += s->v[i].n;
@@ -168,76 +150,215 @@ static void plan_messages(Reqs *rq, int send, int peer, int tag, const Side *s)
 	}
 }
 
-/* --trace: the span of posting one side's messages, with its bytes. */
-static void trace_side(int64_t t0, int send, int peer, int tag, const Side *s)
+static size_t msg_bytes(const Side *s, const Msg *g)
 {
-	double bytes = 0;
-
-	for (int64_t i = 0; i < s->n; i++)
-		bytes += (double)s->v[i].n;
-	if (s->n)
-		rt_trace_span(send ? RT_SPAN_SEND : RT_SPAN_RECV, t0, peer, bytes, 0,
-		              tag == TAG_KEYS ? "keys" : "chunks");
+	if (g->cnt == 1)
+		return g->len;
+	size_t b = 0;
+	for (int64_t i = 0; i < g->cnt; i++)
+		b += s->v[g->first + i].n;
+	return b;
 }
 
-/* Posts the sends (or receives) of sides[d] for every peer d; the own
- * rank's side is empty. */
-static void post_all(Reqs *rq, int send, const Side *sides, int tag)
+/* A piece's bytes, resident and held while its message travels; a
+ * received chunk is made now (and pinned by nothing else, so that once in
+ * it may be spilled before the op ends). */
+static char *piece_data(Piece *pc, int send)
 {
-	for (int d = 0; d < rt.nranks; d++) {
-		int64_t t0 = rt_span_begin();
-		plan_messages(rq, send, d, tag, &sides[d]);
-		if (t0)
-			trace_side(t0, send, d, tag, &sides[d]);
+	if (!pc->rel)
+		return pc->p;
+	TrtRel *rel = (TrtRel *)pc->rel;
+	if (!rel->chunks[pc->idx]) {
+		size_t mark = rt_pin_mark();
+		rt_rel_set(rel, pc->idx, rt_chunk_new(pc->n));
+		char *p = rt_chunk_hold(rel->chunks[pc->idx], 1);
+		rt_pin_release(mark);
+		return p;
+	}
+	return rt_chunk_hold(rel->chunks[pc->idx], !send);
+}
+
+static void piece_done(const Piece *pc)
+{
+	if (pc->rel)
+		rt_chunk_unhold(pc->rel->chunks[pc->idx]);
+}
+
+/* Every message of an exchange in flight, and which side's it is. */
+typedef struct Engine {
+	MPI_Request *req;
+	struct { Side *s; int64_t m; } *own;    /* s NULL: a message of keys */
+	int *spare;                             /* free slots of req */
+	int n, cap, nspare;
+	int64_t open;
+	double window;                          /* the most bytes in flight per side */
+	int *idx;
+} Engine;
+
+static int slot(Engine *e)
+{
+	if (e->nspare)
+		return e->spare[--e->nspare];
+	if (e->n == e->cap) {
+		e->cap = e->cap ? 2 * e->cap : 64;
+		e->req = rt_realloc(e->req, sizeof *e->req * (size_t)e->cap);
+		e->own = rt_realloc(e->own, sizeof *e->own * (size_t)e->cap);
+		e->spare = rt_realloc(e->spare, sizeof *e->spare * (size_t)e->cap);
+		e->idx = rt_realloc(e->idx, sizeof *e->idx * (size_t)e->cap);
+	}
+	return e->n++;
+}
+
+/* Posts message m of side s. */
+static void post_msg(Engine *e, Side *s, int64_t m)
+{
+	const Msg *g = &s->m[m];
+	int k = slot(e);
+	MPI_Request *req = &e->req[k];
+	e->own[k].s = s;
+	e->own[k].m = m;
+	e->open++;
+	s->inflight += (double)msg_bytes(s, g);
+	if (g->cnt == 1) {
+		char *p = piece_data(&s->v[g->first], s->send) + g->off;
+		if (s->send)
+			MPI_Isend(p, (int)g->len, MPI_BYTE, s->peer, s->tag, rt.comm, req);
+		else
+			MPI_Irecv(p, (int)g->len, MPI_BYTE, s->peer, s->tag, rt.comm, req);
+		return;
+	}
+	int n = (int)g->cnt;
+	int *lens = rt_alloc(sizeof *lens * (size_t)n);
+	MPI_Aint *addr = rt_alloc(sizeof *addr * (size_t)n);
+	for (int i = 0; i < n; i++) {
+		lens[i] = (int)s->v[g->first + i].n;
+		MPI_Get_address(piece_data(&s->v[g->first + i], s->send), &addr[i]);
+	}
+	MPI_Datatype t;
+	MPI_Type_create_hindexed(n, lens, addr, MPI_BYTE, &t);
+	MPI_Type_commit(&t);
+	if (s->send)
+		MPI_Isend(MPI_BOTTOM, 1, t, s->peer, s->tag, rt.comm, req);
+	else
+		MPI_Irecv(MPI_BOTTOM, 1, t, s->peer, s->tag, rt.comm, req);
+	MPI_Type_free(&t);      /* freed when the message completes */
+	free(lens);
+	free(addr);
+}
+
+/* Posts side s's next messages while its bytes in flight stay within the
+ * window (one at least); --trace: the span of posting them. */
+static void post_side(Engine *e, Side *s)
+{
+	int64_t t0 = rt_span_begin(), first = s->next;
+	while (s->next < s->nm && (s->inflight == 0 || s->inflight + (double)msg_bytes(s, &s->m[s->next]) <= e->window))
+		post_msg(e, s, s->next++);
+	if (t0 && s->next > first) {
+		double bytes = 0;
+		for (int64_t m = first; m < s->next; m++)
+			bytes += (double)msg_bytes(s, &s->m[m]);
+		rt_trace_span(s->send ? RT_SPAN_SEND : RT_SPAN_RECV, t0, s->peer, bytes, 0,
+		              s->tag == TAG_KEYS ? "keys" : "chunks");
 	}
 }
 
-static void wait_all(Reqs *rq, const char *what)
+static void post_sides(Engine *e, Side *sides, int nr)
 {
-	int64_t t0 = rt_span_begin();
-	MPI_Waitall(rq->n, rq->v, MPI_STATUSES_IGNORE);
-	if (t0)
-		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, what);
-	free(rq->v);
-	memset(rq, 0, sizeof *rq);
+	for (int d = 0; d < nr; d++) {
+		if (!sides[d].m)
+			plan_messages(&sides[d]);
+		post_side(e, &sides[d]);
+	}
+}
+
+/* Waits for messages until none of side set `which` (or any, NULL) is
+ * open, posting each side's next messages as its window frees. */
+static void engine_run(Engine *e, const Side *which, int nwhich, const char *what)
+{
+	for (;;) {
+		int left = 0;
+		for (int k = 0; k < e->n && !left; k++)
+			left = e->req[k] != MPI_REQUEST_NULL &&
+			       (!which || (e->own[k].s >= which && e->own[k].s < which + nwhich));
+		if (!left)
+			return;
+		int64_t t0 = rt_span_begin();
+		int out = 0;
+		MPI_Waitsome(e->n, e->req, &out, e->idx, MPI_STATUSES_IGNORE);
+		if (t0)
+			rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, what);
+		if (out == MPI_UNDEFINED)
+			rt_bug("an exchange waits for nothing");
+		for (int i = 0; i < out; i++) {
+			int k = e->idx[i];
+			Side *s = e->own[k].s;
+			e->spare[e->nspare++] = k;
+			e->open--;
+			if (!s)
+				continue;
+			const Msg *g = &s->m[e->own[k].m];
+			for (int64_t q = 0; q < g->cnt; q++)
+				piece_done(&s->v[g->first + q]);
+			s->inflight -= (double)msg_bytes(s, g);
+			post_side(e, s);
+		}
+	}
+}
+
+static void engine_free(Engine *e)
+{
+	free(e->req);
+	free(e->own);
+	free(e->spare);
+	free(e->idx);
 }
 
 /* One exchange, steps 2 and 3: per peer, the keys and the chunks this rank
  * sends and receives.  The caller fills ks, kr and cs, exchange_keys posts
  * them and returns with the keys in; the caller then adds the chunks those
- * keys announce to cr, and exchange_end receives them and waits for all. */
+ * keys announce to cr, and exchange_end receives them and waits for all.
+ * Under a memory budget each side keeps at most a window of bytes in
+ * flight (an eighth of the budget over the peers, one message at least):
+ * a chunk is held only while its message travels, so a received chunk may
+ * be spilled as soon as it is in, and one sent read back just before it
+ * leaves.  Each pair of ranks moves its messages in order, each end
+ * posting the next as its window frees, so no side waits for another
+ * peer's. */
 typedef struct Exchange {
 	Side *ks, *kr;                  /* keys sent, received */
 	Side *cs, *cr;                  /* chunks sent, received */
-	Reqs rest;                      /* every message but the key receives */
+	Engine e;
 	int nr;
 } Exchange;
 
 static Exchange exchange_new(int nr)
 {
 	Exchange x = {0};
-	x.ks = sides_new(nr);
-	x.kr = sides_new(nr);
-	x.cs = sides_new(nr);
-	x.cr = sides_new(nr);
+	x.ks = sides_new(nr, 1, TAG_KEYS);
+	x.kr = sides_new(nr, 0, TAG_KEYS);
+	x.cs = sides_new(nr, 1, TAG_CHUNKS);
+	x.cr = sides_new(nr, 0, TAG_CHUNKS);
 	x.nr = nr;
+	x.e.window = rt.budget > 0 ? rt.budget / 8 / (nr > 1 ? nr - 1 : 1) : 1e300;
 	return x;
 }
 
 /* Our chunks leave with the keys, without waiting for a round trip. */
 static void exchange_keys(Exchange *x)
 {
-	Reqs keys_in = {0};
-	post_all(&keys_in, 0, x->kr, TAG_KEYS);
-	post_all(&x->rest, 1, x->ks, TAG_KEYS);
-	post_all(&x->rest, 1, x->cs, TAG_CHUNKS);
-	wait_all(&keys_in, "keys");
+	Engine keys = {.window = 1e300};
+	post_sides(&keys, x->kr, x->nr);
+	post_sides(&x->e, x->ks, x->nr);
+	post_sides(&x->e, x->cs, x->nr);
+	engine_run(&keys, NULL, 0, "keys");
+	engine_free(&keys);
 }
 
 static void exchange_end(Exchange *x)
 {
-	post_all(&x->rest, 0, x->cr, TAG_CHUNKS);
-	wait_all(&x->rest, "chunks");
+	post_sides(&x->e, x->cr, x->nr);
+	engine_run(&x->e, NULL, 0, "chunks");
+	engine_free(&x->e);
 	sides_free(x->ks, x->nr);
 	sides_free(x->kr, x->nr);
 	sides_free(x->cs, x->nr);
@@ -326,8 +447,9 @@ static TrtRel *share(const TrtRel *r, TrtPlace p)
 	return out;
 }
 
-/* Appends to out ntup tuples with the given keys and new (unfilled) chunks,
- * and adds their chunks to the receiving side. */
+/* Appends to out ntup tuples with the given keys and no chunks yet (made
+ * when their receives are posted), and adds the chunks to the receiving
+ * side. */
 static void receive_into(TrtRel *out, const int64_t *recs, int64_t ntup, Side *side)
 {
 	const TrtType *t = &out->type;
@@ -336,10 +458,9 @@ static void receive_into(TrtRel *out, const int64_t *recs, int64_t ntup, Side *s
 		const int64_t *key = recs + i * record_len(t);
 		rt_check_key(t, key);
 		size_t cb = chunk_bytes(t, key, NULL);
-		Chunk *c = rt_chunk_new(cb);
-		side_add(side, rt_chunk_data(c), cb);
 		rt_count_recv(tuple_bytes(t, key, NULL));
-		rt_rel_push(out, key, c);
+		rt_rel_push(out, key, cb ? NULL : rt_chunk_new(0));
+		side_add(side, out, out->n - 1, NULL, cb);
 	}
 }
 
@@ -380,8 +501,8 @@ TrtRel *trt_bcast(const TrtRel *r)
 		if (s == me)
 			continue;
 		keys[s] = rt_alloc(sizeof(int64_t) * (size_t)(ntup[s] * w + 1));
-		side_add(&x.kr[s], keys[s], sizeof(int64_t) * (size_t)(ntup[s] * w));
-		side_add(&x.ks[s], mine_recs, sizeof(int64_t) * (size_t)(r->n * w));
+		side_add(&x.kr[s], NULL, 0, (char *)keys[s], sizeof(int64_t) * (size_t)(ntup[s] * w));
+		side_add(&x.ks[s], NULL, 0, (char *)mine_recs, sizeof(int64_t) * (size_t)(r->n * w));
 	}
 	/* 3. chunks: ours leave with the keys; theirs land straight in the
 	 * output's new chunks once their keys say how big they are.  Our own
@@ -389,7 +510,7 @@ TrtRel *trt_bcast(const TrtRel *r)
 	for (int s = 0; s < nr; s++)
 		if (s != me)
 			for (int64_t i = 0; i < r->n; i++)
-				side_add(&x.cs[s], rt_chunk_data(r->chunks[i]), chunk_bytes(t, r->keys + i * nk, r->chunks[i]));
+				side_add(&x.cs[s], r, i, NULL, chunk_bytes(t, r->keys + i * nk, r->chunks[i]));
 	exchange_keys(&x);
 
 	TrtRel *out = trt_rel_new(t, all);
@@ -468,8 +589,8 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 			continue;
 		skeys[d] = rt_alloc(sizeof(int64_t) * (size_t)(scount[d] * w + 1));
 		rkeys[d] = rt_alloc(sizeof(int64_t) * (size_t)(rcount[d] * w + 1));
-		side_add(&x.ks[d], skeys[d], sizeof(int64_t) * (size_t)(scount[d] * w));
-		side_add(&x.kr[d], rkeys[d], sizeof(int64_t) * (size_t)(rcount[d] * w));
+		side_add(&x.ks[d], NULL, 0, (char *)skeys[d], sizeof(int64_t) * (size_t)(scount[d] * w));
+		side_add(&x.kr[d], NULL, 0, (char *)rkeys[d], sizeof(int64_t) * (size_t)(rcount[d] * w));
 	}
 	for (int64_t i = 0; i < r->n; i++) {
 		int d = site[i];
@@ -482,7 +603,7 @@ TrtRel *trt_shuffle(const TrtRel *r, TrtPlace p)
 		const int64_t *key = r->keys + i * nk;
 		if (site[i] == me)
 			continue;
-		side_add(&x.cs[site[i]], rt_chunk_data(r->chunks[i]), chunk_bytes(t, key, r->chunks[i]));
+		side_add(&x.cs[site[i]], r, i, NULL, chunk_bytes(t, key, r->chunks[i]));
 		sent += tuple_bytes(t, key, r->chunks[i]);
 	}
 	exchange_keys(&x);

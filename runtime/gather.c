@@ -205,10 +205,12 @@ static void ix_free(IxElems *e)
 static char *check_range(const TrtRel *ix, int64_t extent, const char *iname, const char *tname, int dim)
 {
 	const TrtType *it = &ix->type;
+	size_t mark = rt_pin_mark();
 	for (int64_t t = 0; t < ix->n; t++) {
 		const int64_t *key = ix->keys + t * it->nkey;
 		int64_t n[TRT_MAXDIM], at[TRT_MAXDIM] = {0};
 		int64_t cnt = rt_chunk_shape(it, key, n);
+		rt_pin_release(mark);           /* an index chunk at a time */
 		const void *p = rt_chunk_data(ix->chunks[t]);
 		for (int64_t q = 0; q < cnt; q++) {
 			int64_t v = it->dtype == TRT_I32 ? ((const int32_t *)p)[q] : ((const int64_t *)p)[q];
@@ -226,6 +228,7 @@ static char *check_range(const TrtRel *ix, int64_t extent, const char *iname, co
 				char *msg = rt_alloc(sz);
 				snprintf(msg, sz, "%s: index %s[%s] = %" PRId64 " is outside dimension %d of %s "
 				         "(0 to %" PRId64 ")", rt_progname(), iname, where, v, dim + 1, tname, extent - 1);
+				rt_pin_release(mark);
 				return msg;
 			}
 			for (int c = it->nchunk - 1; c >= 0; c--) {
@@ -235,6 +238,7 @@ static char *check_range(const TrtRel *ix, int64_t extent, const char *iname, co
 			}
 		}
 	}
+	rt_pin_release(mark);
 	return NULL;
 }
 
@@ -388,8 +392,9 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 				okey[d] = rest % rt_frontier(out, d);
 				rest /= rt_frontier(out, d);
 			}
+			size_t mark = rt_pin_mark();   /* a result chunk at a time */
 			Chunk *c = rt_chunk_new(rt_chunk_bytes(out, okey));
-			char *dst = rt_chunk_data(c);
+			char *dst = rt_chunk_mut(c);
 			int64_t os[TRT_MAXDIM];
 			key_strides(out, okey, os);
 			IxElems e = ix_elems(index, t, os);
@@ -423,6 +428,7 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 			cache_free(&pcache);
 			ix_free(&e);
 			rt_rel_push(o, okey, c);
+			rt_pin_release(mark);
 		}
 	}
 
@@ -433,11 +439,13 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 		Bufs reply = bufs_new();
 		int64_t pclin = -1, ts[TRT_MAXDIM], pos = -1;
 		Piece pc = {0};
+		size_t mark = rt_pin_mark();
 		for (int r = 0; r < rt.nranks; r++)
 			for (int64_t at = roff[r]; at < roff[r + 1]; at += (int64_t)sizeof(Req)) {
 				Req rq;
 				memcpy(&rq, in + at, sizeof rq);
 				if (rq.klin != pclin) {
+					rt_pin_release(mark);   /* a table chunk at a time */
 					int64_t tkey[TRT_MAXDIM];
 					rt_key_from_linear(tt, rq.klin, tkey);
 					pos = rt_index_find(&tix, table, tkey);
@@ -458,6 +466,7 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 					for (int64_t q = 0; q < pc.n; q++)
 						memcpy(dst + q * (int64_t)es, src + pc.src[q] * (int64_t)es, es);
 			}
+		rt_pin_release(mark);
 		piece_free(&pc);
 		free(in);
 		free(roff);
@@ -469,6 +478,7 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 			for (int64_t i = 0; i < ndest[r]; i++) {
 				const Dest *d = &dest[r][i];
 				if (d->tuple != tuple) {
+					rt_pin_release(mark);   /* a result chunk at a time */
 					/* the table key only for its layout: any value in the chunk */
 					int64_t tkey[TRT_MAXDIM], row;
 					table_key(tt, dim, 0, d->okey + ni, tkey, &row);
@@ -477,12 +487,13 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 					tuple = d->tuple;
 				}
 				Piece flat = {pc.n, NULL, pc.dst};  /* the reply is in piece order */
-				char *dst = rt_chunk_data(o->chunks[d->tuple]);
+				char *dst = rt_chunk_mut(o->chunks[d->tuple]);
 				piece_copy(&flat, es, dst + d->base * (int64_t)es, in + at);
 				at += pc.n * (int64_t)es;
 			}
 			piece_free(&pc);
 		}
+		rt_pin_release(mark);
 		free(in);
 		free(roff);
 	}
@@ -592,9 +603,11 @@ static void add_pieces(TrtRel *o, const int64_t *at, int dim, Adds *adds, double
 	double *acc = NULL;
 	int64_t pclin = -1, os[TRT_MAXDIM];
 	Piece pc = {0};
+	size_t mark = rt_pin_mark();
 	for (int64_t i = 0, j; i < adds->n; i = j) {
 		const Add *a = &adds->v[i];
 		if (a->lin != pclin) {
+			rt_pin_release(mark);   /* a result chunk at a time */
 			piece_free(&pc);
 			pc = result_piece(out, dim, a->lin, os);
 			acc = rt_realloc(acc, sizeof *acc * (size_t)(pc.n ? pc.n : 1));
@@ -605,7 +618,7 @@ static void add_pieces(TrtRel *o, const int64_t *at, int dim, Adds *adds, double
 		for (j = i; j < adds->n && adds->v[j].lin == a->lin && adds->v[j].row == a->row; j++)
 			for (int64_t q = 0; q < pc.n; q++)
 				acc[q] += elem_get(dt, adds->v[j].val, q);
-		char *dst = (char *)rt_chunk_data(o->chunks[at[a->lin]]) + a->row * os[dim] * (int64_t)es;
+		char *dst = (char *)rt_chunk_mut(o->chunks[at[a->lin]]) + a->row * os[dim] * (int64_t)es;
 		for (int64_t q = 0; q < pc.n; q++) {
 			int64_t d = pc.src ? pc.src[q] : q;
 			switch (dt) {
@@ -616,6 +629,7 @@ static void add_pieces(TrtRel *o, const int64_t *at, int dim, Adds *adds, double
 			}
 		}
 	}
+	rt_pin_release(mark);
 	piece_free(&pc);
 	free(acc);
 }
@@ -630,9 +644,10 @@ static TrtRel *scatter_base(TrtRel *base, int in_place, const TrtType *out, TrtP
 	TrtRel *o = in_place ? base : trt_rel_new(out, p);
 	for (int64_t t = 0; t < base->n; t++) {
 		Chunk *c = base->chunks[t];
+		size_t mark = rt_pin_mark();
 		if (!in_place || c->refs > 1) {
 			Chunk *copy = rt_chunk_new(c->nbytes);
-			memcpy(rt_chunk_data(copy), rt_chunk_data(c), c->nbytes);
+			memcpy(rt_chunk_mut(copy), rt_chunk_data(c), c->nbytes);
 			if (in_place) {
 				rt_chunk_unref(c);
 				base->chunks[t] = copy;
@@ -640,6 +655,7 @@ static TrtRel *scatter_base(TrtRel *base, int in_place, const TrtType *out, TrtP
 				rt_rel_push(o, base->keys + t * out->nkey, copy);
 			}
 		}
+		rt_pin_release(mark);
 		at[rt_key_linear(out, base->keys + t * out->nkey)] = t;
 	}
 	return o;
@@ -667,11 +683,12 @@ TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, TrtRel *base, int i
 		rt_key_from_linear(out, lin, key);
 		if (p.kind == TRT_PART && trt_site(&p, out, key) != rt.rank)
 			continue;
-		size_t nb = rt_chunk_bytes(out, key);
+		size_t nb = rt_chunk_bytes(out, key), mark = rt_pin_mark();
 		Chunk *c = rt_chunk_new(nb);
-		memset(rt_chunk_data(c), 0, nb);
+		memset(rt_chunk_mut(c), 0, nb);
 		at[lin] = o->n;
 		rt_rel_push(o, key, c);
+		rt_pin_release(mark);
 	}
 
 	KeyIndex iix;
@@ -691,6 +708,7 @@ TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, TrtRel *base, int i
 			rt_bug("scattered rows without their index chunk");
 		int64_t rs[TRT_MAXDIM];
 		key_strides(rt_, rkey, rs);
+		size_t mark = rt_pin_mark();   /* a rows chunk at a time */
 		IxElems e = ix_elems(index, pos, rs);
 		const char *src = rt_chunk_data(rows->chunks[t]);
 		PieceCache pcache;
@@ -721,6 +739,7 @@ TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, TrtRel *base, int i
 		}
 		cache_free(&pcache);
 		ix_free(&e);
+		rt_pin_release(mark);
 	}
 	int64_t *roff = NULL;
 	char *in = everywhere ? NULL : exchange(&send, &roff, "rows");

@@ -149,8 +149,10 @@ TrtRel *trt_halo(const TrtRel *x, const TrtType *t)
 				Box packed = {.cnt = {0}};
 				memcpy(packed.cnt, bi.cnt, sizeof packed.cnt);
 				rt_chunk_shape(xt, v.key, xn);
+				size_t mark = rt_pin_mark();
 				box_copy(bufs_grow(&sb, dest, (size_t)cnt * es), bi.cnt, &packed,
 				         rt_chunk_data(x->chunks[pos]), xn, &bi, t->nchunk, es);
+				rt_pin_release(mark);
 			} while (cover_next(&v, t->nkey));
 		}
 
@@ -205,6 +207,7 @@ TrtRel *trt_halo(const TrtRel *x, const TrtType *t)
 		rt_key_from_linear(t, lin, K);
 		if (owner(x, t, K) != me)
 			continue;
+		size_t mark = rt_pin_mark();   /* an output chunk at a time */
 		Chunk *ch = rt_chunk_new(rt_chunk_bytes(t, K));
 		rt_chunk_shape(t, K, tn);
 		if (cover_first(&v, xt, t, K))
@@ -216,7 +219,7 @@ TrtRel *trt_halo(const TrtRel *x, const TrtType *t)
 					if (pos < 0)
 						rt_bug("a halo's input lacks a chunk of its own");
 					rt_chunk_shape(xt, v.key, xn);
-					box_copy(rt_chunk_data(ch), tn, &bo, rt_chunk_data(x->chunks[pos]), xn, &bi, t->nchunk,
+					box_copy(rt_chunk_mut(ch), tn, &bo, rt_chunk_data(x->chunks[pos]), xn, &bi, t->nchunk,
 					         es);
 				} else {
 					int64_t cnt = 1;
@@ -224,11 +227,12 @@ TrtRel *trt_halo(const TrtRel *x, const TrtType *t)
 						cnt *= bi.cnt[c];
 					Box packed = {.cnt = {0}};
 					memcpy(packed.cnt, bi.cnt, sizeof packed.cnt);
-					box_copy(rt_chunk_data(ch), tn, &bo, rbuf + rd[src], bi.cnt, &packed, t->nchunk, es);
+					box_copy(rt_chunk_mut(ch), tn, &bo, rbuf + rd[src], bi.cnt, &packed, t->nchunk, es);
 					rd[src] += (int)((size_t)cnt * es);
 				}
 			} while (cover_next(&v, t->nkey));
 		rt_rel_push(out, K, ch);
+		rt_pin_release(mark);
 	}
 	if (rbuf) {
 		rt_count_buf(-(double)rtot);

@@ -321,6 +321,7 @@ int trt_init(int *argc, char ***argv, const TrtProgram *progs, int nprogs)
 	rt_check_files();
 	rt_blas_init();
 	rt_profile_init();
+	rt_spill_init();
 	rt_mem_check();
 	rt_ckpt_init();
 	rt_progress_init();
@@ -333,6 +334,7 @@ int trt_finish(void)
 	rt_progress_end();
 	rt_profile_report();
 	rt_trace_write();
+	rt_spill_finish();
 	fflush(stdout);
 	if (mpi_live())
 		MPI_Finalize();

@@ -124,8 +124,11 @@ static void block_copy(const TrtType *t, const int64_t *key, char *chunk, char *
 /* The tuples of r on this rank, into the whole tensor `out`. */
 static void rel_to_whole(const TrtRel *r, char *out)
 {
-	for (int64_t i = 0; i < r->n; i++)
-		block_copy(&r->type, r->keys + i * r->type.nkey, rt_chunk_data(r->chunks[i]), out, 0);
+	for (int64_t i = 0; i < r->n; i++) {
+		size_t mark = rt_pin_mark();
+		block_copy(&r->type, r->keys + i * r->type.nkey, (char *)rt_chunk_data(r->chunks[i]), out, 0);
+		rt_pin_release(mark);
+	}
 }
 
 /* The chunks of type t placed by p that this rank holds, from the whole tensor. */
@@ -137,9 +140,11 @@ static TrtRel *whole_to_rel(const TrtType *t, TrtPlace p, char *in)
 		rt_key_from_linear(t, lin, key);
 		if (p.kind == TRT_PART && trt_site(&p, t, key) != rt.rank)
 			continue;
+		size_t mark = rt_pin_mark();
 		Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
-		block_copy(t, key, rt_chunk_data(c), in, 1);
+		block_copy(t, key, rt_chunk_mut(c), in, 1);
 		rt_rel_push(r, key, c);
+		rt_pin_release(mark);
 	}
 	return r;
 }

@@ -55,8 +55,16 @@ static Chunk *new_chunk(const TrtType *t, const int64_t *key)
 	return rt_chunk_new(rt_chunk_bytes(t, key));
 }
 
-static TrtRel *join(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const TrtJoin *j,
-                    TrtKernel k, const TrtType *out, TrtPlace p)
+/* One pair of tuples that meet in the kernel: left, right and mask tuple
+ * (-1 none), the output tuple, and its place among that tuple's pairs. */
+typedef struct Pair {
+	int64_t li, ri, mi, pos, seq;
+} Pair;
+
+/* Checks a join's arguments; its own key is the left key, then the right
+ * dims not matched, rfree[0..*nfree): returns its dims. */
+static int join_check(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const TrtJoin *j, TrtKernel k,
+                      const TrtType *out, TrtPlace p, int *rfree, int *nfree)
 {
 	const TrtType *lt = &l->type, *rtt = &r->type;
 	const TrtType *pt[3] = {lt, rtt, ms ? &ms->type : NULL};
@@ -71,9 +79,7 @@ static TrtRel *join(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const Tr
 		rt_bug("a sampled join's mask of %d key dims", ms->type.nkey);
 	if (nm < 0 || nm > lt->nkey || nm > rtt->nkey)
 		rt_bug("join matches %d dims of %d and %d key dims", nm, lt->nkey, rtt->nkey);
-
-	/* The join's own key: the left key, then the right dims not matched. */
-	int jn = 0, rfree[TRT_MAXDIM], nfree = 0;
+	*nfree = 0;
 	for (int d = 0; d < rtt->nkey; d++) {
 		int matched = 0;
 		for (int i = 0; i < nm; i++) {
@@ -83,9 +89,9 @@ static TrtRel *join(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const Tr
 			matched |= j->rkey[i] == d;
 		}
 		if (!matched)
-			rfree[nfree++] = d;
+			rfree[(*nfree)++] = d;
 	}
-	jn = lt->nkey + nfree;
+	int jn = lt->nkey + *nfree;
 	if (jn > TRT_MAXDIM)
 		rt_bug("join key of %d dims", jn);
 	if (j->ngroup < 0 ? out->nkey != jn : out->nkey != j->ngroup)
@@ -98,26 +104,36 @@ static TrtRel *join(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const Tr
 	for (int d = 0; ms && d < j->nmask; d++)
 		if (j->mkey[d] < 0 || j->mkey[d] >= jn)
 			rt_bug("mask dim %d is join dim %d of %d", d, j->mkey[d], jn);
+	return jn;
+}
+
+/* The pairs, in the order the join visits them in memory -- per left
+ * tuple, its matches in the right's sorted order -- and o's tuples, made
+ * without chunks yet: one per pair, or with a fused aggregation one per
+ * group, in order of its first pair. */
+static Pair *join_pairs(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const TrtJoin *j, const int *rfree,
+                        int nfree, TrtRel *o, int64_t *npairs)
+{
+	const TrtType *lt = &l->type, *rtt = &r->type, *out = &o->type;
+	int nm = j->nmatch, jn = lt->nkey + nfree;
 	KeyIndex mix;           /* the mask's tuples by key */
 	rt_index_init(&mix);
 	for (int64_t i = 0; ms && i < ms->n; i++)
 		rt_index_add(&mix, ms, i);
-
-	/* The right side, sorted by its match values. */
-	MatchCtx m = { r, j->rkey, nm };
+	MatchCtx m = { r, j->rkey, nm };        /* the right side, sorted by its match values */
 	int64_t *ridx = rt_alloc(sizeof *ridx * (size_t)(r->n + 1));
 	for (int64_t i = 0; i < r->n; i++)
 		ridx[i] = i;
 	rt_sort(ridx, r->n, cmp_match_tuples, &m);
 
-	TrtRel *o = trt_rel_new(out, p);
 	KeyIndex ix;
 	rt_index_init(&ix);
+	int64_t n = 0, cap = 64, *nseq = NULL, cseq = 0;
+	Pair *pairs = rt_alloc(sizeof *pairs * (size_t)cap);
 	for (int64_t li = 0; li < l->n; li++) {
 		const int64_t *lk = l->keys + li * lt->nkey;
 		int64_t want[TRT_MAXDIM];
 		rt_key_pick(want, lk, nm, j->lkey);
-
 		int64_t lo = 0, hi = r->n;      /* first right tuple >= want */
 		while (lo < hi) {
 			int64_t mid = lo + (hi - lo) / 2;
@@ -139,41 +155,182 @@ static TrtRel *join(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const Tr
 				if ((mi = rt_index_find(&mix, ms, mk)) < 0)
 					continue;       /* nothing stored there: nothing computed */
 			}
-
 			int64_t pos = -1;
-			int acc = 0;
 			if (j->ngroup < 0) {
 				memcpy(ok, jk, sizeof *ok * (size_t)jn);
 			} else {
 				for (int g = 0; g < j->ngroup; g++)
 					ok[g] = j->group[g] < 0 ? 0 : jk[j->group[g]];
 				pos = rt_index_find(&ix, o, ok);
-				acc = pos >= 0;
 			}
 			if (pos < 0) {
 				rt_check_key(out, ok);
-				const Chunk *pc = j->pattern == 2 ? ms->chunks[mi] : j->pattern ? r->chunks[ri] : l->chunks[li];
-				rt_rel_push(o, ok, out->sparse ? rt_csr_like(pc, out->dtype) : new_chunk(out, ok));
+				rt_rel_push(o, ok, NULL);
 				pos = o->n - 1;
 				if (j->ngroup >= 0)
 					rt_index_add(&ix, o, pos);
+				if (o->n > cseq) {
+					cseq = 2 * o->n;
+					nseq = rt_realloc(nseq, sizeof *nseq * (size_t)cseq);
+				}
+				nseq[pos] = 0;
 			}
-			TrtView in[3] = {
-				rt_view(lt, lk, l->chunks[li]),
-				rt_view(rtt, rk, r->chunks[ri]),
-			};
-			if (ms)
-				in[2] = rt_view(&ms->type, ms->keys + mi * ms->type.nkey, ms->chunks[mi]);
-			TrtView ov = rt_view(out, ok, o->chunks[pos]);
-			if (acc && out->sparse && ov.nnz != in[j->pattern].nnz)
-				rt_bug("sparse join output combines chunks of %lld and %lld elements",
-				       (long long)ov.nnz, (long long)in[j->pattern].nnz);
-			k(in, &ov, acc);
+			if (n == cap)
+				pairs = rt_realloc(pairs, sizeof *pairs * (size_t)(cap *= 2));
+			pairs[n++] = (Pair){li, ri, mi, pos, nseq[pos]++};
 		}
 	}
 	rt_index_free(&ix);
 	rt_index_free(&mix);
 	free(ridx);
+	free(nseq);
+	*npairs = n;
+	return pairs;
+}
+
+static int64_t *sort_key;               /* join_order's keys, for by_key */
+
+static int by_key(int64_t a, int64_t b, const void *ctx)
+{
+	(void)ctx;
+	return sort_key[a] < sort_key[b] ? -1 : sort_key[a] > sort_key[b];
+}
+
+/* The order to run the pairs in.  In memory, as visited.  Under a budget
+ * the inputs and outputs may not fit, and the pairs are blocked, as an
+ * out-of-core matmul is: with a fused aggregation, the output tuples in
+ * tiles (boxes of their key space, halved along the longest side until a
+ * tile's chunks take half the budget), a tile's pairs by their place in
+ * their tuple's sequence (the k of C[i,j] += A[i,k] B[k,j]), so that a
+ * tile's sums stay in memory while each step's inputs stream by; without
+ * one, the left tuples in runs of a quarter of the budget, and each run's
+ * pairs by right tuple (a block nested-loop join).  Either way each output
+ * chunk sees its pairs in the order it does in memory, so the result is
+ * the same to the bit. */
+static int64_t *join_order(const TrtRel *l, const TrtRel *r, const TrtJoin *j, const TrtRel *o,
+                           const Pair *pairs, int64_t n, double out_chunk)
+{
+	int64_t *order = rt_alloc(sizeof *order * (size_t)(n + 1));
+	for (int64_t q = 0; q < n; q++)
+		order[q] = q;
+	if (rt.budget <= 0 || n < 2)
+		return order;
+	double in_bytes = 0, out_bytes = out_chunk * (double)o->n;
+	for (int64_t i = 0; i < l->n; i++)
+		in_bytes += (double)l->chunks[i]->nbytes;
+	for (int64_t i = 0; i < r->n && r != l; i++)
+		in_bytes += (double)r->chunks[i]->nbytes;
+	if (in_bytes + out_bytes <= rt.budget / 2)
+		return order;
+	sort_key = rt_alloc(sizeof *sort_key * (size_t)(n + 1));
+	if (j->ngroup >= 0) {
+		const TrtType *out = &o->type;
+		int64_t t[TRT_MAXDIM], f[TRT_MAXDIM], maxseq = 0;
+		for (int g = 0; g < out->nkey; g++)
+			t[g] = f[g] = rt_frontier(out, g);
+		for (;;) {
+			double cells = 1;
+			int longest = -1;
+			for (int g = 0; g < out->nkey; g++) {
+				cells *= (double)t[g];
+				if (t[g] > 1 && (longest < 0 || t[g] > t[longest]))
+					longest = g;
+			}
+			if (longest < 0 || cells * out_chunk <= rt.budget / 2)
+				break;
+			t[longest] = (t[longest] + 1) / 2;
+		}
+		for (int64_t q = 0; q < n; q++)
+			maxseq = pairs[q].seq > maxseq ? pairs[q].seq : maxseq;
+		for (int64_t q = 0; q < n; q++) {
+			const int64_t *ok = o->keys + pairs[q].pos * out->nkey;
+			int64_t tile = 0;
+			for (int g = 0; g < out->nkey; g++)
+				tile = tile * ((f[g] + t[g] - 1) / t[g]) + ok[g] / t[g];
+			sort_key[q] = tile * (maxseq + 1) + pairs[q].seq;
+		}
+	} else {
+		double run = 0;
+		int64_t block = 0, last = -1, nr = r->n + 1;
+		for (int64_t q = 0; q < n; q++) {
+			if (pairs[q].li != last) {
+				double b = (double)l->chunks[pairs[q].li]->nbytes;
+				if (run > 0 && run + b > rt.budget / 4) {
+					block++;
+					run = 0;
+				}
+				run += b;
+				last = pairs[q].li;
+			}
+			sort_key[q] = block * nr + pairs[q].ri;
+		}
+	}
+	rt_sort(order, n, by_key, NULL);
+	free(sort_key);
+	sort_key = NULL;
+	return order;
+}
+
+static TrtRel *join(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const TrtJoin *j,
+                    TrtKernel k, const TrtType *out, TrtPlace p)
+{
+	const TrtType *lt = &l->type, *rtt = &r->type;
+	int rfree[TRT_MAXDIM], nfree;
+	join_check(l, r, ms, j, k, out, p, rfree, &nfree);
+	size_t scope = rt_pin_mark();
+
+	TrtRel *o = trt_rel_new(out, p);
+	int64_t n;
+	Pair *pairs = join_pairs(l, r, ms, j, rfree, nfree, o, &n);
+	double out_chunk = 0;   /* the most bytes of an output chunk */
+	for (int64_t q = 0; q < n; q++) {
+		const Pair *a = &pairs[q];
+		const Chunk *pc = j->pattern == 2 ? ms->chunks[a->mi] : j->pattern ? r->chunks[a->ri] : l->chunks[a->li];
+		double b = out->sparse ? (double)pc->nbytes : (double)rt_chunk_bytes(out, o->keys + a->pos * out->nkey);
+		out_chunk = b > out_chunk ? b : out_chunk;
+	}
+	int64_t *order = join_order(l, r, j, o, pairs, n, out_chunk);
+	if (rt.budget > 0) {
+		/* the stream: per pair its left, right, mask and output chunks */
+		static Chunk *none;
+		Chunk ***cell = rt_alloc(sizeof *cell * (size_t)(4 * n + 1));
+		for (int64_t q = 0; q < n; q++) {
+			const Pair *a = &pairs[order[q]];
+			cell[4 * q] = &l->chunks[a->li];
+			cell[4 * q + 1] = &r->chunks[a->ri];
+			cell[4 * q + 2] = ms ? &ms->chunks[a->mi] : &none;
+			cell[4 * q + 3] = &o->chunks[a->pos];
+		}
+		rt_stream_begin(cell, 4 * n);
+	}
+	for (int64_t q = 0; q < n; q++) {
+		const Pair *a = &pairs[order[q]];
+		size_t mark = rt_pin_mark();
+		rt_stream_at(4 * q);
+		const int64_t *lk = l->keys + a->li * lt->nkey, *rk = r->keys + a->ri * rtt->nkey;
+		const int64_t *ok = o->keys + a->pos * out->nkey;
+		int acc = o->chunks[a->pos] != NULL;
+		if (!acc) {
+			const Chunk *pc = j->pattern == 2 ? ms->chunks[a->mi] : j->pattern ? r->chunks[a->ri] : l->chunks[a->li];
+			rt_rel_set(o, a->pos, out->sparse ? rt_csr_like(pc, out->dtype) : new_chunk(out, ok));
+		}
+		TrtView in[3] = {
+			rt_view(lt, lk, l->chunks[a->li]),
+			rt_view(rtt, rk, r->chunks[a->ri]),
+		};
+		if (ms)
+			in[2] = rt_view(&ms->type, ms->keys + a->mi * ms->type.nkey, ms->chunks[a->mi]);
+		TrtView ov = rt_view_mut(out, ok, o->chunks[a->pos]);
+		if (acc && out->sparse && ov.nnz != in[j->pattern].nnz)
+			rt_bug("sparse join output combines chunks of %lld and %lld elements",
+			       (long long)ov.nnz, (long long)in[j->pattern].nnz);
+		k(in, &ov, acc);
+		rt_pin_release(mark);
+	}
+	rt_stream_end();
+	free(order);
+	free(pairs);
+	rt_pin_release(scope);
 	rt_rel_sort(o);
 	return o;
 }
@@ -278,6 +435,44 @@ void rt_combine(TrtDtype dt, void *a, const void *b, int64_t n, TrtAgg agg)
 	}
 }
 
+/* The order to combine an aggregation's inputs in: as they come, or under
+ * a budget, when they do not fit, by runs of output tuples (in order of
+ * their first member) of half the budget, so that a run's sums stay in
+ * memory while its inputs stream by, each read once.  Each output still
+ * combines its members in their order. */
+static int64_t *agg_order(const TrtRel *r, const TrtRel *o, const int64_t *gpos)
+{
+	int64_t n = r->n, *order = rt_alloc(sizeof *order * (size_t)(n + 1));
+	for (int64_t i = 0; i < n; i++)
+		order[i] = i;
+	double in = 0, outb = 0;
+	for (int64_t i = 0; i < n; i++)
+		in += (double)r->chunks[i]->nbytes;
+	for (int64_t g = 0; g < o->n; g++)
+		outb += (double)rt_chunk_bytes(&o->type, o->keys + g * o->type.nkey);
+	if (rt.budget <= 0 || n < 2 || in + outb <= rt.budget / 2)
+		return order;
+	int64_t *run = rt_alloc(sizeof *run * (size_t)(o->n + 1)), k = 0;
+	double bytes = 0;
+	for (int64_t g = 0; g < o->n; g++) {
+		double b = (double)rt_chunk_bytes(&o->type, o->keys + g * o->type.nkey);
+		if (bytes > 0 && bytes + b > rt.budget / 2) {
+			k++;
+			bytes = 0;
+		}
+		bytes += b;
+		run[g] = k;
+	}
+	sort_key = rt_alloc(sizeof *sort_key * (size_t)(n + 1));
+	for (int64_t i = 0; i < n; i++)
+		sort_key[i] = run[gpos[i]];
+	rt_sort(order, n, by_key, NULL);
+	free(sort_key);
+	sort_key = NULL;
+	free(run);
+	return order;
+}
+
 TrtRel *trt_agg(const TrtRel *r, int ngroup, const int *group, TrtAgg agg,
                 const TrtType *out, TrtPlace p)
 {
@@ -292,10 +487,11 @@ TrtRel *trt_agg(const TrtRel *r, int ngroup, const int *group, TrtAgg agg,
 	for (int g = 0; g < ngroup; g++)
 		if (group[g] < 0 || group[g] >= t->nkey)
 			rt_bug("aggregation groups on key dim %d of %d", group[g], t->nkey);
+	size_t scope = rt_pin_mark();
 
-	/* A group of one shares its chunk; the second member makes it private. */
+	/* the groups, in order of their first member, made without chunks */
 	TrtRel *o = trt_rel_new(out, p);
-	char *owned = NULL;
+	int64_t *gpos = rt_alloc(sizeof *gpos * (size_t)(r->n + 1)), *members = NULL;
 	KeyIndex ix;
 	rt_index_init(&ix);
 	for (int64_t i = 0; i < r->n; i++) {
@@ -306,35 +502,61 @@ TrtRel *trt_agg(const TrtRel *r, int ngroup, const int *group, TrtAgg agg,
 		if (n != rt_chunk_shape(t, key, NULL))
 			rt_bug("aggregation changes a chunk of %lld elements into %lld",
 			       (long long)rt_chunk_shape(t, key, NULL), (long long)n);
-
 		int64_t pos = rt_index_find(&ix, o, ok);
 		if (pos < 0) {
 			rt_check_key(out, ok);
-			/* a sparse chunk's sum is dense */
-			rt_rel_push(o, ok, t->sparse ? rt_chunk_dense(t, key, r->chunks[i]) : rt_chunk_ref(r->chunks[i]));
-			rt_index_add(&ix, o, o->n - 1);
-			owned = rt_realloc(owned, (size_t)o->cap);
-			owned[o->n - 1] = t->sparse;
-			continue;
+			rt_rel_push(o, ok, NULL);
+			pos = o->n - 1;
+			rt_index_add(&ix, o, pos);
+			members = rt_realloc(members, sizeof *members * (size_t)o->cap);
+			members[pos] = 0;
 		}
-		if (!owned[pos]) {
-			size_t nb = rt_chunk_bytes(out, ok);
-			Chunk *c = rt_chunk_new(nb);
-			memcpy(rt_chunk_data(c), rt_chunk_data(o->chunks[pos]), nb);
-			rt_chunk_unref(o->chunks[pos]);
-			o->chunks[pos] = c;
-			owned[pos] = 1;
+		members[pos]++;
+		gpos[i] = pos;
+	}
+	rt_index_free(&ix);
+
+	/* A group of one dense chunk shares it; any other is a new chunk. */
+	int64_t *order = agg_order(r, o, gpos);
+	if (rt.budget > 0) {
+		Chunk ***cell = rt_alloc(sizeof *cell * (size_t)(2 * r->n + 1));
+		for (int64_t q = 0; q < r->n; q++) {
+			cell[2 * q] = &r->chunks[order[q]];
+			cell[2 * q + 1] = &o->chunks[gpos[order[q]]];
 		}
-		if (t->sparse) {
+		rt_stream_begin(cell, 2 * r->n);
+	}
+	for (int64_t q = 0; q < r->n; q++) {
+		int64_t i = order[q], pos = gpos[i];
+		const int64_t *key = r->keys + i * t->nkey;
+		int64_t n = rt_chunk_shape(t, key, NULL);
+		size_t mark = rt_pin_mark();
+		rt_stream_at(2 * q);
+		if (!o->chunks[pos]) {
+			Chunk *c;
+			if (t->sparse) {
+				c = rt_chunk_dense(t, key, r->chunks[i]);       /* a sparse chunk's sum is dense */
+			} else if (members[pos] == 1) {
+				c = rt_chunk_ref(r->chunks[i]);
+			} else {
+				c = rt_chunk_new(rt_chunk_bytes(out, o->keys + pos * out->nkey));
+				memcpy(rt_chunk_mut(c), rt_chunk_data(r->chunks[i]), c->nbytes);
+			}
+			rt_rel_set(o, pos, c);
+		} else if (t->sparse) {
 			Chunk *d = rt_chunk_dense(t, key, r->chunks[i]);
-			rt_combine(t->dtype, rt_chunk_data(o->chunks[pos]), rt_chunk_data(d), n, agg);
+			rt_combine(t->dtype, rt_chunk_mut(o->chunks[pos]), rt_chunk_data(d), n, agg);
 			rt_chunk_unref(d);
 		} else {
-			rt_combine(t->dtype, rt_chunk_data(o->chunks[pos]), rt_chunk_data(r->chunks[i]), n, agg);
+			rt_combine(t->dtype, rt_chunk_mut(o->chunks[pos]), rt_chunk_data(r->chunks[i]), n, agg);
 		}
+		rt_pin_release(mark);
 	}
-	free(owned);
-	rt_index_free(&ix);
+	rt_stream_end();
+	free(order);
+	free(members);
+	free(gpos);
+	rt_pin_release(scope);
 	rt_rel_sort(o);
 	return o;
 }
@@ -352,6 +574,13 @@ TrtRel *trt_map(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
 		if (keymap[i] < -1 || keymap[i] >= t->nkey || (keymap[i] == -1 && k))
 			rt_bug("map takes key dim %d of %d", keymap[i], t->nkey);
 		ndup += keymap[i] == -1;
+	}
+	size_t scope = rt_pin_mark();
+	if (k && rt.budget > 0) {
+		Chunk ***cell = rt_alloc(sizeof *cell * (size_t)(r->n + 1));
+		for (int64_t i = 0; i < r->n; i++)
+			cell[i] = &r->chunks[i];
+		rt_stream_begin(cell, r->n);
 	}
 
 	TrtRel *o = trt_rel_new(out, p);
@@ -389,12 +618,17 @@ TrtRel *trt_map(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
 		}
 		if (out->sparse && !t->sparse)
 			rt_bug("sparse map output from a dense input");
+		size_t mark = rt_pin_mark();
+		rt_stream_at(i);
 		Chunk *c = out->sparse ? rt_csr_like(r->chunks[i], out->dtype) : new_chunk(out, ok);
 		TrtView in = rt_view(t, key, r->chunks[i]);
-		TrtView ov = rt_view(out, ok, c);
+		TrtView ov = rt_view_mut(out, ok, c);
 		k(&in, &ov, 0);
 		rt_rel_push(o, ok, c);
+		rt_pin_release(mark);
 	}
+	rt_stream_end();
+	rt_pin_release(scope);
 	rt_rel_sort(o);
 	return o;
 }

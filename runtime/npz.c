@@ -372,7 +372,7 @@ static Chunk *pile_chunk(const Reader *rd, Pile *p, const int64_t *key)
 		return NULL;
 	rt_csr_dims(rd->t, key, &nrow, &ncol);
 	Chunk *c = rt_csr_new(dt, nrow, ncol, m);
-	RtCsr s = rt_csr_of(c, dt);
+	RtCsr s = rt_csr_mut(c, dt);
 	memset(s.rowptr + 1, 0, sizeof *s.rowptr * (size_t)nrow);
 	for (int64_t i = 0; i < m; i++) {
 		s.rowptr[p->cell[i] / ncol + 1]++;
@@ -393,9 +393,11 @@ static TrtRel *piles_to_rel(Reader *rd, TrtPlace p)
 	for (int64_t lin = 0; lin < rt_nkeys(rd->t); lin++) {
 		Pile *pl = &rd->pile[lin];
 		rt_key_from_linear(rd->t, lin, key);
+		size_t mark = rt_pin_mark();
 		Chunk *c = pl->n ? pile_chunk(rd, pl, key) : NULL;
 		if (c)
 			rt_rel_push(r, key, c);
+		rt_pin_release(mark);
 		free(pl->cell);
 		free(pl->val);
 		pl->cell = NULL;
@@ -621,8 +623,11 @@ static TrtRel *gather(const TrtRel *r)
 			sizes[i] = (int64_t)r->chunks[i]->nbytes;
 		rt_send_bytes(r->keys, kb * (size_t)n, 0, TAG_NPZ);
 		rt_send_bytes(sizes, sizeof *sizes * (size_t)n, 0, TAG_NPZ);
-		for (int64_t i = 0; i < n; i++)
+		for (int64_t i = 0; i < n; i++) {
+			size_t mark = rt_pin_mark();
 			rt_send_bytes(rt_chunk_data(r->chunks[i]), (size_t)sizes[i], 0, TAG_NPZ);
+			rt_pin_release(mark);
+		}
 		free(sizes);
 		return NULL;
 	}
@@ -636,9 +641,11 @@ static TrtRel *gather(const TrtRel *r)
 		rt_recv_bytes(keys, kb * (size_t)n, src, TAG_NPZ);
 		rt_recv_bytes(sizes, sizeof *sizes * (size_t)n, src, TAG_NPZ);
 		for (int64_t i = 0; i < n; i++) {
+			size_t mark = rt_pin_mark();
 			Chunk *c = rt_chunk_new((size_t)sizes[i]);
-			rt_recv_bytes(rt_chunk_data(c), (size_t)sizes[i], src, TAG_NPZ);
+			rt_recv_bytes(rt_chunk_mut(c), (size_t)sizes[i], src, TAG_NPZ);
 			rt_rel_push(all, keys + i * t->nkey, c);
+			rt_pin_release(mark);
 		}
 		free(keys);
 		free(sizes);
@@ -662,6 +669,7 @@ static void each_element(const TrtRel *r, int64_t *ptr, int64_t *at, int64_t *in
 
 	for (int64_t i = 0; i < r->n; i++) {
 		const int64_t *key = r->keys + 2 * i;
+		size_t mark = rt_pin_mark();
 		RtCsr s = {0};
 		int64_t n = 0;
 		const char *dense = NULL;
@@ -696,6 +704,7 @@ static void each_element(const TrtRel *r, int64_t *ptr, int64_t *at, int64_t *in
 			ind[q] = idx[1];
 			memcpy(val + (size_t)q * es, v, es);
 		}
+		rt_pin_release(mark);
 	}
 }
 

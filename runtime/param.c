@@ -344,20 +344,22 @@ TrtRel *trt_init_param(int tensor, const TrtType *t, TrtPlace p, TrtInit kind, d
 		rt_key_from_linear(t, lin, key);
 		if (p.kind == TRT_PART && trt_site(&p, t, key) != rt.rank)
 			continue;
+		size_t mark = rt_pin_mark();
 		Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
 		RtBlock bl;
 		rt_block_of(t, key, &bl);
 		/* a chunk in another order than the tensor's is made in the
 		 * tensor's and transposed, as read.c reads one */
-		char *data = bl.identity ? rt_chunk_data(c) : rt_alloc(c->nbytes);
+		char *data = bl.identity ? rt_chunk_mut(c) : rt_alloc(c->nbytes);
 		for (int64_t i = 0; i < bl.nrun; i++)
 			rt_init_values(kind, a, b, stream, (uint64_t)rt_block_run(t, &bl, i), bl.run,
 			               t->dtype, data + (size_t)(i * bl.run) * es);
 		if (!bl.identity) {
-			rt_block_to_chunk(t, &bl, rt_chunk_data(c), data);
+			rt_block_to_chunk(t, &bl, rt_chunk_mut(c), data);
 			free(data);
 		}
 		rt_rel_push(r, key, c);
+		rt_pin_release(mark);   /* one chunk at a time under a budget */
 	}
 	if (t0)
 		rt_trace_span(RT_SPAN_INIT, t0, -1, rt_trace_bytes(r), tensor, NULL);
@@ -372,11 +374,13 @@ TrtRel *trt_range(const TrtType *t, TrtPlace p)
 	for (int64_t k = 0; k < rt_frontier(t, 0); k++) {
 		if (p.kind == TRT_PART && trt_site(&p, t, &k) != rt.rank)
 			continue;
+		size_t mark = rt_pin_mark();
 		Chunk *c = rt_chunk_new(rt_chunk_bytes(t, &k));
-		int64_t *v = rt_chunk_data(c), n = (int64_t)(c->nbytes / sizeof *v), first = k * t->block[0];
+		int64_t *v = rt_chunk_mut(c), n = (int64_t)(c->nbytes / sizeof *v), first = k * t->block[0];
 		for (int64_t i = 0; i < n; i++)
 			v[i] = first + i;
 		rt_rel_push(r, &k, c);
+		rt_pin_release(mark);
 	}
 	return r;
 }

@@ -18,6 +18,12 @@
  *  - peak: the most bytes in chunks at once while the op ran, max over
  *    ranks; the plan's peak_bytes_per_rank is the prediction of the largest.
  *    Communication buffers are counted apart (buffers in the summary).
+ *    Under a memory budget (store.c) these are resident bytes: chunks in
+ *    the spill file do not count;
+ *  - spill: bytes each op wrote to and read back from the ranks' spill
+ *    files (summed over ranks; counted when the I/O thread's request is
+ *    taken back, which may be an op later) and the seconds the main
+ *    thread waited for them (max over ranks);
  *  - wait: with --profile the ranks meet in a barrier as each op starts, so
  *    that an op's seconds are its own; wait is the time the slowest-waiting
  *    rank spent there, that is, how unbalanced the ops before it were;
@@ -42,8 +48,10 @@
 #include "rt.h"
 
 static double *op_seconds, *op_cpu, *op_wait, *op_sent, *op_keys, *op_recvd, *op_peak;
+static double *op_spill_w, *op_spill_r, *op_spill_wait;
 static int64_t *op_calls;
 static double op_t0, op_cpu0, op_sent0, op_keys0, op_recvd0, t_start;
+static double op_spill_w0, op_spill_r0, op_spill_wait0;
 static int cur_op = -1;
 
 void rt_count_sent(double bytes)
@@ -100,6 +108,9 @@ void rt_profile_init(void)
 	op_keys = zeros(n);
 	op_recvd = zeros(n);
 	op_peak = zeros(n);
+	op_spill_w = zeros(n);
+	op_spill_r = zeros(n);
+	op_spill_wait = zeros(n);
 	op_calls = rt_alloc(sizeof *op_calls * (size_t)(n + 1));
 	memset(op_calls, 0, sizeof *op_calls * (size_t)(n + 1));
 }
@@ -119,6 +130,9 @@ static void profile_begin(int op)
 	op_sent0 = rt.sent;
 	op_keys0 = rt.sent_keys;
 	op_recvd0 = rt.recvd;
+	op_spill_w0 = rt.spill_w;
+	op_spill_r0 = rt.spill_r;
+	op_spill_wait0 = rt.spill_wait;
 	rt.op_peak = rt.live;
 }
 
@@ -133,6 +147,9 @@ static void profile_end(int op)
 	op_recvd[op] += rt.recvd - op_recvd0;
 	if (rt.op_peak > op_peak[op])
 		op_peak[op] = rt.op_peak;
+	op_spill_w[op] += rt.spill_w - op_spill_w0;
+	op_spill_r[op] += rt.spill_r - op_spill_r0;
+	op_spill_wait[op] += rt.spill_wait - op_spill_wait0;
 	op_calls[op]++;
 	cur_op = -1;
 }
@@ -141,15 +158,17 @@ static void profile_end(int op)
  * op's own time too, and ends before the profile's bookkeeping. */
 void trt_op_begin(int op)
 {
-	rt.op = op;             /* for out-of-memory messages */
+	rt.op = op;             /* for out-of-memory messages, and the chunk store */
 	if (rt.profile)
 		profile_begin(op);
 	if (rt.trace)
 		rt_trace_op_begin(op);
+	rt_store_op(op);
 }
 
 void trt_op_end(int op)
 {
+	rt_store_op_end();
 	if (rt.trace)
 		rt_trace_op_end(op);
 	if (rt.profile)
@@ -199,12 +218,13 @@ void rt_profile_report(void)
 		return;
 	double total = MPI_Wtime() - t_start;
 
-	double mine_max[3] = {total, rt.peak, rt.buf_peak}, all_max[3];
-	double mine_sum[2] = {rt.sent, rt.recvd}, all_sum[2];
+	double mine_max[5] = {total, rt.peak, rt.buf_peak, rt.spill_wait, rt.over}, all_max[5];
+	double mine_sum[4] = {rt.sent, rt.recvd, rt.spill_w, rt.spill_r}, all_sum[4];
 	int64_t *calls = rt_alloc(sizeof *calls * (size_t)(n + 1));
 	double *secs = zeros(n), *wait = zeros(n), *sent = zeros(n), *recvd = zeros(n);
 	double *cpu = zeros(n);
 	double *peak = zeros(n), *keys = zeros(n);
+	double *sw = zeros(n), *sr = zeros(n), *swait = zeros(n);
 	MPI_Reduce(op_seconds, secs, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	MPI_Reduce(op_wait, wait, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	MPI_Reduce(op_cpu, cpu, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -213,7 +233,12 @@ void rt_profile_report(void)
 	MPI_Reduce(op_recvd, recvd, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 	MPI_Reduce(op_peak, peak, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	MPI_Reduce(op_calls, calls, n, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
-	MPI_Reduce(mine_max, all_max, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	MPI_Reduce(mine_max, all_max, 5, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	if (rt.budget > 0) {
+		MPI_Reduce(op_spill_w, sw, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+		MPI_Reduce(op_spill_r, sr, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+		MPI_Reduce(op_spill_wait, swait, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	}
 	/* each rank's own work: its local ops' seconds (the barrier before each
 	 * op keeps waits out of them) */
 	double work = 0, *works = rt.rank == 0 ? zeros(rt.nranks) : NULL;
@@ -221,7 +246,7 @@ void rt_profile_report(void)
 		if (is_local(prog->ops[i].kind))
 			work += op_seconds[i];
 	MPI_Gather(&work, 1, MPI_DOUBLE, works, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-	MPI_Reduce(mine_sum, all_sum, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+	MPI_Reduce(mine_sum, all_sum, 4, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 
 	if (rt.rank == 0) {
 		char h[6][32];
@@ -282,6 +307,18 @@ void rt_profile_report(void)
 				printf("bytes: op=%d kind=%s sent=%.0f keys=%.0f chunks=%.0f pred=%.0f\n", i,
 				       prog->ops[i].kind ? prog->ops[i].kind : "?", sent[i], keys[i],
 				       sent[i] - keys[i], prog->ops[i].pred_bytes * (calls[i] > 0 ? (double)calls[i] : 1));
+		/* spilled chunks: bytes to and from the spill files, summed over
+		 * the ranks, and the seconds the slowest rank waited for them */
+		if (rt.budget > 0) {
+			printf("spill: budget %s bytes of chunks per rank; %s written, %s read back, %.6f s waited "
+			       "(the most on one rank); %s over the budget at most, by pinned working sets\n",
+			       human(h[0], sizeof h[0], rt.budget), human(h[1], sizeof h[1], all_sum[2]),
+			       human(h[2], sizeof h[2], all_sum[3]), all_max[3], human(h[3], sizeof h[3], all_max[4]));
+			for (int i = 0; i < n; i++)
+				if (sw[i] > 0 || sr[i] > 0 || swait[i] > 0)
+					printf("spill: op=%d kind=%s written=%.0f read=%.0f wait_s=%.6f\n", i,
+					       prog->ops[i].kind ? prog->ops[i].kind : "?", sw[i], sr[i], swait[i]);
+		}
 		double wmax = 0, wsum = 0;
 		for (int r = 0; r < rt.nranks; r++) {
 			wmax = works[r] > wmax ? works[r] : wmax;
@@ -308,11 +345,13 @@ void rt_profile_report(void)
 		       floor_compute, compute, compute > 0 ? floor_compute / compute : 0);
 		printf("summary: ranks=%d planned_ranks=%d total_s=%.6f compute_s=%.6f compute_cpu_s=%.6f pred_s=%.6f "
 		       "sent=%.0f recvd=%.0f pred_sent=%.0f peak=%.0f pred_peak=%.0f buffers=%.0f "
-		       "blis=%s threads=%d work_imbalance=%.4f floor_s=%.6f roofline=%.4f compute_roofline=%.4f\n",
+		       "blis=%s threads=%d work_imbalance=%.4f floor_s=%.6f roofline=%.4f compute_roofline=%.4f "
+		       "budget=%.0f spill_written=%.0f spill_read=%.0f spill_wait_s=%.6f over_budget=%.0f\n",
 		       rt.nranks, prog->planned_ranks, all_max[0],
 		       compute, compute_cpu, pred_secs, all_sum[0], all_sum[1], pred_bytes, all_max[1],
 		       prog->pred_peak_bytes, all_max[2], rt_blas_arch(), rt_blas_threads(), imbalance, floor_all,
-		       all_max[0] > 0 ? floor_all / all_max[0] : 0, compute > 0 ? floor_compute / compute : 0);
+		       all_max[0] > 0 ? floor_all / all_max[0] : 0, compute > 0 ? floor_compute / compute : 0,
+		       rt.budget, all_sum[2], all_sum[3], all_max[3], all_max[4]);
 		fflush(stdout);
 	}
 	free(works);
@@ -323,5 +362,8 @@ void rt_profile_report(void)
 	free(sent);
 	free(recvd);
 	free(peak);
+	free(sw);
+	free(sr);
+	free(swait);
 	free(calls);
 }

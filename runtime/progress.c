@@ -250,6 +250,7 @@ void trt_loop_begin(int64_t count)
 		loops.iter[loops.depth] = 0;
 	}
 	loops.depth++;
+	rt_store_loop_begin(count);
 	if (rt.trace)
 		rt_trace_loop_begin(count);
 }
@@ -264,6 +265,7 @@ void trt_loop_iter(int64_t i)
 	}
 	if (loops.depth == 1 && logfile)
 		fflush(logfile);
+	rt_store_loop_iter(i);
 	if (rt.trace)
 		rt_trace_loop_iter(i);
 	tick();
@@ -278,6 +280,7 @@ void trt_loop_end(void)
 		if (logfile)
 			fflush(logfile);
 	}
+	rt_store_loop_end();
 	if (rt.trace)
 		rt_trace_loop_end();
 }
@@ -293,6 +296,7 @@ void trt_print(const TrtRel *r, const char *name)
 	/* each element counted once: under TRT_ALL only rank 0's copy */
 	if (r->place.kind != TRT_ALL || rt.rank == 0)
 		for (int64_t i = 0; i < r->n; i++) {
+			size_t mark = rt_pin_mark();
 			TrtView v = rt_view(t, r->keys + i * t->nkey, r->chunks[i]);
 			int64_t count = 1;
 			for (int c = 0; c < v.rank; c++)
@@ -307,6 +311,7 @@ void trt_print(const TrtRel *r, const char *name)
 				}
 				sq += x * x;
 			}
+			rt_pin_release(mark);
 		}
 	/* a scalar lives on one rank: the sum of the (one) value over ranks */
 	double mine[2] = {have ? first : 0, sq}, all[2];

@@ -123,7 +123,7 @@ static int read_transposed(int fd, int64_t data_offset, const TrtType *t, const 
 	char *tmp = rt_alloc(c->nbytes);
 	int ok = rt_each_run(t, b, tmp, data_offset, rt_io_read, &fd);
 	if (ok)
-		rt_block_to_chunk(t, b, rt_chunk_data(c), tmp);
+		rt_block_to_chunk(t, b, rt_chunk_mut(c), tmp);
 	free(tmp);
 	return ok;
 }
@@ -175,10 +175,12 @@ TrtRel *rt_read_rel(int fd, int64_t data_offset, const TrtType *t, TrtPlace p)
 			rt_key_from_linear(t, lin, key);
 			if (!owned(&p, t, key))
 				continue;
+			size_t mark = rt_pin_mark();
 			Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
 			rt_rel_push(r, key, c);
 			rt_block_of(t, key, &b);
 			bt.ok = read_transposed(fd, data_offset, t, &b, c);
+			rt_pin_release(mark);
 		}
 	} else if (nk > 0) {
 		/* A band is the chunks whose keys differ only along dim d0, the
@@ -190,6 +192,7 @@ TrtRel *rt_read_rel(int fd, int64_t data_offset, const TrtType *t, TrtPlace p)
 		Seg *seg = rt_alloc(sizeof *seg * (size_t)f);
 		for (int64_t band = 0; bt.ok && band < nk / f; band++) {
 			int64_t ns = 0;
+			size_t mark = rt_pin_mark();
 			for (int64_t s = 0; s < f; s++) {
 				rt_key_from_linear(t, band * f + s, key);
 				if (!owned(&p, t, key))
@@ -199,11 +202,16 @@ TrtRel *rt_read_rel(int fd, int64_t data_offset, const TrtType *t, TrtPlace p)
 				rt_block_of(t, key, &b);
 				if (!ns)
 					first = b;
-				seg[ns++] = (Seg){ rt_chunk_data(c), (size_t)b.run * es,
+				seg[ns++] = (Seg){ rt_chunk_mut(c), (size_t)b.run * es,
 				                   t->nkey ? (b.start[d0] - first.start[d0]) * b.tstride[d0] : 0 };
 			}
 			if (ns)
 				batch_band(&bt, t, &first, seg, ns, data_offset);
+			if (rt.budget > 0) {
+				/* a band at a time: its reads done, its chunks may go */
+				rt_batch_flush(&bt);
+				rt_pin_release(mark);
+			}
 		}
 		free(seg);
 		rt_batch_flush(&bt);

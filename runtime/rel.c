@@ -7,9 +7,13 @@
  * relations of the same chunk shape (a rekey, a local broadcast copy).
  *
  * Every chunk is made by rt_chunk_new and freed by rt_chunk_unref, which keep
- * rt.live (bytes in chunks on this rank) and its high-water marks for
- * --profile: the measured counterpart of the plan's peak bytes per rank.
- * Big chunks are mapped and recycled (see "chunks" below).
+ * rt.live (bytes of chunk data in memory on this rank) and its high-water
+ * marks for --profile: the measured counterpart of the plan's peak bytes
+ * per rank.  A chunk's header is malloc'd, its data allocated apart
+ * (rt_data_alloc), so that under a memory budget the store (store.c) can
+ * free the data of a chunk spilled to disk and read it back, the header
+ * and the references to it staying put.  Big data is mapped and recycled
+ * (see "chunks" below).
  */
 #define _GNU_SOURCE                    /* MAP_ANONYMOUS, MADV_HUGEPAGE */
 #include <stdlib.h>
@@ -271,7 +275,9 @@ static void *map_big(size_t len)
 
 static void unmap_big(void *p, size_t len)
 {
-	if (ncache < CACHE_SLOTS && rt.live + cached + (double)len <= rt.peak + CACHE_MIN) {
+	/* under a budget, what is cached and what is live stay within it */
+	double room = rt.budget > 0 ? rt.budget : rt.peak + CACHE_MIN;
+	if (ncache < CACHE_SLOTS && rt.live + cached + (double)len <= room) {
 		cache[ncache].p = p;
 		cache[ncache].len = len;
 		ncache++;
@@ -281,35 +287,69 @@ static void unmap_big(void *p, size_t len)
 	munmap(p, len);
 }
 
-Chunk *rt_chunk_new(size_t nbytes)
+void rt_live_add(double bytes)
 {
-	void *p = NULL;
-	size_t mapped = 0;
-
-	if (nbytes > SIZE_MAX - RT_ALIGN - HUGE_PAGE)
-		p = NULL;
-	else if (RT_ALIGN + nbytes >= BIG)
-		p = map_big(mapped = round_up(RT_ALIGN + nbytes, PAGE));
-	else if (posix_memalign(&p, RT_ALIGN, RT_ALIGN + nbytes))
-		p = NULL;
-	if (!p)
-		rt_oom(nbytes, "a chunk");
-	Chunk *c = p;
-	c->refs = 1;
-	c->nbytes = nbytes;
-	c->mapped = mapped;
-	rt.live += (double)nbytes;
+	rt.live += bytes;
 	if (rt.live > rt.op_peak) {
 		rt.op_peak = rt.live;
 		if (rt.live > rt.peak)
 			rt.peak = rt.live;
 	}
+}
+
+char *rt_data_alloc(size_t nbytes, size_t *mapped)
+{
+	void *p = NULL;
+
+	*mapped = 0;
+	if (nbytes > SIZE_MAX - HUGE_PAGE)
+		return NULL;
+	if (nbytes >= BIG)
+		p = map_big(*mapped = round_up(nbytes, PAGE));
+	else if (posix_memalign(&p, RT_ALIGN, nbytes ? nbytes : 1))
+		p = NULL;
+	return p;
+}
+
+void rt_data_free(char *p, size_t mapped)
+{
+	if (mapped)
+		unmap_big(p, mapped);
+	else
+		free(p);
+}
+
+Chunk *rt_chunk_new(size_t nbytes)
+{
+	Chunk *c = malloc(sizeof *c);
+	if (!c)
+		rt_oom(sizeof *c, "a chunk's header");
+	memset(c, 0, sizeof *c);
+	c->refs = 1;
+	c->nbytes = nbytes;
+	c->slot = -1;
+	c->spos = -1;
+	if (rt.budget > 0)
+		rt_store_reserve(nbytes);
+	c->data = rt_data_alloc(nbytes, &c->mapped);
+	if (!c->data) {
+		free(c);
+		rt_oom(nbytes, "a chunk");
+	}
+	rt_live_add((double)nbytes);
+	if (rt.budget > 0)
+		rt_store_add(c);
 	return c;
 }
 
-void *rt_chunk_data(const Chunk *c)
+const void *rt_chunk_data(const Chunk *c)
 {
-	return (char *)c + RT_ALIGN;
+	return rt.budget > 0 ? rt_store_pin(c, 0) : c->data;
+}
+
+void *rt_chunk_mut(const Chunk *c)
+{
+	return rt.budget > 0 || c->slot >= 0 ? rt_store_pin(c, 1) : c->data;
 }
 
 Chunk *rt_chunk_ref(Chunk *c)
@@ -321,32 +361,44 @@ Chunk *rt_chunk_ref(Chunk *c)
 void rt_chunk_unref(Chunk *c)
 {
 	if (c && --c->refs == 0) {
-		rt.live -= (double)c->nbytes;
-		if (c->mapped)
-			unmap_big(c, c->mapped);
-		else
-			free(c);
+		if (c->next || c->io || c->slot >= 0 || c->pins)
+			rt_store_drop(c);
+		if (c->data) {
+			rt_live_add(-(double)c->nbytes);
+			rt_data_free(c->data, c->mapped);
+		}
+		free(c);
 	}
 }
 
-TrtView rt_view(const TrtType *t, const int64_t *key, const Chunk *c)
+static TrtView view(const TrtType *t, const int64_t *key, const Chunk *c, int write)
 {
 	TrtView v;
 
 	memset(&v, 0, sizeof v);
-	v.p = rt_chunk_data(c);
+	v.p = write ? rt_chunk_mut(c) : (void *)rt_chunk_data(c);
 	v.rank = t->nchunk;
 	rt_chunk_shape(t, key, v.n);
 	for (int ch = 0; ch < t->nchunk; ch++)
 		v.off[ch] = rt_chunk_first(t, t->chunkdim[ch], key[t->chunkdim[ch]]);
 	if (t->sparse) {
-		RtCsr s = rt_csr_of(c, t->dtype);
+		RtCsr s = write ? rt_csr_mut(c, t->dtype) : rt_csr_of(c, t->dtype);
 		v.p = s.val;
 		v.rowptr = s.rowptr;
 		v.col = s.col;
 		v.nnz = s.nnz;
 	}
 	return v;
+}
+
+TrtView rt_view(const TrtType *t, const int64_t *key, const Chunk *c)
+{
+	return view(t, key, c, 0);
+}
+
+TrtView rt_view_mut(const TrtType *t, const int64_t *key, const Chunk *c)
+{
+	return view(t, key, c, 1);
 }
 
 /* ---- sparse chunks ---- */
@@ -364,7 +416,7 @@ Chunk *rt_csr_new(TrtDtype dt, int64_t nrow, int64_t ncol, int64_t nnz)
 		rt_bug("sparse chunk of %lld rows, %lld columns, %lld elements", (long long)nrow,
 		       (long long)ncol, (long long)nnz);
 	Chunk *c = rt_chunk_new(rt_csr_bytes(dt, nrow, nnz));
-	int64_t *h = rt_chunk_data(c);
+	int64_t *h = rt_chunk_mut(c);
 	h[0] = nrow;
 	h[1] = ncol;
 	h[2] = nnz;
@@ -373,9 +425,8 @@ Chunk *rt_csr_new(TrtDtype dt, int64_t nrow, int64_t ncol, int64_t nnz)
 	return c;
 }
 
-RtCsr rt_csr_of(const Chunk *c, TrtDtype dt)
+static RtCsr csr_at(const Chunk *c, int64_t *h, TrtDtype dt)
 {
-	int64_t *h = rt_chunk_data(c);
 	RtCsr s;
 
 	s.nrow = h[0];
@@ -388,6 +439,17 @@ RtCsr rt_csr_of(const Chunk *c, TrtDtype dt)
 		rt_bug("sparse chunk of %zu bytes holds %lld rows and %lld elements", c->nbytes,
 		       (long long)s.nrow, (long long)s.nnz);
 	return s;
+}
+
+/* To read: the arrays must not be written. */
+RtCsr rt_csr_of(const Chunk *c, TrtDtype dt)
+{
+	return csr_at(c, (int64_t *)rt_chunk_data(c), dt);
+}
+
+RtCsr rt_csr_mut(const Chunk *c, TrtDtype dt)
+{
+	return csr_at(c, rt_chunk_mut(c), dt);
 }
 
 void rt_csr_dims(const TrtType *t, const int64_t *key, int64_t *nrow, int64_t *ncol)
@@ -519,6 +581,7 @@ TrtRel *trt_rel_new(const TrtType *t, TrtPlace p)
 	memset(r, 0, sizeof *r);
 	r->type = *t;
 	r->place = p;
+	rt_store_rel_new(r);
 	return r;
 }
 
@@ -526,6 +589,7 @@ void trt_free(TrtRel *r)
 {
 	if (!r)
 		return;
+	rt_store_rel_free(r);
 	for (int64_t i = 0; i < r->n; i++)
 		rt_chunk_unref(r->chunks[i]);
 	free(r->keys);
@@ -550,6 +614,16 @@ void rt_rel_push(TrtRel *r, const int64_t *key, Chunk *c)
 	}
 	memcpy(r->keys + r->n * nk, key, sizeof *key * (size_t)nk);
 	r->chunks[r->n++] = c;
+	if (rt.budget > 0)
+		rt_store_note(r, c);
+}
+
+/* Tuple i's chunk (pushed NULL, made later): r takes over the reference. */
+void rt_rel_set(TrtRel *r, int64_t i, Chunk *c)
+{
+	r->chunks[i] = c;
+	if (rt.budget > 0)
+		rt_store_note(r, c);
 }
 
 int rt_key_cmp(const int64_t *a, const int64_t *b, int n)

@@ -3,14 +3,22 @@
  * unit test, never installed.  Compiled programs see only trac_rt.h.
  *
  * Invariants every file relies on:
- *  - A chunk is one allocation: a Chunk header padded to RT_ALIGN bytes, then
- *    the data, so chunk data is always 64-byte aligned.  Chunks are reference
- *    counted; a rank is single-threaded, so counts are plain integers.
+ *  - A chunk is a small header (Chunk) and its data, one allocation of
+ *    nbytes aligned to RT_ALIGN bytes.  The data is resident or, under a
+ *    memory budget (--mem-budget), only in this rank's spill file
+ *    (store.c); code reaches it only through rt_chunk_data (to read) and
+ *    rt_chunk_mut (to write), or rt_view/rt_view_mut and rt_csr_of/rt_csr_mut
+ *    on them, which make it resident and pin it until the current pin scope
+ *    ends (rt_pin_mark/rt_pin_release).  A pinned chunk is never evicted.
+ *  - Chunks are reference counted; a rank is single-threaded as far as
+ *    chunks go (the spill I/O thread touches only the buffers it is handed),
+ *    so counts are plain integers.
  *  - A relation stores its tuples as two parallel arrays: keys (n * nkey
  *    int64s, row by row) and chunk pointers, each owning one reference.
  *  - Every op that builds a relation sorts it by key (stably) before handing
  *    it out, so tuple order, and so every accumulation order, depends only on
- *    the data and the number of ranks, never on hashing or message timing.
+ *    the data and the number of ranks, never on hashing, message timing or
+ *    where the chunks were (memory or disk).
  */
 #ifndef TRAC_RT_PRIVATE_H
 #define TRAC_RT_PRIVATE_H
@@ -25,10 +33,26 @@
 
 #define RT_ALIGN 64
 
+typedef struct IoReq IoReq;          /* a spill read or write (spill.c) */
+
 typedef struct Chunk {
 	int64_t refs;
 	size_t nbytes;
-	size_t mapped;                  /* bytes mapped for a big chunk (rel.c), 0 if malloc'd */
+	char *data;                     /* the resident data, or NULL: in the spill file only */
+	size_t mapped;                  /* bytes mapped for big data (rel.c), 0 if malloc'd */
+	/* the chunk store (store.c); all zero without a budget */
+	int pins;                       /* pin scopes and holds using the data */
+	int evict;                      /* a write in flight frees the data when done */
+	int64_t slot;                   /* its copy's offset in the spill file, -1 none
+	                                 * (then the data, if any, is dirty) */
+	IoReq *io;                      /* a read or write of it in flight, or NULL */
+	struct Chunk *prev, *next;      /* the store's list of resident (or of spilled) chunks */
+	double nu_now, nu_after;        /* next use, in ops from the current one: by it or
+	                                 * later, after it (store.c) */
+	int64_t epoch;                  /* the op whose begin set nu_now and nu_after */
+	int64_t sid, spos;              /* the op's access stream, and the chunk's next
+	                                 * position in it (-1 none left) */
+	int64_t stamp;                  /* the last pin: ties go least recently used first */
 } Chunk;
 
 struct TrtRel {
@@ -37,6 +61,12 @@ struct TrtRel {
 	int64_t n, cap;                 /* tuples on this rank, allocated slots */
 	int64_t *keys;                  /* n * type.nkey */
 	Chunk **chunks;
+	/* the chunk store's (store.c): every live relation, the op that made
+	 * it and its next use at op `epoch` */
+	int op;
+	struct TrtRel *prev, *next;
+	int64_t epoch;
+	double nu_now, nu_after;
 };
 
 /* The process-wide state that trt_init fills in. */
@@ -62,6 +92,10 @@ typedef struct RtState {
 	double peak;                    /* high-water mark of live */
 	double op_peak;                 /* high-water mark of live since trt_op_begin */
 	double buf_live, buf_peak;      /* communication buffers (comm.c), likewise */
+	double budget;                  /* --mem-budget: resident chunk bytes allowed, 0 none */
+	double spill_w, spill_r;        /* bytes written to and read from the spill file */
+	double spill_wait;              /* seconds this rank waited for spill I/O */
+	double over;                    /* most resident bytes over the budget (pinned) */
 	int op;                         /* the IA op running (trt_op_begin), -1 before any */
 } RtState;
 
@@ -121,14 +155,25 @@ int64_t rt_chunk_first(const TrtType *t, int d, int64_t k);  /* chunk k's first 
 void rt_box_copy(char *dst, const int64_t *dn, const int64_t *dat, const char *src, const int64_t *sn,
                  const int64_t *sat, const int64_t *cnt, int rank, size_t es);
 size_t rt_chunk_bytes(const TrtType *t, const int64_t *key);  /* dense, even for a sparse t */
+/* A new chunk: resident, pinned in the current pin scope (store.c). */
 Chunk *rt_chunk_new(size_t nbytes);
-void *rt_chunk_data(const Chunk *c);
+/* c's data, resident and pinned in the current pin scope: to read, or to
+ * write (its copy in the spill file, if any, is dropped). */
+const void *rt_chunk_data(const Chunk *c);
+void *rt_chunk_mut(const Chunk *c);
 Chunk *rt_chunk_ref(Chunk *c);
 void rt_chunk_unref(Chunk *c);
+/* A view of key's chunk c (pinned as above): to read (p is not written),
+ * or a kernel's output. */
 TrtView rt_view(const TrtType *t, const int64_t *key, const Chunk *c);
+TrtView rt_view_mut(const TrtType *t, const int64_t *key, const Chunk *c);
+void rt_live_add(double bytes);                         /* rt.live and its high-water marks */
+char *rt_data_alloc(size_t nbytes, size_t *mapped);     /* chunk data's memory, or NULL */
+void rt_data_free(char *p, size_t mapped);
 void rt_check_type(const TrtType *t);
 void rt_check_key(const TrtType *t, const int64_t *key);
 void rt_rel_push(TrtRel *r, const int64_t *key, Chunk *c);
+void rt_rel_set(TrtRel *r, int64_t i, Chunk *c);       /* tuple i's chunk, pushed NULL */
 void rt_rel_sort(TrtRel *r);
 int rt_key_cmp(const int64_t *a, const int64_t *b, int n);
 void rt_key_pick(int64_t *out, const int64_t *key, int n, const int *dims);  /* out[i] = key[dims[i]] */
@@ -140,7 +185,8 @@ void rt_key_from_linear(const TrtType *t, int64_t lin, int64_t *key);
 /* A sparse chunk's data (TrtView says what rows and columns are): a header,
  * then rowptr (nrow + 1 int64s), col (nnz int64s) and the nnz values.
  * rt_csr_new returns a chunk with the header and rowptr[0] = 0 filled in;
- * the caller fills the rest.  rt_csr_of views a chunk's arrays. */
+ * the caller fills the rest.  rt_csr_of views a chunk's arrays (to read;
+ * rt_csr_mut to write), pinned as rt_chunk_data pins. */
 typedef struct RtCsr {
 	int64_t nrow, ncol, nnz;
 	int64_t *rowptr, *col;
@@ -150,6 +196,7 @@ typedef struct RtCsr {
 size_t rt_csr_bytes(TrtDtype dt, int64_t nrow, int64_t nnz);
 Chunk *rt_csr_new(TrtDtype dt, int64_t nrow, int64_t ncol, int64_t nnz);
 RtCsr rt_csr_of(const Chunk *c, TrtDtype dt);
+RtCsr rt_csr_mut(const Chunk *c, TrtDtype dt);
 /* The rows and columns of key's chunk in a sparse relation of type t. */
 void rt_csr_dims(const TrtType *t, const int64_t *key, int64_t *nrow, int64_t *ncol);
 
@@ -171,6 +218,55 @@ int rt_site_maps(RtSiteMap **maps);
 extern int rt_placement_hash;   /* --placement=hash (sparse.c) */
 extern int rt_no_overlap;       /* --no-overlap (twophase.c) */
 extern double rt_sparse_excess; /* bytes of sparse inputs beyond the plan's estimate, this rank */
+
+/* ---- store.c: chunks in memory or on disk under the budget ---- */
+
+void *rt_store_pin(const Chunk *c, int write);  /* rt_chunk_data/mut under a budget */
+size_t rt_pin_mark(void);                       /* a pin scope's start */
+void rt_pin_release(size_t mark);               /* unpins what was pinned since mark */
+/* c resident and pinned until rt_chunk_unhold, whatever the scope (a
+ * message in flight): its data. */
+void *rt_chunk_hold(const Chunk *c, int write);
+void rt_chunk_unhold(const Chunk *c);
+/* An op's access stream: the chunk cells (addresses of chunk pointers, a
+ * pointer NULL while its chunk is not made yet) it will touch, in order;
+ * the store takes the array.  rt_stream_at(p): positions before p are
+ * done, p is next.  Evictions then follow the stream, and the chunks at
+ * its next positions are read ahead.  One stream at a time; the op's end
+ * ends it. */
+void rt_stream_begin(Chunk ***cell, int64_t n);
+void rt_stream_at(int64_t p);
+void rt_stream_end(void);
+double rt_store_when(const Chunk *c);           /* the next use the store sees */
+/* rel.c's and the op brackets' hooks */
+void rt_store_reserve(size_t nbytes);
+void rt_store_add(Chunk *c);
+void rt_store_drop(Chunk *c);
+void rt_store_note(TrtRel *r, Chunk *c);
+void rt_store_rel_new(TrtRel *r);
+void rt_store_rel_free(TrtRel *r);
+void rt_store_op(int op);
+void rt_store_op_end(void);
+void rt_store_loop_begin(int64_t count);
+void rt_store_loop_iter(int64_t i);
+void rt_store_loop_end(void);
+
+/* ---- spill.c: the spill file and its I/O thread ---- */
+
+/* --mem-budget SIZE, --spill-dir DIR at argv[*a]: 1 and msg "" if taken, 1
+ * and the error line in msg if malformed, 0 if not one. */
+int rt_spill_arg(int argc, char **argv, int *a, char *msg, size_t len);
+void rt_spill_help(void);
+void rt_spill_init(void);               /* collective: TRAC_MEM_BUDGET, the folder, the file */
+void rt_spill_finish(void);
+int64_t rt_spill_alloc(size_t n);       /* an extent of the file: its offset */
+void rt_spill_free(int64_t off, size_t n);
+double rt_spill_file_bytes(void);       /* bytes of extents in use */
+IoReq *rt_io_start(int write, char *buf, size_t n, int64_t off, int urgent);
+int rt_io_writes(const IoReq *q);
+int rt_io_done(IoReq *q);
+void rt_io_wait(IoReq *q);
+void rt_io_end(IoReq *q);               /* counts, traces, frees; a failure ends the job */
 
 /* ---- sparse.c ---- */
 
@@ -473,6 +569,8 @@ typedef enum {
 	RT_SPAN_WRITE,          /* tensor n written to its file (rank 0): bytes */
 	RT_SPAN_INIT,           /* param n initialised: bytes this rank made */
 	RT_SPAN_CHECKPOINT,     /* the params written to the file what */
+	RT_SPAN_SPILL_WRITE,    /* chunks written to the spill file: bytes (the I/O thread's lane) */
+	RT_SPAN_SPILL_READ,     /* chunks read back from it: bytes (likewise) */
 } RtSpan;
 
 /* --trace at argv[*a] (consuming its value): 1 and msg "" if taken, 1 and
@@ -489,6 +587,8 @@ void rt_trace_op_end(int op);
 void rt_trace_loop_begin(int64_t count);
 void rt_trace_loop_iter(int64_t i);
 void rt_trace_loop_end(void);
+/* A spill write or read the I/O thread made from t0 to t1 (its own lane). */
+void rt_trace_io(int write, int64_t t0, int64_t t1, double bytes);
 
 /* The start of a span: the clock with --trace, else 0 without reading it. */
 static inline int64_t rt_span_begin(void)

@@ -21,9 +21,11 @@ TrtRel *trt_counter(const TrtType *t, int64_t value)
 	if (t->nkey != 0 || t->dtype != TRT_I64)
 		rt_bug("a counter of %d key dims, %s", t->nkey, rt_dtype_name(t->dtype));
 	TrtRel *r = trt_rel_new(t, (TrtPlace){.kind = TRT_ALL});
+	size_t mark = rt_pin_mark();
 	Chunk *c = rt_chunk_new(sizeof value);
-	memcpy(rt_chunk_data(c), &value, sizeof value);
+	memcpy(rt_chunk_mut(c), &value, sizeof value);
 	rt_rel_push(r, &value, c);      /* no key dims: the key is not read */
+	rt_pin_release(mark);
 	return r;
 }
 
@@ -129,8 +131,10 @@ TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const
 	    p.kind == TRT_ANY)
 		rt_bug("a slice of a relation not whole along its dim, or at an offset not on every rank");
 	int64_t o = 0;
+	size_t scope = rt_pin_mark();
 	if (off)
 		memcpy(&o, rt_chunk_data(off->chunks[0]), sizeof o);
+	rt_pin_release(scope);
 	o += w->shift;
 	KeyIndex ix;
 	rt_index_init(&ix);
@@ -146,8 +150,9 @@ TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const
 		if (p.kind == TRT_PART && trt_site(&p, t, key) != rt.rank)
 			continue;
 		int64_t total = rt_chunk_shape(t, key, len);
+		rt_pin_release(scope);          /* a chunk at a time */
 		Chunk *c = rt_chunk_new((size_t)total * es);
-		char *dst = rt_chunk_data(c);
+		char *dst = rt_chunk_mut(c);
 		memset(dst, 0, (size_t)total * es);
 		if (w->stride != 1 || w->scatter) {
 			window_elems(in, &ix, w, o, t, key, len, dst, es);
@@ -186,6 +191,7 @@ TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const
 		}
 		rt_rel_push(r, key, c);
 	}
+	rt_pin_release(scope);
 	rt_index_free(&ix);
 	rt_rel_sort(r);
 	return r;

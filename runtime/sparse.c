@@ -25,7 +25,7 @@ Chunk *rt_csr_like(const Chunk *c, TrtDtype dt)
 {
 	RtCsr s = rt_csr_of(c, dt);
 	Chunk *n = rt_csr_new(dt, s.nrow, s.ncol, s.nnz);
-	RtCsr d = rt_csr_of(n, dt);
+	RtCsr d = rt_csr_mut(n, dt);
 	memcpy(d.rowptr, s.rowptr, sizeof *s.rowptr * (size_t)(s.nrow + 1));
 	memcpy(d.col, s.col, sizeof *s.col * (size_t)s.nnz);
 	return n;
@@ -38,9 +38,9 @@ Chunk *rt_chunk_dense(const TrtType *t, const int64_t *key, const Chunk *c)
 	dt.sparse = 0;
 	Chunk *d = rt_chunk_new(rt_chunk_bytes(&dt, key));
 	if (t->sparse)
-		rt_csr_expand(t, key, c, rt_chunk_data(d));
+		rt_csr_expand(t, key, c, rt_chunk_mut(d));
 	else
-		memcpy(rt_chunk_data(d), rt_chunk_data(c), d->nbytes);
+		memcpy(rt_chunk_mut(d), rt_chunk_data(c), d->nbytes);
 	return d;
 }
 
@@ -68,7 +68,7 @@ Chunk *rt_csr_compress(const TrtType *t, const int64_t *key, const void *dense)
 	if (!nnz)
 		return NULL;
 	Chunk *c = rt_csr_new(t->dtype, nrow, ncol, nnz);
-	RtCsr s = rt_csr_of(c, t->dtype);
+	RtCsr s = rt_csr_mut(c, t->dtype);
 	int64_t k = 0;
 	for (int64_t r = 0; r < nrow; r++) {
 		for (int64_t j = 0; j < ncol; j++) {
@@ -107,9 +107,11 @@ TrtRel *rt_sparse_of(TrtRel *r, const TrtType *t)
 
 	for (int64_t i = 0; i < r->n; i++) {
 		const int64_t *key = r->keys + i * t->nkey;
+		size_t mark = rt_pin_mark();
 		Chunk *c = rt_csr_compress(t, key, rt_chunk_data(r->chunks[i]));
 		if (c)
 			rt_rel_push(out, key, c);
+		rt_pin_release(mark);
 		/* one dense chunk at a time beside the sparse ones */
 		rt_chunk_unref(r->chunks[i]);
 		r->chunks[i] = NULL;
@@ -174,11 +176,11 @@ static Chunk *zero_chunk(const TrtType *t, const int64_t *key)
 		int64_t nrow, ncol;
 		rt_csr_dims(t, key, &nrow, &ncol);
 		Chunk *c = rt_csr_new(t->dtype, nrow, ncol, 0);
-		memset(rt_csr_of(c, t->dtype).rowptr, 0, sizeof(int64_t) * (size_t)(nrow + 1));
+		memset(rt_csr_mut(c, t->dtype).rowptr, 0, sizeof(int64_t) * (size_t)(nrow + 1));
 		return c;
 	}
 	Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
-	memset(rt_chunk_data(c), 0, c->nbytes);
+	memset(rt_chunk_mut(c), 0, c->nbytes);
 	return c;
 }
 
@@ -205,7 +207,9 @@ TrtRel *trt_complete(const TrtRel *r)
 		}
 		if (r->place.kind == TRT_PART && trt_site(&r->place, t, key) != rt.rank)
 			continue;
+		size_t mark = rt_pin_mark();
 		rt_rel_push(o, key, zero_chunk(t, key));
+		rt_pin_release(mark);
 	}
 	return o;
 }
@@ -219,8 +223,10 @@ TrtRel *trt_densify(const TrtRel *r)
 	TrtRel *o = trt_rel_new(&dt, w->place);
 	for (int64_t i = 0; i < w->n; i++) {
 		const int64_t *key = w->keys + i * dt.nkey;
+		size_t mark = rt_pin_mark();
 		rt_rel_push(o, key, w->type.sparse ? rt_chunk_dense(&w->type, key, w->chunks[i])
 		                                   : rt_chunk_ref(w->chunks[i]));
+		rt_pin_release(mark);
 	}
 	trt_free(w);
 	return o;

@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #define TRT_MAXDIM 8            /* most key dims and chunk dims of a relation */
-#define TRT_ABI 10              /* bumped when this interface changes */
+#define TRT_ABI 11              /* bumped when this interface changes */
 
 typedef enum { TRT_F32, TRT_F64, TRT_I32, TRT_I64 } TrtDtype;
 
@@ -129,14 +129,21 @@ typedef struct TrtTensor {
 	int sparse;                     /* an input declared sparse: a .npz or a .npy */
 } TrtTensor;
 
-/* One IA op, as --profile reports it. */
+/* One IA op, as --profile reports it, and its place in the static
+ * schedule: under a memory budget the runtime evicts the chunk whose next
+ * reader is farthest away, and reads ahead what the next ops read. */
 typedef struct TrtOpInfo {
-	const char *kind;               /* "bcast", "shuffle", "join", ... */
+	const char *kind;               /* "bcast", "shuffle", "join", ... ("load", "store",
+	                                   "loop" and "endloop" mean what the IA's do) */
 	const char *label;              /* short description for the profile table */
 	double pred_bytes;              /* predicted bytes sent by this op, all ranks */
 	double pred_seconds;            /* predicted time */
 	double flops;                   /* floating-point operations, all ranks */
 	double floor_seconds;           /* the machine model's least time for it (roofline) */
+	int nin;                        /* the ops whose results it reads: in[0..nin), */
+	int in[3];                      /* a load's result meaning its param's value */
+	int var;                        /* load, store: its param's number + 1, the same for
+	                                   all of one param's; else 0 */
 } TrtOpInfo;
 
 typedef struct TrtProgram {

@@ -10,7 +10,10 @@
  *   {"name":"read A","cat":"op","ph":"X","ts":12.345,"dur":678.901,"pid":0,"tid":0,"args":{...}},
  *   ...]}
  *
- * One process (pid) per rank, one lane (tid 0) in it.  Every span is a
+ * One process (pid) per rank, one lane (tid 0) in it, and under a memory
+ * budget a second (tid 1) for the spill file's I/O thread: its reads and
+ * writes, recorded when the main thread takes them back, overlapping the
+ * ops as they did (a wait for one is a wait span on lane 0).  Every span is a
  * complete event ("ph":"X", ts and dur in microseconds since the common
  * start), and spans nest: a repeat block holds its iterations, an
  * iteration its ops, an op (an IA op, named by its kind and label) the
@@ -56,7 +59,7 @@ enum { TAG_TRACE = 7401 };
 
 /* What a span was; the kinds of RtSpan, then the op and loop spans that
  * this file records itself. */
-enum { SPAN_OP = RT_SPAN_CHECKPOINT + 1, SPAN_LOOP, SPAN_ITER };
+enum { SPAN_OP = RT_SPAN_SPILL_READ + 1, SPAN_LOOP, SPAN_ITER };
 
 typedef struct Event {
 	int64_t t0, t1;                 /* rt_trace_clock's nanoseconds */
@@ -68,6 +71,7 @@ typedef struct Event {
 	const char *what;               /* see RtSpan; NULL: none */
 	int kind;                       /* RtSpan, SPAN_OP, ... */
 	int peer;                       /* send, recv: the other rank, else -1 */
+	int lane;                       /* tid: 0 the ops', 1 the spill I/O thread's */
 } Event;
 
 static struct {
@@ -78,6 +82,7 @@ static struct {
 	int64_t dropped, first_drop;    /* spans dropped, when the first ended */
 	int op;                         /* the op open, -1 none */
 	int64_t op_t0;
+	int io_lane;                    /* a span was recorded on the I/O thread's lane */
 	int depth;                      /* repeat blocks open */
 	int64_t loop_t0[MAX_NEST], iter_t0[MAX_NEST], iter[MAX_NEST], count[MAX_NEST];
 } tr = {.op = -1};
@@ -152,6 +157,18 @@ void rt_trace_span(RtSpan kind, int64_t t0, int peer, double bytes, int64_t n, c
 	e->bytes = bytes;
 	e->n = n;
 	e->what = what;
+}
+
+void rt_trace_io(int write, int64_t t0, int64_t t1, double bytes)
+{
+	Event *e = event(t0, t1);
+
+	if (!e)
+		return;
+	e->kind = write ? RT_SPAN_SPILL_WRITE : RT_SPAN_SPILL_READ;
+	e->bytes = bytes;
+	e->lane = 1;
+	tr.io_lane = 1;
 }
 
 double rt_trace_bytes(const TrtRel *r)
@@ -416,6 +433,8 @@ static const char *span_name(int kind)
 	case RT_SPAN_WRITE: return "write";
 	case RT_SPAN_INIT: return "init";
 	case RT_SPAN_CHECKPOINT: return "checkpoint";
+	case RT_SPAN_SPILL_WRITE: return "spill write";
+	case RT_SPAN_SPILL_READ: return "spill read";
 	case SPAN_OP: return "op";
 	case SPAN_LOOP: return "repeat";
 	case SPAN_ITER: return "iteration";
@@ -433,6 +452,8 @@ static const char *span_cat(int kind)
 	case RT_SPAN_WRITE:
 	case RT_SPAN_CHECKPOINT: return "io";
 	case RT_SPAN_INIT: return "init";
+	case RT_SPAN_SPILL_WRITE:
+	case RT_SPAN_SPILL_READ: return "spill";
 	case SPAN_OP: return "op";
 	case SPAN_LOOP:
 	case SPAN_ITER: return "loop";
@@ -517,7 +538,7 @@ static void put_event(Text *t, const Event *e)
 	put_us(t, e->t1 - e->t0);
 	lit(t, ",\"pid\":");
 	num(t, rt.rank);
-	lit(t, ",\"tid\":0,\"args\":{");
+	lit(t, e->lane ? ",\"tid\":1,\"args\":{" : ",\"tid\":0,\"args\":{");
 	switch (e->kind) {
 	case SPAN_OP:
 		lit(t, op->args);
@@ -569,6 +590,11 @@ static void put_event(Text *t, const Event *e)
 			num(t, (int64_t)e->bytes);
 		}
 		break;
+	case RT_SPAN_SPILL_WRITE:
+	case RT_SPAN_SPILL_READ:
+		lit(t, "\"bytes\":");
+		num(t, (int64_t)e->bytes);
+		break;
 	}
 	lit(t, "}}");
 }
@@ -595,6 +621,9 @@ static void put_rank(Text *t)
 	    rt.rank, rt.rank);
 	put(t, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"ops\"}}",
 	    rt.rank);
+	if (tr.io_lane)
+		put(t, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":"
+		    "\"spill I/O\"}}", rt.rank);
 	if (tr.dropped) {
 		put(t, ",\n{\"name\":\"trace full: %lld later spans dropped (TRAC_TRACE_EVENTS=%lld)\","
 		    "\"cat\":\"trace\",\"ph\":\"i\",\"s\":\"p\",\"ts\":", (long long)tr.dropped, (long long)tr.max);

@@ -66,9 +66,18 @@ typedef struct Msg {
 	int side;
 	int from;
 	int64_t chunk;
-	Chunk *c;
+	Chunk *c;                       /* made, and held, when the receive is posted */
+	size_t nb;
 	int pieces;                     /* still to arrive */
 } Msg;
+
+/* A send to one rank: an input chunk, or a partial sum; held while its
+ * pieces travel. */
+typedef struct Out {
+	Chunk *c;
+	size_t n;
+	int tag, left;                  /* left: pieces not complete; -1 not posted */
+} Out;
 
 /* Posts n bytes at p in pieces of at most rt_msg_limit; returns the count. */
 static int post_pieces(MPI_Request **reqs, int64_t *nreq, int64_t *cap, int64_t **owner, int64_t who,
@@ -157,7 +166,24 @@ typedef struct Tp {
 	Msg *msg;
 	int64_t nmsg, cmsg;
 	int *idx;
+	int64_t cidx;
 	int64_t nmine;
+	/* Under a memory budget each pair of ranks keeps at most `window`
+	 * bytes in flight each way (rt.budget / 8 over the peers, one message
+	 * at least): receives are posted per source in the order both ends
+	 * know, as earlier ones complete (rq, rin), and sends likewise per
+	 * destination (sq, sin); a chunk is held only while its message
+	 * travels, so what has arrived may be spilled until its kernels run.
+	 * The main thread makes the MPI calls then (no progress thread).
+	 * Without a budget the window is infinite: everything is posted at
+	 * once, as before. */
+	double window;
+	int64_t **rq, *rqn, *rqnext, unposted;
+	double *rin;
+	Out **sq;
+	int64_t *sqn, *sqcap, *sqnext, *sdest, *sidx, csown;
+	double *sin;
+	int *stest;
 	/* output tuples whose next join group of mine may have become
 	 * runnable: a ring, each tuple in it at most once */
 	int64_t *ring, rhead, rlen;
@@ -205,7 +231,9 @@ static void finish_tuple(Tp *t, int64_t g)
 			res = c;
 			continue;
 		}
-		rt_combine(t->out->dtype, rt_chunk_data(res), rt_chunk_data(c), n, t->agg);
+		size_t mark = rt_pin_mark();
+		rt_combine(t->out->dtype, rt_chunk_mut(res), rt_chunk_data(c), n, t->agg);
+		rt_pin_release(mark);
 		rt_chunk_unref(c);
 	}
 	if (t->sums[g])
@@ -216,14 +244,115 @@ static void finish_tuple(Tp *t, int64_t g)
 	t->left--;
 }
 
+/* ---- posting within the window ---- */
+
+static void grow_idx(Tp *t)
+{
+	if (t->nrreq + 1 > t->cidx) {
+		t->cidx = 2 * (t->nrreq + 1);
+		t->idx = rt_realloc(t->idx, sizeof *t->idx * (size_t)t->cidx);
+	}
+}
+
+/* Posts source from's next receives while its window allows. */
+static void post_recvs(Tp *t, int from)
+{
+	while (t->rqnext[from] < t->rqn[from]) {
+		int64_t k = t->rq[from][t->rqnext[from]];
+		Msg *m = &t->msg[k];
+		if (t->rin[from] > 0 && t->rin[from] + (double)m->nb > t->window)
+			break;
+		size_t mark = rt_pin_mark();
+		m->c = rt_chunk_new(m->nb);
+		char *p = rt_chunk_hold(m->c, 1);
+		rt_pin_release(mark);
+		int64_t t0 = rt_span_begin();
+		m->pieces = post_pieces(&t->rreq, &t->nrreq, &t->crreq, &t->rown, k, 0, p, m->nb, from,
+		                        m->side < 2 ? TAG_TP_IN : TAG_TP_SUM);
+		if (t0)
+			rt_trace_span(RT_SPAN_RECV, t0, from, (double)m->nb, 0, m->side < 2 ? "chunk" : "sum");
+		rt_count_recv((double)m->nb);
+		t->pending += m->pieces;
+		t->unposted--;
+		t->rin[from] += (double)m->nb;
+		t->rqnext[from]++;
+		grow_idx(t);
+	}
+}
+
+/* Posts destination d's next sends while its window allows. */
+static void post_sends(Tp *t, int d)
+{
+	while (t->sqnext[d] < t->sqn[d]) {
+		int64_t k = t->sqnext[d];
+		Out *o = &t->sq[d][k];
+		if (t->sin[d] > 0 && t->sin[d] + (double)o->n > t->window)
+			break;
+		char *p = rt_chunk_hold(o->c, 0);
+		int64_t first = t->nsreq, t0 = rt_span_begin();
+		o->left = post_pieces(&t->sreq, &t->nsreq, &t->csreq, NULL, 0, 1, p, o->n, d, o->tag);
+		if (t0)
+			rt_trace_span(RT_SPAN_SEND, t0, d, (double)o->n, 0, o->tag == TAG_TP_IN ? "chunk" : "sum");
+		rt_count_sent((double)o->n);
+		if (t->nsreq > t->csown) {
+			t->csown = 2 * t->nsreq;
+			t->sdest = rt_realloc(t->sdest, sizeof *t->sdest * (size_t)t->csown);
+			t->sidx = rt_realloc(t->sidx, sizeof *t->sidx * (size_t)t->csown);
+			t->stest = rt_realloc(t->stest, sizeof *t->stest * (size_t)t->csown);
+		}
+		for (int64_t q = first; q < t->nsreq; q++) {
+			t->sdest[q] = d;
+			t->sidx[q] = k;
+		}
+		if (!o->left)
+			rt_chunk_unhold(o->c);
+		t->sin[d] += (double)o->n;
+		t->sqnext[d]++;
+	}
+}
+
+static void queue_send(Tp *t, int d, Chunk *c, size_t n, int tag)
+{
+	if (t->sqn[d] == t->sqcap[d]) {
+		t->sqcap[d] = t->sqcap[d] ? 2 * t->sqcap[d] : 16;
+		t->sq[d] = rt_realloc(t->sq[d], sizeof *t->sq[d] * (size_t)t->sqcap[d]);
+	}
+	t->sq[d][t->sqn[d]++] = (Out){c, n, tag, -1};
+	post_sends(t, d);
+}
+
+/* Takes the sends that completed; returns how many pieces did. */
+static int test_sends(Tp *t)
+{
+	int out = 0;
+	if (t->nsreq == 0)
+		return 0;
+	MPI_Testsome((int)t->nsreq, t->sreq, &out, t->stest, MPI_STATUSES_IGNORE);
+	if (out == MPI_UNDEFINED)
+		return 0;
+	for (int i = 0; i < out; i++) {
+		int64_t q = t->stest[i];
+		int d = (int)t->sdest[q];
+		Out *o = &t->sq[d][t->sidx[q]];
+		if (--o->left == 0) {
+			rt_chunk_unhold(o->c);
+			t->sin[d] -= (double)o->n;
+			post_sends(t, d);
+		}
+	}
+	return out;
+}
+
 /* Post a sum, or hand it to the progress thread to post. */
-static void send_sum(Tp *t, char *p, size_t n, int d)
+static void send_sum(Tp *t, Chunk *c, size_t n, int d)
 {
 	Prog *g = &t->prog;
 	if (!g->on) {
-		post_pieces(&t->sreq, &t->nsreq, &t->csreq, NULL, 0, 1, p, n, d, TAG_TP_SUM);
+		queue_send(t, d, c, n, TAG_TP_SUM);
 		return;
 	}
+	char *p = c->data;      /* (no budget: resident) */
+	int64_t t0 = rt_span_begin();
 	pthread_mutex_lock(&g->mu);
 	if (g->nq == g->cq) {
 		g->cq = g->cq ? 2 * g->cq : 16;
@@ -231,6 +360,9 @@ static void send_sum(Tp *t, char *p, size_t n, int d)
 	}
 	g->q[g->nq++] = (Send){p, n, d, TAG_TP_SUM};
 	pthread_mutex_unlock(&g->mu);
+	if (t0)
+		rt_trace_span(RT_SPAN_SEND, t0, d, (double)n, 0, "sum");
+	rt_count_sent((double)n);
 }
 
 /* Post the sums to rank d that are ready, in output-tuple order. */
@@ -241,12 +373,7 @@ static void flush_sums(Tp *t, int d)
 		Chunk *c = t->acc[g];
 		int64_t key[TRT_MAXDIM];
 		rt_key_from_linear(t->out, g, key);
-		size_t nb = rt_chunk_bytes(t->out, key);
-		int64_t t0 = rt_span_begin();
-		send_sum(t, rt_chunk_data(c), nb, d);
-		if (t0)
-			rt_trace_span(RT_SPAN_SEND, t0, d, (double)nb, 0, "sum");
-		rt_count_sent((double)nb);
+		send_sum(t, c, rt_chunk_bytes(t->out, key), d);
 	}
 }
 
@@ -275,14 +402,16 @@ static void advance(Tp *t, int64_t g)
 		int64_t lk[TRT_MAXDIM], rk[TRT_MAXDIM], ok[TRT_MAXDIM];
 		group_keys(t, jg, lk, rk, ok);
 		int64_t c[2] = {rt_key_linear(&t->in[0]->type, lk), rt_key_linear(&t->in[1]->type, rk)};
+		size_t mark = rt_pin_mark();
 		if (!acc)
 			t->acc[g] = rt_chunk_new(rt_chunk_bytes(t->out, ok));
 		TrtView in[2] = {
 			rt_view(&t->in[0]->type, lk, t->have[0][c[0]]),
 			rt_view(&t->in[1]->type, rk, t->have[1][c[1]]),
 		};
-		TrtView ov = rt_view(t->out, ok, t->acc[g]);
+		TrtView ov = rt_view_mut(t->out, ok, t->acc[g]);
 		t->k(in, &ov, acc);
+		rt_pin_release(mark);
 		t->gnext[g]++;
 		poll_arrivals(t, 0);
 		/* a received chunk is freed after its last reader here */
@@ -309,6 +438,9 @@ static void enqueue(Tp *t, int64_t g)
 static void arrived(Tp *t, Msg *m)
 {
 	int nr = t->nr;
+	rt_chunk_unhold(m->c);
+	t->rin[m->from] -= (double)m->nb;
+	post_recvs(t, m->from);
 	if (m->side == 2) {
 		int64_t g = m->chunk;
 		if (!t->sums[g]) {
@@ -397,7 +529,7 @@ static void progress_start(Tp *t)
 	Prog *g = &t->prog;
 	const char *e = getenv("TRAC_PROGRESS_THREAD");
 	int want = e && *e ? strcmp(e, "0") != 0 : !rt.one_node;
-	if (!rt.threads || t->nr < 2 || !want)
+	if (!rt.threads || t->nr < 2 || !want || rt.budget > 0)
 		return;
 	g->idx = rt_alloc(sizeof *g->idx * (size_t)(t->nrreq + 1));
 	pthread_mutex_init(&g->mu, NULL);
@@ -450,6 +582,21 @@ static void poll_arrivals(Tp *t, int block)
 			memcpy(t->idx, g->done, sizeof *t->idx * (size_t)outcount);
 		g->ndone = 0;
 		pthread_mutex_unlock(&g->mu);
+	} else if (rt.budget > 0) {
+		/* sends complete too, freeing their windows: test both, and
+		 * while blocked nap between tests (20 us, doubling to 0.5 ms) */
+		int64_t t0 = block ? rt_span_begin() : 0;
+		long nap = 20000;
+		for (;;) {
+			test_sends(t);
+			MPI_Testsome((int)t->nrreq, t->rreq, &outcount, t->idx, MPI_STATUSES_IGNORE);
+			if (outcount == MPI_UNDEFINED || outcount > 0 || !block)
+				break;
+			nanosleep(&(struct timespec){0, nap}, NULL);
+			nap = nap < 500000 ? 2 * nap : 500000;
+		}
+		if (t0)
+			rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "arrivals");
 	} else if (block) {
 		int64_t t0 = rt_span_begin();
 		MPI_Waitsome((int)t->nrreq, t->rreq, &outcount, t->idx, MPI_STATUSES_IGNORE);
@@ -676,7 +823,25 @@ TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKern
 		if (t.ysite[g] != me && t.contrib[g * nr + me])
 			t.outq[t.ysite[g]][t.outn[t.ysite[g]]++] = g;
 
-	/* 1. receives, all posted before any send: input chunks, then sums */
+	/* 1. receives, posted before any send (all of them, without a budget):
+	 * input chunks, then sums */
+	t.window = rt.budget > 0 ? rt.budget / 8 / (nr > 1 ? nr - 1 : 1) : 1e300;
+	t.rq = rt_alloc(sizeof *t.rq * (size_t)nr);
+	t.rqn = rt_alloc(sizeof *t.rqn * (size_t)nr);
+	t.rqnext = rt_alloc(sizeof *t.rqnext * (size_t)nr);
+	t.rin = rt_alloc(sizeof *t.rin * (size_t)nr);
+	t.sq = rt_alloc(sizeof *t.sq * (size_t)nr);
+	t.sqn = rt_alloc(sizeof *t.sqn * (size_t)nr);
+	t.sqcap = rt_alloc(sizeof *t.sqcap * (size_t)nr);
+	t.sqnext = rt_alloc(sizeof *t.sqnext * (size_t)nr);
+	t.sin = rt_alloc(sizeof *t.sin * (size_t)nr);
+	int64_t *rqcap = rt_alloc(sizeof *rqcap * (size_t)nr);
+	for (int q = 0; q < nr; q++) {
+		t.rq[q] = NULL;
+		t.sq[q] = NULL;
+		t.rqn[q] = t.rqnext[q] = rqcap[q] = t.sqn[q] = t.sqcap[q] = t.sqnext[q] = 0;
+		t.rin[q] = t.sin[q] = 0;
+	}
 	for (int i = 0; i < 3; i++) {
 		int64_t nc = i < 2 ? t.nchunk[i] : t.nagg;
 		for (int64_t c = 0; c < nc; c++) {
@@ -703,20 +868,24 @@ TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKern
 				m->side = i;
 				m->from = from;
 				m->chunk = c;
-				m->c = rt_chunk_new(nb);
-				int64_t t0 = rt_span_begin();
-				m->pieces = post_pieces(&t.rreq, &t.nrreq, &t.crreq, &t.rown, t.nmsg, 0, rt_chunk_data(m->c), nb,
-				                        from, i < 2 ? TAG_TP_IN : TAG_TP_SUM);
-				if (t0)
-					rt_trace_span(RT_SPAN_RECV, t0, from, (double)nb, 0, i < 2 ? "chunk" : "sum");
-				rt_count_recv((double)nb);
+				m->c = NULL;
+				m->nb = nb;
+				m->pieces = 0;
+				if (t.rqn[from] == rqcap[from]) {
+					rqcap[from] = rqcap[from] ? 2 * rqcap[from] : 16;
+					t.rq[from] = rt_realloc(t.rq[from], sizeof *t.rq[from] * (size_t)rqcap[from]);
+				}
+				t.rq[from][t.rqn[from]++] = t.nmsg;
 				t.nmsg++;
+				t.unposted++;
 				t.inputs += i < 2;
 			}
 		}
 	}
-	t.pending = t.nrreq;
-	t.idx = rt_alloc(sizeof *t.idx * (size_t)(t.nrreq + 1));
+	free(rqcap);
+	for (int q = 0; q < nr; q++)
+		post_recvs(&t, q);
+	grow_idx(&t);
 	/* 2. my chunks to every rank that needs them, in the same order */
 	t.res = trt_rel_new(out, p);
 	for (int i = 0; i < 2; i++)
@@ -727,14 +896,8 @@ TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKern
 			rt_key_from_linear(&t.in[i]->type, c, key);
 			size_t nb = rt_chunk_bytes(&t.in[i]->type, key);
 			for (int d = 0; d < nr; d++)
-				if (d != me && want[i][c * nr + d]) {
-					int64_t t0 = rt_span_begin();
-					post_pieces(&t.sreq, &t.nsreq, &t.csreq, NULL, 0, 1, rt_chunk_data(t.have[i][c]), nb, d,
-					            TAG_TP_IN);
-					if (t0)
-						rt_trace_span(RT_SPAN_SEND, t0, d, (double)nb, 0, "chunk");
-					rt_count_sent((double)nb);
-				}
+				if (d != me && want[i][c * nr + d])
+					queue_send(&t, d, t.have[i][c], nb, TAG_TP_IN);
 		}
 	free(want[0]);
 	free(want[1]);
@@ -756,7 +919,7 @@ TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKern
 			t.queued[g] = 0;
 			advance(&t, g);
 		}
-		if (t.pending == 0)
+		if (t.pending == 0 && t.unposted == 0)
 			break;
 		poll_arrivals(&t, 1);
 	}
@@ -767,9 +930,18 @@ TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKern
 	if (t.left != 0)
 		rt_bug("two-phase schedule ends with %lld output tuples unfinished", (long long)t.left);
 	int64_t t0 = rt_span_begin();
+	for (int d = 0; d < nr; d++)   /* what the windows held back */
+		while (t.sqnext[d] < t.sqn[d]) {
+			if (!test_sends(&t))
+				nanosleep(&(struct timespec){0, 20000}, NULL);
+		}
 	MPI_Waitall((int)t.nsreq, t.sreq, MPI_STATUSES_IGNORE);
 	if (t0)
 		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "sends");
+	for (int d = 0; d < nr; d++)
+		for (int64_t q = 0; q < t.sqn[d]; q++)
+			if (t.sq[d][q].left > 0)
+				rt_chunk_unhold(t.sq[d][q].c);
 
 	for (int64_t g = 0; g < t.nagg; g++)
 		if (t.acc[g])
@@ -780,8 +952,23 @@ TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKern
 		free(t.uses[i]);
 		free(t.rev_first[i]);
 	}
-	for (int d = 0; d < nr; d++)
+	for (int d = 0; d < nr; d++) {
 		free(t.outq[d]);
+		free(t.rq[d]);
+		free(t.sq[d]);
+	}
+	free(t.rq);
+	free(t.rqn);
+	free(t.rqnext);
+	free(t.rin);
+	free(t.sq);
+	free(t.sqn);
+	free(t.sqcap);
+	free(t.sqnext);
+	free(t.sin);
+	free(t.sdest);
+	free(t.sidx);
+	free(t.stest);
 	free(t.outq);
 	free(t.outn);
 	free(t.outpos);

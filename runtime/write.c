@@ -58,9 +58,11 @@ enum { OUT_BLOCK = 4096, OUT_STAGE = 8 << 20 };
  * than a block), and in *nstage how many. */
 static size_t out_stage_bytes(double data, int *nstage)
 {
-	double one = (ceil(data / OUT_BLOCK) + 1) * OUT_BLOCK;
-	*nstage = one > OUT_STAGE ? 2 : 1;
-	return one > OUT_STAGE ? (size_t)OUT_STAGE : (size_t)one;
+	double one = (ceil(data / OUT_BLOCK) + 1) * OUT_BLOCK, most = OUT_STAGE;
+	if (rt.budget > 0 && rt.budget / 8 < most)     /* under a memory budget, an eighth of it */
+		most = fmax(16 * OUT_BLOCK, floor(rt.budget / 8 / OUT_BLOCK) * OUT_BLOCK);
+	*nstage = one > most ? 2 : 1;
+	return one > most ? (size_t)most : (size_t)one;
 }
 
 typedef struct Out {
@@ -134,8 +136,10 @@ static Out out_open(int fd, int direct, double data)
 	if (direct && fl >= 0 && fcntl(fd, F_SETFL, fl | O_DIRECT) == 0) {
 		int nstage;
 		o.len = out_stage_bytes(data, &nstage);
+		size_t mark = rt_pin_mark();
 		o.stages = rt_chunk_new((size_t)nstage * o.len + OUT_BLOCK);
-		uintptr_t p = (uintptr_t)rt_chunk_data(o.stages);
+		uintptr_t p = (uintptr_t)rt_chunk_hold(o.stages, 1);    /* until out_undirect */
+		rt_pin_release(mark);
 		o.stage[0] = (char *)((p + OUT_BLOCK - 1) / OUT_BLOCK * OUT_BLOCK);
 		o.stage[1] = nstage == 2 ? o.stage[0] + o.len : NULL;
 		o.direct = 1;
@@ -180,6 +184,7 @@ static int out_undirect(Out *o)
 		ok = 0;
 	else if (ok && whole < o->n)
 		ok = rt_pwrite_full(o->fd, stage + whole, o->n - whole, o->at + (int64_t)whole);
+	rt_chunk_unhold(o->stages);
 	rt_chunk_unref(o->stages);
 	o->stages = NULL;
 	o->stage[0] = o->stage[1] = NULL;
@@ -493,7 +498,7 @@ static const void *dense_of(const TrtRel *r, const int64_t *key, int64_t *at, vo
 	const TrtType *t = &r->type;
 
 	if (!t->sparse)
-		return rt_chunk_data(r->chunks[(*at)++]);
+		return rt_chunk_data(r->chunks[(*at)++]);      /* pinned in the caller's scope */
 	if (*at < r->n && !rt_key_cmp(r->keys + *at * t->nkey, key, t->nkey))
 		rt_csr_expand(t, key, r->chunks[(*at)++], buf);
 	else
@@ -677,6 +682,30 @@ static void slab_runs(RtBatch *bt, const TrtType *t, const Slab *s, const Portio
 	}
 }
 
+/* Under a budget, the order write_slabs reads this rank's chunks in, for
+ * the chunk store to read them ahead. */
+static void stream_slabs(const TrtRel *r, int d0)
+{
+	if (rt.budget <= 0)
+		return;
+	const TrtType *t = &r->type;
+	Slab s = slab_first(t, d0);
+	int64_t n = 0, cap = 64, key[TRT_MAXDIM];
+	Chunk ***cell = rt_alloc(sizeof *cell * (size_t)cap);
+	do
+		for (int64_t c = 0; c < s.f; c++) {
+			slab_key(t, &s, c, key);
+			int site = r->place.kind == TRT_ALL ? 0 : trt_site(&r->place, t, key);
+			if (site != rt.rank)
+				continue;
+			if (n == cap)
+				cell = rt_realloc(cell, sizeof *cell * (size_t)(cap *= 2));
+			cell[n++] = &r->chunks[tuple_of(r, key)];
+		}
+	while (slab_next(t, &s));
+	rt_stream_begin(cell, n);
+}
+
 /* Writes dense r (chunk dims in key order, runs from dim d0) slab by slab:
  * rank 0 receives each slab's portions from their owners, then writes
  * the slab; the other ranks send theirs.  Returns 0, or on rank 0 the
@@ -699,11 +728,17 @@ static int write_slabs(Out *out, int64_t data_offset, const TrtRel *r, int d0)
 			int64_t unit = 1;
 			for (int d = s.p + 1; d < t->nkey; d++)
 				unit *= t->extent[d];
+			size_t mark = rt_pin_mark();
 			bufc = rt_chunk_new((size_t)(s.hmax * unit) * es);      /* see rt_write_rel */
+			rt_chunk_hold(bufc, 1);
+			rt_pin_release(mark);
 		}
 	}
+	stream_slabs(r, d0);
+	int64_t step = 0;
 	do {
-		char *buf = bufc ? rt_chunk_data(bufc) : NULL;
+		size_t mark = rt_pin_mark();
+		char *buf = bufc ? bufc->data : NULL;
 		for (int64_t c = 0; c < s.f; c++) {
 			slab_key(t, &s, c, key);
 			int site = r->place.kind == TRT_ALL ? 0 : trt_site(&r->place, t, key);
@@ -713,8 +748,10 @@ static int write_slabs(Out *out, int64_t data_offset, const TrtRel *r, int d0)
 			rt_block_of(t, key, &b);
 			int64_t n = slab_portion(t, &s, &b, cstride, &off);
 			const char *data = NULL;
-			if (site == rt.rank)
+			if (site == rt.rank) {
+				rt_stream_at(step++);
 				data = (const char *)rt_chunk_data(r->chunks[tuple_of(r, key)]) + (size_t)off * es;
+			}
 			if (rt.rank != 0) {
 				rt_send_bytes(data, (size_t)n * es, 0, TAG_WRITE);
 				continue;
@@ -734,7 +771,11 @@ static int write_slabs(Out *out, int64_t data_offset, const TrtRel *r, int d0)
 			if (!bt->ok)
 				err = errno ? errno : EIO;
 		}
+		rt_pin_release(mark);
 	} while (slab_next(t, &s));
+	rt_stream_end();
+	if (bufc)
+		rt_chunk_unhold(bufc);
 	rt_chunk_unref(bufc);
 	free(bt);
 	free(po);
@@ -772,17 +813,32 @@ static int write_rel(Out *out, int64_t data_offset, const TrtRel *r)
 	Chunk *bufc = NULL;
 	char *buf = NULL;
 	if (t->sparse || (rt.rank == 0 && r->place.kind == TRT_PART && rt.nranks > 1)) {
+		size_t mark = rt_pin_mark();
 		bufc = rt_chunk_new(maxbytes);
-		buf = rt_chunk_data(bufc);
+		buf = rt_chunk_hold(bufc, 1);
+		rt_pin_release(mark);
+	}
+	if (rt.budget > 0) {            /* the chunks in key order: read ahead */
+		Chunk ***cell = rt_alloc(sizeof *cell * (size_t)(r->n + 1));
+		for (int64_t i = 0; i < r->n; i++)
+			cell[i] = &r->chunks[i];
+		rt_stream_begin(cell, r->n);
 	}
 	if (rt.rank != 0) {
 		/* every key this rank owns, in order (a sparse relation's absent
 		 * ones as zeros): rank 0 expects them all */
 		for (int64_t lin = 0; r->place.kind == TRT_PART && lin < nk; lin++) {
 			rt_key_from_linear(t, lin, key);
-			if (trt_site(&r->place, t, key) == rt.rank)
-				rt_send_bytes(dense_of(r, key, &at, buf), rt_chunk_bytes(t, key), 0, TAG_WRITE);
+			if (trt_site(&r->place, t, key) != rt.rank)
+				continue;
+			size_t mark = rt_pin_mark();
+			rt_stream_at(at);
+			rt_send_bytes(dense_of(r, key, &at, buf), rt_chunk_bytes(t, key), 0, TAG_WRITE);
+			rt_pin_release(mark);
 		}
+		rt_stream_end();
+		if (bufc)
+			rt_chunk_unhold(bufc);
 		rt_chunk_unref(bufc);
 		return 0;
 	}
@@ -793,7 +849,9 @@ static int write_rel(Out *out, int64_t data_offset, const TrtRel *r)
 		size_t nb = rt_chunk_bytes(t, key);
 		const void *data;
 		int site = r->place.kind == TRT_ALL ? 0 : trt_site(&r->place, t, key);
+		size_t mark = rt_pin_mark();
 		if (site == 0) {
+			rt_stream_at(at);
 			data = dense_of(r, key, &at, buf);
 		} else {
 			rt_recv_bytes(buf, nb, site, TAG_WRITE);
@@ -801,7 +859,11 @@ static int write_rel(Out *out, int64_t data_offset, const TrtRel *r)
 		}
 		if (!err && !write_chunk(out, data_offset, t, key, data, nb))
 			err = errno ? errno : EIO;
+		rt_pin_release(mark);
 	}
+	rt_stream_end();
+	if (bufc)
+		rt_chunk_unhold(bufc);
 	rt_chunk_unref(bufc);
 	return err;
 }

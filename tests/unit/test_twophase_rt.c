@@ -45,7 +45,7 @@ static TrtRel *make(int which, const TrtType *t, TrtPlace p)
 		int64_t n[2];
 		rt_chunk_shape(t, key, n);
 		Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
-		double *v = rt_chunk_data(c);
+		double *v = rt_chunk_mut(c);
 		for (int64_t a = 0; a < n[0]; a++)
 			for (int64_t b = 0; b < n[1]; b++)
 				v[a * n[1] + b] = value(which, key[0] * t->block[0] + a, key[1] * t->block[1] + b);
