@@ -119,10 +119,13 @@ static void msg_add(Side *s, int64_t first, int64_t cnt, size_t off, size_t len)
 }
 
 /* Cuts one side into messages, the same cuts at both ends (they see the
- * same sequence of piece sizes). */
-static void plan_messages(Side *s)
+ * same sequence of piece sizes, and the same window: a group of small
+ * chunks is no bigger than it). */
+static void plan_messages(Side *s, double window)
 {
 	size_t limit = (size_t)rt_msg_limit, group = GROUP < limit ? GROUP : limit;
+	if (window < (double)group)
+		group = window > 1 ? (size_t)window : 1;
 	int64_t first = 0;              /* the pending group: pieces [first, i) */
 	size_t gbytes = 0;
 
@@ -266,7 +269,7 @@ static void post_sides(Engine *e, Side *sides, int nr)
 {
 	for (int d = 0; d < nr; d++) {
 		if (!sides[d].m)
-			plan_messages(&sides[d]);
+			plan_messages(&sides[d], e->window);
 		post_side(e, &sides[d]);
 	}
 }
@@ -346,7 +349,7 @@ static Exchange exchange_new(int nr)
 /* Our chunks leave with the keys, without waiting for a round trip. */
 static void exchange_keys(Exchange *x)
 {
-	Engine keys = {.window = 1e300};
+	Engine keys = {.window = x->e.window};  /* (one piece a side: all posted) */
 	post_sides(&keys, x->kr, x->nr);
 	post_sides(&x->e, x->ks, x->nr);
 	post_sides(&x->e, x->cs, x->nr);

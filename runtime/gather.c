@@ -350,6 +350,47 @@ typedef struct Dest {
 	int64_t okey[TRT_MAXDIM];
 } Dest;
 
+/* The owner's side of a look-up: per requesting rank, the requested rows'
+ * pieces, in request order (in, with roff[r] where rank r's start). */
+static Bufs owners_reply(const TrtRel *table, const KeyIndex *tix, int dim, const char *in, const int64_t *roff)
+{
+	const TrtType *tt = &table->type;
+	size_t es = rt_dtype_size(tt->dtype);
+	Bufs reply = bufs_new();
+	int64_t pclin = -1, ts[TRT_MAXDIM], pos = -1;
+	Piece pc = {0};
+	size_t mark = rt_pin_mark();
+	for (int r = 0; r < rt.nranks; r++)
+		for (int64_t at = roff[r]; at < roff[r + 1]; at += (int64_t)sizeof(Req)) {
+			Req rq;
+			memcpy(&rq, in + at, sizeof rq);
+			if (rq.klin != pclin) {
+				rt_pin_release(mark);   /* a table chunk at a time */
+				int64_t tkey[TRT_MAXDIM];
+				rt_key_from_linear(tt, rq.klin, tkey);
+				pos = rt_index_find(tix, table, tkey);
+				if (pos < 0)
+					rt_bug("a looked-up table chunk is not on its owner");
+				key_strides(tt, tkey, ts);
+				/* the piece in its own order (only its table side
+				 * is used): the requester knows the layout */
+				piece_free(&pc);
+				pc = piece_of(tt, tkey, dim, tt, tkey, 0);
+				pclin = rq.klin;
+			}
+			char *dst = bufs_add(&reply, r, (size_t)pc.n * es);
+			const char *src = (const char *)rt_chunk_data(table->chunks[pos]) + rq.row * ts[dim] * (int64_t)es;
+			if (!pc.src)
+				memcpy(dst, src, (size_t)pc.n * es);
+			else
+				for (int64_t q = 0; q < pc.n; q++)
+					memcpy(dst + q * (int64_t)es, src + pc.src[q] * (int64_t)es, es);
+		}
+	rt_pin_release(mark);
+	piece_free(&pc);
+	return reply;
+}
+
 TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtType *out, TrtPlace p,
                    const char *iname, const char *tname)
 {
@@ -422,8 +463,10 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 					rt_bug("a table chunk missing where its placement puts it");
 				const int64_t *ts;
 				const Piece *pc = cached_piece(&pcache, tt, tkey, dim, out, okey, ni, &ts);
+				size_t one = rt_pin_mark();     /* the table's chunk for this piece only */
 				piece_copy(pc, es, dst + e.base[q] * (int64_t)es,
 				           (const char *)rt_chunk_data(table->chunks[pos]) + row * ts[dim] * (int64_t)es);
+				rt_pin_release(one);
 			}
 			cache_free(&pcache);
 			ix_free(&e);
@@ -436,45 +479,15 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 		/* the requests to the owners; the pieces back, in request order */
 		int64_t *roff;
 		char *in = exchange(&reqs, &roff, "row numbers");
-		Bufs reply = bufs_new();
-		int64_t pclin = -1, ts[TRT_MAXDIM], pos = -1;
-		Piece pc = {0};
-		size_t mark = rt_pin_mark();
-		for (int r = 0; r < rt.nranks; r++)
-			for (int64_t at = roff[r]; at < roff[r + 1]; at += (int64_t)sizeof(Req)) {
-				Req rq;
-				memcpy(&rq, in + at, sizeof rq);
-				if (rq.klin != pclin) {
-					rt_pin_release(mark);   /* a table chunk at a time */
-					int64_t tkey[TRT_MAXDIM];
-					rt_key_from_linear(tt, rq.klin, tkey);
-					pos = rt_index_find(&tix, table, tkey);
-					if (pos < 0)
-						rt_bug("a looked-up table chunk is not on its owner");
-					key_strides(tt, tkey, ts);
-					/* the piece in its own order (only its table side
-					 * is used): the requester knows the layout */
-					piece_free(&pc);
-					pc = piece_of(tt, tkey, dim, tt, tkey, 0);
-					pclin = rq.klin;
-				}
-				char *dst = bufs_add(&reply, r, (size_t)pc.n * es);
-				const char *src = (const char *)rt_chunk_data(table->chunks[pos]) + rq.row * ts[dim] * (int64_t)es;
-				if (!pc.src)
-					memcpy(dst, src, (size_t)pc.n * es);
-				else
-					for (int64_t q = 0; q < pc.n; q++)
-						memcpy(dst + q * (int64_t)es, src + pc.src[q] * (int64_t)es, es);
-			}
-		rt_pin_release(mark);
-		piece_free(&pc);
+		Bufs reply = owners_reply(table, &tix, dim, in, roff);
 		free(in);
 		free(roff);
 		in = exchange(&reply, &roff, "rows");
 		bufs_free(&reply);
+		size_t mark = rt_pin_mark();
 		for (int r = 0; r < rt.nranks; r++) {
 			int64_t at = roff[r], tuple = -1;
-			pc = (Piece){0};
+			Piece pc = {0};
 			for (int64_t i = 0; i < ndest[r]; i++) {
 				const Dest *d = &dest[r][i];
 				if (d->tuple != tuple) {

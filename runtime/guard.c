@@ -23,6 +23,9 @@
  *          MemAvailable.  The last two are shared by the ranks on the node
  *          (MPI_COMM_TYPE_SHARED), so each rank gets its share.
  *
+ * Under a memory budget (--mem-budget, store.c) the need is at most the
+ * budget: what does not fit waits in the spill file.
+ *
  * TRAC_MEM_CHECK=0 turns the check off (the test of out-of-memory during
  * the run uses it).  An allocation that fails during the run is reported by
  * rt_oom, naming the op that was running, never a segfault.
@@ -79,6 +82,12 @@ static double read_kb_field(const char *path, const char *field)
 		}
 	fclose(f);
 	return v;
+}
+
+/* A field of /proc/self/status in bytes (VmRSS, VmHWM), or -1. */
+double rt_proc_status(const char *field)
+{
+	return read_kb_field("/proc/self/status", field);
 }
 
 /* This process's cgroup (v2) folder, or NULL. */
@@ -191,16 +200,22 @@ static void check(double extra)
 	if (p->planned_ranks > 0 && p->planned_ranks < rt.nranks)
 		need *= (double)p->planned_ranks / rt.nranks;
 	need += extra;
+	if (rt.budget > 0 && rt.budget < need)
+		need = rt.budget;       /* the rest waits in the spill file (store.c) */
 	const char *why;
 	double have = available(local, &why);
 	if (need > 0 && have >= 0 && need > have) {
 		char a[32], b[32], op[512];
 		op_str(op, sizeof op, p->pred_peak_op);
-		snprintf(msg, sizeof msg, "%s: the plan needs %s per rank at its peak, at %s%s, more than the %s "
-		         "rank %d can have (%s); run on more ranks or machines, or plan for them (trac -P, "
-		         "--mem-per-rank%s)", rt_progname(), bytes_str(a, sizeof a, need), op,
-		         extra > 0 ? ", with the sparse inputs' elements its estimate lacked" : "",
-		         bytes_str(b, sizeof b, have), rt.rank, why, extra > 0 ? ", --nnz" : "");
+		if (need == rt.budget)
+			snprintf(msg, sizeof msg, "%s: --mem-budget %s is more than the %s rank %d can have (%s)",
+			         rt_progname(), bytes_str(a, sizeof a, need), bytes_str(b, sizeof b, have), rt.rank, why);
+		else
+			snprintf(msg, sizeof msg, "%s: the plan needs %s per rank at its peak, at %s%s, more than the %s "
+			         "rank %d can have (%s); run on more ranks or machines, or plan for them (trac -P, "
+			         "--mem-per-rank%s), or under --mem-budget", rt_progname(), bytes_str(a, sizeof a, need), op,
+			         extra > 0 ? ", with the sparse inputs' elements its estimate lacked" : "",
+			         bytes_str(b, sizeof b, have), rt.rank, why, extra > 0 ? ", --nnz" : "");
 		err = msg;
 	}
 	rt_agree(err);

@@ -20,6 +20,9 @@
  *    Communication buffers are counted apart (buffers in the summary).
  *    Under a memory budget (store.c) these are resident bytes: chunks in
  *    the spill file do not count;
+ *  - the process's peak resident set (VmHWM, max over ranks) and how much
+ *    it grew from the start of the run (VmRSS then): all the memory, not
+ *    only chunks;
  *  - spill: bytes each op wrote to and read back from the ranks' spill
  *    files (summed over ranks; counted when the I/O thread's request is
  *    taken back, which may be an op later) and the seconds the main
@@ -52,6 +55,7 @@ static double *op_spill_w, *op_spill_r, *op_spill_wait;
 static int64_t *op_calls;
 static double op_t0, op_cpu0, op_sent0, op_keys0, op_recvd0, t_start;
 static double op_spill_w0, op_spill_r0, op_spill_wait0;
+static double rss_start;                /* VmRSS when the run starts: MPI, BLIS, the program */
 static int cur_op = -1;
 
 void rt_count_sent(double bytes)
@@ -101,6 +105,7 @@ void rt_profile_init(void)
 	t_start = MPI_Wtime();
 	if (!rt.profile)
 		return;
+	rss_start = rt_proc_status("VmRSS");
 	op_seconds = zeros(n);
 	op_cpu = zeros(n);
 	op_wait = zeros(n);
@@ -218,7 +223,8 @@ void rt_profile_report(void)
 		return;
 	double total = MPI_Wtime() - t_start;
 
-	double mine_max[5] = {total, rt.peak, rt.buf_peak, rt.spill_wait, rt.over}, all_max[5];
+	double rss[2] = {rt_proc_status("VmHWM"), rss_start};
+	double mine_max[7] = {total, rt.peak, rt.buf_peak, rt.spill_wait, rt.over, rss[0], rss[0] - rss[1]}, all_max[7];
 	double mine_sum[4] = {rt.sent, rt.recvd, rt.spill_w, rt.spill_r}, all_sum[4];
 	int64_t *calls = rt_alloc(sizeof *calls * (size_t)(n + 1));
 	double *secs = zeros(n), *wait = zeros(n), *sent = zeros(n), *recvd = zeros(n);
@@ -233,7 +239,7 @@ void rt_profile_report(void)
 	MPI_Reduce(op_recvd, recvd, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 	MPI_Reduce(op_peak, peak, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	MPI_Reduce(op_calls, calls, n, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
-	MPI_Reduce(mine_max, all_max, 5, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	MPI_Reduce(mine_max, all_max, 7, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	if (rt.budget > 0) {
 		MPI_Reduce(op_spill_w, sw, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 		MPI_Reduce(op_spill_r, sr, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -297,9 +303,11 @@ void rt_profile_report(void)
 			       human(h[3], sizeof h[3], peak[i]), gf, pgf, o->floor_seconds * c, roof);
 		}
 		printf("peak memory per rank: %s bytes in chunks (plan: %s), %s in communication "
-		       "buffers\n", human(h[0], sizeof h[0], all_max[1]),
+		       "buffers; the process's peak resident set %s, %s more than at the start\n",
+		       human(h[0], sizeof h[0], all_max[1]),
 		       prog->pred_peak_bytes > 0 ? human(h[1], sizeof h[1], prog->pred_peak_bytes) : "?",
-		       human(h[2], sizeof h[2], all_max[2]));
+		       human(h[2], sizeof h[2], all_max[2]), human(h[3], sizeof h[3], all_max[5]),
+		       human(h[4], sizeof h[4], all_max[6]));
 		/* exact numbers for the ops that move data: chunk bytes (sent minus
 		 * keys) are what the plan predicts */
 		for (int i = 0; i < n; i++)
@@ -346,12 +354,12 @@ void rt_profile_report(void)
 		printf("summary: ranks=%d planned_ranks=%d total_s=%.6f compute_s=%.6f compute_cpu_s=%.6f pred_s=%.6f "
 		       "sent=%.0f recvd=%.0f pred_sent=%.0f peak=%.0f pred_peak=%.0f buffers=%.0f "
 		       "blis=%s threads=%d work_imbalance=%.4f floor_s=%.6f roofline=%.4f compute_roofline=%.4f "
-		       "budget=%.0f spill_written=%.0f spill_read=%.0f spill_wait_s=%.6f over_budget=%.0f\n",
-		       rt.nranks, prog->planned_ranks, all_max[0],
+		       "budget=%.0f spill_written=%.0f spill_read=%.0f spill_wait_s=%.6f over_budget=%.0f rss_peak=%.0f "
+		       "rss_growth=%.0f\n", rt.nranks, prog->planned_ranks, all_max[0],
 		       compute, compute_cpu, pred_secs, all_sum[0], all_sum[1], pred_bytes, all_max[1],
 		       prog->pred_peak_bytes, all_max[2], rt_blas_arch(), rt_blas_threads(), imbalance, floor_all,
 		       all_max[0] > 0 ? floor_all / all_max[0] : 0, compute > 0 ? floor_compute / compute : 0,
-		       rt.budget, all_sum[2], all_sum[3], all_max[3], all_max[4]);
+		       rt.budget, all_sum[2], all_sum[3], all_max[3], all_max[4], all_max[5], all_max[6]);
 		fflush(stdout);
 	}
 	free(works);

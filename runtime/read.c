@@ -193,11 +193,22 @@ TrtRel *rt_read_rel(int fd, int64_t data_offset, const TrtType *t, TrtPlace p)
 		for (int64_t band = 0; bt.ok && band < nk / f; band++) {
 			int64_t ns = 0;
 			size_t mark = rt_pin_mark();
+			double bytes = 0;
 			for (int64_t s = 0; s < f; s++) {
 				rt_key_from_linear(t, band * f + s, key);
 				if (!owned(&p, t, key))
 					continue;
-				Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
+				size_t nb = rt_chunk_bytes(t, key);
+				if (rt.budget > 0 && ns && bytes + (double)nb > rt.budget / 8) {
+					/* under a budget, pieces of a band of an eighth of it */
+					batch_band(&bt, t, &first, seg, ns, data_offset);
+					rt_batch_flush(&bt);
+					rt_pin_release(mark);
+					ns = 0;
+					bytes = 0;
+				}
+				bytes += (double)nb;
+				Chunk *c = rt_chunk_new(nb);
 				rt_rel_push(r, key, c);
 				rt_block_of(t, key, &b);
 				if (!ns)
@@ -208,7 +219,7 @@ TrtRel *rt_read_rel(int fd, int64_t data_offset, const TrtType *t, TrtPlace p)
 			if (ns)
 				batch_band(&bt, t, &first, seg, ns, data_offset);
 			if (rt.budget > 0) {
-				/* a band at a time: its reads done, its chunks may go */
+				/* its reads done, its chunks may go */
 				rt_batch_flush(&bt);
 				rt_pin_release(mark);
 			}

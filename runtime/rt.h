@@ -524,6 +524,7 @@ const char *rt_ckpt_resume(void);       /* --resume's file, or NULL */
 
 void rt_mem_check(void);                /* collective: refuse a plan that cannot fit */
 void rt_oom(size_t nbytes, const char *what) __attribute__((noreturn));
+double rt_proc_status(const char *field);       /* /proc/self/status's VmRSS, VmHWM: bytes, or -1 */
 
 /* ---- blas.c ---- */
 

@@ -183,6 +183,8 @@ void rt_spill_init(void)
 	const char *err = NULL;
 	if (env && *env && rt.budget == 0 && !set_budget("TRAC_MEM_BUDGET", env, msg, sizeof msg))
 		err = msg;
+	if (rt.budget == 0 && rt.prog->mem_budget > 0)
+		rt.budget = rt.prog->mem_budget;        /* the plan's (trac --mem-per-rank) */
 	if (!sp.dir) {
 		const char *t = getenv("TMPDIR");
 		sp.dir = t && *t ? t : "/tmp";

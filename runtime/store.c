@@ -366,15 +366,16 @@ void rt_store_drop(Chunk *c)
 
 /* ---- reading ahead ---- */
 
-/* Starts reading the chunks at the stream's next positions that are in
- * the file: up to a quarter of the budget ahead, each only where evicting
- * chunks used after it makes room (dirty ones are written meanwhile). */
+/* Starts reading the chunks at the stream's current and next positions
+ * that are in the file: up to a quarter of the budget ahead, each only
+ * where evicting chunks used after it makes room (dirty ones are written
+ * meanwhile). */
 static void read_ahead(void)
 {
 	if (!st.on)
 		return;
 	double window = rt.budget / 4, ahead = 0;
-	for (int64_t q = st.cur + 1; q < st.n && q <= st.cur + AHEAD_POSITIONS; q++) {
+	for (int64_t q = st.cur; q < st.n && q <= st.cur + AHEAD_POSITIONS; q++) {
 		Chunk *c = *st.cell[q];
 		if (!c)
 			continue;

@@ -159,6 +159,8 @@ typedef struct TrtProgram {
 	int pred_peak_op;               /* the op at that peak, -1 unknown */
 	int nloops;                     /* outermost repeat blocks (checkpoints) */
 	int depth;                      /* repeat blocks nested the deepest (--log's columns) */
+	double mem_budget;              /* bytes of chunks a rank holds in memory, the rest
+	                                   in its spill file (as --mem-budget), 0 none */
 } TrtProgram;
 
 /* Initialise MPI and BLIS, parse the command line (NAME=path, NAME.out=path,

@@ -343,6 +343,64 @@ static int test_sends(Tp *t)
 	return out;
 }
 
+static void windows_new(Tp *t)
+{
+	int nr = t->nr;
+	t->window = rt.budget > 0 ? rt.budget / 8 / (nr > 1 ? nr - 1 : 1) : 1e300;
+	t->rq = rt_alloc(sizeof *t->rq * (size_t)nr);
+	t->rqn = rt_alloc(sizeof *t->rqn * (size_t)nr);
+	t->rqnext = rt_alloc(sizeof *t->rqnext * (size_t)nr);
+	t->rin = rt_alloc(sizeof *t->rin * (size_t)nr);
+	t->sq = rt_alloc(sizeof *t->sq * (size_t)nr);
+	t->sqn = rt_alloc(sizeof *t->sqn * (size_t)nr);
+	t->sqcap = rt_alloc(sizeof *t->sqcap * (size_t)nr);
+	t->sqnext = rt_alloc(sizeof *t->sqnext * (size_t)nr);
+	t->sin = rt_alloc(sizeof *t->sin * (size_t)nr);
+	for (int q = 0; q < nr; q++) {
+		t->rq[q] = NULL;
+		t->sq[q] = NULL;
+		t->rqn[q] = t->rqnext[q] = t->sqn[q] = t->sqcap[q] = t->sqnext[q] = 0;
+		t->rin[q] = t->sin[q] = 0;
+	}
+}
+
+static void windows_free(Tp *t)
+{
+	for (int d = 0; d < t->nr; d++) {
+		free(t->rq[d]);
+		free(t->sq[d]);
+	}
+	free(t->rq);
+	free(t->rqn);
+	free(t->rqnext);
+	free(t->rin);
+	free(t->sq);
+	free(t->sqn);
+	free(t->sqcap);
+	free(t->sqnext);
+	free(t->sin);
+	free(t->sdest);
+	free(t->sidx);
+	free(t->stest);
+}
+
+/* The end: the sends the windows held back, then all of them complete. */
+static void sends_end(Tp *t)
+{
+	int64_t t0 = rt_span_begin();
+	for (int d = 0; d < t->nr; d++)
+		while (t->sqnext[d] < t->sqn[d])
+			if (!test_sends(t))
+				nanosleep(&(struct timespec){0, 20000}, NULL);
+	MPI_Waitall((int)t->nsreq, t->sreq, MPI_STATUSES_IGNORE);
+	if (t0)
+		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "sends");
+	for (int d = 0; d < t->nr; d++)
+		for (int64_t q = 0; q < t->sqn[d]; q++)
+			if (t->sq[d][q].left > 0)
+				rt_chunk_unhold(t->sq[d][q].c);
+}
+
 /* Post a sum, or hand it to the progress thread to post. */
 static void send_sum(Tp *t, Chunk *c, size_t n, int d)
 {
@@ -825,23 +883,9 @@ TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKern
 
 	/* 1. receives, posted before any send (all of them, without a budget):
 	 * input chunks, then sums */
-	t.window = rt.budget > 0 ? rt.budget / 8 / (nr > 1 ? nr - 1 : 1) : 1e300;
-	t.rq = rt_alloc(sizeof *t.rq * (size_t)nr);
-	t.rqn = rt_alloc(sizeof *t.rqn * (size_t)nr);
-	t.rqnext = rt_alloc(sizeof *t.rqnext * (size_t)nr);
-	t.rin = rt_alloc(sizeof *t.rin * (size_t)nr);
-	t.sq = rt_alloc(sizeof *t.sq * (size_t)nr);
-	t.sqn = rt_alloc(sizeof *t.sqn * (size_t)nr);
-	t.sqcap = rt_alloc(sizeof *t.sqcap * (size_t)nr);
-	t.sqnext = rt_alloc(sizeof *t.sqnext * (size_t)nr);
-	t.sin = rt_alloc(sizeof *t.sin * (size_t)nr);
+	windows_new(&t);
 	int64_t *rqcap = rt_alloc(sizeof *rqcap * (size_t)nr);
-	for (int q = 0; q < nr; q++) {
-		t.rq[q] = NULL;
-		t.sq[q] = NULL;
-		t.rqn[q] = t.rqnext[q] = rqcap[q] = t.sqn[q] = t.sqcap[q] = t.sqnext[q] = 0;
-		t.rin[q] = t.sin[q] = 0;
-	}
+	memset(rqcap, 0, sizeof *rqcap * (size_t)nr);
 	for (int i = 0; i < 3; i++) {
 		int64_t nc = i < 2 ? t.nchunk[i] : t.nagg;
 		for (int64_t c = 0; c < nc; c++) {
@@ -929,19 +973,7 @@ TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKern
 	progress_stop(&t);
 	if (t.left != 0)
 		rt_bug("two-phase schedule ends with %lld output tuples unfinished", (long long)t.left);
-	int64_t t0 = rt_span_begin();
-	for (int d = 0; d < nr; d++)   /* what the windows held back */
-		while (t.sqnext[d] < t.sqn[d]) {
-			if (!test_sends(&t))
-				nanosleep(&(struct timespec){0, 20000}, NULL);
-		}
-	MPI_Waitall((int)t.nsreq, t.sreq, MPI_STATUSES_IGNORE);
-	if (t0)
-		rt_trace_span(RT_SPAN_WAIT, t0, -1, -1, 0, "sends");
-	for (int d = 0; d < nr; d++)
-		for (int64_t q = 0; q < t.sqn[d]; q++)
-			if (t.sq[d][q].left > 0)
-				rt_chunk_unhold(t.sq[d][q].c);
+	sends_end(&t);
 
 	for (int64_t g = 0; g < t.nagg; g++)
 		if (t.acc[g])
@@ -952,23 +984,9 @@ TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKern
 		free(t.uses[i]);
 		free(t.rev_first[i]);
 	}
-	for (int d = 0; d < nr; d++) {
+	for (int d = 0; d < nr; d++)
 		free(t.outq[d]);
-		free(t.rq[d]);
-		free(t.sq[d]);
-	}
-	free(t.rq);
-	free(t.rqn);
-	free(t.rqnext);
-	free(t.rin);
-	free(t.sq);
-	free(t.sqn);
-	free(t.sqcap);
-	free(t.sqnext);
-	free(t.sin);
-	free(t.sdest);
-	free(t.sidx);
-	free(t.stest);
+	windows_free(&t);
 	free(t.outq);
 	free(t.outn);
 	free(t.outpos);

@@ -60,7 +60,7 @@ static size_t out_stage_bytes(double data, int *nstage)
 {
 	double one = (ceil(data / OUT_BLOCK) + 1) * OUT_BLOCK, most = OUT_STAGE;
 	if (rt.budget > 0 && rt.budget / 8 < most)     /* under a memory budget, an eighth of it */
-		most = fmax(16 * OUT_BLOCK, floor(rt.budget / 8 / OUT_BLOCK) * OUT_BLOCK);
+		most = fmax(4 * OUT_BLOCK, floor(rt.budget / 8 / OUT_BLOCK) * OUT_BLOCK);
 	*nstage = one > most ? 2 : 1;
 	return one > most ? (size_t)most : (size_t)one;
 }
@@ -531,18 +531,27 @@ typedef struct Slab {
 	int64_t f;                      /* the chunks it meets */
 } Slab;
 
+/* The most bytes of a slab: SLAB_MAX, or under a memory budget an eighth
+ * of it (16 KiB at least), as every rank computes alike. */
+static double slab_max(void)
+{
+	if (rt.budget > 0 && rt.budget / 8 < SLAB_MAX)
+		return rt.budget / 8 > 16384 ? rt.budget / 8 : 16384;
+	return SLAB_MAX;
+}
+
 /* The first slab of t (dense, nkeys > 0), whose runs span dims d0.. */
 static Slab slab_first(const TrtType *t, int d0)
 {
 	Slab s = { .d0 = d0 };
-	double unit = (double)rt_dtype_size(t->dtype);
+	double unit = (double)rt_dtype_size(t->dtype), most = slab_max();
 	int p = t->nkey - 1;
-	while (p > 0 && unit * (double)t->extent[p] <= SLAB_MAX) {
+	while (p > 0 && unit * (double)t->extent[p] <= most) {
 		unit *= (double)t->extent[p];
 		p--;
 	}
 	s.p = p;
-	s.hmax = (int64_t)(SLAB_MAX / unit);
+	s.hmax = (int64_t)(most / unit);
 	if (s.hmax < 1)
 		s.hmax = 1;
 	if (s.hmax > t->block[p])
@@ -724,7 +733,7 @@ static int write_slabs(Out *out, int64_t data_offset, const TrtRel *r, int d0)
 	if (rt.rank == 0) {
 		bt = rt_alloc(sizeof *bt);
 		rt_batch_init(bt, out->fd, out_flush, out);
-		if (r->place.kind == TRT_PART && rt.nranks > 1) {
+		if ((r->place.kind == TRT_PART && rt.nranks > 1) || rt.budget > 0) {
 			int64_t unit = 1;
 			for (int d = s.p + 1; d < t->nkey; d++)
 				unit *= t->extent[d];
@@ -748,15 +757,24 @@ static int write_slabs(Out *out, int64_t data_offset, const TrtRel *r, int d0)
 			rt_block_of(t, key, &b);
 			int64_t n = slab_portion(t, &s, &b, cstride, &off);
 			const char *data = NULL;
+			size_t one = rt_pin_mark();
 			if (site == rt.rank) {
 				rt_stream_at(step++);
 				data = (const char *)rt_chunk_data(r->chunks[tuple_of(r, key)]) + (size_t)off * es;
 			}
 			if (rt.rank != 0) {
 				rt_send_bytes(data, (size_t)n * es, 0, TAG_WRITE);
+				rt_pin_release(one);
 				continue;
 			}
-			if (site != 0) {
+			if (site == 0 && rt.budget > 0) {
+				/* under a budget, rank 0's own portions are copied too, so
+				 * that a slab holds a slab's bytes, not its chunks */
+				memcpy(buf, data, (size_t)n * es);
+				rt_pin_release(one);
+				data = buf;
+				buf += (size_t)n * es;
+			} else if (site != 0) {
 				rt_recv_bytes(buf, (size_t)n * es, site, TAG_WRITE);
 				data = buf;
 				buf += (size_t)n * es;

@@ -8,7 +8,9 @@ parent or after it), the op spans in program order with none overlapping,
 every send, receive, wait, read and write inside an op span (or a
 checkpoint, itself inside an iteration), and the bytes of the send spans of each op, summed over the
 ranks, what --profile says the op sent (its `bytes:` lines and the
-summary's sent=; likewise recvd=).  With --loop COUNT, each rank's repeat
+summary's sent=; likewise recvd=).  Under a memory budget the spill I/O
+thread's spans are on lane 1 (tid 1), one at a time, and their bytes are
+the summary's spill_written= and spill_read=.  With --loop COUNT, each rank's repeat
 block has COUNT iteration spans, in order, inside it, each holding ops.
 With --dropped, the file must say that spans were dropped.
 """
@@ -49,8 +51,23 @@ nops = len(re.findall(r"^ +\d+  \S", prof, re.M))
 
 spans = [e for e in events if e["ph"] == "X"]
 for e in spans:
-    if e["tid"] != 0 or not 0 <= e["pid"] < np or ns(e["ts"]) < 0 or ns(e["dur"]) < 0:
+    lane_ok = e["tid"] == 0 or (e["tid"] == 1 and e["cat"] == "spill")
+    if not lane_ok or not 0 <= e["pid"] < np or ns(e["ts"]) < 0 or ns(e["dur"]) < 0:
         err("bad span %s" % e)
+# under a memory budget, the spill I/O thread's reads and writes: lane 1,
+# one at a time, their bytes what --profile counts
+spilled = {"spill write": 0, "spill read": 0}
+for r in range(np):
+    io = sorted((e for e in spans if e["pid"] == r and e["tid"] == 1), key=lambda e: ns(e["ts"]))
+    for a, b in zip(io, io[1:]):
+        if ns(b["ts"]) < ns(a["ts"]) + ns(a["dur"]):
+            err("rank %d: spill I/O spans overlap at %s" % (r, b["ts"]))
+    for e in io:
+        spilled[e["name"]] += int(e["args"]["bytes"])
+if "spill_written" in summary and (spilled["spill write"] != int(summary["spill_written"]) or
+                                   spilled["spill read"] != int(summary["spill_read"])):
+    err("spill spans: %s; --profile: written=%s read=%s" % (spilled, summary["spill_written"], summary["spill_read"]))
+spans = [e for e in spans if e["tid"] == 0]
 sent_by_op, sent, recvd = {}, 0, 0
 for r in range(np):
     mine = sorted((e for e in spans if e["pid"] == r), key=lambda e: (ns(e["ts"]), -ns(e["dur"])))
@@ -114,4 +131,5 @@ else:
 if errors:
     print("\n".join(errors[:20]))
     sys.exit(1)
-print("%s: %d ranks, %d spans, %d bytes sent in send spans" % (path, np, len(spans), sent))
+print("%s: %d ranks, %d spans, %d bytes sent in send spans, %d written to and %d read from spill files"
+      % (path, np, len(spans), sent, spilled["spill write"], spilled["spill read"]))
