@@ -31,6 +31,10 @@
  * once (nonblocking), which for the few ranks of one node moves the same
  * bytes as MPI_Allgatherv's ring with no staging buffer.
  *
+ * Under a memory budget (store.c) every message is posted within a window
+ * of bytes in flight per peer and direction (Exchange, below), so that a
+ * chunk is resident only while it travels.
+ *
  * Bytes counted for --profile are each tuple's key and chunk, per receiver:
  * the measure the cost model predicts (chunk bytes) plus 8 bytes per key dim.
  */

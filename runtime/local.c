@@ -8,6 +8,14 @@
  * (KeyIndex).  Determinism comes from the order tuples are visited in (the
  * inputs' sorted order, the right matches in their sorted order), never from
  * the hash; every output is sorted by key before it is returned.
+ *
+ * Under a memory budget (store.c) the inputs and outputs may not all fit:
+ * a join lists its pairs first and runs them blocked (join_order), an
+ * aggregation its inputs by runs of outputs (agg_order), each declaring
+ * its accesses as a stream for the store to evict by and read ahead; every
+ * output chunk still combines its pairs, or members, in the in-memory
+ * order, so the results are the same to the bit.  Each kernel call's
+ * chunks are pinned for that call only.
  */
 #include <stdlib.h>
 #include <string.h>

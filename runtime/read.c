@@ -11,6 +11,9 @@
  * A sparse relation comes from a scipy.sparse .npz (npz.c) or from a dense
  * .npy whose chunks are compressed as they are read.
  *
+ * Under a memory budget (store.c) a band is read in pieces of an eighth of
+ * the budget, each piece's chunks free to go to the spill file once read.
+ *
  * The batching of runs (RtBatch) serves write.c's writes too.
  */
 #define _GNU_SOURCE                    /* preadv, pwritev */

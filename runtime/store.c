@@ -43,8 +43,9 @@
  *
  * Reading ahead.  At each step of a stream the chunks at its next
  * positions that are in the file are read by the I/O thread (up to a
- * quarter of the budget ahead), each into memory that evicting only
- * chunks used after it makes room for, so the reads overlap the kernels;
+ * quarter of the budget ahead), each into free memory or memory that
+ * evicting chunks the op is done with makes (never one it reads later:
+ * that would only be read again), so the reads overlap the kernels;
  * the main thread waits only for a chunk it needs now (rt.spill_wait).
  * Dirty victims found while reading ahead are written back then, so that
  * a later eviction finds them clean.
@@ -368,8 +369,8 @@ void rt_store_drop(Chunk *c)
 
 /* Starts reading the chunks at the stream's current and next positions
  * that are in the file: up to a quarter of the budget ahead, each only
- * where evicting chunks used after it makes room (dirty ones are written
- * meanwhile). */
+ * into free room or room that evicting chunks the op is done with makes
+ * (dirty ones are written meanwhile). */
 static void read_ahead(void)
 {
 	if (!st.on)
@@ -386,8 +387,10 @@ static void read_ahead(void)
 		}
 		if (ahead + (double)c->nbytes > window && ahead > 0)
 			break;
-		double w = (double)(q - st.cur) / ((double)st.n + 1.0);
-		if (!evict((double)c->nbytes, w, 0))
+		/* room from chunks this op is done with (next used by a later
+		 * op: 1 or more), never from ones it reads later, which a read
+		 * ahead would only have to read again */
+		if (!evict((double)c->nbytes, 1 - 1e-9, 0))
 			break;
 		start_read(c, 0);
 		ahead += (double)c->nbytes;

@@ -18,7 +18,8 @@
  *      the sums of all ranks once they are in.
  *
  * Receives are posted before anything is sent, so no message is ever
- * unexpected and big ones go straight into their chunks.  Messages between
+ * unexpected and big ones go straight into their chunks (under a memory
+ * budget, within a window per peer: Tp.window).  Messages between
  * two ranks match in the order posted (MPI's non-overtaking rule): both ends
  * enumerate the chunks in the same order (input, then chunk number), and
  * partial sums to one rank are posted in output-tuple order even when they

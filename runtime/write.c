@@ -14,6 +14,10 @@
  * process's machine, which on a virtual machine wrote at 150-300 MB/s
  * against 650-770 MB/s direct (bench/README.md, "Writes").
  *
+ * Under a memory budget (store.c) a write's slabs and direct-write stages
+ * are an eighth of it each, rank 0 copying its own portions of a slab too
+ * (the slab then holds the slab's bytes, not the chunks it meets).
+ *
  * A matrix goes to a csr .npz when the path says so (npz.c); written to
  * a .npy, a sparse relation's chunks are expanded one at a time, the
  * absent ones as zeros.
