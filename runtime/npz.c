@@ -19,7 +19,9 @@
  * Elements go to a pile per block this rank owns; a pile is sorted by
  * position (stably: duplicates are summed in file order, as scipy sums
  * them), its duplicates summed and its zeros dropped, and becomes the
- * block's compressed chunk.  A block with nothing left has no tuple.
+ * block's compressed chunk, as soon as the lines of its block are all read
+ * (csr, csc; coo's at the end), so that the piles hold a run of lines, not
+ * everything the rank reads.  A block with nothing left has no tuple.
  *
  * Errors in the elements (an index out of range, indptr decreasing) are
  * found by the ranks that read them and agreed on at the end.  The ranks
@@ -154,6 +156,7 @@ typedef struct Reader {
 	int64_t nnz;                    /* stored elements in the file */
 	RtZipArr data, idx, ptr;             /* csr, csc: data, indices, indptr */
 	RtZipArr row, col;                   /* coo: data, row, col */
+	TrtRel *out;                    /* the blocks made so far */
 } Reader;
 
 /* Element (i, j) of the matrix, of value v: into its block's pile, if this
@@ -238,6 +241,8 @@ static int read_lines(Reader *rd, int major, const int64_t *p, int64_t l0, int64
 	return 1;
 }
 
+static void pile_flush(Reader *rd, int64_t lin);
+
 /* csr (major 0: indptr runs over rows) or csc (major 1: over columns): the
  * lines of the blocks this rank owns, run by run of consecutive blocks, in
  * batches; a batch's p[0] is the last entry of the batch before. */
@@ -267,6 +272,8 @@ static int read_compressed(Reader *rd, int major, char *why, size_t len)
 		int64_t lo = kb * bl, hi = ke * bl < lines ? ke * bl : lines;
 		for (int64_t l0 = lo; ok && l0 < hi;) {
 			int64_t k = hi - l0 < BATCH ? hi - l0 : BATCH;
+			if (k > (l0 / bl + 1) * bl - l0)
+				k = (l0 / bl + 1) * bl - l0;   /* within a block: its pile goes after */
 			if (l0 == lo)
 				ok = rt_arr_ints(&rd->ptr, l0, k + 1, p, why, len);
 			else
@@ -275,6 +282,14 @@ static int read_compressed(Reader *rd, int major, char *why, size_t len)
 			     read_lines(rd, major, p, l0, k, ix, val, why, len);
 			p[0] = p[k];
 			l0 += k;
+			/* blocks whose lines are all in become chunks now: the
+			 * piles hold a run of lines' elements, not the rank's all */
+			for (int64_t done = l0 >= hi ? ke : l0 / bl; ok && kb < done; kb++)
+				for (int64_t ko = 0; ko < fo; ko++) {
+					int64_t lin = major ? ko * rd->f1 + kb : kb * rd->f1 + ko;
+					if (rd->own[lin])
+						pile_flush(rd, lin);
+				}
 		}
 		kb = ke;
 	}
@@ -384,26 +399,31 @@ static Chunk *pile_chunk(const Reader *rd, Pile *p, const int64_t *key)
 	return c;
 }
 
-/* The relation of the piles: blocks in key order, the empty ones absent. */
-static TrtRel *piles_to_rel(Reader *rd, TrtPlace p)
+/* Block lin's pile, complete, into its chunk in rd->out (none when
+ * nothing is left), and freed. */
+static void pile_flush(Reader *rd, int64_t lin)
 {
-	TrtRel *r = trt_rel_new(rd->t, p);
+	Pile *pl = &rd->pile[lin];
 	int64_t key[2];
 
-	for (int64_t lin = 0; lin < rt_nkeys(rd->t); lin++) {
-		Pile *pl = &rd->pile[lin];
-		rt_key_from_linear(rd->t, lin, key);
-		size_t mark = rt_pin_mark();
-		Chunk *c = pl->n ? pile_chunk(rd, pl, key) : NULL;
-		if (c)
-			rt_rel_push(r, key, c);
-		rt_pin_release(mark);
-		free(pl->cell);
-		free(pl->val);
-		pl->cell = NULL;
-		pl->val = NULL;
-	}
-	return r;
+	rt_key_from_linear(rd->t, lin, key);
+	size_t mark = rt_pin_mark();
+	Chunk *c = pl->n ? pile_chunk(rd, pl, key) : NULL;
+	if (c)
+		rt_rel_push(rd->out, key, c);
+	rt_pin_release(mark);
+	free(pl->cell);
+	free(pl->val);
+	memset(pl, 0, sizeof *pl);
+}
+
+/* The relation of the piles: blocks in key order, the empty ones absent. */
+static TrtRel *piles_to_rel(Reader *rd)
+{
+	for (int64_t lin = 0; lin < rt_nkeys(rd->t); lin++)
+		pile_flush(rd, lin);
+	rt_rel_sort(rd->out);
+	return rd->out;
 }
 
 /* ---- trt_read of a .npz ---- */
@@ -533,8 +553,9 @@ TrtRel *rt_npz_read(const TrtTensor *x, const char *path, const TrtType *t, TrtP
 		rt_key_from_linear(t, lin, key);
 		rd.own[lin] = p.kind != TRT_PART || trt_site(&p, t, key) == rt.rank;
 	}
+	rd.out = trt_rel_new(t, p);
 	int ok = kind == 2 ? read_coo(&rd, why, sizeof why) : read_compressed(&rd, kind, why, sizeof why);
-	TrtRel *r = piles_to_rel(&rd, p);
+	TrtRel *r = piles_to_rel(&rd);
 	RtZipArr *arrs[] = { &rd.data, &rd.idx, &rd.ptr, &rd.row, &rd.col };
 	for (size_t i = 0; i < sizeof arrs / sizeof *arrs; i++)
 		rt_arr_close(arrs[i]);
