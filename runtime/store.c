@@ -45,8 +45,10 @@
  * positions that are in the file are read by the I/O thread (up to a
  * quarter of the budget ahead), each into free memory or memory that
  * evicting chunks the op is done with makes (never one it reads later:
- * that would only be read again), so the reads overlap the kernels;
- * the main thread waits only for a chunk it needs now (rt.spill_wait).
+ * that would only be read again), so the reads overlap the kernels; at
+ * an op's end, the chunks of the relations the next op reads start coming
+ * back likewise (room from chunks used after that op only).  The main
+ * thread waits only for a chunk it needs now (rt.spill_wait).
  * Dirty victims found while reading ahead are written back then, so that
  * a later eviction finds them clean.
  */
@@ -174,6 +176,7 @@ static struct {
 } st;
 
 static int64_t epoch;                   /* op begins so far */
+static int between;                     /* after an op's end, before the next one's begin */
 
 static double when(const Chunk *c)
 {
@@ -183,7 +186,7 @@ static double when(const Chunk *c)
 	}
 	if (c->epoch != epoch)
 		return UNKNOWN;
-	return st.on ? c->nu_after : c->nu_now;
+	return st.on || between ? c->nu_after : c->nu_now;
 }
 
 typedef struct Victim {
@@ -671,6 +674,7 @@ void rt_store_op(int op)
 	if (!sch.ready && rt.prog && rt.prog->nops > 0)
 		build_schedule();
 	epoch++;
+	between = 0;
 	for (TrtRel *r = rels.next; r != &rels; r = r->next) {
 		rel_next(r);
 		for (int64_t i = 0; i < r->n; i++)
@@ -680,13 +684,67 @@ void rt_store_op(int op)
 	reap();
 }
 
-/* trt_op_end: the op's pins end with it. */
+/* The op that runs after op: the next in the table, past loop ops and a
+ * param's loads, back at the loop's start when op ends an iteration with
+ * more to run; -1 when the table does not say. */
+static int op_after(int op)
+{
+	int next = op + 1;
+	for (int steps = 0; next < sch.nops && steps < 16; steps++) {
+		int k = sch.kind[next];
+		if (k == K_ENDLOOP) {
+			int d = sch.depth - 1;
+			if (d >= 0 && d < MAX_LOOPS && sch.lop[d] >= 0 && sch.end[sch.lop[d]] == next && remaining(d) > 0)
+				next = sch.lop[d] + 1;
+			else
+				next++;
+		} else if (k == K_LOOP || k == K_LOAD) {
+			next++;
+		} else {
+			return next;
+		}
+	}
+	return -1;
+}
+
+/* Between ops: the chunks of the relations the next op reads that are in
+ * the file, read ahead in their relations' order (up to a quarter of the
+ * budget), into room only chunks used after that op make. */
+static void read_next_op(void)
+{
+	int op = rt.op, next = sch.ready && op >= 0 && op < sch.nops ? op_after(op) : -1;
+	if (next < 0)
+		return;
+	const TrtOpInfo *o = &rt.prog->ops[next];
+	double window = rt.budget / 4, ahead = 0;
+	for (int k = 0; k < o->nin && k < 3; k++) {
+		int v = o->in[k] >= 0 && o->in[k] < sch.nops ? value_of(o->in[k]) : -1;
+		for (TrtRel *r = rels.next; v >= 0 && r != &rels; r = r->next) {
+			if (r->op < 0 || r->op >= sch.nops || value_of(r->op) != v)
+				continue;
+			for (int64_t i = 0; i < r->n; i++) {
+				Chunk *c = r->chunks[i];
+				if (!c || c->data || c->io)
+					continue;
+				if (ahead + (double)c->nbytes > window || !evict((double)c->nbytes, 1 + 1e-9, 0))
+					return;
+				start_read(c, 0);
+				ahead += (double)c->nbytes;
+			}
+		}
+	}
+}
+
+/* trt_op_end: the op's pins end with it, and the next op's inputs start
+ * coming back. */
 void rt_store_op_end(void)
 {
 	if (rt.budget <= 0)
 		return;
 	rt_stream_end();
 	rt_pin_release(0);
+	between = 1;
+	read_next_op();
 }
 
 void rt_store_loop_begin(int64_t count)
