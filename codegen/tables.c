@@ -98,9 +98,12 @@ void emit_programs(Emit *e, const IaPlan *const *plans, int nplans, const int *r
 	for (int k = 0; k < nplans; k++) {
 		buf_puts(b, "\t{TRT_ABI, ");
 		c_string(b, o->program);
-		buf_printf(b, ", tensors, %d, ops%d, %d, %" PRIu64 "u, %d, %.17g, %d, %d, %d},\n", ntensors, k,
-		           plans[k]->ops.n, o->seed, plans[k]->nranks, plans[k]->peak_bytes, plans[k]->peak_op, nloops,
-		           deepest);
+		/* out of core: the plan's budget is the run's default (--mem-budget
+		 * overrides it), and its peak the resident one */
+		const IaPlan *p = plans[k];
+		buf_printf(b, ", tensors, %d, ops%d, %d, %" PRIu64 "u, %d, %.17g, %d, %d, %d, %.17g},\n", ntensors, k,
+		           p->ops.n, o->seed, p->nranks, p->mem_budget > 0 ? p->resident_peak : p->peak_bytes, p->peak_op,
+		           nloops, deepest, p->mem_budget);
 	}
 	buf_puts(b, "};\n\nstatic int (*const run[])(void) = {");
 	for (int k = 0; k < nplans; k++)

@@ -114,11 +114,12 @@ static bool tensors_fit(const TraProg *p, double mem_per_rank)
 	return ok;
 }
 
-/* Does the plan fit --mem-per-rank?  If not and `report`, an error that
- * says how far over. */
+/* Does the plan fit --mem-per-rank (in memory, or out of core: its budget
+ * is that)?  If not and `report`, an error that says how far over. */
 static bool plan_fits(const IaPlan *plan, double mem_per_rank, bool report)
 {
-	if (mem_per_rank <= 0 || plan->peak_bytes <= mem_per_rank)
+	if (mem_per_rank <= 0 || plan->peak_bytes <= mem_per_rank ||
+	    (plan->mem_budget > 0 && plan->mem_budget <= mem_per_rank))
 		return true;
 	if (!report)
 		return false;

@@ -4,7 +4,10 @@
  * EXPLAIN QUERY PLAN read, with its costs, its rule chain and its other
  * strategies (each the whole plan it makes, beside this plan's totals).
  * With costs off (golden tests) it prints only what the plan is, not what
- * it costs.  Deterministic: numbers in %.3g.
+ * it costs.  Deterministic: numbers in %.3g.  An out-of-core plan
+ * (IaPlan.mem_budget) says so in its header, and each op that writes to
+ * the spill file or reads from it says how many bytes, costs or not: where
+ * its chunks live is part of the plan.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -18,6 +21,15 @@ static void ia_op_costs(Buf *b, const IaOp *op)
 		buf_printf(b, "  moves %.3g floats", op->floats_moved);
 	if (op->flops > 0)
 		buf_printf(b, "  %.3g flops", op->flops);
+}
+
+/* An op's spill file traffic in an out-of-core plan, per rank and run. */
+static void ia_op_spill(Buf *b, const IaOp *op)
+{
+	if (op->spill_written > 0)
+		buf_printf(b, "  spills %.3g bytes", op->spill_written);
+	if (op->spill_read > 0)
+		buf_printf(b, "  reads back %.3g bytes", op->spill_read);
 }
 
 /* A two-phase op's schedule under it: what it sends, the stages of its
@@ -89,6 +101,7 @@ static void tree_print(Tree *t, int i, int depth, int stmt)
 	ia_op_print(t->b, t->p, op);
 	if (t->costs)
 		ia_op_costs(t->b, op);
+	ia_op_spill(t->b, op);
 	buf_puts(t->b, "\n");
 	if (op->kind == IA_TWOPHASE)
 		twophase_detail(t->b, op, 6 + 4 * depth, t->costs);
@@ -107,6 +120,10 @@ static void header_print(Buf *b, const IaPlan *p, bool costs)
 	buf_puts(b, "\n");
 	if (costs && p->machine)
 		buf_printf(b, "machine model: %s\n", p->machine);
+	if (p->mem_budget > 0)
+		buf_printf(b, "out of core: %.3g bytes per rank in memory (its peak %.3g), the rest in a spill file: "
+		           "%.3g bytes written, %.3g read back per rank\n", p->mem_budget, p->resident_peak,
+		           p->spill_written, p->spill_read);
 	/* the objective: always beside the costs; without them only when not
 	 * the default, so plans of the default read as they always have */
 	if (costs || p->objective != OBJ_SECONDS)
@@ -375,6 +392,12 @@ void ia_explain_json(Buf *b, const IaPlan *p)
 	if (p->leanest_peak > 0) {
 		json_num_field(b, ",\n  ", "leanest_peak_bytes_per_rank", p->leanest_peak);
 	}
+	if (p->mem_budget > 0) {
+		json_num_field(b, ",\n  ", "mem_budget_bytes_per_rank", p->mem_budget);
+		json_num_field(b, ",\n  ", "resident_peak_bytes_per_rank", p->resident_peak);
+		json_num_field(b, ",\n  ", "spill_written_bytes_per_rank", p->spill_written);
+		json_num_field(b, ",\n  ", "spill_read_bytes_per_rank", p->spill_read);
+	}
 	json_str_field(b, ",\n  ", "machine", p->machine ? p->machine : "built-in");
 	json_str_field(b, ",\n  ", "objective", objective_name(p->objective));
 	buf_puts(b, ",\n  \"params\": [");
@@ -449,6 +472,10 @@ void ia_explain_json(Buf *b, const IaPlan *p)
 		json_num_field(b, ", ", "bytes_sent", op->bytes_sent);
 		json_num_field(b, ", ", "flops", op->flops);
 		json_num_field(b, ", ", "predicted_seconds", op->seconds);
+		if (p->mem_budget > 0) {
+			json_num_field(b, ", ", "spill_written", op->spill_written);
+			json_num_field(b, ", ", "spill_read", op->spill_read);
+		}
 		json_str_field(b, ", ", "placement", pl.s);
 		json_str_field(b, ", ", "type", ty.s);
 		buf_printf(b, ", \"tuples\": %" PRId64 ", \"statement\": %d, \"text\": ", rel_ntuples(&op->type), op->stmt);

@@ -777,6 +777,7 @@ IaPlan *ia_plan_like(const IaPlan *old)
 	for (int i = 0; i < old->varplace.n; i++)
 		p->varplace.v[i] = old->varplace.v[i];
 	p->objective = old->objective;
+	p->mem_budget = old->mem_budget;
 	return p;
 }
 

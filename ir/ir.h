@@ -589,6 +589,8 @@ typedef struct IaOp {
 	double seconds;                 /* predicted */
 	double live_bytes;              /* per rank, held while this op runs */
 	double floor_seconds;           /* the machine's least time for it (cost.c, op_floor) */
+	double spill_written;           /* out of core (mem_budget): bytes a rank writes to its */
+	double spill_read;              /* spill file, and reads back, in one run of it (spill.c) */
 	union {
 		struct { int tensor; } read;
 		struct { int in; } bcast;
@@ -672,6 +674,12 @@ typedef struct IaPlan {
 	const char *machine;            /* the machine model's source */
 	Objective objective;            /* what the search minimised */
 	double leanest_peak;            /* the smallest peak of the plans tried */
+	/* out of core: the resident bytes a rank may hold, the rest in its
+	 * spill file (0: in memory); set before opt_cost, which prices the
+	 * spill file's writes and reads (optimizer/spill.c) */
+	double mem_budget;
+	double spill_written, spill_read;       /* per rank, the loops' runs counted */
+	double resident_peak;           /* per rank, the most held in memory at once */
 } IaPlan;
 
 IaPlan *ia_new(const TraProg *tra, int nranks);

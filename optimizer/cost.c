@@ -936,6 +936,7 @@ static double op_floor(const CostCtx *cc, const IaPlan *p, const IaOp *op, const
 typedef struct Walk {
 	CostCtx cc;
 	double *copies, *held;
+	double *made, *transient;       /* per op: its result's bytes, what it holds besides */
 	IaLoops life;
 	InPlace *inplace;
 	int *last;              /* life.dead_after, params' made to live to the end */
@@ -1080,6 +1081,7 @@ static void op_memory(Walk *w, IaPlan *p, int i, double times)
 		else
 			held[i] = cost_rank_bytes(&w->cc, &op->type, &op->place, w->copies[i]);
 		w->live += held[i];
+		w->made[i] = held[i];
 	}
 	/* a two-phase schedule holds chunks received and partial sums while
 	 * it runs (its mem counts its accumulators, which are the result's
@@ -1089,6 +1091,7 @@ static void op_memory(Walk *w, IaPlan *p, int i, double times)
 	double transient = op->kind == IA_TWOPHASE ? fmax(0, op->u.join.sched->mem - held[i])
 	                   : op->kind == IA_WRITE ? write_transient_bytes(&w->cc, &a->type, &a->place) : 0;
 	double now = w->live + transient;
+	w->transient[i] = transient;
 	op->live_bytes = now;
 	if (now > w->high) {
 		if (times == 1 && op->kind != IA_READ && op->kind != IA_INIT)
@@ -1123,6 +1126,8 @@ void opt_cost(IaPlan *p, const Machine *mach)
 	Walk w = {.cc = {mach, p->nranks, p->objective}};
 	w.copies = xcalloc(n + 1, sizeof *w.copies);
 	w.held = xcalloc(n + 1, sizeof *w.held);
+	w.made = xcalloc(n + 1, sizeof *w.made);
+	w.transient = xcalloc(n + 1, sizeof *w.transient);
 	/* a relation read inside a loop it was made outside of lives to the
 	 * loop's end, as the generated program frees it */
 	ia_loops(p, &w.life);
@@ -1148,6 +1153,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		op->bytes_sent = c.bytes;
 		op->flops = c.flops;
 		op->seconds = c.seconds + io;
+		op->spill_written = op->spill_read = 0;
 		int in[MAXIN], k = ia_inputs(op, in);
 		op->floor_seconds = op_floor(&w.cc, p, op, in, k, w.copies);
 		p->total_floats_moved += c.floats * times;
@@ -1156,9 +1162,16 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		p->predicted_seconds += c.seconds * times;
 		op_memory(&w, p, i, times);
 	}
+	/* out of core: the spill file's writes and reads, priced */
+	p->spill_written = p->spill_read = 0;
+	p->resident_peak = p->peak_bytes;
+	if (p->mem_budget > 0 && p->peak_bytes > p->mem_budget)
+		opt_spill(p, mach, w.made, w.transient, &w.life);
 	vec_free(&loops);
 	free(w.copies);
 	free(w.held);
+	free(w.made);
+	free(w.transient);
 	free(w.inplace);
 	ia_loops_free(&w.life);
 }

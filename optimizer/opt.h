@@ -121,6 +121,9 @@ typedef struct OptOptions {
 	const NnzPin *nnzpins;
 	int nnnzpins;
 	double mem_per_rank;    /* bytes; 0: no limit */
+	double spill_budget;    /* > 0: plans run out of core in this many resident bytes
+	                         * a rank, spilling is priced (tune.c sets it when no plan
+	                         * fits mem_per_rank or the machine's memory) */
 	Objective objective;    /* what the search minimises first (--objective) */
 	bool verify;            /* run the verifiers after every pass */
 	bool alternatives;      /* cost each statement's other strategies (--explain=all, json) */
@@ -347,8 +350,14 @@ typedef enum { SCATTER_ZEROS, SCATTER_COPY, SCATTER_IN_PLACE } ScatterInto;
 Cost cost_scatter(const CostCtx *c, const RelType *rows, const Place *rp, const RelType *index,
                   const RelType *out, const Place *op, ScatterInto into);
 
-/* Fill every op's costs and the plan's totals (peak memory included). */
+/* Fill every op's costs and the plan's totals (peak memory included; out
+ * of core, p->mem_budget > 0, the spill file's bytes and their price). */
 void opt_cost(IaPlan *p, const Machine *m);
+/* spill.c: the spill file's writes and reads of p run in p->mem_budget
+ * resident bytes a rank, per op and in all, priced into the ops' seconds
+ * and the plan's; made: each op's result bytes, transient: what it holds
+ * besides, life: the plan's loops and lifetimes. */
+void opt_spill(IaPlan *p, const Machine *m, const double *made, const double *transient, const IaLoops *life);
 
 /* ---- rules.def, rules.c: the equivalence rules ---- */
 

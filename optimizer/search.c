@@ -603,6 +603,7 @@ IaPlan *plan_once(Search *s)
 		return NULL;
 	IaPlan *p = search_build(s);
 	verify_plan(p, "search", s->o);
+	p->mem_budget = s->o->spill_budget;
 	opt_cost(p, s->cc.m);
 	classify(p);
 	return p;

@@ -29,7 +29,8 @@ static Cost plan_cost(const IaPlan *p)
 #define TIE (PLAN_TIE_PCT / 100.0)
 
 /* Plan a against plan b under o, -1 (better), 0 or 1, and what decided
- * (*why).  Plans over the budget o->mem_per_rank lose first; then what
+ * (*why).  Plans over the budget o->mem_per_rank lose first (out of core,
+ * o->spill_budget, none is over: their spilling is in their seconds); then what
  * the objective ranks before seconds (floats moved under --objective
  * floats); then seconds, where a TIE is broken by bytes sent; then
  * cost_cmp's order (seconds, floats moved). */
@@ -805,16 +806,18 @@ static IaPlan *plan_searched(const TraProg *tra, const OptOptions *o, const Mach
 		return NULL;
 	}
 	finish(best, o);
-	if (o->mem_per_rank > 0 && best->peak_bytes > o->mem_per_rank) {
-		/* nothing fits: the cheapest plan regardless of memory, for the
-		 * driver to say what it needs, beside the leanest one found */
-		OptOptions unbounded = *o;
-		unbounded.mem_per_rank = 0;
-		unbounded.alternatives = false;
-		IaPlan *cheapest = search_plan(tra, &unbounded, m, prior, &chosen, whole);
-		cheapest->leanest_peak = fmin(best->leanest_peak, best->peak_bytes);
+	double lim = o->mem_per_rank > 0 ? o->mem_per_rank : m->mem_per_rank;
+	if (lim > 0 && best->peak_bytes > lim && o->spill_budget == 0) {
+		/* nothing fits in memory (--mem-per-rank, else the machine's
+		 * memory per rank): the plan runs out of core in lim bytes a
+		 * rank, the cheapest with its spilling priced (spill.c) */
+		OptOptions ooc = *o;
+		ooc.mem_per_rank = 0;
+		ooc.spill_budget = lim;
+		IaPlan *spilling = search_plan(tra, &ooc, m, prior, &chosen, whole);
+		spilling->leanest_peak = fmin(best->leanest_peak, best->peak_bytes);
 		ia_free(best);
-		best = finish(cheapest, o);
+		best = finish(spilling, o);
 	}
 	memo_put(o->memo, tra, o->nranks, chosen);
 	return best;
@@ -841,6 +844,7 @@ IaPlan *opt_plan(const TraProg *tra, const OptOptions *o)
 			p = opt_rewrite_simple(p);
 			verify_plan(p, "rewriting", o);
 		}
+		p->mem_budget = o->spill_budget;
 		opt_cost(p, m);
 		classify(p);
 		p->machine = arena_strdup(p->arena, m->source);
