@@ -18,10 +18,10 @@
  *    (relations are immutable: a chunk read back keeps its copy, and goes
  *    again for free);
  *  - an op whose own working set (inputs, result, transient) is over the
- *    budget streams: it runs in passes of the budget, reading its inputs
- *    once per pass after the first (a join by tiles of its output, its
- *    inputs streamed through), and what of its result does not fit goes
- *    to the file as it is made.
+ *    budget streams: it runs by tiles of its result of half the budget
+ *    each (as the runtime's joins do), its inputs streamed through once
+ *    per tile when they do not fit in the other half, and what of its
+ *    result does not fit goes to the file as it is made.
  *
  * The bytes are priced at the machine model's file rates (read_bw,
  * write_bw; `make calibrate` measures them) and added to the op's seconds
@@ -171,11 +171,13 @@ void opt_spill(IaPlan *p, const Machine *m, const double *made, const double *tr
 		r.copy[i] = 0;
 		r.resident += made[i];
 		if (ws > B && B > 0) {
-			/* the op streams: passes of the budget, its inputs read once
-			 * more each pass after the first, its result beyond the
+			/* the op streams: tiles of its result of half the budget,
+			 * its inputs read once more each tile after the first
+			 * unless they fit in the other half; its result beyond the
 			 * budget written as it is made */
-			double passes = ceil(ws / B);
-			read += (passes - 1) * inbytes;
+			double tiles = ceil(made[i] / (B / 2));
+			if (inbytes > B / 2)
+				read += (tiles - 1) * inbytes;
 			double out = fmin(made[i], ws - B);
 			written += out;
 			r.copy[i] = out;

@@ -30,20 +30,24 @@ static Cost plan_cost(const IaPlan *p)
 
 /* Plan a against plan b under o, -1 (better), 0 or 1, and what decided
  * (*why).  Plans over the budget o->mem_per_rank lose first (out of core,
- * o->spill_budget, none is over: their spilling is in their seconds); then what
+ * o->spill_budget, those whose resident peak is over it: an op holding
+ * more than the budget at once, chunks too big; their spilling is in
+ * their seconds); then what
  * the objective ranks before seconds (floats moved under --objective
  * floats); then seconds, where a TIE is broken by bytes sent; then
  * cost_cmp's order (seconds, floats moved). */
 static int plan_cmp(const OptOptions *o, const IaPlan *a, const IaPlan *b, AltWhy *why)
 {
-	double lim = o->mem_per_rank;
+	double lim = o->mem_per_rank > 0 ? o->mem_per_rank : o->spill_budget;
+	double pa = o->mem_per_rank > 0 ? a->peak_bytes : a->resident_peak;
+	double pb = o->mem_per_rank > 0 ? b->peak_bytes : b->resident_peak;
 	*why = ALT_MEMORY;
 	if (lim > 0) {
-		bool fa = a->peak_bytes <= lim, fb = b->peak_bytes <= lim;
+		bool fa = pa <= lim, fb = pb <= lim;
 		if (fa != fb)
 			return fa ? -1 : 1;
 		if (!fa)
-			return a->peak_bytes < b->peak_bytes ? -1 : 1;
+			return pa < pb ? -1 : 1;
 	}
 	Cost ca = plan_cost(a), cb = plan_cost(b);
 	*why = ALT_LEAD;
