@@ -30,8 +30,9 @@
  * it reads only the ops' inputs, their bytes and the loops.  What the
  * runtime overlaps (its read-ahead) is not subtracted: the price is an
  * upper bound.  The plan's resident peak is the budget (or its in-memory
- * peak, when lower), or where more, what an op must hold at once: a chunk
- * of each of its inputs and of its result (store.c pins no more).
+ * peak, when lower), or where more, what an op must hold at once: three
+ * chunks of each of its inputs and of its result (the one in use, the
+ * next, received or read ahead, and one in flight to a peer).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -187,7 +188,7 @@ void opt_spill(IaPlan *p, const Machine *m, const double *made, const double *tr
 		double least = ia_has_result(op->kind) ? chunk_bytes(op) : 0;
 		for (int j = 0; j < k; j++)
 			least += chunk_bytes(&p->ops.v[keep[j]]);
-		p->resident_peak = fmax(p->resident_peak, fmax(fmin(p->peak_bytes, B), least));
+		p->resident_peak = fmax(p->resident_peak, fmax(fmin(p->peak_bytes, B), 3 * least));
 		op->spill_written = written;
 		op->spill_read = read;
 		double secs = written / m->write_bw + read / m->read_bw;

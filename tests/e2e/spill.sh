@@ -89,6 +89,54 @@ program transe "-P 1,3 --block 64" 256K 1 3
 # a 3-d convolution: halos exchanged, a direct convolution's join
 program conv3d "-P 2,4 -D T=4 -D H=60 -D W=80 --block 16" 128K 2 4
 
+# ---- 1b. planned out of core: trac --mem-per-rank, no run-time option ----
+# planned NAME "TRAC FLAGS" BUDGET RANKS...: a plan that does not fit
+# --mem-per-rank BUDGET is planned out of core (--explain=json says so and
+# how much it spills); its executable spills by default, run with no
+# --mem-budget: the plan's budget, chunks within it, the example's check
+planned() {
+	name=$1 flags=$2 budget=$3
+	shift 3
+	"$TRAC" -I "$TOP/stdlib" $flags --mem-per-rank "$budget" "$E/$name.tra" --explain=json >plan.json ||
+		{ fail "trac --mem-per-rank $budget $name.tra: no plan"; return; }
+	pb=$("$PYTHON" -c '
+import json, sys
+d = json.load(open("plan.json"))
+if d.get("spill_written_bytes_per_rank", 0) > 0 and d["resident_peak_bytes_per_rank"] <= d["mem_budget_bytes_per_rank"]:
+    print("%d %.3g %.3g" % (d["mem_budget_bytes_per_rank"], d["peak_bytes_per_rank"], d["spill_written_bytes_per_rank"]))') ||
+		{ fail "$name --mem-per-rank $budget: the plan is not out of core within its budget"; return; }
+	[ -n "$pb" ] || { fail "$name --mem-per-rank $budget: no out-of-core plan"; return; }
+	set -- $pb "$@"
+	b=$1 inmem=$2 spills=$3
+	shift 3
+	compile "$name" "$flags --mem-per-rank $budget" || return
+	ok=yes
+	for np in "$@"; do
+		rm -rf "build/$name.out" && mkdir -p "build/$name.out"
+		TMPDIR=$SPILL run "$np" "build/$name" $(args "$name" "build/$name.out") --quiet --profile >prof.log 2>&1 ||
+			{ cat prof.log; fail "$name on $np ranks, planned in $budget"; ok=no; continue; }
+		w=$(field spill_written prof.log) over=$(field over_budget prof.log)
+		peak=$(field peak prof.log) rb=$(field budget prof.log)
+		[ "$rb" = "$b" ] || { fail "$name on $np ranks: run-time budget $rb, the plan's $b"; ok=no; }
+		[ "${w:-0}" -gt 0 ] || { fail "$name on $np ranks, planned in $budget: nothing spilled"; ok=no; }
+		[ "$over" = 0 ] && [ "$peak" -le "$b" ] ||
+			{ fail "$name on $np ranks: chunks $peak bytes at the peak, $over over the plan's budget $b"; ok=no; }
+		empty "$SPILL" || { fail "$name on $np ranks: the spill folder holds $(ls -A "$SPILL")"; ok=no; }
+	done
+	if "$PYTHON" "$E/example.py" check "$name" build >check.log 2>&1; then
+		[ $ok = yes ] && pass "$name planned in --mem-per-rank $budget (in memory $inmem a rank; $spills bytes spilled a rank, planned), run on $* ranks with the plan's budget: $(tail -1 check.log)"
+	else
+		cat check.log
+		fail "$name planned in $budget: example.py check"
+	fi
+}
+# a dense product, an MLP trained with its gradients, a sparse GCN trained,
+# gathers and scatters: the search's blocks, spilling priced
+planned matmul "-P 2,3 -D I=400 -D K=300 -D J=200" 128K 2 3
+planned mnist_mlp "-P 2 -D N=1000 -D T=500" 512K 2
+planned gcn_sparse "-P 2" 256K 2
+planned transe "-P 2" 256K 2
+
 # ---- 2. resident memory within the budget and its allowance ----
 # The process's resident set grows by its chunks in memory; under a budget
 # by the budget and the process's own (MPI, BLIS), which trac.1 bounds.
