@@ -136,6 +136,17 @@ planned matmul "-P 2,3 -D I=400 -D K=300 -D J=200" 128K 2 3
 planned mnist_mlp "-P 2 -D N=1000 -D T=500" 512K 2
 planned gcn_sparse "-P 2" 256K 2
 planned transe "-P 2" 256K 2
+# without --mem-per-rank, the machine model's memory per rank is the budget
+printf 'mem_per_rank_bytes=262144\n' >small.model
+if "$TRAC" --machine small.model -P 2 -D I=400 -D K=300 -D J=200 "$E/matmul.tra" --explain=json >plan.json &&
+	"$PYTHON" -c '
+import json, sys
+d = json.load(open("plan.json"))
+sys.exit(not (d.get("mem_budget_bytes_per_rank") == 262144 and d["spill_written_bytes_per_rank"] > 0))'; then
+	pass "no --mem-per-rank: a plan over the machine model's mem_per_rank_bytes (256K) is out of core in it"
+else
+	fail "no --mem-per-rank: the machine model's mem_per_rank_bytes does not make the plan out of core"
+fi
 
 # ---- 2. resident memory within the budget and its allowance ----
 # The process's resident set grows by its chunks in memory; under a budget
