@@ -102,15 +102,16 @@ if "$TRAC" --explain=all -P 4 matmul.tra >all 2>err; then
 else
 	fail "--explain=all: $(cat err)"
 fi
-# --mem-per-rank: with the default counts, those it does not fit are left
-# out (the executable's --help lists the others); with counts given, an error.
-# (C is 2000^2 f32: on 1 to 6 ranks rank 0's write, holding its share of C,
-# 16 MiB of stages and a slab received, needs more than 20M.)
+# --mem-per-rank: the counts it does not fit in memory get out-of-core plans
+# (issue 32), with the default counts or counts given.  (C is 2000^2 f32: on
+# 1 to 6 ranks rank 0's write, holding its share of C, 16 MiB of stages and
+# a slab received, needs more than 20M.)
 if "$TRAC" --mem-per-rank 20M matmul.tra -o mm20 2>err && [ ! -s err ] &&
-	./mm20 --help | grep -q '^plans for 7,8,16,32,64,128,256,512,1024 ranks' &&
-	! "$TRAC" -P 1,4 --mem-per-rank 20M matmul.tra -o mm20b 2>err &&
-	grep -q 'no plan fits --mem-per-rank' err; then
-	pass "--mem-per-rank: counts it does not fit left out of the default ones, an error in -P LIST"
+	./mm20 --help | grep -q '^plans for 1-8,16,32,64,128,256,512,1024 ranks' &&
+	"$TRAC" -P 1,4 --mem-per-rank 20M matmul.tra -o mm20b 2>err && [ ! -s err ] &&
+	"$TRAC" -P 4 --mem-per-rank 20M matmul.tra --explain 2>err | grep -q '^out of core: 2.1e+07 bytes per rank' &&
+	! "$TRAC" -P 8 --mem-per-rank 20M matmul.tra --explain | grep -q '^out of core'; then
+	pass "--mem-per-rank: counts it does not fit in memory planned out of core, in the default counts and in -P LIST"
 else
 	fail "--mem-per-rank with several counts: $(cat err)"
 fi
