@@ -284,7 +284,7 @@ def io_rates(model):
     writes, back to back from one buffer, ran at 0.99 to 1.24 GB/s from one calibration to the next
     while trac's writes in the programs ran at 0.7 to 0.86; its reads, into memory it has just
     unmapped, at 1.43 GB/s while trac's, into memory new to a fresh process, ran at 1.07 to 1.29
-    (bench/README.md, sixth and seventh sessions)."""
+    (bench/README.md, "Predicted against measured seconds")."""
     n = 4096 if QUICK else 16384
     exe = os.path.join(WORK, "io-rate")
     env = dict(ENV, TRAC_MACHINE=model)

@@ -117,7 +117,8 @@ int main(int argc, char **argv)
 	y = aligned_alloc(64, sizeof *y * (size_t)n);
 	/* arguments in [-20, 20) (a softmax's shifted logits, activations),
 	 * from a fixed generator: below -87 the results are denormal, and both
-	 * vector libraries slow down there (bench/README.md) */
+	 * vector libraries slow down there (bench/README.md, "Vectorised
+	 * maps") */
 	uint64_t s = 1;
 	for (long i = 0; i < n; i++) {
 		s = s * 6364136223846793005ull + 1442695040888963407ull;

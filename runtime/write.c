@@ -524,7 +524,7 @@ static const void *dense_of(const TrtRel *r, const int64_t *key, int64_t *at, vo
  * calls).  Written chunk by chunk in key order instead, an output split
  * along two dims jumps about the file, leaves O_DIRECT after its first
  * rows and goes through the page cache a few hundred bytes at a time
- * (conv3d's Y: bench/README.md, "predicted seconds").
+ * (conv3d's Y: bench/README.md, "Writes").
  */
 enum { SLAB_MAX = 4 << 20 };
 
