@@ -141,6 +141,7 @@ typedef struct Tp {
 	int64_t njoin, nagg, nchunk[2];
 	int *jsite;                     /* per join group: its rank */
 	int *holder[2];                 /* per chunk: its rank, -1 every rank */
+	char *want[2];                  /* [c * nr + d]: chunk c goes to rank d (set up only) */
 	Chunk **have[2];                /* per chunk: here (held or received), else NULL */
 	int *uses[2];                   /* per received chunk: my join groups still to read it */
 	/* my join groups, by output tuple: mine[gfirst[g] .. gfirst[g+1]) */
@@ -673,343 +674,406 @@ static void poll_arrivals(Tp *t, int block)
 	}
 }
 
-TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKernel k,
+/* ---- setting up: the call's tables, the same on every rank ---- */
+
+/* The call's arguments, checked, and the join's key space: the left key,
+ * then the right's free dims. */
+static void tp_begin(Tp *t, const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKernel k,
                      const TrtType *out, TrtPlace p, const TrtTwoPhase *s)
 {
-	Tp t;
-	memset(&t, 0, sizeof t);
-	t.in[0] = l;
-	t.in[1] = r;
-	t.j = j;
-	t.k = k;
-	t.out = out;
-	t.p = p;
-	t.agg = s->agg;
-	t.me = rt.rank;
-	t.nr = rt.nranks;
+	memset(t, 0, sizeof *t);
+	t->in[0] = l;
+	t->in[1] = r;
+	t->j = j;
+	t->k = k;
+	t->out = out;
+	t->p = p;
+	t->agg = s->agg;
+	t->me = rt.rank;
+	t->nr = rt.nranks;
 	rt_check_type(out);
 	if (!k || j->ngroup < 0 || out->nkey != j->ngroup || p.kind != TRT_PART || s->planned < 1)
 		rt_bug("two-phase schedule without a kernel, an aggregation or a partitioned result");
 	for (int i = 0; i < 2; i++)
-		if (t.in[i]->place.kind == TRT_ANY)
+		if (t->in[i]->place.kind == TRT_ANY)
 			rt_bug("two-phase schedule over partial aggregates");
 
-	/* the join's key space: the left key, then the right's free dims */
 	const TrtType *lt = &l->type, *rtt = &r->type;
-	t.nl = lt->nkey;
+	t->nl = lt->nkey;
 	for (int d = 0; d < rtt->nkey; d++) {
 		int matched = 0;
 		for (int i = 0; i < j->nmatch; i++)
 			matched |= j->rkey[i] == d;
 		if (!matched)
-			t.rfree[t.nfree++] = d;
+			t->rfree[t->nfree++] = d;
 	}
-	t.jn = t.nl + t.nfree;
-	if (t.jn > TRT_MAXDIM)
-		rt_bug("join key of %d dims", t.jn);
-	t.njoin = 1;
-	for (int d = 0; d < t.jn; d++) {
-		t.jf[d] = d < t.nl ? rt_frontier(lt, d) : rt_frontier(rtt, t.rfree[d - t.nl]);
-		t.njoin *= t.jf[d];
+	t->jn = t->nl + t->nfree;
+	if (t->jn > TRT_MAXDIM)
+		rt_bug("join key of %d dims", t->jn);
+	t->njoin = 1;
+	for (int d = 0; d < t->jn; d++) {
+		t->jf[d] = d < t->nl ? rt_frontier(lt, d) : rt_frontier(rtt, t->rfree[d - t->nl]);
+		t->njoin *= t->jf[d];
 	}
-	if (t.njoin != s->njoin)
+	if (t->njoin != s->njoin)
 		rt_bug("two-phase schedule for %lld join groups, the join has %lld", (long long)s->njoin,
-		       (long long)t.njoin);
-	t.nagg = rt_nkeys(out);
-	t.nchunk[0] = rt_nkeys(lt);
-	t.nchunk[1] = rt_nkeys(rtt);
-	int me = t.me, nr = t.nr;
+		       (long long)t->njoin);
+	t->nagg = rt_nkeys(out);
+	t->nchunk[0] = rt_nkeys(lt);
+	t->nchunk[1] = rt_nkeys(rtt);
+}
 
-	/* who runs what: planned rank q's groups on q modulo the ranks */
-	t.jsite = rt_alloc(sizeof *t.jsite * (size_t)(t.njoin + 1));
-	for (int64_t g = 0; g < t.njoin; g++)
-		t.jsite[g] = -1;
+/* Who runs what (jsite): planned rank q's groups on q modulo the ranks. */
+static void assign_groups(Tp *t, const TrtTwoPhase *s)
+{
+	t->jsite = rt_alloc(sizeof *t->jsite * (size_t)(t->njoin + 1));
+	for (int64_t g = 0; g < t->njoin; g++)
+		t->jsite[g] = -1;
 	for (int q = 0; q < s->planned; q++)
 		for (int64_t i = 0; i < s->njobs[q]; i++) {
 			int64_t g = s->jobs[q][i];
-			if (g < 0 || g >= t.njoin || t.jsite[g] >= 0)
+			if (g < 0 || g >= t->njoin || t->jsite[g] >= 0)
 				rt_bug("two-phase schedule names join group %lld twice or out of range", (long long)g);
-			t.jsite[g] = q % nr;
+			t->jsite[g] = q % t->nr;
 		}
-	for (int64_t g = 0; g < t.njoin; g++)
-		if (t.jsite[g] < 0)
+	for (int64_t g = 0; g < t->njoin; g++)
+		if (t->jsite[g] < 0)
 			rt_bug("two-phase schedule leaves join group %lld out", (long long)g);
+}
 
-	/* where every chunk is, and the ones here */
+/* Where every input chunk is (holder), and the ones here (have); the
+ * inputs must be dense. */
+static void locate_chunks(Tp *t)
+{
 	for (int i = 0; i < 2; i++) {
-		const TrtRel *x = t.in[i];
-		int64_t nc = t.nchunk[i], expect = 0;
-		t.holder[i] = rt_alloc(sizeof *t.holder[i] * (size_t)(nc + 1));
-		t.have[i] = rt_alloc(sizeof *t.have[i] * (size_t)(nc + 1));
-		t.uses[i] = rt_alloc(sizeof *t.uses[i] * (size_t)(nc + 1));
-		memset(t.have[i], 0, sizeof *t.have[i] * (size_t)(nc + 1));
-		memset(t.uses[i], 0, sizeof *t.uses[i] * (size_t)(nc + 1));
+		const TrtRel *x = t->in[i];
+		int64_t nc = t->nchunk[i], expect = 0;
+		t->holder[i] = rt_alloc(sizeof *t->holder[i] * (size_t)(nc + 1));
+		t->have[i] = rt_alloc(sizeof *t->have[i] * (size_t)(nc + 1));
+		t->uses[i] = rt_alloc(sizeof *t->uses[i] * (size_t)(nc + 1));
+		memset(t->have[i], 0, sizeof *t->have[i] * (size_t)(nc + 1));
+		memset(t->uses[i], 0, sizeof *t->uses[i] * (size_t)(nc + 1));
 		int64_t key[TRT_MAXDIM];
 		for (int64_t c = 0; c < nc; c++) {
 			rt_key_from_linear(&x->type, c, key);
-			t.holder[i][c] = x->place.kind == TRT_ALL ? -1 : trt_site(&x->place, &x->type, key);
-			expect += t.holder[i][c] < 0 || t.holder[i][c] == me;
+			t->holder[i][c] = x->place.kind == TRT_ALL ? -1 : trt_site(&x->place, &x->type, key);
+			expect += t->holder[i][c] < 0 || t->holder[i][c] == t->me;
 		}
 		for (int64_t n = 0; n < x->n; n++) {
 			int64_t c = rt_key_linear(&x->type, x->keys + n * x->type.nkey);
-			if (t.have[i][c])
+			if (t->have[i][c])
 				rt_bug("two-phase input holds a key twice");
-			t.have[i][c] = x->chunks[n];
+			t->have[i][c] = x->chunks[n];
 		}
 		if (x->n != expect)
 			rt_bug("two-phase input has %lld tuples here, its placement %lld: not dense",
 			       (long long)x->n, (long long)expect);
 	}
+}
 
-	/* the transfers: chunk c of input i to rank d, once, in this order */
-	char *want[2];
+/* Join group jg's input chunk numbers (c[0], c[1]); returns its output
+ * tuple. */
+static int64_t group_chunks(const Tp *t, int64_t jg, int64_t c[2])
+{
+	int64_t lk[TRT_MAXDIM], rk[TRT_MAXDIM], ok[TRT_MAXDIM];
+	group_keys(t, jg, lk, rk, ok);
+	c[0] = rt_key_linear(&t->in[0]->type, lk);
+	c[1] = rt_key_linear(&t->in[1]->type, rk);
+	return rt_key_linear(t->out, ok);
+}
+
+/* The transfers: chunk c of input i to rank d, once (want); which ranks
+ * contribute to each output tuple (contrib); per join group of mine the
+ * chunks it waits for (missing), per received chunk its readers here
+ * (uses). */
+static void plan_transfers(Tp *t)
+{
+	int nr = t->nr, me = t->me;
 	for (int i = 0; i < 2; i++) {
-		want[i] = rt_alloc((size_t)(t.nchunk[i] * nr + 1));
-		memset(want[i], 0, (size_t)(t.nchunk[i] * nr + 1));
+		t->want[i] = rt_alloc((size_t)(t->nchunk[i] * nr + 1));
+		memset(t->want[i], 0, (size_t)(t->nchunk[i] * nr + 1));
 	}
-	t.contrib = rt_alloc((size_t)(t.nagg * nr + 1));
-	memset(t.contrib, 0, (size_t)(t.nagg * nr + 1));
-	t.missing = rt_alloc(sizeof *t.missing * (size_t)(t.njoin + 1));
-	int64_t nmine = 0;
-	for (int64_t g = 0; g < t.njoin; g++) {
-		int64_t lk[TRT_MAXDIM], rk[TRT_MAXDIM], ok[TRT_MAXDIM];
-		group_keys(&t, g, lk, rk, ok);
-		int64_t c[2] = {rt_key_linear(lt, lk), rt_key_linear(rtt, rk)};
-		int d = t.jsite[g];
-		t.missing[g] = 0;
+	t->contrib = rt_alloc((size_t)(t->nagg * nr + 1));
+	memset(t->contrib, 0, (size_t)(t->nagg * nr + 1));
+	t->missing = rt_alloc(sizeof *t->missing * (size_t)(t->njoin + 1));
+	t->nmine = 0;
+	for (int64_t g = 0; g < t->njoin; g++) {
+		int64_t c[2];
+		int64_t o = group_chunks(t, g, c);
+		int d = t->jsite[g];
+		t->missing[g] = 0;
 		for (int i = 0; i < 2; i++) {
-			int h = t.holder[i][c[i]];
+			int h = t->holder[i][c[i]];
 			if (h >= 0 && h != d)
-				want[i][c[i] * nr + d] = 1;
+				t->want[i][c[i] * nr + d] = 1;
 			if (d == me && h >= 0 && h != me) {
-				t.missing[g]++;
-				t.uses[i][c[i]]++;
+				t->missing[g]++;
+				t->uses[i][c[i]]++;
 			}
 		}
-		t.contrib[rt_key_linear(out, ok) * nr + d] = 1;
-		nmine += d == me;
+		t->contrib[o * nr + d] = 1;
+		t->nmine += d == me;
 	}
+}
 
-	/* my join groups by output tuple, in join-group order; and by the
-	 * received chunk they read */
-	t.gfirst = rt_alloc(sizeof *t.gfirst * (size_t)(t.nagg + 2));
-	t.gnext = rt_alloc(sizeof *t.gnext * (size_t)(t.nagg + 1));
-	t.nmine = nmine;
-	t.mine = rt_alloc(sizeof *t.mine * (size_t)(nmine + 1));
-	memset(t.gfirst, 0, sizeof *t.gfirst * (size_t)(t.nagg + 2));
+/* My join groups by output tuple, in join-group order (mine, gfirst,
+ * gnext); and by the received chunk they read (rev_first, rev). */
+static void index_groups(Tp *t)
+{
+	int64_t nmine = t->nmine;
+	t->gfirst = rt_alloc(sizeof *t->gfirst * (size_t)(t->nagg + 2));
+	t->gnext = rt_alloc(sizeof *t->gnext * (size_t)(t->nagg + 1));
+	t->mine = rt_alloc(sizeof *t->mine * (size_t)(nmine + 1));
+	memset(t->gfirst, 0, sizeof *t->gfirst * (size_t)(t->nagg + 2));
 	int64_t *jout = rt_alloc(sizeof *jout * (size_t)(nmine + 1));
 	int64_t *jcs = rt_alloc(sizeof *jcs * (size_t)(2 * nmine + 1));
-	for (int64_t g = 0, m = 0; g < t.njoin; g++) {
-		if (t.jsite[g] != me)
+	for (int64_t g = 0, m = 0; g < t->njoin; g++) {
+		if (t->jsite[g] != t->me)
 			continue;
-		int64_t lk[TRT_MAXDIM], rk[TRT_MAXDIM], ok[TRT_MAXDIM];
-		group_keys(&t, g, lk, rk, ok);
-		jout[m] = rt_key_linear(out, ok);
-		jcs[2 * m] = rt_key_linear(lt, lk);
-		jcs[2 * m + 1] = rt_key_linear(rtt, rk);
-		t.gfirst[jout[m] + 1]++;
+		jout[m] = group_chunks(t, g, &jcs[2 * m]);
+		t->gfirst[jout[m] + 1]++;
 		m++;
 	}
-	for (int64_t g = 0; g < t.nagg; g++)
-		t.gfirst[g + 1] += t.gfirst[g];
-	for (int64_t g = 0; g < t.nagg; g++)
-		t.gnext[g] = t.gfirst[g];
-	for (int64_t g = 0, m = 0; g < t.njoin; g++)
-		if (t.jsite[g] == me) {
-			t.mine[t.gnext[jout[m]]++] = g;
+	for (int64_t g = 0; g < t->nagg; g++)
+		t->gfirst[g + 1] += t->gfirst[g];
+	for (int64_t g = 0; g < t->nagg; g++)
+		t->gnext[g] = t->gfirst[g];
+	for (int64_t g = 0, m = 0; g < t->njoin; g++)
+		if (t->jsite[g] == t->me) {
+			t->mine[t->gnext[jout[m]]++] = g;
 			m++;
 		}
-	for (int64_t g = 0; g < t.nagg; g++)
-		t.gnext[g] = t.gfirst[g];
+	for (int64_t g = 0; g < t->nagg; g++)
+		t->gnext[g] = t->gfirst[g];
 	for (int i = 0; i < 2; i++) {
-		t.rev_first[i] = rt_alloc(sizeof *t.rev_first[i] * (size_t)(t.nchunk[i] + 2));
-		memset(t.rev_first[i], 0, sizeof *t.rev_first[i] * (size_t)(t.nchunk[i] + 2));
+		t->rev_first[i] = rt_alloc(sizeof *t->rev_first[i] * (size_t)(t->nchunk[i] + 2));
+		memset(t->rev_first[i], 0, sizeof *t->rev_first[i] * (size_t)(t->nchunk[i] + 2));
 		for (int64_t m = 0; m < nmine; m++)
-			t.rev_first[i][jcs[2 * m + i] + 1]++;
-		for (int64_t c = 0; c < t.nchunk[i]; c++)
-			t.rev_first[i][c + 1] += t.rev_first[i][c];
+			t->rev_first[i][jcs[2 * m + i] + 1]++;
+		for (int64_t c = 0; c < t->nchunk[i]; c++)
+			t->rev_first[i][c + 1] += t->rev_first[i][c];
 	}
 	int64_t *fill[2];
-	t.rev = rt_alloc(sizeof *t.rev * (size_t)(2 * nmine + 1));
+	t->rev = rt_alloc(sizeof *t->rev * (size_t)(2 * nmine + 1));
 	for (int i = 0; i < 2; i++) {
-		fill[i] = rt_alloc(sizeof *fill[i] * (size_t)(t.nchunk[i] + 1));
-		memcpy(fill[i], t.rev_first[i], sizeof *fill[i] * (size_t)t.nchunk[i]);
+		fill[i] = rt_alloc(sizeof *fill[i] * (size_t)(t->nchunk[i] + 1));
+		memcpy(fill[i], t->rev_first[i], sizeof *fill[i] * (size_t)t->nchunk[i]);
 	}
-	for (int64_t g = 0, m = 0; g < t.njoin; g++)
-		if (t.jsite[g] == me) {
+	for (int64_t g = 0, m = 0; g < t->njoin; g++)
+		if (t->jsite[g] == t->me) {
 			for (int i = 0; i < 2; i++)
-				t.rev[i * nmine + fill[i][jcs[2 * m + i]]++] = g;
+				t->rev[i * nmine + fill[i][jcs[2 * m + i]]++] = g;
 			m++;
 		}
 	free(fill[0]);
 	free(fill[1]);
 	free(jout);
 	free(jcs);
+}
 
-	/* output tuples: their ranks, the sums each of mine waits for, the
-	 * sums I send, per destination in tuple order */
-	t.ysite = rt_alloc(sizeof *t.ysite * (size_t)(t.nagg + 1));
-	t.nsum = rt_alloc(sizeof *t.nsum * (size_t)(t.nagg + 1));
-	t.acc = rt_alloc(sizeof *t.acc * (size_t)(t.nagg + 1));
-	t.sums = rt_alloc(sizeof *t.sums * (size_t)(t.nagg + 1));
-	t.done = rt_alloc((size_t)(t.nagg + 1));
-	t.outq = rt_alloc(sizeof *t.outq * (size_t)nr);
-	t.outn = rt_alloc(sizeof *t.outn * (size_t)nr);
-	t.outpos = rt_alloc(sizeof *t.outpos * (size_t)nr);
-	memset(t.outn, 0, sizeof *t.outn * (size_t)nr);
-	memset(t.outpos, 0, sizeof *t.outpos * (size_t)nr);
-	memset(t.done, 0, (size_t)(t.nagg + 1));
-	for (int64_t g = 0; g < t.nagg; g++) {
+/* Output tuples: their ranks (ysite), the sums each of mine waits for
+ * (nsum), the sums I send, per destination in tuple order (outq). */
+static void plan_outputs(Tp *t)
+{
+	int nr = t->nr, me = t->me;
+	t->ysite = rt_alloc(sizeof *t->ysite * (size_t)(t->nagg + 1));
+	t->nsum = rt_alloc(sizeof *t->nsum * (size_t)(t->nagg + 1));
+	t->acc = rt_alloc(sizeof *t->acc * (size_t)(t->nagg + 1));
+	t->sums = rt_alloc(sizeof *t->sums * (size_t)(t->nagg + 1));
+	t->done = rt_alloc((size_t)(t->nagg + 1));
+	t->outq = rt_alloc(sizeof *t->outq * (size_t)nr);
+	t->outn = rt_alloc(sizeof *t->outn * (size_t)nr);
+	t->outpos = rt_alloc(sizeof *t->outpos * (size_t)nr);
+	memset(t->outn, 0, sizeof *t->outn * (size_t)nr);
+	memset(t->outpos, 0, sizeof *t->outpos * (size_t)nr);
+	memset(t->done, 0, (size_t)(t->nagg + 1));
+	for (int64_t g = 0; g < t->nagg; g++) {
 		int64_t key[TRT_MAXDIM];
-		rt_key_from_linear(out, g, key);
-		t.ysite[g] = trt_site(&p, out, key);
-		t.nsum[g] = 0;
-		t.acc[g] = NULL;
-		t.sums[g] = NULL;
-		if (t.ysite[g] == me) {
-			t.left++;
+		rt_key_from_linear(t->out, g, key);
+		t->ysite[g] = trt_site(&t->p, t->out, key);
+		t->nsum[g] = 0;
+		t->acc[g] = NULL;
+		t->sums[g] = NULL;
+		if (t->ysite[g] == me) {
+			t->left++;
 			for (int q = 0; q < nr; q++)
-				t.nsum[g] += q != me && t.contrib[g * nr + q];
-		} else if (t.contrib[g * nr + me]) {
-			t.outn[t.ysite[g]]++;
+				t->nsum[g] += q != me && t->contrib[g * nr + q];
+		} else if (t->contrib[g * nr + me]) {
+			t->outn[t->ysite[g]]++;
 		}
 	}
 	for (int d = 0; d < nr; d++) {
-		t.outq[d] = rt_alloc(sizeof *t.outq[d] * (size_t)(t.outn[d] + 1));
-		t.outn[d] = 0;
+		t->outq[d] = rt_alloc(sizeof *t->outq[d] * (size_t)(t->outn[d] + 1));
+		t->outn[d] = 0;
 	}
-	for (int64_t g = 0; g < t.nagg; g++)
-		if (t.ysite[g] != me && t.contrib[g * nr + me])
-			t.outq[t.ysite[g]][t.outn[t.ysite[g]]++] = g;
+	for (int64_t g = 0; g < t->nagg; g++)
+		if (t->ysite[g] != me && t->contrib[g * nr + me])
+			t->outq[t->ysite[g]][t->outn[t->ysite[g]]++] = g;
+}
 
-	/* 1. receives, posted before any send (all of them, without a budget):
-	 * input chunks, then sums */
-	windows_new(&t);
+/* ---- running ---- */
+
+/* 1. Every message to receive (input chunks, then sums), per source in the
+ * order both ends know; then posted, before any send (all of them, without
+ * a budget). */
+static void post_all_recvs(Tp *t)
+{
+	int nr = t->nr, me = t->me;
+	windows_new(t);
 	int64_t *rqcap = rt_alloc(sizeof *rqcap * (size_t)nr);
 	memset(rqcap, 0, sizeof *rqcap * (size_t)nr);
 	for (int i = 0; i < 3; i++) {
-		int64_t nc = i < 2 ? t.nchunk[i] : t.nagg;
+		int64_t nc = i < 2 ? t->nchunk[i] : t->nagg;
 		for (int64_t c = 0; c < nc; c++) {
 			int64_t key[TRT_MAXDIM];
 			for (int q = 0; q < (i < 2 ? 1 : nr); q++) {
 				int from;
-				const TrtType *ty = i < 2 ? &t.in[i]->type : out;
+				const TrtType *ty = i < 2 ? &t->in[i]->type : t->out;
 				if (i < 2) {
-					from = t.holder[i][c];
-					if (from < 0 || from == me || !want[i][c * nr + me])
+					from = t->holder[i][c];
+					if (from < 0 || from == me || !t->want[i][c * nr + me])
 						continue;
 				} else {
-					if (t.ysite[c] != me || q == me || !t.contrib[c * nr + q])
+					if (t->ysite[c] != me || q == me || !t->contrib[c * nr + q])
 						continue;
 					from = q;
 				}
 				rt_key_from_linear(ty, c, key);
 				size_t nb = rt_chunk_bytes(ty, key);
-				if (t.nmsg == t.cmsg) {
-					t.cmsg = t.cmsg ? 2 * t.cmsg : 64;
-					t.msg = rt_realloc(t.msg, sizeof *t.msg * (size_t)t.cmsg);
+				if (t->nmsg == t->cmsg) {
+					t->cmsg = t->cmsg ? 2 * t->cmsg : 64;
+					t->msg = rt_realloc(t->msg, sizeof *t->msg * (size_t)t->cmsg);
 				}
-				Msg *m = &t.msg[t.nmsg];
+				Msg *m = &t->msg[t->nmsg];
 				m->side = i;
 				m->from = from;
 				m->chunk = c;
 				m->c = NULL;
 				m->nb = nb;
 				m->pieces = 0;
-				if (t.rqn[from] == rqcap[from]) {
+				if (t->rqn[from] == rqcap[from]) {
 					rqcap[from] = rqcap[from] ? 2 * rqcap[from] : 16;
-					t.rq[from] = rt_realloc(t.rq[from], sizeof *t.rq[from] * (size_t)rqcap[from]);
+					t->rq[from] = rt_realloc(t->rq[from], sizeof *t->rq[from] * (size_t)rqcap[from]);
 				}
-				t.rq[from][t.rqn[from]++] = t.nmsg;
-				t.nmsg++;
-				t.unposted++;
-				t.inputs += i < 2;
+				t->rq[from][t->rqn[from]++] = t->nmsg;
+				t->nmsg++;
+				t->unposted++;
+				t->inputs += i < 2;
 			}
 		}
 	}
 	free(rqcap);
 	for (int q = 0; q < nr; q++)
-		post_recvs(&t, q);
-	grow_idx(&t);
-	/* 2. my chunks to every rank that needs them, in the same order */
-	t.res = trt_rel_new(out, p);
+		post_recvs(t, q);
+	grow_idx(t);
+}
+
+/* 2. My chunks to every rank that needs them, in the same order. */
+static void send_inputs(Tp *t)
+{
 	for (int i = 0; i < 2; i++)
-		for (int64_t c = 0; c < t.nchunk[i]; c++) {
-			if (t.holder[i][c] != me)
+		for (int64_t c = 0; c < t->nchunk[i]; c++) {
+			if (t->holder[i][c] != t->me)
 				continue;
 			int64_t key[TRT_MAXDIM];
-			rt_key_from_linear(&t.in[i]->type, c, key);
-			size_t nb = rt_chunk_bytes(&t.in[i]->type, key);
-			for (int d = 0; d < nr; d++)
-				if (d != me && want[i][c * nr + d])
-					queue_send(&t, d, t.have[i][c], nb, TAG_TP_IN);
+			rt_key_from_linear(&t->in[i]->type, c, key);
+			size_t nb = rt_chunk_bytes(&t->in[i]->type, key);
+			for (int d = 0; d < t->nr; d++)
+				if (d != t->me && t->want[i][c * t->nr + d])
+					queue_send(t, d, t->have[i][c], nb, TAG_TP_IN);
 		}
-	free(want[0]);
-	free(want[1]);
-	/* 3. what can run on chunks here runs while the rest travels; each
-	 * arrival queues the output tuples whose join groups it completes */
-	t.ring = rt_alloc(sizeof *t.ring * (size_t)(t.nagg + 1));
-	t.queued = rt_alloc((size_t)(t.nagg + 1));
-	memset(t.queued, 0, (size_t)(t.nagg + 1));
-	for (int64_t g = 0; g < t.nagg; g++)
-		enqueue(&t, g);
-	progress_start(&t);
-	while (rt_no_overlap && t.inputs > 0)
-		poll_arrivals(&t, 1);   /* --no-overlap: everything in first */
-	for (;;) {
-		while (t.rlen > 0) {
-			int64_t g = t.ring[t.rhead];
-			t.rhead = (t.rhead + 1) % t.nagg;
-			t.rlen--;
-			t.queued[g] = 0;
-			advance(&t, g);
-		}
-		if (t.pending == 0 && t.unposted == 0)
-			break;
-		poll_arrivals(&t, 1);
-	}
-	for (int64_t g = 0; g < t.nagg; g++)
-		if (t.gnext[g] != t.gfirst[g + 1])
-			rt_bug("two-phase schedule ends with join groups not run");
-	progress_stop(&t);
-	if (t.left != 0)
-		rt_bug("two-phase schedule ends with %lld output tuples unfinished", (long long)t.left);
-	sends_end(&t);
+	free(t->want[0]);
+	free(t->want[1]);
+}
 
-	for (int64_t g = 0; g < t.nagg; g++)
-		if (t.acc[g])
-			rt_chunk_unref(t.acc[g]);       /* sums sent */
-	for (int i = 0; i < 2; i++) {
-		free(t.holder[i]);
-		free(t.have[i]);
-		free(t.uses[i]);
-		free(t.rev_first[i]);
+/* 3. What can run on chunks here runs while the rest travels; each arrival
+ * queues the output tuples whose join groups it completes.  Returns when
+ * every join group has run and every sum is in and sent. */
+static void run_groups(Tp *t)
+{
+	t->ring = rt_alloc(sizeof *t->ring * (size_t)(t->nagg + 1));
+	t->queued = rt_alloc((size_t)(t->nagg + 1));
+	memset(t->queued, 0, (size_t)(t->nagg + 1));
+	for (int64_t g = 0; g < t->nagg; g++)
+		enqueue(t, g);
+	progress_start(t);
+	while (rt_no_overlap && t->inputs > 0)
+		poll_arrivals(t, 1);    /* --no-overlap: everything in first */
+	for (;;) {
+		while (t->rlen > 0) {
+			int64_t g = t->ring[t->rhead];
+			t->rhead = (t->rhead + 1) % t->nagg;
+			t->rlen--;
+			t->queued[g] = 0;
+			advance(t, g);
+		}
+		if (t->pending == 0 && t->unposted == 0)
+			break;
+		poll_arrivals(t, 1);
 	}
-	for (int d = 0; d < nr; d++)
-		free(t.outq[d]);
-	windows_free(&t);
-	free(t.outq);
-	free(t.outn);
-	free(t.outpos);
-	free(t.done);
-	free(t.ysite);
-	free(t.nsum);
-	free(t.acc);
-	free(t.sums);
-	free(t.contrib);
-	free(t.missing);
-	free(t.mine);
-	free(t.gfirst);
-	free(t.gnext);
-	free(t.rev);
-	free(t.jsite);
-	free(t.sreq);
-	free(t.rreq);
-	free(t.rown);
-	free(t.msg);
-	free(t.idx);
-	free(t.ring);
-	free(t.queued);
+	for (int64_t g = 0; g < t->nagg; g++)
+		if (t->gnext[g] != t->gfirst[g + 1])
+			rt_bug("two-phase schedule ends with join groups not run");
+	progress_stop(t);
+	if (t->left != 0)
+		rt_bug("two-phase schedule ends with %lld output tuples unfinished", (long long)t->left);
+	sends_end(t);
+}
+
+/* Everything the call made but its result. */
+static void tp_free(Tp *t)
+{
+	for (int64_t g = 0; g < t->nagg; g++)
+		if (t->acc[g])
+			rt_chunk_unref(t->acc[g]);      /* sums sent */
+	for (int i = 0; i < 2; i++) {
+		free(t->holder[i]);
+		free(t->have[i]);
+		free(t->uses[i]);
+		free(t->rev_first[i]);
+	}
+	for (int d = 0; d < t->nr; d++)
+		free(t->outq[d]);
+	windows_free(t);
+	free(t->outq);
+	free(t->outn);
+	free(t->outpos);
+	free(t->done);
+	free(t->ysite);
+	free(t->nsum);
+	free(t->acc);
+	free(t->sums);
+	free(t->contrib);
+	free(t->missing);
+	free(t->mine);
+	free(t->gfirst);
+	free(t->gnext);
+	free(t->rev);
+	free(t->jsite);
+	free(t->sreq);
+	free(t->rreq);
+	free(t->rown);
+	free(t->msg);
+	free(t->idx);
+	free(t->ring);
+	free(t->queued);
+}
+
+TrtRel *trt_twophase(const TrtRel *l, const TrtRel *r, const TrtJoin *j, TrtKernel k,
+                     const TrtType *out, TrtPlace p, const TrtTwoPhase *s)
+{
+	Tp t;
+	tp_begin(&t, l, r, j, k, out, p, s);
+	assign_groups(&t, s);
+	locate_chunks(&t);
+	plan_transfers(&t);
+	index_groups(&t);
+	plan_outputs(&t);
+	post_all_recvs(&t);
+	t.res = trt_rel_new(out, p);
+	send_inputs(&t);
+	run_groups(&t);
+	tp_free(&t);
 	rt_rel_sort(t.res);
 	return t.res;
 }
