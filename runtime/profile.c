@@ -214,6 +214,215 @@ static const char *human(char *buf, size_t len, double v)
 	return buf;
 }
 
+/* The run's profile reduced to rank 0 (seconds and peaks: max over ranks,
+ * bytes: sum), and the sums rank 0 works out from it. */
+typedef struct Report {
+	int n;                                  /* ops */
+	int64_t *calls;
+	double *secs, *cpu, *wait, *sent, *keys, *recvd, *peak;
+	double *sw, *sr, *swait;                /* spill bytes written, read, seconds waited */
+	/* total s, peak chunk bytes, buffers, spill wait, over the budget,
+	 * peak resident set, its growth */
+	double max[7];
+	double sum[4];                          /* sent, received, spill written, spill read */
+	double *works;                          /* rank 0: each rank's seconds in local ops */
+	double pred_bytes, pred_secs, compute, compute_cpu, floor_all, floor_compute;
+	double imbalance;                       /* the busiest rank's work over the average */
+} Report;
+
+/* Every rank's counts, reduced to rank 0.  Collective. */
+static void report_reduce(Report *r, int n, double total)
+{
+	const TrtProgram *prog = rt.prog;
+	memset(r, 0, sizeof *r);
+	r->n = n;
+	double rss[2] = {rt_proc_status("VmHWM"), rss_start};
+	double mine_max[7] = {total, rt.peak, rt.buf_peak, rt.spill_wait, rt.over, rss[0], rss[0] - rss[1]};
+	double mine_sum[4] = {rt.sent, rt.recvd, rt.spill_w, rt.spill_r};
+	r->calls = rt_alloc(sizeof *r->calls * (size_t)(n + 1));
+	double **per_op[] = {&r->secs, &r->cpu, &r->wait, &r->sent, &r->keys, &r->recvd, &r->peak,
+	                     &r->sw, &r->sr, &r->swait};
+	for (size_t i = 0; i < sizeof per_op / sizeof *per_op; i++)
+		*per_op[i] = zeros(n);
+	MPI_Reduce(op_seconds, r->secs, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	MPI_Reduce(op_wait, r->wait, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	MPI_Reduce(op_cpu, r->cpu, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	MPI_Reduce(op_sent, r->sent, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+	MPI_Reduce(op_keys, r->keys, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+	MPI_Reduce(op_recvd, r->recvd, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+	MPI_Reduce(op_peak, r->peak, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	MPI_Reduce(op_calls, r->calls, n, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+	MPI_Reduce(mine_max, r->max, 7, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	if (rt.budget > 0) {
+		MPI_Reduce(op_spill_w, r->sw, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+		MPI_Reduce(op_spill_r, r->sr, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+		MPI_Reduce(op_spill_wait, r->swait, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	}
+	/* each rank's own work: its local ops' seconds (the barrier before each
+	 * op keeps waits out of them) */
+	double work = 0;
+	r->works = rt.rank == 0 ? zeros(rt.nranks) : NULL;
+	for (int i = 0; i < n; i++)
+		if (is_local(prog->ops[i].kind))
+			work += op_seconds[i];
+	MPI_Gather(&work, 1, MPI_DOUBLE, r->works, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+	MPI_Reduce(mine_sum, r->sum, 4, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+}
+
+static void report_free(Report *r)
+{
+	free(r->works);
+	free(r->secs);
+	free(r->cpu);
+	free(r->keys);
+	free(r->wait);
+	free(r->sent);
+	free(r->recvd);
+	free(r->peak);
+	free(r->sw);
+	free(r->sr);
+	free(r->swait);
+	free(r->calls);
+}
+
+/* The first line (program, ranks, seconds, BLAS) and the table's head. */
+static void print_head(const TrtProgram *prog, const Report *r)
+{
+	char plan[48] = "";
+	if (prog->planned_ranks > 0)
+		snprintf(plan, sizeof plan, " (the plan for %d)", prog->planned_ranks);
+	printf("profile: %s on %d rank%s%s, %.6f s; BLIS %s kernels, %d thread%s per rank\n",
+	       prog->name, rt.nranks, rt.nranks == 1 ? "" : "s", plan, r->max[0], rt_blas_arch(),
+	       rt_blas_threads(), rt_blas_threads() == 1 ? "" : "s");
+	if (prog->planned_ranks > 0 && prog->planned_ranks != rt.nranks)
+		printf("note: planned for %d rank%s, run on %d: predicted bytes, seconds and peak "
+		       "are the plan's for %d\n", prog->planned_ranks,
+		       prog->planned_ranks == 1 ? "" : "s", rt.nranks, prog->planned_ranks);
+	printf("%4s  %-8s %-28s %6s %10s %10s %9s %9s %9s %9s %9s %8s %9s %10s %8s\n", "op", "kind",
+	       "label", "calls", "seconds", "pred s", "wait", "sent", "received",
+	       "pred sent", "peak mem", "GFLOP/s", "pred GF/s", "floor s", "roofline");
+}
+
+/* One row per op beside the plan's predictions; sums the predictions,
+ * floors and compute seconds into r. */
+static void print_ops(const TrtProgram *prog, Report *r)
+{
+	char h[4][32];
+	for (int i = 0; i < r->n; i++) {
+		const TrtOpInfo *o = &prog->ops[i];
+		char gf[32] = "-", pgf[32] = "-", label[29];
+		double secs = r->secs[i];
+		/* flops and predictions are per call */
+		double c = r->calls[i] > 0 ? (double)r->calls[i] : 1;
+		if (o->flops > 0 && secs > 0)
+			snprintf(gf, sizeof gf, "%.2f", o->flops * c / secs / 1e9);
+		if (o->flops > 0 && o->pred_seconds > 0)
+			snprintf(pgf, sizeof pgf, "%.2f", o->flops / o->pred_seconds / 1e9);
+		snprintf(label, sizeof label, "%s", o->label ? o->label : "");
+		char roof[32] = "-";
+		if (o->floor_seconds > 0 && secs > 0)
+			snprintf(roof, sizeof roof, "%.3f", o->floor_seconds * c / secs);
+		r->floor_all += o->floor_seconds * c;
+		if (!is_io(o->kind))
+			r->floor_compute += o->floor_seconds * c;
+		r->pred_bytes += o->pred_bytes * c;
+		r->pred_secs += o->pred_seconds * c;
+		/* a wait between two compute ops is the computation's own
+		 * imbalance; one after reading the inputs is not */
+		if (!is_io(o->kind)) {
+			r->compute += secs + (i > 0 && !is_io(prog->ops[i - 1].kind) ? r->wait[i] : 0);
+			r->compute_cpu += r->cpu[i];
+		}
+		printf("%4d  %-8s %-28s %6lld %10.6f %10.6f %9.6f %9s %9s %9s %9s %8s %9s %10.6f %8s\n", i,
+		       o->kind ? o->kind : "?", label, (long long)r->calls[i], secs,
+		       o->pred_seconds * c, r->wait[i], human(h[0], sizeof h[0], r->sent[i]),
+		       human(h[1], sizeof h[1], r->recvd[i]),
+		       human(h[2], sizeof h[2], o->pred_bytes * c),
+		       human(h[3], sizeof h[3], r->peak[i]), gf, pgf, o->floor_seconds * c, roof);
+	}
+}
+
+/* Peak memory, then the exact bytes of the ops that move data. */
+static void print_memory(const TrtProgram *prog, const Report *r)
+{
+	char h[5][32];
+	printf("peak memory per rank: %s bytes in chunks (plan: %s), %s in communication "
+	       "buffers; the process's peak resident set %s, %s more than at the start\n",
+	       human(h[0], sizeof h[0], r->max[1]),
+	       prog->pred_peak_bytes > 0 ? human(h[1], sizeof h[1], prog->pred_peak_bytes) : "?",
+	       human(h[2], sizeof h[2], r->max[2]), human(h[3], sizeof h[3], r->max[5]),
+	       human(h[4], sizeof h[4], r->max[6]));
+	/* chunk bytes (sent minus keys) are what the plan predicts */
+	for (int i = 0; i < r->n; i++)
+		if (r->sent[i] > 0 || prog->ops[i].pred_bytes > 0)
+			printf("bytes: op=%d kind=%s sent=%.0f keys=%.0f chunks=%.0f pred=%.0f\n", i,
+			       prog->ops[i].kind ? prog->ops[i].kind : "?", r->sent[i], r->keys[i],
+			       r->sent[i] - r->keys[i],
+			       prog->ops[i].pred_bytes * (r->calls[i] > 0 ? (double)r->calls[i] : 1));
+}
+
+/* Spilled chunks, under a budget: bytes to and from the spill files,
+ * summed over the ranks, and the seconds the slowest rank waited for them. */
+static void print_spill(const TrtProgram *prog, const Report *r)
+{
+	char h[4][32];
+	if (rt.budget <= 0)
+		return;
+	printf("spill: budget %s bytes of chunks per rank; %s written, %s read back, %.6f s waited "
+	       "(the most on one rank); %s over the budget at most, by pinned working sets\n",
+	       human(h[0], sizeof h[0], rt.budget), human(h[1], sizeof h[1], r->sum[2]),
+	       human(h[2], sizeof h[2], r->sum[3]), r->max[3], human(h[3], sizeof h[3], r->max[4]));
+	for (int i = 0; i < r->n; i++)
+		if (r->sw[i] > 0 || r->sr[i] > 0 || r->swait[i] > 0)
+			printf("spill: op=%d kind=%s written=%.0f read=%.0f wait_s=%.6f\n", i,
+			       prog->ops[i].kind ? prog->ops[i].kind : "?", r->sw[i], r->sr[i], r->swait[i]);
+}
+
+/* Each rank's work and how unbalanced it is (r->imbalance); then how
+ * evenly each placement spreads the stored elements. */
+static void print_balance(Report *r)
+{
+	double wmax = 0, wsum = 0;
+	for (int q = 0; q < rt.nranks; q++) {
+		wmax = r->works[q] > wmax ? r->works[q] : wmax;
+		wsum += r->works[q];
+	}
+	r->imbalance = wsum > 0 ? wmax / (wsum / rt.nranks) : 1;
+	if (rt.nranks > 1) {
+		printf("work per rank (seconds in local joins, maps and aggregations):");
+		for (int q = 0; q < rt.nranks; q++)
+			printf(" %.4f", r->works[q]);
+		printf("; the busiest %.2fx the average\n", r->imbalance);
+	}
+	RtSiteMap *maps;
+	int nmaps = rt_site_maps(&maps);
+	for (int m = 0; m < nmaps; m++)
+		printf("placement: %s, %lld blocks of %lld, by stored elements%s: the busiest rank holds "
+		       "%.2fx the average (block modulo ranks: %.2fx)\n", maps[m].what,
+		       (long long)maps[m].nblock, (long long)maps[m].block,
+		       rt_placement_hash ? ", counted but not used (--placement=hash)" : "",
+		       maps[m].avg > 0 ? (rt_placement_hash ? maps[m].hash_max : maps[m].max) / maps[m].avg : 1,
+		       maps[m].avg > 0 ? maps[m].hash_max / maps[m].avg : 1);
+}
+
+/* The roofline line, and the summary line of key=value pairs for scripts. */
+static void print_summary(const TrtProgram *prog, const Report *r)
+{
+	double total = r->max[0];
+	printf("roofline: the ops' floors %.6f s of %.6f s in all (%.3f), %.6f s of the compute's %.6f s "
+	       "(%.3f)\n", r->floor_all, total, total > 0 ? r->floor_all / total : 0,
+	       r->floor_compute, r->compute, r->compute > 0 ? r->floor_compute / r->compute : 0);
+	printf("summary: ranks=%d planned_ranks=%d total_s=%.6f compute_s=%.6f compute_cpu_s=%.6f pred_s=%.6f "
+	       "sent=%.0f recvd=%.0f pred_sent=%.0f peak=%.0f pred_peak=%.0f buffers=%.0f "
+	       "blis=%s threads=%d work_imbalance=%.4f floor_s=%.6f roofline=%.4f compute_roofline=%.4f "
+	       "budget=%.0f spill_written=%.0f spill_read=%.0f spill_wait_s=%.6f over_budget=%.0f rss_peak=%.0f "
+	       "rss_growth=%.0f\n", rt.nranks, prog->planned_ranks, total,
+	       r->compute, r->compute_cpu, r->pred_secs, r->sum[0], r->sum[1], r->pred_bytes, r->max[1],
+	       prog->pred_peak_bytes, r->max[2], rt_blas_arch(), rt_blas_threads(), r->imbalance, r->floor_all,
+	       total > 0 ? r->floor_all / total : 0, r->compute > 0 ? r->floor_compute / r->compute : 0,
+	       rt.budget, r->sum[2], r->sum[3], r->max[3], r->max[4], r->max[5], r->max[6]);
+}
+
 void rt_profile_report(void)
 {
 	const TrtProgram *prog = rt.prog;
@@ -221,157 +430,16 @@ void rt_profile_report(void)
 
 	if (!rt.profile || !prog)
 		return;
-	double total = MPI_Wtime() - t_start;
-
-	double rss[2] = {rt_proc_status("VmHWM"), rss_start};
-	double mine_max[7] = {total, rt.peak, rt.buf_peak, rt.spill_wait, rt.over, rss[0], rss[0] - rss[1]}, all_max[7];
-	double mine_sum[4] = {rt.sent, rt.recvd, rt.spill_w, rt.spill_r}, all_sum[4];
-	int64_t *calls = rt_alloc(sizeof *calls * (size_t)(n + 1));
-	double *secs = zeros(n), *wait = zeros(n), *sent = zeros(n), *recvd = zeros(n);
-	double *cpu = zeros(n);
-	double *peak = zeros(n), *keys = zeros(n);
-	double *sw = zeros(n), *sr = zeros(n), *swait = zeros(n);
-	MPI_Reduce(op_seconds, secs, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-	MPI_Reduce(op_wait, wait, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-	MPI_Reduce(op_cpu, cpu, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-	MPI_Reduce(op_sent, sent, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-	MPI_Reduce(op_keys, keys, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-	MPI_Reduce(op_recvd, recvd, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-	MPI_Reduce(op_peak, peak, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-	MPI_Reduce(op_calls, calls, n, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
-	MPI_Reduce(mine_max, all_max, 7, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-	if (rt.budget > 0) {
-		MPI_Reduce(op_spill_w, sw, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-		MPI_Reduce(op_spill_r, sr, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-		MPI_Reduce(op_spill_wait, swait, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-	}
-	/* each rank's own work: its local ops' seconds (the barrier before each
-	 * op keeps waits out of them) */
-	double work = 0, *works = rt.rank == 0 ? zeros(rt.nranks) : NULL;
-	for (int i = 0; i < n; i++)
-		if (is_local(prog->ops[i].kind))
-			work += op_seconds[i];
-	MPI_Gather(&work, 1, MPI_DOUBLE, works, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-	MPI_Reduce(mine_sum, all_sum, 4, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-
+	Report r;
+	report_reduce(&r, n, MPI_Wtime() - t_start);
 	if (rt.rank == 0) {
-		char h[6][32];
-		double pred_bytes = 0, pred_secs = 0, compute = 0, compute_cpu = 0;
-		double floor_all = 0, floor_compute = 0;
-		char plan[48] = "";
-		if (prog->planned_ranks > 0)
-			snprintf(plan, sizeof plan, " (the plan for %d)", prog->planned_ranks);
-		printf("profile: %s on %d rank%s%s, %.6f s; BLIS %s kernels, %d thread%s per rank\n",
-		       prog->name, rt.nranks, rt.nranks == 1 ? "" : "s", plan, all_max[0], rt_blas_arch(),
-		       rt_blas_threads(), rt_blas_threads() == 1 ? "" : "s");
-		if (prog->planned_ranks > 0 && prog->planned_ranks != rt.nranks)
-			printf("note: planned for %d rank%s, run on %d: predicted bytes, seconds and peak "
-			       "are the plan's for %d\n", prog->planned_ranks,
-			       prog->planned_ranks == 1 ? "" : "s", rt.nranks, prog->planned_ranks);
-		printf("%4s  %-8s %-28s %6s %10s %10s %9s %9s %9s %9s %9s %8s %9s %10s %8s\n", "op", "kind",
-		       "label", "calls", "seconds", "pred s", "wait", "sent", "received",
-		       "pred sent", "peak mem", "GFLOP/s", "pred GF/s", "floor s", "roofline");
-		for (int i = 0; i < n; i++) {
-			const TrtOpInfo *o = &prog->ops[i];
-			char gf[32] = "-", pgf[32] = "-", label[29];
-			/* flops and predictions are per call */
-			double c = calls[i] > 0 ? (double)calls[i] : 1;
-			if (o->flops > 0 && secs[i] > 0)
-				snprintf(gf, sizeof gf, "%.2f", o->flops * c / secs[i] / 1e9);
-			if (o->flops > 0 && o->pred_seconds > 0)
-				snprintf(pgf, sizeof pgf, "%.2f", o->flops / o->pred_seconds / 1e9);
-			snprintf(label, sizeof label, "%s", o->label ? o->label : "");
-			char roof[32] = "-";
-			if (o->floor_seconds > 0 && secs[i] > 0)
-				snprintf(roof, sizeof roof, "%.3f", o->floor_seconds * c / secs[i]);
-			floor_all += o->floor_seconds * c;
-			if (!is_io(o->kind))
-				floor_compute += o->floor_seconds * c;
-			pred_bytes += o->pred_bytes * c;
-			pred_secs += o->pred_seconds * c;
-			/* a wait between two compute ops is the computation's own
-			 * imbalance; one after reading the inputs is not */
-			if (!is_io(o->kind)) {
-				compute += secs[i] + (i > 0 && !is_io(prog->ops[i - 1].kind) ? wait[i] : 0);
-				compute_cpu += cpu[i];
-			}
-			printf("%4d  %-8s %-28s %6lld %10.6f %10.6f %9.6f %9s %9s %9s %9s %8s %9s %10.6f %8s\n", i,
-			       o->kind ? o->kind : "?", label, (long long)calls[i], secs[i],
-			       o->pred_seconds * c, wait[i], human(h[0], sizeof h[0], sent[i]),
-			       human(h[1], sizeof h[1], recvd[i]),
-			       human(h[2], sizeof h[2], o->pred_bytes * c),
-			       human(h[3], sizeof h[3], peak[i]), gf, pgf, o->floor_seconds * c, roof);
-		}
-		printf("peak memory per rank: %s bytes in chunks (plan: %s), %s in communication "
-		       "buffers; the process's peak resident set %s, %s more than at the start\n",
-		       human(h[0], sizeof h[0], all_max[1]),
-		       prog->pred_peak_bytes > 0 ? human(h[1], sizeof h[1], prog->pred_peak_bytes) : "?",
-		       human(h[2], sizeof h[2], all_max[2]), human(h[3], sizeof h[3], all_max[5]),
-		       human(h[4], sizeof h[4], all_max[6]));
-		/* exact numbers for the ops that move data: chunk bytes (sent minus
-		 * keys) are what the plan predicts */
-		for (int i = 0; i < n; i++)
-			if (sent[i] > 0 || prog->ops[i].pred_bytes > 0)
-				printf("bytes: op=%d kind=%s sent=%.0f keys=%.0f chunks=%.0f pred=%.0f\n", i,
-				       prog->ops[i].kind ? prog->ops[i].kind : "?", sent[i], keys[i],
-				       sent[i] - keys[i], prog->ops[i].pred_bytes * (calls[i] > 0 ? (double)calls[i] : 1));
-		/* spilled chunks: bytes to and from the spill files, summed over
-		 * the ranks, and the seconds the slowest rank waited for them */
-		if (rt.budget > 0) {
-			printf("spill: budget %s bytes of chunks per rank; %s written, %s read back, %.6f s waited "
-			       "(the most on one rank); %s over the budget at most, by pinned working sets\n",
-			       human(h[0], sizeof h[0], rt.budget), human(h[1], sizeof h[1], all_sum[2]),
-			       human(h[2], sizeof h[2], all_sum[3]), all_max[3], human(h[3], sizeof h[3], all_max[4]));
-			for (int i = 0; i < n; i++)
-				if (sw[i] > 0 || sr[i] > 0 || swait[i] > 0)
-					printf("spill: op=%d kind=%s written=%.0f read=%.0f wait_s=%.6f\n", i,
-					       prog->ops[i].kind ? prog->ops[i].kind : "?", sw[i], sr[i], swait[i]);
-		}
-		double wmax = 0, wsum = 0;
-		for (int r = 0; r < rt.nranks; r++) {
-			wmax = works[r] > wmax ? works[r] : wmax;
-			wsum += works[r];
-		}
-		double imbalance = wsum > 0 ? wmax / (wsum / rt.nranks) : 1;
-		if (rt.nranks > 1) {
-			printf("work per rank (seconds in local joins, maps and aggregations):");
-			for (int r = 0; r < rt.nranks; r++)
-				printf(" %.4f", works[r]);
-			printf("; the busiest %.2fx the average\n", imbalance);
-		}
-		RtSiteMap *maps;
-		int nmaps = rt_site_maps(&maps);
-		for (int m = 0; m < nmaps; m++)
-			printf("placement: %s, %lld blocks of %lld, by stored elements%s: the busiest rank holds "
-			       "%.2fx the average (block modulo ranks: %.2fx)\n", maps[m].what,
-			       (long long)maps[m].nblock, (long long)maps[m].block,
-			       rt_placement_hash ? ", counted but not used (--placement=hash)" : "",
-			       maps[m].avg > 0 ? (rt_placement_hash ? maps[m].hash_max : maps[m].max) / maps[m].avg : 1,
-			       maps[m].avg > 0 ? maps[m].hash_max / maps[m].avg : 1);
-		printf("roofline: the ops' floors %.6f s of %.6f s in all (%.3f), %.6f s of the compute's %.6f s "
-		       "(%.3f)\n", floor_all, all_max[0], all_max[0] > 0 ? floor_all / all_max[0] : 0,
-		       floor_compute, compute, compute > 0 ? floor_compute / compute : 0);
-		printf("summary: ranks=%d planned_ranks=%d total_s=%.6f compute_s=%.6f compute_cpu_s=%.6f pred_s=%.6f "
-		       "sent=%.0f recvd=%.0f pred_sent=%.0f peak=%.0f pred_peak=%.0f buffers=%.0f "
-		       "blis=%s threads=%d work_imbalance=%.4f floor_s=%.6f roofline=%.4f compute_roofline=%.4f "
-		       "budget=%.0f spill_written=%.0f spill_read=%.0f spill_wait_s=%.6f over_budget=%.0f rss_peak=%.0f "
-		       "rss_growth=%.0f\n", rt.nranks, prog->planned_ranks, all_max[0],
-		       compute, compute_cpu, pred_secs, all_sum[0], all_sum[1], pred_bytes, all_max[1],
-		       prog->pred_peak_bytes, all_max[2], rt_blas_arch(), rt_blas_threads(), imbalance, floor_all,
-		       all_max[0] > 0 ? floor_all / all_max[0] : 0, compute > 0 ? floor_compute / compute : 0,
-		       rt.budget, all_sum[2], all_sum[3], all_max[3], all_max[4], all_max[5], all_max[6]);
+		print_head(prog, &r);
+		print_ops(prog, &r);
+		print_memory(prog, &r);
+		print_spill(prog, &r);
+		print_balance(&r);
+		print_summary(prog, &r);
 		fflush(stdout);
 	}
-	free(works);
-	free(secs);
-	free(cpu);
-	free(keys);
-	free(wait);
-	free(sent);
-	free(recvd);
-	free(peak);
-	free(sw);
-	free(sr);
-	free(swait);
-	free(calls);
+	report_free(&r);
 }
