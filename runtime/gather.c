@@ -691,11 +691,8 @@ TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, TrtRel *base, int i
 	for (int64_t lin = 0; lin < nkeys; lin++)
 		at[lin] = -1;
 	TrtRel *o = base ? scatter_base(base, in_place, out, p, at) : trt_rel_new(out, p);
-	for (int64_t lin = 0; lin < nkeys && !base; lin++) {
-		int64_t key[TRT_MAXDIM];
-		rt_key_from_linear(out, lin, key);
-		if (p.kind == TRT_PART && trt_site(&p, out, key) != rt.rank)
-			continue;
+	int64_t key[TRT_MAXDIM];
+	for (int64_t lin = 0; !base && rt_next_key_here(out, p, &lin, key); lin++) {
 		size_t nb = rt_chunk_bytes(out, key), mark = rt_pin_mark();
 		Chunk *c = rt_chunk_new(nb);
 		memset(rt_chunk_mut(c), 0, nb);

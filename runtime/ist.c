@@ -135,11 +135,8 @@ static void rel_to_whole(const TrtRel *r, char *out)
 static TrtRel *whole_to_rel(const TrtType *t, TrtPlace p, char *in)
 {
 	TrtRel *r = trt_rel_new(t, p);
-	int64_t nk = rt_nkeys(t), key[TRT_MAXDIM];
-	for (int64_t lin = 0; lin < nk; lin++) {
-		rt_key_from_linear(t, lin, key);
-		if (p.kind == TRT_PART && trt_site(&p, t, key) != rt.rank)
-			continue;
+	int64_t key[TRT_MAXDIM];
+	for (int64_t lin = 0; rt_next_key_here(t, p, &lin, key); lin++) {
 		size_t mark = rt_pin_mark();
 		Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
 		block_copy(t, key, rt_chunk_mut(c), in, 1);
@@ -280,58 +277,21 @@ static double average_unsplit(TrtIstRun *x)
 	return avg;
 }
 
-/* Every entry a subnet needs this round and its rank does not hold, from
- * its holder; then the unsplit params averaged.  Collective. */
-static void exchange(TrtIstRun *x)
+/* What a walk over the entries that move this round does. */
+typedef enum { MOVES_COUNT, MOVES_PACK, MOVES_PLACE } Moves;
+
+/* The IST exchange's walk over the entries of the split params whose owner
+ * this round (o) is not their holder (h), in the order every rank knows
+ * (param, then entry): MOVES_COUNT adds each entry's bytes to sc[o] when I
+ * send it, to rc[h] when I receive it; MOVES_PACK copies those I send to
+ * buf (rank o's part at disp[o]); MOVES_PLACE copies those I receive from
+ * buf (rank h's part at disp[h]), and makes every owned entry's owner its
+ * holder. */
+static void walk_moves(TrtIstRun *x, Moves mode, int *sc, int *rc, char *buf, const int *disp)
 {
-	const TrtIst *d = x->d;
 	int nr = x->nranks, me = x->rank;
-	int *sc = calloc((size_t)nr, sizeof *sc), *rc = calloc((size_t)nr, sizeof *rc);
-	int *sd = calloc((size_t)nr + 1, sizeof *sd), *rd = calloc((size_t)nr + 1, sizeof *rd);
-	/* two passes: count, then pack (send) and place (receive) */
-	char *sbuf = NULL, *rbuf = NULL;
-	for (int p = 0; p < d->nparams; p++)
-		if (x->holder[p])
-			entry_owners(x, p, x->own[p]);
-	for (int pass = 0; pass < 2; pass++) {
-		int *sf = calloc((size_t)nr, sizeof *sf);
-		for (int p = 0; p < d->nparams; p++) {
-			if (!x->holder[p])
-				continue;
-			size_t es = x->es[p];
-			for (int64_t e = 0; e < x->size[p]; e++) {
-				int o = x->own[p][e], h = x->holder[p][e];
-				if (o < 0 || h < 0 || h == o)
-					continue;
-				if (h == me) {
-					if (pass)
-						memcpy(sbuf + (size_t)sd[o] + (size_t)sf[o], x->whole[p] + (size_t)e * es, es);
-					if (pass)
-						sf[o] += (int)es;
-					else
-						sc[o] += (int)es;
-				} else if (o == me && !pass) {
-					rc[h] += (int)es;
-				}
-			}
-		}
-		free(sf);
-		if (!pass) {
-			for (int r = 0; r < nr; r++) {
-				sd[r + 1] = sd[r] + sc[r];
-				rd[r + 1] = rd[r] + rc[r];
-			}
-			sbuf = rt_alloc((size_t)sd[nr] + 1);
-			rbuf = rt_alloc((size_t)rd[nr] + 1);
-		}
-	}
-	int64_t t0 = rt_span_begin();
-	MPI_Alltoallv(sbuf, sc, sd, MPI_BYTE, rbuf, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
-	double sent = (double)sd[nr], recvd = (double)rd[nr];
-	counted(t0, sent, recvd, "IST exchange");
-	/* the received entries, in the senders' order; then the new holders */
-	int *rf = calloc((size_t)nr, sizeof *rf);
-	for (int p = 0; p < d->nparams; p++) {
+	int *fill = calloc((size_t)nr, sizeof *fill);
+	for (int p = 0; p < x->d->nparams; p++) {
 		if (!x->holder[p])
 			continue;
 		size_t es = x->es[p];
@@ -339,14 +299,59 @@ static void exchange(TrtIstRun *x)
 			int o = x->own[p][e], h = x->holder[p][e];
 			if (o < 0)
 				continue;
-			if (o == me && h >= 0 && h != me) {
-				memcpy(x->whole[p] + (size_t)e * es, rbuf + (size_t)rd[h] + (size_t)rf[h], es);
-				rf[h] += (int)es;
-			}
-			x->holder[p][e] = o;
+			char *v = x->whole[p] + (size_t)e * es;
+			if (h >= 0 && h != o)
+				switch (mode) {
+				case MOVES_COUNT:
+					if (h == me)
+						sc[o] += (int)es;
+					else if (o == me)
+						rc[h] += (int)es;
+					break;
+				case MOVES_PACK:
+					if (h == me) {
+						memcpy(buf + (size_t)disp[o] + (size_t)fill[o], v, es);
+						fill[o] += (int)es;
+					}
+					break;
+				case MOVES_PLACE:
+					if (o == me) {
+						memcpy(v, buf + (size_t)disp[h] + (size_t)fill[h], es);
+						fill[h] += (int)es;
+					}
+					break;
+				}
+			if (mode == MOVES_PLACE)
+				x->holder[p][e] = o;
 		}
 	}
-	free(rf);
+	free(fill);
+}
+
+/* Every entry a subnet needs this round and its rank does not hold, from
+ * its holder; then the unsplit params averaged.  Collective. */
+static void exchange(TrtIstRun *x)
+{
+	const TrtIst *d = x->d;
+	int nr = x->nranks;
+	int *sc = calloc((size_t)nr, sizeof *sc), *rc = calloc((size_t)nr, sizeof *rc);
+	int *sd = calloc((size_t)nr + 1, sizeof *sd), *rd = calloc((size_t)nr + 1, sizeof *rd);
+	for (int p = 0; p < d->nparams; p++)
+		if (x->holder[p])
+			entry_owners(x, p, x->own[p]);
+	walk_moves(x, MOVES_COUNT, sc, rc, NULL, NULL);
+	for (int r = 0; r < nr; r++) {
+		sd[r + 1] = sd[r] + sc[r];
+		rd[r + 1] = rd[r] + rc[r];
+	}
+	char *sbuf = rt_alloc((size_t)sd[nr] + 1), *rbuf = rt_alloc((size_t)rd[nr] + 1);
+	walk_moves(x, MOVES_PACK, NULL, NULL, sbuf, sd);
+	int64_t t0 = rt_span_begin();
+	MPI_Alltoallv(sbuf, sc, sd, MPI_BYTE, rbuf, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
+	double sent = (double)sd[nr], recvd = (double)rd[nr];
+	counted(t0, sent, recvd, "IST exchange");
+	/* the received entries, in the senders' order; then the new holders */
+	walk_moves(x, MOVES_PLACE, NULL, NULL, rbuf, rd);
 	free(sbuf);
 	free(rbuf);
 	free(sc);

@@ -339,11 +339,8 @@ TrtRel *trt_init_param(int tensor, const TrtType *t, TrtPlace p, TrtInit kind, d
 	int64_t t0 = rt_span_begin();
 
 	TrtRel *r = trt_rel_new(t, p);
-	int64_t nk = rt_nkeys(t), key[TRT_MAXDIM];
-	for (int64_t lin = 0; lin < nk; lin++) {
-		rt_key_from_linear(t, lin, key);
-		if (p.kind == TRT_PART && trt_site(&p, t, key) != rt.rank)
-			continue;
+	int64_t key[TRT_MAXDIM];
+	for (int64_t lin = 0; rt_next_key_here(t, p, &lin, key); lin++) {
 		size_t mark = rt_pin_mark();
 		Chunk *c = rt_chunk_new(rt_chunk_bytes(t, key));
 		RtBlock bl;

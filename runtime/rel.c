@@ -720,6 +720,16 @@ void rt_key_from_linear(const TrtType *t, int64_t lin, int64_t *key)
 	}
 }
 
+int rt_next_key_here(const TrtType *t, TrtPlace p, int64_t *lin, int64_t *key)
+{
+	for (int64_t n = rt_nkeys(t); *lin < n; ++*lin) {
+		rt_key_from_linear(t, *lin, key);
+		if (p.kind != TRT_PART || trt_site(&p, t, key) == rt.rank)
+			return 1;
+	}
+	return 0;
+}
+
 /* Site maps: a dim blocked as a sparse input's balanced dim (trt_balance)
  * places its blocks by the map rather than by block index modulo the rank
  * count.  The map belongs to the (extent, block) pair, not to one

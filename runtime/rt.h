@@ -181,6 +181,11 @@ void rt_sort(int64_t *idx, int64_t n, int (*cmp)(int64_t, int64_t, const void *)
              const void *ctx);
 int64_t rt_key_linear(const TrtType *t, const int64_t *key);
 void rt_key_from_linear(const TrtType *t, int64_t lin, int64_t *key);
+/* The keys of type t this rank holds under placement p (every key unless p
+ * partitions), in linear order: from linear number *lin on, the next one
+ * here into key and *lin, 1; 0 past the last.
+ *     for (int64_t lin = 0; rt_next_key_here(t, p, &lin, key); lin++) */
+int rt_next_key_here(const TrtType *t, TrtPlace p, int64_t *lin, int64_t *key);
 
 /* A sparse chunk's data (TrtView says what rows and columns are): a header,
  * then rowptr (nrow + 1 int64s), col (nnz int64s) and the nnz values.

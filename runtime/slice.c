@@ -145,10 +145,7 @@ TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const
 	int cl = t->nchunk - 1, kl = t->chunkdim[cl];
 	TrtRel *r = trt_rel_new(t, p);
 	int64_t key[TRT_MAXDIM], len[TRT_MAXDIM], idx[TRT_MAXDIM], g[TRT_MAXDIM];
-	for (int64_t lin = 0; lin < rt_nkeys(t); lin++) {
-		rt_key_from_linear(t, lin, key);
-		if (p.kind == TRT_PART && trt_site(&p, t, key) != rt.rank)
-			continue;
+	for (int64_t lin = 0; rt_next_key_here(t, p, &lin, key); lin++) {
 		int64_t total = rt_chunk_shape(t, key, len);
 		rt_pin_release(scope);          /* a chunk at a time */
 		Chunk *c = rt_chunk_new((size_t)total * es);

@@ -849,10 +849,7 @@ static int write_rel(Out *out, int64_t data_offset, const TrtRel *r)
 	if (rt.rank != 0) {
 		/* every key this rank owns, in order (a sparse relation's absent
 		 * ones as zeros): rank 0 expects them all */
-		for (int64_t lin = 0; r->place.kind == TRT_PART && lin < nk; lin++) {
-			rt_key_from_linear(t, lin, key);
-			if (trt_site(&r->place, t, key) != rt.rank)
-				continue;
+		for (int64_t lin = 0; r->place.kind == TRT_PART && rt_next_key_here(t, r->place, &lin, key); lin++) {
 			size_t mark = rt_pin_mark();
 			rt_stream_at(at);
 			rt_send_bytes(dense_of(r, key, &at, buf), rt_chunk_bytes(t, key), 0, TAG_WRITE);
