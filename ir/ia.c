@@ -196,14 +196,18 @@ void ia_loops(const IaPlan *p, IaLoops *l)
 	l->parent = xcalloc(n + 1, sizeof *l->parent);
 	l->endof = xcalloc(n + 1, sizeof *l->endof);
 	l->dead_after = xcalloc(n + 1, sizeof *l->dead_after);
+	l->times = xcalloc(n + 1, sizeof *l->times);
 	for (int i = 0, cur = -1; i < n; i++) {
-		if (p->ops.v[i].kind == IA_ENDLOOP) {
+		const IaOp *op = &p->ops.v[i];
+		if (op->kind == IA_ENDLOOP) {
 			l->endof[cur] = i;
 			cur = l->parent[cur];
 		}
 		l->loopof[i] = cur;
-		if (p->ops.v[i].kind == IA_LOOP) {
+		l->times[i] = cur < 0 ? 1 : l->times[cur];
+		if (op->kind == IA_LOOP) {
 			l->parent[i] = cur;
+			l->times[i] *= (double)op->u.loop.count;
 			cur = i;
 		}
 	}
@@ -312,6 +316,7 @@ void ia_loops_free(IaLoops *l)
 	free(l->parent);
 	free(l->endof);
 	free(l->dead_after);
+	free(l->times);
 }
 
 int ia_inputs(const IaOp *op, int *in)

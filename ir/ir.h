@@ -702,6 +702,9 @@ typedef struct IaLoops {
 	                                 * again: its last reader, or the ENDLOOP of the outermost
 	                                 * loop around that reader but not around the op; the op
 	                                 * itself when nothing reads it */
+	double *times;                  /* per op: how many times it runs, the product of the
+	                                 * counts of the loops around it (a LOOP's own count
+	                                 * included, its ENDLOOP's not) */
 } IaLoops;
 void ia_loops(const IaPlan *p, IaLoops *l);
 int *ia_stmt_last_ops(const IaPlan *p);                    /* per statement: its last op, or -1 (malloc'd) */

@@ -1136,17 +1136,10 @@ void opt_cost(IaPlan *p, const Machine *mach)
 
 	p->total_floats_moved = p->total_bytes_sent = p->total_flops = 0;
 	p->peak_bytes = p->predicted_seconds = 0;
-	/* ops inside repeat blocks run count times: their costs add up so */
-	double times = 1;
-	Vec(double) loops = {0};
 	for (int i = 0; i < n; i++) {
 		IaOp *op = &p->ops.v[i];
-		if (op->kind == IA_LOOP) {
-			vec_push(&loops, times);
-			times *= (double)op->u.loop.count;
-		} else if (op->kind == IA_ENDLOOP) {
-			times = loops.v[--loops.n];
-		}
+		/* ops inside repeat blocks run count times: their costs add up so */
+		double times = w.life.times[i];
 		double io;
 		Cost c = op_cost(&w, p, i, &io);
 		op->floats_moved = c.floats;
@@ -1167,7 +1160,6 @@ void opt_cost(IaPlan *p, const Machine *mach)
 	p->resident_peak = p->peak_bytes;
 	if (p->mem_budget > 0 && p->peak_bytes > p->mem_budget)
 		opt_spill(p, mach, w.made, w.transient, &w.life);
-	vec_free(&loops);
 	free(w.copies);
 	free(w.held);
 	free(w.made);

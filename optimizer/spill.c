@@ -143,18 +143,11 @@ void opt_spill(IaPlan *p, const Machine *m, const double *made, const double *tr
 	Replay r = {p, life, life->dead_after, .made = made};
 	r.res = xcalloc((size_t)n + 1, sizeof *r.res);
 	r.copy = xcalloc((size_t)n + 1, sizeof *r.copy);
-	double times = 1;
-	Vec(double) loops = {0};
 	p->spill_written = p->spill_read = 0;
 	p->resident_peak = 0;
 	for (int i = 0; i < n; i++) {
 		IaOp *op = &p->ops.v[i];
-		if (op->kind == IA_LOOP) {
-			vec_push(&loops, times);
-			times *= (double)op->u.loop.count;
-		} else if (op->kind == IA_ENDLOOP) {
-			times = loops.v[--loops.n];
-		}
+		double times = life->times[i];  /* ops in repeat blocks spill once an iteration */
 		int in[MAXIN], keep[MAXIN + 1], k = ia_inputs(op, in);
 		double read = 0, written = 0, inbytes = 0;
 		for (int j = 0; j < k; j++) {
@@ -203,7 +196,6 @@ void opt_spill(IaPlan *p, const Machine *m, const double *made, const double *tr
 				r.res[x] = r.copy[x] = 0;
 			}
 	}
-	vec_free(&loops);
 	free(r.res);
 	free(r.copy);
 }
