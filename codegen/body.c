@@ -128,12 +128,26 @@ static void loop_props(Emit *e, const IaLoops *life, OpProps *props)
 	}
 }
 
+/* Does load b's value outlive a store of its param: a store after it,
+ * up to its last reader (at a loop's end when read inside a loop it is
+ * not in: a later iteration reads it after the store)?  The store frees
+ * the variable's relation, so such a load holds a reference of its own. */
+static bool load_outlives_store(const IaPlan *p, const IaLoops *life, int b)
+{
+	int t = p->ops.v[b].u.init.tensor;
+	for (int s = b + 1; s <= life->dead_after[b]; s++)
+		if (p->ops.v[s].kind == IA_STORE && p->ops.v[s].u.store.tensor == t)
+			return true;
+	return false;
+}
+
 /* Where each relation is freed: after its last reader, or, when that
  * reader is inside a loop the relation is not, after that loop ends
  * (frees_after: past the closing brace).  Loads are borrowed from the
- * param's variable and never freed here, nor a scatter's result made in
- * place on one (IP_PARAM); a base a scatter updates in place becomes its
- * result, freed as that. */
+ * param's variable and never freed here (but one with a reference of its
+ * own, OpProps.own), nor a scatter's result made in place on one
+ * (IP_PARAM); a base a scatter updates in place becomes its result, freed
+ * as that. */
 static void free_props(const IaPlan *p, const IaLoops *life, const InPlace *inplace, OpProps *props)
 {
 	int n = p->ops.n;
@@ -143,7 +157,8 @@ static void free_props(const IaPlan *p, const IaLoops *life, const InPlace *inpl
 			taken[p->ops.v[i].u.gather.base] = true;
 	for (int i = 0; i < n; i++) {
 		const IaOp *op = &p->ops.v[i];
-		if (!ia_has_result(op->kind) || op->kind == IA_LOAD || inplace[i] == IP_PARAM || taken[i])
+		if (!ia_has_result(op->kind) || (op->kind == IA_LOAD && !props[i].own) || inplace[i] == IP_PARAM ||
+		    taken[i])
 			continue;
 		int at = life->dead_after[i];
 		if (p->ops.v[at].kind == IA_ENDLOOP)    /* only a loop's end, never a reader, is an ENDLOOP */
@@ -186,6 +201,7 @@ static OpProps *op_props(Emit *e)
 			o->pattern = kernel_sparse_pattern(op->u.join.kernel, jin);
 		}
 		o->inplace = inplace[i];
+		o->own = op->kind == IA_LOAD && load_outlives_store(p, &life, i);
 		o->span = !e->local;
 		o->ist_given = e->local && (op->kind == IA_INIT ||
 		                            (op->kind == IA_STORE && p->ops.v[op->u.store.in].kind == IA_INIT));
@@ -314,9 +330,15 @@ static void emit_INIT(Emit *e, const OpProps *o)
 	buf_puts(b, ");\n");
 }
 
+/* A param's value: borrowed from its variable, or a reference of its own
+ * (the chunks shared) when it outlives a store of the param. */
 static void emit_LOAD(Emit *e, const OpProps *o)
 {
-	buf_printf(e->b, "\tTrtRel *r%d = var%d;\n", o->i, o->op->u.init.tensor);
+	int t = o->op->u.init.tensor;
+	if (o->own)
+		buf_printf(e->b, "\tTrtRel *r%d = trt_rel_clone(var%d);\n", o->i, t);
+	else
+		buf_printf(e->b, "\tTrtRel *r%d = var%d;\n", o->i, t);
 }
 
 static void emit_RANGE(Emit *e, const OpProps *o)

@@ -119,6 +119,8 @@ typedef struct OpProps {
 	bool masked;                    /* a join sampled at a mask, its third input */
 	int pattern;                    /* a sparse join's result: the input whose pattern it keeps, or -1 */
 	InPlace inplace;                /* a scatter into its base, a store of one (ia_in_place) */
+	bool own;                       /* LOAD: a reference of its own, freed as any relation: it
+	                                 * outlives a store of its param (load_outlives_store) */
 	bool span;                      /* trt_op_begin/end around it: not in an IST body */
 	bool ist_given;                 /* in an IST body: an init, whose value trt_ist_next gives, or its store */
 	LoopKind loop;                  /* LOOP, ENDLOOP: how the loop is written */
