@@ -320,7 +320,8 @@ static TrtRel *join(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const Tr
 		int acc = o->chunks[a->pos] != NULL;
 		if (!acc) {
 			const Chunk *pc = j->pattern == 2 ? ms->chunks[a->mi] : j->pattern ? r->chunks[a->ri] : l->chunks[a->li];
-			rt_rel_set(o, a->pos, out->sparse ? rt_csr_like(pc, out->dtype) : new_chunk(out, ok));
+			TrtDtype pdt = j->pattern == 2 ? ms->type.dtype : j->pattern ? rtt->dtype : lt->dtype;
+			rt_rel_set(o, a->pos, out->sparse ? rt_csr_like(pc, pdt, out->dtype) : new_chunk(out, ok));
 		}
 		TrtView in[3] = {
 			rt_view(lt, lk, l->chunks[a->li]),
@@ -628,7 +629,7 @@ TrtRel *trt_map(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
 			rt_bug("sparse map output from a dense input");
 		size_t mark = rt_pin_mark();
 		rt_stream_at(i);
-		Chunk *c = out->sparse ? rt_csr_like(r->chunks[i], out->dtype) : new_chunk(out, ok);
+		Chunk *c = out->sparse ? rt_csr_like(r->chunks[i], t->dtype, out->dtype) : new_chunk(out, ok);
 		TrtView in = rt_view(t, key, r->chunks[i]);
 		TrtView ov = rt_view_mut(out, ok, c);
 		k(&in, &ov, 0);

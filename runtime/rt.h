@@ -288,7 +288,7 @@ TrtRel *rt_sparse_of(TrtRel *r, const TrtType *t);
 int64_t rt_csr_cell(const TrtType *t, const int64_t *key, const int64_t *idx);
 void rt_csr_index(const TrtType *t, const int64_t *key, int64_t cell, int64_t *idx);
 int rt_elem_zero(TrtDtype dt, const void *v, int64_t e);      /* element e is 0 */
-Chunk *rt_csr_like(const Chunk *c, TrtDtype dt);        /* same positions, values unset */
+Chunk *rt_csr_like(const Chunk *c, TrtDtype from, TrtDtype dt);        /* same positions, values unset */
 Chunk *rt_chunk_dense(const TrtType *t, const int64_t *key, const Chunk *c);  /* a dense copy */
 
 /* Where the chunk of a key sits in its tensor (row-major over the key

@@ -20,10 +20,11 @@
 
 /* ---- chunks ---- */
 
-/* A new sparse chunk with c's rows and columns, its values unset. */
-Chunk *rt_csr_like(const Chunk *c, TrtDtype dt)
+/* A new sparse chunk of element type dt with the rows and columns of c,
+ * whose elements are of type from; its values unset. */
+Chunk *rt_csr_like(const Chunk *c, TrtDtype from, TrtDtype dt)
 {
-	RtCsr s = rt_csr_of(c, dt);
+	RtCsr s = rt_csr_of(c, from);
 	Chunk *n = rt_csr_new(dt, s.nrow, s.ncol, s.nnz);
 	RtCsr d = rt_csr_mut(n, dt);
 	memcpy(d.rowptr, s.rowptr, sizeof *s.rowptr * (size_t)(s.nrow + 1));
