@@ -3,7 +3,8 @@
     small = reduce(work, text, seed, block, finding, seconds, Check, signature)
 
 The failure is the finding's signature (difftest.signature: its kind, the
-configuration and the message without locations).  A candidate keeps it
+configuration and the message without locations; of a failed run, its exit
+status and message, numbers masked: keep_key).  A candidate keeps it
 when Check finds a finding of the same signature; only the configurations
 the finding names are run (a crash or a rejection: that level's trac -S
 alone).  The passes, repeated until none changes the program or the time is
@@ -43,10 +44,22 @@ def configs_of(finding):
     return sorted(levels), sorted(ranks), False
 
 
+def keep_key(signature, f):
+    """What a candidate must keep of finding f: its signature, but of a run
+    that fails, neither which configuration failed first (only the ones the
+    finding names run, so a failure in some reads as one in all) nor the
+    numbers in its message (read from freed memory, they change from run
+    to run)."""
+    s = signature(f)
+    if s[0] != "runfail":
+        return s
+    return (s[0], s[2], re.sub(r"\d+", "N", str(s[3])))
+
+
 class Reducer:
     def __init__(self, work, seed, block, finding, seconds, Check, signature):
         self.w, self.seed, self.block = work, seed, block
-        self.sig = signature(finding)
+        self.sig = keep_key(signature, finding)
         self.Check, self.signature = Check, signature
         self.levels, self.ranks, self.emit_c = configs_of(finding)
         self.interp = any(str(f).startswith("I") for f in finding[1:3]) or finding[0] == "interp"
@@ -62,7 +75,7 @@ class Reducer:
                            interp=self.interp, emit_c=self.emit_c)
         except Exception:
             return False
-        return any(self.signature(f) == self.sig for f in c.findings)
+        return any(keep_key(self.signature, f) == self.sig for f in c.findings)
 
 
 def blocks(lines):
