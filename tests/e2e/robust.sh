@@ -198,7 +198,7 @@ wait $job
 if [ -e iw.npy ]; then
 	fail "checkpoint: the run finished before it was killed; make it longer"
 fi
-"$MPIRUN" -np 2 ./rbtrain $args W.out=rw.npy v.out=rv.npy c.out=rc.npy --resume ck --checkpoint ck >out 2>err
+"$MPIRUN" -np 2 ./rbtrain $args W.out=rw.npy v.out=rv.npy c.out=rc.npy --resume ck --checkpoint ck --checkpoint-every 1000 >out 2>err
 status=$?
 if [ $status != 0 ]; then
 	fail "resume: exit status $status"; cat err
