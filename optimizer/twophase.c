@@ -480,6 +480,96 @@ static void move_cheapest(St *st, MoveFn *move, int64_t id)
 	move(st, id, best, 1);
 }
 
+/* move_cheapest for join group j (trac's model, not the paper's), the
+ * search's hot loop: each site's trial without the calls, the touched
+ * sites' bookkeeping or the counters' round trips.  The same arithmetic in
+ * the same order as jg_move's +1 and -1 and trial_cost: a trial leaves the
+ * doubles as x + a - a does (not always x), and ties between sites go by
+ * those last bits, so the schedule is the one move_cheapest makes.
+ * Memory is left alone without a limit: nothing in the greedy reads it
+ * then (tp_plan_cost counts it afresh). */
+static void jg_cheapest(St *st, int64_t j)
+{
+	const TpProblem *pb = st->pb;
+	int ns = st->ns;
+	int64_t c[2] = {pb->jin[2 * j], pb->jin[2 * j + 1]};
+	int h[2] = {pb->holder[0][c[0]], pb->holder[1][c[1]]};
+	const int *need[2] = {&st->need[0][c[0] * ns], &st->need[1][c[1] * ns]};
+	double tf[2] = {pb->tf[0][c[0]], pb->tf[1][c[1]]};
+	double cb[2] = {pb->chunk_bytes[0][c[0]], pb->chunk_bytes[1][c[1]]};
+	int64_t g = pb->jagg[j];
+	int y = st->y[g];
+	const int *cnt = &st->cnt[g * ns];
+	double tpi = pb->tpi[j], tg = pb->tg[g], tsig = pb->tsig[g], gb = pb->gbytes[g];
+	double lim = pb->mem_limit;
+	bool mem = lim > 0;
+	double *fin = st->fin, *fout = st->fout, *pi = st->pi, *gin = st->gin, *gout = st->gout, *sig = st->sig,
+	       *mm = st->mem;
+	int best = 0;
+	double bc = INFINITY;
+	trial_base(st);
+	for (int s = 0; s < ns; s++) {
+		bool in[2], acc = cnt[s] == 0, to = acc && y >= 0 && y != s;
+		pi[s] += tpi;
+		for (int i = 0; i < 2; i++) {
+			in[i] = need[i][s] == 0 && h[i] >= 0 && h[i] != s;
+			if (in[i]) {
+				fin[s] += tf[i];
+				fout[h[i]] += tf[i];
+				if (mem)
+					mm[s] += cb[i];
+			}
+		}
+		if (acc && mem)
+			mm[s] += gb;
+		if (to) {
+			gin[y] += tg;
+			gout[s] += tg;
+			sig[y] += tsig;
+			if (mem)
+				mm[y] += gb;
+		}
+		/* trial_cost over the touched sites, in touch's order */
+		int touched[4], nt = 0;
+		touched[nt++] = s;
+		for (int i = 0; i < 2; i++)
+			if (in[i] && (i == 0 || h[1] != h[0] || !in[0]))
+				touched[nt++] = h[i];
+		if (to && !((in[0] && h[0] == y) || (in[1] && h[1] == y)))
+			touched[nt++] = y;
+		double m[4] = {st->base[0], st->base[1], st->base[2], st->base[3]};
+		bool over = st->base_over;
+		for (int i = 0; i < nt; i++) {
+			over |= mem && mm[touched[i]] > lim;
+			site_max(st, touched[i], m);
+		}
+		double cost = over ? INFINITY : m[0] + m[1] + m[2] + m[3];
+		/* the trial undone, as jg_move's -1 */
+		pi[s] -= tpi;
+		for (int i = 0; i < 2; i++)
+			if (in[i]) {
+				fin[s] -= tf[i];
+				fout[h[i]] -= tf[i];
+				if (mem)
+					mm[s] -= cb[i];
+			}
+		if (acc && mem)
+			mm[s] -= gb;
+		if (to) {
+			gin[y] -= tg;
+			gout[s] -= tg;
+			sig[y] -= tsig;
+			if (mem)
+				mm[y] -= gb;
+		}
+		if (cost < bc) {
+			bc = cost;
+			best = s;
+		}
+	}
+	jg_move(st, j, best, 1);
+}
+
 /* Rule 2, applied: g's join groups one by one where they cost least (a
  * fixed group first, so the cost of sending to it counts), then the group
  * where it costs least.  Returns the cost after. */
@@ -488,8 +578,12 @@ static double rule2_apply(St *st, const Groups *gr, int64_t g)
 	const TpProblem *pb = st->pb;
 	if (pb->gsite[g] >= 0)
 		g_move(st, g, pb->gsite[g], 1);
-	for (int64_t k = gr->first[g]; k < gr->first[g + 1]; k++)
-		move_cheapest(st, jg_move, gr->members[k]);
+	for (int64_t k = gr->first[g]; k < gr->first[g + 1]; k++) {
+		if (pb->paper)
+			move_cheapest(st, jg_move, gr->members[k]);
+		else
+			jg_cheapest(st, gr->members[k]);
+	}
 	if (pb->gsite[g] < 0)
 		move_cheapest(st, g_move, g);
 	return st_cost(st, NULL);
