@@ -131,11 +131,50 @@ static DimW dim_w(const RelType *t, int d)
 	return w;
 }
 
-/* Fraction of a dim's volume at key value k (edge chunks are short; a dim
- * no chunk spans weighs its key values alike). */
-static double dim_weight(const DimW *w, int64_t k)
+/* The enumerations below walk the keys as an odometer (the last dim
+ * fastest) instead of dividing each index apart.  A key's weight is the
+ * product of its dims' fractions of the volume at its key values (edge
+ * chunks are short; a dim no chunk spans weighs its key values alike):
+ * `last` for a dim at its last key, else `full`.  w[mask] is that product
+ * for the dims at their last key (mask's bits), multiplied in the order
+ * the enumeration always took it (dims up, or down): the same bits. */
+static void mask_weights(const DimW *dw, int n, bool down, double *w)
 {
-	return k == w->f - 1 ? w->last : w->full;
+	for (int mask = 0; mask < 1 << n; mask++) {
+		double x = 1;
+		for (int k = 0; k < n; k++) {
+			int i = down ? n - 1 - k : k;
+			x *= mask >> i & 1 ? dw[i].last : dw[i].full;
+		}
+		w[mask] = x;
+	}
+}
+
+/* The mask of a key all zero: the dims whose only key is their last. */
+static int first_mask(const DimW *dw, int n)
+{
+	int mask = 0;
+	for (int i = 0; i < n; i++)
+		if (dw[i].f == 1)
+			mask |= 1 << i;
+	return mask;
+}
+
+/* The odometer's step: key (over dw's dims) to the next, its mask kept.
+ * Returns the dim that went up (its lower ones went back to zero), or -1
+ * past the last key. */
+static int key_next(const DimW *dw, int n, int64_t *key, int *mask)
+{
+	for (int i = n - 1; i >= 0; i--) {
+		if (++key[i] < dw[i].f) {
+			if (key[i] == dw[i].f - 1)
+				*mask |= 1 << i;
+			return i;
+		}
+		key[i] = 0;
+		*mask = (*mask & ~(1 << i)) | (dw[i].f == 1 ? 1 << i : 0);
+	}
+	return -1;
 }
 
 double cost_share(const CostCtx *c, const RelType *t, const Place *p)
@@ -172,23 +211,23 @@ double cost_share(const CostCtx *c, const RelType *t, const Place *p)
 	double *site = s <= 4096 ? load : xcalloc((size_t)s, sizeof *site);
 	for (int i = 0; i < s && i < 4096; i++)
 		load[i] = 0;
+	/* key k (row-major over the dims) goes to site k % s with its weight,
+	 * the product of its dims' weights taken dims up */
 	int64_t key[MAXDIM] = {0};
 	int64_t n = (int64_t)combos;
-	DimW dw[MAXDIM];
+	DimW dw[MAXDIM] = {{0}};
+	double wm[1 << MAXDIM];
+	if (p->ndims > MAXDIM)
+		tr_bug("a share over %d dims", p->ndims);
 	for (int i = 0; i < p->ndims; i++)
 		dw[i] = dim_w(t, p->dims[i]);
+	mask_weights(dw, p->ndims, false, wm);
+	int mask = first_mask(dw, p->ndims), r = 0;
 	for (int64_t k = 0; k < n; k++) {
-		int64_t rest = k, lin = 0;
-		double w = 1;
-		for (int i = p->ndims - 1; i >= 0; i--) {
-			key[i] = rest % dw[i].f;
-			rest /= dw[i].f;
-		}
-		for (int i = 0; i < p->ndims; i++) {
-			lin = lin * dw[i].f + key[i];
-			w *= dim_weight(&dw[i], key[i]);
-		}
-		site[lin % s] += w;
+		site[r] += wm[mask];
+		if (++r == s)
+			r = 0;
+		key_next(dw, p->ndims, key, &mask);
 	}
 	double m = 0;
 	for (int i = 0; i < s; i++)
@@ -430,30 +469,45 @@ static double moving_fraction(const CostCtx *c, const RelType *t, const Place *f
 		if (memo_get(mk, nk, &v))
 			return v;
 	}
-	int64_t key[MAXDIM] = {0}, ff[MAXDIM], tf[MAXDIM];
+	/* the keys over the union's dims (row-major), each weighing the
+	 * product of its dims' weights taken dims down, moving when its
+	 * sites differ: a = its row-major index over from's dims, b over to's,
+	 * both linear in the key, kept modulo s as the odometer steps */
+	int64_t key[2 * MAXDIM] = {0}, inc[2][2 * MAXDIM], back[2][2 * MAXDIM];
 	DimW dw[2 * MAXDIM];
 	for (int i = 0; i < nd; i++)
 		dw[i] = dim_w(t, dims[i]);
-	for (int i = 0; i < from->ndims; i++)
-		ff[i] = rel_frontier(t, from->dims[i]);
-	for (int i = 0; i < to->ndims; i++)
-		tf[i] = rel_frontier(t, to->dims[i]);
+	for (int pass = 0; pass < 2; pass++) {
+		const Place *p = pass ? to : from;
+		for (int j = 0; j < nd; j++) {
+			int64_t stride = 0, st = 1;
+			for (int i = p->ndims - 1; i >= 0; i--) {
+				if (p->dims[i] == dims[j])
+					stride = st;
+				st *= rel_frontier(t, p->dims[i]);
+			}
+			inc[pass][j] = stride % s;
+			back[pass][j] = (dw[j].f - 1) * stride % s;
+		}
+	}
+	double wm[1 << MAXDIM];
+	if (nd > MAXDIM)
+		tr_bug("a move over %d dims", nd);
+	mask_weights(dw, nd, true, wm);
+	int mask = first_mask(dw, nd);
+	int64_t ab[2] = {0, 0};
 	double moved = 0;
 	for (int64_t k = 0; k < (int64_t)combos; k++) {
-		int64_t rest = k;
-		double w = 1;
-		for (int i = nd - 1; i >= 0; i--) {
-			key[dims[i]] = rest % dw[i].f;
-			rest /= dw[i].f;
-			w *= dim_weight(&dw[i], key[dims[i]]);
+		if (ab[0] != ab[1])
+			moved += wm[mask];
+		int up = key_next(dw, nd, key, &mask);
+		for (int pass = 0; up >= 0 && pass < 2; pass++) {
+			for (int j = up + 1; j < nd; j++)
+				if ((ab[pass] -= back[pass][j]) < 0)
+					ab[pass] += s;
+			if ((ab[pass] += inc[pass][up]) >= s)
+				ab[pass] -= s;
 		}
-		int64_t a = 0, b = 0;
-		for (int i = 0; i < from->ndims; i++)
-			a = a * ff[i] + key[from->dims[i]];
-		for (int i = 0; i < to->ndims; i++)
-			b = b * tf[i] + key[to->dims[i]];
-		if (a % s != b % s)
-			moved += w;
 	}
 	if (memoable)
 		memo_put(mk, nk, moved);
