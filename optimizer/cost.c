@@ -212,9 +212,9 @@ double cost_share(const CostCtx *c, const RelType *t, const Place *p)
 	for (int i = 0; i < s && i < 4096; i++)
 		load[i] = 0;
 	/* key k (row-major over the dims) goes to site k % s with its weight,
-	 * the product of its dims' weights taken dims up */
+	 * the product of its dims' weights taken dims up; the last dim in an
+	 * inner loop, the others by the odometer */
 	int64_t key[MAXDIM] = {0};
-	int64_t n = (int64_t)combos;
 	DimW dw[MAXDIM] = {{0}};
 	double wm[1 << MAXDIM];
 	if (p->ndims > MAXDIM)
@@ -222,13 +222,13 @@ double cost_share(const CostCtx *c, const RelType *t, const Place *p)
 	for (int i = 0; i < p->ndims; i++)
 		dw[i] = dim_w(t, p->dims[i]);
 	mask_weights(dw, p->ndims, false, wm);
-	int mask = first_mask(dw, p->ndims), r = 0;
-	for (int64_t k = 0; k < n; k++) {
-		site[r] += wm[mask];
-		if (++r == s)
-			r = 0;
-		key_next(dw, p->ndims, key, &mask);
-	}
+	int L = p->ndims - 1, mask = first_mask(dw, L), r = 0;
+	for (int up = L; up >= 0; up = key_next(dw, L, key, &mask))
+		for (int64_t x = 0, f = dw[L].f; x < f; x++) {
+			site[r] += wm[x == f - 1 ? mask | 1 << L : mask];
+			if (++r == s)
+				r = 0;
+		}
 	double m = 0;
 	for (int i = 0; i < s; i++)
 		m = site[i] > m ? site[i] : m;
@@ -494,19 +494,28 @@ static double moving_fraction(const CostCtx *c, const RelType *t, const Place *f
 	if (nd > MAXDIM)
 		tr_bug("a move over %d dims", nd);
 	mask_weights(dw, nd, true, wm);
-	int mask = first_mask(dw, nd);
+	/* the last dim in an inner loop, the others by the odometer */
+	int L = nd - 1, mask = first_mask(dw, L);
 	int64_t ab[2] = {0, 0};
 	double moved = 0;
-	for (int64_t k = 0; k < (int64_t)combos; k++) {
-		if (ab[0] != ab[1])
-			moved += wm[mask];
-		int up = key_next(dw, nd, key, &mask);
-		for (int pass = 0; up >= 0 && pass < 2; pass++) {
-			for (int j = up + 1; j < nd; j++)
-				if ((ab[pass] -= back[pass][j]) < 0)
-					ab[pass] += s;
-			if ((ab[pass] += inc[pass][up]) >= s)
-				ab[pass] -= s;
+	for (int up = L; nd > 0 && up >= 0; up = key_next(dw, L, key, &mask)) {
+		if (up < L) {           /* after the first: the odometer stepped dim up */
+			for (int pass = 0; pass < 2; pass++) {
+				for (int j = up + 1; j < L; j++)
+					if ((ab[pass] -= back[pass][j]) < 0)
+						ab[pass] += s;
+				if ((ab[pass] += inc[pass][up]) >= s)
+					ab[pass] -= s;
+			}
+		}
+		int64_t a = ab[0], b = ab[1], f = dw[L].f;
+		for (int64_t x = 0; x < f; x++) {
+			if (a != b)
+				moved += wm[x == f - 1 ? mask | 1 << L : mask];
+			if ((a += inc[0][L]) >= s)
+				a -= s;
+			if ((b += inc[1][L]) >= s)
+				b -= s;
 		}
 	}
 	if (memoable)
