@@ -481,24 +481,29 @@ static void move_cheapest(St *st, MoveFn *move, int64_t id)
 }
 
 /* move_cheapest for join group j (trac's model, not the paper's), the
- * search's hot loop: each site's trial without the calls, the touched
- * sites' bookkeeping or the counters' round trips.  The same arithmetic in
- * the same order as jg_move's +1 and -1 and trial_cost: a trial leaves the
- * doubles as x + a - a does (not always x), and ties between sites go by
- * those last bits, so the schedule is the one move_cheapest makes.
- * Memory is left alone without a limit: nothing in the greedy reads it
- * then (tp_plan_cost counts it afresh). */
+ * search's hot loop: each site's trial without calls, the touched sites'
+ * bookkeeping, the counters' round trips or branches.  The same arithmetic
+ * in the same order as jg_move's +1 and -1 and trial_cost: a trial leaves
+ * the doubles as x + a - a does (not always x), and ties between sites go
+ * by those last bits, so the +1 and -1 stay.  What a trial does not do is
+ * done as adding 0 to a spare site (index ns) or to one not touched, and
+ * as raising the maxima by 0 for a site not touched: both change no bits,
+ * as no counter is ever -0 (they are sums and differences of
+ * non-negative numbers) and the maxima start at 0.  Memory is left alone
+ * without a limit: nothing in the greedy reads it then (tp_plan_cost
+ * counts it afresh). */
 static void jg_cheapest(St *st, int64_t j)
 {
 	const TpProblem *pb = st->pb;
 	int ns = st->ns;
-	int64_t c[2] = {pb->jin[2 * j], pb->jin[2 * j + 1]};
-	int h[2] = {pb->holder[0][c[0]], pb->holder[1][c[1]]};
-	const int *need[2] = {&st->need[0][c[0] * ns], &st->need[1][c[1] * ns]};
-	double tf[2] = {pb->tf[0][c[0]], pb->tf[1][c[1]]};
-	double cb[2] = {pb->chunk_bytes[0][c[0]], pb->chunk_bytes[1][c[1]]};
+	int64_t c0 = pb->jin[2 * j], c1 = pb->jin[2 * j + 1];
+	int h0 = pb->holder[0][c0], h1 = pb->holder[1][c1];
+	int h0i = h0 >= 0 ? h0 : ns, h1i = h1 >= 0 ? h1 : ns;
+	const int *need0 = &st->need[0][c0 * ns], *need1 = &st->need[1][c1 * ns];
+	double tf0 = pb->tf[0][c0], tf1 = pb->tf[1][c1];
+	double cb0 = pb->chunk_bytes[0][c0], cb1 = pb->chunk_bytes[1][c1];
 	int64_t g = pb->jagg[j];
-	int y = st->y[g];
+	int y = st->y[g], yi = y >= 0 ? y : ns;
 	const int *cnt = &st->cnt[g * ns];
 	double tpi = pb->tpi[j], tg = pb->tg[g], tsig = pb->tsig[g], gb = pb->gbytes[g];
 	double lim = pb->mem_limit;
@@ -509,58 +514,58 @@ static void jg_cheapest(St *st, int64_t j)
 	double bc = INFINITY;
 	trial_base(st);
 	for (int s = 0; s < ns; s++) {
-		bool in[2], acc = cnt[s] == 0, to = acc && y >= 0 && y != s;
+		bool in0 = need0[s] == 0 && h0 >= 0 && h0 != s, in1 = need1[s] == 0 && h1 >= 0 && h1 != s;
+		bool acc = cnt[s] == 0, to = acc && y >= 0 && y != s;
+		double a0 = in0 ? tf0 : 0, a1 = in1 ? tf1 : 0, ag = to ? tg : 0, as = to ? tsig : 0;
 		pi[s] += tpi;
-		for (int i = 0; i < 2; i++) {
-			in[i] = need[i][s] == 0 && h[i] >= 0 && h[i] != s;
-			if (in[i]) {
-				fin[s] += tf[i];
-				fout[h[i]] += tf[i];
-				if (mem)
-					mm[s] += cb[i];
-			}
-		}
-		if (acc && mem)
-			mm[s] += gb;
-		if (to) {
-			gin[y] += tg;
-			gout[s] += tg;
-			sig[y] += tsig;
-			if (mem)
-				mm[y] += gb;
-		}
-		/* trial_cost over the touched sites, in touch's order */
-		int touched[4], nt = 0;
-		touched[nt++] = s;
-		for (int i = 0; i < 2; i++)
-			if (in[i] && (i == 0 || h[1] != h[0] || !in[0]))
-				touched[nt++] = h[i];
-		if (to && !((in[0] && h[0] == y) || (in[1] && h[1] == y)))
-			touched[nt++] = y;
-		double m[4] = {st->base[0], st->base[1], st->base[2], st->base[3]};
+		fin[s] += a0;
+		fout[h0i] += a0;
+		fin[s] += a1;
+		fout[h1i] += a1;
+		gin[yi] += ag;
+		gout[s] += ag;
+		sig[yi] += as;
 		bool over = st->base_over;
-		for (int i = 0; i < nt; i++) {
-			over |= mem && mm[touched[i]] > lim;
-			site_max(st, touched[i], m);
+		if (mem) {
+			mm[s] += in0 ? cb0 : 0;
+			mm[s] += in1 ? cb1 : 0;
+			mm[s] += acc ? gb : 0;
+			mm[yi] += to ? gb : 0;
+			over |= mm[s] > lim || (in0 && mm[h0] > lim) || (in1 && mm[h1] > lim) || (to && mm[y] > lim);
 		}
-		double cost = over ? INFINITY : m[0] + m[1] + m[2] + m[3];
+		/* trial_cost: the base's maxima raised by the touched sites */
+		double m0 = st->base[0], m1 = st->base[1], m2 = st->base[2], m3 = st->base[3];
+		m0 = dmax(m0, dmax(fin[s], fout[s]));
+		m1 = dmax(m1, pi[s]);
+		m2 = dmax(m2, dmax(gin[s], gout[s]));
+		m3 = dmax(m3, sig[s]);
+		m0 = dmax(m0, in0 ? dmax(fin[h0i], fout[h0i]) : 0);
+		m1 = dmax(m1, in0 ? pi[h0i] : 0);
+		m2 = dmax(m2, in0 ? dmax(gin[h0i], gout[h0i]) : 0);
+		m3 = dmax(m3, in0 ? sig[h0i] : 0);
+		m0 = dmax(m0, in1 ? dmax(fin[h1i], fout[h1i]) : 0);
+		m1 = dmax(m1, in1 ? pi[h1i] : 0);
+		m2 = dmax(m2, in1 ? dmax(gin[h1i], gout[h1i]) : 0);
+		m3 = dmax(m3, in1 ? sig[h1i] : 0);
+		m0 = dmax(m0, to ? dmax(fin[yi], fout[yi]) : 0);
+		m1 = dmax(m1, to ? pi[yi] : 0);
+		m2 = dmax(m2, to ? dmax(gin[yi], gout[yi]) : 0);
+		m3 = dmax(m3, to ? sig[yi] : 0);
+		double cost = over ? INFINITY : m0 + m1 + m2 + m3;
 		/* the trial undone, as jg_move's -1 */
 		pi[s] -= tpi;
-		for (int i = 0; i < 2; i++)
-			if (in[i]) {
-				fin[s] -= tf[i];
-				fout[h[i]] -= tf[i];
-				if (mem)
-					mm[s] -= cb[i];
-			}
-		if (acc && mem)
-			mm[s] -= gb;
-		if (to) {
-			gin[y] -= tg;
-			gout[s] -= tg;
-			sig[y] -= tsig;
-			if (mem)
-				mm[y] -= gb;
+		fin[s] -= a0;
+		fout[h0i] -= a0;
+		fin[s] -= a1;
+		fout[h1i] -= a1;
+		gin[yi] -= ag;
+		gout[s] -= ag;
+		sig[yi] -= as;
+		if (mem) {
+			mm[s] -= in0 ? cb0 : 0;
+			mm[s] -= in1 ? cb1 : 0;
+			mm[s] -= acc ? gb : 0;
+			mm[yi] -= to ? gb : 0;
 		}
 		if (cost < bc) {
 			bc = cost;
