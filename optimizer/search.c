@@ -294,12 +294,20 @@ static void record_rules(Search *s, IaPlan *p)
 	for (int st = 0; st < ns; st++) {
 		if (!chosen[st])
 			continue;
-		Buf b = {0};
-		for (int r = 0; r < NRULES; r++)
-			if (mask[st] & (1u << r))
-				buf_printf(&b, "%s%s", b.len ? ", " : "", rule_name((RuleId)r));
-		p->rules.v[st] = arena_strdup(p->arena, b.s ? b.s : "");
-		buf_free(&b);
+		/* a chain's text, made once per search */
+		int k = 0;
+		while (k < s->chains.n && s->chains.v[k].mask != mask[st])
+			k++;
+		if (k == s->chains.n) {
+			Buf b = {0};
+			for (int r = 0; r < NRULES; r++)
+				if (mask[st] & (1u << r))
+					buf_printf(&b, "%s%s", b.len ? ", " : "", rule_name((RuleId)r));
+			RuleChain c = {mask[st], arena_strdup(s->scratch, b.s ? b.s : "")};
+			vec_push(&s->chains, c);
+			buf_free(&b);
+		}
+		p->rules.v[st] = arena_strdup(p->arena, s->chains.v[k].text);
 	}
 	free(mask);
 	free(chosen);
@@ -572,6 +580,7 @@ void search_free(Search *s)
 		vec_free(&s->impls[t]);
 		vec_free(&s->cache[t]);
 	}
+	vec_free(&s->chains);
 	arena_free(s->scratch);
 }
 

@@ -50,6 +50,12 @@ typedef struct Impl {
 
 typedef Vec(Impl) Impls;
 
+/* A set of rules (bits by RuleId) and the text --explain shows for it. */
+typedef struct RuleChain {
+	unsigned mask;
+	const char *text;
+} RuleChain;
+
 typedef struct Search {
 	Arena *scratch;         /* what lives as long as the search; search_free frees it */
 	const TraProg *tra;     /* read only: the search's blocks are in `types` */
@@ -85,6 +91,7 @@ typedef struct Search {
 	bool *cached;
 	bool gen_all;
 	bool quick;             /* choosing blocks: no two-phase schedules (their planning is dear) */
+	Vec(RuleChain) chains;  /* rule chains' texts made so far (record_rules) */
 } Search;
 
 
