@@ -103,6 +103,7 @@ static void emit_defs(Emit *e)
 	const IaPlan *p = e->p;
 	Buf *out = e->b;
 	e->def = xcalloc((size_t)p->ops.n + 1, sizeof *e->def);
+	site_map_ids(e);
 	for (int i = 0; i < p->ops.n; i++) {
 		const IaOp *op = &p->ops.v[i];
 		Buf text = {0};
@@ -132,6 +133,9 @@ static void emit_defs(Emit *e)
 			e->def[i][D_SCHED] = share(e, D_SCHED, &text);
 		}
 	}
+	free(e->mapbase);
+	free(e->map);
+	e->mapbase = e->map = NULL;
 }
 
 /* IST loop `loop`'s body (CgOptions.ist) under plan e->plan: its

@@ -60,6 +60,7 @@ typedef struct Emit {
 	bool local;             /* emitting an IST body */
 	int ist_loop;           /* which (the loop's number) */
 	int *ist_run, *ist_desc;
+	int *mapbase, *map;     /* per op, per key dim: its site map's id (site_map_ids) */
 } Emit;
 
 const char *ctype(DType t);                     /* "float", ... */
@@ -74,6 +75,7 @@ void int_list(Buf *b, int n, const int *v);     /* {1, 2, 3} */
 void emit_tensors(Emit *e);                     /* fills e->tensor_index, e->output_index */
 void emit_ops(Emit *e, int k);                  /* opsK, for --profile */
 void emit_programs(Emit *e, const IaPlan *const *plans, int nplans, const int *run, const CgOptions *o);
+void site_map_ids(Emit *e);                     /* e->mapbase, e->map for e->p */
 void emit_type(Emit *e, int i);                 /* op i's type, HOLE its number */
 void emit_pred(Emit *e, const KeyPred *p);      /* a filter's key predicate, HOLE its number */
 void emit_schedule(Emit *e, int i);             /* op i's two-phase schedule, HOLE its number */

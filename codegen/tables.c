@@ -112,9 +112,35 @@ void emit_programs(Emit *e, const IaPlan *const *plans, int nplans, const int *r
 	           nplans);
 }
 
+/* The site maps of plan e->p: each class of dims (ia_dim_classes) that
+ * holds a dim of a sparse input gets a map id, 1, 2, ..., in order of
+ * first appearance; e->map[e->mapbase[i] + d] is op i's dim d's, 0 for
+ * none.  An IST body places nothing by a map (its ranks are a subnet's). */
+void site_map_ids(Emit *e)
+{
+	const IaPlan *p = e->p;
+	int n = p->ops.n;
+	e->mapbase = xcalloc((size_t)n + 1, sizeof *e->mapbase);
+	int *of = xcalloc((size_t)(n + 1) * MAXDIM, sizeof *of);
+	int nclass = ia_dim_classes(p, e->mapbase, of), nmap = 0;
+	int *id = xcalloc((size_t)nclass + 1, sizeof *id);
+	for (int i = 0; i < n && !e->local; i++)
+		if (p->ops.v[i].kind == IA_READ && p->ops.v[i].type.sparse)
+			for (int d = 0; d < p->ops.v[i].type.nkey; d++) {
+				int k = of[e->mapbase[i] + d];
+				id[k] = id[k] ? id[k] : ++nmap;
+			}
+	e->map = xcalloc((size_t)e->mapbase[n] + 1, sizeof *e->map);
+	for (int s = 0; s < e->mapbase[n]; s++)
+		e->map[s] = id[of[s]];
+	free(id);
+	free(of);
+}
+
 void emit_type(Emit *e, int i)
 {
 	const RelType *t = &e->p->ops.v[i].type;
+	const int *map = e->map + e->mapbase[i];
 	Buf *b = e->b;
 	buf_printf(b, "static const TrtType type" HOLE " = {%s, %d, {", cdtype(t->dtype), t->nkey);
 	for (int d = 0; d < t->nkey; d++)
@@ -136,10 +162,17 @@ void emit_type(Emit *e, int i)
 				buf_printf(b, "%s%" PRId64, d ? ", " : "", h[j][d]);
 			buf_puts(b, "}");
 		}
-		buf_puts(b, "};\n");
-		return;
+	} else if (t->sparse) {
+		buf_puts(b, ", 1");
 	}
-	buf_puts(b, t->sparse ? ", 1};\n" : "};\n");
+	bool mapped = false;
+	for (int d = 0; d < t->nkey; d++)
+		mapped |= map[d] > 0;
+	if (mapped) {                   /* the site maps placing its dims */
+		buf_puts(b, ", .map = ");
+		int_list(b, t->nkey, map);
+	}
+	buf_puts(b, "};\n");
 }
 
 /* A filter's key predicate: the key dims that must be equal. */

@@ -759,6 +759,168 @@ bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why)
 	tr_bug("bad IA op");
 }
 
+/* ---- dims placed alike ---- */
+
+static int dim_find(int *parent, int x)
+{
+	while (parent[x] != x)
+		x = parent[x] = parent[parent[x]];
+	return x;
+}
+
+static void dim_unite(int *parent, int a, int b)
+{
+	a = dim_find(parent, a);
+	b = dim_find(parent, b);
+	if (a != b)
+		parent[a < b ? b : a] = a < b ? a : b;
+}
+
+/* Unite dims [a, a+n) of one slot range with [b, b+n) of another. */
+static void unite_run(int *parent, int a, int b, int n)
+{
+	for (int d = 0; d < n; d++)
+		dim_unite(parent, a + d, b + d);
+}
+
+/* A join's (or convolution's, two-phase schedule's) inputs' dims with its
+ * key space's, at slot js (jt.nkey slots); the window dims of a
+ * convolution's right input with its output's too (chunk k of the output
+ * reads chunk k of the halo).  The mask's dims name key-space dims. */
+static void unite_join(const IaPlan *p, const IaOp *op, const int *base, int js, int *parent)
+{
+	int l = op->u.join.left, r = op->u.join.right;
+	int nl = p->ops.v[l].type.nkey;
+	unite_run(parent, base[l], js, nl);
+	for (int d = 0; d < p->ops.v[r].type.nkey; d++)
+		dim_unite(parent, base[r] + d, js + ia_join_out_dim(nl, &op->u.join.on, d));
+	if (op->kind == IA_JOIN && op->u.join.mask.on)
+		for (int d = 0; d < op->u.join.mask.nkey; d++)
+			dim_unite(parent, base[op->u.join.mask.rel] + d, js + op->u.join.mask.key[d]);
+}
+
+/* Unite op i's dims with those of its inputs it carries or matches (first:
+ * per tensor, the first op holding its value, or -1). */
+static void unite_ia_op(const IaPlan *p, int i, const int *base, const int *jslot, int *parent, int *first)
+{
+	const IaOp *op = &p->ops.v[i];
+	int o = base[i], n = op->type.nkey, in[MAXIN];
+	ia_inputs(op, in);
+	switch (op->kind) {
+	case IA_RANGE:
+	case IA_COUNTER:
+	case IA_LOOP:
+	case IA_ENDLOOP:
+	case IA_WRITE:
+	case IA_PRINT:
+		break;
+	case IA_READ:           /* every value of one tensor alike */
+	case IA_INIT:
+	case IA_LOAD:
+	case IA_STORE: {
+		int t = op->kind == IA_READ ? op->u.read.tensor :
+		        op->kind == IA_STORE ? op->u.store.tensor : op->u.init.tensor;
+		int src = op->kind == IA_STORE ? op->u.store.in : i;
+		if (t < 0)
+			break;
+		if (first[t] < 0)
+			first[t] = src;
+		unite_run(parent, base[first[t]], base[src], p->ops.v[src].type.nkey);
+		break;
+	}
+	case IA_BCAST:
+	case IA_SHUFFLE:
+	case IA_HALO:
+	case IA_FILTER:
+		unite_run(parent, base[in[0]], o, n);
+		if (op->kind == IA_FILTER)
+			for (int e = 0; e < op->u.filter.pred.neq; e++)
+				dim_unite(parent, o + op->u.filter.pred.eq[e][0], o + op->u.filter.pred.eq[e][1]);
+		break;
+	case IA_SLICE:
+		for (int d = 0; d < n; d++)
+			if (d != op->u.slice.dim)
+				dim_unite(parent, base[op->u.slice.in] + d, o + d);
+		break;
+	case IA_AGG:
+		for (int g = 0; g < op->u.agg.ngroup; g++)
+			dim_unite(parent, base[op->u.agg.in] + op->u.agg.group[g], o + g);
+		break;
+	case IA_MAP:
+		for (int d = 0; d < op->u.map.nkey; d++)
+			if (op->u.map.keymap[d] >= 0)
+				dim_unite(parent, base[op->u.map.in] + op->u.map.keymap[d], o + d);
+		break;
+	case IA_JOIN:
+	case IA_CONV:
+	case IA_TWOPHASE:
+		unite_join(p, op, base, jslot[i], parent);
+		if (op->u.join.ngroup < 0)
+			unite_run(parent, jslot[i], o, n);
+		for (int g = 0; g < op->u.join.ngroup; g++)
+			if (op->u.join.group[g] >= 0)
+				dim_unite(parent, jslot[i] + op->u.join.group[g], o + g);
+		break;
+	case IA_GATHER:
+	case IA_LOOKUP:
+	case IA_SCATTER: {
+		/* the rows' dims: the index's, then the table's but the gathered one */
+		int tab = op->kind == IA_SCATTER ? i : op->u.gather.src;
+		int rows = op->kind == IA_SCATTER ? op->u.gather.src : i;
+		int ix = op->u.gather.index, ni = p->ops.v[ix].type.nkey;
+		unite_run(parent, base[ix], base[rows], ni);
+		for (int d = 0, r = ni; d < p->ops.v[tab].type.nkey; d++)
+			if (d != op->u.gather.dim)
+				dim_unite(parent, base[tab] + d, base[rows] + r++);
+		if (op->kind == IA_SCATTER && op->u.gather.base >= 0)
+			unite_run(parent, base[op->u.gather.base], o, n);
+		break;
+	}
+	}
+}
+
+int ia_dim_classes(const IaPlan *p, int *base, int *of)
+{
+	int n = p->ops.n, nslot = 0;
+	int *jslot = xcalloc(n + 1, sizeof *jslot);
+	for (int i = 0; i < n; i++) {
+		base[i] = nslot;
+		nslot += p->ops.v[i].type.nkey;
+	}
+	base[n] = nslot;
+	int total = nslot;
+	for (int i = 0; i < n; i++) {   /* a join's key space, which a fused aggregation groups */
+		const IaOp *op = &p->ops.v[i];
+		if (!ia_op_joins(op->kind))
+			continue;
+		jslot[i] = total;
+		total += ia_join_type(&p->ops.v[op->u.join.left].type, &p->ops.v[op->u.join.right].type,
+		                      &op->u.join.on).nkey;
+	}
+	int *parent = xcalloc(total + 1, sizeof *parent);
+	for (int s = 0; s < total; s++)
+		parent[s] = s;
+	int *first = xcalloc(p->tra->tensors.n + 1, sizeof *first);
+	for (int t = 0; t < p->tra->tensors.n; t++)
+		first[t] = -1;
+	for (int i = 0; i < n; i++)
+		unite_ia_op(p, i, base, jslot, parent, first);
+	int *num = xcalloc(total + 1, sizeof *num), nclass = 0;
+	for (int s = 0; s < total; s++)
+		num[s] = -1;
+	for (int s = 0; s < nslot; s++) {
+		int r = dim_find(parent, s);
+		if (num[r] < 0)
+			num[r] = nclass++;
+		of[s] = num[r];
+	}
+	free(num);
+	free(first);
+	free(parent);
+	free(jslot);
+	return nclass;
+}
+
 /* ---- copies ---- */
 
 /* The op with its inputs renumbered by map, kernels cloned into arena a. */

@@ -742,6 +742,15 @@ bool ia_mask_place(const JoinMask *m, const RelType *jt, const Place *jp, Place 
  * when a partitioning dim is grouped away). */
 Place ia_agg_place(const RelType *t, const Place *in, int ngroup, const int *group);
 bool ia_derive_place(const IaPlan *p, const IaOp *op, Place *out, Buf *why);
+/* The classes of the plan's key dims that must sit on the same sites: the
+ * dims a local op carries from an input to its result or matches between
+ * its inputs, every dim a move (bcast, shuffle, halo) keeps, the values of
+ * one tensor (its reads; a param's init, loads and stores).  Fills base
+ * (ops.n + 1 entries: op i's dims are slots base[i]..base[i+1]-1) and of
+ * (base[ops.n] entries: each slot's class); returns the number of classes.
+ * A run-time site map (trt_balance) places one class's blocks: codegen
+ * names it in the types of that class's relations alone. */
+int ia_dim_classes(const IaPlan *p, int *base, int *of);
 
 
 /* ---- print.c: --explain and dumps ---- */

@@ -730,24 +730,27 @@ int rt_next_key_here(const TrtType *t, TrtPlace p, int64_t *lin, int64_t *key)
 	return 0;
 }
 
-/* Site maps: a dim blocked as a sparse input's balanced dim (trt_balance)
- * places its blocks by the map rather than by block index modulo the rank
- * count.  The map belongs to the (extent, block) pair, not to one
- * relation, so every relation partitioned on such a dim alone -- the
- * sparse input, the dense operands that meet it, the results -- agrees on
- * where each block lives, as co-partitioning needs. */
+/* Site maps: the dims of one class of the plan's (those a sparse input's
+ * balanced dim meets: codegen names the map in their types, TrtType.map)
+ * place their blocks by the map rather than by block index modulo the
+ * rank count.  The map belongs to the class, not to one relation, so every
+ * relation partitioned on such a dim alone -- the sparse input, the dense
+ * operands that meet it, the results -- agrees on where each block lives,
+ * as co-partitioning needs; a relation of another class with the same
+ * extent and block keeps the modulo rule. */
 static RtSiteMap site_maps[RT_MAXMAPS];
+static RtSiteMap *map_of[RT_MAXMAPS + 1];       /* by id */
 static int nsite_maps;
 
-RtSiteMap *rt_site_map(int64_t extent, int64_t block, int create)
+RtSiteMap *rt_site_map(int id, int64_t extent, int64_t block, int create)
 {
-	for (int i = 0; i < nsite_maps; i++)
-		if (site_maps[i].extent == extent && site_maps[i].block == block)
-			return &site_maps[i];
-	if (!create || nsite_maps == RT_MAXMAPS)
+	if (id < 1 || id > RT_MAXMAPS)
 		return NULL;
-	RtSiteMap *m = &site_maps[nsite_maps++];
+	if (map_of[id] || !create)
+		return map_of[id];
+	RtSiteMap *m = map_of[id] = &site_maps[nsite_maps++];
 	memset(m, 0, sizeof *m);
+	m->id = id;
 	m->extent = extent;
 	m->block = block;
 	m->nblock = (extent + block - 1) / block;
@@ -767,19 +770,28 @@ int rt_site_maps(RtSiteMap **maps)
 }
 
 /* The row-major index over the partitioning dims, taken modulo the rank
- * count as it is built so that no frontier product can overflow; a dim
- * partitioned alone follows its site map when it has one. */
+ * count as it is built so that no frontier product can overflow (a dim of
+ * one block adds nothing to it); when only one dim has more than one
+ * block, its site map's rank if its type names one. */
 int trt_site(const TrtPlace *p, const TrtType *t, const int64_t *key)
 {
 	int64_t lin = 0, nr = rt.nranks;
 
 	if (p->kind != TRT_PART)
 		return rt.rank;
-	if (p->ndims == 1 && nsite_maps > 0) {
-		int d = p->dims[0];
-		const RtSiteMap *m = rt_site_map(t->extent[d], t->block[d], 0);
+	if (nsite_maps > 0) {
+		int one = -1, n = 0;
+		for (int i = 0; i < p->ndims; i++)
+			if (rt_frontier(t, p->dims[i]) > 1) {
+				one = p->dims[i];
+				n++;
+			}
+		const RtSiteMap *m = n == 1 && t->map[one] ? rt_site_map(t->map[one], 0, 0, 0) : NULL;
+		if (m && m->nblock != rt_frontier(t, one))
+			rt_bug("site map %d of %lld blocks placing a dim of %lld", m->id, (long long)m->nblock,
+			       (long long)rt_frontier(t, one));
 		if (m)
-			return m->site[key[d]];
+			return m->site[key[one]];
 	}
 	for (int i = 0; i < p->ndims; i++) {
 		int d = p->dims[i];

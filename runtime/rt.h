@@ -205,11 +205,13 @@ RtCsr rt_csr_mut(const Chunk *c, TrtDtype dt);
 /* The rows and columns of key's chunk in a sparse relation of type t. */
 void rt_csr_dims(const TrtType *t, const int64_t *key, int64_t *nrow, int64_t *ncol);
 
-/* A dim's placement by block (rel.c; trt_balance fills it): block b of
- * every relation partitioned on a dim of this extent and block alone lives
- * on site[b].  weight[b] is the work trt_balance counted for the block. */
+/* A class of dims' placement by block (rel.c; trt_balance fills it):
+ * block b of every relation partitioned on a dim whose type names map id
+ * (TrtType.map) alone lives on site[b].  weight[b] is the work
+ * trt_balance counted for the block. */
 enum { RT_MAXMAPS = 8 };
 typedef struct RtSiteMap {
+	int id;
 	int64_t extent, block, nblock;
 	int *site;
 	double *weight;
@@ -218,7 +220,9 @@ typedef struct RtSiteMap {
 	char what[128];                 /* what was counted, for --profile */
 } RtSiteMap;
 
-RtSiteMap *rt_site_map(int64_t extent, int64_t block, int create);
+/* Map id (1..RT_MAXMAPS; NULL for another) made, with create, for a dim of
+ * that extent and block, each block on block modulo ranks until placed. */
+RtSiteMap *rt_site_map(int id, int64_t extent, int64_t block, int create);
 int rt_site_maps(RtSiteMap **maps);
 extern int rt_placement_hash;   /* --placement=hash (sparse.c) */
 extern int rt_no_overlap;       /* --no-overlap (twophase.c) */

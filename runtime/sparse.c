@@ -245,9 +245,10 @@ TrtRel *trt_densify(const TrtRel *r)
  * way the two-phase paper's greedy does: heaviest first, each on the rank
  * with the least work so far (LPT).  A block's work is its stored elements
  * plus its lines (the dense operands' rows that meet it).  The map is the
- * dim's (extent, block) pair's (rel.c, trt_site), so every relation
- * partitioned on that dim alone follows it; a second sparse input on the
- * same dim adds its counts.  Plans give a sparse dim SPARSE_BLOCKS_PER_RANK
+ * one the input's type names for the dim (TrtType.map: codegen numbers the
+ * plan's classes of dims that meet a sparse input's), so every relation
+ * of that class partitioned on such a dim alone follows it (rel.c,
+ * trt_site); a second sparse input of the same class adds its counts.  Plans give a sparse dim SPARSE_BLOCKS_PER_RANK
  * blocks a rank (optimizer/blocking.c) so that there is something to
  * place.  --placement=hash keeps block modulo ranks, to compare. */
 
@@ -336,7 +337,7 @@ void trt_balance(int tensor, const TrtType *t, double density, TrtPlace p)
 	double *count = rt_alloc(sizeof *count * (size_t)(f[0] > f[1] ? f[0] : f[1]));
 	int d = rt_npz_block_counts(x, path, t, count);
 	if (d >= 0 && rt.nranks > 1 && f[d] > rt.nranks) {
-		RtSiteMap *m = rt_site_map(t->extent[d], t->block[d], 1);
+		RtSiteMap *m = rt_site_map(t->map[d], t->extent[d], t->block[d], 1);
 		if (m) {
 			for (int64_t b = 0; b < m->nblock; b++) {
 				int64_t lines = t->extent[d] - b * t->block[d];

@@ -60,6 +60,10 @@ typedef struct TrtType {
 	 * extent) + hhi) of a dim of hext[d] elements, clipped to [0, hext);
 	 * extent is the reader's, a convolution's output dim */
 	int64_t hlo[TRT_MAXDIM], hhi[TRT_MAXDIM], hext[TRT_MAXDIM];
+	/* per key dim: the run-time site map that places its blocks (1, 2,
+	 * ...: the plan's classes of dims a sparse input's meet, which
+	 * trt_balance fills from that input's counts), or 0 for none */
+	int map[TRT_MAXDIM];
 } TrtType;
 
 /* Placement of a physical relation across ranks. */
@@ -78,8 +82,10 @@ typedef struct TrtPlace {
 
 /* The rank that owns a key under a TRT_PART placement: the key's row-major
  * linear index over the partitioning dims' frontiers, modulo the number of
- * ranks.  With no partitioning dims every tuple is on rank 0.  Under TRT_ALL
- * and TRT_ANY the answer is the calling rank (the tuple may live here). */
+ * ranks; when one partitioning dim has more than one block and its type
+ * names a site map for it (TrtType.map), the rank that map gives its block.
+ * With no partitioning dims every tuple is on rank 0.  Under TRT_ALL and
+ * TRT_ANY the answer is the calling rank (the tuple may live here). */
 int trt_site(const TrtPlace *p, const TrtType *t, const int64_t *key);
 
 /* A chunk as kernels see it: dense row-major over the relation's chunk dims,
@@ -410,9 +416,10 @@ TrtRel *trt_complete(const TrtRel *r);
 /* r dense and complete: a param's value. */
 TrtRel *trt_densify(const TrtRel *r);
 /* Before the first op, for each sparse input the program reads (planned
- * with the fraction `density` stored, in placement p): place the blocks of its file's compressed dim by their
- * stored elements (sparse.c), for every relation partitioned on that dim
- * alone, and count what this rank will hold beyond the plan's estimate;
+ * with the fraction `density` stored, in placement p): place the blocks of
+ * its file's compressed dim by their stored elements (sparse.c) in the site
+ * map t->map names for that dim, which every relation whose type names it
+ * follows, and count what this rank will hold beyond the plan's estimate;
  * then trt_mem_recheck repeats the memory check with it (guard.c). */
 void trt_balance(int tensor, const TrtType *t, double density, TrtPlace p);
 void trt_mem_recheck(void);

@@ -257,6 +257,39 @@ static void test_site(void **state)
 	rt.nranks = saved;
 }
 
+/* A site map places the blocks of the dims whose types name it, and only
+ * theirs: a dim of the same extent and block naming none keeps block
+ * modulo ranks (tests/diff/regress/site_map_shared.tra), and a dim of one
+ * block beside the mapped one changes nothing, as under the modulo rule. */
+static void test_site_map(void **state)
+{
+	(void)state;
+	int saved = rt.nranks;
+	rt.nranks = 3;
+	RtSiteMap *m = rt_site_map(1, 10, 2, 1);
+	assert_non_null(m);
+	assert_ptr_equal(rt_site_map(1, 0, 0, 0), m);
+	assert_null(rt_site_map(2, 10, 2, 0));
+	assert_null(rt_site_map(RT_MAXMAPS + 1, 10, 2, 1));
+	assert_int_equal(m->nblock, 5);
+	static const int site[5] = { 2, 2, 0, 1, 0 };
+	for (int b = 0; b < 5; b++)
+		m->site[b] = site[b];
+	TrtType mapped = { .dtype = TRT_F32, .nkey = 2, .extent = { 10, 3 }, .block = { 2, 3 }, .map = { 1, 0 } };
+	TrtType other = { .dtype = TRT_F32, .nkey = 2, .extent = { 10, 3 }, .block = { 2, 3 } };
+	TrtType wide = { .dtype = TRT_F32, .nkey = 2, .extent = { 10, 6 }, .block = { 2, 3 }, .map = { 1, 0 } };
+	TrtPlace on0 = { TRT_PART, 1, { 0 } }, on01 = { TRT_PART, 2, { 1, 0 } };
+	for (int64_t b = 0; b < 5; b++) {
+		int64_t key[2] = { b, 0 }, key1[2] = { b, 1 };
+		assert_int_equal(trt_site(&on0, &mapped, key), site[b]);
+		assert_int_equal(trt_site(&on01, &mapped, key), site[b]);       /* dim 1: one block */
+		assert_int_equal(trt_site(&on0, &other, key), b % 3);
+		assert_int_equal(trt_site(&on01, &other, key), b % 3);
+		assert_int_equal(trt_site(&on01, &wide, key1), (1 * 5 + b) % 3);      /* two dims: modulo */
+	}
+	rt.nranks = saved;
+}
+
 /* Sorting by key keeps tuples with equal keys in their order: the order
  * partial aggregates are combined in, and so the rounding, depends on it. */
 static void test_sort_stable(void **state)
@@ -1490,6 +1523,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chunk_memory),      /* first: it knows what is cached */
 		cmocka_unit_test(test_site),
+		cmocka_unit_test(test_site_map),
 		cmocka_unit_test(test_sort_stable),
 		cmocka_unit_test(test_gemm),
 		cmocka_unit_test(test_gemm_paths),
