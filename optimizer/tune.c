@@ -533,7 +533,8 @@ static void descend_classes(Descent *d)
 /* A plan for fewer ranks is a plan here (sites are modulo the ranks),
  * which the descent from this count's automatic blocks may miss: the
  * blocks the plan for opt_prior_count ranks chose (`prior`, classes no
- * override pins) are searched in full too, unless a quick plan at them is
+ * override pins; a sparse dim's no coarser than its cap for this count,
+ * opt_block_cap, or the run could not balance it) are searched in full too, unless a quick plan at them is
  * more than PRIOR_TIE slower than the descent's (the quick plan's params
  * and its want of two-phase schedules underrate them by up to that, and a
  * full search costs as much as the descent). */
@@ -541,9 +542,11 @@ static void descend_classes(Descent *d)
 
 static void prior_blocks(Descent *d, const BlockChoice *prior)
 {
-	for (int c = 0; c < d->bc->n; c++)
-		if (!d->bc->pinned[c])
-			d->bc->block[c] = prior->block[c];
+	for (int c = 0; c < d->bc->n; c++) {
+		int64_t cap = opt_block_cap(d->bc, c, d->o->nranks);
+		if (!d->bc->pinned[c])  /* a sparse dim keeps its blocks a rank here too */
+			d->bc->block[c] = prior->block[c] < cap ? prior->block[c] : cap;
+	}
 }
 
 /* Is `prior` worth a full search, by a quick plan at it? */
