@@ -562,8 +562,12 @@ static void body_begin(Emit *e, const OpProps *props)
 	bool sparse_in = false;
 	for (int i = 0; i < p->ops.n && !e->local; i++)
 		if (props[i].op->kind == IA_READ && props[i].sparse) {
-			buf_printf(b, "\ttrt_balance(%d, &type%d, %.17g, ", e->tensor_index[p->ops.v[i].u.read.tensor],
-			           e->def[i][D_TYPE], rel_density(&p->ops.v[i].type));
+			int k = e->map[e->mapbase[i]];         /* the rows' map; a csc file's columns' */
+			int kc = p->ops.v[i].type.nkey > 1 ? e->map[e->mapbase[i] + 1] : k;
+			buf_printf(b, "\ttrt_balance(%d, &type%d, %.17g, (const double[][2]){{%.6g, %.6g}, {%.6g, %.6g}}, ",
+			           e->tensor_index[p->ops.v[i].u.read.tensor], e->def[i][D_TYPE],
+			           rel_density(&p->ops.v[i].type), e->map_elem[k], e->map_line[k],
+			           e->map_elem[kc], e->map_line[kc]);
 			end_call_at(b, &p->ops.v[i].place);
 			sparse_in = true;
 		}

@@ -133,9 +133,6 @@ static void emit_defs(Emit *e)
 			e->def[i][D_SCHED] = share(e, D_SCHED, &text);
 		}
 	}
-	free(e->mapbase);
-	free(e->map);
-	e->mapbase = e->map = NULL;
 }
 
 /* IST loop `loop`'s body (CgOptions.ist) under plan e->plan: its
@@ -162,6 +159,7 @@ static void emit_ist_body(Emit *e, int loop)
 	e->ist_loop = loop;
 	emit_defs(e);
 	e->ist_run[loop] = share_body(e);
+	site_maps_free(e);
 
 	Buf *out = e->b, text = {0};
 	e->b = &text;
@@ -190,6 +188,7 @@ static int emit_plan(Emit *e, int k)
 	emit_defs(e);
 	emit_ops(e, k);
 	int run = share_body(e);
+	site_maps_free(e);
 	free(e->def);
 	e->def = NULL;
 	free(e->ist_run);

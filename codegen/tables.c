@@ -112,12 +112,106 @@ void emit_programs(Emit *e, const IaPlan *const *plans, int nplans, const int *r
 	           nplans);
 }
 
+/* The map placing op i's result, or 0: its placement partitions on one dim
+ * of more than one block (others of one block change no site), and that
+ * dim's class has a map. */
+static int placed_by_map(const Emit *e, int i)
+{
+	const IaOp *op = &e->p->ops.v[i];
+	int d = -1, n = 0;
+	if (op->place.kind != PL_PART)
+		return 0;
+	for (int k = 0; k < op->place.ndims; k++)
+		if (rel_frontier(&op->type, op->place.dims[k]) > 1) {
+			d = op->place.dims[k];
+			n++;
+		}
+	return n == 1 ? e->map[e->mapbase[i] + d] : 0;
+}
+
+/* Is op i computing on its rank's own tuples (the work a placement
+ * spreads), and driven by a sparse input's stored elements? */
+static bool local_work(const IaOp *op)
+{
+	switch (op->kind) {
+	case IA_JOIN: case IA_AGG: case IA_MAP: case IA_FILTER: case IA_CONV:
+		return true;
+	case IA_READ: case IA_BCAST: case IA_SHUFFLE: case IA_WRITE: case IA_INIT: case IA_LOAD:
+	case IA_RANGE: case IA_COUNTER: case IA_SLICE: case IA_STORE: case IA_PRINT: case IA_LOOP:
+	case IA_ENDLOOP: case IA_GATHER: case IA_LOOKUP: case IA_SCATTER: case IA_HALO: case IA_TWOPHASE:
+		return false;
+	}
+	return false;
+}
+
+static bool sparse_driven(const IaPlan *p, const IaOp *op)
+{
+	int in[MAXIN], n = ia_inputs(op, in);
+	bool sparse = op->type.sparse;
+	for (int j = 0; j < n; j++)
+		sparse |= p->ops.v[in[j]].type.sparse;
+	return sparse;
+}
+
+/* What the plan says a block of each map costs (the weights trt_balance
+ * places blocks by): the flops of the local ops whose results the map
+ * places, times their calls (the counts of the loops around them), per
+ * stored element of the class's sparse inputs for the ops a sparse
+ * relation drives, per line of the class's dims for the dense ones.  The
+ * dense work after a sparse product follows the rows, not the stored
+ * elements: on a graph whose heavy rows sit together, counting a line as
+ * one element put 11 of 16 blocks on one rank (bench/README.md, issue 33).
+ * Flops, not the model's seconds: the built-in model prices the sparse
+ * loops at its one loop rate, 5-10x below what they run at, which made a
+ * line weigh 8 elements where it measured about 200 (the flops say 190). */
+static void site_map_costs(Emit *e)
+{
+	const IaPlan *p = e->p;
+	int n = p->ops.n;
+	e->map_elem = xcalloc((size_t)e->nmap + 1, sizeof *e->map_elem);
+	e->map_line = xcalloc((size_t)e->nmap + 1, sizeof *e->map_line);
+	if (!e->nmap)
+		return;
+	double *stored = xcalloc((size_t)e->nmap + 1, sizeof *stored);
+	double *lines = xcalloc((size_t)e->nmap + 1, sizeof *lines);
+	IaLoops l;
+	ia_loops(p, &l);
+	for (int i = 0; i < n; i++) {
+		const IaOp *op = &p->ops.v[i];
+		for (int d = 0; d < op->type.nkey; d++) {
+			int k = e->map[e->mapbase[i] + d];
+			bool again = false;     /* another dim of the class before */
+			for (int c = 0; c < d; c++)
+				again |= e->map[e->mapbase[i] + c] == k;
+			if (k && op->kind == IA_READ && op->type.sparse && !again)
+				stored[k] += rel_stored(&op->type);
+			if (k)
+				lines[k] = (double)op->type.extent[d];
+		}
+		int k = placed_by_map(e, i);
+		if (!k || !local_work(op))
+			continue;
+		double calls = 1;
+		for (int lp = l.loopof[i]; lp >= 0; lp = l.parent[lp])
+			calls *= (double)p->ops.v[lp].u.loop.count;
+		(sparse_driven(p, op) ? e->map_elem : e->map_line)[k] += op->flops * calls;
+	}
+	for (int k = 1; k <= e->nmap; k++) {
+		e->map_elem[k] = stored[k] > 0 ? e->map_elem[k] / stored[k] : 0;
+		e->map_line[k] = lines[k] > 0 ? e->map_line[k] / lines[k] : 0;
+	}
+	ia_loops_free(&l);
+	free(stored);
+	free(lines);
+}
+
 /* The site maps of plan e->p: each class of dims (ia_dim_classes) that
  * holds a dim of a sparse input gets a map id, 1, 2, ..., in order of
  * first appearance; e->map[e->mapbase[i] + d] is op i's dim d's, 0 for
  * none.  An IST body places nothing by a map (its ranks are a subnet's). */
 void site_map_ids(Emit *e)
 {
+	site_maps_free(e);
 	const IaPlan *p = e->p;
 	int n = p->ops.n;
 	e->mapbase = xcalloc((size_t)n + 1, sizeof *e->mapbase);
@@ -133,8 +227,21 @@ void site_map_ids(Emit *e)
 	e->map = xcalloc((size_t)e->mapbase[n] + 1, sizeof *e->map);
 	for (int s = 0; s < e->mapbase[n]; s++)
 		e->map[s] = id[of[s]];
+	e->nmap = nmap;
+	site_map_costs(e);
 	free(id);
 	free(of);
+}
+
+void site_maps_free(Emit *e)
+{
+	free(e->mapbase);
+	free(e->map);
+	free(e->map_elem);
+	free(e->map_line);
+	e->mapbase = e->map = NULL;
+	e->map_elem = e->map_line = NULL;
+	e->nmap = 0;
 }
 
 void emit_type(Emit *e, int i)

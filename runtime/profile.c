@@ -225,9 +225,10 @@ typedef struct Report {
 	 * peak resident set, its growth */
 	double max[7];
 	double sum[4];                          /* sent, received, spill written, spill read */
-	double *works;                          /* rank 0: each rank's seconds in local ops */
+	double *works;                          /* rank 0: each rank's seconds in local ops, then
+	                                         * its CPU seconds: works[2 rank + k] */
 	double pred_bytes, pred_secs, compute, compute_cpu, floor_all, floor_compute;
-	double imbalance;                       /* the busiest rank's work over the average */
+	double imbalance, cpu_imbalance;        /* the busiest rank's work over the average */
 } Report;
 
 /* Every rank's counts, reduced to rank 0.  Collective. */
@@ -259,13 +260,16 @@ static void report_reduce(Report *r, int n, double total)
 		MPI_Reduce(op_spill_wait, r->swait, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	}
 	/* each rank's own work: its local ops' seconds (the barrier before each
-	 * op keeps waits out of them) */
-	double work = 0;
-	r->works = rt.rank == 0 ? zeros(rt.nranks) : NULL;
+	 * op keeps waits out of them), and their CPU seconds, which on a shared
+	 * machine leave out the time other jobs ran instead of the rank */
+	double work[2] = {0, 0};
+	r->works = rt.rank == 0 ? zeros(2 * rt.nranks) : NULL;
 	for (int i = 0; i < n; i++)
-		if (is_local(prog->ops[i].kind))
-			work += op_seconds[i];
-	MPI_Gather(&work, 1, MPI_DOUBLE, r->works, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+		if (is_local(prog->ops[i].kind)) {
+			work[0] += op_seconds[i];
+			work[1] += op_cpu[i];
+		}
+	MPI_Gather(work, 2, MPI_DOUBLE, r->works, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
 	MPI_Reduce(mine_sum, r->sum, 4, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 }
 
@@ -378,31 +382,63 @@ static void print_spill(const TrtProgram *prog, const Report *r)
 			       prog->ops[i].kind ? prog->ops[i].kind : "?", r->sw[i], r->sr[i], r->swait[i]);
 }
 
-/* Each rank's work and how unbalanced it is (r->imbalance); then how
- * evenly each placement spreads the stored elements. */
-static void print_balance(Report *r)
+/* The ranks' work (works[2 q + k]: k 0 seconds, 1 CPU seconds) on a line
+ * of its own with more than one rank; returns the busiest's over the
+ * average. */
+static double work_line(const char *what, const double *works, int k)
 {
 	double wmax = 0, wsum = 0;
 	for (int q = 0; q < rt.nranks; q++) {
-		wmax = r->works[q] > wmax ? r->works[q] : wmax;
-		wsum += r->works[q];
+		wmax = works[2 * q + k] > wmax ? works[2 * q + k] : wmax;
+		wsum += works[2 * q + k];
 	}
-	r->imbalance = wsum > 0 ? wmax / (wsum / rt.nranks) : 1;
+	double imbalance = wsum > 0 ? wmax / (wsum / rt.nranks) : 1;
 	if (rt.nranks > 1) {
-		printf("work per rank (seconds in local joins, maps and aggregations):");
+		printf("work per rank (%s in local joins, maps and aggregations):", what);
 		for (int q = 0; q < rt.nranks; q++)
-			printf(" %.4f", r->works[q]);
-		printf("; the busiest %.2fx the average\n", r->imbalance);
+			printf(" %.4f", works[2 * q + k]);
+		printf("; the busiest %.2fx the average\n", imbalance);
 	}
+	return imbalance;
+}
+
+/* The busiest rank's share of what map m places per block (elems, or
+ * lines when NULL) over the average. */
+static double held(const RtSiteMap *m, const double *elems)
+{
+	double *mine = zeros(rt.nranks), all = 0, most = 0;
+	for (int64_t b = 0; b < m->nblock; b++) {
+		int64_t lines = m->extent - b * m->block;
+		double v = elems ? elems[b] : (double)(lines < m->block ? lines : m->block);
+		mine[m->site[b]] += v;
+		all += v;
+	}
+	for (int q = 0; q < rt.nranks; q++)
+		most = mine[q] > most ? mine[q] : most;
+	free(mine);
+	return all > 0 ? most / (all / rt.nranks) : 1;
+}
+
+/* Each rank's work and how unbalanced it is (r->imbalance, in seconds and
+ * in CPU seconds); then how each placement of a sparse input's blocks
+ * spreads the work it counted (by the map, by block modulo ranks), and
+ * the rows and stored elements the ranks hold under the placement used. */
+static void print_balance(Report *r)
+{
+	r->imbalance = work_line("seconds", r->works, 0);
+	r->cpu_imbalance = work_line("CPU seconds", r->works, 1);
 	RtSiteMap *maps;
 	int nmaps = rt_site_maps(&maps);
-	for (int m = 0; m < nmaps; m++)
-		printf("placement: %s, %lld blocks of %lld, by stored elements%s: the busiest rank holds "
-		       "%.2fx the average (block modulo ranks: %.2fx)\n", maps[m].what,
-		       (long long)maps[m].nblock, (long long)maps[m].block,
+	for (int i = 0; i < nmaps; i++) {
+		const RtSiteMap *m = &maps[i];
+		printf("placement: %s, %lld blocks of %lld, by %s%s: the busiest rank holds %.2fx the average "
+		       "(block modulo ranks: %.2fx); rows %.2fx, stored elements %.2fx\n", m->what,
+		       (long long)m->nblock, (long long)m->block,
+		       m->by_plan ? "the plan's work on stored elements and rows" : "stored elements and rows",
 		       rt_placement_hash ? ", counted but not used (--placement=hash)" : "",
-		       maps[m].avg > 0 ? (rt_placement_hash ? maps[m].hash_max : maps[m].max) / maps[m].avg : 1,
-		       maps[m].avg > 0 ? maps[m].hash_max / maps[m].avg : 1);
+		       m->avg > 0 ? (rt_placement_hash ? m->hash_max : m->max) / m->avg : 1,
+		       m->avg > 0 ? m->hash_max / m->avg : 1, held(m, NULL), held(m, m->elems));
+	}
 }
 
 /* The roofline line, and the summary line of key=value pairs for scripts. */
@@ -414,11 +450,12 @@ static void print_summary(const TrtProgram *prog, const Report *r)
 	       r->floor_compute, r->compute, r->compute > 0 ? r->floor_compute / r->compute : 0);
 	printf("summary: ranks=%d planned_ranks=%d total_s=%.6f compute_s=%.6f compute_cpu_s=%.6f pred_s=%.6f "
 	       "sent=%.0f recvd=%.0f pred_sent=%.0f peak=%.0f pred_peak=%.0f buffers=%.0f "
-	       "blis=%s threads=%d work_imbalance=%.4f floor_s=%.6f roofline=%.4f compute_roofline=%.4f "
-	       "budget=%.0f spill_written=%.0f spill_read=%.0f spill_wait_s=%.6f over_budget=%.0f rss_peak=%.0f "
-	       "rss_growth=%.0f\n", rt.nranks, prog->planned_ranks, total,
+	       "blis=%s threads=%d work_imbalance=%.4f work_cpu_imbalance=%.4f floor_s=%.6f roofline=%.4f "
+	       "compute_roofline=%.4f budget=%.0f spill_written=%.0f spill_read=%.0f spill_wait_s=%.6f "
+	       "over_budget=%.0f rss_peak=%.0f rss_growth=%.0f\n", rt.nranks, prog->planned_ranks, total,
 	       r->compute, r->compute_cpu, r->pred_secs, r->sum[0], r->sum[1], r->pred_bytes, r->max[1],
-	       prog->pred_peak_bytes, r->max[2], rt_blas_arch(), rt_blas_threads(), r->imbalance, r->floor_all,
+	       prog->pred_peak_bytes, r->max[2], rt_blas_arch(), rt_blas_threads(), r->imbalance,
+	       r->cpu_imbalance, r->floor_all,
 	       total > 0 ? r->floor_all / total : 0, r->compute > 0 ? r->floor_compute / r->compute : 0,
 	       rt.budget, r->sum[2], r->sum[3], r->max[3], r->max[4], r->max[5], r->max[6]);
 }

@@ -756,9 +756,10 @@ RtSiteMap *rt_site_map(int id, int64_t extent, int64_t block, int create)
 	m->nblock = (extent + block - 1) / block;
 	m->site = rt_alloc(sizeof *m->site * (size_t)m->nblock);
 	m->weight = rt_alloc(sizeof *m->weight * (size_t)m->nblock);
+	m->elems = rt_alloc(sizeof *m->elems * (size_t)m->nblock);
 	for (int64_t b = 0; b < m->nblock; b++) {
 		m->site[b] = (int)(b % rt.nranks);
-		m->weight[b] = 0;
+		m->weight[b] = m->elems[b] = 0;
 	}
 	return m;
 }

@@ -215,9 +215,11 @@ typedef struct RtSiteMap {
 	int64_t extent, block, nblock;
 	int *site;
 	double *weight;
+	double *elems;                  /* per block: the sparse inputs' stored elements */
 	double hash_max, max, avg;      /* per-rank weight: the busiest by block
 	                                 * modulo ranks, by the map; the average */
 	char what[128];                 /* what was counted, for --profile */
+	int by_plan;                    /* weighed by the plan's flops (else an element, a line each) */
 } RtSiteMap;
 
 /* Map id (1..RT_MAXMAPS; NULL for another) made, with create, for a dim of

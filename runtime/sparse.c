@@ -243,8 +243,13 @@ TrtRel *trt_densify(const TrtRel *r)
  * from the input's indptr (csr rows, csc columns; each rank reads the same
  * few bytes, so all agree without a message) and places the blocks the
  * way the two-phase paper's greedy does: heaviest first, each on the rank
- * with the least work so far (LPT).  A block's work is its stored elements
- * plus its lines (the dense operands' rows that meet it).  The map is the
+ * with the least work so far (LPT).  A block's work is what the plan
+ * gives it: its stored elements at the flops per element of the ops the
+ * sparse input drives, plus its lines (the dense operands' rows that meet
+ * it) at the flops per line of the dense ops the map places (codegen's
+ * site_map_costs): after a sparse product the dense work
+ * follows the rows, so a rank given few heavy blocks by their elements
+ * alone had far less of it than one given many light ones.  The map is the
  * one the input's type names for the dim (TrtType.map: codegen numbers the
  * plan's classes of dims that meet a sparse input's), so every relation
  * of that class partitioned on such a dim alone follows it (rel.c,
@@ -325,7 +330,7 @@ static void count_excess(const TrtType *t, double density, TrtPlace p, int d, co
 		rt_sparse_excess += (mine - planned) * (double)(rt_dtype_size(t->dtype) + sizeof(int64_t));
 }
 
-void trt_balance(int tensor, const TrtType *t, double density, TrtPlace p)
+void trt_balance(int tensor, const TrtType *t, double density, const double cost[][2], TrtPlace p)
 {
 	const TrtTensor *x = &rt.prog->tensors[tensor];
 	const char *path = rt.paths[tensor];
@@ -339,13 +344,18 @@ void trt_balance(int tensor, const TrtType *t, double density, TrtPlace p)
 	if (d >= 0 && rt.nranks > 1 && f[d] > rt.nranks) {
 		RtSiteMap *m = rt_site_map(t->map[d], t->extent[d], t->block[d], 1);
 		if (m) {
+			int by_plan = cost[d][0] > 0 || cost[d][1] > 0;
+			double elem = by_plan ? cost[d][0] : 1, line = by_plan ? cost[d][1] : 1;
 			for (int64_t b = 0; b < m->nblock; b++) {
 				int64_t lines = t->extent[d] - b * t->block[d];
-				m->weight[b] += count[b] + (double)(lines < t->block[d] ? lines : t->block[d]);
+				/* a second input of the class adds its elements, not the lines again */
+				m->weight[b] += elem * count[b] + (m->what[0] ? 0 : line * (double)(lines < t->block[d] ? lines : t->block[d]));
+				m->elems[b] += count[b];
 			}
 			size_t at = strlen(m->what);
 			snprintf(m->what + at, sizeof m->what - at, "%s%s's %s", at ? ", " : "", x->name,
 			         d ? "columns" : "rows");
+			m->by_plan |= by_plan;
 			place_lpt(m);
 		}
 	}

@@ -417,11 +417,13 @@ TrtRel *trt_complete(const TrtRel *r);
 TrtRel *trt_densify(const TrtRel *r);
 /* Before the first op, for each sparse input the program reads (planned
  * with the fraction `density` stored, in placement p): place the blocks of
- * its file's compressed dim by their stored elements (sparse.c) in the site
- * map t->map names for that dim, which every relation whose type names it
- * follows, and count what this rank will hold beyond the plan's estimate;
- * then trt_mem_recheck repeats the memory check with it (guard.c). */
-void trt_balance(int tensor, const TrtType *t, double density, TrtPlace p);
+ * its file's compressed dim d in the site map t->map names for that dim,
+ * which every relation whose type names it follows, by the work the plan
+ * gives a block (sparse.c): cost[d][0] flops per stored element, cost[d][1]
+ * per line (both 0: an element each); and count what this rank
+ * will hold beyond the plan's estimate; then trt_mem_recheck repeats the
+ * memory check with it (guard.c). */
+void trt_balance(int tensor, const TrtType *t, double density, const double cost[][2], TrtPlace p);
 void trt_mem_recheck(void);
 /* Kernels: a sparse view expanded into a dense array (the caller frees
  * it); v then views it. */

@@ -7,6 +7,8 @@ placement.py: the run-time placement of a skewed sparse input (issue 13).
     placement.py check OUT PROFILE  OUT's outputs against them; PROFILE's
                                     placement line: print both ratios, and
                                     with --balanced require <= 1.1
+    placement.py dense OUT PROFILE  placement_dense.tra's output against
+                                    numpy's, and its rows within 1.05x
 
 A graph whose heavy rows sit together (row k has about (k+1)^-1/2 of the
 stored elements, rows in degree order, as a file sorted by degree has
@@ -42,6 +44,9 @@ def make():
     for _ in range(3):                  # placement.tra's loop, by hand
         G = A @ P - Y                   # loss = sum(G^2) / 2
         P = P - 0.5 * (A.T @ G)
+    W = (rng.standard_normal((F, 256)) / 4).astype(np.float32)
+    np.save("W.npy", W)
+    np.save("want_s.npy", (np.maximum((A @ X) @ W.astype(np.float64), 0) ** 2).sum(1))
     np.save("want_Y.npy", Y)
     np.save("want_Z.npy", Z)
     np.save("want_P.npy", P)
@@ -57,7 +62,8 @@ def check(out, profile):
             print("%s: %s differs from numpy by %.3g" % (out, name, err))
             bad += 1
     text = open(profile).read()
-    m = re.search(r"^placement: .* holds ([0-9.]+)x the average \(block modulo ranks: ([0-9.]+)x\)$", text, re.M)
+    m = re.search(r"^placement: .* holds ([0-9.]+)x the average \(block modulo ranks: ([0-9.]+)x\); "
+                  r"rows ([0-9.]+)x, stored elements ([0-9.]+)x$", text, re.M)
     if not m:
         print("%s: no placement line in the profile" % out)
         return 1
@@ -67,6 +73,27 @@ def check(out, profile):
         print("%s: the placement should be at most 1.1x and block modulo ranks more" % out)
         bad += 1
     return bad
+
+
+def dense(out, profile):
+    """placement_dense.tra: the dense layer after A X follows A's rows, so
+    the placement must give every rank the same rows (within 1.05x; by
+    stored elements plus one per row it gave one rank 1.12x the average)."""
+    got = np.load(os.path.join(out, "s.npy")).astype(np.float64)
+    want = np.load("want_s.npy")
+    err = np.abs(got - want).max() / (1 + np.abs(want).max())
+    if not err < 1e-4:
+        print("%s: s differs from numpy by %.3g" % (out, err))
+        return 1
+    m = re.search(r"^placement: .*; rows ([0-9.]+)x, stored elements ([0-9.]+)x$", open(profile).read(), re.M)
+    if not m:
+        print("%s: no placement line in the profile" % out)
+        return 1
+    print("%s: the busiest rank holds %sx the average rows, %sx the stored elements" % (out, m.group(1), m.group(2)))
+    if float(m.group(1)) > 1.05:
+        print("%s: the rows should be within 1.05x" % out)
+        return 1
+    return 0
 
 
 def make_big(path, V, N):
@@ -119,5 +146,7 @@ if __name__ == "__main__":
         make()
     elif sys.argv[1] == "big":
         make_big("big.npz", 16384, 16384 * 15259)
+    elif sys.argv[1] == "dense":
+        sys.exit(dense(sys.argv[2], sys.argv[3]))
     else:
         sys.exit(1 if check(sys.argv[2], sys.argv[3]) else 0)

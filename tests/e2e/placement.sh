@@ -2,7 +2,8 @@
 # The run-time placement of a skewed sparse input (issue 13): on 2, 3 and
 # 4 ranks, with blocks placed by their stored elements and by block modulo
 # ranks, the outputs match numpy's, and the busiest rank holds at most 1.1x
-# the average with the placement (placement.py says more).
+# the average with the placement (placement.py says more); a program whose
+# dense work follows the rows (placement_dense.tra) gets the rows balanced.
 . "${srcdir:-.}/tests/e2e/lib.sh"
 
 if ! "$PYTHON" -c 'import scipy.sparse' 2>/dev/null; then
@@ -27,6 +28,19 @@ for np in 2 3 4; do
 			fail "$np ranks, --placement=$how"
 		fi
 	done
+done
+# work that follows the rows after a sparse product: the same rows a rank
+for np in 2 3 4; do
+	"$TRAC" -P "$np" "$TOP/tests/e2e/placement_dense.tra" -o dense$np || { fail "trac -P $np dense"; continue; }
+	mkdir -p dense-$np
+	if ! run "$np" ./dense$np A=A.npz X=X.npy W=W.npy s=dense-$np/s.npy --profile --quiet > dense-$np.prof 2>&1; then
+		fail "$np ranks, placement_dense: status $?"
+		tail -5 dense-$np.prof
+	elif "$PYTHON" "$TOP/tests/e2e/placement.py" dense dense-$np dense-$np.prof; then
+		pass "$np ranks, placement_dense: the rows balanced"
+	else
+		fail "$np ranks, placement_dense"
+	fi
 done
 # one rank: nothing to place, no placement line
 "$TRAC" -P 1 "$TOP/tests/e2e/placement.tra" -o prog1 || fail "trac -P 1"
