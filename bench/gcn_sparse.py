@@ -3,13 +3,15 @@
 gcn_sparse.py: issue 13's full-graph GCN benchmark, trac against PyTorch.
 
     gcn_sparse.py [--nodes V] [--edges N] [--reps R] [--ranks P] [--threads T]
-                  [--epochs E] [--mem-per-rank 2G] [--no-torch]
+                  [--epochs E] [--mem-per-rank 2G] [--no-torch] [--ordered]
     gcn_sparse.py torch DIR EPOCHS     (the PyTorch side, run as its own process)
 
 A graph of ogbn-arxiv's size by default (169,343 nodes, 1.17M undirected
 edges) with skewed degrees: each edge's endpoints are drawn from a power law
 over the nodes, so a few nodes have thousands of neighbours and most have a
-handful.  The adjacency is symmetric, with self loops, normalised
+handful; --ordered leaves the node ids in degree order, so the heavy rows
+sit together in the first blocks (issue 33's test of the placement).  The
+adjacency is symmetric, with self loops, normalised
 D^-1/2 (A + I) D^-1/2 and saved as a scipy csr .npz; 128 features, 40
 classes, 10% of the nodes labelled.  Both sides run bench/gcn_sparse.tra's
 computation: two layers (hidden 64), E epochs of full-batch gradient descent,
@@ -33,7 +35,7 @@ def arg(name, default):
     return default
 
 
-def make_data(d, V, E, F=128, C=40):
+def make_data(d, V, E, F=128, C=40, shuffle=True):
     import scipy.sparse as sp
     if os.path.exists(os.path.join(d, "A.npz")):
         return
@@ -44,7 +46,8 @@ def make_data(d, V, E, F=128, C=40):
     w = (np.arange(V) + 1.0) ** -0.9
     w /= w.sum()
     perm = rng.permutation(V)
-    src = perm[rng.choice(V, E, p=w)]
+    src = rng.choice(V, E, p=w)
+    src = perm[src] if shuffle else src
     dst = rng.integers(0, V, E)
     A = sp.coo_matrix((np.ones(E), (src, dst)), shape=(V, V)).tocsr()
     A = ((A + A.T) > 0).astype(np.float64) + sp.identity(V, format="csr")
@@ -97,8 +100,9 @@ def main():
     reps, ranks, threads, epochs = arg("--reps", 3), arg("--ranks", 2), arg("--threads", 2), arg("--epochs", 5)
     trac, mpirun = os.environ.get("TRAC", "trac"), os.environ.get("MPIRUN", "mpirun")
     work = os.path.abspath(os.environ.get("BENCH_WORK", "bench-work"))
-    d = os.path.join(work, "gcn-%d-%d" % (V, E))
-    make_data(d, V, E)
+    ordered = "--ordered" in sys.argv
+    d = os.path.join(work, "gcn-%d-%d%s" % (V, E, "-ordered" if ordered else ""))
+    make_data(d, V, E, shuffle=not ordered)
     exe = os.path.join(d, "gcn_sparse")
     mem = arg("--mem-per-rank", "")
     subprocess.run([trac, "-P", str(ranks), "-D", "V=%d" % V, "-D", "E=%d" % epochs] +
