@@ -103,7 +103,7 @@ static void emit_defs(Emit *e)
 	const IaPlan *p = e->p;
 	Buf *out = e->b;
 	e->def = xcalloc((size_t)p->ops.n + 1, sizeof *e->def);
-	site_map_ids(e);
+	emit_site_maps(e);
 	for (int i = 0; i < p->ops.n; i++) {
 		const IaOp *op = &p->ops.v[i];
 		Buf text = {0};
@@ -159,7 +159,7 @@ static void emit_ist_body(Emit *e, int loop)
 	e->ist_loop = loop;
 	emit_defs(e);
 	e->ist_run[loop] = share_body(e);
-	site_maps_free(e);
+	emit_site_maps_free(e);
 
 	Buf *out = e->b, text = {0};
 	e->b = &text;
@@ -188,7 +188,7 @@ static int emit_plan(Emit *e, int k)
 	emit_defs(e);
 	emit_ops(e, k);
 	int run = share_body(e);
-	site_maps_free(e);
+	emit_site_maps_free(e);
 	free(e->def);
 	e->def = NULL;
 	free(e->ist_run);

@@ -60,7 +60,7 @@ typedef struct Emit {
 	bool local;             /* emitting an IST body */
 	int ist_loop;           /* which (the loop's number) */
 	int *ist_run, *ist_desc;
-	/* the plan's site maps (site_map_ids): per op, per key dim, its map's
+	/* the plan's site maps (emit_site_maps): per op, per key dim, its map's
 	 * id (0 none); per id, the plan's flops per stored element of the
 	 * class's sparse inputs and per line (index value) of its dims */
 	int *mapbase, *map;
@@ -80,8 +80,8 @@ void int_list(Buf *b, int n, const int *v);     /* {1, 2, 3} */
 void emit_tensors(Emit *e);                     /* fills e->tensor_index, e->output_index */
 void emit_ops(Emit *e, int k);                  /* opsK, for --profile */
 void emit_programs(Emit *e, const IaPlan *const *plans, int nplans, const int *run, const CgOptions *o);
-void site_map_ids(Emit *e);                     /* e->mapbase, e->map, e->nmap, costs for e->p */
-void site_maps_free(Emit *e);
+void emit_site_maps(Emit *e);                   /* e->mapbase, e->map, e->nmap, the costs, for e->p */
+void emit_site_maps_free(Emit *e);
 void emit_type(Emit *e, int i);                 /* op i's type, HOLE its number */
 void emit_pred(Emit *e, const KeyPred *p);      /* a filter's key predicate, HOLE its number */
 void emit_schedule(Emit *e, int i);             /* op i's two-phase schedule, HOLE its number */

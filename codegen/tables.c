@@ -129,8 +129,7 @@ static int placed_by_map(const Emit *e, int i)
 	return n == 1 ? e->map[e->mapbase[i] + d] : 0;
 }
 
-/* Is op i computing on its rank's own tuples (the work a placement
- * spreads), and driven by a sparse input's stored elements? */
+/* Does op compute on its rank's own tuples (the work a placement spreads)? */
 static bool local_work(const IaOp *op)
 {
 	switch (op->kind) {
@@ -144,6 +143,7 @@ static bool local_work(const IaOp *op)
 	return false;
 }
 
+/* Is op's work driven by stored elements: a sparse input or result? */
 static bool sparse_driven(const IaPlan *p, const IaOp *op)
 {
 	int in[MAXIN], n = ia_inputs(op, in);
@@ -163,7 +163,8 @@ static bool sparse_driven(const IaPlan *p, const IaOp *op)
  * one element put 11 of 16 blocks on one rank (bench/README.md, issue 33).
  * Flops, not the model's seconds: the built-in model prices the sparse
  * loops at its one loop rate, 5-10x below what they run at, which made a
- * line weigh 8 elements where it measured about 200 (the flops say 190). */
+ * line weigh 8 elements where it measured about 200 (the GCN's flops:
+ * 108). */
 static void site_map_costs(Emit *e)
 {
 	const IaPlan *p = e->p;
@@ -209,9 +210,9 @@ static void site_map_costs(Emit *e)
  * holds a dim of a sparse input gets a map id, 1, 2, ..., in order of
  * first appearance; e->map[e->mapbase[i] + d] is op i's dim d's, 0 for
  * none.  An IST body places nothing by a map (its ranks are a subnet's). */
-void site_map_ids(Emit *e)
+void emit_site_maps(Emit *e)
 {
-	site_maps_free(e);
+	emit_site_maps_free(e);
 	const IaPlan *p = e->p;
 	int n = p->ops.n;
 	e->mapbase = xcalloc((size_t)n + 1, sizeof *e->mapbase);
@@ -233,7 +234,7 @@ void site_map_ids(Emit *e)
 	free(of);
 }
 
-void site_maps_free(Emit *e)
+void emit_site_maps_free(Emit *e)
 {
 	free(e->mapbase);
 	free(e->map);
