@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #define TRT_MAXDIM 8            /* most key dims and chunk dims of a relation */
-#define TRT_ABI 11              /* bumped when this interface changes */
+#define TRT_ABI 12              /* bumped when this interface changes */
 
 typedef enum { TRT_F32, TRT_F64, TRT_I32, TRT_I64 } TrtDtype;
 
