@@ -155,9 +155,9 @@ static bool sparse_driven(const IaPlan *p, const IaOp *op)
 
 /* What the plan says a block of each map costs (the weights trt_balance
  * places blocks by): the flops of the local ops whose results the map
- * places, times their calls (the counts of the loops around them), per
- * stored element of the class's sparse inputs for the ops a sparse
- * relation drives, per line of the class's dims for the dense ones.  The
+ * places, times their calls (IaLoops.times), per stored element of the
+ * class's sparse inputs for the ops a sparse relation drives, per line of
+ * the class's dims for the dense ones.  The
  * dense work after a sparse product follows the rows, not the stored
  * elements: on a graph whose heavy rows sit together, counting a line as
  * one element put 11 of 16 blocks on one rank (bench/README.md, issue 33).
@@ -192,10 +192,7 @@ static void site_map_costs(Emit *e)
 		int k = placed_by_map(e, i);
 		if (!k || !local_work(op))
 			continue;
-		double calls = 1;
-		for (int lp = l.loopof[i]; lp >= 0; lp = l.parent[lp])
-			calls *= (double)p->ops.v[lp].u.loop.count;
-		(sparse_driven(p, op) ? e->map_elem : e->map_line)[k] += op->flops * calls;
+		(sparse_driven(p, op) ? e->map_elem : e->map_line)[k] += op->flops * l.times[i];
 	}
 	for (int k = 1; k <= e->nmap; k++) {
 		e->map_elem[k] = stored[k] > 0 ? e->map_elem[k] / stored[k] : 0;
