@@ -24,6 +24,7 @@
  * SIGHUP): trac leaves none behind, even on an internal error.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
@@ -155,6 +156,14 @@ static void forget(const char *path)
 			temps[i] = NULL;
 }
 
+/* Whether path names something other than a regular file (a device such
+ * as /dev/null, a pipe): written through, never renamed over. */
+static bool is_special(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
 char *cg_output_temp(const char *path)
 {
 	struct stat st;
@@ -165,7 +174,17 @@ char *cg_output_temp(const char *path)
 		fprintf(stderr, "trac: error: cannot write '%s': %s\n", path, strerror(EISDIR));
 		return NULL;
 	}
-	char *tmp = xprintf("%.*s.%s.XXXXXX", dirlen, path, path + dirlen);
+	char *tmp;
+	if (is_special(path)) {         /* (not opened now: a pipe's reader would see its end) */
+		if (access(path, W_OK) < 0) {
+			fprintf(stderr, "trac: error: cannot write '%s': %s\n", path, strerror(errno));
+			return NULL;
+		}
+		const char *tmpdir = getenv("TMPDIR");
+		tmp = xprintf("%s/trac-out-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+	} else {
+		tmp = xprintf("%.*s.%s.XXXXXX", dirlen, path, path + dirlen);
+	}
 	int fd = mkstemp(tmp);
 	if (fd < 0) {
 		fprintf(stderr, "trac: error: cannot write '%s': %s\n", path, strerror(errno));
@@ -180,8 +199,46 @@ char *cg_output_temp(const char *path)
 	return tmp;
 }
 
+/* The bytes of file tmp written into path (a device or pipe). */
+static bool copy_into(const char *tmp, const char *path)
+{
+	int in = open(tmp, O_RDONLY), out = open(path, O_WRONLY);
+	bool ok = in >= 0 && out >= 0;
+	char buf[65536];
+	ssize_t n;
+	while (ok && (n = read(in, buf, sizeof buf)) != 0) {
+		if (n < 0) {
+			ok = errno == EINTR;
+			continue;
+		}
+		for (ssize_t done = 0; ok && done < n;) {
+			ssize_t w = write(out, buf + done, (size_t)(n - done));
+			if (w < 0)
+				ok = errno == EINTR;
+			else
+				done += w;
+		}
+	}
+	int e = errno;
+	if (in >= 0)
+		close(in);
+	if (out >= 0 && close(out) < 0 && ok)
+		ok = false, e = errno;
+	errno = e;
+	return ok;
+}
+
 bool cg_output_commit(char *tmp, const char *path)
 {
+	if (is_special(path)) {
+		bool ok = copy_into(tmp, path);
+		if (!ok)
+			fprintf(stderr, "trac: error: cannot write '%s': %s\n", path, strerror(errno));
+		unlink(tmp);
+		forget(tmp);
+		free(tmp);
+		return ok;
+	}
 	if (rename(tmp, path) < 0) {
 		fprintf(stderr, "trac: error: cannot write '%s': %s\n", path, strerror(errno));
 		return false;
