@@ -24,7 +24,8 @@
  * matmul ships s partial results of I x J (the paper's CMM = I*J*s).
  *
  * The primitives (cost_move, cost_join, ...) are what the search costs its
- * candidates with; opt_cost applies the same ones to a whole plan.
+ * candidates with; opt_cost (plancost.c) applies the same ones to a whole
+ * plan.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -352,7 +353,7 @@ static double write_stage_bytes(const RelType *t)
 	return (one > WRITE_STAGE ? 2 * WRITE_STAGE : one) + WRITE_BLOCK;
 }
 
-static double write_transient_bytes(const CostCtx *c, const RelType *t, const Place *p)
+double write_transient_bytes(const CostCtx *c, const RelType *t, const Place *p)
 {
 	double stages = write_stage_bytes(t);
 	if (t->nkey == 0 || p->kind == PL_ALL || c->nsites < 2)
@@ -384,7 +385,7 @@ static double write_transient_bytes(const CostCtx *c, const RelType *t, const Pl
  * transient memory (write_transient_bytes), their first touch the
  * op's when they go past the most memory held so far (opt_cost). */
 
-static double cost_write(const CostCtx *c, const RelType *t)
+double cost_write(const CostCtx *c, const RelType *t)
 {
 	double b = rel_bytes(t), s = c->nsites;
 	if (b <= 0)
@@ -397,7 +398,7 @@ static double cost_write(const CostCtx *c, const RelType *t)
 
 /* A param's initial values: this rank's share, made by seed and index
  * (not the memory's first touch: see HACKING.md, "The cost model"). */
-static double cost_init(const CostCtx *c, const Tensor *x, const RelType *t, const Place *p)
+double cost_init(const CostCtx *c, const Tensor *x, const RelType *t, const Place *p)
 {
 	double bytes = cost_rank_bytes(c, t, p, 1);
 	switch (x->init) {
@@ -914,319 +915,4 @@ Cost cost_scatter(const CostCtx *c, const RelType *rows, const Place *rp, const 
 	k.bytes = nrow * REQ_BYTES + nval * es;
 	k.seconds += alltoall_seconds(c, k.bytes * rshare) + m->op_overhead;
 	return k;
-}
-
-/* ---- a whole plan ---- */
-
-/*
- * An op's floor, --profile's roofline (issue 33): the least time the
- * model's machine allows its busiest rank, the largest of
- *   - its flops (a rank's share) at the model's best rate for its kind of
- *     kernel: a contraction BLIS runs at the best gemm block's rate of
- *     its type, a convolution at conv_rate, generated loops at loop_rate
- *     (the model's one rate for them, so a loop can beat its floor);
- *   - the bytes it reads and writes in memory (its inputs' and result's
- *     share) at memcpy's rate, which moves 2 bytes per byte copied;
- *   - the bytes it sends (a rank's share) at the fastest collective's
- *     bandwidth;
- *   - a file's bytes at read_bw or write_bw, and initial values at their
- *     generator's rate.
- * No latency, overhead or first touch: a floor, not a prediction.
- */
-static double op_floor(const CostCtx *cc, const IaPlan *p, const IaOp *op, const int *in, int k,
-                       const double *copies)
-{
-	const Machine *m = cc->m;
-	const IaOp *a = k > 0 ? &p->ops.v[in[0]] : NULL, *b = k > 1 ? &p->ops.v[in[1]] : NULL;
-	double rate = m->loop_rate, net = 0, mem = 0;
-	for (int c = 0; c < NCOLL; c++)
-		net = fmax(net, m->bandwidth[c]);
-	switch (op->kind) {
-	case IA_READ:
-		return cost_rank_bytes(cc, &op->type, &op->place, 1) / m->read_bw;
-	case IA_WRITE:
-		return rel_bytes(&a->type) / m->write_bw;
-	case IA_INIT:
-		return fmax(cost_init(cc, &p->tra->tensors.v[op->u.init.tensor], &op->type, &op->place),
-		            cost_rank_bytes(cc, &op->type, &op->place, 1) / (2 * m->memcpy_bw));
-	case IA_BCAST:
-	case IA_SHUFFLE:
-		return op->bytes_sent / cc->nsites / net;
-	case IA_LOAD:
-	case IA_RANGE:
-	case IA_COUNTER:
-	case IA_STORE:
-	case IA_PRINT:
-	case IA_LOOP:
-	case IA_ENDLOOP:
-		return 0;
-	case IA_CONV:
-		rate = m->conv_rate;
-		break;
-	case IA_JOIN:
-	case IA_TWOPHASE: {
-		const RelType *t[2] = {&a->type, &b->type};
-		Contraction g;
-		if (!(op->kind == IA_JOIN && op->u.join.mask.on) && !t[0]->sparse && !t[1]->sparse &&
-		    !dtype_is_int(op->type.dtype) && contraction_plan(op->u.join.kernel, t, op->type.dtype, &g))
-			for (int i = 0; i < m->ngemm; i++)
-				rate = i ? fmax(rate, m->gemm_rate[op->type.dtype == DT_F64][i])
-				         : m->gemm_rate[op->type.dtype == DT_F64][i];
-		break;
-	}
-	case IA_FILTER:
-	case IA_MAP:
-	case IA_AGG:
-	case IA_GATHER:
-	case IA_LOOKUP:
-	case IA_SCATTER:
-	case IA_HALO:
-	case IA_SLICE:
-		break;
-	}
-	for (int j = 0; j < k; j++)
-		mem += cost_rank_bytes(cc, &p->ops.v[in[j]].type, &p->ops.v[in[j]].place, copies[in[j]]);
-	if (ia_has_result(op->kind))
-		mem += cost_rank_bytes(cc, &op->type, &op->place, copies[op - p->ops.v]);
-	double flops = op->flops / (op->place.kind == PL_ALL ? 1 : cc->nsites);
-	return fmax(fmax(flops / rate, mem / (2 * m->memcpy_bw)), op->bytes_sent / cc->nsites / net);
-}
-
-/* What opt_cost knows of a plan as it walks it: per op, the partial copies
- * of its result per key and the bytes of it a rank holds; the loops'
- * lifetimes, where scatters add (ia_in_place), the bytes live now and the
- * most live so far. */
-typedef struct Walk {
-	CostCtx cc;
-	double *copies, *held;
-	double *made, *transient;       /* per op: its result's bytes, what it holds besides */
-	IaLoops life;
-	InPlace *inplace;
-	int *last;              /* life.dead_after, params' made to live to the end */
-	double live, high;
-} Walk;
-
-/* Where a join computes: its key space placed as its inputs a, b give. */
-static Place join_space(const IaOp *op, const IaOp *a, const IaOp *b)
-{
-	if (a->place.kind == PL_ALL && b->place.kind == PL_ALL)
-		return place_all();
-	if (a->place.kind != PL_ALL)
-		return a->place;
-	Place jp = {.kind = PL_PART, .ndims = b->place.ndims};
-	for (int d = 0; d < b->place.ndims; d++)
-		jp.dims[d] = ia_join_out_dim(a->type.nkey, &op->u.join.on, b->place.dims[d]);
-	return jp;
-}
-
-/* A join's (or convolution's) partial copies per key when it leaves
- * partial sums, computing over jp. */
-static void join_copies(Walk *w, int i, const IaOp *op, const IaOp *a, const IaOp *b, const Place *jp)
-{
-	if (op->place.kind == PL_PARTIAL) {
-		RelType jt = ia_join_type(&a->type, &b->type, &op->u.join.on);
-		w->copies[i] = cost_partial_copies(&w->cc, &jt, jp, op->u.join.ngroup, op->u.join.group);
-	}
-}
-
-/* Op i's cost as the plan has it (its result's partial copies in
- * w->copies[i]); *io: its seconds no plan saves (reading inputs, params'
- * initial values, writing outputs), which are not the plan's. */
-static Cost op_cost(Walk *w, const IaPlan *p, int i, double *io)
-{
-	const CostCtx *cc = &w->cc;
-	const IaOp *op = &p->ops.v[i];
-	int in[MAXIN];
-	int k = ia_inputs(op, in);
-	const IaOp *a = k > 0 ? &p->ops.v[in[0]] : NULL;
-	const IaOp *b = k > 1 ? &p->ops.v[in[1]] : NULL;
-	Cost c = {0};
-	*io = 0;
-	w->copies[i] = 1;
-	switch (op->kind) {
-	case IA_READ:
-		/* the search weighs what cost_read gives (a whole read, a
-		 * partitioned one's calls); the op's time is every rank's share */
-		c = cost_read(cc, &op->type, &op->place);
-		*io = cost_read_seconds(cc, &op->type, &op->place) - c.seconds;
-		return c;
-	case IA_WRITE:
-		*io = cost_write(cc, &a->type);
-		return c;
-	case IA_INIT:
-		*io = cost_init(cc, &p->tra->tensors.v[op->u.init.tensor], &op->type, &op->place);
-		return c;
-	case IA_FILTER:
-	case IA_LOAD:
-	case IA_RANGE:
-	case IA_COUNTER:
-	case IA_STORE:
-	case IA_PRINT:
-	case IA_LOOP:
-	case IA_ENDLOOP:
-		return c;
-	case IA_BCAST:
-	case IA_SHUFFLE:
-		c = cost_move(cc, &a->type, &a->place, w->copies[in[0]], &op->place);
-		if (op->kind == IA_BCAST && a->place.kind == PL_PARTIAL)
-			w->copies[i] = w->copies[in[0]];        /* every partial, everywhere */
-		return c;
-	case IA_JOIN: {
-		Place jp = join_space(op, a, b);
-		c = cost_join(cc, op->u.join.kernel, &a->type, &b->type, &op->u.join.on, &jp,
-		              k > 2 ? &p->ops.v[in[2]].type : NULL);
-		join_copies(w, i, op, a, b, &jp);
-		return c;
-	}
-	case IA_CONV: {
-		Place jp = join_space(op, a, b);
-		c = cost_conv(cc, op->u.join.kernel, &a->type, &b->type, &op->u.join.on, &op->type, &jp);
-		join_copies(w, i, op, a, b, &jp);
-		return c;
-	}
-	case IA_AGG:
-		c = cost_agg(cc, &a->type, &a->place, w->copies[in[0]], &op->type);
-		if (op->place.kind == PL_PARTIAL)
-			w->copies[i] = a->place.kind == PL_PARTIAL ? w->copies[in[0]]
-			               : cost_partial_copies(cc, &a->type, &a->place, op->u.agg.ngroup, op->u.agg.group);
-		return c;
-	case IA_MAP:
-		c = cost_map(cc, op->u.map.kernel, &a->type, &a->place);
-		if (op->place.kind == PL_PARTIAL)
-			w->copies[i] = w->copies[in[0]];
-		return c;
-	case IA_GATHER:
-	case IA_LOOKUP:
-		return cost_gather(cc, &a->type, &a->place, op->u.gather.dim, &b->type, &b->place, &op->type);
-	case IA_SCATTER:
-		return cost_scatter(cc, &a->type, &a->place, &b->type, &op->type, &op->place,
-		                    op->u.gather.base < 0 ? SCATTER_ZEROS
-		                    : w->inplace[i] != IP_NONE ? SCATTER_IN_PLACE : SCATTER_COPY);
-	case IA_HALO:
-		return cost_halo(cc, &a->type, &a->place, &op->type);
-	case IA_SLICE:          /* the window copied out, locally */
-		c.seconds = cost_rank_bytes(cc, &op->type, &op->place, 1) / cc->m->memcpy_bw + cc->m->local_op_overhead;
-		return c;
-	case IA_TWOPHASE: {
-		/* planned with the schedule (twophase.c) */
-		const TpSched *ts = op->u.join.sched;
-		return (Cost){ts->seconds, ts->floats, ts->bytes, ts->flops, 0};
-	}
-	}
-	tr_bug("bad IA op");
-}
-
-/* Op i's result joins the live set, the inputs it reads last leave it
- * after it: its live bytes, the plan's peak, and the first touch of memory
- * beyond the most held so far (the op's time: reads and initial values
- * have it in their rates; the runtime's chunk cache reuses what ops free,
- * and inside a loop only the first pass touches).  times: its runs. */
-static void op_memory(Walk *w, IaPlan *p, int i, double times)
-{
-	IaOp *op = &p->ops.v[i];
-	int n = p->ops.n, in[MAXIN];
-	int k = ia_inputs(op, in);
-	double *held = w->held;
-	if (op->kind == IA_INIT)
-		w->last[i] = n;         /* a param's storage lives to the end */
-	if (ia_has_result(op->kind) && op->kind != IA_LOAD) {
-		if ((op->kind == IA_MAP && !op->u.map.kernel) || (op->kind == IA_BCAST && w->cc.nsites == 1)) {
-			/* a rekey, a replication or a broadcast on one site
-			 * shares its input's chunks: it takes them over when
-			 * the input dies here */
-			held[i] = w->last[in[0]] == i ? held[in[0]] : 0;
-			w->live -= held[i];
-			held[in[0]] -= held[i];
-		} else if (w->inplace[i] == IP_OWNED || w->inplace[i] == IP_PARAM)
-			/* a scatter in place holds its base's chunks (a
-			 * param's own: nothing more) */
-			held[i] = held[op->u.gather.base];
-		else
-			held[i] = cost_rank_bytes(&w->cc, &op->type, &op->place, w->copies[i]);
-		w->live += held[i];
-		w->made[i] = held[i];
-	}
-	/* a two-phase schedule holds chunks received and partial sums while
-	 * it runs (its mem counts its accumulators, which are the result's
-	 * chunks, too: held already); a write, on rank 0, a band of the
-	 * output or a chunk received */
-	const IaOp *a = k > 0 ? &p->ops.v[in[0]] : NULL;
-	double transient = op->kind == IA_TWOPHASE ? fmax(0, op->u.join.sched->mem - held[i])
-	                   : op->kind == IA_WRITE ? write_transient_bytes(&w->cc, &a->type, &a->place) : 0;
-	double now = w->live + transient;
-	w->transient[i] = transient;
-	op->live_bytes = now;
-	if (now > w->high) {
-		if (times == 1 && op->kind != IA_READ && op->kind != IA_INIT)
-			op->seconds += (now - w->high) / w->cc.m->touch_bw;
-		w->high = now;
-	}
-	if (now > p->peak_bytes) {
-		p->peak_bytes = now;
-		p->peak_op = i;
-	}
-	for (int j = 0; j < k; j++)
-		if (w->last[in[j]] == i && held[in[j]] > 0) {
-			w->live -= held[in[j]];
-			held[in[j]] = 0;
-		}
-	if (op->kind == IA_ENDLOOP)
-		for (int j = 0; j < i; j++)
-			if (w->last[j] == i && held[j] > 0) {
-				w->live -= held[j];
-				held[j] = 0;
-			}
-}
-
-void opt_cost(IaPlan *p, const Machine *mach)
-{
-	Machine dflt;
-	if (!mach) {
-		machine_default(&dflt);
-		mach = &dflt;
-	}
-	int n = p->ops.n;
-	Walk w = {.cc = {mach, p->nranks, p->objective}};
-	w.copies = xcalloc(n + 1, sizeof *w.copies);
-	w.held = xcalloc(n + 1, sizeof *w.held);
-	w.made = xcalloc(n + 1, sizeof *w.made);
-	w.transient = xcalloc(n + 1, sizeof *w.transient);
-	/* a relation read inside a loop it was made outside of lives to the
-	 * loop's end, as the generated program frees it */
-	ia_loops(p, &w.life);
-	w.inplace = ia_in_place(p, &w.life);    /* before `last` changes */
-	w.last = w.life.dead_after;
-
-	p->total_floats_moved = p->total_bytes_sent = p->total_flops = 0;
-	p->peak_bytes = p->predicted_seconds = 0;
-	for (int i = 0; i < n; i++) {
-		IaOp *op = &p->ops.v[i];
-		/* ops inside repeat blocks run count times: their costs add up so */
-		double times = w.life.times[i];
-		double io;
-		Cost c = op_cost(&w, p, i, &io);
-		op->floats_moved = c.floats;
-		op->bytes_sent = c.bytes;
-		op->flops = c.flops;
-		op->seconds = c.seconds + io;
-		op->spill_written = op->spill_read = 0;
-		int in[MAXIN], k = ia_inputs(op, in);
-		op->floor_seconds = op_floor(&w.cc, p, op, in, k, w.copies);
-		p->total_floats_moved += c.floats * times;
-		p->total_bytes_sent += c.bytes * times;
-		p->total_flops += c.flops * times;
-		p->predicted_seconds += c.seconds * times;
-		op_memory(&w, p, i, times);
-	}
-	/* out of core: the spill file's writes and reads, priced */
-	p->spill_written = p->spill_read = 0;
-	p->resident_peak = p->peak_bytes;
-	if (p->mem_budget > 0 && p->peak_bytes > p->mem_budget)
-		opt_spill(p, mach, w.made, w.transient, &w.life);
-	free(w.copies);
-	free(w.held);
-	free(w.made);
-	free(w.transient);
-	free(w.inplace);
-	ia_loops_free(&w.life);
 }

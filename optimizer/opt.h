@@ -316,6 +316,11 @@ double cost_partial_copies(const CostCtx *c, const RelType *t, const Place *p, i
  * every matmul's plan). */
 Cost cost_read(const CostCtx *c, const RelType *t, const Place *p);
 double cost_read_seconds(const CostCtx *c, const RelType *t, const Place *p); /* the busiest rank's share, whatever the place */
+/* Writing an output: seconds, and the bytes its staging holds a while. */
+double cost_write(const CostCtx *c, const RelType *t);
+double write_transient_bytes(const CostCtx *c, const RelType *t, const Place *p);
+/* A param's initial values made on this rank: seconds. */
+double cost_init(const CostCtx *c, const Tensor *x, const RelType *t, const Place *p);
 /* Bytes one rank holds of a relation: copies > 1 for partials. */
 double cost_rank_bytes(const CostCtx *c, const RelType *t, const Place *p, double copies);
 /* Moving a relation (copies: its partial copies) from `from` to `to`
