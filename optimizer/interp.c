@@ -638,20 +638,27 @@ static Rel *do_filter(const Rel *a, const IaOp *op)
 	return r;
 }
 
+Dense *dense_zeros(const Tensor *t, int64_t *n)
+{
+	Dense *d = xcalloc(1, sizeof *d);
+	d->rank = t->rank;
+	*n = 1;
+	for (int i = 0; i < t->rank; i++) {
+		d->shape[i] = t->shape[i];
+		*n *= t->shape[i];
+	}
+	d->v = xcalloc((size_t)(*n ? *n : 1), sizeof *d->v);
+	return d;
+}
+
 /* A param's initial value: a deterministic stand-in for the runtime's
  * random initialisers (only plans are compared here). */
 static Dense *init_dense(const Tensor *t, Dense *const *inputs, int tensor)
 {
 	if (t->init == INIT_FILE && inputs && inputs[tensor])
 		return NULL;
-	Dense *d = xcalloc(1, sizeof *d);
-	d->rank = t->rank;
-	int64_t n = 1;
-	for (int i = 0; i < t->rank; i++) {
-		d->shape[i] = t->shape[i];
-		n *= t->shape[i];
-	}
-	d->v = xcalloc((size_t)(n ? n : 1), sizeof *d->v);
+	int64_t n;
+	Dense *d = dense_zeros(t, &n);
 	for (int64_t e = 0; e < n; e++)
 		d->v[e] = t->init == INIT_ZEROS ? 0 : t->init == INIT_ONES ? 1 : sin(1.0 + (double)e * 0.7) * 0.5;
 	return d;

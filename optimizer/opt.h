@@ -577,5 +577,7 @@ typedef struct Dense {
  * tuples on different sites, a partial relation written, ...). */
 bool ia_interpret(const IaPlan *p, int sites, Dense *const *inputs, Dense **outputs, Buf *err);
 void dense_free(Dense *d);
+/* Tensor t's shape, its n elements zero. */
+Dense *dense_zeros(const Tensor *t, int64_t *n);
 
 #endif

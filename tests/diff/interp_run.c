@@ -29,14 +29,8 @@ static Dense *read_dense(const char *dir, const Tensor *t)
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return NULL;
-	Dense *d = xcalloc(1, sizeof *d);
-	d->rank = t->rank;
-	int64_t n = 1;
-	for (int i = 0; i < t->rank; i++) {
-		d->shape[i] = t->shape[i];
-		n *= t->shape[i];
-	}
-	d->v = xcalloc((size_t)(n ? n : 1), sizeof *d->v);
+	int64_t n;
+	Dense *d = dense_zeros(t, &n);
 	if (fread(d->v, sizeof *d->v, (size_t)n, f) != (size_t)n) {
 		fprintf(stderr, "interp_run: %s: short file\n", path);
 		exit(2);
