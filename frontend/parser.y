@@ -7,6 +7,7 @@
  */
 %require "3.6"
 %define api.pure full
+%define api.prefix {fe_yy}
 %define api.location.type {Loc}
 %define parse.error custom
 %define parse.lac full
@@ -39,7 +40,13 @@ typedef struct Number { double value; bool integer, overflow; } Number;
 }
 
 %code provides {
-int yylex(YYSTYPE *lval, Loc *lloc, yyscan_t scanner);
+/* bison names its types after the prefix (api.prefix fe_yy); flex's bridge,
+ * in the scanner and its header, still says YYSTYPE and YYLTYPE */
+#ifndef YYSTYPE
+#define YYSTYPE FE_YYSTYPE
+#define YYLTYPE FE_YYLTYPE
+#endif
+int fe_yylex(FE_YYSTYPE *lval, Loc *lloc, yyscan_t scanner);
 }
 
 %code {
@@ -579,7 +586,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, yyscan_t scanner, stru
 	int n = yypcontext_expected_tokens(ctx, expected, 6);
 	yysymbol_kind_t got = yypcontext_token(ctx);
 	Loc loc = *yypcontext_location(ctx);
-	struct LexState *ls = yyget_extra(scanner);
+	struct LexState *ls = fe_yyget_extra(scanner);
 	Buf b = {0};
 
 	if (ls->lex_error) {
@@ -632,11 +639,11 @@ Ast *fe_parse(Arena *arena, int file)
 	yyscan_t scanner;
 	Ast *ast = arena_alloc(arena, sizeof *ast);
 
-	yylex_init_extra(&ls, &scanner);
-	YY_BUFFER_STATE buf = yy_scan_bytes(f->text, (int)f->len, scanner);
+	fe_yylex_init_extra(&ls, &scanner);
+	YY_BUFFER_STATE buf = fe_yy_scan_bytes(f->text, (int)f->len, scanner);
 	yyparse(scanner, &ps);
-	yy_delete_buffer(buf, scanner);
-	yylex_destroy(scanner);
+	fe_yy_delete_buffer(buf, scanner);
+	fe_yylex_destroy(scanner);
 
 	ast->arena = arena;
 	ast->file = file;

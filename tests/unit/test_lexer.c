@@ -16,7 +16,7 @@
 typedef struct Tok {
 	int kind;
 	uint32_t off, len;
-	YYSTYPE val;
+	FE_YYSTYPE val;
 } Tok;
 
 static int lex_all(const char *text, Tok *toks, int max)
@@ -25,18 +25,18 @@ static int lex_all(const char *text, Tok *toks, int max)
 	struct LexState ls = {file, 0, arena_new()};
 	yyscan_t sc;
 	int n = 0;
-	yylex_init_extra(&ls, &sc);
-	YY_BUFFER_STATE b = yy_scan_bytes(text, (int)strlen(text), sc);
+	fe_yylex_init_extra(&ls, &sc);
+	YY_BUFFER_STATE b = fe_yy_scan_bytes(text, (int)strlen(text), sc);
 	for (;;) {
-		YYSTYPE v;
+		FE_YYSTYPE v;
 		Loc loc;
-		int k = yylex(&v, &loc, sc);
+		int k = fe_yylex(&v, &loc, sc);
 		if (k == 0 || n == max)
 			break;
 		toks[n++] = (Tok){k, loc.off, loc.len, v};
 	}
-	yy_delete_buffer(b, sc);
-	yylex_destroy(sc);
+	fe_yy_delete_buffer(b, sc);
+	fe_yylex_destroy(sc);
 	return n;
 }
 
