@@ -9,11 +9,18 @@
  * one line and a hint, and exits 2.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "frontend/driver.h"
+
+extern char **environ;
 
 static const char usage[] =
 	"usage: trac [options] file.tra\n"
@@ -270,21 +277,101 @@ static void parse_args(int argc, char **argv, Cmdline *o)
 		cmdline_usage_error("no input file");
 }
 
+static double wall_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The quick calibration's output over *m: trac-calibrate run with its
+ * stdout in a file beside the cache, read as a model file. */
+static bool quick_calibrate(Machine *m, const char *cache, Buf *why)
+{
+	const char *helper = fe_calibrate_helper();
+	if (!helper) {
+		buf_printf(why, "no trac-calibrate installed");
+		return false;
+	}
+	char *out = xprintf("%s.quick.%d", cache, (int)getpid());
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	char *argv[] = {(char *)helper, NULL};
+	pid_t pid;
+	int status = -1;
+	bool ok = host_make_parent(out) && posix_spawn(&pid, helper, &fa, NULL, argv, environ) == 0 &&
+	          waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	posix_spawn_file_actions_destroy(&fa);
+	if (!ok)
+		buf_printf(why, "%s failed", helper);
+	ok = ok && machine_load(m, out, why);
+	remove(out);
+	free(out);
+	return ok;
+}
+
+/* The model of the machine trac runs on (optimizer/host.c): the cache of an
+ * earlier quick calibration on this CPU, else a new one when trac plans and
+ * TRAC_CALIBRATE is not 0 (then cached), else derived from the CPU alone. */
+static void host_machine(Machine *m, bool plans)
+{
+	HostInfo h;
+	host_probe(&h);
+	machine_derive(m, &h);
+	char *cache = host_cache_path();
+	const char *env = getenv("TRAC_CALIBRATE");
+	Buf why = {0};
+	if (cache && host_cache_load(m, cache, &h, &why)) {
+		snprintf(m->source, sizeof m->source, "%s (cached quick calibration of %s, %d cores)", cache, h.cpu,
+		         h.cores);
+	} else if (!cache || !plans || (env && !strcmp(env, "0"))) {
+		if (cache && plans)
+			buf_printf(&why, "; TRAC_CALIBRATE=0");
+	} else {
+		double t0 = wall_seconds();
+		Machine q = *m;
+		why.len = 0;
+		if (quick_calibrate(&q, cache, &why)) {
+			*m = q;
+			snprintf(m->source, sizeof m->source, "%s (quick calibration of %s, %d cores, just now in %.1f s)",
+			         cache, h.cpu, h.cores, wall_seconds() - t0);
+			if (!host_cache_save(cache, m, &h))
+				fprintf(stderr, "trac: warning: cannot write the machine model's cache '%s'\n", cache);
+		}
+	}
+	if (why.s && !strstr(m->source, "calibration")) {
+		size_t n = strlen(m->source);
+		snprintf(m->source + n, sizeof m->source - n, "; %s", why.s);
+	}
+	free(why.s);
+	free(cache);
+}
+
 /* The machine model: --machine FILE, else $TRAC_MACHINE, else the one
- * `make install` installed after `make calibrate`, else built in. */
-static const Machine *load_machine(const char *path)
+ * `make install` installed after `make calibrate`, else this machine's
+ * (host_machine).  A trac in its build tree plans with the fixed reference
+ * model the tests pin unless asked for "host" (--machine host,
+ * TRAC_MACHINE=host). */
+static const Machine *load_machine(const char *path, bool plans)
 {
 	static Machine machine;
 	machine_default(&machine);
 	if (!path && getenv("TRAC_MACHINE") && *getenv("TRAC_MACHINE"))
 		path = getenv("TRAC_MACHINE");
+	bool in_build = false;
+	free(tr_exe_dir(&in_build));
 	if (!path)
 		path = fe_machine_file();
-	if (path) {
+	if (path && !strcmp(path, "host"))
+		host_machine(&machine, plans);
+	else if (path) {
 		Buf err = {0};
 		if (!machine_load(&machine, path, &err))
 			cmdline_usage_error("%s", err.s);
-	}
+	} else if (!in_build)
+		host_machine(&machine, plans);
 	return &machine;
 }
 
@@ -300,7 +387,7 @@ void cmdline_parse(int argc, char **argv, Cmdline *c)
 	c->pipe.fe.ndefines = c->defines.n;
 	c->pipe.fe.incdirs = c->incdirs.v;
 	c->pipe.fe.nincdirs = c->incdirs.n;
-	c->pipe.opt.machine = load_machine(c->machine);
+	c->pipe.opt.machine = load_machine(c->machine, !c->pipe.syntax_only && !c->deps.print);
 	/* Without -P: an executable carries plans for 1-8 ranks and the powers
 	 * of two to 1024; --explain and --dump-after show the plan for 4. */
 	if (!c->ranks.n && (c->explain || c->pipe.dump_after != DUMP_NONE))

@@ -234,6 +234,7 @@ typedef struct FeOptions {
 
 const char *fe_stdlib_dir(void);                        /* the installed or in-tree stdlib */
 const char *fe_machine_file(void);                      /* the installed machine model, or NULL */
+const char *fe_calibrate_helper(void);                  /* trac-calibrate (the quick calibration), or NULL */
 void fe_add_dep(FeOptions *o, const char *path);        /* record a file read (for -M) */
 char *fe_make_quote(const char *s);                     /* for make, as gcc -MQ: $ -> $$, ' ' -> '\ ' */
 

@@ -68,6 +68,25 @@ const char *fe_machine_file(void)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) ? path : NULL;
 }
 
+/* trac-calibrate, the quick calibration (runtime/quickcal.c): the build
+ * tree's for a trac in it, else in ../libexec/trac beside this trac's
+ * folder (a moved install), else the configured one. */
+const char *fe_calibrate_helper(void)
+{
+	static char *path;
+	bool in_build;
+	char *self = tr_exe_dir(&in_build);
+	free(path);
+	path = !self ? NULL : in_build ? xprintf("%s/runtime/trac-calibrate", TRAC_BUILD_DIR)
+	                               : xprintf("%s/../libexec/trac/trac-calibrate", self);
+	free(self);
+	if (path && access(path, X_OK) == 0)
+		return path;
+	free(path);
+	path = xstrdup(TRAC_CALIBRATE_HELPER);
+	return access(path, X_OK) == 0 ? path : NULL;
+}
+
 void fe_add_dep(FeOptions *o, const char *path)
 {
 	for (int i = 0; i < o->ndeps; i++)

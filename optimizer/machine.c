@@ -4,8 +4,10 @@
  * Every collective is `latency + bytes / bandwidth`, bytes being what one
  * rank sends (bench/calibrate's convention); kernels run at a gemm rate
  * that depends on the block size, or at the generated loops' rate.  The
- * constants are built in (measured on the development machine, one node,
- * shared-memory MPI) and can be replaced by bench/calibrate's output:
+ * constants built in here (measured on the development machine, one node,
+ * shared-memory MPI) are the reference model the tests plan with; host.c
+ * derives a model for the machine trac runs on from it, and either can be
+ * replaced by bench/calibrate's output:
  *
  *   mpirun -np 4 bench/calibrate > machine.model
  *   trac --machine machine.model ...        (or TRAC_MACHINE=machine.model)
@@ -255,6 +257,23 @@ bool machine_load(Machine *m, const char *path, Buf *err)
 	if (ok)
 		snprintf(m->source, sizeof m->source, "%s", path);
 	return ok;
+}
+
+/* Every key machine_load reads, with its value: a file that loads back
+ * into the same model (host.c's cache). */
+void machine_write(FILE *f, const Machine *m)
+{
+	for (int c = 0; c < NCOLL; c++) {
+		fprintf(f, "%s_latency_s=%.17g\n", coll_key[c], m->latency[c]);
+		fprintf(f, "%s_bandwidth_Bps=%.17g\n", coll_key[c], m->bandwidth[c]);
+	}
+	for (size_t i = 0; i < sizeof scalars / sizeof *scalars; i++)
+		if (scalars[i].field)
+			fprintf(f, "%s=%.17g\n", scalars[i].key, *(const double *)((const char *)m + scalars[i].at));
+	for (int i = 0; i < m->ngemm; i++) {
+		fprintf(f, "gemm_f32_gflops_b%d=%.17g\n", m->gemm_block[i], m->gemm_rate[0][i] / 1e9);
+		fprintf(f, "gemm_f64_gflops_b%d=%.17g\n", m->gemm_block[i], m->gemm_rate[1][i] / 1e9);
+	}
 }
 
 double machine_coll(const Machine *m, Coll c, double bytes)

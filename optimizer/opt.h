@@ -8,6 +8,9 @@
  *                that meet in joins, aggregations and rekeys; overrides
  *   machine.c    the machine model: collectives, gemm and loop rates, read
  *                from a bench/calibrate file or built in
+ *   host.c       the machine trac runs on: its CPU, cores, caches and
+ *                memory, the model derived from them, the quick
+ *                calibration's cache file
  *   cost.c       the cost model: floats moved (the paper's metric), bytes
  *                sent, flops, peak memory per rank, predicted seconds
  *   rules.def    the equivalence rules of the TRA paper, one row each
@@ -72,6 +75,55 @@ void machine_default(Machine *m);
  * message in *err when the file cannot be read or a line is malformed.
  * Unknown keys are ignored, so newer calibrate files still load. */
 bool machine_load(Machine *m, const char *path, Buf *err);
+
+/* Every key machine_load reads, one per line: a file that loads back into
+ * the same model. */
+void machine_write(FILE *f, const Machine *m);
+
+/* ---- host.c: the machine trac runs on ---- */
+
+/* What the machine says about itself (/proc/cpuinfo, sysconf, /sys). */
+typedef struct HostInfo {
+	char cpu[128];                  /* /proc/cpuinfo's model name; "" unknown */
+	int cores;                      /* online CPUs */
+	int vector_bits;                /* widest vector: 128 (SSE), 256 (AVX), 512 (AVX-512F) */
+	bool fma;                       /* fused multiply-add (FMA3) */
+	double hz;                      /* the clock /proc/cpuinfo gives; 0 unknown */
+	int64_t l1d, l2, l3;            /* cache bytes; 0 unknown */
+	double mem_bytes;               /* physical memory; 0 unknown */
+} HostInfo;
+
+/* /proc/cpuinfo's text into h's cpu, cores (its processor lines), vector
+ * width, fma and hz; what the text lacks keeps h's value. */
+void host_parse_cpuinfo(const char *text, HostInfo *h);
+
+/* This machine: /proc/cpuinfo, then sysconf and /sys for the caches and
+ * memory. */
+void host_probe(HostInfo *h);
+
+/* Peak flop/s of one core in f32 or f64: lanes x 2 FMA pipes x 2 flops x
+ * clock (without FMA, an add and a multiply pipe). */
+double host_peak_flops(const HostInfo *h, DType t);
+
+/* The reference model with what h tells rescaled: gemm rates from the
+ * peak, a convolution's loop likewise. */
+void machine_derive(Machine *m, const HostInfo *h);
+
+/* The quick calibration's cache file: $XDG_CACHE_HOME/trac/machine, else
+ * $HOME/.cache/trac/machine; NULL without either. */
+char *host_cache_path(void);
+
+/* Read the cache at path over *m when it was written on this CPU (h's
+ * model name, cores and the cache's format); false, with why, when it is
+ * missing, unreadable or of another machine. */
+bool host_cache_load(Machine *m, const char *path, const HostInfo *h, Buf *why);
+
+/* mkdir -p of path's folder; false when it cannot be made. */
+bool host_make_parent(const char *path);
+
+/* Write m as the cache at path for h: a temporary file in its folder
+ * (made if missing) renamed over it; false when it cannot. */
+bool host_cache_save(const char *path, const Machine *m, const HostInfo *h);
 
 /* Seconds of a collective moving `bytes` per rank. */
 double machine_coll(const Machine *m, Coll c, double bytes);

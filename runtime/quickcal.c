@@ -1,0 +1,194 @@
+/*
+ * quickcal.c: trac-calibrate, the quick calibration an installed trac runs
+ * the first time it plans on a machine with no model file (trac(1),
+ * MACHINE MODEL; optimizer/host.c caches what it prints).
+ *
+ *   trac-calibrate > model        (key=value lines, as bench/calibrate's)
+ *
+ * It measures in about a second, on one core, without MPI, what the
+ * machine's flags cannot tell (bench/calibrate measures the full model in
+ * minutes):
+ *  - gemm GFLOP/s at blocks 32 to 1024 in f32 and f64, through the BLIS
+ *    path the runtime takes (trt_sgemm, trt_dgemm after rt_blas_init): an
+ *    n x n x n product of separately allocated b x b chunks, accumulating
+ *    into the output chunk as trac's fused join does;
+ *  - memcpy bandwidth over 64 MiB (beyond the caches of the machines trac
+ *    runs on), and the bandwidth of memory new to the process;
+ *  - the generated loops' rate (out = x * y + x over a 1024 x 1024 chunk);
+ *  - the initialisers' values per second (rt_init_values).
+ * Computation is timed in this thread's CPU seconds, the median of three
+ * (the machine may be shared; wall time would count others' slices), and
+ * memory new to the process in wall seconds (the kernel's and a virtual
+ * machine's host's time is no CPU time of ours).  It lives in runtime/
+ * because it links libtracrt, which the compiler does not.
+ */
+#define _GNU_SOURCE                     /* MAP_ANONYMOUS */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "rt.h"
+
+#define REPS 3
+
+static double clock_of(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median3(double *t)
+{
+	qsort(t, REPS, sizeof *t, cmp_double);
+	return t[REPS / 2];
+}
+
+static void *alloc(size_t n)
+{
+	void *p = NULL;
+	if (posix_memalign(&p, 64, n ? n : 1)) {
+		fprintf(stderr, "trac-calibrate: out of memory (%zu bytes)\n", n);
+		exit(1);
+	}
+	memset(p, 0, n);
+	return p;
+}
+
+/* flop/s of an n x n x n product of b x b chunks, n = max(b, 256). */
+static double blocked_gemm(int f64, int b)
+{
+	int n = b < 256 ? 256 : b, f = n / b;
+	size_t es = f64 ? 8 : 4, cb = es * (size_t)b * (size_t)b;
+	char **A = alloc(sizeof *A * (size_t)(f * f) * 3), **B = A + f * f, **C = B + f * f;
+	for (int i = 0; i < f * f; i++) {
+		A[i] = alloc(cb);
+		B[i] = alloc(cb);
+		C[i] = alloc(cb);
+		for (size_t e = 0; e < (size_t)b * (size_t)b; e++)
+			if (f64) {
+				((double *)A[i])[e] = 1e-3 * (double)(e % 7);
+				((double *)B[i])[e] = 1e-3 * (double)(e % 5);
+			} else {
+				((float *)A[i])[e] = 1e-3f * (float)(e % 7);
+				((float *)B[i])[e] = 1e-3f * (float)(e % 5);
+			}
+	}
+	double t[REPS];
+	for (int r = 0; r < REPS; r++) {
+		double t0 = clock_of(CLOCK_THREAD_CPUTIME_ID);
+		for (int i = 0; i < f; i++)
+			for (int k = 0; k < f; k++)
+				for (int j = 0; j < f; j++) {
+					if (f64)
+						trt_dgemm(b, b, b, 1, (double *)A[i * f + k], b, 1, (double *)B[k * f + j], b, 1,
+						          k ? 1 : 0, (double *)C[i * f + j], b, 1);
+					else
+						trt_sgemm(b, b, b, 1, (float *)A[i * f + k], b, 1, (float *)B[k * f + j], b, 1,
+						          k ? 1 : 0, (float *)C[i * f + j], b, 1);
+				}
+		t[r] = clock_of(CLOCK_THREAD_CPUTIME_ID) - t0;
+	}
+	for (int i = 0; i < f * f; i++) {
+		free(A[i]);
+		free(B[i]);
+		free(C[i]);
+	}
+	free(A);
+	return 2.0 * (double)n * (double)n * (double)n / median3(t);
+}
+
+static void gemm_rates(void)
+{
+	static const int blocks[] = {32, 64, 128, 256, 512, 1024};
+	for (size_t i = 0; i < sizeof blocks / sizeof *blocks; i++)
+		for (int f64 = 0; f64 < 2; f64++)
+			printf("gemm_%s_gflops_b%d=%.4g\n", f64 ? "f64" : "f32", blocks[i],
+			       blocked_gemm(f64, blocks[i]) / 1e9);
+}
+
+static void memory_rates(void)
+{
+	size_t n = (size_t)64 << 20;
+	char *a = alloc(n), *b = alloc(n);
+	double t[REPS];
+	for (int r = 0; r < REPS; r++) {
+		double t0 = clock_of(CLOCK_THREAD_CPUTIME_ID);
+		memcpy(b, a, n);
+		t[r] = clock_of(CLOCK_THREAD_CPUTIME_ID) - t0;
+	}
+	printf("memcpy_bandwidth_Bps=%.4g\n", (double)n / median3(t));
+	free(a);
+	free(b);
+	/* memory new to the process: mappings kept until all are made, so
+	 * none reuses pages another handed back */
+	char *keep[REPS];
+	for (int r = 0; r < REPS; r++) {
+		keep[r] = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (keep[r] == MAP_FAILED)
+			exit(1);
+		double t0 = clock_of(CLOCK_MONOTONIC);
+		memset(keep[r], 1, n);
+		t[r] = clock_of(CLOCK_MONOTONIC) - t0;
+	}
+	for (int r = 0; r < REPS; r++)
+		munmap(keep[r], n);
+	printf("first_touch_cold_bandwidth_Bps=%.4g\n", (double)n / median3(t));
+}
+
+/* A fused elementwise kernel as trac generates one: out = x * y + x. */
+static void __attribute__((noinline)) fused_f32(const float *restrict x, const float *restrict y,
+                                                float *restrict o, long n)
+{
+	for (long i = 0; i < n; i++)
+		o[i] = x[i] * y[i] + x[i];
+}
+
+static void loop_rates(void)
+{
+	long n = 1L << 20;
+	int64_t m = (int64_t)1 << 22;   /* o also takes the initialisers' values */
+	float *x = alloc(sizeof *x * (size_t)n), *y = alloc(sizeof *y * (size_t)n), *o = alloc(sizeof *o * (size_t)m);
+	double t[REPS];
+	for (int r = 0; r < REPS; r++) {
+		double t0 = clock_of(CLOCK_THREAD_CPUTIME_ID);
+		for (int k = 0; k < 10; k++)
+			fused_f32(x, y, o, n);
+		t[r] = (clock_of(CLOCK_THREAD_CPUTIME_ID) - t0) / 10;
+	}
+	printf("loop_rate_flops=%.4g\n", 2.0 * (double)n / median3(t));
+	for (int k = 0; k < 2; k++) {
+		for (int r = 0; r < REPS; r++) {
+			double t0 = clock_of(CLOCK_THREAD_CPUTIME_ID);
+			rt_init_values(k ? TRT_INIT_NORMAL : TRT_INIT_UNIFORM, 0, 1, 7, 0, m, TRT_F32, o);
+			t[r] = clock_of(CLOCK_THREAD_CPUTIME_ID) - t0;
+		}
+		printf("init_%s_per_s=%.4g\n", k ? "normal" : "uniform", (double)m / median3(t));
+	}
+	free(x);
+	free(y);
+	free(o);
+}
+
+int main(int argc, char **argv)
+{
+	(void)argv;
+	if (argc > 1) {
+		fprintf(stderr, "usage: trac-calibrate > model  (trac runs it; trac(1), MACHINE MODEL)\n");
+		return 2;
+	}
+	rt_blas_init();                 /* BLIS as the runtime sets it up: one thread, its paths */
+	printf("# trac-calibrate: the quick calibration (BLIS %s)\n", rt_blas_arch());
+	memory_rates();
+	loop_rates();
+	gemm_rates();
+	return fflush(stdout) || ferror(stdout);
+}
