@@ -48,9 +48,19 @@ PY
 cp "$TOP/examples/matmul.tra" matmul.tra
 sizes="-D I=300 -D K=200 -D J=100"
 
-# the installed trac, away from the build tree, with no TRAC_RUNTIME_DIR
+# the installed trac, away from the build tree, with no TRAC_RUNTIME_DIR;
+# with no model file it measures this machine the first time it plans
+# (trac-calibrate, installed in libexec/trac) and caches the result; when
+# make install installed a model (after make calibrate), --machine host asks
+# for this machine's all the same
 unset TRAC_RUNTIME_DIR
-if "$bin" -v $sizes -P 2 matmul.tra -o mm 2>verbose.log; then
+[ -x "$root/libexec/trac/trac-calibrate" ] || fail "make install did not install libexec/trac/trac-calibrate"
+host=
+[ -f "$root/share/trac/machine.model" ] && host="--machine host"
+if (unset TRAC_CALIBRATE; "$bin" -v $host $sizes -P 2 matmul.tra -o mm 2>verbose.log); then
+	grep -q "^trac: machine model: $XDG_CACHE_HOME/trac/machine (quick calibration of .*, just now in" verbose.log &&
+		grep -q '^gemm_f32_gflops_b1024=' "$XDG_CACHE_HOME/trac/machine" ||
+		fail "the installed trac did not calibrate this machine: $(grep 'machine model' verbose.log)"
 	grep -q "^trac: imports from: . $root/bin/../share/trac/stdlib\$" verbose.log ||
 		fail "the installed trac does not look for the stdlib next to itself: $(grep imports verbose.log)"
 	grep -q -- "-I$root/bin/../include .* $root/bin/../lib/libtracrt.a" verbose.log ||
@@ -78,6 +88,17 @@ else
 	printf 'loop_rate_flops=1e9\nfile_write_bandwidth_Bps=5e8\n' >"$model"
 fi
 machine_of() { "$@" --explain matmul.tra 2>&1 | sed -n 's/^machine model: //p'; }
+case $(unset TRAC_CALIBRATE; machine_of "$bin" --machine host $sizes -P 2) in
+"$XDG_CACHE_HOME/trac/machine (cached quick calibration of "*) pass "the quick calibration, cached" ;;
+*) fail "the second run did not read the cache: $(unset TRAC_CALIBRATE; machine_of "$bin" --machine host $sizes -P 2)" ;;
+esac
+sed 's/^host_cpu=.*/host_cpu=another CPU/' "$XDG_CACHE_HOME/trac/machine" >other.cache
+mv other.cache "$XDG_CACHE_HOME/trac/machine"
+case $(machine_of "$bin" --machine host $sizes -P 2) in
+"derived from this machine ("*"cache is of another machine (another CPU"*"TRAC_CALIBRATE=0") ;;
+*) fail "a cache of another CPU was used: $(machine_of "$bin" --machine host $sizes -P 2)" ;;
+esac
+[ "$(machine_of "$BUILD/trac" $sizes -P 2)" = "built-in" ] || fail "the build tree's trac plans with another model"
 [ "$(unset TRAC_MACHINE; machine_of "$bin" $sizes -P 2)" = "$root/bin/../share/trac/machine.model" ] ||
 	fail "the installed trac does not read the installed machine model: $(unset TRAC_MACHINE; machine_of "$bin" $sizes -P 2)"
 printf 'loop_rate_flops=2e9\n' >other.model

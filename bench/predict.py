@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""predict.py: every example's predicted seconds against its measured ones,
+with the model trac makes of this machine when nothing was calibrated
+(issue 33: "with the built-in model, predicted seconds of every example
+within 1.5x of measured").
+
+    make bench-predict BENCH='--reps 3'
+    bench/predict.py [--reps N] [--np N] [--only a,b] [--cache DIR] [--keep]
+
+For each example of examples/Makefile's EXAMPLES, with the flags the
+Makefile gives it and the larger sizes SIZES gives those whose run is too
+short to measure (each said in the table): examples/Makefile compiles it
+(trac -P NP with TRAC_MACHINE=host: the host model, as an installed trac
+with no model file plans; the cache is a fresh folder unless --cache, so the
+first compile runs the quick calibration and the others read its cache) and
+generates its inputs; then it runs REPS times on NP ranks with --profile.
+Printed per example, medians of the runs:
+
+    pred s    the plan's predicted seconds, every op (reads, initial
+              values and writes included): --profile's pred_s
+    run s     the program's own seconds, from its first op to its last
+              (--profile's total_s): what the plan predicts
+    cpu s     the CPU seconds per rank of the whole process (mpirun and
+              its ranks, user and system, over NP) less an empty program's:
+              on a loaded machine the wall time counts other jobs' slices,
+              which no model of the machine predicts, but a disk's fsync is
+              no CPU time
+    proc s    the whole process (mpirun, MPI's start and end included)
+    ratio     pred s / cpu s, the number the target is about (1.5x: within
+              [0.67, 1.5]), and pred s / run s beside it
+"""
+import argparse
+import os
+import resource
+import re
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = os.environ.get("srcdir") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("builddir") or SRC
+TRAC = os.environ.get("TRAC") or os.path.join(BUILD, "trac")
+MPIRUN = os.environ.get("MPIRUN") or "mpirun"
+PYTHON = os.environ.get("PYTHON") or ("/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable)
+
+# Sizes for the examples whose checked run (examples/Makefile) is too short
+# to time against a model: each takes 0.3 s or more on 2 ranks here.
+SIZES = {
+    "matmul_common_dim": "-D K=128000",
+    "mttkrp": "-D I=400 -D J=400 -D K=400",
+    "attention": "-D T=4096",
+    "logreg": "-D N=400000",
+    "gcn": "-D V=6000",
+    "gcn_sparse": "-D V=30000",
+    "mf": "-D M=3000 -D N=2000",
+    "mf_sparse": "-D M=6000 -D N=4000",
+    "transe": "-D B=32768",
+    "cnn": "-D N=1024",
+    "conv3d": "-D T=8 -D H=136 -D W=240",
+}
+
+
+def makefile_flags():
+    """EXAMPLES and each NAME_FLAGS of examples/Makefile."""
+    text = open(os.path.join(SRC, "examples", "Makefile")).read()
+    names = re.search(r"^EXAMPLES = (.*)$", text, re.M).group(1).split()
+    flags = dict(re.findall(r"^(\w+)_FLAGS = (.*)$", text, re.M))
+    return names, flags
+
+
+def tensor_args(work, name):
+    """NAME=path for each input, NAME.out=path for each output (as the Makefile's args)."""
+    out = []
+    for line in open(os.path.join(work, name + ".tensors")):
+        f = line.split()
+        if len(f) < 2 or f[0] in ("tensors:", "value);"):
+            continue
+        if re.match(r"^input", f[1]):
+            out.append("%s=%s/%s.in/%s.npy" % (f[0], work, name, f[0]))
+        if re.search(r"output$", f[1]):
+            out.append("%s.out=%s/%s.out/%s.npy" % (f[0], work, name, f[0]))
+    return out
+
+
+def children_cpu():
+    """CPU seconds (user and system) of every process waited for so far: mpirun and its ranks."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def baseline(work, env, np_, reps):
+    """CPU seconds per rank of a program that does nothing (a 1 x 1 x 1 matmul): MPI's and the
+    runtime's start and end, which no plan predicts; the smallest of reps runs."""
+    tra = os.path.join(work, "empty.tra")
+    with open(tra, "w") as f:
+        f.write("size I = 1;\ninput A[I, I];\nC[i, j] = A[i, k] * A[k, j];\noutput C;\n")
+    exe = os.path.join(work, "empty")
+    r = subprocess.run([TRAC, "-v", "-P", str(np_), tra, "-o", exe], env=env, check=True, capture_output=True,
+                       text=True)
+    model = re.search(r"trac: machine model: (.*)", r.stderr)
+    print("# machine model: %s" % (model.group(1) if model else "?"))
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1), }"
+    header += b" " * (127 - 10 - len(header)) + b"\n"
+    with open(os.path.join(work, "empty-A.npy"), "wb") as f:        # a 1 x 1 .npy, without numpy
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + struct.pack("<f", 1))
+    best = []
+    for _ in range(reps):
+        c0 = children_cpu()
+        subprocess.run([MPIRUN, "-np", str(np_), "--bind-to", "none", exe, "A=" + os.path.join(work, "empty-A.npy"),
+                        "C.out=" + os.path.join(work, "empty-C.npy")], env=env, check=True, capture_output=True)
+        best.append((children_cpu() - c0) / np_)
+    return min(best)
+
+
+def summary(text):
+    """--profile's summary line as {key: value}."""
+    for line in text.splitlines():
+        if line.startswith("summary:"):
+            return {k: v for k, v in re.findall(r"(\w+)=(\S+)", line)}
+    raise RuntimeError("no summary line in the profile:\n" + text[-2000:])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--np", type=int, default=2)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--cache", help="the host model's cache folder (XDG_CACHE_HOME); default: a new one")
+    ap.add_argument("--keep", action="store_true", help="keep the work folder")
+    a = ap.parse_args()
+    names, flags = makefile_flags()
+    if a.only:
+        names = [n for n in names if n in a.only.split(",")]
+    work = tempfile.mkdtemp(prefix="trac-predict-")
+    env = dict(os.environ, TRAC_MACHINE="host", XDG_CACHE_HOME=a.cache or os.path.join(work, "cache"),
+               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    env.pop("TRAC_CALIBRATE", None)
+    commit = subprocess.run(["git", "-C", SRC, "log", "-1", "--format=%h"], capture_output=True,
+                            text=True).stdout.strip()
+    print("# bench/predict.py --reps %d --np %d, %s UTC, commit %s; %s" % (
+        a.reps, a.np, time.strftime("%Y-%m-%d %H:%M", time.gmtime()), commit, open("/proc/loadavg").read().strip()))
+    base = baseline(work, env, a.np, max(a.reps, 3))
+    print("# cpu s: each run's CPU seconds per rank (mpirun and its ranks, user and system) less %.3f s, "
+          "an empty program's" % base)
+    rows = []
+    for name in names:
+        fl = (flags.get(name, "") + " " + SIZES.get(name, "")).strip()
+        t0 = time.time()
+        r = subprocess.run(["make", "-s", "-C", os.path.join(SRC, "examples"), "O=" + work, "TRAC=" + TRAC,
+                            "PYTHON=" + PYTHON, "NP=%d" % a.np, "TRACFLAGS=-P %d -v" % a.np,
+                            "%s_FLAGS=%s" % (name, fl), "%s/%s" % (work, name), "%s/%s.in/stamp" % (work, name)],
+                           env=env, capture_output=True, text=True)
+        if r.returncode:
+            print("%s: build failed\n%s%s" % (name, r.stdout, r.stderr))
+            continue
+        model = re.search(r"trac: machine model: (.*)", r.stderr)
+        if model and "cached" not in model.group(1):
+            print("# %s: machine model %s" % (name, model.group(1)))
+        args = tensor_args(work, name)
+        preds, runs, cpus, procs = [], [], [], []
+        for _ in range(a.reps):
+            os.makedirs(os.path.join(work, name + ".out"), exist_ok=True)
+            t0, c0 = time.time(), children_cpu()
+            p = subprocess.run([MPIRUN, "-np", str(a.np), "--bind-to", "none", os.path.join(work, name)] + args +
+                               ["--profile"], env=env, capture_output=True, text=True)
+            procs.append(time.time() - t0)
+            cpus.append((children_cpu() - c0) / a.np - base)
+            if p.returncode:
+                raise RuntimeError("%s failed:\n%s" % (name, p.stderr[-2000:]))
+            s = summary(p.stdout)
+            preds.append(float(s["pred_s"]))
+            runs.append(float(s["total_s"]))
+        med = statistics.median
+        ratio = med(preds) / med(cpus)
+        rows.append((name, fl, med(preds), med(runs), med(cpus), med(procs), med(preds) / med(runs), ratio))
+        print("%-18s %-28s pred %7.3f  run %7.3f  cpu %7.3f  proc %7.3f  pred/run %5.2f  pred/cpu %5.2f %s" % (
+            name, fl, med(preds), med(runs), med(cpus), med(procs), med(preds) / med(runs), ratio,
+            "" if 1 / 1.5 <= ratio <= 1.5 else "OUTSIDE 1.5x"), flush=True)
+    print()
+    print("| example | flags | predicted s | run s | cpu s | process s | predicted / run | predicted / cpu |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, fl, p, r, c, pr, rr, ratio in rows:
+        print("| %s | %s | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f%s |" % (name, fl or "-", p, r, c, pr, rr, ratio,
+              "" if 1 / 1.5 <= ratio <= 1.5 else " **outside**"))
+    inside = sum(1 for row in rows if 1 / 1.5 <= row[-1] <= 1.5)
+    print("\nwithin 1.5x: %d of %d; load after: %s" % (inside, len(rows), open("/proc/loadavg").read().strip()))
+    if a.keep:
+        print("work folder: " + work)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0 if inside == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
