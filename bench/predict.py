@@ -20,12 +20,15 @@ Printed per example, medians of the runs:
               values and writes included): --profile's pred_s
     run s     the program's own seconds, from its first op to its last
               (--profile's total_s): what the plan predicts
-    cpu s     the CPU seconds per rank of the whole process (mpirun and
-              its ranks, user and system, over NP) less an empty program's:
-              on a loaded machine the wall time counts other jobs' slices,
-              which no model of the machine predicts, but a disk's fsync is
-              no CPU time
-    proc s    the whole process (mpirun, MPI's start and end included)
+    cpu s     the busiest rank's CPU seconds in each op, summed (--profile's
+              cpu_s): on a loaded machine the wall time counts other jobs'
+              slices, which no model of the machine predicts (a rank
+              spinning in MPI for the other one to be scheduled is still
+              counted; a disk's fsync is not)
+    proc cpu  the CPU seconds per rank of the whole process (mpirun and its
+              ranks, user and system, over NP) less an empty program's (MPI
+              spinning in every wait included)
+    wall      the whole process (mpirun, MPI's start and end included)
     ratio     pred s / cpu s, the number the target is about (1.5x: within
               [0.67, 1.5]), and pred s / run s beside it
 """
@@ -145,7 +148,7 @@ def main():
     print("# bench/predict.py --reps %d --np %d, %s UTC, commit %s; %s" % (
         a.reps, a.np, time.strftime("%Y-%m-%d %H:%M", time.gmtime()), commit, open("/proc/loadavg").read().strip()))
     base = baseline(work, env, a.np, max(a.reps, 3))
-    print("# cpu s: each run's CPU seconds per rank (mpirun and its ranks, user and system) less %.3f s, "
+    print("# proc cpu: each run's CPU seconds per rank (mpirun and its ranks, user and system) less %.3f s, "
           "an empty program's" % base)
     rows = []
     for name in names:
@@ -162,27 +165,29 @@ def main():
         if model and "cached" not in model.group(1):
             print("# %s: machine model %s" % (name, model.group(1)))
         args = tensor_args(work, name)
-        preds, runs, cpus, procs = [], [], [], []
+        preds, runs, cpus, procs, procs_cpu = [], [], [], [], []
         for _ in range(a.reps):
             os.makedirs(os.path.join(work, name + ".out"), exist_ok=True)
             t0, c0 = time.time(), children_cpu()
             p = subprocess.run([MPIRUN, "-np", str(a.np), "--bind-to", "none", os.path.join(work, name)] + args +
                                ["--profile"], env=env, capture_output=True, text=True)
             procs.append(time.time() - t0)
-            cpus.append((children_cpu() - c0) / a.np - base)
+            procs_cpu.append((children_cpu() - c0) / a.np - base)
             if p.returncode:
                 raise RuntimeError("%s failed:\n%s" % (name, p.stderr[-2000:]))
             s = summary(p.stdout)
             preds.append(float(s["pred_s"]))
             runs.append(float(s["total_s"]))
+            cpus.append(float(s["cpu_s"]))
         med = statistics.median
         ratio = med(preds) / med(cpus)
-        rows.append((name, fl, med(preds), med(runs), med(cpus), med(procs), med(preds) / med(runs), ratio))
-        print("%-18s %-28s pred %7.3f  run %7.3f  cpu %7.3f  proc %7.3f  pred/run %5.2f  pred/cpu %5.2f %s" % (
-            name, fl, med(preds), med(runs), med(cpus), med(procs), med(preds) / med(runs), ratio,
+        rows.append((name, fl, med(preds), med(runs), med(cpus), med(procs_cpu), med(preds) / med(runs), ratio))
+        print("%-18s %-28s pred %7.3f  run %7.3f  cpu %7.3f  proc cpu %7.3f  wall %7.3f  pred/run %5.2f  "
+              "pred/cpu %5.2f %s" % (name, fl, med(preds), med(runs), med(cpus), med(procs_cpu), med(procs),
+                                     med(preds) / med(runs), ratio,
             "" if 1 / 1.5 <= ratio <= 1.5 else "OUTSIDE 1.5x"), flush=True)
     print()
-    print("| example | flags | predicted s | run s | cpu s | process s | predicted / run | predicted / cpu |")
+    print("| example | flags | predicted s | run s | cpu s | process cpu s | predicted / run | predicted / cpu |")
     print("|---|---|---|---|---|---|---|---|")
     for name, fl, p, r, c, pr, rr, ratio in rows:
         print("| %s | %s | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f%s |" % (name, fl or "-", p, r, c, pr, rr, ratio,

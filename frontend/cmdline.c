@@ -299,12 +299,15 @@ static bool quick_calibrate(Machine *m, const char *cache, Buf *why)
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	char *argv[] = {(char *)helper, NULL};
+	char *dir = xstrdup(cache);
+	*strrchr(dir, '/') = 0;                 /* its files go beside the cache */
+	char *argv[] = {(char *)helper, dir, NULL};
 	pid_t pid;
 	int status = -1;
 	bool ok = host_make_parent(out) && posix_spawn(&pid, helper, &fa, NULL, argv, environ) == 0 &&
 	          waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	posix_spawn_file_actions_destroy(&fa);
+	free(dir);
 	if (!ok)
 		buf_printf(why, "%s failed", helper);
 	ok = ok && machine_load(m, out, why);

@@ -34,7 +34,9 @@
  *    and print, and the waits between two such ops.  With the barriers, it
  *    is the wall time of the computation: what a benchmark compares with a
  *    library call on data already in memory.  compute_cpu_s sums the ops' CPU
- *    time (max over ranks per op), the steadier figure on a shared machine.
+ *    time (max over ranks per op), the steadier figure on a shared machine;
+ *    cpu_s likewise over every op (reads and writes too; a disk's fsync
+ *    is no CPU time), the figure bench/predict.py compares with pred_s.
  *  - floor and roofline: the op's floor is the least time the machine model
  *    the plan was made with allows it (the cost model's op_floor: its flops
  *    at the model's best rate for its kind of kernel, its memory bytes at
@@ -227,7 +229,7 @@ typedef struct Report {
 	double sum[4];                          /* sent, received, spill written, spill read */
 	double *works;                          /* rank 0: each rank's seconds in local ops, then
 	                                         * its CPU seconds: works[2 rank + k] */
-	double pred_bytes, pred_secs, compute, compute_cpu, floor_all, floor_compute;
+	double pred_bytes, pred_secs, compute, compute_cpu, cpu_all, floor_all, floor_compute;
 	double imbalance, cpu_imbalance;        /* the busiest rank's work over the average */
 } Report;
 
@@ -331,6 +333,7 @@ static void print_ops(const TrtProgram *prog, Report *r)
 			r->floor_compute += o->floor_seconds * c;
 		r->pred_bytes += o->pred_bytes * c;
 		r->pred_secs += o->pred_seconds * c;
+		r->cpu_all += r->cpu[i];
 		/* a wait between two compute ops is the computation's own
 		 * imbalance; one after reading the inputs is not */
 		if (!is_io(o->kind)) {
@@ -452,12 +455,12 @@ static void print_summary(const TrtProgram *prog, const Report *r)
 	       "sent=%.0f recvd=%.0f pred_sent=%.0f peak=%.0f pred_peak=%.0f buffers=%.0f "
 	       "blis=%s threads=%d work_imbalance=%.4f work_cpu_imbalance=%.4f floor_s=%.6f roofline=%.4f "
 	       "compute_roofline=%.4f budget=%.0f spill_written=%.0f spill_read=%.0f spill_wait_s=%.6f "
-	       "over_budget=%.0f rss_peak=%.0f rss_growth=%.0f\n", rt.nranks, prog->planned_ranks, total,
+	       "over_budget=%.0f rss_peak=%.0f rss_growth=%.0f cpu_s=%.6f\n", rt.nranks, prog->planned_ranks, total,
 	       r->compute, r->compute_cpu, r->pred_secs, r->sum[0], r->sum[1], r->pred_bytes, r->max[1],
 	       prog->pred_peak_bytes, r->max[2], rt_blas_arch(), rt_blas_threads(), r->imbalance,
 	       r->cpu_imbalance, r->floor_all,
 	       total > 0 ? r->floor_all / total : 0, r->compute > 0 ? r->floor_compute / r->compute : 0,
-	       rt.budget, r->sum[2], r->sum[3], r->max[3], r->max[4], r->max[5], r->max[6]);
+	       rt.budget, r->sum[2], r->sum[3], r->max[3], r->max[4], r->max[5], r->max[6], r->cpu_all);
 }
 
 void rt_profile_report(void)

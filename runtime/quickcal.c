@@ -3,7 +3,7 @@
  * the first time it plans on a machine with no model file (trac(1),
  * MACHINE MODEL; optimizer/host.c caches what it prints).
  *
- *   trac-calibrate > model        (key=value lines, as bench/calibrate's)
+ *   trac-calibrate [DIR] > model  (key=value lines, as bench/calibrate's)
  *
  * It measures in about a second, on one core, without MPI, what the
  * machine's flags cannot tell (bench/calibrate measures the full model in
@@ -15,7 +15,12 @@
  *  - memcpy bandwidth over 64 MiB (beyond the caches of the machines trac
  *    runs on), and the bandwidth of memory new to the process;
  *  - the generated loops' rate (out = x * y + x over a 1024 x 1024 chunk);
- *  - the initialisers' values per second (rt_init_values).
+ *  - the initialisers' values per second (rt_init_values);
+ *  - with a folder DIR (trac gives its cache's): a 16 MiB file read back
+ *    from the page cache into new memory, as trt_read reads an input, and
+ *    written as trac writes an output (fsync, rename, the folder's fsync),
+ *    16 MiB and 1 MiB, for the write's latency and bandwidth (the line
+ *    through the two medians; in wall seconds, the disk's).
  * Computation is timed in this thread's CPU seconds, the median of three
  * (the machine may be shared; wall time would count others' slices), and
  * memory new to the process in wall seconds (the kernel's and a virtual
@@ -23,11 +28,14 @@
  * because it links libtracrt, which the compiler does not.
  */
 #define _GNU_SOURCE                     /* MAP_ANONYMOUS */
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rt.h"
 
@@ -178,11 +186,73 @@ static void loop_rates(void)
 	free(o);
 }
 
+/* Seconds to write n bytes to path as trac writes an output (runtime/
+ * write.c): a temporary file, fsync, renamed over path, the folder's
+ * fsync; a negative number when it cannot. */
+static double write_file(const char *dir, const char *path, const char *buf, size_t n)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	double t0 = clock_of(CLOCK_MONOTONIC);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	bool ok = fd >= 0;
+	for (size_t at = 0; ok && at < n;) {
+		ssize_t w = write(fd, buf + at, n - at);
+		ok = w > 0;
+		at += ok ? (size_t)w : 0;
+	}
+	ok = ok && !fsync(fd);
+	ok = fd >= 0 && !close(fd) && ok;
+	ok = ok && !rename(tmp, path);
+	int d = open(dir, O_RDONLY | O_DIRECTORY);
+	if (d >= 0) {
+		fsync(d);
+		close(d);
+	}
+	if (!ok)
+		remove(tmp);
+	return ok ? clock_of(CLOCK_MONOTONIC) - t0 : -1;
+}
+
+static void file_rates(const char *dir)
+{
+	size_t n = (size_t)16 << 20, small = (size_t)1 << 20;
+	char path[4096];
+	snprintf(path, sizeof path, "%s/trac-calibrate.%d", dir, (int)getpid());
+	char *buf = alloc(n);
+	memset(buf, 1, n);
+	double tw[REPS], ts[REPS], tr[REPS];
+	bool ok = true;
+	for (int r = 0; ok && r < REPS; r++) {
+		ts[r] = write_file(dir, path, buf, small);
+		tw[r] = write_file(dir, path, buf, n);
+		/* read back from the page cache into memory new to the process */
+		char *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		int fd = open(path, O_RDONLY);
+		double t0 = clock_of(CLOCK_MONOTONIC);
+		ok = tw[r] > 0 && ts[r] > 0 && p != MAP_FAILED && fd >= 0 && read(fd, p, n) == (ssize_t)n;
+		tr[r] = clock_of(CLOCK_MONOTONIC) - t0;
+		if (fd >= 0)
+			close(fd);
+		if (p != MAP_FAILED)
+			munmap(p, n);
+	}
+	remove(path);
+	free(buf);
+	if (!ok)
+		return;
+	/* the line through (1 MiB, ts) and (16 MiB, tw) */
+	double w = median3(tw), s = median3(ts), bw = w > s ? (double)(n - small) / (w - s) : (double)n / w;
+	double lat = s - (double)small / bw;
+	printf("file_read_bandwidth_Bps=%.4g\n", (double)n / median3(tr));
+	printf("file_write_bandwidth_Bps=%.4g\n", bw);
+	printf("file_write_latency_s=%.3g\n", lat > 0 ? lat : 0);
+}
+
 int main(int argc, char **argv)
 {
-	(void)argv;
-	if (argc > 1) {
-		fprintf(stderr, "usage: trac-calibrate > model  (trac runs it; trac(1), MACHINE MODEL)\n");
+	if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+		fprintf(stderr, "usage: trac-calibrate [DIR] > model  (trac runs it; trac(1), --machine)\n");
 		return 2;
 	}
 	rt_blas_init();                 /* BLIS as the runtime sets it up: one thread, its paths */
@@ -190,5 +260,7 @@ int main(int argc, char **argv)
 	memory_rates();
 	loop_rates();
 	gemm_rates();
+	if (argc == 2)
+		file_rates(argv[1]);
 	return fflush(stdout) || ferror(stdout);
 }
