@@ -358,24 +358,34 @@ static void host_machine(Machine *m, bool plans)
  * (host_machine).  A trac in its build tree plans with the fixed reference
  * model the tests pin unless asked for "host" (--machine host,
  * TRAC_MACHINE=host). */
-static const Machine *load_machine(const char *path, bool plans)
+static const Machine *load_machine(Cmdline *c, bool plans)
 {
 	static Machine machine;
+	const char *path = c->machine;
 	machine_default(&machine);
-	if (!path && getenv("TRAC_MACHINE") && *getenv("TRAC_MACHINE"))
+	c->machine_how = "--machine";
+	if (!path && getenv("TRAC_MACHINE") && *getenv("TRAC_MACHINE")) {
 		path = getenv("TRAC_MACHINE");
+		c->machine_how = "TRAC_MACHINE";
+	}
 	bool in_build = false;
 	free(tr_exe_dir(&in_build));
-	if (!path)
-		path = fe_machine_file();
-	if (path && !strcmp(path, "host"))
+	if (!path && (path = fe_machine_file()))
+		c->machine_how = "installed by make calibrate && make install";
+	if (path && !strcmp(path, "host")) {
 		host_machine(&machine, plans);
-	else if (path) {
+		c->machine_how = "this machine's, as asked";
+	} else if (path) {
 		Buf err = {0};
 		if (!machine_load(&machine, path, &err))
 			cmdline_usage_error("%s", err.s);
-	} else if (!in_build)
+		c->machine_how = xprintf("a file: %s", c->machine_how);
+	} else if (!in_build) {
 		host_machine(&machine, plans);
+		c->machine_how = "this machine's: no model file";
+	} else {
+		c->machine_how = "the fixed reference model of a trac in its build tree, which the tests pin";
+	}
 	return &machine;
 }
 
@@ -391,7 +401,7 @@ void cmdline_parse(int argc, char **argv, Cmdline *c)
 	c->pipe.fe.ndefines = c->defines.n;
 	c->pipe.fe.incdirs = c->incdirs.v;
 	c->pipe.fe.nincdirs = c->incdirs.n;
-	c->pipe.opt.machine = load_machine(c->machine, !c->pipe.syntax_only && !c->deps.print);
+	c->pipe.opt.machine = load_machine(c, !c->pipe.syntax_only && !c->deps.print);
 	/* Without -P: an executable carries plans for 1-8 ranks and the powers
 	 * of two to 1024; --explain and --dump-after show the plan for 4. */
 	if (!c->ranks.n && (c->explain || c->pipe.dump_after != DUMP_NONE))

@@ -112,6 +112,7 @@ typedef struct Cmdline {
 	bool verbose;
 	uint64_t seed;
 	const char *machine;            /* --machine FILE (or TRAC_MACHINE) */
+	const char *machine_how;        /* where the model came from, for -v */
 	struct {
 		bool print;             /* -M, -MM: print the rule and stop */
 		bool write;             /* -MD, -MMD: write it and go on */

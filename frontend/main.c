@@ -238,7 +238,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < cmd.incdirs.n; i++)
 			fprintf(stderr, " %s", cmd.incdirs.v[i]);
 		fprintf(stderr, " %s\n", fe_stdlib_dir());
-		fprintf(stderr, "trac: machine model: %s\n", cmd.pipe.opt.machine->source);
+		fprintf(stderr, "trac: machine model: %s (%s)\n", cmd.pipe.opt.machine->source, cmd.machine_how);
 	}
 
 	/* -o's file (or the default): its folder takes a temporary file now,
