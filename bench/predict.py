@@ -152,7 +152,7 @@ def main():
           "an empty program's" % base)
     rows = []
     for name in names:
-        fl = (flags.get(name, "") + " " + SIZES.get(name, "")).strip()
+        fl = SIZES.get(name) or flags.get(name, "")         # SIZES replaces the Makefile's flags
         t0 = time.time()
         r = subprocess.run(["make", "-s", "-C", os.path.join(SRC, "examples"), "O=" + work, "TRAC=" + TRAC,
                             "PYTHON=" + PYTHON, "NP=%d" % a.np, "TRACFLAGS=-P %d -v" % a.np,
