@@ -13,6 +13,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -334,16 +335,30 @@ static void host_machine(Machine *m, bool plans)
 		if (cache && plans)
 			buf_printf(&why, "; TRAC_CALIBRATE=0");
 	} else {
+		/* one calibration at a time (make -j of an installed trac's
+		 * programs): the others wait, then read its cache */
+		char *lock = xprintf("%s.lock", cache);
+		int fd = host_make_parent(lock) ? open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644) : -1;
+		if (fd >= 0)
+			flock(fd, LOCK_EX);
 		double t0 = wall_seconds();
 		Machine q = *m;
 		why.len = 0;
-		if (quick_calibrate(&q, cache, &why)) {
+		bool waited = host_cache_load(m, cache, &h, &why);
+		why.len = 0;
+		if (waited) {
+			snprintf(m->source, sizeof m->source, "%s (cached quick calibration of %s, %d cores, made "
+			         "while this trac waited)", cache, h.cpu, h.cores);
+		} else if (quick_calibrate(&q, cache, &why)) {
 			*m = q;
 			snprintf(m->source, sizeof m->source, "%s (quick calibration of %s, %d cores, just now in %.1f s)",
 			         cache, h.cpu, h.cores, wall_seconds() - t0);
 			if (!host_cache_save(cache, m, &h))
 				fprintf(stderr, "trac: warning: cannot write the machine model's cache '%s'\n", cache);
 		}
+		if (fd >= 0)
+			close(fd);
+		free(lock);
 	}
 	if (why.s && !strstr(m->source, "calibration")) {
 		size_t n = strlen(m->source);
