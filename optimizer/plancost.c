@@ -211,6 +211,44 @@ static Cost op_cost(Walk *w, const IaPlan *p, int i, double *io)
 	tr_bug("bad IA op");
 }
 
+/*
+ * The bytes of op i's result (full on the busiest rank) that are its
+ * input's chunks, which the runtime shares rather than copies: a broadcast
+ * keeps a rank's own tuples and a shuffle those that stay (comm.c), a
+ * rekey or replication and a filter take their input's (local.c).  A
+ * shuffle keeps what does not move: its input's share times one less the
+ * fraction cost_move moves (op->bytes_sent over the input's bytes).
+ */
+static double shared_bytes(const Walk *w, const IaPlan *p, int i, double full)
+{
+	const IaOp *op = &p->ops.v[i];
+	int in[MAXIN];
+	if (ia_inputs(op, in) < 1)
+		return 0;
+	const IaOp *a = &p->ops.v[in[0]];
+	double mine = cost_rank_bytes(&w->cc, &a->type, &a->place, w->copies[in[0]]);
+	switch (op->kind) {
+	case IA_BCAST:
+	case IA_FILTER:
+		return fmin(mine, full);
+	case IA_MAP:
+		return op->u.map.kernel ? 0 : fmin(mine, full);
+	case IA_SHUFFLE: {
+		if (a->place.kind == PL_ALL)
+			return full;
+		double whole = rel_bytes(&a->type) * (a->place.kind == PL_PARTIAL ? w->copies[in[0]] : 1);
+		double moved = whole > 0 ? fmin(1, op->bytes_sent / whole) : 1;
+		return fmin(mine * (1 - moved), full);
+	}
+	case IA_READ: case IA_WRITE: case IA_INIT: case IA_LOAD: case IA_RANGE:
+	case IA_COUNTER: case IA_STORE: case IA_PRINT: case IA_LOOP: case IA_ENDLOOP:
+	case IA_JOIN: case IA_CONV: case IA_AGG: case IA_GATHER: case IA_LOOKUP:
+	case IA_SCATTER: case IA_HALO: case IA_SLICE: case IA_TWOPHASE:
+		return 0;
+	}
+	tr_bug("bad IA op");
+}
+
 /* Op i's result joins the live set, the inputs it reads last leave it
  * after it: its live bytes, the plan's peak, and the first touch of memory
  * beyond the most held so far (the op's time: reads and initial values
@@ -225,21 +263,27 @@ static void op_memory(Walk *w, IaPlan *p, int i, double times)
 	if (op->kind == IA_INIT)
 		w->last[i] = n;         /* a param's storage lives to the end */
 	if (ia_has_result(op->kind) && op->kind != IA_LOAD) {
-		if ((op->kind == IA_MAP && !op->u.map.kernel) || (op->kind == IA_BCAST && w->cc.nsites == 1)) {
-			/* a rekey, a replication or a broadcast on one site
-			 * shares its input's chunks: it takes them over when
-			 * the input dies here */
-			held[i] = w->last[in[0]] == i ? held[in[0]] : 0;
-			w->live -= held[i];
-			held[in[0]] -= held[i];
-		} else if (w->inplace[i] == IP_OWNED || w->inplace[i] == IP_PARAM)
+		if (w->inplace[i] == IP_OWNED || w->inplace[i] == IP_PARAM) {
 			/* a scatter in place holds its base's chunks (a
 			 * param's own: nothing more) */
-			held[i] = held[op->u.gather.base];
-		else
-			held[i] = cost_rank_bytes(&w->cc, &op->type, &op->place, w->copies[i]);
-		w->live += held[i];
-		w->made[i] = held[i];
+			held[i] = w->made[i] = held[op->u.gather.base];
+			w->live += held[i];
+		} else {
+			double full = cost_rank_bytes(&w->cc, &op->type, &op->place, w->copies[i]);
+			double shared = shared_bytes(w, p, i, full);
+			/* the shared chunks are held once, by whichever of the
+			 * input and the result is freed last */
+			double take = k > 0 && w->last[in[0]] <= w->last[i] ? fmin(shared, held[in[0]]) : 0;
+			if (take > 0)
+				held[in[0]] -= take;
+			held[i] = full - shared + take;
+			w->live += full - shared;
+			/* what spill.c's replay counts the op as making: a
+			 * rekey's and a one-site broadcast's chunks as held,
+			 * anything else's whole result */
+			bool rekey = (op->kind == IA_MAP && !op->u.map.kernel) || (op->kind == IA_BCAST && w->cc.nsites == 1);
+			w->made[i] = rekey ? held[i] : full;
+		}
 	}
 	/* a two-phase schedule holds chunks received and partial sums while
 	 * it runs (its mem counts its accumulators, which are the result's
