@@ -22,7 +22,10 @@
  *    the spill file do not count;
  *  - the process's peak resident set (VmHWM, max over ranks) and how much
  *    it grew from the start of the run (VmRSS then): all the memory, not
- *    only chunks;
+ *    only chunks.  Each rank's peaks (chunks, resident set, growth) have a
+ *    line of their own, and the summary the leanest rank's (peak_min,
+ *    rss_peak_min, rss_growth_min): with the maxima they bound every
+ *    rank's against the plan's;
  *  - spill: bytes each op wrote to and read back from the ranks' spill
  *    files (summed over ranks; counted when the I/O thread's request is
  *    taken back, which may be an op later) and the seconds the main
@@ -226,6 +229,8 @@ typedef struct Report {
 	/* total s, peak chunk bytes, buffers, spill wait, over the budget,
 	 * peak resident set, its growth */
 	double max[7];
+	double *mem;                            /* rank 0: each rank's peak chunk bytes, peak
+	                                         * resident set and its growth: mem[3 rank + k] */
 	double sum[4];                          /* sent, received, spill written, spill read */
 	double *works;                          /* rank 0: each rank's seconds in local ops, then
 	                                         * its CPU seconds: works[2 rank + k] */
@@ -272,12 +277,16 @@ static void report_reduce(Report *r, int n, double total)
 			work[1] += op_cpu[i];
 		}
 	MPI_Gather(work, 2, MPI_DOUBLE, r->works, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+	double mem[3] = {rt.peak, rss[0], rss[0] - rss[1]};
+	r->mem = rt.rank == 0 ? zeros(3 * rt.nranks) : NULL;
+	MPI_Gather(mem, 3, MPI_DOUBLE, r->mem, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD);
 	MPI_Reduce(mine_sum, r->sum, 4, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 }
 
 static void report_free(Report *r)
 {
 	free(r->works);
+	free(r->mem);
 	free(r->secs);
 	free(r->cpu);
 	free(r->keys);
@@ -359,6 +368,13 @@ static void print_memory(const TrtProgram *prog, const Report *r)
 	       prog->pred_peak_bytes > 0 ? human(h[1], sizeof h[1], prog->pred_peak_bytes) : "?",
 	       human(h[2], sizeof h[2], r->max[2]), human(h[3], sizeof h[3], r->max[5]),
 	       human(h[4], sizeof h[4], r->max[6]));
+	if (rt.nranks > 1) {
+		printf("peak memory of each rank (in chunks, resident set, its growth):");
+		for (int k = 0; k < rt.nranks; k++)
+			printf("%s %d: %s %s %s", k ? ";" : "", k, human(h[0], sizeof h[0], r->mem[3 * k]),
+			       human(h[1], sizeof h[1], r->mem[3 * k + 1]), human(h[2], sizeof h[2], r->mem[3 * k + 2]));
+		printf("\n");
+	}
 	/* chunk bytes (sent minus keys) are what the plan predicts */
 	for (int i = 0; i < r->n; i++)
 		if (r->sent[i] > 0 || prog->ops[i].pred_bytes > 0)
@@ -448,6 +464,13 @@ static void print_balance(Report *r)
 static void print_summary(const TrtProgram *prog, const Report *r)
 {
 	double total = r->max[0];
+	double least[3];                /* the leanest rank's peaks: r->mem's columns' minima */
+	for (int c = 0; c < 3; c++) {
+		least[c] = r->mem[c];
+		for (int k = 1; k < rt.nranks; k++)
+			if (r->mem[3 * k + c] < least[c])
+				least[c] = r->mem[3 * k + c];
+	}
 	printf("roofline: the ops' floors %.6f s of %.6f s in all (%.3f), %.6f s of the compute's %.6f s "
 	       "(%.3f)\n", r->floor_all, total, total > 0 ? r->floor_all / total : 0,
 	       r->floor_compute, r->compute, r->compute > 0 ? r->floor_compute / r->compute : 0);
@@ -455,12 +478,14 @@ static void print_summary(const TrtProgram *prog, const Report *r)
 	       "sent=%.0f recvd=%.0f pred_sent=%.0f peak=%.0f pred_peak=%.0f buffers=%.0f "
 	       "blis=%s threads=%d work_imbalance=%.4f work_cpu_imbalance=%.4f floor_s=%.6f roofline=%.4f "
 	       "compute_roofline=%.4f budget=%.0f spill_written=%.0f spill_read=%.0f spill_wait_s=%.6f "
-	       "over_budget=%.0f rss_peak=%.0f rss_growth=%.0f cpu_s=%.6f\n", rt.nranks, prog->planned_ranks, total,
+	       "over_budget=%.0f rss_peak=%.0f rss_growth=%.0f cpu_s=%.6f peak_min=%.0f rss_peak_min=%.0f "
+	       "rss_growth_min=%.0f\n", rt.nranks, prog->planned_ranks, total,
 	       r->compute, r->compute_cpu, r->pred_secs, r->sum[0], r->sum[1], r->pred_bytes, r->max[1],
 	       prog->pred_peak_bytes, r->max[2], rt_blas_arch(), rt_blas_threads(), r->imbalance,
 	       r->cpu_imbalance, r->floor_all,
 	       total > 0 ? r->floor_all / total : 0, r->compute > 0 ? r->floor_compute / r->compute : 0,
-	       rt.budget, r->sum[2], r->sum[3], r->max[3], r->max[4], r->max[5], r->max[6], r->cpu_all);
+	       rt.budget, r->sum[2], r->sum[3], r->max[3], r->max[4], r->max[5], r->max[6], r->cpu_all,
+	       least[0], least[1], least[2]);
 }
 
 void rt_profile_report(void)
