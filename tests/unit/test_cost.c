@@ -242,6 +242,37 @@ static void test_bcast_one_site(void **state)
 	tra_free(p);
 }
 
+/* A broadcast on 2 sites keeps each rank's own chunks (trt_bcast), so its
+ * result adds only what it receives, and X's chunks, read again after it
+ * (D = C * X), are held once: at the product A 2 MB, X whole 4 MB, C 2 MB
+ * a rank, not X's own 2 MB more (issue 32: plans were over the runs). */
+static void test_bcast_shares(void **state)
+{
+	(void)state;
+	TraProg *p = compile("size N = 1000, F = 1000;\ninput A[N, N];\ninput X[N, F];\n"
+	                     "C[i, f] = A[i, j] * X[j, f];\nD[i, f] = C[i, f] * X[i, f];\noutput D;\n");
+	StratPin sp = {0, STRAT_BROADCAST, 1};
+	OptOptions o = {.nranks = 2, .level = 2, .verify = true, .stratpins = &sp, .nstratpins = 1};
+	opt_block(p, &o);
+	IaPlan *plan = opt_plan(p, &o);
+	double mb = 1e6;
+	int nbcast = 0, contraction = 0;
+	for (int i = 0; i < plan->ops.n; i++) {
+		const IaOp *op = &plan->ops.v[i];
+		if (op->kind == IA_BCAST) {
+			nbcast++;
+			assert_int_equal(plan->ops.v[op->u.bcast.in].kind, IA_READ);
+			assert_true(op->live_bytes == 2 * mb + 4 * mb);        /* A's share, X whole */
+		} else if (op->kind == IA_JOIN && !contraction++) {          /* the product */
+			assert_true(op->live_bytes == 2 * mb + 4 * mb + 2 * mb);
+		}
+	}
+	assert_int_equal(nbcast, 1);
+	assert_true(plan->peak_bytes >= 8 * mb && plan->peak_bytes < 8.1 * mb);
+	ia_free(plan);
+	tra_free(p);
+}
+
 /* A convolution is one conv op whose flops are two per multiply-add: the
  * output's elements times the summed labels' extents (padding included),
  * in the forward op and in its gradients' (dK: the kernel's elements times
@@ -721,6 +752,7 @@ int main(void)
 		cmocka_unit_test(test_table4),
 		cmocka_unit_test(test_conv),
 		cmocka_unit_test(test_bcast_one_site),
+		cmocka_unit_test(test_bcast_shares),
 		cmocka_unit_test(test_thin_gemm),
 		cmocka_unit_test(test_halo),
 		cmocka_unit_test(test_io),
