@@ -15,6 +15,8 @@ under tests/diff/regress/, `--replay` runs it in make check.
     difftest.py --seconds N [--seed S]      generate and check for N seconds
     difftest.py --programs N [--seed S]     ... N programs
     difftest.py --replay FILE.tra ...       the regression programs
+    difftest.py --seed S --groups A-B ...   only a campaign's groups A to B
+                                            (as numbered in its progress lines)
     options: --group G (programs per compiled file), --findings DIR,
              --report FILE (constructs covered, how often), --no-reduce,
              --reduce-seconds N (per finding), --require-coverage
@@ -67,7 +69,7 @@ def mpi_env(base):
 # ---- what a program states about itself (#@ lines) ----
 
 def meta(text):
-    m = dict(seed=0, block=0, tol={}, rankdep=set(), nointerp=set(), error=None, xfail=None, cflags=None)
+    m = dict(seed=0, block=0, tol={}, scale={}, rankdep=set(), nointerp=set(), error=None, xfail=None, cflags=None)
     for line in text.split("\n"):
         s = line.strip()
         if not s.startswith("#@"):
@@ -81,6 +83,8 @@ def meta(text):
             m["block"] = int(w[1])
         elif w[0] == "tol":
             m["tol"][w[1]] = float(w[2])
+        elif w[0] == "scale":
+            m["scale"][w[1]] = float(w[2])
         elif w[0] == "rankdep":
             m["rankdep"] |= set(w[1:])
         elif w[0] == "nointerp":
@@ -95,15 +99,25 @@ def meta(text):
 
 
 def unit_text(u):
-    """A unit's text with what the checker needs to know about it."""
+    """A unit's text with what the checker needs to know about it.
+
+    An output's tolerance is relative: the dtype's epsilon times the square
+    root of the unit's operation count (u.cost), capped.  Relative to what:
+    rounding errors are relative to the values an output is computed from,
+    not to the output, which may be far smaller (W - 0.125 * G with G = 8 W
+    summed in another order: -1.1e-16 against 0).  So the scale is the
+    larger of the outputs' values and the generator's bound on the values
+    it is computed from (`#@ scale`, gen.Ten.bound)."""
     lines = [u.text.rstrip("\n")]
     eps = gen.EPS[u.fdt]
     tol = min(eps * 64 * u.cost ** 0.5, 2e-3 if u.fdt == "f32" else 1e-9)
-    for name, dtype, exact in u.outputs:
-        t = 0.0 if exact or dtype[0] == "i" else tol if dtype == u.fdt else \
+    for name, dtype, exact, t in u.outputs:
+        tl = 0.0 if exact or dtype[0] == "i" else tol if dtype == u.fdt else \
             min(gen.EPS[dtype] * 64 * u.cost ** 0.5, 2e-3 if dtype == "f32" else 1e-9)
-        lines.append("#@ tol %s %.3g" % (name, t))
-    names = " ".join(n for n, _, _ in u.outputs)
+        lines.append("#@ tol %s %.3g" % (name, tl))
+        if tl:
+            lines.append("#@ scale %s %.3g" % (name, t.bound()))
+    names = " ".join(n for n, _, _, _ in u.outputs)
     if u.rank_dependent and names:
         lines.append("#@ rankdep " + names)
     if not u.interp_ok and names:
@@ -251,8 +265,9 @@ def run_interp(w, src, rawdir, block, configs):
     return res, None
 
 
-def differ(a, b, tol):
-    """None when a and b agree within tol (relative to b's scale), else why."""
+def differ(a, b, tol, bound=0.0):
+    """None when a and b agree within tol, relative to the larger of their
+    values and bound (what they are computed from: `#@ scale`), else why."""
     a = np.asarray(a)
     b = np.asarray(b)
     if a.shape != b.shape:
@@ -277,7 +292,7 @@ def differ(a, b, tol):
     a64, b64 = a64[~inf], b64[~inf]
     if a64.size == 0:
         return None
-    scale = max(np.abs(b64).max(), np.abs(a64).max())
+    scale = max(np.abs(b64).max(), np.abs(a64).max(), bound)
     err = np.abs(a64 - b64).max()
     if err <= tol * scale or err == 0:
         return None
@@ -366,7 +381,7 @@ class Check:
                 if name not in self.outs[r]:
                     self.findings.append(("disagree", "O%d/%d" % c, "O%d/%d" % r, name, "missing output"))
                     continue
-                why = differ(v, self.outs[r][name], tol)
+                why = differ(v, self.outs[r][name], tol, self.m["scale"].get(name, 0.0))
                 if why:
                     self.findings.append(("disagree", "O%d/%d" % c, "O%d/%d" % r, name, why))
             missing = set(self.outs[base]) - set(self.outs[c])
@@ -385,11 +400,12 @@ class Check:
             for name, v in res[c].items():
                 tol = max(self.m["tol"].get(name, 1e-3), 1e-5)
                 if c != base and name in res[base]:
-                    why = differ(v, res[base][name], max(tol, 1e-9))
+                    why = differ(v, res[base][name], max(tol, 1e-9), self.m["scale"].get(name, 0.0))
                     if why:
                         self.findings.append(("disagree", "I%d/%d" % c, "I%d/%d" % base, name, why))
                 if c == base and name in exe and name not in self.m["nointerp"]:
-                    why = differ(v, np.asarray(exe[name], dtype=np.float64).reshape(-1), tol)
+                    why = differ(v, np.asarray(exe[name], dtype=np.float64).reshape(-1), tol,
+                                 self.m["scale"].get(name, 0.0))
                     if why:
                         self.findings.append(("disagree", "I%d/%d" % c, "O0/1", name, why))
 
@@ -447,6 +463,7 @@ def main():
     ap.add_argument("--errors", type=float, default=0.05, help="fraction of groups that are error programs")
     ap.add_argument("--replay", nargs="*")
     ap.add_argument("--reduce", metavar="FILE", help="reduce FILE, keeping its first finding")
+    ap.add_argument("--groups", metavar="A-B", help="only groups A to B of the campaign (1 is the first)")
     a = ap.parse_args()
     root = tempfile.mkdtemp(prefix="trac-diff.")
     w = Work(root)
@@ -544,8 +561,8 @@ def isolate(w, units, text, seed, block, findings):
             c1 = Check(w, t1, seed, block)
             if c1.findings:
                 out.append((u, t1, c1.findings, c1.runs))
-        if out:
-            return out
+    if out:                 # every unit a finding names that fails alone, not the first only
+        return out
     # no unit named: halves of the group, as trac -S where the finding is trac's
     f = findings[0]
     emit = f[0] in ("crash", "reject", "hang") and str(f[1]).startswith("trac -O")
@@ -598,24 +615,30 @@ def campaign(w, a):
     found = []
     os.makedirs(a.findings, exist_ok=True)
     k = 0
+    first, last = (int(x) for x in (a.groups + "-" + a.groups).split("-")[:2]) if a.groups else (1, 0)
     while True:
         if a.seconds and time.time() - t0 >= a.seconds:
             break
         if a.programs and programs >= a.programs:
             break
-        if not a.seconds and not a.programs and k >= 1:
+        if last and k >= last:
+            break
+        if not a.seconds and not a.programs and not last and k >= 1:
             break
         k += 1
         gseed = a.seed * 10000 + k
         block = rng.choice([0, 0, 2, 3, 4])
-        if k % 8 == 3 or rng.random() < a.errors:      # now and then a program that must fail
+        error = k % 8 == 3 or rng.random() < a.errors      # now and then a program that must fail
+        cflags = rng.choice([None, FAST_CFLAGS])
+        if k < first:                   # skipped, its random choices made all the same
+            continue
+        if error:
             u = gen.generate(gseed, "u0", error=True)
             units = [u]
         else:
             units = make_group(gseed, a.group, 0)
         for u in units:
             cover.update(u.c)
-        cflags = rng.choice([None, FAST_CFLAGS])
         text = group_program(units, gseed, block, cflags)
         c = Check(w, text, gseed, block)
         programs += len(units)
@@ -623,11 +646,13 @@ def campaign(w, a):
         groups += 1
         cc = os.environ.get("DIFF_CFLAGS", cflags)
         print("[%5.0fs] group %d: %d program(s), block %d%s, %d runs%s" % (
-            time.time() - t0, groups, len(units), block, ", cc " + cc if cc else "", c.runs,
+            time.time() - t0, k, len(units), block, ", cc " + cc if cc else "", c.runs,
             ", %d finding(s)" % len(c.findings) if c.findings else ""))
         sys.stdout.flush()
         if not c.findings:
             continue
+        for f in c.findings:
+            print("          " + fmt(f))
         culprits = isolate(w, units, text, gseed, block, c.findings)
         runs += sum(r for _, _, _, r in culprits)
         culprits = [(u, t1, fs) for u, t1, fs, _ in culprits]

@@ -49,10 +49,14 @@ grad grad_input grad_sparse grad_through_gather grad_through_window grad_through
 repeat repeat_counter repeat_nested counter_value counter_window ist
 def_function import_nn import_linalg
 extent_not_divisible runtime_error
+size_list input_untyped number_exp comment_slashes repeat_size
 """.split()
 
 FLOAT_LITS = ["0.5", "2", "0.25", "1.5", "3", "0.125", "4"]     # exact in binary
 FLOAT_LITS_INEXACT = ["0.1", "0.3", "0.7"]
+# the same numbers written with an exponent (number_exp)
+EXP_FORM = {"0.5": "5e-1", "2": "2e0", "0.25": "2.5e-1", "1.5": "15e-1", "3": "3E0", "0.125": "1.25e-1",
+            "4": "0.4e1", "0.1": "1e-1", "0.3": "3e-1", "0.7": "7.0e-1"}
 IDX = list("ijklmnpqrsuvwyzaceghk")
 EPS = {"f32": 2.0 ** -23, "f64": 2.0 ** -52}
 MANT = {"f32": 24, "f64": 53}
@@ -74,6 +78,16 @@ class Ten:
         self.lo, self.hi = lo, hi       # an integer tensor's value range [lo, hi)
         self.depth = depth              # repeat depth it was defined at
         self.diffok = True              # grad through it is deterministic
+        self.scale = None               # bound on the values it is computed from, if not mag
+
+    def bound(self):
+        """A bound on the magnitude of the values this tensor is computed
+        from: the scale of its rounding errors (difftest.unit_text).  mag,
+        unless updates made the values larger (a param's SGD steps) or mag
+        is looser than needed for what it is used for here (a gather's is
+        the bound of the TransE distance, not of a row).  Kept apart from
+        mag, which steers generation: the programs of a seed stay the same."""
+        return self.mag if self.scale is None else self.scale
 
 
 class Expr:
@@ -106,12 +120,17 @@ class Unit:
     def __init__(self, seed, uid):
         self.seed, self.uid = seed, uid
         self.r = random.Random(seed)
+        # spellings (size lists, untyped f32, exponents, // comments,
+        # repeat over a size): their own stream, so a seed's programs mean
+        # what they meant before they were added
+        self.spell = random.Random("spelling %d" % seed)
+        self.nspell = 0
         self.lines = []
         self.decls = []                 # sizes, inputs, params: before every statement
         self.c = Counter()
         self.sizes = []
         self.tensors = []               # visible tensors, innermost scope last
-        self.outputs = []               # (name, dtype, exact)
+        self.outputs = []               # (name, dtype, exact, Ten)
         self.depth = 0
         self.counters = []              # loop counters in scope: (name, count)
         self.n = 0
@@ -128,7 +147,13 @@ class Unit:
         return "%s%s_%d" % (kind, self.uid, self.n)
 
     def emit(self, line):
+        if self.spell.random() < 0.03:
+            self.lines.append("    " * self.depth + "// %s: line %d" % (self.uid, len(self.lines)))
+            self.c["comment_slashes"] += 1
         self.lines.append("    " * self.depth + line)
+
+    def spelled(self, p):
+        return self.spell.random() < p
 
     def note(self, line):
         self.decls.append("#@ " + line)
@@ -146,7 +171,11 @@ class Unit:
     # ---- sizes ----
     def add_size(self, val, expr=None):
         s = Size(self.fresh("S"), val)
-        self.decl("size %s = %s;" % (s.name, expr or val))
+        if self.decls and self.decls[-1].startswith("size ") and self.spelled(0.3):
+            self.decls[-1] = self.decls[-1][:-1] + ", %s = %s;" % (s.name, expr or val)
+            self.c["size_list"] += 1
+        else:
+            self.decl("size %s = %s;" % (s.name, expr or val))
         self.c["size"] += 1
         if expr:
             self.c["size_expr"] += 1
@@ -186,7 +215,10 @@ class Unit:
                 self.c["sparse_f64"] += 1
         else:
             self.note("%s grid" % name)
-        self.decl("input %s%s : %s%s;" % (name, shape, ty, default))
+        if dtype == "f32" and self.spelled(0.25):      # f32 unless a type is given
+            ty = ty[4:]
+            self.c["input_untyped"] += 1
+        self.decl("input %s%s%s%s;" % (name, shape, " : " + ty if ty else "", default))
         self.c["input_" + dtype] += 1
         if not dims:
             self.c["input_scalar"] += 1
@@ -236,7 +268,7 @@ class Unit:
         else:
             self.emit("output %s;" % t.name)
         self.c["output"] += 1
-        self.outputs.append((t.name, t.dtype, t.exact and t.role != "param" or t.dtype[0] == "i"))
+        self.outputs.append((t.name, t.dtype, t.exact and t.role != "param" or t.dtype[0] == "i", t))
 
     def visible(self, pred=lambda t: True):
         return [t for t in self.tensors if pred(t)]
@@ -277,10 +309,17 @@ def lit(u, dtype, exact_only=False):
         return Expr(str(v), dtype, True, 0, float(v), atom=True)
     if not exact_only and u.chance(0.2):
         v = u.r.choice(FLOAT_LITS_INEXACT)
-        return Expr(v, dtype, False, 60, float(v), atom=True)
+        return Expr(spell_number(u, v), dtype, False, 60, float(v), atom=True)
     v = u.r.choice(FLOAT_LITS)
     bits = {"0.5": 1, "0.25": 2, "1.5": 1, "0.125": 3}.get(v, 0)
-    return Expr(v, dtype, True, bits, float(v), atom=True)
+    return Expr(spell_number(u, v), dtype, True, bits, float(v), atom=True)
+
+
+def spell_number(u, v):
+    if u.spelled(0.2):
+        u.c["number_exp"] += 1
+        return EXP_FORM[v]
+    return v
 
 
 def access(u, st, t):
@@ -790,6 +829,8 @@ def stmt_gather(u):
     u.c["gather"] += 1
     t = Ten(name, dims, u.fdt, "def", exact=E.exact, bits=E.bits * 2, mag=E.mag ** 2 * D.val + 1,
             deps=E.deps, depth=u.depth)
+    if kind != "transe":
+        t.scale = E.bound()             # the table's rows
     t.diffok = E.diffok
     u.tensors.append(t)
     t.gathered = E
@@ -799,6 +840,10 @@ def stmt_gather(u):
         g = u.fresh("G")
         u.emit("%s = grad(%s, %s);" % (g, loss, E.name))
         u.emit("%s[v, d] -= 0.125 * %s[v, d];" % (E.name, g))
+        # a row's gradient: 2 t summed over the rows (columns) gathered from it
+        if kind != "transe":
+            hits = dims[1].val if kind == "dim2" else math.prod(d.val for d in dims) // D.val
+            E.scale = E.bound() * (1 + 0.125 * 2 * hits)
         u.c["grad"] += 1
         u.c["grad_through_gather"] += 1
         u.c["gather_grad"] += 1
@@ -906,11 +951,14 @@ def stmt_call(u):
         u.emit("%s = %s(%s, %s, %s);" % (name, f, X.name, W.name, b.name))
         t = Ten(name, [n, h], u.fdt, "def", exact=False, bits=60, mag=1.0 + 4 * d.val, deps=X.deps | W.deps | b.deps,
                 depth=u.depth)
+        # of a gradient (diffok false): a loss over it would need a second derivative
+        t.diffok = X.diffok
         if u.chance(0.5):
             p = u.fresh("T")
             u.emit("%s = %s(%s);" % (p, u.r.choice(["softmax", "log_softmax"]), name))
             u.tensors.append(t)
             t = Ten(p, [n, h], u.fdt, "def", exact=False, bits=60, mag=30.0, deps=t.deps, depth=u.depth)
+            t.diffok = X.diffok
         u.cost *= 4 * (1 + d.val)
     elif kind == "linalg":
         u.imports.add("linalg.tra")
@@ -943,6 +991,7 @@ def stmt_call(u):
         u.c["def_function"] += 1
         t = Ten(name, [n, h], u.fdt, "def", exact="tanh" not in body and X.exact and Y.exact, bits=X.bits + Y.bits,
                 mag=X.mag * Y.mag * d.val + 1, deps=X.deps | Y.deps, depth=u.depth)
+        t.diffok = X.diffok and Y.diffok
         u.cost *= 1 + d.val
     u.tensors.append(t)
     return t
@@ -1012,6 +1061,10 @@ def stmt_grad(u, inside_loop=False):
         else:
             rhs = "%s[%s] - %s * %s[%s]" % (W.name, idx, lr, g, idx)
         u.emit("%s[%s] %s %s;" % (W.name, idx, op, rhs))
+        # the bound on its values after the step (gt.mag: the generator's
+        # bound on a gradient)
+        W.scale = {"-=": W.bound() + float(lr) * gt.mag, "+=": W.bound() + float(lr) * gt.mag,
+                   "=": W.bound() + float(lr) * gt.mag, "*=": W.bound() * (1 + float(lr)), "/=": W.bound()}[op]
         u.c[{"-=": "update_sub", "+=": "update_add", "*=": "update_mul", "/=": "update_div", "=": "update_set"}[op]] += 1
         if any(getattr(t, "gathered", None) is not None for t in use) and op in ("-=", "+="):
             u.c["scatter_sgd"] += 1
@@ -1036,6 +1089,12 @@ def stmt_repeat(u):
         u.n += 1
         header = "repeat %s in %d {" % (counter, count)
         u.c["repeat_counter"] += 1
+        if u.spelled(0.3):          # repeat b in N, N a size
+            u.nspell += 1
+            rs = "R%s_%d" % (u.uid, u.nspell)
+            u.decl("size %s = %d;" % (rs, count))
+            header = "repeat %s in %s {" % (counter, rs)
+            u.c["repeat_size"] += 1
     if u.depth:
         u.c["repeat_nested"] += 1
     u.c["repeat"] += 1
@@ -1046,6 +1105,7 @@ def stmt_repeat(u):
     for t in u.tensors:
         if t.role == "param":
             t.exact, t.bits = False, 60
+    bound0 = {t.name: t.bound() for t in u.tensors if t.role == "param"}
     if counter:
         u.counters.append((counter, count))
         if u.chance(0.6):
@@ -1071,10 +1131,13 @@ def stmt_repeat(u):
         u.counters.pop()
     u.depth -= 1
     u.emit("}")
-    # every param's value after the loop is rounded: not exact any more
+    # every param's value after the loop is rounded: not exact any more;
+    # what the body's steps added to its bound, added count times
     for t in u.tensors:
         if t.role == "param":
             t.exact, t.bits = False, 60
+            if t.name in bound0 and t.bound() != bound0[t.name]:
+                t.scale = bound0[t.name] + count * (t.bound() - bound0[t.name])
 
 
 def ist_program(u):

@@ -356,14 +356,14 @@ def tidy(text):
         s = l.strip()
         if s.startswith("#@"):
             w = s[2:].split()
-            if w and w[0] in ("tol",) and len(w) > 1 and not re.search(r"\b%s\b" % re.escape(w[1]), code):
+            if w and w[0] in ("tol", "scale") and len(w) > 1 and not re.search(r"\b%s\b" % re.escape(w[1]), code):
                 continue
             if w and w[0] in ("rankdep", "nointerp"):
                 keep = [x for x in w[1:] if re.search(r"\b%s\b" % re.escape(x), code)]
                 if not keep:
                     continue
                 l = "#@ %s %s" % (w[0], " ".join(keep))
-            elif w and w[0] not in ("seed", "block", "tol", "error", "xfail") and \
+            elif w and w[0] not in ("seed", "block", "tol", "scale", "error", "xfail", "known", "cflags") and \
                     not re.search(r"\b%s\b" % re.escape(w[0]), code):
                 continue
         out.append(l)
