@@ -89,6 +89,22 @@ static Node *converted(Sema *s, Node *e, DType t)
 	return n;
 }
 
+/* e != 0, in e's type: a condition of another type than its where's
+ * branches, converted to theirs as 0 or 1.  Converted itself, 0.375 (f64)
+ * would be 0 as an i32 and 1e-50 would be 0 as an f32: false, where a
+ * condition is true where it is not zero (tra.5). */
+static Node *nonzero(Sema *s, Node *e)
+{
+	Node *zero = fe_ast_node(s->arena, N_NUM, e->loc);
+	zero->u.num = 0;
+	Node *n = fe_ast_node(s->arena, N_BINARY, e->loc);
+	n->u.binary.op = B_NE;
+	n->u.binary.a = e;
+	n->u.binary.b = zero;
+	n->height = e->height + 1;
+	return n;
+}
+
 /* Position d of access n (of tensor t) holds an access, E[idx[b], d]: a
  * gather by an integer tensor's values.  The index access is checked as
  * any (its indices bind from its tensor's extents); one gather per access,
@@ -425,7 +441,7 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		*ty = a;
 		ok = ok && unify(ty, b, n->loc);
 		if (ok && c.typed && ty->typed && c.t != ty->t)
-			n->u.where.cond = converted(s, n->u.where.cond, ty->t);   /* a condition is true where nonzero */
+			n->u.where.cond = converted(s, nonzero(s, n->u.where.cond), ty->t);
 		else
 			ok = ok && unify(ty, c, n->loc);
 		if (ok && ty->typed && dtype_is_int(ty->t))
