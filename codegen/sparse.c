@@ -250,8 +250,8 @@ static void driven_loops(Buf *b, const Kernel *k, const KernelIn *ki, const int 
 /*
  * A kernel driven by ki->d (an input, or a sampled join's mask: ki->nk)
  * over its chunk labels ki->dlab: a loop over its rows and each row's
- * stored elements q, the driver's value at q (not a mask's: it is not
- * read), the other sparse inputs' (KernelIn.byq: at q; byfind: by a search
+ * stored elements q (those on its diagonal where it repeats a label), the
+ * driver's value at q (not a mask's: it is not read), the other sparse inputs' (KernelIn.byq: at q; byfind: by a search
  * in the driver's row, trt_csr_find), then the other labels inside.
  */
 void emit_driven_kernel(Buf *b, const Kernel *k, const KernelIn *ki)
@@ -270,10 +270,18 @@ void emit_driven_kernel(Buf *b, const Kernel *k, const KernelIn *ki)
 	buf_printf(b, "%sfor (int64_t q = rp[%s]; q < rp[%s + 1]; q++) {\n", INDENT(), row, row);
 	depth++;
 	for (int c = 1; c < nd; c++) {
-		buf_printf(b, "%sconst int64_t l%d = ci[q]", INDENT(), dlab[c]);
+		/* a label the driver repeats (X[l, l], its diagonal) is the
+		 * first dim's: the elements off it are skipped */
+		int first = 0;
+		while (dlab[first] != dlab[c])
+			first++;
+		if (first < c)
+			buf_printf(b, "%sif (ci[q]", INDENT());
+		else
+			buf_printf(b, "%sconst int64_t l%d = ci[q]", INDENT(), dlab[c]);
 		if (nd > 2)
 			buf_printf(b, " / cs[%d] %% in[%d].n[%d]", c, d, c);
-		buf_puts(b, ";\n");
+		buf_puts(b, first < c ? xprintf(" != l%d)\n%s\tcontinue;\n", dlab[c], INDENT()) : ";\n");
 	}
 	if (d < k->nin)
 		buf_printf(b, "%sconst %s x%d = (%s)p%d[q];\n", INDENT(), T, d, T, d);
