@@ -615,6 +615,7 @@ def campaign(w, a):
     cover = Counter()
     programs = runs = groups = 0
     found = []
+    nagain = 0
     os.makedirs(a.findings, exist_ok=True)
     k = 0
     first, last = (int(x) for x in (a.groups + "-" + a.groups).split("-")[:2]) if a.groups else (1, 0)
@@ -666,7 +667,14 @@ def campaign(w, a):
                 print("[%5.0fs] known (%s): %s" % (time.time() - t0, kn[0], fmt(fs[0])))
                 continue
             if any(sig == s for s, _ in found):
-                print("[%5.0fs] again: %s" % (time.time() - t0, fmt(fs[0])))
+                # the same kind in the same configurations, maybe another
+                # bug (the signature names no tensor): kept, not reduced
+                path = os.path.join(a.findings, "again-%d-%d.tra" % (a.seed, nagain))
+                nagain += 1
+                with open(path, "w") as f:
+                    f.write("# %s\n" % fmt(fs[0]))
+                    f.write(t1)
+                print("[%5.0fs] again: %s (%s)" % (time.time() - t0, fmt(fs[0]), path))
                 continue
             print("[%5.0fs] FOUND %s" % (time.time() - t0, fmt(fs[0])))
             small = t1
