@@ -105,6 +105,11 @@ class Expr:
     def par(self):
         return self.text if self.atom else "(" + self.text + ")"
 
+    def sum_side(self):
+        """Its text as a side of + or -: a comparison binds looser (a < b
+        + c is a < (b + c); a == b + c == d does not parse)."""
+        return "(" + self.text + ")" if getattr(self, "low", False) else self.text
+
 
 def fits(dtype, bits, mag):
     """Is a value of `bits` fraction bits and magnitude below `mag` exact in dtype?"""
@@ -441,13 +446,13 @@ def binary(u, a, b):
     if op in "+-":
         u.c["add" if op == "+" else "sub"] += 1
         bits, mag = max(a.bits, b.bits), a.mag + b.mag
-        return Expr("%s %s %s" % (a.text, op, b.par() if op == "-" else b.text), a.dtype,
+        return Expr("%s %s %s" % (a.sum_side(), op, b.par() if op == "-" else b.sum_side()), a.dtype,
                     a.exact and b.exact and fits(a.dtype, bits, mag), bits, mag, deps, ok)
     if op == "*":
         u.c["mul"] += 1
         bits, mag = a.bits + b.bits, a.mag * b.mag
         if mag > (1e4 if fl else 1e6):
-            return Expr("%s + %s" % (a.text, b.text), a.dtype, a.exact and b.exact and
+            return Expr("%s + %s" % (a.sum_side(), b.sum_side()), a.dtype, a.exact and b.exact and
                         fits(a.dtype, max(a.bits, b.bits), a.mag + b.mag), max(a.bits, b.bits), a.mag + b.mag,
                         deps, ok)
         return Expr("%s * %s" % (a.par(), b.par()), a.dtype, a.exact and b.exact and fits(a.dtype, bits, mag),
@@ -467,7 +472,9 @@ def binary(u, a, b):
 def compare(u, a, b):
     op = u.r.choice(["<", "<=", ">", ">=", "==", "!="])
     u.c["compare_" + {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}[op]] += 1
-    return Expr("%s %s %s" % (a.par(), op, b.par()), a.dtype, True, 0, 1.0, set(), True)
+    e = Expr("%s %s %s" % (a.par(), op, b.par()), a.dtype, True, 0, 1.0, set(), True)
+    e.low = True
+    return e
 
 
 def expr(u, st, dtype, depth, exact=False):
@@ -621,7 +628,7 @@ def define(u, dims, dtype, rhs_fn, st=None, scalar=False):
         else:
             parts.append("%s in %s" % (v, st.vars[v].name))
             u.c["index_value_in"] += 1
-    text = e.text
+    text = e.sum_side() if extra else e.text
     for v in extra:
         conv = "%s(%s)" % (dtype, v) if dtype != "i64" else v
         text = "%s + %s * 0" % (text, conv) if dtype[0] == "i" else "%s + 0.125 * %s" % (text, conv)
