@@ -266,6 +266,7 @@ double rel_floats(const RelType *t);                      /* exact element count
 double rel_density(const RelType *t);                     /* fraction stored: 1 unless sparse */
 double rel_stored(const RelType *t);                      /* elements stored (estimated when sparse) */
 double rel_bytes(const RelType *t);                       /* bytes of its chunks, indices included */
+double rel_chunk_bytes(const RelType *t, const int64_t *key);     /* the chunk at key's, likewise */
 int rel_chunkpos(const RelType *t, int keydim);           /* chunk dim spanning keydim, or -1 */
 void reltype_print(Buf *b, const RelType *t);
 

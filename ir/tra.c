@@ -585,6 +585,19 @@ double rel_bytes(const RelType *t)
 	return b;
 }
 
+/* The bytes of the chunk at key, as rel_bytes prices them: a sparse one's
+ * stored elements (its density of the chunk's elements), their column
+ * indices, its row offsets and its header. */
+double rel_chunk_bytes(const RelType *t, const int64_t *key)
+{
+	double n = (double)rel_chunk_elems(t, key);
+	if (!t->sparse)
+		return n * dtype_size(t->dtype);
+	int64_t rows = t->nchunk ? rel_chunk_len(t, t->chunkdim[0], key[t->chunkdim[0]]) : 1;
+	double stored = n * rel_density(t);
+	return stored * (dtype_size(t->dtype) + 8) + ((double)rows + 1) * 8 + 32;
+}
+
 /* ---- the program ---- */
 
 const char *tra_op_name(TraOpKind k)

@@ -62,11 +62,12 @@ static int source(const IaPlan *p, int x)
 	return x;
 }
 
-/* The bytes of op x's first chunk (dense: the largest there is). */
+/* The bytes of op x's first chunk (the largest there is; a sparse one's
+ * stored elements and indices, not its dense size). */
 static double chunk_bytes(const IaOp *op)
 {
 	int64_t key[MAXDIM] = {0};
-	return (double)rel_chunk_elems(&op->type, key) * (double)dtype_size(op->type.dtype);
+	return rel_chunk_bytes(&op->type, key);
 }
 
 static bool reads(const IaPlan *p, int k, int x)
