@@ -167,12 +167,17 @@ void opt_spill(IaPlan *p, const Machine *m, const double *made, const double *tr
 		r.resident += made[i];
 		if (ws > B && B > 0) {
 			/* the op streams: tiles of its result of half the budget,
-			 * its inputs read once more each tile after the first
-			 * unless they fit in the other half; its result beyond the
+			 * what it reads -- its inputs and the chunks it receives
+			 * (its transient bytes: a two-phase join's) -- read once
+			 * more each tile after the first unless it fits in the
+			 * other half, the received chunks that do not fit
+			 * written once and read back; its result beyond the
 			 * budget written as it is made */
-			double tiles = ceil(made[i] / (B / 2));
-			if (inbytes > B / 2)
-				read += (tiles - 1) * inbytes;
+			double tiles = fmax(1, ceil(made[i] / (B / 2)));
+			double all = inbytes + transient[i], recv = fmin(transient[i], fmax(0, all - B / 2));
+			if (all > B / 2)
+				read += (tiles - 1) * all + recv;
+			written += recv;
 			double out = fmin(made[i], ws - B);
 			written += out;
 			r.copy[i] = out;
