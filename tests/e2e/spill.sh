@@ -11,7 +11,7 @@
 . "$srcdir/tests/e2e/lib.sh"
 E="$TOP/examples"
 SPILL="$TMP/spill"
-ALLOW=$((8 << 20))      # man/trac.1: the process's own memory on top of the budget
+ALLOW=$((16 << 20))     # man/trac.1: the process's own memory on top of the budget
 mkdir -p build "$SPILL"
 
 empty() { [ -z "$(ls -A "$1")" ]; }
