@@ -24,7 +24,11 @@
  *          (MPI_COMM_TYPE_SHARED), so each rank gets its share.
  *
  * Under a memory budget (--mem-budget, store.c) the need is at most the
- * budget: what does not fit waits in the spill file.
+ * budget: what does not fit waits in the spill file.  With no budget (none
+ * given, none planned), a plan over what a rank can have runs out of core
+ * rather than stop: that rank's budget becomes three quarters of what it
+ * can have, less trac.1's allowance, and its spill file is opened (one
+ * line says so); --in-memory restores the refusal.
  *
  * TRAC_MEM_CHECK=0 turns the check off (the test of out-of-memory during
  * the run uses it).  An allocation that fails during the run is reported by
@@ -204,7 +208,17 @@ static void check(double extra)
 		need = rt.budget;       /* the rest waits in the spill file (store.c) */
 	const char *why;
 	double have = available(local, &why);
-	if (need > 0 && have >= 0 && need > have) {
+	/* Out of core rather than refused: with no budget given or planned,
+	 * a plan over what this rank can have runs under a budget of three
+	 * quarters of it, less the allowance trac.1 states for what the
+	 * process holds beyond its chunks (and what one op may hold over the
+	 * budget); --in-memory refuses instead. */
+	double budget = have * 0.75 - (double)(16 << 20);
+	int ooc = need > 0 && have >= 0 && need > have && rt.budget == 0 && !rt.in_memory &&
+	          extra == 0 && budget >= (double)(1 << 20);
+	if (ooc)
+		err = rt_spill_start(budget, msg, sizeof msg);
+	else if (need > 0 && have >= 0 && need > have) {
 		char a[32], b[32], op[512];
 		op_str(op, sizeof op, p->pred_peak_op);
 		if (need == rt.budget)
@@ -213,10 +227,22 @@ static void check(double extra)
 		else
 			snprintf(msg, sizeof msg, "%s: the plan needs %s per rank at its peak, at %s%s, more than the %s "
 			         "rank %d can have (%s); run on more ranks or machines, or plan for them (trac -P, "
-			         "--mem-per-rank%s), or under --mem-budget", rt_progname(), bytes_str(a, sizeof a, need), op,
+			         "--mem-per-rank%s), or under --mem-budget%s", rt_progname(), bytes_str(a, sizeof a, need), op,
 			         extra > 0 ? ", with the sparse inputs' elements its estimate lacked" : "",
-			         bytes_str(b, sizeof b, have), rt.rank, why, extra > 0 ? ", --nnz" : "");
+			         bytes_str(b, sizeof b, have), rt.rank, why, extra > 0 ? ", --nnz" : "",
+			         rt.in_memory ? " (without --in-memory: out of core)" : "");
 		err = msg;
+	}
+	/* one line for the job: the lowest rank that runs out of core says so */
+	int first = ooc && !err ? rt.rank : rt.nranks, lowest = first;
+	MPI_Allreduce(&first, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (lowest == rt.rank) {
+		char a[32], b[32], c[32];
+		fprintf(stderr, "%s: the plan needs %s per rank at its peak, more than the %s rank %d can have (%s): "
+		        "running out of core, at most %s of chunks in memory a rank and the rest in a spill file in "
+		        "%s (--mem-budget, --spill-dir; --in-memory stops instead)\n", rt_progname(),
+		        bytes_str(a, sizeof a, need), bytes_str(b, sizeof b, have), rt.rank, why,
+		        bytes_str(c, sizeof c, budget), rt_spill_dir());
 	}
 	rt_agree(err);
 }

@@ -93,6 +93,7 @@ typedef struct RtState {
 	double op_peak;                 /* high-water mark of live since trt_op_begin */
 	double buf_live, buf_peak;      /* communication buffers (comm.c), likewise */
 	double budget;                  /* --mem-budget: resident chunk bytes allowed, 0 none */
+	int in_memory;                  /* --in-memory: never a budget of guard.c's */
 	double spill_w, spill_r;        /* bytes written to and read from the spill file */
 	double spill_wait;              /* seconds this rank waited for spill I/O */
 	double over;                    /* most resident bytes over the budget (pinned) */
@@ -270,6 +271,8 @@ int rt_spill_arg(int argc, char **argv, int *a, char *msg, size_t len);
 void rt_spill_help(void);
 void rt_spill_init(void);               /* collective: TRAC_MEM_BUDGET, the folder, the file */
 void rt_spill_finish(void);
+const char *rt_spill_start(double budget, char *msg, size_t len);      /* guard.c's budget */
+const char *rt_spill_dir(void);
 int64_t rt_spill_alloc(size_t n);       /* an extent of the file: its offset */
 void rt_spill_free(int64_t off, size_t n);
 double rt_spill_file_bytes(void);       /* bytes of extents in use */

@@ -106,6 +106,10 @@ int rt_spill_arg(int argc, char **argv, int *a, char *msg, size_t len)
 {
 	const char *arg = argv[*a];
 	*msg = 0;
+	if (!strcmp(arg, "--in-memory")) {
+		rt.in_memory = 1;
+		return 1;
+	}
 	int budget = !strncmp(arg, "--mem-budget", 12) && (!arg[12] || arg[12] == '=');
 	int dir = !strncmp(arg, "--spill-dir", 11) && (!arg[11] || arg[11] == '=');
 	if (!budget && !dir)
@@ -128,6 +132,8 @@ void rt_spill_help(void)
 	printf("  --mem-budget SIZE  hold at most SIZE bytes of chunks in memory per rank (512M, 2G):\n"
 	       "               the others wait in a spill file (or TRAC_MEM_BUDGET=SIZE)\n");
 	printf("  --spill-dir DIR    the folder of the spill files (default $TMPDIR, else /tmp)\n");
+	printf("  --in-memory        stop before the run if the plan does not fit in the memory a rank\n"
+	       "               can have, rather than run out of core\n");
 }
 
 /* ---- the file ---- */
@@ -176,6 +182,25 @@ static void __attribute__((noreturn)) write_failed(int e, size_t n)
 	          size_str(a, sizeof a, (double)n), sp.dir, strerror(e));
 }
 
+/* Opens this rank's spill file in the folder: NULL, or the error's line
+ * in msg. */
+static const char *open_spill(char *msg, size_t len)
+{
+	static char block[BLOCK];
+	sp.fd = open_file(sp.dir);
+	int e = sp.fd < 0 ? errno : 0;
+	if (!e && !rt_pwrite_full(sp.fd, block, sizeof block, 0))
+		e = errno ? errno : EIO;
+	if (e == ENOSPC || e == EDQUOT)
+		snprintf(msg, len, "%s: the spill folder %s is full (--spill-dir)", rt_progname(), sp.dir);
+	else if (e)
+		snprintf(msg, len, "%s: cannot make a spill file in %s (--spill-dir): %s", rt_progname(),
+		         sp.dir, strerror(e));
+	if (!e && ftruncate(sp.fd, 0) < 0)
+		(void)0;        /* the block stays: harmless */
+	return e ? msg : NULL;
+}
+
 void rt_spill_init(void)
 {
 	const char *env = getenv("TRAC_MEM_BUDGET");
@@ -189,22 +214,22 @@ void rt_spill_init(void)
 		const char *t = getenv("TMPDIR");
 		sp.dir = t && *t ? t : "/tmp";
 	}
-	if (!err && (rt.budget > 0 || sp.given)) {
-		static char block[BLOCK];
-		sp.fd = open_file(sp.dir);
-		int e = sp.fd < 0 ? errno : 0;
-		if (!e && !rt_pwrite_full(sp.fd, block, sizeof block, 0))
-			e = errno ? errno : EIO;
-		if (e == ENOSPC || e == EDQUOT)
-			snprintf(msg, sizeof msg, "%s: the spill folder %s is full (--spill-dir)", rt_progname(), sp.dir);
-		else if (e)
-			snprintf(msg, sizeof msg, "%s: cannot make a spill file in %s (--spill-dir): %s", rt_progname(),
-			         sp.dir, strerror(e));
-		err = e ? msg : NULL;
-		if (!e && ftruncate(sp.fd, 0) < 0)
-			(void)0;        /* the block stays: harmless */
-	}
+	if (!err && (rt.budget > 0 || sp.given))
+		err = open_spill(msg, sizeof msg);
 	rt_agree(err);
+}
+
+const char *rt_spill_dir(void)
+{
+	return sp.dir;
+}
+
+/* A budget set after rt_spill_init (guard.c: the plan does not fit in
+ * what this rank can have): NULL, or the error's line in msg. */
+const char *rt_spill_start(double budget, char *msg, size_t len)
+{
+	rt.budget = budget;
+	return sp.fd >= 0 ? NULL : open_spill(msg, len);
 }
 
 /* An extent of n bytes (rounded up to BLOCK): its offset. */

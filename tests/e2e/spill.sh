@@ -206,17 +206,17 @@ fi
 # ---- 2. resident memory within the budget and its allowance ----
 # The process's resident set grows by its chunks in memory; under a budget
 # by the budget and the process's own (MPI, BLIS), which trac.1 bounds.
-compile matmul "-P 2 -D I=1200 -D K=1200 -D J=1200 --block 100" || finish
+compile matmul "-P 2 -D I=1600 -D K=1600 -D J=1600 --block 100" || finish
 mkdir -p build/matmul.out
-run 2 build/matmul $(args matmul build/matmul.out) --profile >mem.log 2>&1 || fail "1200^3 matmul in memory"
+run 2 build/matmul $(args matmul build/matmul.out) --profile >mem.log 2>&1 || fail "1600^3 matmul in memory"
 run 2 build/matmul $(args matmul build/matmul.out) --profile --mem-budget 2M --spill-dir "$SPILL" >bud.log 2>&1 ||
-	fail "1200^3 matmul under 2M"
+	fail "1600^3 matmul under 2M"
 gm=$(field rss_growth mem.log) gb=$(field rss_growth bud.log)
 bound=$(( (2 << 20) + ALLOW ))
 if [ "$gb" -le "$bound" ] && [ "$gm" -gt "$bound" ]; then
-	pass "1200^3 matmul on 2 ranks: resident set grew by $gb bytes under --mem-budget 2M (at most $bound), $gm in memory"
+	pass "1600^3 matmul on 2 ranks: resident set grew by $gb bytes under --mem-budget 2M (at most $bound), $gm in memory"
 else
-	fail "1200^3 matmul: resident set grew by $gb bytes under 2M (bound $bound), $gm in memory"
+	fail "1600^3 matmul: resident set grew by $gb bytes under 2M (bound $bound), $gm in memory"
 fi
 # the budget from the environment, and --trace's spill spans
 TRAC_MEM_BUDGET=1M run 2 build/matmul $(args matmul build/matmul.out) --profile --trace=t.json \
@@ -231,9 +231,10 @@ fi
 
 # ---- 3. a plan that does not fit in memory runs under a budget ----
 # An outer product of 64 MB on one rank whose address space (ulimit -v)
-# leaves it about 40 MB: it cannot run in memory (refused before the run
-# by runtime/guard.c, or out of memory in it), and runs right under
-# --mem-budget 8M.  The limit is found from a refusal's line, as what the
+# leaves it about 40 MB: it cannot run in memory (--in-memory: refused
+# before the run by runtime/guard.c), and runs right under --mem-budget 8M
+# and, with no budget given, out of core by itself (guard.c's budget, one
+# line saying so).  The limit is found from a refusal's line, as what the
 # process maps at start varies; MALLOC_ARENA_MAX=1, because glibc's
 # per-thread arenas (64 MB of address space each, made when an MPI thread
 # first allocates, or not) would make it vary from run to run.
@@ -254,7 +255,7 @@ limited() {     # limited KB ARGS...: outer on one rank, its address space KB
 }
 lim=200000 have=
 for try in 1 2 3 4 5 6; do
-	limited $lim C=oc.npy
+	limited $lim C=oc.npy --in-memory
 	have=$(sed -n 's/.*more than the \([0-9.]*\) MB rank 0 can have.*/\1/p' err)
 	[ -n "$have" ] && break
 	lim=$((lim - 20000))
@@ -263,18 +264,34 @@ if [ -z "$have" ]; then
 	fail "outer product: never refused in memory down to $lim KB"
 else
 	lim=$(awk -v l=$lim -v h="$have" 'BEGIN { printf "%d", l - (h - 40) * 1e6 / 1024 }')
-	limited $lim C=oc.npy
+	right() {
+		"$PYTHON" -c '
+import numpy as np, sys
+sys.exit(not np.array_equal(np.load("oc.npy"), np.outer(np.arange(4000), np.full(4000, 2)).astype(np.float32)))'
+	}
+	limited $lim C=oc.npy --in-memory
 	st0=$?
 	cp err err0
+	rm -f oc.npy
 	limited $lim C=oc.npy --mem-budget 8M
 	st=$?
-	if [ $st0 = 1 ] && [ $st = 0 ] && "$PYTHON" -c '
-import numpy as np, sys
-sys.exit(not np.array_equal(np.load("oc.npy"), np.outer(np.arange(4000), np.full(4000, 2)).astype(np.float32)))'; then
-		pass "a 64 MB outer product in $lim KB of address space: in memory '$(cut -c1-90 err0)...'; right under --mem-budget 8M"
+	if [ $st0 = 1 ] && [ $st = 0 ] && right; then
+		pass "a 64 MB outer product in $lim KB of address space: --in-memory '$(cut -c1-90 err0)...'; right under --mem-budget 8M"
 	else
 		cat err0 err
-		fail "outer product in $lim KB: in memory status $st0, under a budget status $st"
+		fail "outer product in $lim KB: --in-memory status $st0, under a budget status $st"
+	fi
+	# no budget given: out of core by itself, one line saying so
+	rm -f oc.npy
+	limited $lim C=oc.npy
+	st=$?
+	mpi_noise err
+	if [ $st = 0 ] && right && [ "$(wc -l <err)" = 1 ] &&
+	   grep -q "^outer: the plan needs .* more than the .* rank 0 can have (the address-space limit (ulimit -v) .*): running out of core, at most .* of chunks in memory a rank and the rest in a spill file in " err; then
+		pass "the same with no budget: out of core by itself, '$(cut -c1-150 err)...'"
+	else
+		cat err
+		fail "outer product in $lim KB with no budget: status $st"
 	fi
 fi
 
