@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1236,6 +1237,77 @@ static void test_gemm(void **state)
  * mid-sized and larger ones go packed; the packed path's product in the
  * layouts kernels pass (A k-major, B n-major, C column-major, and all
  * row-major) must be the plain one's. */
+/*
+ * BLIS 0.9's small-path sgemm reads up to 8 bytes past the end of C (rel.c,
+ * TAIL_PAD).  C here is a whole chunk from rt_data_alloc, mapped (at least
+ * BIG bytes) and a whole number of pages long, with the page after the
+ * allocator's mapping made inaccessible; its width mod 16 is one that
+ * faulted (2, 3, 10, 11, 14 or 15), by rows (n) and by columns (m).
+ * Without the pad the first call ends the process with SIGSEGV.
+ */
+static void test_gemm_tail(void **state)
+{
+	(void)state;
+	static const int widths[] = {18, 19, 26, 27, 30, 31, 34, 35, 50, 63};
+	const int64_t K = 400;
+	const long page = sysconf(_SC_PAGESIZE);
+	float *a = malloc(sizeof *a * 4096 * K), *b = malloc(sizeof *b * 4096 * K);
+	double *da = malloc(sizeof *da * 4096 * K), *db = malloc(sizeof *db * 4096 * K);
+	assert_true(a && b && da && db);
+	for (int64_t i = 0; i < 4096 * K; i++) {
+		a[i] = b[i] = 1.0f;
+		da[i] = db[i] = 1.0;
+	}
+	for (int f64 = 0; f64 < 2; f64++)
+		for (int col = 0; col < 2; col++)
+			for (size_t w = 0; w < sizeof widths / sizeof *widths; w++) {
+				int64_t wid = widths[w], len = 1024 * ((64 + wid - 1) / wid);
+				int64_t m = col ? wid : len, n = col ? len : wid;
+				size_t es = f64 ? sizeof(double) : sizeof(float), nbytes = (size_t)(m * n) * es;
+				assert_int_equal(nbytes % (size_t)page, 0);
+				/* a chunk whose next page can be made a guard: the allocator
+				 * hands out heads of its cached mappings first */
+				char *held[512], *c = NULL, *guard = NULL;
+				size_t hmapped[512], mapped = 0;
+				int nheld = 0;
+				while (!c && nheld < 512) {
+					char *p = rt_data_alloc(nbytes, &mapped);
+					assert_non_null(p);
+					assert_true(mapped > 0);
+					void *g = mmap(p + mapped, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+					if (g == p + mapped) {
+						c = p;
+						guard = g;
+					} else {
+						if (g != MAP_FAILED)
+							munmap(g, (size_t)page);
+						held[nheld] = p;
+						hmapped[nheld++] = mapped;
+					}
+				}
+				assert_non_null(c);
+				int64_t rsa = col ? 1 : K, csa = col ? m : 1, rsb = col ? n : 1, csb = col ? 1 : K;
+				int64_t rsc = col ? 1 : n, csc = col ? m : 1;
+				if (f64) {
+					trt_dgemm(m, n, K, 1.0, da, rsa, csa, db, rsb, csb, 0.0, (double *)c, rsc, csc);
+					assert_true(((double *)c)[m * n - 1] == (double)K);
+				} else {
+					trt_sgemm(m, n, K, 1.0f, a, rsa, csa, b, rsb, csb, 0.0f, (float *)c, rsc, csc);
+					assert_true(((float *)c)[m * n - 1] == (float)K);
+				}
+				munmap(guard, (size_t)page);
+				rt_data_free(c, mapped);
+				while (nheld > 0) {
+					nheld--;
+					rt_data_free(held[nheld], hmapped[nheld]);
+				}
+			}
+	free(a);
+	free(b);
+	free(da);
+	free(db);
+}
+
 static void test_gemm_paths(void **state)
 {
 	(void)state;
@@ -1527,6 +1599,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_sort_stable),
 		cmocka_unit_test(test_gemm),
 		cmocka_unit_test(test_gemm_paths),
+		cmocka_unit_test(test_gemm_tail),
 		cmocka_unit_test(test_gemm_aliased),
 		cmocka_unit_test(test_npy_header_errors),
 		cmocka_unit_test(test_npy_file_errors),
