@@ -54,9 +54,10 @@ def einsum_case(name, spec, shapes, block, dtype="f32", stmt=None):
                       block=block))
 
 
-def case(name, src, inputs, expect, block):
+def case(name, src, inputs, expect, block, flags=None, ranks=None):
+    """flags: trac's options instead of --block BLOCK; ranks: instead of RANKS."""
     CASES.append(dict(name=name, src=textwrap.dedent(src), inputs=inputs, expect=expect,
-                      block=block))
+                      block=block, flags=flags, ranks=ranks))
 
 
 # ---- matmul in every orientation: transposes are strides ----
@@ -130,6 +131,26 @@ case("reduce_middle", """
 """, dict(T=r.standard_normal((7, 200, 5)).astype(np.float32)),
     lambda x: dict(u=x["T"].sum(1)), block=150)
 
+# ---- BLIS 0.9's small-path sgemm reads 8 bytes past C (runtime/rel.c,
+# TAIL_PAD): X and B meet in 50 x 32 x 400 gemms whose C, a chunk of
+# T[i, k, a] 400 x 50 x 32 floats, is a whole number of pages; without the
+# pad after chunk data this segfaulted. ----
+MI = 400
+case("mttkrp_sup_overread", """
+    size I = 200, J = 200, K = 200, R = 32;
+    input X[I, J, K];
+    input B[J, R];
+    input C[K, R];
+    M[i, a] = X[i, j, k] * B[j, a] * C[k, a];
+    output M;
+""", dict(X=r.standard_normal((MI, MI, MI), dtype=np.float32),
+          B=r.standard_normal((MI, 32), dtype=np.float32),
+          C=r.standard_normal((MI, 32), dtype=np.float32)),
+    lambda x: dict(M=np.stack([np.einsum("jk,ja,ka->a", x["X"][i].astype(np.float64), x["B"],
+                                         x["C"], optimize=True) for i in range(MI)]).astype(np.float32)),
+    block=None, flags=["-P", "1", "--block", "X=400x400x50", "--block", "C=50x32",
+                       "-D", "I=400", "-D", "J=400", "-D", "K=400"], ranks=[1])
+
 
 def run(c, tmp):
     d = os.path.join(tmp, c["name"])
@@ -140,13 +161,14 @@ def run(c, tmp):
     for k, a in c["inputs"].items():
         np.save(os.path.join(d, k + ".npy"), a)
     exe = os.path.join(d, "prog")
-    p = subprocess.run([TRAC, "--block", str(c["block"]), src, "-o", exe],
+    flags = c.get("flags") or ["--block", str(c["block"])]
+    p = subprocess.run([TRAC] + flags + [src, "-o", exe],
                        capture_output=True, text=True)
     if p.returncode != 0:
         return ["trac failed:\n" + p.stderr + "\n" + c["src"]]
     errors = []
     want = c["expect"](c["inputs"])
-    for n in RANKS:
+    for n in c.get("ranks") or RANKS:
         args = [MPIRUN, "-np", str(n), exe] + ["%s=%s.npy" % (k, k) for k in c["inputs"]]
         p = subprocess.run(args, cwd=d, capture_output=True, text=True, env=env)
         if p.returncode != 0:
