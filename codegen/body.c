@@ -25,7 +25,7 @@
 /* How op reads its input j (in: its inputs): a relation with holes
  * (absent tuples, zero blocks) is completed first when op would not
  * compute the zeros they stand for (optimizer/sparse.c), and a halo's
- * input is made dense. */
+ * input, or a gather's, lookup's or scatter's, is made dense. */
 static ReadKind read_kind(const IaPlan *p, const IaOp *op, const int *in, int j)
 {
 	const RelType *t = &p->ops.v[in[j]].type;
@@ -52,9 +52,8 @@ static ReadKind read_kind(const IaPlan *p, const IaOp *op, const int *in, int j)
 		break;
 	case IA_GATHER:
 	case IA_LOOKUP:
-	case IA_SCATTER:
-		whole = true;           /* rows and index read whole */
-		break;
+	case IA_SCATTER:        /* rows and index read whole; a sparse table dense */
+		return t->sparse ? READ_DENSE : t->holes ? READ_COMPLETE : READ_AS_IS;
 	case IA_READ:
 	case IA_BCAST:
 	case IA_SHUFFLE:

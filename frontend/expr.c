@@ -130,9 +130,11 @@ static bool check_gather_index(Sema *s, Node *n, int d, const Tensor *t)
 		diag(DIAG_NOTE, it->loc, "declare '%s' with an integer type, as in 'input %s[...] : i64;'", it->name, it->name);
 		return false;
 	}
-	if (t->sparse || it->sparse) {
-		diag(DIAG_ERROR, ix->loc, "cannot gather %s sparse tensor '%s'; gathers read dense tensors",
-		     t->sparse ? "from" : "by", t->sparse ? t->name : it->name);
+	/* from a sparse tensor, a gather reads it dense (its zeros too, as
+	 * scipy's A[idx]); by one, an index of zeros would be a guess */
+	if (it->sparse) {
+		diag(DIAG_ERROR, ix->loc, "cannot gather by sparse tensor '%s'; a gather index must be dense",
+		     it->name);
 		return false;
 	}
 	if (it->rank + t->rank - 1 > MAXDIM) {

@@ -416,8 +416,9 @@ static void check_gather(Ctx *c, const RelType *table, const RelType *index, int
 		fail(c, "gathers dim %d of a table of %d key dims", dim, table->nkey);
 		return;
 	}
-	if (!dtype_is_int(index->dtype) || index->sparse || table->sparse || rows->sparse)
-		fail(c, "gathers by a %s%s index", index->sparse ? "sparse " : "", dtype_name(index->dtype));
+	/* a sparse table, index or rows is read dense (codegen: trt_densify) */
+	if (!dtype_is_int(index->dtype))
+		fail(c, "gathers by a %s index", dtype_name(index->dtype));
 	if (table->dtype != rows->dtype)
 		fail(c, "gathers %s rows into %s", dtype_name(table->dtype), dtype_name(rows->dtype));
 	if (index->nchunk != index->nkey || table->nchunk != table->nkey || rows->nchunk != rows->nkey)

@@ -121,7 +121,7 @@ static void mark(TraProg *p, TraOp *op, bool sliced)
 			t->density = it[0]->density;
 		}
 		return;
-	case TRA_GATHER:        /* reads its table whole (codegen completes it) */
+	case TRA_GATHER:        /* reads its table whole (codegen completes it, or makes a sparse one dense) */
 	case TRA_SCATTER:       /* every row of the result, zero (or the base's, dense) where nothing adds */
 	case TRA_STORE:         /* a param's value is dense and whole: codegen fills it */
 	case TRA_INIT:
