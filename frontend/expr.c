@@ -28,17 +28,29 @@ static const struct { const char *name; KOp op; } functions[] = {
 };
 #define NFUNCTIONS (int)(sizeof functions / sizeof functions[0])
 
-static bool unify(Ty *a, Ty b, Loc loc)
+static bool settle(Sema *s, Node *n, DType t);
+
+/* a and b, the types of nodes na and nb, meet: a becomes their type.  A
+ * soft side meeting a typed one of another type takes that type. */
+static bool unify(Sema *s, Ty *a, Ty b, Node *na, Node *nb, Loc loc)
 {
 	if (!b.typed)
 		return true;
 	if (a->typed && a->t != b.t) {
+		if (a->soft && !b.soft) {
+			*a = b;
+			return settle(s, na, b.t);
+		}
+		if (b.soft)
+			return settle(s, nb, a->t);
 		diag(DIAG_ERROR, loc, "mixed element types %s and %s; convert one side with %s(...) or %s(...)",
 		     dtype_name(a->t), dtype_name(b.t), dtype_name(a->t < b.t ? a->t : b.t),
 		     dtype_name(a->t < b.t ? b.t : a->t));
 		return false;
 	}
-	*a = b;
+	a->soft = a->typed ? a->soft && b.soft : b.soft;
+	a->t = b.t;
+	a->typed = true;
 	return true;
 }
 
@@ -103,6 +115,36 @@ static Node *nonzero(Sema *s, Node *e)
 	n->u.binary.b = zero;
 	n->height = e->height + 1;
 	return n;
+}
+
+/* n, soft (its type its wheres' conditions' alone), in a context of type
+ * t: each such where's condition becomes cond != 0 converted to t, and a
+ * number it reaches must be whole in an integer t.  A soft node's children
+ * are soft or untyped, but for a where's condition, which keeps its type. */
+static bool settle(Sema *s, Node *n, DType t)
+{
+	switch (n->kind) {
+	case N_NUM:
+		return !dtype_is_int(t) || whole_numbers(n, t);
+	case N_WHERE:
+		if (n->u.where.soft) {
+			n->u.where.cond = converted(s, nonzero(s, n->u.where.cond), t);
+			n->u.where.soft = false;
+		}
+		return settle(s, n->u.where.a, t) && settle(s, n->u.where.b, t);
+	case N_CALL:
+		if (n->u.call.conv >= 0)
+			return true;    /* typed by its conversion */
+		break;
+	default:
+		break;
+	}
+	Node **kids[3];
+	int k = fe_children(n, kids);
+	for (int i = 0; i < k; i++)
+		if (!settle(s, *kids[i], t))
+			return false;
+	return true;
 }
 
 /* Position d of access n (of tensor t) holds an access, E[idx[b], d]: a
@@ -427,7 +469,7 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 			ok = false;
 		}
 		*ty = a;
-		ok = ok && unify(ty, b, n->loc);
+		ok = ok && unify(s, ty, b, n->u.binary.a, n->u.binary.b, n->loc);
 		if (ok && n->u.binary.op == B_POW)
 			ok = int_operand(*ty, n->loc, "'**'");
 		if (ok && ty->typed && dtype_is_int(ty->t))
@@ -441,11 +483,14 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		ok &= check_expr(s, n->u.where.a, &a);
 		ok &= check_expr(s, n->u.where.b, &b);
 		*ty = a;
-		ok = ok && unify(ty, b, n->loc);
+		ok = ok && unify(s, ty, b, n->u.where.a, n->u.where.b, n->loc);
 		if (ok && c.typed && ty->typed && c.t != ty->t)
 			n->u.where.cond = converted(s, nonzero(s, n->u.where.cond), ty->t);
-		else
-			ok = ok && unify(ty, c, n->loc);
+		else if (ok && c.typed && !ty->typed)
+			*ty = (Ty){.typed = true, .soft = true, .t = c.t};
+		/* branches of numbers (or soft): the condition's type, until a
+		 * context of another type gives its own (settle) */
+		n->u.where.soft = ok && ty->soft && c.typed;
 		if (ok && ty->typed && dtype_is_int(ty->t))
 			ok = (a.typed || whole_numbers(n->u.where.a, ty->t)) && (b.typed || whole_numbers(n->u.where.b, ty->t)) &&
 			     (c.typed || whole_numbers(n->u.where.cond, ty->t));

@@ -43,9 +43,12 @@ typedef struct Sym {
 } Sym;
 
 /* An expression's element type: typed by the tensors it reads, or untyped
- * (constants only), in which case it adopts its context's. */
+ * (constants only), in which case it adopts its context's.  Soft: typed
+ * only by the conditions of wheres whose branches are numbers
+ * (where(X[i] > 0, 7, 2) is X's type alone); a typed context of another
+ * type gives it its own, the conditions converted (expr.c settle). */
 typedef struct Ty {
-	bool typed;
+	bool typed, soft;
 	DType t;
 } Ty;
 
