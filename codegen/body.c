@@ -25,7 +25,7 @@
 /* How op reads its input j (in: its inputs): a relation with holes
  * (absent tuples, zero blocks) is completed first when op would not
  * compute the zeros they stand for (optimizer/sparse.c), and a halo's
- * input, or a gather's, lookup's or scatter's, is made dense. */
+ * input, or a gather's, lookup's, scatter's or slice's, is made dense. */
 static ReadKind read_kind(const IaPlan *p, const IaOp *op, const int *in, int j)
 {
 	const RelType *t = &p->ops.v[in[j]].type;
@@ -54,6 +54,8 @@ static ReadKind read_kind(const IaPlan *p, const IaOp *op, const int *in, int j)
 	case IA_LOOKUP:
 	case IA_SCATTER:        /* rows and index read whole; a sparse table dense */
 		return t->sparse ? READ_DENSE : t->holes ? READ_COMPLETE : READ_AS_IS;
+	case IA_SLICE:          /* cut from dense chunks: a sparse input (or its rekey) dense */
+		return t->sparse ? READ_DENSE : READ_AS_IS;
 	case IA_READ:
 	case IA_BCAST:
 	case IA_SHUFFLE:
@@ -62,7 +64,6 @@ static ReadKind read_kind(const IaPlan *p, const IaOp *op, const int *in, int j)
 	case IA_LOAD:
 	case IA_RANGE:
 	case IA_COUNTER:
-	case IA_SLICE:
 	case IA_PRINT:
 	case IA_LOOP:
 	case IA_ENDLOOP:

@@ -470,7 +470,7 @@ static void check_slice(Ctx *c, const RelType *in, const RelType *off, int dim, 
 	if (off && (off->nkey != 0 || off->dtype != DT_I64))
 		fail(c, "a slice at an offset of %d key dims, %s", off->nkey, dtype_name(off->dtype));
 	else if (dim < 0 || dim >= in->nkey || t->nkey != in->nkey || t->nchunk != in->nchunk || t->dtype != in->dtype ||
-	         t->sparse || in->sparse)
+	         t->sparse)     /* a sparse input is read dense (codegen: trt_densify) */
 		fail(c, "a slice along dim %d of a different relation", dim);
 	for (int d = 0; c->ok && d < t->nkey; d++)
 		if (d != dim && t->extent[d] != in->extent[d])
