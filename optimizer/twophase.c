@@ -480,6 +480,16 @@ static void move_cheapest(St *st, MoveFn *move, int64_t id)
 	move(st, id, best, 1);
 }
 
+/* The four maxima trial_cost sums, raised by site i's counters when on,
+ * by 0 (no change) when not. */
+static inline void raise_maxima(const St *st, double m[4], int i, bool on)
+{
+	m[0] = dmax(m[0], on ? dmax(st->fin[i], st->fout[i]) : 0);
+	m[1] = dmax(m[1], on ? st->pi[i] : 0);
+	m[2] = dmax(m[2], on ? dmax(st->gin[i], st->gout[i]) : 0);
+	m[3] = dmax(m[3], on ? st->sig[i] : 0);
+}
+
 /* move_cheapest for join group j (trac's model, not the paper's), the
  * search's hot loop: each site's trial without calls, the touched sites'
  * bookkeeping, the counters' round trips or branches.  The same arithmetic
@@ -534,24 +544,12 @@ static void jg_cheapest(St *st, int64_t j)
 			over |= mm[s] > lim || (in0 && mm[h0] > lim) || (in1 && mm[h1] > lim) || (to && mm[y] > lim);
 		}
 		/* trial_cost: the base's maxima raised by the touched sites */
-		double m0 = st->base[0], m1 = st->base[1], m2 = st->base[2], m3 = st->base[3];
-		m0 = dmax(m0, dmax(fin[s], fout[s]));
-		m1 = dmax(m1, pi[s]);
-		m2 = dmax(m2, dmax(gin[s], gout[s]));
-		m3 = dmax(m3, sig[s]);
-		m0 = dmax(m0, in0 ? dmax(fin[h0i], fout[h0i]) : 0);
-		m1 = dmax(m1, in0 ? pi[h0i] : 0);
-		m2 = dmax(m2, in0 ? dmax(gin[h0i], gout[h0i]) : 0);
-		m3 = dmax(m3, in0 ? sig[h0i] : 0);
-		m0 = dmax(m0, in1 ? dmax(fin[h1i], fout[h1i]) : 0);
-		m1 = dmax(m1, in1 ? pi[h1i] : 0);
-		m2 = dmax(m2, in1 ? dmax(gin[h1i], gout[h1i]) : 0);
-		m3 = dmax(m3, in1 ? sig[h1i] : 0);
-		m0 = dmax(m0, to ? dmax(fin[yi], fout[yi]) : 0);
-		m1 = dmax(m1, to ? pi[yi] : 0);
-		m2 = dmax(m2, to ? dmax(gin[yi], gout[yi]) : 0);
-		m3 = dmax(m3, to ? sig[yi] : 0);
-		double cost = over ? INFINITY : m0 + m1 + m2 + m3;
+		double m[4] = {st->base[0], st->base[1], st->base[2], st->base[3]};
+		raise_maxima(st, m, s, true);
+		raise_maxima(st, m, h0i, in0);
+		raise_maxima(st, m, h1i, in1);
+		raise_maxima(st, m, yi, to);
+		double cost = over ? INFINITY : m[0] + m[1] + m[2] + m[3];
 		/* the trial undone, as jg_move's -1 */
 		pi[s] -= tpi;
 		fin[s] -= a0;
