@@ -109,11 +109,13 @@ def unit_text(u):
     larger of the outputs' values and the generator's bound on the values
     it is computed from (`#@ scale`, gen.Ten.bound)."""
     lines = [u.text.rstrip("\n")]
+    f32 = gen.rounded_in_f32(u)
     for name, dtype, exact, t in u.outputs:
-        # the coarser of the output's type and the unit's: an f64 output of
-        # an f32 unit converts values rounded in f32 (f64(T[j, i]), T a
-        # product of f32s summed in another order at another level)
-        coarse = "f32" if "f32" in (dtype, u.fdt) else "f64"
+        # the coarser of the output's type and the unit's, and of what it is
+        # computed from: an f64 output of an f32 unit converts values rounded
+        # in f32 (f64(T[j, i]), T a product of f32s summed in another order
+        # at another level); so does one computed from an f32 tensor
+        coarse = "f32" if "f32" in (dtype, u.fdt) or name in f32 else "f64"
         tl = 0.0 if exact or dtype[0] == "i" else \
             min(gen.EPS[coarse] * 64 * u.cost ** 0.5, 2e-3 if coarse == "f32" else 1e-9)
         lines.append("#@ tol %s %.3g" % (name, tl))

@@ -26,6 +26,7 @@ unit's depth and reduction lengths.
 """
 import math
 import random
+import re
 from collections import Counter
 
 # Every construct of LANGUAGE.md version 2 (and tra.5) the generator makes;
@@ -1259,6 +1260,38 @@ def finish(u):
     for t in outs:
         u.output(t)
     return u
+
+
+def rounded_in_f32(u):
+    """The names whose values went through f32 rounding: declared f32 (or
+    untyped, f32 by default), or computed by a statement that converts to
+    f32 or reads such a name.  A unit's outputs are typed by the statement
+    that makes them, but f64(T[i]) of an f32 T, or T itself read into an f64
+    sum, carries f32's rounding: its tolerance must be f32's (seed 1129,
+    group 164: f64 epsilon on a sum of f32 values)."""
+    body = "\n".join(l for l in u.text.split("\n") if not l.lstrip().startswith(("#", "//")))
+    f32 = set()
+    stmts = []
+    for s in body.split(";"):
+        s = s.strip().split("{")[-1].split("}")[-1].strip()
+        d = re.match(r"(input|param)\s+([A-Za-z_]\w*)(.*)", s, re.S)
+        if d:
+            if not re.search(r"\b(f64|i32|i64)\b", d.group(3).split("=")[0]):
+                f32.add(d.group(2))
+            continue
+        a = re.match(r"([A-Za-z_]\w*)\s*(\[[^=]*\])?\s*[-+*/]?=(?!=)(.*)", s, re.S)
+        if a and not s.startswith(("output", "size", "import")):
+            stmts.append((a.group(1), a.group(3)))
+    changed = True
+    while changed:
+        changed = False
+        for name, rhs in stmts:
+            if name in f32:
+                continue
+            if "f32(" in rhs.replace(" ", "") or set(re.findall(r"\b[A-Za-z_]\w*", rhs)) & f32:
+                f32.add(name)
+                changed = True
+    return f32
 
 
 def group_text(units):

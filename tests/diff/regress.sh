@@ -5,4 +5,14 @@
 # file) is reported as XFAIL, and as a failure once it passes.
 : "${PYTHON:=/usr/bin/python3}" "${srcdir:=.}" "${top_builddir:=.}"
 INTERP_RUN="$top_builddir/tests/diff/interp_run"; export INTERP_RUN
+# A generator bug (seed 1129, group 164): f64(T[i, j]) of an f32 T in an f64
+# unit was given f64's tolerance.  Its output must carry f32's.
+"$PYTHON" - "$srcdir/tests/diff" <<'PY' || exit 1
+import sys
+sys.path.insert(0, sys.argv[1])
+import difftest, gen
+m = difftest.meta(difftest.unit_text(gen.generate(11290164006, "u6")))
+if m["tol"].get("Tu6_11", 0) < 1e-4:
+    sys.exit("regress.sh: the generator gives f64(T) of an f32 T f64's tolerance: %r" % m["tol"])
+PY
 exec "$PYTHON" "$srcdir/tests/diff/difftest.py" --replay "$srcdir"/tests/diff/regress/*.tra
