@@ -21,7 +21,9 @@
  *     its type, a convolution at conv_rate, generated loops at loop_rate
  *     (the model's one rate for them, so a loop can beat its floor);
  *   - the bytes it reads and writes in memory (its inputs' and result's
- *     share) at memcpy's rate, which moves 2 bytes per byte copied;
+ *     share; a slice's window, a gather's index and rows, not the whole
+ *     relation they read from) at memcpy's rate, which moves 2 bytes per
+ *     byte copied;
  *   - the bytes it sends (a rank's share) at the fastest collective's
  *     bandwidth;
  *   - a file's bytes at read_bw or write_bw, and initial values at their
@@ -69,14 +71,22 @@ static double op_floor(const CostCtx *cc, const IaPlan *p, const IaOp *op, const
 				         : m->gemm_rate[op->type.dtype == DT_F64][i];
 		break;
 	}
+	case IA_SLICE:
+		/* the window copied out: its bytes read and written, not the
+		 * whole relation it is cut from (a batch of X in a loop) */
+		return cost_rank_bytes(cc, &op->type, &op->place, 1) / m->memcpy_bw;
+	case IA_GATHER:
+	case IA_LOOKUP:
+		/* the index read, the rows fetched read and written: not the
+		 * whole table */
+		mem = cost_rank_bytes(cc, &b->type, &b->place, copies[in[1]]) +
+		      2 * cost_rank_bytes(cc, &op->type, &op->place, copies[op - p->ops.v]);
+		return fmax(mem / (2 * m->memcpy_bw), op->bytes_sent / cc->nsites / net);
 	case IA_FILTER:
 	case IA_MAP:
 	case IA_AGG:
-	case IA_GATHER:
-	case IA_LOOKUP:
 	case IA_SCATTER:
 	case IA_HALO:
-	case IA_SLICE:
 		break;
 	}
 	for (int j = 0; j < k; j++)
