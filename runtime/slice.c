@@ -7,11 +7,14 @@
  * along one key dim out of a relation every rank holds whole (TRT_ALL: the
  * data set is placed once, before the loop), so a step moves nothing; each
  * rank makes only the chunks its placement gives it.  Positions outside
- * the input read zero.  A window of stride 1 copies by runs along the
- * innermost chunk dim, one hash look-up per run piece; a strided one, or
- * a scatter (a window's adjoint: the input put back where a window took
- * it from), goes element by element.
+ * the input read zero.  Every window copies row by row along the innermost
+ * chunk dim: a row whose window is on another dim (or of stride 1) is a
+ * run of the input, copied with one hash look-up per run piece; a row
+ * along a strided window (or a scatter: a window's adjoint, the input put
+ * back where a window took it from) steps through the input, looking a
+ * chunk up when it leaves the last one.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "rt.h"
@@ -29,23 +32,56 @@ TrtRel *trt_counter(const TrtType *t, int64_t value)
 	return r;
 }
 
+/* The input chunk the last row read from: consecutive rows of an output
+ * chunk mostly read the same input chunk, looked up once. */
+typedef struct Found {
+	int valid;
+	int64_t key[TRT_MAXDIM], pos, len[TRT_MAXDIM];
+} Found;
+
+/* Input chunk `key`'s position in `in` (-1: none) and its shape in f->len. */
+static int64_t find_chunk(const TrtRel *in, const KeyIndex *ix, const int64_t *key, Found *f)
+{
+	int nkey = in->type.nkey, same = f->valid;
+	for (int d = 0; same && d < nkey; d++)
+		same = f->key[d] == key[d];
+	if (same)
+		return f->pos;
+	memcpy(f->key, key, (size_t)nkey * sizeof *key);
+	f->valid = 1;
+	f->pos = rt_index_find(ix, in, key);
+	if (f->pos >= 0)
+		rt_chunk_shape(&in->type, key, f->len);
+	return f->pos;
+}
+
+/* The input chunk key of positions g: the last chunk's along each dim g
+ * is still inside, divided out only where it left it (a 64-bit division a
+ * dim a row was most of a pooling window's time). */
+static void key_of(const TrtType *it, const int64_t *g, const Found *f, int64_t *key)
+{
+	for (int d = 0; d < it->nkey; d++) {
+		int64_t lo = f->key[d] * it->block[d];
+		key[d] = f->valid && g[d] >= lo && g[d] < lo + it->block[d] ? f->key[d] : g[d] / it->block[d];
+	}
+}
+
 /* Elements [from, from + n) along the run of one output row, read from the
  * input at global positions g (g[kl] the first), into dst; zero where the
  * input has no chunk. */
-static void copy_run(const TrtRel *in, const KeyIndex *ix, int64_t *g, int kl, int cl, int64_t n, char *dst,
-                     size_t es)
+static void copy_run(const TrtRel *in, const KeyIndex *ix, Found *f, int64_t *g, int kl, int cl, int64_t n,
+                     char *dst, size_t es)
 {
 	const TrtType *it = &in->type;
-	int64_t key[TRT_MAXDIM], len[TRT_MAXDIM];
+	int64_t key[TRT_MAXDIM];
+	const int64_t *len = f->len;
 	while (n > 0) {
-		for (int d = 0; d < it->nkey; d++)
-			key[d] = g[d] / it->block[d];
+		key_of(it, g, f, key);
 		int64_t seg = (key[kl] + 1) * it->block[kl] - g[kl];
 		if (seg > n)
 			seg = n;
-		int64_t pos = rt_index_find(ix, in, key);
+		int64_t pos = find_chunk(in, ix, key, f);
 		if (pos >= 0) {
-			rt_chunk_shape(it, key, len);
 			int64_t at = 0, stride = 1;
 			for (int c = it->nchunk - 1; c >= 0; c--) {
 				int d = it->chunkdim[c];
@@ -68,51 +104,67 @@ static void copy_run(const TrtRel *in, const KeyIndex *ix, int64_t *g, int kl, i
 	}
 }
 
-/* Chunk `key` (len[c] along chunk dim c) of a strided window or a scatter,
- * element by element. */
-static void window_elems(const TrtRel *in, const KeyIndex *ix, const TrtWindow *w, int64_t o, const TrtType *t,
-                         const int64_t *key, const int64_t *len, char *dst, size_t es)
+/* One element of size es from src to dst. */
+static inline void copy_elem(char *dst, const char *src, size_t es)
+{
+	switch (es) {
+	case 4: {
+		uint32_t v;
+		memcpy(&v, src, 4);
+		memcpy(dst, &v, 4);
+		break;
+	}
+	case 8: {
+		uint64_t v;
+		memcpy(&v, src, 8);
+		memcpy(dst, &v, 8);
+		break;
+	}
+	default:
+		memcpy(dst, src, es);
+	}
+}
+
+/* n elements of one output row along the innermost chunk dim kl, strided
+ * where the window's dim is kl itself: element i reads the input at
+ * position s0 + i * sstep along kl (the row's other positions g) into
+ * dst + i * dstep elements; zero (left) where that is outside the input or
+ * in no chunk of it.  The input chunk is looked up when s leaves it, not
+ * per element. */
+static void copy_steps(const TrtRel *in, const KeyIndex *ix, Found *f, const int64_t *g, int kl, int cl,
+                       int64_t s0, int64_t sstep, int64_t n, char *dst, int64_t dstep, size_t es)
 {
 	const TrtType *it = &in->type;
-	int64_t total = 1, idx[TRT_MAXDIM] = {0}, g[TRT_MAXDIM], ik[TRT_MAXDIM], ilen[TRT_MAXDIM];
-	int64_t last[TRT_MAXDIM], pos = -1;
-	int have = 0;
-	for (int c = 0; c < t->nchunk; c++)
-		total *= len[c];
-	for (int64_t e = 0; e < total; e++) {
-		for (int d = 0; d < t->nkey; d++)
-			g[d] = key[d] * t->block[d];
-		for (int c = 0; c < t->nchunk; c++)
-			g[t->chunkdim[c]] += idx[c];
-		int64_t j = g[w->dim], src = -1;
-		if (!w->scatter)
-			src = w->stride * j + o;
-		else if ((j - o) % w->stride == 0)
-			src = (j - o) / w->stride;
-		g[w->dim] = src;
-		int inside = src >= 0 && src < it->extent[w->dim];
-		for (int d = 0; inside && d < it->nkey; d++)
-			ik[d] = g[d] / it->block[d];
-		if (inside && (!have || rt_key_cmp(ik, last, it->nkey))) {
-			pos = rt_index_find(ix, in, ik);
-			memcpy(last, ik, sizeof last);
-			have = 1;
-			if (pos >= 0)
-				rt_chunk_shape(it, ik, ilen);
-		}
-		if (inside && pos >= 0) {
-			int64_t at = 0;
-			for (int c = 0; c < it->nchunk; c++) {
-				int d = it->chunkdim[c];
-				at = at * ilen[c] + g[d] - ik[d] * it->block[d];
+	int64_t key[TRT_MAXDIM];
+	const int64_t *len = f->len;
+	key_of(it, g, f, key);          /* key[kl] is set below, as s moves */
+	int64_t ext = it->extent[kl], blk = it->block[kl];
+	int64_t cstart = 0, cend = 0, step = 1;
+	const char *base = NULL;        /* the element at cstart in its chunk; NULL: no chunk */
+	for (int64_t i = 0, s = s0; i < n; i++, s += sstep) {
+		if (s < 0 || s >= ext)
+			continue;
+		if (s < cstart || s >= cend) {
+			key[kl] = s / blk;
+			cstart = key[kl] * blk;
+			cend = cstart + blk < ext ? cstart + blk : ext;
+			int64_t pos = find_chunk(in, ix, key, f);
+			base = NULL;
+			if (pos >= 0) {
+				int64_t at = 0, stride = 1;
+				for (int c = it->nchunk - 1; c >= 0; c--) {
+					int d = it->chunkdim[c];
+					at += ((d == kl ? cstart : g[d]) - key[d] * it->block[d]) * stride;
+					stride *= len[c];
+				}
+				step = 1;
+				for (int c = it->nchunk - 1; c > cl; c--)
+					step *= len[c];
+				base = (const char *)rt_chunk_data(in->chunks[pos]) + (size_t)at * es;
 			}
-			memcpy(dst + (size_t)e * es, (const char *)rt_chunk_data(in->chunks[pos]) + (size_t)at * es, es);
 		}
-		for (int c = t->nchunk - 1; c >= 0; c--) {
-			if (++idx[c] < len[c])
-				break;
-			idx[c] = 0;
-		}
+		if (base)
+			copy_elem(dst + (size_t)(i * dstep) * es, base + (size_t)((s - cstart) * step) * es, es);
 	}
 }
 
@@ -143,6 +195,7 @@ TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const
 
 	size_t es = rt_dtype_size(t->dtype);
 	int cl = t->nchunk - 1, kl = t->chunkdim[cl];
+	Found found = {0};
 	TrtRel *r = trt_rel_new(t, p);
 	int64_t key[TRT_MAXDIM], len[TRT_MAXDIM], idx[TRT_MAXDIM], g[TRT_MAXDIM];
 	for (int64_t lin = 0; rt_next_key_here(t, p, &lin, key); lin++) {
@@ -151,11 +204,6 @@ TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const
 		Chunk *c = rt_chunk_new((size_t)total * es);
 		char *dst = rt_chunk_mut(c);
 		memset(dst, 0, (size_t)total * es);
-		if (w->stride != 1 || w->scatter) {
-			window_elems(in, &ix, w, o, t, key, len, dst, es);
-			rt_rel_push(r, key, c);
-			continue;
-		}
 		int64_t run = len[cl];
 		memset(idx, 0, sizeof idx);
 		for (int64_t row = 0; total > 0 && row < total / run; row++) {
@@ -163,14 +211,42 @@ TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const
 				g[d] = key[d] * t->block[d];
 			for (int ch = 0; ch < cl; ch++)
 				g[t->chunkdim[ch]] += idx[ch];
-			g[dim] += o;
-			/* the run: where it starts and ends inside the input */
-			int64_t from = 0, n = run;
-			int inside = 1;
+			/* where the row reads: the window's dim moved (a slice's
+			 * position j reads stride j + o, a scatter's j is input
+			 * (j - o) / stride's, or zero) */
+			int inside = 1, steps = 0;
+			int64_t s0 = 0, sstep = 1, i0 = 0, dstep = 1, n = run, from = 0;
+			int64_t j = g[dim];
+			if (!w->scatter && w->stride == 1)
+				g[dim] += o;
+			else if (dim != kl && !w->scatter)
+				g[dim] = w->stride * j + o;
+			else if (dim != kl && (j - o) % w->stride == 0)
+				g[dim] = (j - o) / w->stride;
+			else if (dim != kl)
+				inside = 0;
+			else if (!w->scatter) {
+				steps = 1;              /* along the row: every stride-th input element */
+				s0 = w->stride * j + o;
+				sstep = w->stride;
+			} else {
+				/* along the row: every |stride|-th output element, from
+				 * the first whose j - o the stride divides */
+				int64_t a = w->stride > 0 ? w->stride : -w->stride, rem = ((j - o) % a + a) % a;
+				steps = 1;
+				i0 = (a - rem) % a;
+				s0 = (j + i0 - o) / w->stride;
+				sstep = w->stride > 0 ? 1 : -1;
+				dstep = a;
+				n = i0 < run ? (run - i0 + a - 1) / a : 0;
+			}
 			for (int d = 0; d < t->nkey; d++)
 				if (d != kl && (g[d] < 0 || g[d] >= it->extent[d]))
 					inside = 0;
-			if (inside) {
+			if (inside && steps)
+				copy_steps(in, &ix, &found, g, kl, cl, s0, sstep, n, dst + (size_t)(row * run + i0) * es, dstep, es);
+			/* the run: where it starts and ends inside the input */
+			if (inside && !steps) {
 				if (g[kl] < 0)
 					from = -g[kl];
 				if (g[kl] + n > it->extent[kl])
@@ -178,8 +254,8 @@ TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const
 				n -= from;
 				g[kl] += from;
 			}
-			if (inside && n > 0)
-				copy_run(in, &ix, g, kl, cl, n, dst + (size_t)(row * run + from) * es, es);
+			if (inside && !steps && n > 0)
+				copy_run(in, &ix, &found, g, kl, cl, n, dst + (size_t)(row * run + from) * es, es);
 			for (int ch = cl - 1; ch >= 0; ch--) {
 				if (++idx[ch] < len[ch])
 					break;

@@ -421,6 +421,27 @@ case("falling_positions", """
     dA = grad(loss, A);
     output R; output S; output dA;
 """, dict(A=rnd(7, 5), W=rnd(7, 5)), falling_grad, block=3, ranks=[1, 2, 3, 4])
+def strided_rows(x):
+    A, W = x["A"], x["W"]
+    dA = np.zeros_like(A)
+    dA[:, 1:11:2] += 2 * A[:, 1:11:2]
+    dA += W[:, ::-1]
+    dA[1:7:2, 0:12:3] += 1
+    return dict(S=A[:, 1:11:2], R=A[:, ::-1], T=A[1:7:2, 0:12:3], dA=dA)
+# windows strided along the innermost dim, reversed along it and strided
+# along both, blocks that do not divide the extents; the gradient scatters
+# each back (runtime/slice.c's stepping rows, its scatter by |stride|)
+case("strided_rows", """
+    size N = 7, K = 11, H = 5, R3 = 3, C4 = 4;
+    input A[N, K];
+    input W[N, K];
+    S[i, k in H] = A[i, 2*k + 1];
+    R[i, k] = A[i, K - 1 - k];
+    T[i in R3, k in C4] = A[2*i + 1, 3*k];
+    loss = sum[i, k](S[i, k] * S[i, k]) + sum[i, k](R[i, k] * W[i, k]) + sum[i, k](T[i, k]);
+    dA = grad(loss, A);
+    output S; output R; output T; output dA;
+""", dict(A=rnd(7, 11), W=rnd(7, 11)), strided_rows, block=3, ranks=[1, 2, 3, 4])
 case("index_arithmetic", """
     size N = 7, K = 5;
     input A[N, K];
