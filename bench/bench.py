@@ -17,6 +17,7 @@ Sections (bench/README.md has the targets and the results):
     blocks    trac matmul on 1 rank by --block (what the optimizer should pick)
     vector    gcc -fopt-info-vec: the generated loop kernels vectorise
     vmath     exp over 16M floats: glibc, libmvec, SLEEF, trac, numpy; trac's map op
+    kops      each kernel op's time per element against an add: ir.h's KOPS weights
     startup   params' random initial values and an .npy input at memory speed
     plantime  how long trac plans a 100-statement program and the paper's workloads
     scale     the paper's workloads and bench's programs planned for 16 to 1024
@@ -65,7 +66,7 @@ for a in sys.argv[1:]:
     if a.startswith("--reps="):
         REPS = int(a[7:])
 SECTIONS = [a for a in sys.argv[1:] if not a.startswith("--")]
-ALL = ["calibrate", "vector", "vmath", "startup", "plantime", "scale", "matmul1", "blocks", "scaling", "pdgemm", "einsum",
+ALL = ["calibrate", "vector", "vmath", "kops", "startup", "plantime", "scale", "matmul1", "blocks", "scaling", "pdgemm", "einsum",
        "parity", "predict", "io", "overlap", "roofline"]
 
 LOG = []              # every line printed, for bench-work/results.txt
@@ -593,6 +594,18 @@ def sec_vmath():
     best = min(secs)
     say("   trac map Y = exp(X), 4096 x 4096, 1 rank: op %.4f s median, %.4f s best: %.3f G/s at the best"
         % (med(secs), best, 4096 * 4096 / best / 1e9))
+
+
+def sec_kops():
+    """The cost model's weights of kernel ops (ir.h's KOPS): each op in a loop of its own as
+    codegen emits it, over the quick calibration's 2^20 floats, against an add (bench/kops.c)."""
+    say("== kernel ops against an add: the cost model's weights (ir/ir.h KOPS)")
+    exe = os.path.join(WORK, "kops")
+    run([MPICC, "-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-I" + os.path.join(SRC, "runtime"),
+         os.path.join(SRC, "bench", "kops.c"), "-o", exe, os.path.join(BUILD, "runtime", "libtracrt.a"),
+         *shlex.split(BLIS_LIBS), "-lm"])
+    for line in run([exe]).stdout.splitlines():
+        say("   " + line)
 
 
 ROOFLINE_INPUTS = {

@@ -129,21 +129,39 @@ bool dtype_is_int(DType t);
 typedef enum { AGG_ADD, AGG_MAX, AGG_MIN } AggKind;
 const char *agg_name(AggKind a);
 
-/* Elementwise scalar operations inside a kernel expression. */
+/*
+ * Elementwise scalar operations inside a kernel expression: name, arity,
+ * and weight, what one element of the op costs in the generated loops in
+ * adds (the cost model prices each op's excess over an add at
+ * KOP_WEIGHT_RATE, on top of a flop at the machine's loop rate:
+ * optimizer/cost.c).  A weight is one plus the op's time per element
+ * beyond an add's, in the flops of the loop rate it was measured beside
+ * (bench/kops.c, bench.py `kops`: each op in a loop of its own as codegen
+ * emits it, f32 over 2^20 floats, exp, log, tanh and pow on the runtime's
+ * SLEEF functions), the median of three runs on the AVX2 EPYC of
+ * bench/README.md at load 7: exp 0.72 ns an element, log 1.42, tanh 3.0,
+ * sigmoid 0.85, pow 5.7 against an add's 0.30 and the loop rate's flop
+ * 0.15.  Division, square root, comparisons and the rest ran at an add's
+ * pace or faster (the loop's loads and stores bound them): 1; where, 2.0-2.6
+ * with a third input stream of its own, is 1 as its condition is mostly
+ * computed in the kernel; stop_gradient emits no code.
+ */
 #define KOPS(X) \
-	X(NEG, "neg", 1) X(EXP, "exp", 1) X(LOG, "log", 1) X(SQRT, "sqrt", 1) \
-	X(ABS, "abs", 1) X(TANH, "tanh", 1) X(SIGMOID, "sigmoid", 1) X(RELU, "relu", 1) \
-	X(ADD, "+", 2) X(SUB, "-", 2) X(MUL, "*", 2) X(DIV, "/", 2) X(POW, "**", 2) \
-	X(LT, "<", 2) X(LE, "<=", 2) X(GT, ">", 2) X(GE, ">=", 2) X(EQ, "==", 2) X(NE, "!=", 2) \
-	X(WHERE, "where", 3) \
-	X(STOP, "stop_gradient", 1)
+	X(NEG, "neg", 1, 1) X(EXP, "exp", 1, 4) X(LOG, "log", 1, 9) X(SQRT, "sqrt", 1, 1) \
+	X(ABS, "abs", 1, 1) X(TANH, "tanh", 1, 20) X(SIGMOID, "sigmoid", 1, 5) X(RELU, "relu", 1, 1) \
+	X(ADD, "+", 2, 1) X(SUB, "-", 2, 1) X(MUL, "*", 2, 1) X(DIV, "/", 2, 1) X(POW, "**", 2, 38) \
+	X(LT, "<", 2, 1) X(LE, "<=", 2, 1) X(GT, ">", 2, 1) X(GE, ">=", 2, 1) X(EQ, "==", 2, 1) \
+	X(NE, "!=", 2, 1) X(WHERE, "where", 3, 1) \
+	X(STOP, "stop_gradient", 1, 0)
+#define KOP_WEIGHT_RATE 6.5e9     /* the loop rate (flop/s) the weights were measured at */
 typedef enum {
-#define X(n, s, a) KOP_##n,
+#define X(n, s, a, w) KOP_##n,
 	KOPS(X)
 #undef X
 } KOp;
 const char *kop_name(KOp op);
 int kop_arity(KOp op);
+double kop_weight(KOp op);
 
 /* A kernel expression: a tree over the kernel's input elements. */
 typedef enum { KX_IN, KX_CONST, KX_OP, KX_IDX } KExprKind;
@@ -167,6 +185,7 @@ bool kx_equal(const KExpr *a, const KExpr *b);           /* structurally */
 bool kx_uses(const KExpr *e, int in);
 bool kx_zero_with(const KExpr *e, int in);               /* e is 0 wherever input in is 0 */
 int kx_nops(const KExpr *e);                             /* operators in e */
+double kx_weight(const KExpr *e);                        /* its ops' weights summed (KOPS) */
 
 /*
  * A block kernel: out[outlab] = red over the other labels of expr(in[inlab]).

@@ -52,8 +52,8 @@ const char *agg_name(AggKind a)
 
 /* ---- kernel expressions ---- */
 
-static const struct { const char *name; int arity; } kops[] = {
-#define X(n, s, a) {s, a},
+static const struct { const char *name; int arity; double weight; } kops[] = {
+#define X(n, s, a, w) {s, a, w},
 	KOPS(X)
 #undef X
 };
@@ -66,6 +66,11 @@ const char *kop_name(KOp op)
 int kop_arity(KOp op)
 {
 	return kops[op].arity;
+}
+
+double kop_weight(KOp op)
+{
+	return kops[op].weight;
 }
 
 /* A node in the arena: e, its unset fields zero. */
@@ -267,6 +272,22 @@ int kx_nops(const KExpr *e)
 	for (int i = 0; i < kop_arity(e->op); i++)
 		n += kx_nops(e->arg[i]);
 	return n;
+}
+
+/* A power of the constant 2 or 1 is emitted as a product or a copy
+ * (codegen/kernel.c), weighed so. */
+double kx_weight(const KExpr *e)
+{
+	if (e->kind != KX_OP)
+		return 0;
+	double w = kop_weight(e->op);
+	if (e->op == KOP_POW && is_const(e->arg[1], 2))
+		w = kop_weight(KOP_MUL);
+	else if (e->op == KOP_POW && is_const(e->arg[1], 1))
+		w = 0;
+	for (int i = 0; i < kop_arity(e->op); i++)
+		w += kx_weight(e->arg[i]);
+	return w;
 }
 
 bool kx_is_zero(const KExpr *e)

@@ -568,10 +568,10 @@ Cost cost_move(const CostCtx *c, const RelType *t, const Place *from, double cop
 /* ---- kernels ---- */
 
 
-/* Flops of a kernel over a relation's key space `sp`: per element of the
- * labels' space, the expression's ops (and one for a reduction); key dims
- * no chunk spans multiply by their frontier (one kernel call each). */
-static double kernel_flops(const Kernel *k, int nin, const RelType *const *in, const RelType *sp,
+/* The elements a kernel computes over a relation's key space `sp`: its
+ * labels' space; key dims no chunk spans multiply by their frontier (one
+ * kernel call each). */
+static double kernel_elems(const Kernel *k, int nin, const RelType *const *in, const RelType *sp,
                            const int inmap[2][MAXDIM])
 {
 	bool covered[MAXDIM] = {0};
@@ -585,8 +585,27 @@ static double kernel_flops(const Kernel *k, int nin, const RelType *const *in, c
 	for (int i = 0; i < nin; i++)
 		if (in[i]->sparse && kx_zero_with(k->expr, i))
 			n *= in[i]->density;
+	return n;
+}
+
+/* Per element: the expression's ops and one for a reduction, at least
+ * one: its flops. */
+static double kernel_per(const Kernel *k)
+{
 	int per = kx_nops(k->expr) + (k->reduces ? 1 : 0);
-	return n * (per ? per : 1);
+	return per > 0 ? per : 1;
+}
+
+/* Seconds per element of a kernel at `rate`: its flops, and in a loop
+ * what its ops cost beyond an add each (ir.h's KOPS weights: an exp
+ * several adds, a stop_gradient none), in flops of the loop rate the
+ * weights were measured at (KOP_WEIGHT_RATE): the time of SLEEF's exp on
+ * this machine, not a multiple of another machine's loop rate.  A
+ * product summed (a contraction, at BLIS's rate) weighs its flops. */
+static double kernel_secs(const Kernel *k, double rate)
+{
+	double s = kernel_per(k) / rate + (kx_weight(k->expr) - kx_nops(k->expr)) / KOP_WEIGHT_RATE;
+	return s > 0 ? s : 1 / rate;
 }
 
 /* Reuse below which an aliased operand costs its streaming (512 x 32768
@@ -678,17 +697,18 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	for (int d = 0; d < r->nkey; d++)
 		inmap[1][d] = ia_join_out_dim(l->nkey, on, d);
 	Cost x = {0};
-	x.flops = kernel_flops(k, 2, in, &jt, inmap);
+	double n = kernel_elems(k, 2, in, &jt, inmap);
 	double share = cost_share(c, &jt, jp);
 	double rate = kernel_rate(c, k, 2, in, jt.dtype);
 	if (mask) {
 		/* sampled: the kernel runs at the mask's stored elements alone,
 		 * a loop over them (nnz * K for SDDMM), never a gemm */
-		x.flops *= rel_density(mask);
+		n *= rel_density(mask);
 		rate = c->m->loop_rate;
 	}
-	x.seconds = x.flops * share / rate + (double)rel_ntuples(&jt) * share * c->m->call_overhead +
-	            c->m->local_op_overhead;
+	x.flops = n * kernel_per(k);
+	x.seconds = n * kernel_secs(k, rate) * share +
+	            (double)rel_ntuples(&jt) * share * c->m->call_overhead + c->m->local_op_overhead;
 	return x;
 }
 
@@ -827,10 +847,11 @@ Cost cost_map(const CostCtx *c, const Kernel *k, const RelType *in, const Place 
 	const RelType *ins[1] = {in};
 	for (int d = 0; d < in->nkey; d++)
 		inmap[0][d] = d;
-	x.flops = kernel_flops(k, 1, ins, in, inmap);
+	double n = kernel_elems(k, 1, ins, in, inmap);
 	double share = cost_share(c, in, p);
-	x.seconds = x.flops * share / c->m->loop_rate + (double)rel_ntuples(in) * share * c->m->call_overhead +
-	            c->m->local_op_overhead;
+	x.flops = n * kernel_per(k);
+	x.seconds = n * kernel_secs(k, c->m->loop_rate) * share +
+	            (double)rel_ntuples(in) * share * c->m->call_overhead + c->m->local_op_overhead;
 	return x;
 }
 
@@ -898,17 +919,20 @@ Cost cost_scatter(const CostCtx *c, const RelType *rows, const Place *rp, const 
 	Cost k = {0};
 	/* the result zeroed (its share written) or the base copied (read and
 	 * written), none of it in place; then every row added in, the result's
-	 * rows it touches read and written */
+	 * rows it touches read and written, and each row's piece (a row split
+	 * over the result's chunks along its other dims) at scatter_row:
+	 * trt_scatter packs it with its chunk and row number, sorts it by
+	 * them and sums it into its row on its own, not as a stream */
 	double fill = into == SCATTER_ZEROS ? 1 : into == SCATTER_COPY ? 2 : 0;
+	double pieces = rel_ntuples(rows) / fmax(1, rel_ntuples(index));
 	k.seconds = fill * rel_bytes(out) * cost_share(c, out, op) / m->memcpy_bw +
-	            rel_floats(rows) * rshare * (es / m->memcpy_bw + 1 / m->loop_rate) + m->local_op_overhead;
+	            rel_floats(rows) * rshare * (es / m->memcpy_bw + 1 / m->loop_rate) +
+	            rel_floats(index) * pieces * rshare * m->scatter_row + m->local_op_overhead;
 	k.flops = rel_floats(rows);
 	if (rp->kind == PL_ALL || s == 1)
 		return k;               /* each rank adds the rows it owns: nothing moves */
 	double copies = op->kind == PL_ALL ? s - 1 : (double)(s - 1) / s;
-	/* each row carries its chunk and row number; a row splits over the result's
-	 * chunks along its other dims, each piece with its number */
-	double pieces = rel_ntuples(rows) / fmax(1, rel_ntuples(index));
+	/* each row carries its chunk and row number */
 	double nrow = rel_floats(index) * pieces * copies;
 	double nval = rel_floats(rows) * copies;
 	k.floats = nval;

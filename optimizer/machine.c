@@ -27,7 +27,8 @@
  *   multiple of 4 KiB apart: cost.c's kernel_rate); gemm_pack_a_Bps,
  *   gemm_pack_b_Bps (BLIS packing an A or a B it reuses little, beyond what
  *   a cube of the volume packs; the built-in model has them 0: free);
- *   call_overhead_s, op_overhead_s, local_op_overhead_s;
+ *   scatter_row_s (what a scatter-add's row costs beyond its bytes: cost.c's
+ *   cost_scatter); call_overhead_s, op_overhead_s, local_op_overhead_s;
  *   trac_shuffle_bandwidth_Bps, trac_bcast_bandwidth_Bps: the runtime's own
  *   exchanges, which shuffles and broadcasts are costed with when given
  *   (else alltoallv's and allgatherv's);  mem_per_rank_bytes.
@@ -129,6 +130,7 @@ static const Scalar scalars[] = {
 	FIELD("gemm_stream_aliased_Bps", gemm_alias_bw, false),
 	FIELD("gemm_pack_a_Bps", gemm_pack_a_bw, true),
 	FIELD("gemm_pack_b_Bps", gemm_pack_b_bw, true),
+	FIELD("scatter_row_s", scatter_row, true),
 	FIELD("call_overhead_s", call_overhead, true),
 	FIELD("op_overhead_s", op_overhead, true),
 	FIELD("local_op_overhead_s", local_op_overhead, true),

@@ -61,6 +61,8 @@ typedef struct Machine {
 	int ngemm;
 	int gemm_block[MAXGEMM];        /* block sizes measured, increasing */
 	double gemm_rate[2][MAXGEMM];   /* flop/s by block size: f32, f64 */
+	double scatter_row;             /* seconds per row a scatter-add adds, beyond its bytes;
+	                                   the built-in model has it 0: free */
 	double call_overhead;           /* seconds per kernel call (one tuple) */
 	double op_overhead;             /* seconds per IA op that communicates */
 	double local_op_overhead;       /* seconds per local IA op */

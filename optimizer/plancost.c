@@ -261,9 +261,11 @@ static double shared_bytes(const Walk *w, const IaPlan *p, int i, double full)
 
 /* Op i's result joins the live set, the inputs it reads last leave it
  * after it: its live bytes, the plan's peak, and the first touch of memory
- * beyond the most held so far (the op's time: reads and initial values
- * have it in their rates; the runtime's chunk cache reuses what ops free,
- * and inside a loop only the first pass touches).  times: its runs. */
+ * beyond the most held so far (the op's time, a read's and an initial
+ * value's too: their rates are measured into memory touched already, and
+ * a read's page faults cost as much as its copy; the runtime's chunk
+ * cache reuses what ops free, and inside a loop only the first pass
+ * touches).  times: its runs. */
 static void op_memory(Walk *w, IaPlan *p, int i, double times)
 {
 	IaOp *op = &p->ops.v[i];
@@ -306,7 +308,7 @@ static void op_memory(Walk *w, IaPlan *p, int i, double times)
 	w->transient[i] = transient;
 	op->live_bytes = now;
 	if (now > w->high) {
-		if (times == 1 && op->kind != IA_READ && op->kind != IA_INIT)
+		if (times == 1)
 			op->seconds += (now - w->high) / w->cc.m->touch_bw;
 		w->high = now;
 	}

@@ -17,7 +17,8 @@
  *  - the generated loops' rate (out = x * y + x over a 1024 x 1024 chunk);
  *  - the initialisers' values per second (rt_init_values);
  *  - with a folder DIR (trac gives its cache's): a 16 MiB file read back
- *    from the page cache into new memory, as trt_read reads an input, and
+ *    from the page cache into memory touched already (the cost model adds
+ *    a read's first touch at the rate above, as any op's), and
  *    written as trac writes an output (fsync, rename, the folder's fsync),
  *    16 MiB and 1 MiB, for the write's latency and bandwidth (the line
  *    through the two medians; in wall seconds, the disk's).
@@ -226,8 +227,11 @@ static void file_rates(const char *dir)
 	for (int r = 0; ok && r < REPS; r++) {
 		ts[r] = write_file(dir, path, buf, small);
 		tw[r] = write_file(dir, path, buf, n);
-		/* read back from the page cache into memory new to the process */
+		/* read back from the page cache into memory touched already:
+		 * the cost model adds a read's first touch (touch_bw) */
 		char *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p != MAP_FAILED)
+			memset(p, 0, n);
 		int fd = open(path, O_RDONLY);
 		double t0 = clock_of(CLOCK_MONOTONIC);
 		ok = tw[r] > 0 && ts[r] > 0 && p != MAP_FAILED && fd >= 0 && read(fd, p, n) == (ssize_t)n;

@@ -5,9 +5,10 @@
  * shuffle f, nothing when already placed), partial copies, the machine
  * model's file and interpolation, the paper's predicted costs of its
  * matmul plans (Table 4) under the layouts it states, thin gemms' seconds,
- * the seconds of reads (their system calls too), initial values and
- * writes, and of scatter-adds
- * into a base; the order of costs under each objective (cost_cmp).
+ * the seconds of reads (their system calls and first touch too), initial
+ * values and writes, of scatter-adds into a base (each row's piece too),
+ * of kernels by their ops' weights; the order of costs under each
+ * objective (cost_cmp).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -435,6 +436,18 @@ static void test_scatter(void **state)
 	double share = rel_bytes(&out) * cost_share(&c, &out, &part0) / m.memcpy_bw;
 	assert_true(fabs(z.seconds - i.seconds - share) < 1e-12 && fabs(y.seconds - i.seconds - 2 * share) < 1e-12);
 	assert_true(z.bytes == i.bytes && y.bytes == i.bytes && i.bytes > 0 && z.flops == i.flops);
+	/* every row's piece costs scatter_row where it is added, not only its
+	 * bytes: 6 rows, 3 on the busiest rank; split over two chunks of the
+	 * result along d, 6 pieces there */
+	Machine m2 = m;
+	m2.scatter_row = m.scatter_row + 1e-3;
+	CostCtx c2 = {&m2, 2};
+	Cost i2 = cost_scatter(&c2, &rows, &part0, &idx, &out, &part0, SCATTER_IN_PLACE);
+	assert_true(fabs(i2.seconds - i.seconds - 3e-3) < 1e-12);
+	RelType rows2 = type2(6, 3, 10, 5), out2 = type2(1000, 250, 10, 5);
+	Cost j = cost_scatter(&c, &rows2, &part0, &idx, &out2, &part0, SCATTER_IN_PLACE);
+	Cost j2 = cost_scatter(&c2, &rows2, &part0, &idx, &out2, &part0, SCATTER_IN_PLACE);
+	assert_true(fabs(j2.seconds - j.seconds - 6e-3) < 1e-12);
 
 	double secs[2], peak[2];
 	for (int k = 0; k < 2; k++) {
@@ -486,6 +499,70 @@ static void test_scatter(void **state)
 	/* a 100 times larger table: its share zeroed would cost 0.6 ms more
 	 * per scatter; in place the rows cost the same (placements may differ) */
 	assert_true(secs[1] < 3 * secs[0]);
+}
+
+/* A kernel's element costs its ops' weights in adds (ir.h's KOPS) at the
+ * loop rate they were measured at, its flops one per op: exp(x) + 1 is
+ * its exp's weight and an add's, 2 flops; a power of 2 is a product,
+ * stop_gradient nothing (but an element costs a flop at least); a product
+ * summed (BLIS's contraction) is 2 flops and 2 adds either way.  At
+ * another loop rate (the built-in model's) an op costs its flop at that
+ * rate and its weight beyond an add at the weights' rate.  With every op
+ * at one flop (before the weights) exp(x) + 1 cost the same as -x + 1. */
+static void test_kernel_weights(void **state)
+{
+	(void)state;
+	Machine m;
+	machine_default(&m);
+	double ref_rate = m.loop_rate;
+	m.loop_rate = KOP_WEIGHT_RATE;
+	CostCtx c = {&m, 2};
+	Arena *a = arena_new();
+	RelType t = type2(1000, 500, 2000, 1000);
+	int d0 = 0;
+	Place part0 = place_part(1, &d0);
+	KExpr *x = kx_in(a, 0), *one = kx_const(a, 1);
+	KExpr *ex[] = {
+		kx_op(a, KOP_ADD, kx_op(a, KOP_EXP, x, NULL, NULL), one, NULL),
+		kx_op(a, KOP_ADD, kx_op(a, KOP_NEG, x, NULL, NULL), one, NULL),
+		kx_op(a, KOP_POW, x, kx_const(a, 2), NULL),
+		kx_op(a, KOP_POW, x, kx_const(a, 3), NULL),
+		kx_op(a, KOP_STOP, x, NULL, NULL),
+	};
+	double want[] = {kop_weight(KOP_EXP) + kop_weight(KOP_ADD), 2, kop_weight(KOP_MUL), kop_weight(KOP_POW), 0};
+	assert_true(kop_weight(KOP_EXP) >= 2 && kop_weight(KOP_POW) > kop_weight(KOP_EXP) &&
+	            kop_weight(KOP_ADD) == 1 && kop_weight(KOP_MUL) == 1);
+	double share = cost_share(&c, &t, &part0), elems = 1000.0 * 2000, secs[5];
+	for (int i = 0; i < 5; i++) {
+		assert_true(kx_weight(ex[i]) == want[i]);
+		Kernel *k = kernel_new(a, 1);
+		k->nlab = 2;
+		k->nindim[0] = k->noutdim = 2;
+		k->inlab[0][1] = k->outlab[1] = 1;
+		k->expr = ex[i];
+		Cost y = cost_map(&c, k, &t, &part0);
+		assert_true(y.flops == elems * (kx_nops(ex[i]) ? kx_nops(ex[i]) : 1));
+		/* at least one add's time an element */
+		double w = want[i] > 0 ? want[i] : 1;
+		secs[i] = y.seconds;
+		double base = 4 * share * m.call_overhead + m.local_op_overhead;
+		assert_true(fabs(y.seconds - base - elems * share * w / m.loop_rate) < 1e-9 * y.seconds);
+	}
+	assert_true(secs[0] > 2 * secs[1]);
+	m.loop_rate = ref_rate;
+	Kernel *k = kernel_new(a, 1);
+	k->nlab = 2;
+	k->nindim[0] = k->noutdim = 2;
+	k->inlab[0][1] = k->outlab[1] = 1;
+	k->expr = ex[0];
+	Cost y = cost_map(&c, k, &t, &part0);
+	double per = 2 / ref_rate + (kop_weight(KOP_EXP) - 1) / KOP_WEIGHT_RATE;
+	assert_true(fabs(y.seconds - 4 * share * m.call_overhead - m.local_op_overhead - elems * share * per) <
+	            1e-9 * y.seconds);
+	/* a product (summed: a contraction, at BLIS's rate) weighs its flops */
+	const KExpr *prod = kernel_new(a, 2)->expr;
+	assert_true(kx_is_product(prod) && kx_weight(prod) == kx_nops(prod));
+	arena_free(a);
 }
 
 /* A halo's bytes are exact: Y[y] = K[d] * X[y + d] with X (10^6) cut in
@@ -574,13 +651,18 @@ static void test_io(void **state)
 		const IaOp *op = &plan->ops.v[i];
 		double share = cost_rank_bytes(&(CostCtx){&m, 2}, &op->type, &op->place, 1);
 		switch (op->kind) {
-		case IA_READ:           /* this rank's share of the file */
-			assert_true(fabs(op->seconds - share / 1e9) < 1e-12 + 1e-9 * op->seconds);
+		case IA_READ:           /* this rank's share of the file, into memory new
+			                 * to the process: its first touch too */
+			assert_true(op->live_bytes > high);
+			assert_true(fabs(op->seconds - share / 1e9 - (op->live_bytes - high) / m.touch_bw) <
+			            1e-12 + 1e-9 * op->seconds);
 			io += op->seconds;
 			seen |= 1;
 			break;
-		case IA_INIT:           /* its values, this rank's share */
-			assert_true(fabs(op->seconds - share / 4 / 1e8) < 1e-9 * op->seconds);
+		case IA_INIT:           /* its values, this rank's share, and their memory */
+			assert_true(op->live_bytes > high);
+			assert_true(fabs(op->seconds - share / 4 / 1e8 - (op->live_bytes - high) / m.touch_bw) <
+			            1e-9 * op->seconds);
 			io += op->seconds;
 			seen |= 2;
 			break;
@@ -795,6 +877,7 @@ int main(void)
 		cmocka_unit_test(test_io),
 		cmocka_unit_test(test_read_calls),
 		cmocka_unit_test(test_scatter),
+		cmocka_unit_test(test_kernel_weights),
 		cmocka_unit_test(test_objective),
 		cmocka_unit_test(test_floor_touched),
 	};
