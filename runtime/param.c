@@ -19,11 +19,14 @@
  *                     r = sqrt(-2 ln (((h >> 32) + 1) 2^-32)),
  *                     t = 2 pi ((h mod 2^32) + 1) 2^-32
  *
- * computed in double and rounded once to the param's type.  normal is
- * Box-Muller, both halves of each pair, its two draws the halves of one
- * hash (32 bits each: |normal| <= 6.66, whose chance is 3e-11): ln, cos and
- * sin are this file's own (within 2 ulps), not the C library's, so that
- * they vectorise and the values are the same under any libm; their
+ * computed in double and rounded once to the param's type, but an f32
+ * param's normal, computed in f32 from the same h (normal32: eight lanes a
+ * vector where doubles take four, with shorter polynomials, written
+ * straight into the chunk; within 2^-22 (1 + r) of the exact values).
+ * normal is Box-Muller, both halves of each pair, its two draws the halves
+ * of one hash (32 bits each: |normal| <= 6.66, whose chance is 3e-11): ln,
+ * cos and sin are this file's own (within 2 ulps), not the C library's, so
+ * that they vectorise and the values are the same under any libm; their
  * polynomials are fused multiply-adds (fma, which IEEE 754 rounds once on
  * every machine).
  *
@@ -171,6 +174,134 @@ INLINE void turn(uint64_t k, double *c, double *s)
 	*s = bits_double(((vb & swap) | (ub & ~swap)) ^ negs);
 }
 
+/*
+ * f32 params' normal values: the same pairs' hashes, the Box-Muller math in
+ * f32, eight values a vector on AVX2 where doubles take four.  What
+ * follows mirrors the f64 functions above, with f32's fewer terms.
+ */
+INLINE float bits_float(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+INLINE uint32_t float_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	return u;
+}
+
+/* k 2^-32 rounded once to f32, 0 <= k < 2^32 (plus one in the low half,
+ * c 0 or 1): both halves convert exactly (as int32, what AVX2 converts),
+ * their sum rounds */
+INLINE float frac32(uint32_t k, int32_t c)
+{
+	float hi = (float)(int32_t)(k >> 16), lo = (float)((int32_t)(k & 0xffffu) + c);
+	return hi * 0x1p-16f + lo * 0x1p-32f;
+}
+
+/*
+ * ln x for the draw x = (k + 1) 2^-32 in (0, 1], in f32 within 2 ulps:
+ * ln's reduction above, the series up to s^9 (the next term below 2^-28 of
+ * the sum), ln 2 in two parts (Cody and Waite: e ln2_hi is exact for |e|
+ * <= 32).  x rounded to f32 loses k's low bits where x > 1/2, which near 1
+ * would be most of ln x: there (e = 0, m is x) m - 1 is taken as -w, w =
+ * 1 - x = (2^32 - 1 - k) 2^-32, which rounds to f32 alone.
+ */
+INLINE float ln_draw32(uint32_t k)
+{
+	float x = frac32(k, 1), w = frac32(~k, 0);
+	uint32_t bits = float_bits(x);
+	int32_t mb = (int32_t)((bits & 0x007fffffu) | 0x3f800000u);
+	int32_t big = mb > 0x3fb504f3;                 /* sqrt(2), rounded down */
+	int32_t eb = (int32_t)(bits >> 23) + big - 127;
+	float m = bits_float((uint32_t)(mb - (big << 23)));
+	uint32_t one = -(uint32_t)(eb == 0);
+	float f = bits_float((float_bits(-w) & one) | (float_bits(m - 1.0f) & ~one));
+	float e = (float)eb, s = f / (2.0f + f), z = s * s;
+	float p = 2.0f / 9;
+	p = __builtin_fmaf(z, p, 2.0f / 7);
+	p = __builtin_fmaf(z, p, 2.0f / 5);
+	p = __builtin_fmaf(z, p, 2.0f / 3);
+	return __builtin_fmaf(e, 0x1.62e4p-1f,          /* ln 2 = 0x1.62e4p-1 + 0x1.7f7d1cp-20 */
+	                      __builtin_fmaf(e, 0x1.7f7d1cp-20f, __builtin_fmaf(s * z, p, 2.0f * s)));
+}
+
+/* cos t and sin t in f32 for t = 2 pi k 2^-32 (k = 0 is a whole turn):
+ * turn's exact reduction in 32-bit integers (k + 2^29 wraps past 2^32 to
+ * the same quarter turn mod 4), the remainder rounded to f32, |x| <= pi/4,
+ * Taylor series up to x^9 and x^10 (within 2^-27) */
+INLINE void turn32(uint32_t k, float *c, float *s)
+{
+	uint32_t q = (k + (1u << 29)) >> 30;
+	float x = (float)(int32_t)(k - (q << 30)) * (float)(3.14159265358979323846 * 0x1p-31);
+	float x2 = x * x;
+	float sp = 1.0f / 362880;
+	sp = __builtin_fmaf(x2, sp, -1.0f / 5040);
+	sp = __builtin_fmaf(x2, sp, 1.0f / 120);
+	sp = __builtin_fmaf(x2, sp, -1.0f / 6);
+	float sn = __builtin_fmaf(x * x2, sp, x);
+	float cp = -1.0f / 3628800;
+	cp = __builtin_fmaf(x2, cp, 1.0f / 40320);
+	cp = __builtin_fmaf(x2, cp, -1.0f / 720);
+	cp = __builtin_fmaf(x2, cp, 1.0f / 24);
+	cp = __builtin_fmaf(x2, cp, -1.0f / 2);
+	float cs = __builtin_fmaf(x2, cp, 1.0f);
+	uint32_t swap = -(q & 1), negc = ((q + 1) & 2) << 30, negs = (q & 2) << 30;
+	uint32_t ub = float_bits(sn), vb = float_bits(cs);
+	*c = bits_float(((ub & swap) | (vb & ~swap)) ^ negc);
+	*s = bits_float(((vb & swap) | (ub & ~swap)) ^ negs);
+}
+
+/* normal(a, b)'s f32 values of the n elements from g into out, g and n
+ * even, n <= BLOCK: pair p's hash h as above, r = sqrt(-2 ln_draw32(h >>
+ * 32)), turn32((h mod 2^32) + 1), out = a + (b r) cos t (sin t), a and b
+ * rounded to f32; three loops, as normal's are in values() */
+INLINE void normal32(float a, float b, uint64_t stream, uint64_t g, int n, float *restrict out)
+{
+	uint32_t u[BLOCK / 2], t[BLOCK / 2];
+	float r[BLOCK / 2];
+
+	for (int j = 0; j < n / 2; j++) {
+		uint64_t h = mix(stream ^ mix(g + 2 * (uint64_t)j));
+		u[j] = (uint32_t)(h >> 32);
+		t[j] = (uint32_t)h + 1;
+	}
+	for (int j = 0; j < n / 2; j++)
+		r[j] = b * sqrtf(-2.0f * ln_draw32(u[j]));
+	for (int j = 0; j < n / 2; j++) {
+		float c, s;
+		turn32(t[j], &c, &s);
+		out[2 * j] = a + r[j] * c;
+		out[2 * j + 1] = a + r[j] * s;
+	}
+}
+
+/* Elements g .. g+n-1 of an f32 param's normal(a, b) into out, written
+ * straight into it (no doubles between): whole blocks, then pieces of
+ * SMALL, then the last few through v; an odd first element alone, as
+ * fill's. */
+INLINE void fill_normal32(double a, double b, uint64_t stream, uint64_t g, int64_t n, float *out)
+{
+	float v[SMALL], fa = (float)a, fb = (float)b;
+
+	if (g % 2 && n > 0) {
+		normal32(fa, fb, stream, g - 1, 2, v);
+		*out++ = v[1];
+		g++, n--;
+	}
+	for (; n >= BLOCK; n -= BLOCK, g += BLOCK, out += BLOCK)
+		normal32(fa, fb, stream, g, BLOCK, out);
+	for (; n >= SMALL; n -= SMALL, g += SMALL, out += SMALL)
+		normal32(fa, fb, stream, g, SMALL, out);
+	if (n > 0) {
+		normal32(fa, fb, stream, g, (int)(n + 1) / 2 * 2, v);
+		memcpy(out, v, (size_t)n * sizeof *out);
+	}
+}
+
 /* The values of elements g .. g+n-1 into v, n <= BLOCK; for normal, g is
  * even and v has room for n rounded up to even. */
 INLINE void values(TrtInit kind, double a, double b, uint64_t stream, uint64_t g, int n,
@@ -234,6 +365,11 @@ INLINE void fill(TrtInit kind, double a, double b, uint64_t stream, uint64_t g, 
 	double v[BLOCK];
 	size_t es = dt == TRT_F32 ? 4 : 8;
 	char *o = out;
+
+	if (kind == TRT_INIT_NORMAL && dt == TRT_F32) {
+		fill_normal32(a, b, stream, g, n, out);
+		return;
+	}
 
 	/* normals come in pairs from an even element: an odd first element
 	 * is made with its pair's first and alone, so blocks start even */

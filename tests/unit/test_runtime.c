@@ -817,27 +817,31 @@ static void test_init_blocking(void **state)
 
 /* The values themselves, for two seeds: uniform's are the ones trac has
  * always made; normal's changed with Box-Muller on pairs (issue 16), and
- * again when a pair's two draws became the halves of one hash (issue 33). */
+ * again when a pair's two draws became the halves of one hash (issue 33);
+ * an f32 param's normal, made in f32 since (issue 33), in its last bits. */
 static void test_init_values(void **state)
 {
 	(void)state;
-	static const struct { uint64_t seed, g; double uniform, normal; } want[] = {
-		{ 0, 0, 0x1.be7a4a45052p-3, -0x1.119ae501ffa4ap-1 },
-		{ 0, 1, -0x1.1a2fb13f652ap-3, -0x1.430fdecfbb531p+0 },
-		{ 0, 2, -0x1.0c1ce8791d6p-4, 0x1.0845b0dcbb20fp+0 },
-		{ 0, 1000003, 0x1.cdc01c4fcb8ap-2, 0x1.2c7119466228ep+0 },
-		{ 12345, 0, -0x1.69f3d6a61c76p-1, -0x1.1bd6490623a2bp-1 },
-		{ 12345, 1, 0x1.d3eec92a3a846p-1, -0x1.909ea4c5e0fc1p-4 },
-		{ 12345, 2, 0x1.b629231e17768p-1, -0x1.2c9611598f367p+1 },
-		{ 12345, 1000003, 0x1.ab0e38f042412p-1, -0x1.26a0bb4f62fccp-4 },
+	static const struct { uint64_t seed, g; double uniform, normal; float normal32; } want[] = {
+		{ 0, 0, 0x1.be7a4a45052p-3, -0x1.119ae501ffa4ap-1, -0x1.119ae6p-1f },
+		{ 0, 1, -0x1.1a2fb13f652ap-3, -0x1.430fdecfbb531p+0, -0x1.430fep+0f },
+		{ 0, 2, -0x1.0c1ce8791d6p-4, 0x1.0845b0dcbb20fp+0, 0x1.0845b2p+0f },
+		{ 0, 1000003, 0x1.cdc01c4fcb8ap-2, 0x1.2c7119466228ep+0, 0x1.2c711ap+0f },
+		{ 12345, 0, -0x1.69f3d6a61c76p-1, -0x1.1bd6490623a2bp-1, -0x1.1bd648p-1f },
+		{ 12345, 1, 0x1.d3eec92a3a846p-1, -0x1.909ea4c5e0fc1p-4, -0x1.909ea6p-4f },
+		{ 12345, 2, 0x1.b629231e17768p-1, -0x1.2c9611598f367p+1, -0x1.2c9612p+1f },
+		{ 12345, 1000003, 0x1.ab0e38f042412p-1, -0x1.26a0bb4f62fccp-4, -0x1.26a0bap-4f },
 	};
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
 		uint64_t stream = rt_init_stream(want[i].seed, "P");
 		double u, z;
+		float y;
 		rt_init_values(TRT_INIT_UNIFORM, -1, 1, stream, want[i].g, 1, TRT_F64, &u);
 		rt_init_values(TRT_INIT_NORMAL, 0, 1, stream, want[i].g, 1, TRT_F64, &z);
+		rt_init_values(TRT_INIT_NORMAL, 0, 1, stream, want[i].g, 1, TRT_F32, &y);
 		EXPECT(u == want[i].uniform);
 		EXPECT(z == want[i].normal);
+		EXPECT(y == want[i].normal32);
 	}
 	agree();
 }
@@ -857,18 +861,23 @@ static double ref_draw(uint64_t stream, uint64_t i, uint64_t k)
 }
 
 /* uniform is exactly its definition; normal is Box-Muller on pairs within
- * the error of param.c's ln, cos and sin (2 ulps) and of libm's. */
+ * the error of param.c's ln, cos and sin (2 ulps) and of libm's; an f32
+ * param's normal, made in f32, within 2^-22 (1 + r) of the same (the
+ * worst seen 1e-7 (1 + r)), near r = 0 too, where the draw rounded to f32
+ * without ln_draw32's complement was 2e-5 (1 + r) off. */
 static void test_init_definition(void **state)
 {
 	(void)state;
 	enum { N = 100000 };
 	double *u = malloc(N * sizeof *u), *z = malloc(N * sizeof *z);
+	float *y = malloc(N * sizeof *y);
 	uint64_t g0 = ((uint64_t)1 << 40) + 1;          /* far indices, an odd start */
 	uint64_t stream = rt_init_stream(3, "W1");
 
 	rt_init_values(TRT_INIT_UNIFORM, -0.5, 2, stream, g0, N, TRT_F64, u);
 	rt_init_values(TRT_INIT_NORMAL, 0, 1, stream, g0, N, TRT_F64, z);
-	int bad_u = 0, bad_z = 0;
+	rt_init_values(TRT_INIT_NORMAL, 0, 1, stream, g0, N, TRT_F32, y);
+	int bad_u = 0, bad_z = 0, bad_y = 0;
 	for (uint64_t k = 0; k < N; k++) {
 		uint64_t g = g0 + k, p = g / 2, h = ref_mix(stream ^ ref_mix(2 * p));
 		bad_u += u[k] != -0.5 + 2.5 * (1.0 - ref_draw(stream, g, 0));
@@ -876,11 +885,33 @@ static void test_init_definition(void **state)
 		double t = 6.283185307179586476925 * ((double)(h & 0xffffffffu) + 1) * 0x1p-32;
 		double want = r * (g % 2 ? sin(t) : cos(t));
 		bad_z += !(fabs(z[k] - want) <= 1e-14 * (1 + r));
+		bad_y += !(fabs(y[k] - want) <= 0x1p-22 * (1 + r));
 	}
+	/* near r = 0, where the draw rounded to f32 would lose most of ln x:
+	 * the pairs of the first 2^22 whose h >> 32 is within 2^22 of 2^32
+	 * (r < 0.045; about 4000 of them) */
+	int near = 0;
+	for (uint64_t p = 0; p < ((uint64_t)1 << 22); p++) {
+		uint64_t h = ref_mix(stream ^ ref_mix(2 * p));
+		if ((h >> 32) < 0xffffffffu - (1u << 22))
+			continue;
+		float two[2];
+		rt_init_values(TRT_INIT_NORMAL, 0, 1, stream, 2 * p, 2, TRT_F32, two);
+		double r = sqrt(-2 * log(((double)(h >> 32) + 1) * 0x1p-32));
+		double t = 6.283185307179586476925 * ((double)(h & 0xffffffffu) + 1) * 0x1p-32;
+		for (int i = 0; i < 2; i++) {
+			double want = r * (i ? sin(t) : cos(t));
+			bad_y += !(fabs(two[i] - want) <= 0x1p-22 * (1 + r));
+		}
+		near++;
+	}
+	EXPECT(near > 3000);
 	EXPECT(bad_u == 0);
 	EXPECT(bad_z == 0);
+	EXPECT(bad_y == 0);
 	free(u);
 	free(z);
+	free(y);
 	agree();
 }
 
@@ -956,22 +987,49 @@ static void check_distribution(double *x, int64_t n, double mean, double var, do
 	EXPECT(d * sqrt((double)n) < 1.95);
 }
 
+/* Normal's tails on n draws: the counts beyond 3, 4 and 5 standard
+ * deviations within 5 standard errors of their binomial expectations (and
+ * at least one beyond 4), and none beyond 6.66 (the 32-bit draw's limit). */
+static void check_tails(const double *x, int64_t n)
+{
+	static const double beyond[] = { 3, 4, 5 };
+	for (size_t i = 0; i < sizeof beyond / sizeof beyond[0]; i++) {
+		double p = erfc(beyond[i] / sqrt(2.0)), e = p * (double)n;
+		int64_t count = 0;
+		for (int64_t k = 0; k < n; k++)
+			count += fabs(x[k]) > beyond[i];
+		EXPECT(fabs((double)count - e) < 5 * sqrt(e * (1 - p)) + 1);
+		EXPECT(beyond[i] > 4 || count > 0);
+	}
+	for (int64_t k = 0; k < n; k++)
+		EXPECT(fabs(x[k]) <= 6.67);
+}
+
 /* A million draws of each, on two seeds: the right distribution, and no
- * dependence between neighbouring elements. */
+ * dependence between neighbouring elements; and 4 million f32 normals,
+ * which param.c makes in f32, with their tails. */
 static void test_init_statistics(void **state)
 {
 	(void)state;
-	enum { N = 1000000 };
-	double *x = malloc(N * sizeof *x);
+	enum { N = 1000000, N32 = 4000000 };
+	double *x = malloc(N32 * sizeof *x);
+	float *y = malloc(N32 * sizeof *y);
 
 	for (uint64_t seed = 0; seed < 2; seed++) {
 		uint64_t stream = rt_init_stream(seed, "P");
 		rt_init_values(TRT_INIT_UNIFORM, 0, 1, stream, 0, N, TRT_F64, x);
 		check_distribution(x, N, 0.5, 1.0 / 12, 1.0 / 80, cdf_uniform);
 		rt_init_values(TRT_INIT_NORMAL, 0, 1, stream, 0, N, TRT_F64, x);
+		check_tails(x, N);
 		check_distribution(x, N, 0, 1, 3, cdf_normal);
+		rt_init_values(TRT_INIT_NORMAL, 0, 1, stream, 0, N32, TRT_F32, y);
+		for (int64_t k = 0; k < N32; k++)
+			x[k] = y[k];
+		check_tails(x, N32);
+		check_distribution(x, N32, 0, 1, 3, cdf_normal);
 	}
 	free(x);
+	free(y);
 	agree();
 }
 
