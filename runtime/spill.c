@@ -308,6 +308,10 @@ double rt_spill_file_bytes(void)
 static void *io_thread(void *arg)
 {
 	(void)arg;
+	/* TRAC_SPILL_DELAY_US: each request that long late, a slow disk or a
+	 * loaded machine on demand (tests/e2e/spill.sh) */
+	const char *env = getenv("TRAC_SPILL_DELAY_US");
+	long delay = env ? atol(env) : 0;
 	pthread_mutex_lock(&sp.mu);
 	for (;;) {
 		while (!sp.head && !sp.quit)
@@ -319,6 +323,8 @@ static void *io_thread(void *arg)
 		if (!sp.head)
 			sp.tail = NULL;
 		pthread_mutex_unlock(&sp.mu);
+		if (delay > 0)
+			usleep((useconds_t)delay);
 		int64_t t0 = rt_trace_clock();
 		int err = 0;
 		if (q->write) {

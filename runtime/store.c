@@ -242,11 +242,25 @@ static int evict(double need, double limit, int wait)
 		for (int64_t i = 0; i < nbusy && !w; i++)
 			if (busy[i]->evict)
 				w = busy[i];
+		if (w) {
+			rt_io_wait(w->io);
+			finish_io(w);
+			reap();
+			continue;
+		}
+		/* nothing on its way out, but I/O in flight (a read ahead, a
+		 * dirty chunk written back) holds chunks no eviction may take:
+		 * once one is done it is a candidate like the others (a slow
+		 * I/O thread went 4 KB over the budget here) */
+		for (int64_t i = 0; i < nbusy && !w; i++)
+			if (!busy[i]->pins)
+				w = busy[i];
 		if (!w)
 			break;
 		rt_io_wait(w->io);
 		finish_io(w);
 		reap();
+		evict(need, limit, 0);
 	}
 	return rt.live + need <= rt.budget;
 }
