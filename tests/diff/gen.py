@@ -513,6 +513,10 @@ def expr1(u, st, dtype, depth, exact):
         a = expr(u, st, dtype, depth - 1, exact)
         b = expr(u, st, dtype, depth - 1, exact) if u.chance(0.7) else lit(u, dtype, exact_only=exact)
         u.c["where"] += 1
+        if cdt != dtype and all(re.fullmatch(r"-?[0-9.]+(e[-+]?[0-9]+)?", x.text) for x in (a, b)):
+            # branches of numbers alone take the condition's type (tra.5):
+            # one converted gives the where the statement's (seed 1132)
+            a = Expr("%s(%s)" % (dtype, a.text), dtype, a.exact, a.bits, a.mag, a.deps, a.diffok, atom=True)
         return Expr("where(%s, %s, %s)" % (cond.text, a.text, b.text), dtype, a.exact and b.exact,
                     max(a.bits, b.bits), max(a.mag, b.mag), a.deps | b.deps, a.diffok and b.diffok, atom=True)
     if r < 0.88:

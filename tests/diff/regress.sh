@@ -5,7 +5,7 @@
 # file) is reported as XFAIL, and as a failure once it passes.
 : "${PYTHON:=/usr/bin/python3}" "${srcdir:=.}" "${top_builddir:=.}"
 INTERP_RUN="$top_builddir/tests/diff/interp_run"; export INTERP_RUN
-# A generator bug (seed 1129, group 164): f64(T[i, j]) of an f32 T in an f64
+# Generator bugs.  Seed 1129, group 164: f64(T[i, j]) of an f32 T in an f64
 # unit was given f64's tolerance.  Its output must carry f32's.
 "$PYTHON" - "$srcdir/tests/diff" <<'PY' || exit 1
 import sys
@@ -14,5 +14,9 @@ import difftest, gen
 m = difftest.meta(difftest.unit_text(gen.generate(11290164006, "u6")))
 if m["tol"].get("Tu6_11", 0) < 1e-4:
     sys.exit("regress.sh: the generator gives f64(T) of an f32 T f64's tolerance: %r" % m["tol"])
+# seed 1132, group 97: where(i64 cond, 1.5, 0.125) is an i64 where (tra.5),
+# which trac rightly refused; the generator converts a branch
+if "where(i64(Xu18_5[i, j]) != i, 1.5" in gen.generate(11320097018, "u18").text:
+    sys.exit("regress.sh: the generator writes a where of numbers alone under another type's condition")
 PY
 exec "$PYTHON" "$srcdir/tests/diff/difftest.py" --replay "$srcdir"/tests/diff/regress/*.tra
