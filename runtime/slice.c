@@ -66,6 +66,25 @@ static void key_of(const TrtType *it, const int64_t *g, const Found *f, int64_t 
 	}
 }
 
+/* Where positions g (gkl along dim kl) sit in input chunk pos (key, shape
+ * len): the element's address, and in *step the elements between
+ * neighbours along chunk dim cl. */
+static const char *elem_at(const TrtRel *in, int64_t pos, const int64_t *key, const int64_t *len,
+                           const int64_t *g, int kl, int64_t gkl, int cl, size_t es, int64_t *step)
+{
+	const TrtType *it = &in->type;
+	int64_t at = 0, stride = 1;
+	for (int c = it->nchunk - 1; c >= 0; c--) {
+		int d = it->chunkdim[c];
+		at += ((d == kl ? gkl : g[d]) - key[d] * it->block[d]) * stride;
+		stride *= len[c];
+	}
+	*step = 1;
+	for (int c = it->nchunk - 1; c > cl; c--)
+		*step *= len[c];
+	return (const char *)rt_chunk_data(in->chunks[pos]) + (size_t)at * es;
+}
+
 /* Elements [from, from + n) along the run of one output row, read from the
  * input at global positions g (g[kl] the first), into dst; zero where the
  * input has no chunk. */
@@ -82,16 +101,8 @@ static void copy_run(const TrtRel *in, const KeyIndex *ix, Found *f, int64_t *g,
 			seg = n;
 		int64_t pos = find_chunk(in, ix, key, f);
 		if (pos >= 0) {
-			int64_t at = 0, stride = 1;
-			for (int c = it->nchunk - 1; c >= 0; c--) {
-				int d = it->chunkdim[c];
-				at += (g[d] - key[d] * it->block[d]) * stride;
-				stride *= len[c];
-			}
-			int64_t step = 1;
-			for (int c = it->nchunk - 1; c > cl; c--)
-				step *= len[c];
-			const char *src = (const char *)rt_chunk_data(in->chunks[pos]) + (size_t)at * es;
+			int64_t step;
+			const char *src = elem_at(in, pos, key, len, g, kl, g[kl], cl, es, &step);
 			if (step == 1)
 				memcpy(dst, src, (size_t)seg * es);
 			else
@@ -151,16 +162,7 @@ static void copy_steps(const TrtRel *in, const KeyIndex *ix, Found *f, const int
 			int64_t pos = find_chunk(in, ix, key, f);
 			base = NULL;
 			if (pos >= 0) {
-				int64_t at = 0, stride = 1;
-				for (int c = it->nchunk - 1; c >= 0; c--) {
-					int d = it->chunkdim[c];
-					at += ((d == kl ? cstart : g[d]) - key[d] * it->block[d]) * stride;
-					stride *= len[c];
-				}
-				step = 1;
-				for (int c = it->nchunk - 1; c > cl; c--)
-					step *= len[c];
-				base = (const char *)rt_chunk_data(in->chunks[pos]) + (size_t)at * es;
+				base = elem_at(in, pos, key, len, g, kl, cstart, cl, es, &step);
 			}
 		}
 		if (base)
