@@ -20,9 +20,16 @@
  *                     t = 2 pi ((h mod 2^32) + 1) 2^-32
  *
  * computed in double and rounded once to the param's type, but an f32
- * param's normal, computed in f32 from the same h (normal32: eight lanes a
- * vector where doubles take four, with shorter polynomials, written
- * straight into the chunk; within 2^-22 (1 + r) of the exact values).
+ * param's, computed in f32 from pair p's h and written straight into the
+ * chunk (eight lanes a vector where doubles take four):
+ *
+ *     uniform(a, b) = fmaf(b - a, k 2^-24, a)   (a, b - a rounded to f32)
+ *                     k = h >> 40 for g = 2p, (h mod 2^32) >> 8 for 2p + 1
+ *     normal(m, s)  as above, with shorter polynomials (normal32), within
+ *                   2^-22 (1 + r) of the exact values
+ *
+ * (uniform32: one hash for two elements, as the hand-written loop of
+ * bench/matmul_hand.c spends, where f64's uniform takes one an element).
  * normal is Box-Muller, both halves of each pair, its two draws the halves
  * of one hash (32 bits each: |normal| <= 6.66, whose chance is 3e-11): ln,
  * cos and sin are this file's own (within 2 ulps), not the C library's, so
@@ -279,27 +286,46 @@ INLINE void normal32(float a, float b, uint64_t stream, uint64_t g, int n, float
 	}
 }
 
-/* Elements g .. g+n-1 of an f32 param's normal(a, b) into out, written
- * straight into it (no doubles between): whole blocks, then pieces of
- * SMALL, then the last few through v; an odd first element alone, as
- * fill's. */
-INLINE void fill_normal32(double a, double b, uint64_t stream, uint64_t g, int64_t n, float *out)
+/* uniform(a, b)'s f32 values of the n elements from g into out, g and n
+ * even, n <= BLOCK: pair p's hash h, as normal's, gives its two elements
+ * the top 24 bits of each half, k, and out = a + (b - a) k 2^-24 in one
+ * fma (a and b - a rounded to f32): one hash for two elements, where f64's
+ * uniform takes one an element */
+INLINE void uniform32(float a, float w, uint64_t stream, uint64_t g, int n, float *restrict out)
 {
-	float v[SMALL], fa = (float)a, fb = (float)b;
+	for (int j = 0; j < n / 2; j++) {
+		uint64_t h = mix(stream ^ mix(g + 2 * (uint64_t)j));
+		out[2 * j] = __builtin_fmaf(w, (float)(int32_t)(h >> 40) * 0x1p-24f, a);
+		out[2 * j + 1] = __builtin_fmaf(w, (float)(int32_t)((uint32_t)h >> 8) * 0x1p-24f, a);
+	}
+}
 
+/* Elements g .. g+n-1 of an f32 param's normal(a, b) or uniform(a, b)
+ * into out, written straight into it: whole blocks, then pieces of SMALL,
+ * then the last few through v; an odd first element alone, as fill's. */
+INLINE void fill32(TrtInit kind, double a, double b, uint64_t stream, uint64_t g, int64_t n,
+                   float *out)
+{
+	float v[SMALL];
+	int u = kind == TRT_INIT_UNIFORM;
+	float fa = (float)a, fb = u ? (float)(b - a) : (float)b;
+
+#define PAIRS(G, N, OUT) (u ? uniform32(fa, fb, stream, (G), (N), (OUT)) \
+	                    : normal32(fa, fb, stream, (G), (N), (OUT)))
 	if (g % 2 && n > 0) {
-		normal32(fa, fb, stream, g - 1, 2, v);
+		PAIRS(g - 1, 2, v);
 		*out++ = v[1];
 		g++, n--;
 	}
 	for (; n >= BLOCK; n -= BLOCK, g += BLOCK, out += BLOCK)
-		normal32(fa, fb, stream, g, BLOCK, out);
+		PAIRS(g, BLOCK, out);
 	for (; n >= SMALL; n -= SMALL, g += SMALL, out += SMALL)
-		normal32(fa, fb, stream, g, SMALL, out);
+		PAIRS(g, SMALL, out);
 	if (n > 0) {
-		normal32(fa, fb, stream, g, (int)(n + 1) / 2 * 2, v);
+		PAIRS(g, (int)(n + 1) / 2 * 2, v);
 		memcpy(out, v, (size_t)n * sizeof *out);
 	}
+#undef PAIRS
 }
 
 /* The values of elements g .. g+n-1 into v, n <= BLOCK; for normal, g is
@@ -366,8 +392,8 @@ INLINE void fill(TrtInit kind, double a, double b, uint64_t stream, uint64_t g, 
 	size_t es = dt == TRT_F32 ? 4 : 8;
 	char *o = out;
 
-	if (kind == TRT_INIT_NORMAL && dt == TRT_F32) {
-		fill_normal32(a, b, stream, g, n, out);
+	if ((kind == TRT_INIT_NORMAL || kind == TRT_INIT_UNIFORM) && dt == TRT_F32) {
+		fill32(kind, a, b, stream, g, n, out);
 		return;
 	}
 
