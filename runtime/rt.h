@@ -106,6 +106,7 @@ extern RtState rt;
 
 const char *rt_progname(void);
 int rt_launched(void);                  /* started by mpirun (or another launcher) */
+int rt_pmix_nodelay(void);               /* TCP_NODELAY on PMIx's socket to its server: how many */
 /* Collective: ends the job with status: 0 after MPI_Finalize; else the
  * error's line is printed (every rank knows of it) and nothing more is. */
 void rt_exit(int status) __attribute__((noreturn));

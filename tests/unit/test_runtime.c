@@ -23,7 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1050,6 +1054,64 @@ static void test_init_statistics(void **state)
 	agree();
 }
 
+/* ---- start-up ---- */
+
+/* A TCP socket connected to a listener on 127.0.0.1 (whose port goes in
+ * *port); the listener in *lfd. */
+static int loopback_pair(int *lfd, int *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof a;
+	*lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (*lfd < 0 || bind(*lfd, (struct sockaddr *)&a, sizeof a) < 0 || listen(*lfd, 1) < 0 ||
+	    getsockname(*lfd, (struct sockaddr *)&a, &len) < 0)
+		return -1;
+	*port = ntohs(a.sin_port);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) < 0)
+		return -1;
+	return fd;
+}
+
+static int nodelay_of(int fd)
+{
+	int v = -1;
+	socklen_t len = sizeof v;
+	return getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &len) < 0 ? -1 : v;
+}
+
+/* rt_pmix_nodelay sets TCP_NODELAY on the socket to the PMIx server that
+ * PMIX_SERVER_URI41 names, and on no other: two loopback connections, the
+ * URI naming the first's port; then a URI with no TCP address; and under
+ * mpirun, the launcher's own URI and socket. */
+static void test_pmix_nodelay(void **state)
+{
+	(void)state;
+	int l1, l2, p1, p2;
+	int c1 = loopback_pair(&l1, &p1), c2 = loopback_pair(&l2, &p2);
+	EXPECT(c1 >= 0 && c2 >= 0);
+	const char *was = getenv("PMIX_SERVER_URI41");
+	char *saved = was ? strdup(was) : NULL, uri[64];
+	snprintf(uri, sizeof uri, "1234.0;tcp4://127.0.0.1:%d", p1);
+	setenv("PMIX_SERVER_URI41", uri, 1);
+	EXPECT(nodelay_of(c1) == 0 && nodelay_of(c2) == 0);
+	EXPECT(rt_pmix_nodelay() == 1);
+	EXPECT(nodelay_of(c1) == 1);
+	EXPECT(nodelay_of(c2) == 0);
+	setenv("PMIX_SERVER_URI41", "1234.0;usock://nowhere", 1);
+	EXPECT(rt_pmix_nodelay() == 0);
+	/* under a launcher with a PMIx server (runtime_ranks.sh's mpirun), the
+	 * real URI finds the real socket */
+	if (saved) {
+		setenv("PMIX_SERVER_URI41", saved, 1);
+		EXPECT(rt_pmix_nodelay() >= 1);
+	} else
+		unsetenv("PMIX_SERVER_URI41");
+	free(saved);
+	close(c1), close(c2), close(l1), close(l2);
+	agree();
+}
+
 /* ---- communication preserves every tuple exactly once ---- */
 
 static void check_each_once(const TrtRel *r, const TrtType *t, int everywhere)
@@ -1693,6 +1755,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_init_values),
 		cmocka_unit_test(test_init_definition),
 		cmocka_unit_test(test_init_statistics),
+		cmocka_unit_test(test_pmix_nodelay),
 	};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 	trt_finish();
