@@ -12,7 +12,7 @@
  *     stream      = mix(mix(seed) ^ fnv1a(name))
  *     draw(i, k)  = ((mix(stream ^ mix(2i + k)) >> 11) + 1) * 2^-53   in (0, 1]
  *     uniform(a, b) = a + (b - a) * (1 - draw(g, 0))                  in [a, b)
- *                     (rounded to f32, rarely b itself)
+ *                     (the rounding rarely giving b itself)
  *     normal(m, s)  = m + s * r * cos t   for even g = 2p,
  *                     m + s * r * sin t   for odd g = 2p + 1,
  *                     h = mix(stream ^ mix(2p)),
@@ -23,13 +23,15 @@
  * param's, computed in f32 from pair p's h and written straight into the
  * chunk (eight lanes a vector where doubles take four):
  *
- *     uniform(a, b) = fmaf(b - a, k 2^-24, a)   (a, b - a rounded to f32)
- *                     k = h >> 40 for g = 2p, (h mod 2^32) >> 8 for 2p + 1
+ *     uniform(a, b) = fmaf(b - a, k 2^-24, a)   (a, b - a rounded to f32;
+ *                     k = h >> 40 for g = 2p, (h mod 2^32) >> 8 for 2p + 1;
+ *                     in [a, b), the rounding rarely giving b itself)
  *     normal(m, s)  as above, with shorter polynomials (normal32), within
  *                   2^-22 (1 + r) of the exact values
  *
- * (uniform32: one hash for two elements, as the hand-written loop of
- * bench/matmul_hand.c spends, where f64's uniform takes one an element).
+ * (uniform32: one hash for two elements where f64's uniform takes one an
+ * element, so as many 64-bit multiplies an element as bench/matmul_hand.c's
+ * hand-written loop).
  * normal is Box-Muller, both halves of each pair, its two draws the halves
  * of one hash (32 bits each: |normal| <= 6.66, whose chance is 3e-11): ln,
  * cos and sin are this file's own (within 2 ulps), not the C library's, so
