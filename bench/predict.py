@@ -13,7 +13,8 @@ short to measure (each said in the table): examples/Makefile compiles it
 (trac -P NP with TRAC_MACHINE=host: the host model, as an installed trac
 with no model file plans; the cache is a fresh folder unless --cache, so the
 first compile runs the quick calibration and the others read its cache) and
-generates its inputs; then it runs REPS times on NP ranks with --profile.
+generates its inputs (a sparse input as a scipy .npz, deflated, as
+save_npz writes it); then it runs REPS times on NP ranks with --profile.
 Printed per example, medians of the runs:
 
     pred s    the plan's predicted seconds, every op (reads, initial
@@ -75,17 +76,31 @@ def makefile_flags():
     return names, flags
 
 
+NPZ = """import sys, numpy, scipy.sparse
+for path in sys.argv[1:]:
+    scipy.sparse.save_npz(path[:-4] + ".npz", scipy.sparse.csr_matrix(numpy.load(path)))
+"""
+
+
 def tensor_args(work, name):
-    """NAME=path for each input, NAME.out=path for each output (as the Makefile's args)."""
-    out = []
+    """NAME=path for each input, NAME.out=path for each output (as the Makefile's args).  A sparse
+    input is given as a scipy .npz (save_npz's, deflated), made from the Makefile's .npy: what the
+    cost model prices a sparse input's read as (a dense .npy read into a sparse relation is not)."""
+    out, dense = [], []
     for line in open(os.path.join(work, name + ".tensors")):
         f = line.split()
         if len(f) < 2 or f[0] in ("tensors:", "value);"):
             continue
         if re.match(r"^input", f[1]):
-            out.append("%s=%s/%s.in/%s.npy" % (f[0], work, name, f[0]))
+            path = "%s/%s.in/%s.npy" % (work, name, f[0])
+            if "sparse:" in f:
+                dense.append(path)
+                path = path[:-4] + ".npz"
+            out.append("%s=%s" % (f[0], path))
         if re.search(r"output$", f[1]):
             out.append("%s.out=%s/%s.out/%s.npy" % (f[0], work, name, f[0]))
+    if dense:
+        subprocess.run([PYTHON, "-c", NPZ] + dense, check=True)
     return out
 
 

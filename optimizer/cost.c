@@ -264,7 +264,7 @@ double cost_partial_copies(const CostCtx *c, const RelType *t, const Place *p, i
  * gap of at most READ_IOV runs.  A rank whose chunks along d0 are every
  * other (a partition over d0: sites go round the keys) reads each run on
  * its own; one that owns whole bands reads them as stretches.  A sparse
- * input may come from a .npz, read otherwise: none counted. */
+ * input is read from a .npz (npz_seconds), its calls not counted. */
 #define READ_IOV 1024.0         /* the runtime's MAX_IOV */
 
 /* Whether t's chunk dims are its key dims in order (a block of the file
@@ -311,10 +311,34 @@ static double read_calls(const CostCtx *c, const RelType *t, const Place *p)
 	return fmax(bands, ceil(mine * nrun / READ_IOV));
 }
 
+/* What a sparse input read from a scipy .npz adds to its bytes (runtime/
+ * npz.c): every stored element of the rows the rank's blocks cover goes
+ * through a pile (npz_elem each), and each deflated member (save_npz
+ * deflates by default) is inflated from its start up to the last byte the
+ * rank needs: the busiest rank, holding the last rows, inflates all of
+ * data and indices (int32 while the matrix allows) and indptr.  A rank
+ * whose blocks split only the rows reads its rows; any other reads every
+ * row, keeping its own.  A matrix may come as a dense .npy instead, every
+ * rank reading its share of all V^2 elements: not what a sparse input is
+ * planned for, and not priced. */
+static double npz_seconds(const CostCtx *c, const RelType *t, const Place *p)
+{
+	if (t->nkey != 2)
+		return 0;
+	double stored = rel_stored(t);
+	bool rows_only = p->kind == PL_PART && p->ndims == 1 && p->dims[0] == 0;
+	double read = rows_only ? stored * cost_share(c, t, p) : stored;
+	bool narrow = stored < 2147483647.0 && t->extent[0] < 2147483647 && t->extent[1] < 2147483647;
+	double isize = narrow ? 4 : 8;
+	double inflated = stored * (dtype_size(t->dtype) + isize) + (double)(t->extent[0] + 1) * isize;
+	return read * c->m->npz_elem + (c->m->inflate_bw > 0 ? inflated / c->m->inflate_bw : 0);
+}
+
 /* Seconds the busiest rank takes to read its share of an input's file. */
 double cost_read_seconds(const CostCtx *c, const RelType *t, const Place *p)
 {
-	return cost_rank_bytes(c, t, p, 1) / c->m->read_bw + read_calls(c, t, p) * c->m->read_call;
+	double s = cost_rank_bytes(c, t, p, 1) / c->m->read_bw + read_calls(c, t, p) * c->m->read_call;
+	return t->sparse ? s + npz_seconds(c, t, p) : s;
 }
 
 /* What the search weighs of a read: all of it when every rank reads the

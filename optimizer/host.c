@@ -25,14 +25,23 @@
 #include "optimizer/opt.h"
 
 /* The cache's format: a cache of another version is measured again (2:
- * the file read into memory touched already). */
-#define CACHE_VERSION 2
+ * the file read into memory touched already; 3: zlib's inflating). */
+#define CACHE_VERSION 3
 
 /* What a scatter-add's row cost, seconds, on the 2.25 GHz AMD EPYC of
  * bench/README.md: examples/transe.tra's scatters on 2 ranks, B = 8192,
  * 32768 and 131072 rows (load 7-10, CPU seconds): 0.5-0.6 us a row. */
 #define SCATTER_ROW_S 5e-7
 #define SCATTER_ROW_HZ 2.25e9
+
+/* A sparse input from a scipy .npz on the same EPYC (examples/gcn_sparse.tra,
+ * V = 8000, 2 ranks, read A's seconds under --profile, 3 runs at load 1.5):
+ * 5.3 ms with 123k elements a rank, 24.4 ms with 614k, the members stored:
+ * 39 ns an element kept; deflated, 7.2 ms more to inflate 1.97 MB and
+ * 43.7 ms for 9.8 MB: 2.2-2.7e8 bytes a second (the quick calibration
+ * measures this one). */
+#define NPZ_ELEM_S 3.9e-8
+#define NPZ_INFLATE_BPS 2.5e8
 
 /* The reference model's f32 gemm rate at its largest block as a fraction
  * of its machine's peak (BLIS on AVX2 cores reaches 0.85-0.95 of it). */
@@ -202,7 +211,11 @@ void machine_derive(Machine *m, const HostInfo *h)
 	/* a scatter-add's row (trt_scatter packs, sorts and sums each on its
 	 * own), which the reference model has free: SCATTER_ROW_S on the
 	 * EPYC at SCATTER_ROW_HZ, by this one's clock */
-	m->scatter_row = SCATTER_ROW_S * SCATTER_ROW_HZ / (h->hz > 0 ? h->hz : 2.5e9);
+	double clock = SCATTER_ROW_HZ / (h->hz > 0 ? h->hz : 2.5e9);
+	m->scatter_row = SCATTER_ROW_S * clock;
+	/* likewise a .npz's elements and inflating, free in the reference */
+	m->npz_elem = NPZ_ELEM_S * clock;
+	m->inflate_bw = NPZ_INFLATE_BPS / clock;
 	snprintf(m->source, sizeof m->source, "derived from this machine (%s, %d cores, %d-bit vectors%s)", h->cpu,
 	         h->cores, h->vector_bits, h->fma ? ", FMA" : "");
 }

@@ -63,6 +63,10 @@ typedef struct Machine {
 	double gemm_rate[2][MAXGEMM];   /* flop/s by block size: f32, f64 */
 	double scatter_row;             /* seconds per row a scatter-add adds, beyond its bytes;
 	                                   the built-in model has it 0: free */
+	double npz_elem;                /* seconds per stored element a rank reads from a scipy .npz
+	                                   (npz.c's piles); the built-in model has it 0: free */
+	double inflate_bw;              /* bytes per second zlib inflates a .npz's deflated member
+	                                   into; 0: free */
 	double call_overhead;           /* seconds per kernel call (one tuple) */
 	double op_overhead;             /* seconds per IA op that communicates */
 	double local_op_overhead;       /* seconds per local IA op */

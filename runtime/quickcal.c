@@ -16,6 +16,9 @@
  *    runs on), and the bandwidth of memory new to the process;
  *  - the generated loops' rate (out = x * y + x over a 1024 x 1024 chunk);
  *  - the initialisers' values per second (rt_init_values);
+ *  - zlib inflating a csr matrix's members as save_npz deflates them (a
+ *    sparse input's .npz; the cost per element kept is the derived
+ *    model's, by the clock);
  *  - with a folder DIR (trac gives its cache's): a 16 MiB file read back
  *    from the page cache into memory touched already (the cost model adds
  *    a read's first touch at the rate above, as any op's), and
@@ -30,6 +33,7 @@
  */
 #define _GNU_SOURCE                     /* MAP_ANONYMOUS */
 #include <fcntl.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +41,7 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "rt.h"
 
@@ -187,6 +192,64 @@ static void loop_rates(void)
 	free(o);
 }
 
+/* Inflating a .npz's deflated members (runtime/zip.c: raw deflate, fed
+ * from a buffer, out through 64 KiB at a time): a csr matrix's indices.npy
+ * and data.npy as scipy's save_npz deflates them (zlib's default level),
+ * 512k elements in rows of 1-64, columns increasing by gaps of 1-4096 and
+ * values 1/sqrt of the row's length (a normalised adjacency's); bytes out
+ * per CPU second. */
+static void inflate_rate(void)
+{
+	size_t n = (size_t)1 << 19, raw = n * 8;
+	unsigned char *src = alloc(raw), *out = alloc((size_t)64 << 10);
+	uLong cap = compressBound((uLong)raw);
+	unsigned char *z = alloc(cap);
+	int32_t *ind = (int32_t *)src;
+	float *val = (float *)(src + n * 4);
+	uint32_t x = 12345;
+	for (size_t i = 0; i < n;) {
+		x = x * 1664525u + 1013904223u;
+		size_t len = 1 + (x >> 26), at = 0;
+		for (size_t k = 0; k < len && i < n; k++, i++) {
+			x = x * 1664525u + 1013904223u;
+			at += 1 + (x >> 20);
+			ind[i] = (int32_t)at;
+			val[i] = 1.0f / sqrtf((float)len);
+		}
+	}
+	z_stream d = {0};
+	bool ok = deflateInit2(&d, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+	d.next_in = src;
+	d.avail_in = (uInt)raw;
+	d.next_out = z;
+	d.avail_out = (uInt)cap;
+	ok = ok && deflate(&d, Z_FINISH) == Z_STREAM_END;
+	uLong zlen = d.total_out;
+	deflateEnd(&d);
+	double t[REPS];
+	for (int r = 0; ok && r < REPS; r++) {
+		z_stream s = {0};
+		ok = inflateInit2(&s, -MAX_WBITS) == Z_OK;
+		s.next_in = z;
+		s.avail_in = (uInt)zlen;
+		double t0 = clock_of(CLOCK_THREAD_CPUTIME_ID);
+		int zr = Z_OK;
+		while (ok && zr == Z_OK) {
+			s.next_out = out;
+			s.avail_out = 64 << 10;
+			zr = inflate(&s, Z_NO_FLUSH);
+		}
+		t[r] = clock_of(CLOCK_THREAD_CPUTIME_ID) - t0;
+		ok = ok && zr == Z_STREAM_END && s.total_out == raw;
+		inflateEnd(&s);
+	}
+	if (ok)
+		printf("npz_inflate_Bps=%.4g\n", (double)raw / median3(t));
+	free(src);
+	free(out);
+	free(z);
+}
+
 /* Seconds to write n bytes to path as trac writes an output (runtime/
  * write.c): a temporary file, fsync, renamed over path, the folder's
  * fsync; a negative number when it cannot. */
@@ -263,6 +326,7 @@ int main(int argc, char **argv)
 	printf("# trac-calibrate: the quick calibration (BLIS %s)\n", rt_blas_arch());
 	memory_rates();
 	loop_rates();
+	inflate_rate();
 	gemm_rates();
 	if (argc == 2)
 		file_rates(argv[1]);

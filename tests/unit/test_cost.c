@@ -5,7 +5,8 @@
  * shuffle f, nothing when already placed), partial copies, the machine
  * model's file and interpolation, the paper's predicted costs of its
  * matmul plans (Table 4) under the layouts it states, thin gemms' seconds,
- * the seconds of reads (their system calls and first touch too), initial
+ * the seconds of reads (their system calls and first touch too, a sparse
+ * one's .npz elements and inflating), initial
  * values and writes, of scatter-adds into a base (each row's piece too),
  * of kernels by their ops' weights; the order of costs under each
  * objective (cost_cmp).
@@ -767,6 +768,37 @@ static void test_read_calls(void **state)
 	assert_true(m.read_call == 0);
 }
 
+/* A sparse input read from a scipy .npz: each element of the rows a rank
+ * reads at npz_elem, and the busiest rank inflating all of indices (int32)
+ * and data, and indptr, at inflate_bw; both free in the built-in model,
+ * set in the derived one. */
+static void test_npz_read(void **state)
+{
+	(void)state;
+	Machine m;
+	machine_default(&m);
+	assert_true(m.npz_elem == 0 && m.inflate_bw == 0);
+	m.read_bw = 1e9;
+	CostCtx c2 = {&m, 2};
+	RelType t = type2(1000, 500, 1000, 500);
+	t.sparse = true;
+	t.density = 0.01;                               /* 10000 elements */
+	int d0 = 0, d1 = 1;
+	Place p0 = place_part(1, &d0), p1 = place_part(1, &d1), all = place_all();
+	double bytes0 = cost_read_seconds(&c2, &t, &p0), bytes1 = cost_read_seconds(&c2, &t, &p1);
+	double bytesall = cost_read_seconds(&c2, &t, &all);
+	m.npz_elem = 1e-6;
+	m.inflate_bw = 1e8;
+	double inflated = 10000.0 * (4 + 4) + 1001.0 * 4;
+	/* split by rows: its 5000 elements; by columns or whole: every row's */
+	assert_true(fabs(cost_read_seconds(&c2, &t, &p0) - bytes0 - (5000e-6 + inflated / 1e8)) < 1e-9);
+	assert_true(fabs(cost_read_seconds(&c2, &t, &p1) - bytes1 - (10000e-6 + inflated / 1e8)) < 1e-9);
+	assert_true(fabs(cost_read_seconds(&c2, &t, &all) - bytesall - (10000e-6 + inflated / 1e8)) < 1e-9);
+	/* a dense input's read is unchanged */
+	RelType d = type2(1000, 500, 1000, 500);
+	assert_true(fabs(cost_read_seconds(&c2, &d, &p0) - 500.0 * 1000 * 4 / 1e9) < 1e-12);
+}
+
 /* The two objectives' orders of costs (cost_cmp): seconds then floats
  * moved by default; under --objective floats the busiest rank's flops
  * (within WORK_TIE: the paper's premise, the work spread), then floats
@@ -876,6 +908,7 @@ int main(void)
 		cmocka_unit_test(test_halo),
 		cmocka_unit_test(test_io),
 		cmocka_unit_test(test_read_calls),
+		cmocka_unit_test(test_npz_read),
 		cmocka_unit_test(test_scatter),
 		cmocka_unit_test(test_kernel_weights),
 		cmocka_unit_test(test_objective),
