@@ -340,6 +340,7 @@ static int ist_bodies(Pipeline *pl)
 			if (!plan_fits(plan, pl->opt.mem_per_rank, true))
 				return 1;
 			pl->ist[k * nist + i] = plan;
+			opt_cost_ist(pl->plans[k], i, plan, pl->opt.machine);   /* the loop op's seconds */
 		}
 	phase_end(pl, "IST bodies");
 	return -1;

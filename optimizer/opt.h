@@ -416,6 +416,10 @@ Cost cost_scatter(const CostCtx *c, const RelType *rows, const Place *rp, const 
 /* Fill every op's costs and the plan's totals (peak memory included; out
  * of core, p->mem_budget > 0, the spill file's bytes and their price). */
 void opt_cost(IaPlan *p, const Machine *m);
+/* IST loop `loop` of p (its LOOP op, which the runtime's trt_ist runs),
+ * priced from body, the loop's plan for one subnet: its op's seconds a run
+ * and p's total with them. */
+void opt_cost_ist(IaPlan *p, int loop, const IaPlan *body, const Machine *m);
 /* spill.c: the spill file's writes and reads of p run in p->mem_budget
  * resident bytes a rank, per op and in all, priced into the ops' seconds
  * and the plan's; made: each op's result bytes, transient: what it holds

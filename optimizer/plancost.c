@@ -381,3 +381,52 @@ void opt_cost(IaPlan *p, const Machine *mach)
 	free(w.inplace);
 	ia_loops_free(&w.life);
 }
+
+/*
+ * An IST loop's seconds a run (runtime/ist.c, trt_ist): each rank runs its
+ * own steps (b = rank, rank + n, ...: the busiest ceil(count / n)) of the
+ * body's plan for one subnet, whose ops inside the loop are one step
+ * (their seconds at the times they run, over the loop op's); each round,
+ * the split params' slices exchanged (an alltoallv of ist_traffic's
+ * floats, each rank its share) and the unsplit ones averaged (an
+ * allreduce); after the last, the params gathered (an allgatherv).
+ */
+void opt_cost_ist(IaPlan *p, int loop, const IaPlan *body, const Machine *mach)
+{
+	Machine dflt;
+	if (!mach) {
+		machine_default(&dflt);
+		mach = &dflt;
+	}
+	const IstLoop *l = &p->tra->ist.v[loop];
+	int n = p->nranks;
+	IaLoops bl;
+	ia_loops(body, &bl);
+	int at = -1;
+	for (int i = 0; i < body->ops.n && at < 0; i++)
+		if (body->ops.v[i].kind == IA_LOOP && body->ops.v[i].u.loop.ist == loop + 1)
+			at = i;
+	double step = 0;
+	for (int i = at + 1; at >= 0 && i < bl.endof[at]; i++)
+		step += body->ops.v[i].seconds * bl.times[i] / bl.times[at];
+	ia_loops_free(&bl);
+	IstTraffic tr = ist_traffic(body->tra, l, n);
+	double most = (double)((l->count + n - 1) / n), f = 4;
+	double round = 0, gather = 0;
+	if (n > 1) {
+		round = machine_coll(mach, COLL_ALLTOALL, tr.exchange * f / n) +
+		        (tr.average > 0 ? machine_coll(mach, COLL_ALLREDUCE, tr.average * f / (2.0 * (n - 1))) : 0);
+		gather = machine_coll(mach, COLL_ALLGATHER, tr.gather * f / n);
+	}
+	double run = most * step + (double)tr.rounds * round + gather;
+	IaLoops pl;
+	ia_loops(p, &pl);
+	for (int i = 0; i < p->ops.n; i++) {
+		IaOp *op = &p->ops.v[i];
+		if (op->kind != IA_LOOP || op->u.loop.ist != loop + 1 || op->u.loop.count <= 0)
+			continue;
+		p->predicted_seconds += (run - op->seconds) * pl.times[i] / (double)op->u.loop.count;
+		op->seconds = run;
+	}
+	ia_loops_free(&pl);
+}

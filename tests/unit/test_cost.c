@@ -8,8 +8,8 @@
  * the seconds of reads (their system calls and first touch too, a sparse
  * one's .npz elements and inflating), initial
  * values and writes, of scatter-adds into a base (each row's piece too),
- * of kernels by their ops' weights; the order of costs under each
- * objective (cost_cmp).
+ * of kernels by their ops' weights, of an IST loop from its body's plan;
+ * the order of costs under each objective (cost_cmp).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -799,6 +799,53 @@ static void test_npz_read(void **state)
 	assert_true(fabs(cost_read_seconds(&c2, &d, &p0) - 500.0 * 1000 * 4 / 1e9) < 1e-12);
 }
 
+static void push_op(IaPlan *p, IaOpKind kind, int64_t count, int ist, double seconds)
+{
+	IaOp op = {.kind = kind, .seconds = seconds};
+	if (kind == IA_LOOP) {
+		op.u.loop.count = count;
+		op.u.loop.ist = ist;
+	}
+	vec_push(&p->ops, op);
+}
+
+/* An IST loop's op (trt_ist runs the whole loop) is priced from its body's
+ * plan: the busiest rank's steps (ceil(20 / 2) = 10) of the body's ops
+ * inside the loop, a round's exchange every 5 steps (nothing to send here:
+ * the latency), the final gather; the plan's total adds it each time the
+ * loop op runs (3 epochs). */
+static void test_ist_loop(void **state)
+{
+	(void)state;
+	Machine m;
+	machine_default(&m);
+	TraProg *tra = tra_new();
+	IstLoop l = {.every = 5, .count = 20};
+	vec_push(&tra->ist, l);
+	IaPlan *p = ia_new(tra, 2), *body = ia_new(tra, 1);
+	push_op(p, IA_LOOP, 3, 0, 0);
+	push_op(p, IA_LOOP, 20, 1, 0);
+	push_op(p, IA_ENDLOOP, 0, 0, 0);
+	push_op(p, IA_ENDLOOP, 0, 0, 0);
+	p->predicted_seconds = 0.5;
+	push_op(body, IA_COUNTER, 0, 0, 7);             /* before the loop: not a step's */
+	push_op(body, IA_LOOP, 20, 1, 0);
+	push_op(body, IA_COUNTER, 0, 0, 1e-3);
+	push_op(body, IA_LOOP, 4, 0, 0);                /* a loop inside the step: 4 times */
+	push_op(body, IA_COUNTER, 0, 0, 1e-4);
+	push_op(body, IA_ENDLOOP, 0, 0, 0);
+	push_op(body, IA_ENDLOOP, 0, 0, 0);
+	opt_cost_ist(p, 0, body, &m);
+	double step = 1e-3 + 4 * 1e-4;
+	double run = 10 * step + 2 * m.latency[COLL_ALLTOALL] + m.latency[COLL_ALLGATHER];
+	assert_true(fabs(p->ops.v[1].seconds - run) < 1e-15);
+	assert_true(p->ops.v[0].seconds == 0);
+	assert_true(fabs(p->predicted_seconds - (0.5 + 3 * run)) < 1e-12);
+	ia_free(p);
+	ia_free(body);
+	tra_free(tra);
+}
+
 /* The two objectives' orders of costs (cost_cmp): seconds then floats
  * moved by default; under --objective floats the busiest rank's flops
  * (within WORK_TIE: the paper's premise, the work spread), then floats
@@ -909,6 +956,7 @@ int main(void)
 		cmocka_unit_test(test_io),
 		cmocka_unit_test(test_read_calls),
 		cmocka_unit_test(test_npz_read),
+		cmocka_unit_test(test_ist_loop),
 		cmocka_unit_test(test_scatter),
 		cmocka_unit_test(test_kernel_weights),
 		cmocka_unit_test(test_objective),
