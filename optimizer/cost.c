@@ -862,6 +862,22 @@ Cost cost_agg(const CostCtx *c, const RelType *in, const Place *p, double copies
 	return x;
 }
 
+/* Whether k reduces along its input's contiguous dim (the chunk's last)
+ * into an output with dims: the generated loop (codegen/kernel.c,
+ * emit_loop_kernel) then takes the output's rows in tiles, the tile's loop
+ * innermost and strided by the row, at the machine's row_reduce an
+ * element whatever the loop rate. */
+static bool reduces_rows(const Kernel *k, const RelType *in)
+{
+	if (!k->reduces || k->noutdim == 0 || in->nchunk == 0)
+		return false;
+	int inner = k->inlab[0][in->chunkdim[in->nchunk - 1]];
+	for (int c = 0; c < k->noutdim; c++)
+		if (k->outlab[c] == inner)
+			return false;
+	return true;
+}
+
 Cost cost_map(const CostCtx *c, const Kernel *k, const RelType *in, const Place *p)
 {
 	Cost x = {0};
@@ -874,7 +890,10 @@ Cost cost_map(const CostCtx *c, const Kernel *k, const RelType *in, const Place 
 	double n = kernel_elems(k, 1, ins, in, inmap);
 	double share = cost_share(c, in, p);
 	x.flops = n * kernel_per(k);
-	x.seconds = n * kernel_secs(k, c->m->loop_rate) * share +
+	double per = kernel_secs(k, c->m->loop_rate);
+	if (reduces_rows(k, in))
+		per = fmax(per, c->m->row_reduce);
+	x.seconds = n * per * share +
 	            (double)rel_ntuples(in) * share * c->m->call_overhead + c->m->local_op_overhead;
 	return x;
 }

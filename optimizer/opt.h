@@ -63,6 +63,9 @@ typedef struct Machine {
 	double gemm_rate[2][MAXGEMM];   /* flop/s by block size: f32, f64 */
 	double scatter_row;             /* seconds per row a scatter-add adds, beyond its bytes;
 	                                   the built-in model has it 0: free */
+	double row_reduce;              /* seconds per element of a reduction along its input's
+	                                   contiguous rows (the generated loop strided); the
+	                                   built-in model has it 0: the loop rate's */
 	double npz_elem;                /* seconds per stored element a rank reads from a scipy .npz
 	                                   (npz.c's piles); the built-in model has it 0: free */
 	double inflate_bw;              /* bytes per second zlib inflates a .npz's deflated member

@@ -8,7 +8,8 @@
  * the seconds of reads (their system calls and first touch too, a sparse
  * one's .npz elements and inflating), initial
  * values and writes, of scatter-adds into a base (each row's piece too),
- * of kernels by their ops' weights, of an IST loop from its body's plan;
+ * of kernels by their ops' weights (a reduction along rows at its own
+ * rate), of an IST loop from its body's plan;
  * the order of costs under each objective (cost_cmp).
  */
 #include <math.h>
@@ -799,6 +800,44 @@ static void test_npz_read(void **state)
 	assert_true(fabs(cost_read_seconds(&c2, &d, &p0) - 500.0 * 1000 * 4 / 1e9) < 1e-12);
 }
 
+/* A reduction along its input's contiguous rows (max[c] of x[n, c]: the
+ * chunk's last dim reduced) costs row_reduce an element when that is more
+ * than the loop rate says; one along the other dim (max[n]: the tile's
+ * loop contiguous) keeps the loop rate, as does the built-in model (0). */
+static void test_row_reduce(void **state)
+{
+	(void)state;
+	Machine m;
+	machine_default(&m);
+	CostCtx c = {&m, 2};
+	Arena *a = arena_new();
+	RelType t = type2(1000, 500, 2000, 1000);
+	int d0 = 0;
+	Place part0 = place_part(1, &d0);
+	Kernel *rows = kernel_new(a, 1), *cols = kernel_new(a, 1);
+	for (int i = 0; i < 2; i++) {
+		Kernel *k = i ? cols : rows;
+		k->nlab = 2;
+		k->nindim[0] = 2;
+		k->inlab[0][0] = 0;
+		k->inlab[0][1] = 1;
+		k->noutdim = 1;
+		k->outlab[0] = i ? 1 : 0;               /* rows: max over label 1, the contiguous */
+		k->reduces = true;
+		k->red = AGG_MAX;
+		k->expr = kx_in(a, 0);
+	}
+	double r0 = cost_map(&c, rows, &t, &part0).seconds, c0 = cost_map(&c, cols, &t, &part0).seconds;
+	assert_true(fabs(r0 - c0) < 1e-15);
+	m.row_reduce = 5e-9;                    /* the reference loop rate: 1.25 ns */
+	double r1 = cost_map(&c, rows, &t, &part0).seconds, c1 = cost_map(&c, cols, &t, &part0).seconds;
+	double share = cost_share(&c, &t, &part0), elems = 1000.0 * 2000;
+	assert_true(fabs(c1 - c0) < 1e-15);
+	double base = 4 * share * m.call_overhead + m.local_op_overhead;
+	assert_true(fabs(r1 - base - elems * share * 5e-9) < 1e-9 * r1);
+	arena_free(a);
+}
+
 static void push_op(IaPlan *p, IaOpKind kind, int64_t count, int ist, double seconds)
 {
 	IaOp op = {.kind = kind, .seconds = seconds};
@@ -957,6 +996,7 @@ int main(void)
 		cmocka_unit_test(test_read_calls),
 		cmocka_unit_test(test_npz_read),
 		cmocka_unit_test(test_ist_loop),
+		cmocka_unit_test(test_row_reduce),
 		cmocka_unit_test(test_scatter),
 		cmocka_unit_test(test_kernel_weights),
 		cmocka_unit_test(test_objective),
