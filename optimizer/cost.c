@@ -421,15 +421,19 @@ double cost_write(const CostCtx *c, const RelType *t)
 }
 
 /* A param's initial values: this rank's share, made by seed and index
- * (not the memory's first touch: see HACKING.md, "The cost model"). */
+ * (not the memory's first touch: see HACKING.md, "The cost model").  The
+ * rates are of f32 values (calibrate.c measures f32); an 8-byte value
+ * costs two, as runtime/param.c makes two f32 values from one hash and
+ * writes half the bytes (f64 uniform and normal of 9M values 1.8-2.2x
+ * their f32 seconds). */
 double cost_init(const CostCtx *c, const Tensor *x, const RelType *t, const Place *p)
 {
-	double bytes = cost_rank_bytes(c, t, p, 1);
+	double f32s = cost_rank_bytes(c, t, p, 1) / 4;
 	switch (x->init) {
 	case INIT_UNIFORM:
-		return bytes / dtype_size(t->dtype) / c->m->uniform_rate;
+		return f32s / c->m->uniform_rate;
 	case INIT_NORMAL:
-		return bytes / dtype_size(t->dtype) / c->m->normal_rate;
+		return f32s / c->m->normal_rate;
 	case INIT_FILE:
 		return cost_read_seconds(c, t, p);
 	default:

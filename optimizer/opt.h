@@ -49,7 +49,7 @@ typedef struct Machine {
 	double write_latency;           /* seconds per output file beyond its bytes */
 	double read_call;               /* seconds per read system call beyond its bytes; 0: free */
 	double touch_bw;                /* bytes per second of memory new to the process */
-	double uniform_rate;            /* values per second uniform() makes, one rank */
+	double uniform_rate;            /* f32 values per second uniform() makes, one rank */
 	double normal_rate;             /* likewise normal() */
 	double loop_rate;               /* flop/s of generated loops, one rank */
 	double gemm_alias_bw;           /* bytes per second a gemm streams an operand it reuses little

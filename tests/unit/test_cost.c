@@ -7,7 +7,7 @@
  * matmul plans (Table 4) under the layouts it states, thin gemms' seconds,
  * the seconds of reads (their system calls and first touch too, a sparse
  * one's .npz elements and inflating), initial
- * values and writes, of scatter-adds into a base (each row's piece too),
+ * values (an f64 value two f32s) and writes, of scatter-adds into a base (each row's piece too),
  * of kernels by their ops' weights (a reduction along rows at its own
  * rate), of an IST loop from its body's plan;
  * the order of costs under each objective (cost_cmp).
@@ -800,6 +800,26 @@ static void test_npz_read(void **state)
 	assert_true(fabs(cost_read_seconds(&c2, &d, &p0) - 500.0 * 1000 * 4 / 1e9) < 1e-12);
 }
 
+/* Initial values: the rates are of f32 values, and an f64 value costs
+ * two (runtime/param.c makes two f32 values a hash). */
+static void test_init_dtype(void **state)
+{
+	(void)state;
+	Machine m;
+	machine_default(&m);
+	CostCtx c2 = {&m, 2};
+	RelType t = type2(1000, 500, 100, 100), d = t;
+	d.dtype = DT_F64;
+	int d0 = 0;
+	Place p0 = place_part(1, &d0);
+	for (int k = 0; k < 2; k++) {
+		Tensor x = {.init = k ? INIT_NORMAL : INIT_UNIFORM};
+		double rate = k ? m.normal_rate : m.uniform_rate;
+		assert_true(fabs(cost_init(&c2, &x, &t, &p0) - 50000 / rate) < 1e-12);
+		assert_true(fabs(cost_init(&c2, &x, &d, &p0) - 2 * 50000 / rate) < 1e-12);
+	}
+}
+
 /* A reduction along its input's contiguous rows (max[c] of x[n, c]: the
  * chunk's last dim reduced) costs row_reduce an element when that is more
  * than the loop rate says; one along the other dim (max[n]: the tile's
@@ -994,6 +1014,7 @@ int main(void)
 		cmocka_unit_test(test_halo),
 		cmocka_unit_test(test_io),
 		cmocka_unit_test(test_read_calls),
+		cmocka_unit_test(test_init_dtype),
 		cmocka_unit_test(test_npz_read),
 		cmocka_unit_test(test_ist_loop),
 		cmocka_unit_test(test_row_reduce),
