@@ -121,6 +121,7 @@ expect_error() {    # expect_error LINE ARGS...
 			timeout 60 "$MPIRUN" -q -np $np ./mm2 A=a.npy B=b.npy C=c.npy "$@" </dev/null >out 2>err
 		fi
 		status=$?
+		mpi_noise err
 		if [ $status != 1 ] || [ "$(cat err)" != "$want" ]; then
 			fail "$* on $np ranks: status $status, stderr:"; cat err; echo "expected: $want"
 		elif [ -e c.npy ]; then
