@@ -750,7 +750,10 @@ int rt_next_key_here(const TrtType *t, TrtPlace p, int64_t *lin, int64_t *key)
  * relation partitioned on such a dim alone -- the sparse input, the dense
  * operands that meet it, the results -- agrees on where each block lives,
  * as co-partitioning needs; a relation of another class with the same
- * extent and block keeps the modulo rule. */
+ * extent and block keeps the modulo rule.  A class can hold dims of other
+ * extents with the same block (a convolution's output and its input, the
+ * output's chunk k reading the input's chunk k): a block the map has is
+ * placed by it, one past the map's end by the modulo rule. */
 static RtSiteMap site_maps[RT_MAXMAPS];
 static RtSiteMap *map_of[RT_MAXMAPS + 1];       /* by id */
 static int nsite_maps;
@@ -801,10 +804,10 @@ int trt_site(const TrtPlace *p, const TrtType *t, const int64_t *key)
 				n++;
 			}
 		const RtSiteMap *m = n == 1 && t->map[one] ? rt_site_map(t->map[one], 0, 0, 0) : NULL;
-		if (m && m->nblock != rt_frontier(t, one))
-			rt_bug("site map %d of %lld blocks placing a dim of %lld", m->id, (long long)m->nblock,
-			       (long long)rt_frontier(t, one));
-		if (m)
+		if (m && m->block != t->block[one])
+			rt_bug("site map %d of blocks of %lld placing a dim of blocks of %lld", m->id,
+			       (long long)m->block, (long long)t->block[one]);
+		if (m && key[one] < m->nblock)
 			return m->site[key[one]];
 	}
 	for (int i = 0; i < p->ndims; i++) {

@@ -346,7 +346,7 @@ void trt_balance(int tensor, const TrtType *t, double density, const double cost
 		if (m) {
 			int by_plan = cost[d][0] > 0 || cost[d][1] > 0;
 			double elem = by_plan ? cost[d][0] : 1, line = by_plan ? cost[d][1] : 1;
-			for (int64_t b = 0; b < m->nblock; b++) {
+			for (int64_t b = 0; b < m->nblock && b < f[d]; b++) {   /* a class's dims can differ in extent */
 				int64_t lines = t->extent[d] - b * t->block[d];
 				/* a second input of the class adds its elements, not the lines again */
 				m->weight[b] += elem * count[b] + (m->what[0] ? 0 : line * (double)(lines < t->block[d] ? lines : t->block[d]));
