@@ -50,6 +50,20 @@ static bool same_pattern(const IaPlan *p, int a, int m)
 	return pat >= 0 && same_pattern(p, pat ? op->u.join.right : op->u.join.left, m);
 }
 
+/* Does k label input j's chunk dims as the driver's, dim for dim?  Only
+ * then is its element at the driver's position (the same chunk of a
+ * relation with the driver's pattern: X[i, j] * X[i, j], not X[i, j] *
+ * X[j, i], which pairs a chunk with its transpose's). */
+static bool labelled_as_driver(const Kernel *k, const KernelIn *ki, int j)
+{
+	if (k->nindim[j] != ki->nd)
+		return false;
+	for (int c = 0; c < ki->nd; c++)
+		if (k->inlab[j][c] != ki->dlab[c])
+			return false;
+	return true;
+}
+
 /* How op i's kernel k reads its inputs (KernelIn). */
 void kernel_reads(const IaPlan *p, int i, const Kernel *k, KernelIn *ki)
 {
@@ -79,9 +93,9 @@ void kernel_reads(const IaPlan *p, int i, const Kernel *k, KernelIn *ki)
 		if (j == ki->d || !ki->inty[j]->sparse)
 			continue;
 		if (ki->sparse_out) {
-			ki->byq[j] = same_pattern(p, in[j], in[ki->d]) || same_pattern(p, in[ki->d], in[j]);
-			ki->byfind[j] = !ki->byq[j] && ki->nd == 2 && k->nindim[j] == 2 && k->inlab[j][0] == ki->dlab[0] &&
-			                k->inlab[j][1] == ki->dlab[1];
+			bool aligned = labelled_as_driver(k, ki, j);
+			ki->byq[j] = aligned && (same_pattern(p, in[j], in[ki->d]) || same_pattern(p, in[ki->d], in[j]));
+			ki->byfind[j] = !ki->byq[j] && ki->nd == 2 && aligned;
 		}
 		ki->expand[j] = !ki->byq[j] && !ki->byfind[j];
 	}
