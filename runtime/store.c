@@ -238,20 +238,18 @@ static int evict(double need, double limit, int wait)
 		free(v);
 	}
 	while (wait && rt.live + need > rt.budget) {
+		/* a chunk on its way out first; else I/O in flight (a read
+		 * ahead, a dirty chunk written back), which holds chunks no
+		 * eviction may take (a slow I/O thread went 4 KB over the
+		 * budget here).  After any wait, what it held and whatever else
+		 * finished meanwhile is a candidate like the others: choose
+		 * again (waiting for the outgoing chunk alone and stopping
+		 * when nothing was busy left 24 finished read-aheads resident
+		 * and a chunk 4 KB over; spill.sh's transe on one core) */
 		Chunk *w = NULL;
 		for (int64_t i = 0; i < nbusy && !w; i++)
 			if (busy[i]->evict)
 				w = busy[i];
-		if (w) {
-			rt_io_wait(w->io);
-			finish_io(w);
-			reap();
-			continue;
-		}
-		/* nothing on its way out, but I/O in flight (a read ahead, a
-		 * dirty chunk written back) holds chunks no eviction may take:
-		 * once one is done it is a candidate like the others (a slow
-		 * I/O thread went 4 KB over the budget here) */
 		for (int64_t i = 0; i < nbusy && !w; i++)
 			if (!busy[i]->pins)
 				w = busy[i];

@@ -102,6 +102,28 @@ else
 	cat prof.log
 	fail "transe under 256K, the spill thread slowed"
 fi
+# the same on one CPU shared with a busy loop (the spill thread and the
+# program taking turns): the read-aheads finished while the program waited
+# for an outgoing chunk stayed resident, and a new chunk went 4 KB over the
+# budget in 4 of 6 runs; 3 runs here
+if command -v taskset >/dev/null 2>&1; then
+	taskset -c 0 sh -c 'while :; do :; done' &
+	spin=$!
+	worst=0
+	for i in 1 2 3; do
+		taskset -c 0 "$MPIRUN" -np 1 --bind-to none build/transe $(args transe build/transe.slow) --quiet --profile \
+			--mem-budget 256K --spill-dir "$SPILL" >prof.log 2>&1 || { cat prof.log; worst=failed; break; }
+		over=$(field over_budget prof.log)
+		[ "$over" = 0 ] || worst=$over
+	done
+	kill $spin
+	wait $spin 2>/dev/null
+	if [ "$worst" = 0 ]; then
+		pass "transe under 256K on one CPU beside a busy loop, 3 runs: none over the budget"
+	else
+		fail "transe under 256K on one CPU beside a busy loop: $worst over the budget"
+	fi
+fi
 # a 3-d convolution: halos exchanged, a direct convolution's join
 program conv3d "-P 2,4 -D T=4 -D H=60 -D W=80 --block 16" 128K 2 4
 
