@@ -40,6 +40,9 @@
  * 39 ns an element kept; deflated, 7.2 ms more to inflate 1.97 MB and
  * 43.7 ms for 9.8 MB: 2.2-2.7e8 bytes a second (the quick calibration
  * measures this one). */
+#define NPZ_ELEM_S 3.9e-8
+#define NPZ_INFLATE_BPS 2.5e8
+
 /* A reduction along its input's contiguous rows (max[c] and sum[c] of
  * attention's softmax): the generated loop takes the output's rows in
  * tiles, strided by the row, at 0.76-0.86 ns an element alone (512 x 512
@@ -47,8 +50,6 @@
  * (8.9 ms for 8.4M elements a rank, load 1.5), where the loop rate says
  * 0.13. */
 #define ROW_REDUCE_S 1.0e-9
-#define NPZ_ELEM_S 3.9e-8
-#define NPZ_INFLATE_BPS 2.5e8
 
 /* The reference model's f32 gemm rate at its largest block as a fraction
  * of its machine's peak (BLIS on AVX2 cores reaches 0.85-0.95 of it). */
