@@ -1532,6 +1532,54 @@ static void test_gemm_aliased(void **state)
 	}
 }
 
+/* Short products (k <= 16: runtime/blas.c's own kernel, not BLIS's) in
+ * every layout kernels pass: C by rows or by columns, B's rows contiguous
+ * or not; an odd m, n past a panel of 4096 and not a multiple of 32;
+ * beta == 0 clears NaNs, beta != 0 reads C once; k = 17 goes to BLIS
+ * and must agree too. */
+static void test_gemm_short(void **state)
+{
+	(void)state;
+	static const int64_t shapes[][3] = {
+		{100, 256, 10}, {7, 33, 1}, {1, 5, 3}, {3, 4100, 16}, {65, 31, 17}, {2, 1, 4},
+	};
+	for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+		for (int layout = 0; layout < 4; layout++)
+			for (int withbeta = 0; withbeta < 2; withbeta++) {
+				int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+				int ccol = layout & 1, bcol = layout >> 1;
+				int64_t rsa = k, csa = 1;                       /* A by rows */
+				int64_t rsb = bcol ? 1 : n, csb = bcol ? k : 1;
+				int64_t rsc = ccol ? 1 : n, csc = ccol ? m : 1;
+				float *a = malloc(sizeof *a * (size_t)(m * k)), *b = malloc(sizeof *b * (size_t)(k * n));
+				float *c = malloc(sizeof *c * (size_t)(m * n));
+				for (int64_t i = 0; i < m * k; i++)
+					a[i] = (float)((i * 7) % 13) / 8 - 0.5f;
+				for (int64_t i = 0; i < k * n; i++)
+					b[i] = (float)((i * 5) % 11) / 4 - 1;
+				for (int64_t i = 0; i < m * n; i++)
+					c[i] = withbeta ? (float)(i % 3) : NAN;
+				float beta = withbeta ? 0.5f : 0.0f;
+				trt_sgemm(m, n, k, 2.0f, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
+				for (int64_t i = 0; i < m; i++)
+					for (int64_t j = 0; j < n; j++) {
+						double want = 0, mag = 0;
+						for (int64_t x = 0; x < k; x++) {
+							double t = 2.0 * a[i * rsa + x * csa] * b[x * rsb + j * csb];
+							want += t;
+							mag += fabs(t);
+						}
+						int64_t at = i * rsc + j * csc;
+						if (withbeta)           /* C's old value at, (at % 3) */
+							want += 0.5 * (double)(at % 3);
+						assert_true(fabs(c[at] - want) <= 1e-6 * (mag + 2));
+					}
+				free(a);
+				free(b);
+				free(c);
+			}
+}
+
 /* ---- main ---- */
 
 static void setup_program(void)
@@ -1738,6 +1786,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gemm_paths),
 		cmocka_unit_test(test_gemm_tail),
 		cmocka_unit_test(test_gemm_aliased),
+		cmocka_unit_test(test_gemm_short),
 		cmocka_unit_test(test_npy_header_errors),
 		cmocka_unit_test(test_npy_file_errors),
 		cmocka_unit_test(test_npy_short_read),
