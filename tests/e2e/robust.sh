@@ -15,6 +15,7 @@ wait_for() {    # wait_for SECONDS COMMAND...: poll every 50 ms until COMMAND su
 	done
 }
 has_temp() { ls -a | grep -q '^\.C\.npy\.'; }
+temp_or_ended() { has_temp || ! kill -0 $job 2>/dev/null; }
 
 # ---- 1. an output killed while it is written leaves the previous one ----
 cat >outer.tra <<'EOF'
@@ -40,7 +41,7 @@ killed=no
 for try in 1 2 3 4 5; do
 	"$MPIRUN" -np 2 ./rbouter a=a.npy b=b.npy C=C.npy >out 2>err &
 	job=$!
-	wait_for 60 has_temp && kill -9 $(pgrep -P $job -x rbouter)
+	wait_for 60 temp_or_ended && has_temp && kill -9 $(pgrep -P $job -x rbouter)
 	wait $job
 	cmp -s C.npy ref.npy || { killed=yes; break; }
 	cp previous.npy C.npy
