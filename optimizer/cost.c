@@ -355,10 +355,11 @@ Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)
 }
 
 /* What rank 0 holds beyond the output while it writes it (runtime/write.c,
- * write_rel and Out): its stages, a chunk of one block more than the
- * file's bytes when they fit in WRITE_STAGE, else of two WRITE_STAGEs
- * (the runtime's out_stage_bytes; a sparse output is counted as a .npy,
- * though a .npz is not staged), and what it receives.  A dense output
+ * write_rel and Out): a file of at most WRITE_BUFFERED bytes (the
+ * runtime's OUT_BUFFERED, its data and a block) goes through the page
+ * cache, no stage; a larger one through its stages, a chunk of two
+ * WRITE_STAGEs (the runtime's out_stage_bytes; a sparse output is counted
+ * as a .npy, though a .npz is not staged); and what it receives.  A dense output
  * whose chunk dims are in key-dim order goes slab by slab in file order,
  * the other ranks' portions of one slab received first: a slab is at
  * most WRITE_SLAB_MAX bytes (the runtime's SLAB_MAX), the indices within
@@ -367,12 +368,15 @@ Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)
 #define WRITE_SLAB_MAX (4.0 * 1024 * 1024)
 #define WRITE_STAGE (8.0 * 1024 * 1024)
 #define WRITE_BLOCK 4096.0
+#define WRITE_BUFFERED (512.0 * 1024 * 1024)
 
 static double write_stage_bytes(const RelType *t)
 {
 	double data = dtype_size(t->dtype);
 	for (int d = 0; d < t->nkey; d++)
 		data *= (double)t->extent[d];
+	if (data + WRITE_BLOCK <= WRITE_BUFFERED)
+		return 0;
 	double one = (ceil(data / WRITE_BLOCK) + 1) * WRITE_BLOCK;
 	return (one > WRITE_STAGE ? 2 * WRITE_STAGE : one) + WRITE_BLOCK;
 }
@@ -400,14 +404,18 @@ double write_transient_bytes(const CostCtx *c, const RelType *t, const Place *p)
 
 /* Rank 0 receives the other ranks' share of an output and writes it all
  * (runtime/write.c, trt_write): the file's latency (its creation, fsyncs
- * and rename) and bytes.  Rank 0 fills one of two stages of WRITE_STAGE
- * bytes (the runtime's OUT_STAGE) by receiving and copying while a
- * thread writes the other, so after the first stage's filling and before
- * the last one's writing the slower of the two sets the pace:
+ * and rename) and bytes.  Rank 0 fills WRITE_STAGE bytes (the runtime's
+ * OUT_STAGE) by receiving and copying, into the page cache with the
+ * disk's writeback started behind every WRITE_STAGE bytes (a file of at
+ * most WRITE_BUFFERED bytes), or into one of two stages while a thread
+ * writes the other (a larger one): either way the disk takes each
+ * WRITE_STAGE bytes while the next fill, so after the first filling and
+ * before the last one's writing the slower of the two sets the pace:
  *     first * fill + (b - first) * max(fill, disk) + first * disk
- * per byte, first = min(b, WRITE_STAGE).  The stages are the write's
- * transient memory (write_transient_bytes), their first touch the
- * op's when they go past the most memory held so far (opt_cost). */
+ * per byte, first = min(b, WRITE_STAGE).  The stages, when there are any,
+ * are the write's transient memory (write_transient_bytes), their first
+ * touch the op's when they go past the most memory held so far
+ * (opt_cost). */
 
 double cost_write(const CostCtx *c, const RelType *t)
 {

@@ -8,11 +8,13 @@
  * destination (.NAME.XXXXXX), then fsyncs it, renames it and fsyncs the
  * directory (rt_rename_durable).  On any failure the temporary is
  * removed, so an output path holds either a complete file or what it held
- * before.  While the writes follow each other in the file they go through
- * an aligned buffer with O_DIRECT (Out, below): the file is fsynced
- * anyway, and through the page cache every page is memory new to the
- * process's machine, which on a virtual machine wrote at 150-300 MB/s
- * against 650-770 MB/s direct (bench/README.md, "Writes").
+ * before.  A file of at most OUT_BUFFERED bytes goes through the page
+ * cache, its writeback started behind the writes every OUT_STAGE bytes
+ * (sync_file_range), so that the fsync finds little left to do; a larger
+ * one, while its writes follow each other in the file, through an aligned
+ * buffer with O_DIRECT (Out, below), so that it does not fill the page
+ * cache with dirty pages, each of them memory new to a virtual machine
+ * (bench/README.md, "Writes" and "Whole-process parity").
  *
  * Under a memory budget (store.c) a write's slabs and direct-write stages
  * are an eighth of it each, rank 0 copying its own portions of a slab too
@@ -22,7 +24,7 @@
  * a .npy, a sparse relation's chunks are expanded one at a time, the
  * absent ones as zeros.
  */
-#define _GNU_SOURCE                    /* O_DIRECT; mkstemp, posix_memalign */
+#define _GNU_SOURCE                    /* O_DIRECT, sync_file_range; mkstemp, posix_memalign */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -43,8 +45,19 @@ enum { TAG_WRITE = 7001 };
 /* ---- the bytes ---- */
 
 /*
- * Out: rank 0's writes of one file.  Opened direct (out_open, at offset 0),
- * the writes that follow each other from there are copied into an aligned
+ * Out: rank 0's writes of one file.  A file of at most OUT_BUFFERED bytes
+ * (the .npy's data and a block for its header) is written through the page
+ * cache, and each time the writes have gone OUT_STAGE bytes past where
+ * writeback was last started, the disk is asked to start on them
+ * (out_behind; a hint, the fsync that follows is what makes the file
+ * last): the 64 MB C of a 4000^3 f32 product 0.151-0.196 s (median 0.175)
+ * written, fsynced and renamed that way against 0.284-0.373 (0.314) direct
+ * and 0.174-0.535 (0.215) buffered without writeback begun behind; at 256
+ * MiB 0.47-0.60 against 0.77-0.92 direct, at 512 MiB 0.85-1.38 against
+ * 1.01-1.31, at 1 GiB no steadier (2.2-4.9 s against 2.6-3.4), and more
+ * dirty pages than a page cache should hold.  A larger file is opened
+ * direct (out_open, at offset 0): the writes that follow each other from
+ * there are copied into an aligned
  * stage and written a stage at a time with O_DIRECT, by a writer thread
  * while the next stage fills, so that receiving and copying overlap the
  * disk; the first write that does not follow (or a file system refusing
@@ -56,7 +69,7 @@ enum { TAG_WRITE = 7001 };
  * OUT_STAGE bytes, or one holding the whole file when it fits in one
  * (out_stage_bytes; optimizer/cost.c's write_stage_bytes says the same).
  */
-enum { OUT_BLOCK = 4096, OUT_STAGE = 8 << 20 };
+enum { OUT_BLOCK = 4096, OUT_STAGE = 8 << 20, OUT_BUFFERED = 512 << 20 };
 
 /* The bytes of one stage for data bytes of .npy data (a header is less
  * than a block), and in *nstage how many. */
@@ -71,6 +84,7 @@ static size_t out_stage_bytes(double data, int *nstage)
 
 typedef struct Out {
 	int fd, direct;
+	int64_t behind;         /* buffered: writeback started below this; -1: not asked */
 	Chunk *stages;
 	char *stage[2];         /* stage[cur] holds the file's bytes [at, at + n) */
 	size_t len;             /* a stage's bytes */
@@ -131,13 +145,19 @@ static int out_wait(Out *o)
 	return !e;
 }
 
-/* Out for fd, direct when asked and the file system lets it, for a file
- * of data bytes after its header. */
-static Out out_open(int fd, int direct, double data)
+/* Out for fd, for a file of data bytes after its header: when mine (rank
+ * 0 writes it) through the page cache with writeback behind the writes
+ * if it is at most OUT_BUFFERED bytes, else direct if the file system
+ * lets it. */
+static Out out_open(int fd, int mine, double data)
 {
-	Out o = { .fd = fd };
+	Out o = { .fd = fd, .behind = -1 };
+	if (mine && data + OUT_BLOCK <= OUT_BUFFERED) {
+		o.behind = 0;
+		return o;
+	}
 	int fl = fcntl(fd, F_GETFL);
-	if (direct && fl >= 0 && fcntl(fd, F_SETFL, fl | O_DIRECT) == 0) {
+	if (mine && fl >= 0 && fcntl(fd, F_SETFL, fl | O_DIRECT) == 0) {
 		int nstage;
 		o.len = out_stage_bytes(data, &nstage);
 		size_t mark = rt_pin_mark();
@@ -195,6 +215,22 @@ static int out_undirect(Out *o)
 	return ok;
 }
 
+/* After a buffered write that ended at end: writeback started for what
+ * lies between where it was last started and end, once that is OUT_STAGE
+ * bytes.  A hint only: what it fails to start, the fsync writes. */
+static void out_behind(Out *o, int64_t end)
+{
+#ifdef SYNC_FILE_RANGE_WRITE
+	if (o->behind >= 0 && end - o->behind >= OUT_STAGE) {
+		sync_file_range(o->fd, o->behind, end - o->behind, SYNC_FILE_RANGE_WRITE);
+		o->behind = end;
+	}
+#else
+	(void)o;
+	(void)end;
+#endif
+}
+
 /* Hands the full stage to the writer and takes the other (or with one
  * stage, or no thread, writes it here); 0 on failure (errno set). */
 static int out_flip(Out *o)
@@ -235,8 +271,12 @@ static int out_write(Out *o, const char *buf, size_t n, int64_t off)
 {
 	if (o->direct && off != o->at + (int64_t)o->n && !out_undirect(o))
 		return 0;
-	if (!o->direct)
-		return rt_pwrite_full(o->fd, buf, n, off);
+	if (!o->direct) {
+		if (!rt_pwrite_full(o->fd, buf, n, off))
+			return 0;
+		out_behind(o, off + (int64_t)n);
+		return 1;
+	}
 	while (n > 0) {
 		size_t k = o->len - o->n < n ? o->len - o->n : n;
 		memcpy(o->stage[o->cur] + o->n, buf, k);
@@ -260,8 +300,15 @@ static int out_flush(void *ctx, struct iovec *iov, int n, int64_t off)
 {
 	Out *o = ctx;
 
-	if (!o->direct)
-		return rt_pv_full(o->fd, iov, n, off, 1);
+	if (!o->direct) {
+		int64_t end = off;
+		for (int i = 0; i < n; i++)
+			end += (int64_t)iov[i].iov_len;
+		if (!rt_pv_full(o->fd, iov, n, off, 1))
+			return 0;
+		out_behind(o, end);
+		return 1;
+	}
 	for (int i = 0; i < n; off += (int64_t)iov[i].iov_len, i++)
 		if (!out_write(o, iov[i].iov_base, iov[i].iov_len, off))
 			return 0;
