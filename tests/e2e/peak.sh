@@ -95,4 +95,26 @@ prog bc bc.tra -- A=a3.npy X=x3.npy D.out=d.npy
 nnz=$("$PYTHON" -c 'import scipy.sparse as sp; print(sp.load_npz("g/A.npz").nnz)')
 prog gcn -D V=100000 -D E=2 --nnz "A=$nnz" "$TOP/bench/gcn_sparse.tra" -- \
 	A=g/A.npz X=g/X.npy Y=g/Y.npy M=g/M.npy W1.out=w1.npy W2.out=w2.npy
+
+# An output of at most 512 MiB goes through the page cache (runtime/
+# write.c, OUT_BUFFERED): no write stages, in the run or in the plan.  One
+# rank, A and B 36 MB each: the peak in chunks is exactly the two (with
+# the O_DIRECT stages it was 88781312, 16 MiB and a block more).
+cat >wr.tra <<'EOF'
+size N = 3000;
+param A[N, N] = uniform(-1, 1);
+B[i, j] = A[i, j] * 2;
+output B;
+EOF
+if "$TRAC" -P 1 wr.tra -o wr && run 1 ./wr B.out=wr.npy --profile >wr.txt 2>&1; then
+	p=$(field peak wr.txt)
+	pp=$(field pred_peak wr.txt)
+	if [ "$p" = 72000000 ] && [ "$pp" = 72000000 ]; then
+		pass "wr: a 36 MB output written with no stage held (peak 72000000, the plan's too)"
+	else
+		fail "wr: peak $p, plan $pp: want 72000000 both (A and B, no write stage)"
+	fi
+else
+	fail "wr: the run"; tail -5 wr.txt
+fi
 finish
