@@ -995,3 +995,27 @@ Cost cost_scatter(const CostCtx *c, const RelType *rows, const Place *rp, const 
 	k.seconds += alltoall_seconds(c, k.bytes * rshare) + m->op_overhead;
 	return k;
 }
+
+/*
+ * A window cut out of a relation every rank holds (trt_slice, a pooling
+ * window or its adjoint's scatter slice): the window's bytes copied, and
+ * each row of it along the result's innermost chunk dim at slice_row.
+ * trt_slice works row by row: it finds a row's place in the input (its
+ * chunk looked up, the position's offsets summed over the dims) and copies
+ * the row as one run, or element by element when the window steps along
+ * it; cnn.tra's pooling windows are rows of 2 floats, which a memcpy's
+ * rate prices at a twentieth of what they take.
+ */
+Cost cost_slice(const CostCtx *c, const RelType *t, const Place *p)
+{
+	const Machine *m = c->m;
+	Cost k = {0};
+	double bytes = cost_rank_bytes(c, t, p, 1), run = 1;
+	if (t->nchunk > 0) {
+		int d = t->chunkdim[t->nchunk - 1];
+		run = (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
+	}
+	double rows = bytes / dtype_size(t->dtype) / fmax(1, run);
+	k.seconds = bytes / m->memcpy_bw + rows * m->slice_row + m->local_op_overhead;
+	return k;
+}

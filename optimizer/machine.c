@@ -28,7 +28,9 @@
  *   gemm_pack_b_Bps (BLIS packing an A or a B it reuses little, beyond what
  *   a cube of the volume packs; the built-in model has them 0: free);
  *   scatter_row_s (what a scatter-add's row costs beyond its bytes: cost.c's
- *   cost_scatter); row_reduce_element_s (an element of a reduction along
+ *   cost_scatter); slice_row_s (a row of a window a slice copies, beyond its
+ *   bytes: cost.c's cost_slice; the built-in model has it 0: free);
+ *   row_reduce_element_s (an element of a reduction along
  *   its input's contiguous rows: cost.c's cost_map; 0, the built-in
  *   model's: the loop rate's); npz_element_s, npz_inflate_Bps (a sparse input read
  *   from a scipy .npz: each stored element a rank keeps, and the bytes its
@@ -137,6 +139,7 @@ static const Scalar scalars[] = {
 	FIELD("gemm_pack_b_Bps", gemm_pack_b_bw, true),
 	FIELD("scatter_row_s", scatter_row, true),
 	FIELD("row_reduce_element_s", row_reduce, true),
+	FIELD("slice_row_s", slice_row, true),
 	FIELD("npz_element_s", npz_elem, true),
 	FIELD("npz_inflate_Bps", inflate_bw, true),
 	FIELD("call_overhead_s", call_overhead, true),

@@ -63,6 +63,9 @@ typedef struct Machine {
 	double gemm_rate[2][MAXGEMM];   /* flop/s by block size: f32, f64 */
 	double scatter_row;             /* seconds per row a scatter-add adds, beyond its bytes;
 	                                   the built-in model has it 0: free */
+	double slice_row;               /* seconds per row of a window trt_slice copies (a row
+	                                   along its innermost chunk dim), beyond its bytes; the
+	                                   built-in model has it 0: free */
 	double row_reduce;              /* seconds per element of a reduction along its input's
 	                                   contiguous rows (the generated loop strided); the
 	                                   built-in model has it 0: the loop rate's */
@@ -399,6 +402,7 @@ Cost cost_conv(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 /* A halo (IA_HALO) of x placed by xp, h its type: the bytes of the pieces
  * whose two keys are on different sites, exactly. */
 Cost cost_halo(const CostCtx *c, const RelType *x, const Place *xp, const RelType *h);
+Cost cost_slice(const CostCtx *c, const RelType *t, const Place *p);
 /* A local aggregation of a relation placed by p (copies: partials). */
 Cost cost_agg(const CostCtx *c, const RelType *in, const Place *p, double copies, const RelType *out);
 /* A local map with a kernel (NULL: a rekey, free). */

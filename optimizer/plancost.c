@@ -210,8 +210,7 @@ static Cost op_cost(Walk *w, const IaPlan *p, int i, double *io)
 	case IA_HALO:
 		return cost_halo(cc, &a->type, &a->place, &op->type);
 	case IA_SLICE:          /* the window copied out, locally */
-		c.seconds = cost_rank_bytes(cc, &op->type, &op->place, 1) / cc->m->memcpy_bw + cc->m->local_op_overhead;
-		return c;
+		return cost_slice(cc, &op->type, &op->place);
 	case IA_TWOPHASE: {
 		/* planned with the schedule (twophase.c) */
 		const TpSched *ts = op->u.join.sched;

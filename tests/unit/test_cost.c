@@ -8,6 +8,7 @@
  * the seconds of reads (their system calls and first touch too, a sparse
  * one's .npz elements and inflating), initial
  * values (an f64 value two f32s) and writes, of scatter-adds into a base (each row's piece too),
+ * of a slice's window (each row too),
  * of kernels by their ops' weights (a reduction along rows at its own
  * rate), of an IST loop from its body's plan;
  * the order of costs under each objective (cost_cmp).
@@ -866,6 +867,38 @@ static void test_row_reduce(void **state)
 	arena_free(a);
 }
 
+/* A slice's window (trt_slice) copies its bytes and finds each row along
+ * the result's innermost chunk dim at slice_row: cnn.tra's pooling window
+ * [N, F, HP, WP, 2] at N = 1024, F = 4, HP = WP = 6, a rank's half, is
+ * 73728 rows of 2 floats; the same bytes in rows of 12, 12288 rows.  The
+ * built-in model (slice_row 0) prices its bytes alone, as before. */
+static void test_slice(void **state)
+{
+	(void)state;
+	Machine m;
+	machine_default(&m);
+	CostCtx c = {&m, 2};
+	int d0 = 0;
+	Place part0 = place_part(1, &d0);
+	RelType win = {.dtype = DT_F32, .nkey = 5, .nchunk = 5, .chunkdim = {0, 1, 2, 3, 4},
+	               .extent = {1024, 4, 6, 6, 2}, .block = {512, 4, 6, 6, 2}};
+	RelType rows12 = {.dtype = DT_F32, .nkey = 4, .nchunk = 4, .chunkdim = {0, 1, 2, 3},
+	                  .extent = {1024, 4, 6, 12}, .block = {512, 4, 6, 12}};
+	double bytes = 512.0 * 4 * 6 * 6 * 2 * 4;
+	Cost k = cost_slice(&c, &win, &part0);
+	assert_true(fabs(k.seconds - bytes / m.memcpy_bw - m.local_op_overhead) < 1e-12);
+	assert_true(fabs(cost_slice(&c, &rows12, &part0).seconds - k.seconds) < 1e-12);
+	m.slice_row = 4e-8;
+	Cost k2 = cost_slice(&c, &win, &part0), k12 = cost_slice(&c, &rows12, &part0);
+	assert_true(fabs(k2.seconds - k.seconds - 73728 * 4e-8) < 1e-12);
+	assert_true(fabs(k12.seconds - k.seconds - 12288 * 4e-8) < 1e-12);
+	/* an innermost dim longer than its block: rows of the block */
+	rows12.extent[3] = 24;
+	rows12.block[3] = 12;
+	Cost k24 = cost_slice(&c, &rows12, &part0);
+	assert_true(fabs(k24.seconds - 2 * bytes / m.memcpy_bw - m.local_op_overhead - 2 * 12288 * 4e-8) < 1e-12);
+}
+
 static void push_op(IaPlan *p, IaOpKind kind, int64_t count, int ist, double seconds)
 {
 	IaOp op = {.kind = kind, .seconds = seconds};
@@ -1027,6 +1060,7 @@ int main(void)
 		cmocka_unit_test(test_ist_loop),
 		cmocka_unit_test(test_row_reduce),
 		cmocka_unit_test(test_scatter),
+		cmocka_unit_test(test_slice),
 		cmocka_unit_test(test_kernel_weights),
 		cmocka_unit_test(test_objective),
 		cmocka_unit_test(test_floor_touched),
