@@ -59,6 +59,15 @@
  * the window, left zero) 28-30 ns. */
 #define SLICE_ROW_S 4.0e-8
 
+/* A stored element a kernel over sparse inputs visits, at least (whatever
+ * its flops): examples/mf_sparse.tra at M = 3000, N = 2000 on 2 ranks, 24k
+ * elements a rank in 128 chunks of 188 x 125, 200 steps (CPU seconds per
+ * op, load 4): 17-34 ns an element for the elementwise products and the
+ * sum, 40-45 for the products with U and V, 65 for a scalar's, 86 for the
+ * sampled product U V^T, 185 for the sampled difference (a search of R's
+ * row for each); 40 ns at the median. */
+#define SPARSE_ELEM_S 4.0e-8
+
 /* The reference model's f32 gemm rate at its largest block as a fraction
  * of its machine's peak (BLIS on AVX2 cores reaches 0.85-0.95 of it). */
 #define REF_PEAK_FRACTION 0.9
@@ -234,6 +243,7 @@ void machine_derive(Machine *m, const HostInfo *h)
 	m->npz_elem = NPZ_ELEM_S * clock;
 	m->row_reduce = ROW_REDUCE_S * clock;
 	m->slice_row = SLICE_ROW_S * clock;
+	m->sparse_elem = SPARSE_ELEM_S * clock;
 	m->inflate_bw = NPZ_INFLATE_BPS / clock;
 	snprintf(m->source, sizeof m->source, "derived from this machine (%s, %d cores, %d-bit vectors%s)", h->cpu,
 	         h->cores, h->vector_bits, h->fma ? ", FMA" : "");

@@ -30,6 +30,9 @@
  *   scatter_row_s (what a scatter-add's row costs beyond its bytes: cost.c's
  *   cost_scatter); slice_row_s (a row of a window a slice copies, beyond its
  *   bytes: cost.c's cost_slice; the built-in model has it 0: free);
+ *   sparse_element_s (the least a kernel over sparse inputs takes per stored
+ *   element it visits: cost.c's cost_join and cost_map; 0, the built-in
+ *   model's: its flops alone);
  *   row_reduce_element_s (an element of a reduction along
  *   its input's contiguous rows: cost.c's cost_map; 0, the built-in
  *   model's: the loop rate's); npz_element_s, npz_inflate_Bps (a sparse input read
@@ -140,6 +143,7 @@ static const Scalar scalars[] = {
 	FIELD("scatter_row_s", scatter_row, true),
 	FIELD("row_reduce_element_s", row_reduce, true),
 	FIELD("slice_row_s", slice_row, true),
+	FIELD("sparse_element_s", sparse_elem, true),
 	FIELD("npz_element_s", npz_elem, true),
 	FIELD("npz_inflate_Bps", inflate_bw, true),
 	FIELD("call_overhead_s", call_overhead, true),

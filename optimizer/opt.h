@@ -66,6 +66,8 @@ typedef struct Machine {
 	double slice_row;               /* seconds per row of a window trt_slice copies (a row
 	                                   along its innermost chunk dim), beyond its bytes; the
 	                                   built-in model has it 0: free */
+	double sparse_elem;             /* seconds at least per stored element a kernel over sparse
+	                                   inputs visits; the built-in model has it 0: free */
 	double row_reduce;              /* seconds per element of a reduction along its input's
 	                                   contiguous rows (the generated loop strided); the
 	                                   built-in model has it 0: the loop rate's */
