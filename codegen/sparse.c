@@ -265,8 +265,9 @@ static void driven_loops(Buf *b, const Kernel *k, const KernelIn *ki, const int 
  * A kernel driven by ki->d (an input, or a sampled join's mask: ki->nk)
  * over its chunk labels ki->dlab: a loop over its rows and each row's
  * stored elements q (those on its diagonal where it repeats a label), the
- * driver's value at q (not a mask's: it is not read), the other sparse inputs' (KernelIn.byq: at q; byfind: by a search
- * in the driver's row, trt_csr_find), then the other labels inside.
+ * driver's value at q (not a mask's: it is not read), the other sparse inputs' (KernelIn.byq: at q; byfind: at q
+ * when its element there is the driver's, else by a search in the driver's
+ * row, trt_csr_find), then the other labels inside.
  */
 void emit_driven_kernel(Buf *b, const Kernel *k, const KernelIn *ki)
 {
@@ -305,7 +306,12 @@ void emit_driven_kernel(Buf *b, const Kernel *k, const KernelIn *ki)
 		if (ki->byq[j])
 			buf_printf(b, "%sconst %s x%d = (%s)p%d[q];\n", INDENT(), T, j, T, j);
 		if (ki->byfind[j]) {
-			buf_printf(b, "%sconst int64_t q%d = trt_csr_find(&in[%d], l%d, l%d);\n", INDENT(), j, j, dlab[0], dlab[1]);
+			/* the driver's place first: inputs of one pattern (a
+			 * mask and the ratings it marks) find their element at
+			 * q, read in order, without a search of the row */
+			buf_printf(b, "%sconst int64_t q%d = q >= in[%d].rowptr[l%d] && q < in[%d].rowptr[l%d + 1] && "
+			           "in[%d].col[q] == l%d ? q : trt_csr_find(&in[%d], l%d, l%d);\n", INDENT(), j, j,
+			           dlab[0], j, dlab[0], j, dlab[1], j, dlab[0], dlab[1]);
 			buf_printf(b, "%sconst %s x%d = q%d >= 0 ? (%s)p%d[q%d] : 0;\n", INDENT(), T, j, j, T, j, j);
 		}
 	}

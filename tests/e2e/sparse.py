@@ -198,6 +198,22 @@ case("sddmm", """
     S=f64(x["A"]) * (f64(x["U"]) @ f64(x["V"]).T),
     T=np.maximum(f64(x["A"]), 0) * (f64(x["U"]) @ f64(x["V"]).T) * 2), sparse=("O", "R", "A"))
 
+# R of another pattern than O: R's element at O's place q is found by a
+# search of its row (trt_csr_find) where the two differ, at q where R's
+# element there is O's (codegen/sparse.c); rows here hold elements O has
+# not and lack some it has, so both ways are taken.
+R2 = sprand(10, 7, 0.5)
+case("sddmm_other_pattern", """
+    size M = 10, N = 7, K = 5;
+    input O[M, N] : sparse;
+    input R[M, N] : sparse;
+    input U[M, K];
+    input V[N, K];
+    E[i, j] = O[i, j] * (U[i, k] * V[j, k] - R[i, j]);
+    output E;
+""", dict(O=O, R=R2, U=U0, V=V0), lambda x: dict(
+    E=f64(x["O"]) * (f64(x["U"]) @ f64(x["V"]).T - x["R"])), sparse=("O", "R"))
+
 
 def mf_grad(x):
     import torch
