@@ -23,8 +23,8 @@
  *    from the page cache into memory touched already (the cost model adds
  *    a read's first touch at the rate above, as any op's), and
  *    written as trac writes an output (fsync, rename, the folder's fsync),
- *    16 MiB and 1 MiB, for the write's latency and bandwidth (the line
- *    through the two medians; in wall seconds, the disk's).
+ *    16 MiB and 1 MiB for the write's bandwidth (the line through the two
+ *    medians) and 4 KiB for its latency (in wall seconds, the disk's).
  * Computation is timed in this thread's CPU seconds, the median of three
  * (the machine may be shared; wall time would count others' slices), and
  * memory new to the process in wall seconds (the kernel's and a virtual
@@ -285,9 +285,10 @@ static void file_rates(const char *dir)
 	snprintf(path, sizeof path, "%s/trac-calibrate.%d", dir, (int)getpid());
 	char *buf = alloc(n);
 	memset(buf, 1, n);
-	double tw[REPS], ts[REPS], tr[REPS];
+	double tw[REPS], ts[REPS], tr[REPS], tl[REPS];
 	bool ok = true;
 	for (int r = 0; ok && r < REPS; r++) {
+		tl[r] = write_file(dir, path, buf, 4096);
 		ts[r] = write_file(dir, path, buf, small);
 		tw[r] = write_file(dir, path, buf, n);
 		/* read back from the page cache into memory touched already:
@@ -297,7 +298,7 @@ static void file_rates(const char *dir)
 			memset(p, 0, n);
 		int fd = open(path, O_RDONLY);
 		double t0 = clock_of(CLOCK_MONOTONIC);
-		ok = tw[r] > 0 && ts[r] > 0 && p != MAP_FAILED && fd >= 0 && read(fd, p, n) == (ssize_t)n;
+		ok = tl[r] > 0 && tw[r] > 0 && ts[r] > 0 && p != MAP_FAILED && fd >= 0 && read(fd, p, n) == (ssize_t)n;
 		tr[r] = clock_of(CLOCK_MONOTONIC) - t0;
 		if (fd >= 0)
 			close(fd);
@@ -308,9 +309,12 @@ static void file_rates(const char *dir)
 	free(buf);
 	if (!ok)
 		return;
-	/* the line through (1 MiB, ts) and (16 MiB, tw) */
+	/* the bandwidth: the line through (1 MiB, ts) and (16 MiB, tw); the
+	 * latency: a 4 KiB output's whole write (a line's intercept from
+	 * 1 MiB put it at 57 ms at load 4, where a small output's write
+	 * took 0.5-7 ms: fsync's time grows with what it flushes) */
 	double w = median3(tw), s = median3(ts), bw = w > s ? (double)(n - small) / (w - s) : (double)n / w;
-	double lat = s - (double)small / bw;
+	double lat = median3(tl) - 4096.0 / bw;
 	printf("file_read_bandwidth_Bps=%.4g\n", (double)n / median3(tr));
 	printf("file_write_bandwidth_Bps=%.4g\n", bw);
 	printf("file_write_latency_s=%.3g\n", lat > 0 ? lat : 0);
