@@ -26,8 +26,9 @@
 
 /* The cache's format: a cache of another version is measured again (2:
  * the file read into memory touched already; 3: zlib's inflating; 4: the
- * write's latency a small file's). */
-#define CACHE_VERSION 4
+ * write's latency a small file's; 5: written over a small file, not the
+ * 16 MiB one). */
+#define CACHE_VERSION 5
 
 /* What a scatter-add's row cost, seconds, on the 2.25 GHz AMD EPYC of
  * bench/README.md: examples/transe.tra's scatters on 2 ranks, B = 8192,
