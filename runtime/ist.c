@@ -90,12 +90,22 @@ struct TrtIstRun {
 /* ---- whole tensors and relations ---- */
 
 /* The elements of key's chunk between a chunk (chunk order) and the whole
- * tensor (row-major): into the chunk when to_chunk, else out of it. */
+ * tensor (row-major): into the chunk when to_chunk, else out of it.  A
+ * chunk in key order is its block's runs one after another (rt_block_run),
+ * each a memcpy; any other order element by element. */
 static void block_copy(const TrtType *t, const int64_t *key, char *chunk, char *tensor, int to_chunk)
 {
 	RtBlock b;
 	rt_block_of(t, key, &b);
 	size_t es = rt_dtype_size(t->dtype);
+	if (b.identity) {
+		size_t len = (size_t)b.run * es;
+		for (int64_t i = 0; i < b.nrun; i++) {
+			char *w = tensor + (size_t)rt_block_run(t, &b, i) * es, *c = chunk + (size_t)i * len;
+			memcpy(to_chunk ? c : w, to_chunk ? w : c, len);
+		}
+		return;
+	}
 	int64_t cs[TRT_MAXDIM] = {0}, idx[TRT_MAXDIM] = {0}, s = 1, total = 1;
 	for (int c = t->nchunk - 1; c >= 0; c--) {
 		cs[t->chunkdim[c]] = s;
@@ -370,19 +380,71 @@ static void exchange(TrtIstRun *x)
 
 /* ---- the subnet's params ---- */
 
-/* The subnet's element of param p at local row-major index e: its whole index. */
-static int64_t whole_index(const TrtIstRun *x, int p, int64_t e)
+/* Row elements w[map[i]] into buf[i] (in), or back: memcpy of a constant
+ * size for the sizes params have, so each is a load and a store, not a
+ * call. */
+#define GATHER_ROW(ES)                                                          \
+	for (int64_t i = 0; i < n; i++)                                         \
+		if (in)                                                         \
+			memcpy(buf + i * (ES), w + map[i] * (ES), (ES));        \
+		else                                                            \
+			memcpy(w + map[i] * (ES), buf + i * (ES), (ES))
+static void gather_row(char *buf, char *w, const int64_t *map, int64_t n, size_t es, int in)
+{
+	if (es == 4)
+		GATHER_ROW(4);
+	else if (es == 8)
+		GATHER_ROW(8);
+	else
+		GATHER_ROW((int64_t)es);
+}
+#undef GATHER_ROW
+
+/*
+ * The subnet's slice of param p, between the whole param and buf (the
+ * slice dense, row-major): into buf when in, else out of it.  Local index
+ * i of a split dim d is whole index nbr[split][i], of any other i itself;
+ * a row along the last dim is one memcpy when that dim is not split, else
+ * its elements one by one; the rows' offsets are kept as the walk goes, not
+ * divided out of each element's index (per element that was a third of an
+ * IST step's time on mnist_ist).
+ */
+static void subnet_slice(const TrtIstRun *x, int p, char *buf, int in)
 {
 	const TrtTensor *t = tensor_of(x, p);
 	const TrtIstParam *q = &x->d->params[p];
-	int64_t w = 0, stride = 1;
-	for (int d = t->rank - 1; d >= 0; d--) {
-		int64_t n = q->local->extent[d], i = e % n;
-		e /= n;
-		w += (q->split[d] >= 0 ? x->nbr[q->split[d]][i] : i) * stride;
-		stride *= t->shape[d];
+	size_t es = x->es[p];
+	char *whole = x->whole[p];
+	if (t->rank == 0) {
+		memcpy(in ? buf : whole, in ? whole : buf, es);
+		return;
 	}
-	return w;
+	int last = t->rank - 1;
+	int64_t stride[TRT_MAXDIM], idx[TRT_MAXDIM] = {0}, s = 1, rows = 1;
+	const int64_t *map[TRT_MAXDIM];
+	for (int d = last; d >= 0; d--) {
+		stride[d] = s;
+		s *= t->shape[d];
+		map[d] = q->split[d] >= 0 ? x->nbr[q->split[d]] : NULL;
+		if (d < last)
+			rows *= q->local->extent[d];
+	}
+	int64_t n = q->local->extent[last];
+	for (int64_t r = 0; r < rows; r++, buf += (size_t)n * es) {
+		int64_t base = 0;
+		for (int d = 0; d < last; d++)
+			base += (map[d] ? map[d][idx[d]] : idx[d]) * stride[d];
+		char *w = whole + (size_t)base * es;
+		if (!map[last])
+			memcpy(in ? buf : w, in ? w : buf, (size_t)n * es);
+		else
+			gather_row(buf, w, map[last], n, es, in);
+		for (int d = last - 1; d >= 0; d--) {
+			if (++idx[d] < q->local->extent[d])
+				break;
+			idx[d] = 0;
+		}
+	}
 }
 
 static int64_t local_size(const TrtIstParam *q)
@@ -408,14 +470,12 @@ static void subnet_copy(TrtIstRun *x, const TrtParams *local, int in)
 		int64_t n = local_size(q);
 		char *buf = rt_alloc((size_t)n * es + 1);
 		if (in) {
-			for (int64_t e = 0; e < n; e++)
-				memcpy(buf + (size_t)e * es, x->whole[p] + (size_t)whole_index(x, p, e) * es, es);
+			subnet_slice(x, p, buf, 1);
 			trt_free(*var);
 			*var = whole_to_rel(q->local, q->place, buf);
 		} else if (*var) {
 			rel_to_whole(*var, buf);
-			for (int64_t e = 0; e < n; e++)
-				memcpy(x->whole[p] + (size_t)whole_index(x, p, e) * es, buf + (size_t)e * es, es);
+			subnet_slice(x, p, buf, 0);
 		}
 		free(buf);
 	}
