@@ -4,6 +4,8 @@
  * The front end, once:
  *   fe_parse          text -> AST
  *   fe_compile        sema + lowering: AST -> TRA
+ *   opt_contract_forward  products in a cheaper order that holds no   (-O1, -O2)
+ *                     bigger intermediate, before the backward reads them
  *   opt_autodiff      grad(loss, W) -> backward TRA
  *   opt_hoist         loop-invariant code out of repeat blocks     (-O1, -O2)
  *   opt_contract      sums of products in the cheapest order        (-O1, -O2)
@@ -182,6 +184,13 @@ static int frontend(Pipeline *pl, int file, FILE *out)
 		return 1;
 	if (pl->syntax_only)
 		return 0;
+
+	/* a product's forward order, before the backward pass reads its
+	 * intermediates (no bigger ones than lowering's) */
+	if (pl->opt.level > 0) {
+		opt_contract_forward(p);
+		verify(p, "forward contraction order");
+	}
 
 	/* grad(loss, W) -> the backward computation, in TRA */
 	opt_autodiff(p);

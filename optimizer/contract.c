@@ -57,6 +57,7 @@ typedef struct Tree {
 	int out[MAXDIM];        /* the root's key dims' variables */
 	RelType roottype;
 	double cur_flops;       /* of the order lowering made */
+	double cur_largest;     /* its largest intermediate, in elements */
 	bool ok;
 } Tree;
 
@@ -106,7 +107,9 @@ static int fresh(Tree *t, int64_t extent)
 
 /* Walk op with its key dims named by vars; internal ops are marked.
  * Returns the variables of op's result; adds the flops of the order
- * lowering made (each join: its operands' variables) to cur_flops. */
+ * lowering made (each join: its operands' variables) to cur_flops and
+ * notes its largest intermediate (an op expanded below the top: the
+ * root, and a sum's join, are not intermediates of their own). */
 static VarSet walk(Tree *t, int i, const int *vars, bool top, bool *inner)
 {
 	VarSet mine = 0;
@@ -114,6 +117,8 @@ static VarSet walk(Tree *t, int i, const int *vars, bool top, bool *inner)
 		mine |= 1ull << vars[d];
 	const TraOp *op = &t->p->ops.v[i];
 	bool expand = top || (t->uses[i] == 1 && op->stmt == t->stmt);
+	if (expand && !top && (sum_node(t->p, t->uses, op) || product_join(op)))
+		t->cur_largest = fmax(t->cur_largest, vol(t, mine));
 	if (expand && sum_node(t->p, t->uses, op)) {
 		const TraOp *j = &t->p->ops.v[op->u.agg.in];
 		int jv[MAXDIM];
@@ -385,13 +390,21 @@ static Val contract(Build *b, Val x, Val y, VarSet keep, int nchunk, const int *
 	return out;
 }
 
-/* The variables of a set, in a stable order (ascending). */
-static int vars_of(VarSet v, int *out)
+/* The variables of a set in the order they first appear in the leaves,
+ * left to right: an intermediate's keys then follow its operands' (H[j,g]
+ * W[g,c] keyed [j,c], not [c,j]), which is the layout a sparse product
+ * with it reads by rows. */
+static int vars_of(const Tree *t, VarSet v, int *out)
 {
 	int n = 0;
-	for (int i = 0; i < MAXVAR; i++)
-		if (v >> i & 1)
-			out[n++] = i;
+	for (int l = 0; l < t->nleaf; l++)
+		for (int d = 0; d < t->leaf[l].nvar; d++) {
+			int x = t->leaf[l].var[d];
+			if (v >> x & 1) {
+				out[n++] = x;
+				v &= ~(1ull << x);
+			}
+		}
 	return n;
 }
 
@@ -415,7 +428,7 @@ static Val build_node(Build *b, const Plan *pl, int ni, bool root)
 	}
 	VarSet keep = kept(b->o, nd->set);
 	int vars[MAXVAR];
-	int n = vars_of(keep, vars);
+	int n = vars_of(b->t, keep, vars);
 	return contract(b, x, y, keep, n, vars, n, vars);
 }
 
@@ -444,7 +457,8 @@ static double plan_largest(const Order *o, const Plan *pl)
 	return most;
 }
 
-int opt_contract_within(TraProg *p, double limit, double *largest)
+/* limit < 0: each tree's own, its current order's largest intermediate */
+static int contract_trees(TraProg *p, double limit, double *largest)
 {
 	int n = p->ops.n, done = 0;
 	int *uses = xcalloc(n + 1, sizeof *uses);
@@ -490,7 +504,7 @@ int opt_contract_within(TraProg *p, double limit, double *largest)
 		ord->outv = 0;
 		for (int d = 0; d < t->nout; d++)
 			ord->outv |= 1ull << t->out[d];
-		ord->limit = limit;
+		ord->limit = limit < 0 ? t->cur_largest : limit;
 		Plan *pl = &plans[i];
 		bool ok = t->nleaf <= EXACT ? order_exact(ord, pl) : order_greedy(ord, pl);
 		if (ok && largest)
@@ -551,4 +565,14 @@ int opt_contract_within(TraProg *p, double limit, double *largest)
 	free(inner);
 	free(uses);
 	return done;
+}
+
+int opt_contract_within(TraProg *p, double limit, double *largest)
+{
+	return contract_trees(p, limit, largest);
+}
+
+int opt_contract_forward(TraProg *p)
+{
+	return contract_trees(p, -1, NULL);
 }

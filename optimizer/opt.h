@@ -226,6 +226,11 @@ int opt_contract_within(TraProg *p, double limit, double *largest);
 double opt_contract_limit(const OptOptions *o, int nranks);
 /* opt_contract_within at o's limit for o->nranks. */
 int opt_contract(TraProg *p, const OptOptions *o);
+/* Before autodiff: every tree in its cheapest order whose intermediates
+ * are none bigger than the largest of the order lowering made, so that no
+ * rank count's bound is crossed that lowering's order did not cross; the
+ * backward pass then follows the cheaper forward (Z = A H W: A (H W)). */
+int opt_contract_forward(TraProg *p);
 
 /* sparse.c: which relations are stored sparse or may have holes (marks
  * every op's type; run after the passes that add ops, before blocking) */

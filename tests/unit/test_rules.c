@@ -477,6 +477,46 @@ static const char *programs[] = {
 	transe,
 };
 
+/* Before autodiff a product is put in its cheaper order only when no
+ * intermediate of it is bigger than one lowering's order holds, and an
+ * intermediate's keys follow its operands' (H[j,g] W[g,c] is keyed [j,c],
+ * the layout a sparse product reads by rows). */
+static bool has_type(const TraProg *p, int64_t e0, int64_t e1)
+{
+	for (int i = 0; i < p->ops.n; i++) {
+		const RelType *t = &p->ops.v[i].type;
+		if (p->ops.v[i].kind != TRA_INPUT && t->nkey == 2 && t->extent[0] == e0 && t->extent[1] == e1)
+			return true;
+	}
+	return false;
+}
+
+static void test_contract_forward(void **state)
+{
+	(void)state;
+	/* Z = (A H) W as written: A H is 8 x 6; A (H W) holds 8 x 3, fewer flops */
+	const char *gcn = "size V = 8, G = 6, C = 3;\ninput A[V, V];\ninput H[V, G];\ninput W[G, C];\n"
+	                  "Z[i, c] = A[i, j] * H[j, g] * W[g, c];\noutput Z;\n";
+	TraProg *p = compile(gcn);
+	assert_false(has_type(p, 8, 3) && !has_type(p, 8, 6));
+	assert_int_equal(opt_contract_forward(p), 1);
+	Buf err = {0};
+	if (!tra_verify(p, &err))
+		fail_msg("forward order made invalid TRA: %s", err.s);
+	if (!has_type(p, 8, 3) || has_type(p, 3, 8))
+		fail_msg("H W is not keyed [j, c]");
+	tra_free(p);
+	/* (X Y) Z as written: 3*2*6 + 3*6*10 = 216 flops, X Y 3 x 6 = 18;
+	 * X (Y Z): 2*6*10 + 3*2*10 = 180, but Y Z is 2 x 10 = 20 */
+	const char *wider = "size I = 3, J = 2, K = 6, L = 10;\ninput X[I, J];\ninput Y[J, K];\ninput Z[K, L];\n"
+	                    "R[i, l] = X[i, j] * Y[j, k] * Z[k, l];\noutput R;\n";
+	p = compile(wider);
+	assert_int_equal(opt_contract_forward(p), 0);
+	assert_int_equal(opt_contract_within(p, INFINITY, NULL), 1);
+	assert_true(has_type(p, 2, 10));
+	tra_free(p);
+}
+
 static void test_search(void **state)
 {
 	(void)state;
@@ -729,6 +769,7 @@ int main(void)
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_conditions),
 		cmocka_unit_test(test_rules),
+		cmocka_unit_test(test_contract_forward),
 		cmocka_unit_test(test_search),
 		cmocka_unit_test(test_impls),
 		cmocka_unit_test(test_fuse_scatters),
