@@ -139,6 +139,18 @@ static void add_to(TrtDtype dt, void *acc, const void *x)
 	rt_bug("bad dtype %d", (int)dt);
 }
 
+/* rt_elem_zero's test, inlined in pile_chunk's loop over every element */
+static inline int is_zero(TrtDtype dt, const void *v)
+{
+	switch (dt) {
+	case TRT_F32: return *(const float *)v == 0;
+	case TRT_F64: return *(const double *)v == 0;
+	case TRT_I32: return *(const int32_t *)v == 0;
+	case TRT_I64: return *(const int64_t *)v == 0;
+	}
+	rt_bug("bad dtype %d", (int)dt);
+}
+
 /* The elements of one block, as read: position in the chunk and value. */
 typedef struct Pile {
 	int64_t n, cap;
@@ -159,6 +171,20 @@ typedef struct Reader {
 	TrtRel *out;                    /* the blocks made so far */
 } Reader;
 
+/* Into block lin's pile: an element at position cell of its chunk. */
+static void pile_add(Reader *rd, int64_t lin, int64_t cell, const char *v)
+{
+	Pile *p = &rd->pile[lin];
+	if (p->n == p->cap) {
+		p->cap = p->cap ? 2 * p->cap : 16;
+		p->cell = rt_realloc(p->cell, sizeof *p->cell * (size_t)p->cap);
+		p->val = rt_realloc(p->val, rd->es * (size_t)p->cap);
+	}
+	p->cell[p->n] = cell;
+	memcpy(p->val + (size_t)p->n * rd->es, v, rd->es);
+	p->n++;
+}
+
 /* Element (i, j) of the matrix, of value v: into its block's pile, if this
  * rank keeps the block. */
 static void keep(Reader *rd, int64_t i, int64_t j, const char *v)
@@ -167,17 +193,44 @@ static void keep(Reader *rd, int64_t i, int64_t j, const char *v)
 	int64_t idx[2] = { i, j }, key[2] = { i / t->block[0], j / t->block[1] };
 	int64_t lin = key[0] * rd->f1 + key[1];
 
-	if (!rd->own[lin])
+	if (rd->own[lin])
+		pile_add(rd, lin, rt_csr_cell(t, key, idx), v);
+}
+
+/* Line l's elements ix[0 .. m) (a run of one row of a csr, or of one
+ * column of a csc), values val: keep's, with the line's block and offset
+ * taken once and each element's block found by walking the blocks of the
+ * other dim as its indices go up (a canonical file's do), dividing only
+ * when one goes down.  Indices are in range. */
+static void keep_line(Reader *rd, int major, int64_t l, const int64_t *ix, int64_t m, const char *val)
+{
+	const TrtType *t = rd->t;
+	int o = 1 - major;
+	int64_t bl = t->block[major], bo = t->block[o], kl = l / bl, rl = l - kl * bl;
+	/* the position in the chunk: row-major over its chunk dims in order */
+	int lfirst = t->chunkdim[0] == major;
+	int64_t ext_l = t->extent[major] - kl * bl < bl ? t->extent[major] - kl * bl : bl;
+	int64_t ko = -1, lo = 0, hi = 0, lin = 0, n_o = 0;
+	int own = 0;
+
+	if (t->nchunk != 2) {           /* not a 2-d chunk: element by element */
+		for (int64_t i = 0; i < m; i++)
+			keep(rd, major ? ix[i] : l, major ? l : ix[i], val + (size_t)i * rd->es);
 		return;
-	Pile *p = &rd->pile[lin];
-	if (p->n == p->cap) {
-		p->cap = p->cap ? 2 * p->cap : 16;
-		p->cell = rt_realloc(p->cell, sizeof *p->cell * (size_t)p->cap);
-		p->val = rt_realloc(p->val, rd->es * (size_t)p->cap);
 	}
-	p->cell[p->n] = rt_csr_cell(t, key, idx);
-	memcpy(p->val + (size_t)p->n * rd->es, v, rd->es);
-	p->n++;
+	for (int64_t i = 0; i < m; i++) {
+		int64_t x = ix[i];
+		if (x < lo || x >= hi) {
+			ko = x >= hi && x < hi + bo ? ko + 1 : x / bo;
+			lo = ko * bo;
+			hi = lo + bo;
+			n_o = t->extent[o] - lo < bo ? t->extent[o] - lo : bo;
+			lin = major ? ko * rd->f1 + kl : kl * rd->f1 + ko;
+			own = rd->own[lin];
+		}
+		if (own)
+			pile_add(rd, lin, lfirst ? rl * n_o + (x - lo) : (x - lo) * ext_l + rl, val + (size_t)i * rd->es);
+	}
 }
 
 /* indptr[l0 .. l0+k] in p: starts at 0, never decreases, ends at nnz. */
@@ -222,19 +275,22 @@ static int read_lines(Reader *rd, int major, const int64_t *p, int64_t l0, int64
 		int64_t m = p[k] - e0 < BATCH ? p[k] - e0 : BATCH;
 		if (!rt_arr_ints(&rd->idx, e0, m, ix, why, len) || !rt_arr_vals(&rd->data, e0, m, val, why, len))
 			return 0;
-		for (int64_t i = 0; i < m; i++) {
-			while (p[q + 1] <= e0 + i)
-				q++;
+		for (int64_t i = 0; i < m; i++)
 			if (ix[i] < 0 || ix[i] >= width) {
+				while (p[q + 1] <= e0 + i)
+					q++;
 				snprintf(why, len, "%s: index %lld in %s %lld is outside [0, %lld)", rd->idx.name,
 				         (long long)ix[i], major ? "column" : "row", (long long)(l0 + q),
 				         (long long)width);
 				return 0;
 			}
-			if (major)
-				keep(rd, ix[i], l0 + q, val + (size_t)i * rd->es);
-			else
-				keep(rd, l0 + q, ix[i], val + (size_t)i * rd->es);
+		/* line by line: the batch's part of each */
+		for (int64_t i = 0; i < m;) {
+			while (p[q + 1] <= e0 + i)
+				q++;
+			int64_t end = p[q + 1] - e0 < m ? p[q + 1] - e0 : m;
+			keep_line(rd, major, l0 + q, ix + i, end - i, val + (size_t)i * rd->es);
+			i = end;
 		}
 		e0 += m;
 	}
@@ -376,11 +432,12 @@ static Chunk *pile_chunk(const Reader *rd, Pile *p, const int64_t *key)
 		/* the sum of the run at i goes to slot m, which is never after i */
 		int64_t j = i + 1;
 		char *acc = p->val + (size_t)m * es;
-		memmove(acc, p->val + (size_t)i * es, es);
+		if (m != i)
+			memcpy(acc, p->val + (size_t)i * es, es);
 		for (; j < p->n && p->cell[j] == p->cell[i]; j++)
 			add_to(dt, acc, p->val + (size_t)j * es);
 		p->cell[m] = p->cell[i];
-		m += !rt_elem_zero(dt, acc, 0);
+		m += !is_zero(dt, acc);
 		i = j;
 	}
 	if (!m)
@@ -389,9 +446,14 @@ static Chunk *pile_chunk(const Reader *rd, Pile *p, const int64_t *key)
 	Chunk *c = rt_csr_new(dt, nrow, ncol, m);
 	RtCsr s = rt_csr_mut(c, dt);
 	memset(s.rowptr + 1, 0, sizeof *s.rowptr * (size_t)nrow);
-	for (int64_t i = 0; i < m; i++) {
-		s.rowptr[p->cell[i] / ncol + 1]++;
-		s.col[i] = p->cell[i] % ncol;
+	/* cells ascend: each one's row by walking the rows, not dividing */
+	for (int64_t i = 0, r = 0, end = ncol; i < m; i++) {
+		while (p->cell[i] >= end) {
+			r++;
+			end += ncol;
+		}
+		s.rowptr[r + 1]++;
+		s.col[i] = p->cell[i] - (end - ncol);
 	}
 	for (int64_t r = 0; r < nrow; r++)
 		s.rowptr[r + 1] += s.rowptr[r];
