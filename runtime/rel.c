@@ -188,8 +188,8 @@ void rt_check_key(const TrtType *t, const int64_t *key)
  * raised only as far as twice the biggest block it mapped and freed): a
  * loop step that frees its transients and makes them again then faults in
  * every page of a new chunk each step.  mnist_mlp's dZ W2^T, a 100 KiB C,
- * took 21-31 us a call, 10 page faults a call, against 8 us without
- * (bench/README.md, "Roofline").  So, once, before the first chunk
+ * took 25-27 us a call under mpirun, 10 page faults a call, and 12-18 us
+ * with the heap kept (bench/README.md, "Roofline").  So, once, before the first chunk
  * (heap_init), the heap keeps up to CACHE_MIN free at its top, as the
  * mapping cache does, and blocks below HEAP_MAX come from the heap: setting
  * one threshold turns off glibc's moving of both, and a chunk of BIG bytes
