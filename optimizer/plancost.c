@@ -382,13 +382,69 @@ void opt_cost(IaPlan *p, const Machine *mach)
 }
 
 /*
+ * What runtime/ist.c does on each rank around an IST loop's steps, in
+ * seconds a run of the loop, priced as bytes at memcpy's rate:
+ *   - per run, every param copied whole from the program's chunks and back
+ *     (rel_to_whole, whole_to_rel), and each entry of a split param walked
+ *     4 times: holder lists set, then gather_whole's count, pack and place,
+ *     which copy every entry (its own or another rank's) one by one;
+ *   - per round, each split param's entries walked 4 times (entry_owners,
+ *     then walk_moves' count, pack and place), the exchanged entries copied
+ *     twice (packed, placed); each param's subnet slice copied 4 times
+ *     (subnet_slice and block_copy, in and out), an element of a slice
+ *     whose last dim is split one at a time through its neuron's index
+ *     (8 bytes more), and each row of a slice slice_row.
+ * An entry's walk is its holder's and owner's ints, 8 bytes: a walk took
+ * 0.8-1.6 ns an entry on the development machine, 8 bytes at its memcpy
+ * rate 1 ns.  The body's tensors hold the subnet's shapes: a split dim's
+ * whole extent is n times its own.
+ */
+#define IST_WALK_BYTES 8.0
+static double ist_copies(const TraProg *body, const IstLoop *l, int n, const IstTraffic *tr, const Machine *m)
+{
+	double run = 0, round = 0, rows = 0;
+	for (int i = 0; i < body->tensors.n; i++) {
+		const Tensor *ten = &body->tensors.v[i];
+		bool loaded = false;
+		for (int k = 0; k < body->ops.n && !loaded; k++)
+			loaded = body->ops.v[k].kind == TRA_LOAD && body->ops.v[k].u.init.tensor == i;
+		if (ten->role != TENSOR_PARAM || !loaded)
+			continue;
+		double es = dtype_size(ten->dtype), whole = 1, sub = 1, prow = 1;
+		bool last_split = false;
+		int nsplit = 0;
+		for (int d = 0; d < ten->rank; d++) {
+			bool split = false;
+			for (int z = 0; z < l->nsplit && ten->dimsize[d]; z++)
+				split |= !strcmp(ten->dimsize[d], l->split[z]);
+			nsplit += split;
+			last_split = split && d == ten->rank - 1;
+			whole *= (double)ten->shape[d] * (split ? n : 1);
+			sub *= (double)ten->shape[d];
+			if (d < ten->rank - 1)
+				prow *= (double)ten->shape[d];
+		}
+		run += 2 * whole * es;
+		round += 4 * sub * es + (last_split ? 2 * sub * 8 : 0);
+		rows += 2 * prow;
+		if (nsplit > 0) {
+			run += 4 * whole * IST_WALK_BYTES + whole * es;
+			round += 4 * whole * IST_WALK_BYTES;
+		}
+	}
+	round += 2 * tr->exchange * 4 / n;
+	return (run + (double)tr->rounds * round) / m->memcpy_bw + (double)tr->rounds * rows * m->slice_row;
+}
+
+/*
  * An IST loop's seconds a run (runtime/ist.c, trt_ist): each rank runs its
  * own steps (b = rank, rank + n, ...: the busiest ceil(count / n)) of the
  * body's plan for one subnet, whose ops inside the loop are one step
  * (their seconds at the times they run, over the loop op's); each round,
  * the split params' slices exchanged (an alltoallv of ist_traffic's
  * floats, each rank its share) and the unsplit ones averaged (an
- * allreduce); after the last, the params gathered (an allgatherv).
+ * allreduce); after the last, the params gathered (an allgatherv); and
+ * the copies and walks around the steps (ist_copies).
  */
 void opt_cost_ist(IaPlan *p, int loop, const IaPlan *body, const Machine *mach)
 {
@@ -417,7 +473,7 @@ void opt_cost_ist(IaPlan *p, int loop, const IaPlan *body, const Machine *mach)
 		        (tr.average > 0 ? machine_coll(mach, COLL_ALLREDUCE, tr.average * f / (2.0 * (n - 1))) : 0);
 		gather = machine_coll(mach, COLL_ALLGATHER, tr.gather * f / n);
 	}
-	double run = most * step + (double)tr.rounds * round + gather;
+	double run = most * step + (double)tr.rounds * round + gather + ist_copies(body->tra, l, n, &tr, mach);
 	IaLoops pl;
 	ia_loops(p, &pl);
 	for (int i = 0; i < p->ops.n; i++) {
