@@ -864,6 +864,32 @@ static void test_row_reduce(void **state)
 	assert_true(fabs(c1 - c0) < 1e-15);
 	double base = 4 * share * m.call_overhead + m.local_op_overhead;
 	assert_true(fabs(r1 - base - elems * share * 5e-9) < 1e-9 * r1);
+	/* a join reducing along the rows of both inputs runs the same loop
+	 * (nnsearch's dist[n] = proj[n, e] * diff[n, e]): no gemm, row_reduce
+	 * an element; its sum over the rows' other dim is the loop rate's */
+	Kernel *dot[2];
+	for (int i = 0; i < 2; i++) {
+		Kernel *k = dot[i] = kernel_new(a, 2);
+		k->nlab = 2;
+		for (int j = 0; j < 2; j++) {
+			k->nindim[j] = 2;
+			k->inlab[j][0] = 0;
+			k->inlab[j][1] = 1;
+		}
+		k->noutdim = 1;
+		k->outlab[0] = i ? 1 : 0;
+		k->reduces = true;
+		k->red = AGG_ADD;
+		k->expr = kx_op(a, KOP_MUL, kx_in(a, 0), kx_in(a, 1), NULL);
+	}
+	JoinSpec on = {.nmatch = 2, .lkey = {0, 1}, .rkey = {0, 1}};
+	double j1 = cost_join(&c, dot[0], &t, &t, &on, &part0, NULL).seconds;
+	double k1 = cost_join(&c, dot[1], &t, &t, &on, &part0, NULL).seconds;
+	m.row_reduce = 0;
+	double j0 = cost_join(&c, dot[0], &t, &t, &on, &part0, NULL).seconds;
+	assert_true(fabs(j0 - base - elems * share * 2 / m.loop_rate) < 1e-9 * j0);
+	assert_true(fabs(j1 - base - elems * share * 5e-9) < 1e-9 * j1);
+	assert_true(fabs(cost_join(&c, dot[1], &t, &t, &on, &part0, NULL).seconds - k1) < 1e-15);
 	arena_free(a);
 }
 
