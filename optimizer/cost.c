@@ -701,11 +701,16 @@ static bool streamed(const Contraction *g, int o)
  * into an output with dims: the generated loop (codegen/kernel.c,
  * emit_loop_kernel) then takes the output's rows in tiles, the tile's loop
  * innermost and strided by the row, at the machine's row_reduce an
- * element whatever the loop rate. */
+ * element whatever the loop rate.  Likewise a kernel reducing to one
+ * scalar, which stays a scalar loop: each element's add waits for the
+ * last one's (mf.tra's sum[i, j](E[i, j] * E[i, j]), 480k elements a
+ * rank, took 0.97 ns an element where the loop rate priced 0.27). */
 static bool reduces_rows(const Kernel *k, const RelType *in)
 {
-	if (!k->reduces || k->noutdim == 0 || in->nchunk == 0)
+	if (!k->reduces || in->nchunk == 0)
 		return false;
+	if (k->noutdim == 0)
+		return true;
 	int inner = k->inlab[0][in->chunkdim[in->nchunk - 1]];
 	for (int c = 0; c < k->noutdim; c++)
 		if (k->outlab[c] == inner)

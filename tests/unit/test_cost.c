@@ -890,6 +890,22 @@ static void test_row_reduce(void **state)
 	assert_true(fabs(j0 - base - elems * share * 2 / m.loop_rate) < 1e-9 * j0);
 	assert_true(fabs(j1 - base - elems * share * 5e-9) < 1e-9 * j1);
 	assert_true(fabs(cost_join(&c, dot[1], &t, &t, &on, &part0, NULL).seconds - k1) < 1e-15);
+	/* a reduction to one scalar stays a scalar loop, one add after another
+	 * (mf's sum[i, j](E[i, j] * E[i, j])): row_reduce an element too */
+	Kernel *all = kernel_new(a, 1);
+	all->nlab = 2;
+	all->nindim[0] = 2;
+	all->inlab[0][0] = 0;
+	all->inlab[0][1] = 1;
+	all->noutdim = 0;
+	all->reduces = true;
+	all->red = AGG_ADD;
+	all->expr = kx_op(a, KOP_MUL, kx_in(a, 0), kx_in(a, 0), NULL);
+	double s0 = cost_map(&c, all, &t, &part0).seconds;
+	assert_true(fabs(s0 - base - elems * share * 2 / m.loop_rate) < 1e-9 * s0);
+	m.row_reduce = 5e-9;
+	double s1 = cost_map(&c, all, &t, &part0).seconds;
+	assert_true(fabs(s1 - base - elems * share * 5e-9) < 1e-9 * s1);
 	arena_free(a);
 }
 
