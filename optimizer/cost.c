@@ -697,25 +697,34 @@ static bool streamed(const Contraction *g, int o)
 	return false;
 }
 
-/* Whether k reduces along its input's contiguous dim (the chunk's last)
- * into an output with dims: the generated loop (codegen/kernel.c,
- * emit_loop_kernel) then takes the output's rows in tiles, the tile's loop
- * innermost and strided by the row, at the machine's row_reduce an
- * element whatever the loop rate.  Likewise a kernel reducing to one
- * scalar, which stays a scalar loop: each element's add waits for the
- * last one's (mf.tra's sum[i, j](E[i, j] * E[i, j]), 480k elements a
- * rank, took 0.97 ns an element where the loop rate priced 0.27). */
-static bool reduces_rows(const Kernel *k, const RelType *in)
+/* Whether k's generated loop reduces with its adds in one chain: a kernel
+ * reducing into an output with dims takes the output's innermost label in
+ * tiles (codegen/kernel.c, emit_loop_kernel), the tile's loop innermost;
+ * when an input holds that label along any dim but its contiguous one
+ * (the chunk's last), the tile's loop strides by the input's row, at the
+ * machine's row_reduce an element whatever the loop rate (attention's
+ * max[c] and sum[c]; nnsearch's join dist[n] = proj[n, e] * diff[n, e],
+ * 1.3 ns an element where the loop rate priced 0.27; not gcn's A[i, j] *
+ * relu(H[j, c]), whose tile runs along H's rows).  A kernel reducing to
+ * one scalar stays a scalar loop: each element's add waits for the last
+ * one's (mf.tra's sum[i, j](E[i, j] * E[i, j]), 480k elements a rank,
+ * took 0.97 ns an element where the loop rate priced 0.27). */
+static bool reduces_rows(const Kernel *k, int nin, const RelType *const *in)
 {
-	if (!k->reduces || in->nchunk == 0)
+	if (!k->reduces)
 		return false;
 	if (k->noutdim == 0)
 		return true;
-	int inner = k->inlab[0][in->chunkdim[in->nchunk - 1]];
-	for (int c = 0; c < k->noutdim; c++)
-		if (k->outlab[c] == inner)
-			return false;
-	return true;
+	int tile = k->outlab[k->noutdim - 1];
+	for (int i = 0; i < nin; i++) {
+		if (in[i]->nchunk == 0)
+			continue;
+		int last = in[i]->chunkdim[in[i]->nchunk - 1];
+		for (int d = 0; d < k->nindim[i]; d++)
+			if (k->inlab[i][d] == tile && d != last)
+				return true;
+	}
+	return false;
 }
 
 /*
@@ -786,10 +795,8 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	}
 	x.flops = n * kernel_per(k);
 	double per = kernel_secs(k, rate);
-	/* the generated loop (not a gemm: kernel_rate gave the loop rate) reducing
-	 * along its rows, as a map's (nnsearch's dist[n] = proj[n, e] * diff[n, e]:
-	 * 1.3 ns an element where the loop rate priced 0.27) */
-	if (!mask && rate == c->m->loop_rate && reduces_rows(k, l))
+	/* the generated loop (not a gemm: kernel_rate gave the loop rate) */
+	if (!mask && rate == c->m->loop_rate && reduces_rows(k, 2, in))
 		per = fmax(per, c->m->row_reduce);
 	double work = fmax(n * per, sparse_visits(k, 2, in, mask) * c->m->sparse_elem);
 	x.seconds = work * share + (double)rel_ntuples(&jt) * share * c->m->call_overhead + c->m->local_op_overhead;
@@ -935,7 +942,7 @@ Cost cost_map(const CostCtx *c, const Kernel *k, const RelType *in, const Place 
 	double share = cost_share(c, in, p);
 	x.flops = n * kernel_per(k);
 	double per = kernel_secs(k, c->m->loop_rate);
-	if (reduces_rows(k, in))
+	if (reduces_rows(k, 1, ins))
 		per = fmax(per, c->m->row_reduce);
 	double work = fmax(n * per, sparse_visits(k, 1, ins, NULL) * c->m->sparse_elem);
 	x.seconds = work * share + (double)rel_ntuples(in) * share * c->m->call_overhead + c->m->local_op_overhead;

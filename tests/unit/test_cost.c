@@ -890,6 +890,29 @@ static void test_row_reduce(void **state)
 	assert_true(fabs(j0 - base - elems * share * 2 / m.loop_rate) < 1e-9 * j0);
 	assert_true(fabs(j1 - base - elems * share * 5e-9) < 1e-9 * j1);
 	assert_true(fabs(cost_join(&c, dot[1], &t, &t, &on, &part0, NULL).seconds - k1) < 1e-15);
+	/* not a join whose tile runs along an input's rows: gcn's
+	 * A[i, j] * relu(H[j, c]) summed over j (no gemm: the relu), the tile
+	 * over c, H's contiguous dim; the loop rate's with row_reduce or not */
+	Kernel *prod = kernel_new(a, 2);
+	prod->nlab = 3;
+	prod->nindim[0] = prod->nindim[1] = 2;
+	prod->inlab[0][0] = 0;
+	prod->inlab[0][1] = 1;
+	prod->inlab[1][0] = 1;
+	prod->inlab[1][1] = 2;
+	prod->noutdim = 2;
+	prod->outlab[0] = 0;
+	prod->outlab[1] = 2;
+	prod->reduces = true;
+	prod->red = AGG_ADD;
+	prod->expr = kx_op(a, KOP_MUL, kx_in(a, 0), kx_op(a, KOP_RELU, kx_in(a, 1), NULL, NULL), NULL);
+	JoinSpec mm = {.nmatch = 1, .lkey = {1}, .rkey = {0}};
+	RelType h = type2(2000, 1000, 64, 64);
+	double p0 = cost_join(&c, prod, &t, &h, &mm, &part0, NULL).seconds;
+	m.row_reduce = 5e-9;
+	assert_true(fabs(cost_join(&c, prod, &t, &h, &mm, &part0, NULL).seconds - p0) < 1e-15);
+	assert_true(fabs(cost_join(&c, dot[0], &t, &t, &on, &part0, NULL).seconds - j1) < 1e-15);
+	m.row_reduce = 0;
 	/* a reduction to one scalar stays a scalar loop, one add after another
 	 * (mf's sum[i, j](E[i, j] * E[i, j])): row_reduce an element too */
 	Kernel *all = kernel_new(a, 1);
