@@ -206,7 +206,6 @@ void rt_check_key(const TrtType *t, const int64_t *key)
 #define PAGE ((size_t)4096)
 #define CACHE_SLOTS 64
 #define CACHE_MIN ((double)(64 << 20))
-#define HEAP_MAX (4 * BIG)
 #define MALLOC_MAP ((size_t)32 << 20)
 
 static struct { void *p; size_t len; } cache[CACHE_SLOTS];
