@@ -453,6 +453,10 @@ typedef struct IstTraffic {
 	int64_t rounds;                 /* per run of the loop */
 } IstTraffic;
 IstTraffic ist_traffic(const TraProg *body, const IstLoop *l, int n);
+/* Whether tensor is a param an IST body loads (one the loop trains). */
+bool ist_param_loaded(const TraProg *body, int tensor);
+/* Whether dim d of tensor ten is one of l's split sizes. */
+bool ist_dim_split(const IstLoop *l, const Tensor *ten, int d);
 
 TraProg *tra_new(void);
 void tra_free(TraProg *p);

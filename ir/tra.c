@@ -910,6 +910,24 @@ bool kx_distributes(const KExpr *e, AggKind agg, bool *uses_in)
 	}
 }
 
+bool ist_dim_split(const IstLoop *l, const Tensor *ten, int d)
+{
+	for (int z = 0; z < l->nsplit && ten->dimsize[d]; z++)
+		if (!strcmp(ten->dimsize[d], l->split[z]))
+			return true;
+	return false;
+}
+
+bool ist_param_loaded(const TraProg *body, int tensor)
+{
+	if (body->tensors.v[tensor].role != TENSOR_PARAM)
+		return false;
+	for (int k = 0; k < body->ops.n; k++)
+		if (body->ops.v[k].kind == TRA_LOAD && body->ops.v[k].u.init.tensor == tensor)
+			return true;
+	return false;
+}
+
 IstTraffic ist_traffic(const TraProg *body, const IstLoop *l, int n)
 {
 	IstTraffic t = {0};
@@ -917,17 +935,12 @@ IstTraffic ist_traffic(const TraProg *body, const IstLoop *l, int n)
 	t.rounds = (most + l->every - 1) / l->every;
 	for (int i = 0; i < body->tensors.n; i++) {
 		const Tensor *ten = &body->tensors.v[i];
-		bool loaded = false;
-		for (int k = 0; k < body->ops.n && !loaded; k++)
-			loaded = body->ops.v[k].kind == TRA_LOAD && body->ops.v[k].u.init.tensor == i;
-		if (ten->role != TENSOR_PARAM || !loaded)
+		if (!ist_param_loaded(body, i))
 			continue;
 		double whole = 1;
 		int nsplit = 0;
 		for (int d = 0; d < ten->rank; d++) {
-			bool split = false;
-			for (int z = 0; z < l->nsplit && ten->dimsize[d]; z++)
-				split |= !strcmp(ten->dimsize[d], l->split[z]);
+			bool split = ist_dim_split(l, ten, d);
 			nsplit += split;
 			whole *= (double)ten->shape[d] * (split ? n : 1);
 		}

@@ -405,18 +405,13 @@ static double ist_copies(const TraProg *body, const IstLoop *l, int n, const Ist
 	double run = 0, round = 0, rows = 0;
 	for (int i = 0; i < body->tensors.n; i++) {
 		const Tensor *ten = &body->tensors.v[i];
-		bool loaded = false;
-		for (int k = 0; k < body->ops.n && !loaded; k++)
-			loaded = body->ops.v[k].kind == TRA_LOAD && body->ops.v[k].u.init.tensor == i;
-		if (ten->role != TENSOR_PARAM || !loaded)
+		if (!ist_param_loaded(body, i))
 			continue;
 		double es = dtype_size(ten->dtype), whole = 1, sub = 1, prow = 1;
 		bool last_split = false;
 		int nsplit = 0;
 		for (int d = 0; d < ten->rank; d++) {
-			bool split = false;
-			for (int z = 0; z < l->nsplit && ten->dimsize[d]; z++)
-				split |= !strcmp(ten->dimsize[d], l->split[z]);
+			bool split = ist_dim_split(l, ten, d);
 			nsplit += split;
 			last_split = split && d == ten->rank - 1;
 			whole *= (double)ten->shape[d] * (split ? n : 1);
