@@ -199,7 +199,9 @@ void rt_check_key(const TrtType *t, const int64_t *key)
  * in afresh each step: transe (-D B=32768, 2 ranks) ran 1.87-1.97 s
  * against 1.52-1.64 s at 32 MiB, the same plan; mnist_mlp's op 62 was at
  * 0.81-0.82 of its floor, and is at 0.76-0.78.  Neither raises VmHWM: the
- * heap only keeps pages it has held.
+ * heap only keeps pages it has held.  Under a memory budget the heap keeps
+ * BUDGET_SLACK at most: what it keeps is the process's own memory, inside
+ * trac.1's 16 MiB allowance above the start, not the store's budget.
  */
 #define BIG ((size_t)256 << 10)
 #define HUGE_PAGE ((size_t)2 << 20)
@@ -207,6 +209,7 @@ void rt_check_key(const TrtType *t, const int64_t *key)
 #define CACHE_SLOTS 64
 #define CACHE_MIN ((double)(64 << 20))
 #define MALLOC_MAP ((size_t)32 << 20)
+#define BUDGET_SLACK ((size_t)4 << 20)
 
 static struct { void *p; size_t len; } cache[CACHE_SLOTS];
 static int ncache;
@@ -337,7 +340,9 @@ static void heap_init(void)
 	done = 1;
 #if defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)   /* glibc's */
 	mallopt(M_MMAP_THRESHOLD, (int)MALLOC_MAP);
-	mallopt(M_TRIM_THRESHOLD, (int)CACHE_MIN);
+	/* under a budget (set before the first chunk: spill.c, guard.c) the
+	 * heap's slack is part of trac.1's 16 MiB allowance, not the budget */
+	mallopt(M_TRIM_THRESHOLD, rt.budget > 0 ? (int)BUDGET_SLACK : (int)CACHE_MIN);
 #endif
 }
 
