@@ -839,8 +839,11 @@ def stmt_gather(u):
         dims = [B]
         u.cost *= 1 + D.val
     u.c["gather"] += 1
-    t = Ten(name, dims, u.fdt, "def", exact=E.exact, bits=E.bits * 2, mag=E.mag ** 2 * D.val + 1,
-            deps=E.deps, depth=u.depth)
+    # a copy is as exact as the table; TransE's sum of squared differences
+    # only if it fits (E's bits doubled, its magnitude squared D times)
+    bits, mag = E.bits * 2, E.mag ** 2 * D.val + 1
+    t = Ten(name, dims, u.fdt, "def", exact=E.exact and (kind != "transe" or fits(u.fdt, bits, mag)), bits=bits,
+            mag=mag, deps=E.deps, depth=u.depth)
     if kind != "transe":
         t.scale = E.bound()             # the table's rows
     t.diffok = E.diffok
