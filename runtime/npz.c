@@ -139,18 +139,6 @@ static void add_to(TrtDtype dt, void *acc, const void *x)
 	rt_bug("bad dtype %d", (int)dt);
 }
 
-/* rt_elem_zero's test, inlined in pile_chunk's loop over every element */
-static inline int is_zero(TrtDtype dt, const void *v)
-{
-	switch (dt) {
-	case TRT_F32: return *(const float *)v == 0;
-	case TRT_F64: return *(const double *)v == 0;
-	case TRT_I32: return *(const int32_t *)v == 0;
-	case TRT_I64: return *(const int64_t *)v == 0;
-	}
-	rt_bug("bad dtype %d", (int)dt);
-}
-
 /* The elements of one block, as read: position in the chunk and value. */
 typedef struct Pile {
 	int64_t n, cap;
@@ -437,7 +425,7 @@ static Chunk *pile_chunk(const Reader *rd, Pile *p, const int64_t *key)
 		for (; j < p->n && p->cell[j] == p->cell[i]; j++)
 			add_to(dt, acc, p->val + (size_t)j * es);
 		p->cell[m] = p->cell[i];
-		m += !is_zero(dt, acc);
+		m += !rt_elem_zero(dt, acc, 0);
 		i = j;
 	}
 	if (!m)

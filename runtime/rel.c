@@ -187,21 +187,16 @@ void rt_check_key(const TrtType *t, const int64_t *key)
  * top back to the kernel once it passes its trim threshold (128 KiB,
  * raised only as far as twice the biggest block it mapped and freed): a
  * loop step that frees its transients and makes them again then faults in
- * every page of a new chunk each step.  mnist_mlp's dZ W2^T, a 100 KiB C,
- * took 25-27 us a call under mpirun, 10 page faults a call, and 12-18 us
- * with the heap kept (bench/README.md, "Roofline").  So, once, before the first chunk
- * (heap_init), the heap keeps up to CACHE_MIN free at its top, as the
- * mapping cache does, and blocks below MALLOC_MAP come from the heap:
- * setting one threshold turns off glibc's moving of both, so the mapping
- * threshold is set where glibc's own moving stops (32 MiB on 64-bit).  At
- * 1 MiB, every buffer of 1-32 MiB the runtime mallocs outside chunks (a
- * gather's or scatter's, a step's scratch) became a new mapping, faulted
- * in afresh each step: transe (-D B=32768, 2 ranks) ran 1.87-1.97 s
- * against 1.52-1.64 s at 32 MiB, the same plan; mnist_mlp's op 62 was at
- * 0.81-0.82 of its floor, and is at 0.76-0.78.  Neither raises VmHWM: the
- * heap only keeps pages it has held.  Under a memory budget the heap keeps
- * BUDGET_SLACK at most: what it keeps is the process's own memory, inside
- * trac.1's 16 MiB allowance above the start, not the store's budget.
+ * every page of a new chunk each step (mnist_mlp's dZ W2^T, a 100 KiB C:
+ * 10 faults a call, twice the call's time; bench/README.md, "Roofline").
+ * So, once, before the first chunk (heap_init), the heap keeps up to
+ * CACHE_MIN free at its top, as the mapping cache does.  Setting one
+ * threshold turns off glibc's moving of both, so the mapping threshold is
+ * set where glibc's own moving stops, MALLOC_MAP (at 1 MiB every buffer of
+ * 1-32 MiB the runtime mallocs outside chunks became a new mapping each
+ * step: transe 1.2x slower).  Neither raises VmHWM: the heap only keeps
+ * pages it has held.  Under a memory budget it keeps BUDGET_SLACK at most,
+ * the process's own memory, inside trac.1's 16 MiB allowance.
  */
 #define BIG ((size_t)256 << 10)
 #define HUGE_PAGE ((size_t)2 << 20)

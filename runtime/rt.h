@@ -297,7 +297,17 @@ TrtRel *rt_sparse_of(TrtRel *r, const TrtType *t);
  * key's chunk (row * ncol + col of its compressed rows), and back. */
 int64_t rt_csr_cell(const TrtType *t, const int64_t *key, const int64_t *idx);
 void rt_csr_index(const TrtType *t, const int64_t *key, int64_t cell, int64_t *idx);
-int rt_elem_zero(TrtDtype dt, const void *v, int64_t e);      /* element e is 0 */
+/* element e is 0 (inline: read loops test every element) */
+static inline int rt_elem_zero(TrtDtype dt, const void *v, int64_t e)
+{
+	switch (dt) {
+	case TRT_F32: return ((const float *)v)[e] == 0;
+	case TRT_F64: return ((const double *)v)[e] == 0;
+	case TRT_I32: return ((const int32_t *)v)[e] == 0;
+	case TRT_I64: return ((const int64_t *)v)[e] == 0;
+	}
+	rt_bug("bad dtype %d", (int)dt);
+}
 Chunk *rt_csr_like(const Chunk *c, TrtDtype from, TrtDtype dt);        /* same positions, values unset */
 Chunk *rt_chunk_dense(const TrtType *t, const int64_t *key, const Chunk *c);  /* a dense copy */
 

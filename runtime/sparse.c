@@ -45,17 +45,6 @@ Chunk *rt_chunk_dense(const TrtType *t, const int64_t *key, const Chunk *c)
 	return d;
 }
 
-int rt_elem_zero(TrtDtype dt, const void *v, int64_t e)
-{
-	switch (dt) {
-	case TRT_F32: return ((const float *)v)[e] == 0;
-	case TRT_F64: return ((const double *)v)[e] == 0;
-	case TRT_I32: return ((const int32_t *)v)[e] == 0;
-	case TRT_I64: return ((const int64_t *)v)[e] == 0;
-	}
-	rt_bug("bad dtype %d", (int)dt);
-}
-
 /* A dense chunk is row-major over the chunk dims in chunk order, so its
  * element e is row e / ncol, column e % ncol of the compressed rows. */
 Chunk *rt_csr_compress(const TrtType *t, const int64_t *key, const void *dense)
