@@ -512,6 +512,24 @@ static void test_scatter(void **state)
  * another loop rate (the built-in model's) an op costs its flop at that
  * rate and its weight beyond an add at the weights' rate.  With every op
  * at one flop (before the weights) exp(x) + 1 cost the same as -x + 1. */
+/* A map over a 2-d input labelled 0 and 1 to the labels out[0 .. nout),
+ * reducing the others by red. */
+static Kernel *map2(Arena *a, int nout, const int *out, AggKind red, KExpr *expr)
+{
+	Kernel *k = kernel_new(a, 1);
+	k->nlab = 2;
+	k->nindim[0] = 2;
+	k->inlab[0][0] = 0;
+	k->inlab[0][1] = 1;
+	k->noutdim = nout;
+	for (int i = 0; i < nout; i++)
+		k->outlab[i] = out[i];
+	k->reduces = nout < 2;
+	k->red = red;
+	k->expr = expr;
+	return k;
+}
+
 static void test_kernel_weights(void **state)
 {
 	(void)state;
@@ -843,19 +861,8 @@ static void test_row_reduce(void **state)
 	RelType t = type2(1000, 500, 2000, 1000);
 	int d0 = 0;
 	Place part0 = place_part(1, &d0);
-	Kernel *rows = kernel_new(a, 1), *cols = kernel_new(a, 1);
-	for (int i = 0; i < 2; i++) {
-		Kernel *k = i ? cols : rows;
-		k->nlab = 2;
-		k->nindim[0] = 2;
-		k->inlab[0][0] = 0;
-		k->inlab[0][1] = 1;
-		k->noutdim = 1;
-		k->outlab[0] = i ? 1 : 0;               /* rows: max over label 1, the contiguous */
-		k->reduces = true;
-		k->red = AGG_MAX;
-		k->expr = kx_in(a, 0);
-	}
+	/* rows: max over label 1, the contiguous */
+	Kernel *rows = map2(a, 1, (int[]){0}, AGG_MAX, kx_in(a, 0)), *cols = map2(a, 1, (int[]){1}, AGG_MAX, kx_in(a, 0));
 	double r0 = cost_map(&c, rows, &t, &part0).seconds, c0 = cost_map(&c, cols, &t, &part0).seconds;
 	assert_true(fabs(r0 - c0) < 1e-15);
 	m.row_reduce = 5e-9;                    /* the reference loop rate: 1.25 ns */
@@ -915,15 +922,7 @@ static void test_row_reduce(void **state)
 	m.row_reduce = 0;
 	/* a reduction to one scalar stays a scalar loop, one add after another
 	 * (mf's sum[i, j](E[i, j] * E[i, j])): row_reduce an element too */
-	Kernel *all = kernel_new(a, 1);
-	all->nlab = 2;
-	all->nindim[0] = 2;
-	all->inlab[0][0] = 0;
-	all->inlab[0][1] = 1;
-	all->noutdim = 0;
-	all->reduces = true;
-	all->red = AGG_ADD;
-	all->expr = kx_op(a, KOP_MUL, kx_in(a, 0), kx_in(a, 0), NULL);
+	Kernel *all = map2(a, 0, NULL, AGG_ADD, kx_op(a, KOP_MUL, kx_in(a, 0), kx_in(a, 0), NULL));
 	double s0 = cost_map(&c, all, &t, &part0).seconds;
 	assert_true(fabs(s0 - base - elems * share * 2 / m.loop_rate) < 1e-9 * s0);
 	m.row_reduce = 5e-9;
@@ -981,15 +980,7 @@ static void test_sparse_elements(void **state)
 	RelType sp = type2(1000, 500, 2000, 1000), dense = type2(1000, 500, 2000, 1000);
 	sp.sparse = true;
 	sp.density = 0.01f;
-	Kernel *id = kernel_new(a, 1);
-	id->nlab = 2;
-	id->nindim[0] = 2;
-	id->inlab[0][0] = 0;
-	id->inlab[0][1] = 1;
-	id->noutdim = 2;
-	id->outlab[0] = 0;
-	id->outlab[1] = 1;
-	id->expr = kx_op(a, KOP_NEG, kx_in(a, 0), NULL, NULL);
+	Kernel *id = map2(a, 2, (int[]){0, 1}, AGG_ADD, kx_op(a, KOP_NEG, kx_in(a, 0), NULL, NULL));
 	Kernel *mul = kernel_new(a, 2);
 	mul->nlab = 2;
 	for (int i = 0; i < 2; i++) {
