@@ -64,6 +64,7 @@ typedef struct Grad {
 	int *adj;               /* per old op: its finished adjoint (new op, the op's key order), or -1 */
 	IntVec *contrib;        /* per old op: contributions not yet summed (new ops) */
 	bool (*prop)[2];        /* per old op: contribution to input slot made */
+	bool (*still)[2];       /* per old op: input slot whose contributions cancel (lse_shift) */
 } Grad;
 
 /* ---- units ---- */
@@ -177,6 +178,105 @@ static void find_units(Grad *g)
 		else if (u->kind == D_DIAG)
 			u->nin = tra_inputs(&o->ops.v[u->filter], u->in);
 	}
+}
+
+/* ---- a log-sum-exp's shift ---- */
+
+static bool is_in(const KExpr *e, int i)
+{
+	return e->kind == KX_IN && e->in == i;
+}
+
+static bool same_labels(int n, const int *a, int m, const int *b)
+{
+	return n == m && !memcmp(a, b, sizeof *a * (size_t)n);
+}
+
+/* Op m is max over some dims of z (a map of in0 reducing max within the
+ * chunk, then an aggregation over the keys), and op s the sum over the
+ * same dims of exp(z - m): their join L = m + log(s) does not depend on m
+ * (d/dm = 1 - sum(exp(z - m)) / s = 0), as every stabilised log-sum-exp
+ * and softmax cross-entropy is written.  Its two paths to m are then not
+ * differentiated (JAX's and PyTorch's logsumexp treat the max so), which
+ * leaves out the max's backward (the elements equal to it, their first,
+ * a mask) and the sum's second adjoint: six or seven passes over z. */
+static bool lse_pair(const Grad *g, int m, int s, const int *uses)
+{
+	const TraProg *o = g->old;
+	const DiffUnit *um = &g->unit[m], *us = &g->unit[s];
+	if (um->kind != D_EINSUM || um->agg != m || us->kind != D_EINSUM || us->agg != s || uses[s] != 1)
+		return false;
+	const TraOp *M = &o->ops.v[m], *S = &o->ops.v[s], *PM = &o->ops.v[um->prod], *PS = &o->ops.v[us->prod];
+	if (M->u.agg.agg != AGG_MAX || S->u.agg.agg != AGG_ADD || PM->kind != TRA_MAP || PS->kind != TRA_JOIN)
+		return false;
+	const Kernel *km = PM->u.map.kernel, *ks = PS->u.join.kernel;
+	if (!km->reduces || km->red != AGG_MAX || !is_in(km->expr, 0) || !ks->reduces || ks->red != AGG_ADD)
+		return false;
+	const KExpr *e = ks->expr;      /* exp(in0 - in1): in0 = z, in1 = m */
+	if (!(e->kind == KX_OP && e->op == KOP_EXP && e->arg[0]->kind == KX_OP && e->arg[0]->op == KOP_SUB &&
+	      is_in(e->arg[0]->arg[0], 0) && is_in(e->arg[0]->arg[1], 1)))
+		return false;
+	int z = PM->u.map.in;
+	if (PS->u.join.left != z || PS->u.join.right != m)
+		return false;
+	/* m's key dim j is z's dim group[j], the one s's join matches it with
+	 * and s keeps as its j-th; the chunks reduced alike */
+	const JoinSpec *on = &PS->u.join.on;
+	if (on->nmatch != M->type.nkey || S->u.agg.ngroup != M->u.agg.ngroup)
+		return false;
+	for (int j = 0; j < M->u.agg.ngroup; j++)
+		if (S->u.agg.group[j] != M->u.agg.group[j])
+			return false;
+	for (int k = 0; k < on->nmatch; k++)
+		if (on->lkey[k] != M->u.agg.group[on->rkey[k]])
+			return false;
+	return same_labels(km->nindim[0], km->inlab[0], ks->nindim[0], ks->inlab[0]) &&
+	       same_labels(km->noutdim, km->outlab, ks->nindim[1], ks->inlab[1]) &&
+	       same_labels(km->noutdim, km->outlab, ks->noutdim, ks->outlab);
+}
+
+/* Marks the slots of m in L = m + log(s) and in s = sum(exp(z - m)). */
+static void lse_shift(Grad *g)
+{
+	const TraProg *o = g->old;
+	int n = o->ops.n;
+	int *uses = xcalloc(n + 1, sizeof *uses);
+	for (int i = 0; i < n; i++) {
+		int in[MAXIN];
+		int k = tra_inputs(&o->ops.v[i], in);
+		for (int j = 0; j < k; j++)
+			uses[in[j]]++;
+	}
+	for (int i = 0; i < n; i++) {
+		const TraOp *L = &o->ops.v[i];
+		if (L->kind != TRA_JOIN || L->u.join.kernel->reduces || g->unit[i].kind != D_EINSUM)
+			continue;
+		const Kernel *k = L->u.join.kernel;
+		const KExpr *e = k->expr;
+		if (e->kind != KX_OP || e->op != KOP_ADD)
+			continue;
+		int x = -1;             /* the slot of m: the other is log(s) */
+		for (int a = 0; a < 2; a++) {
+			const KExpr *l = e->arg[1 - a];
+			if (e->arg[a]->kind == KX_IN && l->kind == KX_OP && l->op == KOP_LOG && is_in(l->arg[0], 1 - e->arg[a]->in))
+				x = e->arg[a]->in;
+		}
+		if (x < 0)
+			continue;
+		int in[2] = {L->u.join.left, L->u.join.right};
+		const RelType *tm = &o->ops.v[in[x]].type;
+		/* elementwise: every key matched to the same dim, the labels alike */
+		bool elementwise = L->u.join.on.nmatch == tm->nkey && o->ops.v[in[1 - x]].type.nkey == tm->nkey &&
+		                   same_labels(k->nindim[0], k->inlab[0], k->nindim[1], k->inlab[1]) &&
+		                   same_labels(k->nindim[0], k->inlab[0], k->noutdim, k->outlab);
+		for (int j = 0; j < L->u.join.on.nmatch; j++)
+			elementwise &= L->u.join.on.lkey[j] == j && L->u.join.on.rkey[j] == j;
+		if (!elementwise || !lse_pair(g, in[x], in[1 - x], uses))
+			continue;
+		g->still[i][x] = true;
+		g->still[in[1 - x]][1] = true;
+	}
+	free(uses);
 }
 
 /* ---- adjoints ---- */
@@ -357,7 +457,7 @@ static void vjp_einsum(Grad *g, TraBuild *b, int u, int G)
 	bool need = false;
 	for (int i = 0; i < nin; i++) {
 		int in = un->in[i];
-		if (g->prop[u][i] || g->adj[in] == -2)  /* made, or not on a path from a wrt tensor */
+		if (g->prop[u][i] || g->adj[in] == -2 || g->still[u][i])  /* made, or not on a path from a wrt tensor */
 			continue;
 		g->prop[u][i] = true;
 		d[i] = kx_diff(b->arena, f, i);
@@ -823,8 +923,10 @@ void opt_autodiff(TraProg *p)
 	p->ops.n = p->ops.cap = 0;
 	int n = old.ops.n;
 	Grad g = {&old, p, xcalloc(n + 1, sizeof(int)), xcalloc(n + 1, sizeof(DiffUnit)), -1,
-	          xcalloc(n + 1, sizeof(int)), xcalloc(n + 1, sizeof(*g.contrib)), xcalloc(n + 1, sizeof(*g.prop))};
+	          xcalloc(n + 1, sizeof(int)), xcalloc(n + 1, sizeof(*g.contrib)), xcalloc(n + 1, sizeof(*g.prop)),
+	          xcalloc(n + 1, sizeof(*g.still))};
 	find_units(&g);
+	lse_shift(&g);
 	for (int i = 0; i < n; i++) {
 		const TraOp *op = &old.ops.v[i];
 		if (op->kind == TRA_GRAD) {
@@ -838,6 +940,7 @@ void opt_autodiff(TraProg *p)
 		vec_free(&g.contrib[i]);
 	free(g.contrib);
 	free(g.prop);
+	free(g.still);
 	free(g.adj);
 	free(g.unit);
 	free(g.map);

@@ -46,7 +46,7 @@ int_arith int_div
 sparse_spmm sparse_spmm_t sparse_elementwise sparse_reduce sparse_sddmm sparse_dense_read
 gather gather_matrix gather_dim2 gather_nested gather_grad scatter_sgd
 shift padding_range inferred_range reverse stride_pool conv_valid conv_same conv_halo
-grad grad_input grad_sparse grad_through_gather grad_through_window grad_through_max grad_through_sparse
+grad grad_input grad_sparse grad_through_gather grad_through_window grad_through_max grad_through_sparse lse
 repeat repeat_counter repeat_nested counter_value counter_window ist
 def_function import_nn import_linalg
 extent_not_divisible runtime_error
@@ -952,9 +952,22 @@ def stmt_call(u):
         return None
     X = u.r.choice(fts)
     n, d = X.dims
-    kind = u.r.choice(["nn", "linalg", "def"])
+    kind = u.r.choice(["nn", "linalg", "def", "lse"])
     name = u.fresh("T")
-    if kind == "nn" and u.fdt == "f32" or kind == "nn" and u.chance(0.5):
+    if kind == "lse":
+        # a stabilised log-sum-exp written out, as users write it (its max
+        # is not differentiated: autodiff.c's lse_shift); exp's argument <= 0
+        m = u.fresh("T")
+        u.emit("%s[a] = max[b](%s[a, b]);" % (m, X.name))
+        s = "log(sum[b](exp(%s[a, b] - %s[a])))" % (X.name, m)
+        u.emit("%s[a] = %s;" % (name, "%s[a] + %s" % (m, s) if u.chance(0.5) else "%s + %s[a]" % (s, m)))
+        u.c["lse"] += 1
+        t = Ten(name, [n], u.fdt, "def", exact=False, bits=60, mag=X.mag + math.log(d.val) + 1, deps=X.deps,
+                depth=u.depth)
+        t.diffok = X.diffok
+        t.maxred = X.diffok
+        u.cost *= 4 * (1 + d.val)
+    elif kind == "nn" and u.fdt == "f32" or kind == "nn" and u.chance(0.5):
         h = u.size()
         W = u.add_param([d, h])
         b = u.add_param([h])

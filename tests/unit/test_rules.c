@@ -517,6 +517,72 @@ static void test_contract_forward(void **state)
 	tra_free(p);
 }
 
+/* A stabilised log-sum-exp's max is not differentiated (its two paths
+ * cancel): no max's backward (first_extreme's min) is built, and dW is
+ * what it is when the pattern is broken (s read twice) and the max's
+ * backward is built, on the interpreter in f64. */
+static int count_aggs(const TraProg *p, AggKind k)
+{
+	int n = 0;
+	for (int i = 0; i < p->ops.n; i++)
+		n += p->ops.v[i].kind == TRA_AGG && p->ops.v[i].u.agg.agg == k;
+	return n;
+}
+
+static Dense *interpret_output(TraProg *p, const char *name)
+{
+	OptOptions o = {.nranks = 1, .block = 2, .verify = true, .level = 0};
+	opt_block(p, &o);
+	IaPlan *plan = opt_table1(p, 1);
+	Dense **in = random_inputs(p, 5);
+	Dense **out = xcalloc(p->tensors.n + 1, sizeof *out);
+	Buf err = {0};
+	if (!ia_interpret(plan, 1, in, out, &err))
+		fail_msg("the interpreter fails: %s", err.s);
+	Dense *r = NULL;
+	for (int t = 0; t < p->tensors.n; t++)
+		if (!strcmp(p->tensors.v[t].name, name)) {
+			r = out[t];
+			out[t] = NULL;
+		}
+	assert_non_null(r);
+	free_dense_all(in, p->tensors.n);
+	free_dense_all(out, p->tensors.n);
+	ia_free(plan);
+	return r;
+}
+
+static void test_lse_shift(void **state)
+{
+	(void)state;
+	const char *head = "size N = 5, C = 4, D = 3;\ninput X[N, D];\ninput Y[N, C];\n"
+	                   "param W[D, C] = normal(0, 1);\nZ[i, c] = X[i, d] * W[d, c];\nm[i] = max[c](Z[i, c]);\n";
+	const char *tail = "loss = sum[i](sum[c](Y[i, c] * (lse[i] - Z[i, c])));\ndW = grad(loss, W);\noutput dW;\n";
+	char lse[1024], broken[1024], swapped[1024];
+	snprintf(lse, sizeof lse, "%slse[i] = m[i] + log(sum[c](exp(Z[i, c] - m[i])));\n%s", head, tail);
+	snprintf(swapped, sizeof swapped, "%slse[i] = log(sum[c](exp(Z[i, c] - m[i]))) + m[i];\n%s", head, tail);
+	snprintf(broken, sizeof broken, "%ss[i] = sum[c](exp(Z[i, c] - m[i]));\nlse[i] = m[i] + log(s[i]);\n%soutput s;\n",
+	         head, tail);
+	TraProg *a = compile(lse), *w = compile(swapped), *b = compile(broken);
+	assert_int_equal(count_aggs(a, AGG_MIN), 0);
+	assert_int_equal(count_aggs(w, AGG_MIN), 0);
+	assert_int_equal(count_aggs(b, AGG_MIN), 1);
+	Dense *da = interpret_output(a, "dW"), *dw = interpret_output(w, "dW"), *db = interpret_output(b, "dW");
+	double most = 0;
+	for (int e = 0; e < 12; e++) {
+		most = fmax(most, fabs(db->v[e]));
+		if (fabs(da->v[e] - db->v[e]) > 1e-12 * (1 + fabs(db->v[e])) || fabs(dw->v[e] - db->v[e]) > 1e-12 * (1 + fabs(db->v[e])))
+			fail_msg("dW[%d]: %.17g and %.17g without the max's backward, %.17g with it", e, da->v[e], dw->v[e], db->v[e]);
+	}
+	assert_true(most > 1e-3);
+	dense_free(da);
+	dense_free(dw);
+	dense_free(db);
+	tra_free(a);
+	tra_free(w);
+	tra_free(b);
+}
+
 static void test_search(void **state)
 {
 	(void)state;
@@ -770,6 +836,7 @@ int main(void)
 		cmocka_unit_test(test_conditions),
 		cmocka_unit_test(test_rules),
 		cmocka_unit_test(test_contract_forward),
+		cmocka_unit_test(test_lse_shift),
 		cmocka_unit_test(test_search),
 		cmocka_unit_test(test_impls),
 		cmocka_unit_test(test_fuse_scatters),
