@@ -645,23 +645,46 @@ static double kernel_secs(const Kernel *k, double rate)
 }
 
 /*
- * The stored elements a kernel over sparse inputs visits: the mask's when
- * it is sampled, else the most of any sparse input it is zero without (it
- * runs over that input's elements alone).  0: a dense kernel.  Each visit
- * chases the compressed rows (a row's offset, an element's column, its
- * value, the output at its position, in a sampled join a search of
- * another input's row too) at sparse_elem seconds at least, whatever its
- * flops: mf_sparse.tra's kernels, 2-32 flops an element, took 17-185 ns
- * an element, 40 at the median.
+ * The stored elements of a kernel's sparse inputs the busiest rank visits:
+ * the mask's when it is sampled, else the most of any sparse input it is
+ * zero without (it runs over that input's elements alone), each at its
+ * share.  A kernel placed by that input's own dims splits its elements; one
+ * placed by the other input's dims alone visits all it holds on every rank:
+ * an SpMM split by the dense operand's columns, the sparse one broadcast
+ * (gcn_sparse's A H1 W2 split by its 40 columns took 27 ns an element on
+ * each rank, split by A's rows 32 ns on half of them).  0: a dense kernel.
+ * Each visit chases the compressed rows (a row's offset, an element's
+ * column, its value, the output at its position, in a sampled join a
+ * search of another input's row too) at sparse_elem seconds at least,
+ * whatever its flops: mf_sparse.tra's kernels, 2-32 flops an element, took
+ * 17-185 ns an element, 40 at the median.  inmap[i] maps input i's dims to
+ * out's, the type p places.
  */
-static double sparse_visits(const Kernel *k, int nin, const RelType *const *in, const RelType *mask)
+static double sparse_visits(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in,
+                            int inmap[][MAXDIM], const RelType *out, const Place *p, const RelType *mask)
 {
 	if (mask)
-		return rel_stored(mask);
+		return rel_stored(mask) * cost_share(c, out, p);
 	double v = 0;
-	for (int i = 0; i < nin; i++)
-		if (in[i]->sparse && kx_zero_with(k->expr, i))
-			v = fmax(v, rel_stored(in[i]));
+	for (int i = 0; i < nin; i++) {
+		if (!in[i]->sparse || !kx_zero_with(k->expr, i))
+			continue;
+		double share = 1;
+		if (p->kind != PL_PART) {
+			share = cost_share(c, out, p);
+		} else {
+			int dims[MAXDIM], n = 0;
+			for (int x = 0; x < p->ndims; x++)
+				for (int d = 0; d < in[i]->nkey; d++)
+					if (inmap[i][d] == p->dims[x] && n < MAXDIM)
+						dims[n++] = d;
+			if (n > 0) {
+				Place own = place_part(n, dims);
+				share = cost_share(c, in[i], &own);
+			}
+		}
+		v = fmax(v, rel_stored(in[i]) * share);
+	}
 	return v;
 }
 
@@ -798,8 +821,8 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	/* the generated loop (not a gemm: kernel_rate gave the loop rate) */
 	if (!mask && rate == c->m->loop_rate && reduces_rows(k, 2, in))
 		per = fmax(per, c->m->row_reduce);
-	double work = fmax(n * per, sparse_visits(k, 2, in, mask) * c->m->sparse_elem);
-	x.seconds = work * share + (double)rel_ntuples(&jt) * share * c->m->call_overhead + c->m->local_op_overhead;
+	double work = fmax(n * per * share, sparse_visits(c, k, 2, in, inmap, &jt, jp, mask) * c->m->sparse_elem);
+	x.seconds = work + (double)rel_ntuples(&jt) * share * c->m->call_overhead + c->m->local_op_overhead;
 	return x;
 }
 
@@ -944,8 +967,8 @@ Cost cost_map(const CostCtx *c, const Kernel *k, const RelType *in, const Place 
 	double per = kernel_secs(k, c->m->loop_rate);
 	if (reduces_rows(k, 1, ins))
 		per = fmax(per, c->m->row_reduce);
-	double work = fmax(n * per, sparse_visits(k, 1, ins, NULL) * c->m->sparse_elem);
-	x.seconds = work * share + (double)rel_ntuples(in) * share * c->m->call_overhead + c->m->local_op_overhead;
+	double work = fmax(n * per * share, sparse_visits(c, k, 1, ins, inmap, in, p, NULL) * c->m->sparse_elem);
+	x.seconds = work + (double)rel_ntuples(in) * share * c->m->call_overhead + c->m->local_op_overhead;
 	return x;
 }
 
