@@ -32,7 +32,12 @@ largest difference of the out-of-core weights from PyTorch's and from
 trac's in-memory ones.  Exit status 1 when a weight differs by more than
 --tol (1e-4).
 
-Environment: TRAC, MPIRUN, PYTHON (make bench-gcn sets them).
+trac plans with its model of this machine (--machine host: its cached
+quick calibration, as an installed trac plans), not the build tree's fixed
+reference model, unless TRAC_MACHINE names a model file; --ooc keeps the
+reference model its figures were taken with.
+
+Environment: TRAC, MPIRUN, PYTHON (make bench-gcn sets them), TRAC_MACHINE.
 """
 import os, subprocess, sys, time
 import numpy as np
@@ -212,7 +217,8 @@ def main():
     make_data(d, V, E, shuffle=not ordered)
     exe = os.path.join(d, "gcn_sparse")
     mem = arg("--mem-per-rank", "")
-    subprocess.run([trac, "-P", str(ranks), "-D", "V=%d" % V, "-D", "E=%d" % epochs] +
+    model = [] if os.environ.get("TRAC_MACHINE") else ["--machine", "host"]
+    subprocess.run([trac, "-P", str(ranks), "-D", "V=%d" % V, "-D", "E=%d" % epochs] + model +
                    (["--mem-per-rank", mem] if mem else []) +
                    [os.path.join(HERE, "gcn_sparse.tra"), "-o", exe], check=True)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
