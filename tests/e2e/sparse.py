@@ -28,9 +28,10 @@ env = mpi_env()
 CASES = []
 
 
-def case(name, src, inputs, expect, sparse=("A",), block=3, tol=2e-5, flags=()):
+def case(name, src, inputs, expect, sparse=("A",), block=3, tol=2e-5, flags=(), emits=()):
+    """emits: text the emitted C (trac -S) must hold."""
     CASES.append(dict(name=name, src=textwrap.dedent(src), inputs=inputs, expect=expect,
-                      sparse=set(sparse), block=block, tol=tol, flags=list(flags)))
+                      sparse=set(sparse), block=block, tol=tol, flags=list(flags), emits=list(emits)))
 
 
 r = np.random.default_rng(11)
@@ -300,6 +301,11 @@ def run_one(c, tmp, fmt, planned):
     files = {k: write_input(d, k, a, c, fmt) for k, a in c["inputs"].items()}
     errors, first = [], None
     exe = {}
+    if c["emits"]:
+        res = subprocess.run([TRAC, "-P", "2", "--block", str(c["block"]), *c["flags"], "-S", src, "-o",
+                              os.path.join(d, "prog.c")], capture_output=True, text=True)
+        text = open(os.path.join(d, "prog.c")).read() if res.returncode == 0 else res.stderr
+        errors += ["the emitted C lacks '%s'" % e for e in c["emits"] if e not in text]
     for n in RANKS:
         p = planned or n
         if p not in exe:
@@ -339,5 +345,28 @@ def run_one(c, tmp, fmt, planned):
                     errors.append("%s: %s differs from the first run" % (tag, k))
     return errors
 
+
+# Rows of more than PREFETCH_AHEAD (16) stored elements in blocks of 64:
+# the driven kernels prefetch the dense rows (X's, Z's, V's) the column
+# 16 elements ahead picks (codegen/sparse.c, driven_prefetch), up to each
+# block's last element; the prefetch changes no value.
+AL = sprand(150, 130, 0.3)
+XL, UL, VL = rnd(130, 40), rnd(150, 24), rnd(130, 24)
+case("prefetch_rows", """
+    size M = 150, N = 130, F = 40, K = 24;
+    input A[M, N] : sparse;
+    input X[N, F];
+    input W[M, F];
+    input U[M, K];
+    input V[N, K];
+    Y[i, f] = A[i, j] * X[j, f];
+    Z[j, f] = A[i, j] * W[i, f];
+    S[i, j] = A[i, j] * (U[i, k] * V[j, k]);
+    output Y; output Z; output S;
+""", dict(A=AL, X=XL, W=rnd(150, 40), U=UL, V=VL), lambda x: dict(
+    Y=f64(x["A"]) @ x["X"], Z=f64(x["A"]).T @ x["W"],
+    S=f64(x["A"]) * (f64(x["U"]) @ f64(x["V"]).T)), block=64, tol=1e-4,
+     emits=("__builtin_prefetch(p1 + l1 * s1[0]", "__builtin_prefetch(po + l1 * so[0]",
+            "__builtin_prefetch(p1 + l2 * s1[0] + l1 * s1[1] + f, 0, 3)"))
 
 sys.exit(run_cases(CASES, run, prefix="trac-sparse."))
