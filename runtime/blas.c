@@ -18,6 +18,7 @@
  *   TRAC_BLIS_ARCH=skx, =3, ...     that sub-configuration, by name or number
  */
 #define _POSIX_C_SOURCE 200809L        /* pread, posix_memalign, mkstemp, setenv */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,14 +341,13 @@ static void short_rows6(int64_t n, int64_t k, const float *ap, const float *b, i
 }
 
 /* C = alpha A B + beta C with C's rows contiguous (rsc apart) and B's too
- * (ldb apart), k <= SHORT_K: rows by six, the rest by pairs; an odd last
+ * (ldb apart), ap room for 6 k floats: rows by six, the rest by pairs; an odd last
  * row goes with itself twice */
 __attribute__((target("avx2,fma")))
 static void short_gemm_rows(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                             int64_t rsa, int64_t csa, const float *b, int64_t ldb, float beta,
-                            float *c, int64_t rsc)
+                            float *c, int64_t rsc, float *ap)
 {
-	float ap[6 * SHORT_K];
 	int64_t i = 0;
 
 	for (; i + 6 <= m; i += 6) {
@@ -440,17 +440,244 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
 		t = csa, csa = rsb, rsb = t;
 		rsc = csc;
 	}
+	float ap[6 * SHORT_K];
 	if (csb == 1) {
-		short_gemm_rows(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
+		short_gemm_rows(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, ap);
 		return 1;
 	}
 	float *p = scratch_get(sizeof(float) * SHORT_K * SHORT_N);
 	for (int64_t j0 = 0; j0 < n; j0 += SHORT_N) {
 		int64_t w = n - j0 < SHORT_N ? n - j0 : SHORT_N;
 		pack_b(w, k, b + j0 * csb, rsb, csb, p);
-		short_gemm_rows(m, w, k, alpha, a, rsa, csa, p, w, beta, c + j0, rsc);
+		short_gemm_rows(m, w, k, alpha, a, rsa, csa, p, w, beta, c + j0, rsc, ap);
 	}
 	return 1;
+}
+
+/*
+ * Thin products: n of at most THIN_N and any k, f32 (a batch through a
+ * 10-class layer: mnist_mlp's Z = A W2, 100 x 10 x 256 a call, and dW2 =
+ * A^T dZ, 256 x 10 x 100).  BLIS's 16-lane register kernel wastes 6 of its
+ * lanes at n = 10 and packs each call; these lose none.  Which kernel runs
+ * depends on which way A is contiguous:
+ *  - A's rows along k (csa == 1): each element is the dot product of a row
+ *    of A and a row of B^T (B transposed once a call, 8 x 8 in registers,
+ *    unless its columns are contiguous already), two rows of C by up to five
+ *    columns in registers, eight lanes of k each, then one tree of sums;
+ *  - A's columns (rsa == 1): C^T = B^T A^T by the short kernel's rows, C^T's
+ *    n rows by 16 of its m columns in registers over the whole k, A's rows
+ *    streamed, into scratch a panel of THIN_M rows of C at a time, then
+ *    transposed into C 8 x 8 in registers.
+ * Every element is the same sums whatever its place in the blocking, as in
+ * the short kernel.  BLIS keeps the calls where these are not faster
+ * (thin_pays).
+ */
+enum { THIN_N = 16, THIN_M = 512, DOT_J = 5 };
+
+/* r[x] = (r_0[x], ..., r_7[x]): an 8 x 8 block transposed in registers */
+__attribute__((target("avx2,fma"), always_inline))
+static inline void transpose8(__m256 r[8])
+{
+	__m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+	__m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+	__m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+	__m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+	__m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+	__m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+	__m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+	__m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+	r[0] = _mm256_permute2f128_ps(u0, u4, 0x20), r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+	r[2] = _mm256_permute2f128_ps(u2, u6, 0x20), r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+	r[4] = _mm256_permute2f128_ps(u0, u4, 0x31), r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+	r[6] = _mm256_permute2f128_ps(u2, u6, 0x31), r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+/* (sum of v0, of v1, of v2, of v3), each by the same tree:
+ * ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7)) */
+__attribute__((target("avx2,fma"), always_inline))
+static inline __m128 hsum4(__m256 v0, __m256 v1, __m256 v2, __m256 v3)
+{
+	__m256 t = _mm256_hadd_ps(_mm256_hadd_ps(v0, v1), _mm256_hadd_ps(v2, v3));
+	return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+/* C[i, j] = alpha a_i . bt_j + beta C[i, j] for R rows a_i of A (rsa apart)
+ * by JW rows bt_j of B^T (ldb apart), both contiguous along k; C's columns
+ * contiguous.  R and JW are constants, so the sums stay in registers. */
+__attribute__((target("avx2,fma"), always_inline))
+static inline void dot_block(const int R, const int JW, int64_t k, float alpha, const float *a,
+                             int64_t rsa, const float *bt, int64_t ldb, float beta, float *c,
+                             int64_t rsc)
+{
+	__m256 s[2][DOT_J], x[2], z = _mm256_setzero_ps();
+	int64_t p = 0;
+
+	#pragma GCC unroll 8
+	for (int r = 0; r < R; r++)
+		#pragma GCC unroll 8
+		for (int j = 0; j < DOT_J; j++)
+			s[r][j] = z;
+	for (; p + 8 <= k; p += 8) {
+		#pragma GCC unroll 8
+		for (int r = 0; r < R; r++)
+			x[r] = _mm256_loadu_ps(a + r * rsa + p);
+		#pragma GCC unroll 8
+		for (int j = 0; j < JW; j++) {
+			__m256 y = _mm256_loadu_ps(bt + j * ldb + p);
+			__asm__("" : "+x"(y));  /* one load for R fmas: gcc would fold it into each */
+			#pragma GCC unroll 8
+			for (int r = 0; r < R; r++)
+				s[r][j] = _mm256_fmadd_ps(x[r], y, s[r][j]);
+		}
+	}
+	if (p < k) {            /* the last k % 8, masked: zeros past k */
+		__m256i mask = _mm256_loadu_si256((const __m256i *)(mask_lanes + 8 - (k - p)));
+		#pragma GCC unroll 8
+		for (int r = 0; r < R; r++)
+			x[r] = _mm256_maskload_ps(a + r * rsa + p, mask);
+		#pragma GCC unroll 8
+		for (int j = 0; j < JW; j++) {
+			__m256 y = _mm256_maskload_ps(bt + j * ldb + p, mask);
+			#pragma GCC unroll 8
+			for (int r = 0; r < R; r++)
+				s[r][j] = _mm256_fmadd_ps(x[r], y, s[r][j]);
+		}
+	}
+	#pragma GCC unroll 8
+	for (int r = 0; r < R; r++) {
+		float o[8];
+		_mm_storeu_ps(o, hsum4(s[r][0], s[r][1], s[r][2], s[r][3]));
+		if (JW > 4)
+			_mm_storeu_ps(o + 4, hsum4(s[r][4], z, z, z));
+		#pragma GCC unroll 8
+		for (int j = 0; j < JW; j++) {
+			float *cj = c + r * rsc + j;
+			*cj = beta != 0 ? fmaf(beta, *cj, alpha * o[j]) : alpha * o[j];
+		}
+	}
+}
+
+typedef void DotFn(int64_t k, float alpha, const float *a, int64_t rsa, const float *bt,
+                   int64_t ldb, float beta, float *c, int64_t rsc);
+#define DOT(R, JW)                                                                              \
+	__attribute__((target("avx2,fma")))                                                     \
+	static void dot_##R##_##JW(int64_t k, float alpha, const float *a, int64_t rsa,         \
+	                           const float *bt, int64_t ldb, float beta, float *c, int64_t rsc) \
+	{                                                                                       \
+		dot_block(R, JW, k, alpha, a, rsa, bt, ldb, beta, c, rsc);                      \
+	}
+DOT(1, 1) DOT(1, 2) DOT(1, 3) DOT(1, 4) DOT(1, 5)
+DOT(2, 1) DOT(2, 2) DOT(2, 3) DOT(2, 4) DOT(2, 5)
+#undef DOT
+static DotFn *const dot_fns[2][DOT_J] = {
+	{ dot_1_1, dot_1_2, dot_1_3, dot_1_4, dot_1_5 },
+	{ dot_2_1, dot_2_2, dot_2_3, dot_2_4, dot_2_5 },
+};
+
+/* C = alpha A B^T... by rows of A and B^T: rows by pairs, columns in as few
+ * groups of at most DOT_J as n needs, as even as they go (16: 4 x 4) */
+static void thin_dot(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t rsa,
+                     const float *bt, int64_t ldb, float beta, float *c, int64_t rsc)
+{
+	int64_t groups = (n + DOT_J - 1) / DOT_J;
+
+	for (int64_t i = 0; i < m; i += 2) {
+		int r = m - i < 2 ? 1 : 2;
+		for (int64_t g = 0, j = 0; g < groups; g++) {
+			int64_t w = (n - j + (groups - g) - 1) / (groups - g);
+			dot_fns[r - 1][w - 1](k, alpha, a + i * rsa, rsa, bt + j * ldb, ldb, beta,
+			                      c + i * rsc + j, rsc);
+			j += w;
+		}
+	}
+}
+
+/* C[i, j] = T[j, i] + beta C[i, j] for i < m, j < n: T's rows ldt apart,
+ * C's rsc apart and its columns contiguous; 8 x 8 blocks transposed in
+ * registers, the last columns and rows by elements */
+__attribute__((target("avx2,fma")))
+static void put_transposed(int64_t m, int64_t n, const float *t, int64_t ldt, float beta,
+                           float *c, int64_t rsc)
+{
+	__m256 bb = _mm256_set1_ps(beta);
+	int64_t i = 0, n8 = n - n % 8;
+
+	for (; i + 8 <= m; i += 8)
+		for (int64_t j = 0; j < n8; j += 8) {
+			__m256 r[8];
+			for (int x = 0; x < 8; x++)
+				r[x] = _mm256_loadu_ps(t + (j + x) * ldt + i);
+			transpose8(r);
+			for (int x = 0; x < 8; x++) {
+				float *cx = c + (i + x) * rsc + j;
+				_mm256_storeu_ps(cx, beta != 0 ? _mm256_fmadd_ps(bb, _mm256_loadu_ps(cx), r[x]) : r[x]);
+			}
+		}
+	for (int64_t ii = 0; ii < m; ii++)
+		for (int64_t j = ii < i ? n8 : 0; j < n; j++) {
+			float *cx = c + ii * rsc + j;
+			*cx = beta != 0 ? fmaf(beta, *cx, t[j * ldt + ii]) : t[j * ldt + ii];
+		}
+}
+
+/*
+ * Which calls the thin kernels take, measured against BLIS 0.9 on zen2
+ * (bench/README.md, "Roofline"): BLIS's kernels lose lanes only when n is
+ * not a multiple of 4, and at n = 8, 12 and 16 keep up or win (1000 x 16 x
+ * 256 by rows 0.83 of BLIS's speed here), so those stay BLIS's; n = 4 pays
+ * for the dot products only (1.4-4x; by columns 0.6-2.4x).  The dot products
+ * need k of 64 or more (at 17, 1000 x 10 rows ran at half of BLIS's speed);
+ * A by columns streams k rows of A per 16 of C's rows, so k at most 256
+ * (4000 x 10 x 512: 0.70 of BLIS's speed, x 256: 1.13).
+ */
+static int thin_pays(int64_t n, int64_t k, int dot)
+{
+	if (dot)
+		return (n % 4 != 0 || n == 4) && k >= 64;
+	return n % 4 != 0 && k <= 256;
+}
+
+/* C = alpha A B + beta C by a thin kernel, if this call is one they take;
+ * 0 if not (BLIS then) */
+static int sgemm_thin(int64_t m, int64_t n, int64_t k, float alpha,
+                      const float *a, int64_t rsa, int64_t csa,
+                      const float *b, int64_t rsb, int64_t csb, float beta,
+                      float *c, int64_t rsc, int64_t csc)
+{
+	if (!short_ok || (csc != 1 && rsc != 1))
+		return 0;
+	if (csc != 1) {                 /* column-major C: C^T = B^T A^T */
+		int64_t t;
+		const float *x = a;
+		a = b, b = x;
+		t = m, m = n, n = t;
+		t = rsa, rsa = csb, csb = t;
+		t = csa, csa = rsb, rsb = t;
+		rsc = csc;
+	}
+	if (n > THIN_N)
+		return 0;
+	if (csa == 1 && thin_pays(n, k, 1)) {
+		if (rsb == 1) {         /* B^T's rows contiguous: read in place */
+			thin_dot(m, n, k, alpha, a, rsa, b, csb, beta, c, rsc);
+		} else {
+			float *bt = scratch_get(sizeof(float) * (size_t)n * (size_t)k);
+			pack_b(k, n, b, csb, rsb, bt);
+			thin_dot(m, n, k, alpha, a, rsa, bt, k, beta, c, rsc);
+		}
+		return 1;
+	}
+	if (rsa == 1 && thin_pays(n, k, 0)) {
+		float *ap = scratch_get(sizeof(float) * (6 * (size_t)k + (size_t)n * THIN_M));
+		float *t = ap + 6 * k;
+		for (int64_t i0 = 0; i0 < m; i0 += THIN_M) {
+			int64_t w = m - i0 < THIN_M ? m - i0 : THIN_M;
+			short_gemm_rows(n, w, k, alpha, b, csb, rsb, a + i0, csa, 0, t, w, ap);
+			put_transposed(w, n, t, w, beta, c + i0 * rsc, rsc);
+		}
+		return 1;
+	}
+	return 0;
 }
 #else
 static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
@@ -462,6 +689,7 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
 	(void)b, (void)rsb, (void)csb, (void)beta, (void)c, (void)rsc, (void)csc;
 	return 0;               /* no AVX2 kernel on this target: BLIS */
 }
+#define sgemm_thin sgemm_short
 #endif
 
 /*
@@ -512,7 +740,8 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
 			          &beta, c + j0 * csc, rsc, csc, NULL, rt_gemm_rntm(m, w, k)); \
 		}                                                               \
 	}
-#define SGEMM_SHORT sgemm_short(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc)
+#define SGEMM_SHORT (sgemm_short(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc) || \
+                     sgemm_thin(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc))
 GEMM(trt_sgemm, float, bli_sgemm_ex, SGEMM_SHORT)
 GEMM(trt_dgemm, double, bli_dgemm_ex, 0)       /* f64 short products: BLIS's */
 #undef SGEMM_SHORT

@@ -1602,6 +1602,74 @@ static void test_gemm_short(void **state)
 	}
 }
 
+/* Thin products (n <= 16, any k: mnist_mlp's Z = A W2, 100 x 10 x 256, and
+ * dW2 = A^T dZ, 256 x 10 x 100) run on runtime/blas.c's thin kernels: A by
+ * rows (dot products) or by columns (C^T by the short kernel, transposed
+ * into C), B and C either way, tails in m, n and k, beta 0 and 1. */
+static void test_gemm_thin(void **state)
+{
+	(void)state;
+	static const int64_t shapes[][3] = {
+		{100, 10, 256}, {256, 10, 100}, {7, 10, 37}, {1, 1, 17}, {33, 16, 1000}, {5, 3, 19},
+		{513, 12, 20}, {2, 11, 24}, {9, 7, 300}, {1030, 9, 17}, {3, 16, 8}, {17, 5, 64},
+		{11, 4, 70}, {600, 14, 129},
+	};
+	for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+		for (int layout = 0; layout < 8; layout++)
+			for (int withbeta = 0; withbeta < 2; withbeta++) {
+				int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+				int ccol = layout & 1, bcol = (layout >> 1) & 1, acol = layout >> 2;
+				int64_t rsa = acol ? 1 : k, csa = acol ? m : 1;
+				int64_t rsb = bcol ? 1 : n, csb = bcol ? k : 1;
+				int64_t rsc = ccol ? 1 : n, csc = ccol ? m : 1;
+				float *a = malloc(sizeof *a * (size_t)(m * k)), *b = malloc(sizeof *b * (size_t)(k * n));
+				float *c = malloc(sizeof *c * (size_t)(m * n));
+				for (int64_t i = 0; i < m * k; i++)
+					a[i] = (float)((i * 7) % 13) / 8 - 0.5f;
+				for (int64_t i = 0; i < k * n; i++)
+					b[i] = (float)((i * 5) % 11) / 4 - 1;
+				for (int64_t i = 0; i < m * n; i++)
+					c[i] = withbeta ? (float)(i % 3) : NAN;
+				float beta = withbeta ? 1.0f : 0.0f;
+				trt_sgemm(m, n, k, 2.0f, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
+				for (int64_t i = 0; i < m; i++)
+					for (int64_t j = 0; j < n; j++) {
+						double want = 0, mag = 0;
+						for (int64_t x = 0; x < k; x++) {
+							double t = 2.0 * a[i * rsa + x * csa] * b[x * rsb + j * csb];
+							want += t;
+							mag += fabs(t);
+						}
+						int64_t at = i * rsc + j * csc;
+						if (withbeta)           /* C's old value at, (at % 3) */
+							want += (double)(at % 3);
+						assert_true(fabs(c[at] - want) <= 1e-6 * (mag + 2));
+					}
+				free(a);
+				free(b);
+				free(c);
+			}
+	/* every element is the same sums wherever the blocking puts it: a row
+	 * of a 13-row product is the row alone, A by rows (rows by pairs,
+	 * columns in groups of 4 and 5) and by columns (C^T's columns by 16,
+	 * 32 or 8, 8 x 8 blocks of C transposed or single elements) */
+	enum { M = 13, N = 14, K = 45 };
+	float a[M * K], b[K * N], c[M * N], row[N];
+	for (int i = 0; i < M * K; i++)
+		a[i] = (float)((i * 7) % 13) / 7 - 0.9f;
+	for (int i = 0; i < K * N; i++)
+		b[i] = (float)((i * 5) % 11) / 3 - 1.7f;
+	for (int acol = 0; acol < 2; acol++) {
+		int64_t rsa = acol ? 1 : K, csa = acol ? M : 1;
+		trt_sgemm(M, N, K, 1.0f, a, rsa, csa, b, N, 1, 0, c, N, 1);
+		for (int i = 0; i < M; i++) {
+			trt_sgemm(1, N, K, 1.0f, a + i * rsa, rsa, csa, b, N, 1, 0, row, N, 1);
+			for (int j = 0; j < N; j++)
+				assert_true(c[i * N + j] == row[j]);
+		}
+	}
+}
+
 /* ---- main ---- */
 
 static void setup_program(void)
@@ -1846,6 +1914,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gemm_tail),
 		cmocka_unit_test(test_gemm_aliased),
 		cmocka_unit_test(test_gemm_short),
+		cmocka_unit_test(test_gemm_thin),
 		cmocka_unit_test(test_npy_header_errors),
 		cmocka_unit_test(test_npy_file_errors),
 		cmocka_unit_test(test_npy_short_read),
