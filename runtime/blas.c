@@ -341,13 +341,14 @@ static void short_rows6(int64_t n, int64_t k, const float *ap, const float *b, i
 }
 
 /* C = alpha A B + beta C with C's rows contiguous (rsc apart) and B's too
- * (ldb apart), ap room for 6 k floats: rows by six, the rest by pairs; an odd last
+ * (ldb apart), k <= SHORT_K: rows by six, the rest by pairs; an odd last
  * row goes with itself twice */
 __attribute__((target("avx2,fma")))
 static void short_gemm_rows(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                             int64_t rsa, int64_t csa, const float *b, int64_t ldb, float beta,
-                            float *c, int64_t rsc, float *ap)
+                            float *c, int64_t rsc)
 {
+	float ap[6 * SHORT_K];
 	int64_t i = 0;
 
 	for (; i + 6 <= m; i += 6) {
@@ -440,16 +441,15 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
 		t = csa, csa = rsb, rsb = t;
 		rsc = csc;
 	}
-	float ap[6 * SHORT_K];
 	if (csb == 1) {
-		short_gemm_rows(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, ap);
+		short_gemm_rows(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
 		return 1;
 	}
 	float *p = scratch_get(sizeof(float) * SHORT_K * SHORT_N);
 	for (int64_t j0 = 0; j0 < n; j0 += SHORT_N) {
 		int64_t w = n - j0 < SHORT_N ? n - j0 : SHORT_N;
 		pack_b(w, k, b + j0 * csb, rsb, csb, p);
-		short_gemm_rows(m, w, k, alpha, a, rsa, csa, p, w, beta, c + j0, rsc, ap);
+		short_gemm_rows(m, w, k, alpha, a, rsa, csa, p, w, beta, c + j0, rsc);
 	}
 	return 1;
 }
@@ -472,7 +472,7 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
  * the short kernel.  BLIS keeps the calls where these are not faster
  * (thin_pays).
  */
-enum { THIN_N = 16, THIN_M = 512, DOT_J = 5 };
+enum { THIN_N = 16, THIN_M = 512, DOT_J = 5, OUTER_J = 6 };
 
 /* r[x] = (r_0[x], ..., r_7[x]): an 8 x 8 block transposed in registers */
 __attribute__((target("avx2,fma"), always_inline))
@@ -620,6 +620,95 @@ static void put_transposed(int64_t m, int64_t n, const float *t, int64_t ldt, fl
 		}
 }
 
+/* T[r, i] = sum_p ap[p R + r] b[p ldb + i] for r < R, i < w (T's rows ldt
+ * apart): R rows of C^T by 16 of its columns in registers over the whole
+ * k, 2 R sums (five rows for n = 10: ten sums, as many as cover an fma's
+ * latency), the last columns 8 at a time, masked.  Every element is one
+ * chain of fmas, p in order from 0, wherever the blocking puts it. */
+__attribute__((target("avx2,fma"), always_inline))
+static inline void outer_block(const int R, int64_t w, int64_t k, const float *ap, const float *b,
+                               int64_t ldb, float *t, int64_t ldt)
+{
+	__m256 z = _mm256_setzero_ps();
+	int64_t i = 0;
+
+	for (; i + 16 <= w; i += 16) {
+		__m256 s[OUTER_J][2];
+		#pragma GCC unroll 8
+		for (int r = 0; r < R; r++)
+			s[r][0] = s[r][1] = z;
+		const float *bp = b + i, *a = ap;
+		for (int64_t p = 0; p < k; p++, bp += ldb, a += R) {
+			__m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+			#pragma GCC unroll 8
+			for (int r = 0; r < R; r++) {
+				__m256 x = _mm256_broadcast_ss(a + r);
+				s[r][0] = _mm256_fmadd_ps(x, b0, s[r][0]);
+				s[r][1] = _mm256_fmadd_ps(x, b1, s[r][1]);
+			}
+		}
+		#pragma GCC unroll 8
+		for (int r = 0; r < R; r++) {
+			_mm256_storeu_ps(t + r * ldt + i, s[r][0]);
+			_mm256_storeu_ps(t + r * ldt + i + 8, s[r][1]);
+		}
+	}
+	for (; i < w; i += 8) {
+		__m256i mask = _mm256_loadu_si256((const __m256i *)(mask_lanes + 8 - (w - i < 8 ? w - i : 8)));
+		__m256 s[OUTER_J];
+		#pragma GCC unroll 8
+		for (int r = 0; r < R; r++)
+			s[r] = z;
+		const float *bp = b + i, *a = ap;
+		for (int64_t p = 0; p < k; p++, bp += ldb, a += R) {
+			__m256 bv = _mm256_maskload_ps(bp, mask);
+			#pragma GCC unroll 8
+			for (int r = 0; r < R; r++)
+				s[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + r), bv, s[r]);
+		}
+		#pragma GCC unroll 8
+		for (int r = 0; r < R; r++)
+			_mm256_maskstore_ps(t + r * ldt + i, mask, s[r]);
+	}
+}
+
+typedef void OuterFn(int64_t w, int64_t k, const float *ap, const float *b, int64_t ldb,
+                     float *t, int64_t ldt);
+#define OUTER(R)                                                                                \
+	__attribute__((target("avx2,fma")))                                                     \
+	static void outer_##R(int64_t w, int64_t k, const float *ap, const float *b, int64_t ldb, \
+	                      float *t, int64_t ldt)                                            \
+	{                                                                                       \
+		outer_block(R, w, k, ap, b, ldb, t, ldt);                                       \
+	}
+OUTER(1) OUTER(2) OUTER(3) OUTER(4) OUTER(5) OUTER(6)
+#undef OUTER
+static OuterFn *const outer_fns[OUTER_J] = { outer_1, outer_2, outer_3, outer_4, outer_5, outer_6 };
+
+/* C = alpha A B + beta C for A's columns contiguous (rsa == 1, csa apart)
+ * and C's (rsc apart): C^T = B^T A^T a panel of THIN_M rows of C at a time,
+ * C^T's rows in as few groups of at most OUTER_J as n needs, as even as they
+ * go (10: 5 + 5), into scratch t, then transposed into C */
+static void thin_outer(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t csa,
+                       const float *b, int64_t rsb, int64_t csb, float beta, float *c, int64_t rsc)
+{
+	int64_t groups = (n + OUTER_J - 1) / OUTER_J;
+	float *t = scratch_get(sizeof(float) * (size_t)(n * THIN_M + OUTER_J * k)), *ap = t + n * THIN_M;
+
+	for (int64_t i0 = 0; i0 < m; i0 += THIN_M) {
+		int64_t w = m - i0 < THIN_M ? m - i0 : THIN_M;
+		for (int64_t g = 0, j = 0; g < groups; g++) {
+			int64_t r = (n - j + (groups - g) - 1) / (groups - g);
+			for (int64_t p = 0; p < k; p++)
+				for (int64_t x = 0; x < r; x++)
+					ap[p * r + x] = alpha * b[p * rsb + (j + x) * csb];
+			outer_fns[r - 1](w, k, ap, a + i0, csa, t + j * w, w);
+			j += r;
+		}
+		put_transposed(w, n, t, w, beta, c + i0 * rsc, rsc);
+	}
+}
+
 /*
  * Which calls the thin kernels take, measured against BLIS 0.9 on zen2
  * (bench/README.md, "Roofline"): BLIS's kernels lose lanes only when n is
@@ -668,13 +757,7 @@ static int sgemm_thin(int64_t m, int64_t n, int64_t k, float alpha,
 		return 1;
 	}
 	if (rsa == 1 && thin_pays(n, k, 0)) {
-		float *ap = scratch_get(sizeof(float) * (6 * (size_t)k + (size_t)n * THIN_M));
-		float *t = ap + 6 * k;
-		for (int64_t i0 = 0; i0 < m; i0 += THIN_M) {
-			int64_t w = m - i0 < THIN_M ? m - i0 : THIN_M;
-			short_gemm_rows(n, w, k, alpha, b, csb, rsb, a + i0, csa, 0, t, w, ap);
-			put_transposed(w, n, t, w, beta, c + i0 * rsc, rsc);
-		}
+		thin_outer(m, n, k, alpha, a, csa, b, rsb, csb, beta, c, rsc);
 		return 1;
 	}
 	return 0;
