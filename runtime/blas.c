@@ -620,37 +620,42 @@ static void put_transposed(int64_t m, int64_t n, const float *t, int64_t ldt, fl
 		}
 }
 
-/* T[r, i] = sum_p ap[p R + r] b[p ldb + i] for r < R, i < w (T's rows ldt
- * apart): R rows of C^T by 16 of its columns in registers over the whole
+/* T[r, i] = alpha sum_p a[p lda + r csa] b[p ldb + i] for r < R, i < w
+ * (T's rows ldt apart; a is B, read in place): R rows of C^T by 16 of its columns in registers over the whole
  * k, 2 R sums (five rows for n = 10: ten sums, as many as cover an fma's
  * latency), the last columns 8 at a time, masked.  Every element is one
  * chain of fmas, p in order from 0, wherever the blocking puts it. */
 __attribute__((target("avx2,fma"), always_inline))
-static inline void outer_block(const int R, int64_t w, int64_t k, const float *ap, const float *b,
-                               int64_t ldb, float *t, int64_t ldt)
+static inline void outer_block(const int R, int64_t w, int64_t k, float alpha, const float *a,
+                               int64_t lda, int64_t csa, const float *b, int64_t ldb, float *t,
+                               int64_t ldt)
 {
-	__m256 z = _mm256_setzero_ps();
-	int64_t i = 0;
+	__m256 z = _mm256_setzero_ps(), al = _mm256_set1_ps(alpha);
+	int64_t i = 0, off[OUTER_J];
+
+	#pragma GCC unroll 8
+	for (int r = 0; r < R; r++)
+		off[r] = r * csa;
 
 	for (; i + 16 <= w; i += 16) {
 		__m256 s[OUTER_J][2];
 		#pragma GCC unroll 8
 		for (int r = 0; r < R; r++)
 			s[r][0] = s[r][1] = z;
-		const float *bp = b + i, *a = ap;
-		for (int64_t p = 0; p < k; p++, bp += ldb, a += R) {
+		const float *bp = b + i, *ap = a;
+		for (int64_t p = 0; p < k; p++, bp += ldb, ap += lda) {
 			__m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
 			#pragma GCC unroll 8
 			for (int r = 0; r < R; r++) {
-				__m256 x = _mm256_broadcast_ss(a + r);
+				__m256 x = _mm256_broadcast_ss(ap + off[r]);
 				s[r][0] = _mm256_fmadd_ps(x, b0, s[r][0]);
 				s[r][1] = _mm256_fmadd_ps(x, b1, s[r][1]);
 			}
 		}
 		#pragma GCC unroll 8
 		for (int r = 0; r < R; r++) {
-			_mm256_storeu_ps(t + r * ldt + i, s[r][0]);
-			_mm256_storeu_ps(t + r * ldt + i + 8, s[r][1]);
+			_mm256_storeu_ps(t + r * ldt + i, _mm256_mul_ps(al, s[r][0]));
+			_mm256_storeu_ps(t + r * ldt + i + 8, _mm256_mul_ps(al, s[r][1]));
 		}
 	}
 	for (; i < w; i += 8) {
@@ -659,27 +664,27 @@ static inline void outer_block(const int R, int64_t w, int64_t k, const float *a
 		#pragma GCC unroll 8
 		for (int r = 0; r < R; r++)
 			s[r] = z;
-		const float *bp = b + i, *a = ap;
-		for (int64_t p = 0; p < k; p++, bp += ldb, a += R) {
+		const float *bp = b + i, *ap = a;
+		for (int64_t p = 0; p < k; p++, bp += ldb, ap += lda) {
 			__m256 bv = _mm256_maskload_ps(bp, mask);
 			#pragma GCC unroll 8
 			for (int r = 0; r < R; r++)
-				s[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + r), bv, s[r]);
+				s[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(ap + off[r]), bv, s[r]);
 		}
 		#pragma GCC unroll 8
 		for (int r = 0; r < R; r++)
-			_mm256_maskstore_ps(t + r * ldt + i, mask, s[r]);
+			_mm256_maskstore_ps(t + r * ldt + i, mask, _mm256_mul_ps(al, s[r]));
 	}
 }
 
-typedef void OuterFn(int64_t w, int64_t k, const float *ap, const float *b, int64_t ldb,
-                     float *t, int64_t ldt);
+typedef void OuterFn(int64_t w, int64_t k, float alpha, const float *a, int64_t lda,
+                     int64_t csa, const float *b, int64_t ldb, float *t, int64_t ldt);
 #define OUTER(R)                                                                                \
 	__attribute__((target("avx2,fma")))                                                     \
-	static void outer_##R(int64_t w, int64_t k, const float *ap, const float *b, int64_t ldb, \
-	                      float *t, int64_t ldt)                                            \
+	static void outer_##R(int64_t w, int64_t k, float alpha, const float *a, int64_t lda,   \
+	                      int64_t csa, const float *b, int64_t ldb, float *t, int64_t ldt)  \
 	{                                                                                       \
-		outer_block(R, w, k, ap, b, ldb, t, ldt);                                       \
+		outer_block(R, w, k, alpha, a, lda, csa, b, ldb, t, ldt);                       \
 	}
 OUTER(1) OUTER(2) OUTER(3) OUTER(4) OUTER(5) OUTER(6)
 #undef OUTER
@@ -693,16 +698,13 @@ static void thin_outer(int64_t m, int64_t n, int64_t k, float alpha, const float
                        const float *b, int64_t rsb, int64_t csb, float beta, float *c, int64_t rsc)
 {
 	int64_t groups = (n + OUTER_J - 1) / OUTER_J;
-	float *t = scratch_get(sizeof(float) * (size_t)(n * THIN_M + OUTER_J * k)), *ap = t + n * THIN_M;
+	float *t = scratch_get(sizeof(float) * (size_t)(n * THIN_M));
 
 	for (int64_t i0 = 0; i0 < m; i0 += THIN_M) {
 		int64_t w = m - i0 < THIN_M ? m - i0 : THIN_M;
 		for (int64_t g = 0, j = 0; g < groups; g++) {
 			int64_t r = (n - j + (groups - g) - 1) / (groups - g);
-			for (int64_t p = 0; p < k; p++)
-				for (int64_t x = 0; x < r; x++)
-					ap[p * r + x] = alpha * b[p * rsb + (j + x) * csb];
-			outer_fns[r - 1](w, k, ap, a + i0, csa, t + j * w, w);
+			outer_fns[r - 1](w, k, alpha, b + j * csb, rsb, csb, a + i0, csa, t + j * w, w);
 			j += r;
 		}
 		put_transposed(w, n, t, w, beta, c + i0 * rsc, rsc);
