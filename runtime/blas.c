@@ -377,10 +377,11 @@ static void short_gemm_rows(int64_t m, int64_t n, int64_t k, float alpha, const 
 	}
 }
 
-/* p[x * w + j] = B[x, j] for x < k <= SHORT_K, j < w: a panel of B whose
+/* p[x * w + j] = B[x, j] for x < k <= 16, j < w: a panel of B whose
  * rows are not contiguous, in rows.  A B whose columns are (rsb == 1, dZ
  * W2^T's W2^T) goes 8 x 8 at a time, each block transposed in registers:
- * 0.3 us for 10 x 256 where the element loop took 1.1 us. */
+ * 0.3 us for 10 x 256 where the element loop took 1.1 us.  The thin
+ * kernels' B^T is the same call with B's roles swapped (k = n <= 16). */
 __attribute__((target("avx2,fma")))
 static void pack_b(int64_t w, int64_t k, const float *b, int64_t rsb, int64_t csb, float *p)
 {
