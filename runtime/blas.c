@@ -459,16 +459,17 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
  * Thin products: n of at most THIN_N and any k, f32 (a batch through a
  * 10-class layer: mnist_mlp's Z = A W2, 100 x 10 x 256 a call, and dW2 =
  * A^T dZ, 256 x 10 x 100).  BLIS's 16-lane register kernel wastes 6 of its
- * lanes at n = 10 and packs each call; these lose none.  Which kernel runs
+ * lanes at n = 10 and packs each call; these waste lanes only in the last
+ * eight of k (or of m).  Which kernel runs
  * depends on which way A is contiguous:
  *  - A's rows along k (csa == 1): each element is the dot product of a row
  *    of A and a row of B^T (B transposed once a call, 8 x 8 in registers,
  *    unless its columns are contiguous already), two rows of C by up to five
  *    columns in registers, eight lanes of k each, then one tree of sums;
- *  - A's columns (rsa == 1): C^T = B^T A^T by the short kernel's rows, C^T's
- *    n rows by 16 of its m columns in registers over the whole k, A's rows
- *    streamed, into scratch a panel of THIN_M rows of C at a time, then
- *    transposed into C 8 x 8 in registers.
+ *  - A's columns (rsa == 1): C^T = B^T A^T, up to six of C^T's n rows by
+ *    16 of its m columns in registers over the whole k, A's rows streamed
+ *    and B broadcast in place, into scratch a panel of THIN_M rows of C at a
+ *    time, then transposed into C 8 x 8 in registers.
  * Every element is the same sums whatever its place in the blocking, as in
  * the short kernel.  BLIS keeps the calls where these are not faster
  * (thin_pays).
