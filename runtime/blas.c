@@ -418,6 +418,20 @@ static void pack_b(int64_t w, int64_t k, const float *b, int64_t rsb, int64_t cs
 			p[x * w + jj] = b[x * rsb + jj * csb];
 }
 
+/* A product into a column-major C as the row-major C^T = B^T A^T: the
+ * operands, their extents and strides swapped, C's row stride csc. */
+static void as_transpose(int64_t *m, int64_t *n, const float **a, int64_t *rsa, int64_t *csa,
+                         const float **b, int64_t *rsb, int64_t *csb, int64_t *rsc, int64_t csc)
+{
+	int64_t t;
+	const float *x = *a;
+	*a = *b, *b = x;
+	t = *m, *m = *n, *n = t;
+	t = *rsa, *rsa = *csb, *csb = t;
+	t = *csa, *csa = *rsb, *rsb = t;
+	*rsc = csc;
+}
+
 static int short_ok = -1;       /* AVX2 and FMA: checked once */
 
 /* C = alpha A B + beta C by the short kernel, if this call is one it
@@ -433,15 +447,8 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
 	}
 	if (!short_ok || k > SHORT_K || (csc != 1 && rsc != 1))
 		return 0;
-	if (csc != 1) {                 /* column-major C: C^T = B^T A^T */
-		int64_t t;
-		const float *x = a;
-		a = b, b = x;
-		t = m, m = n, n = t;
-		t = rsa, rsa = csb, csb = t;
-		t = csa, csa = rsb, rsb = t;
-		rsc = csc;
-	}
+	if (csc != 1)                   /* column-major C: C^T = B^T A^T */
+		as_transpose(&m, &n, &a, &rsa, &csa, &b, &rsb, &csb, &rsc, csc);
 	if (csb == 1) {
 		short_gemm_rows(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
 		return 1;
@@ -739,15 +746,8 @@ static int sgemm_thin(int64_t m, int64_t n, int64_t k, float alpha,
 {
 	if (!short_ok || (csc != 1 && rsc != 1))
 		return 0;
-	if (csc != 1) {                 /* column-major C: C^T = B^T A^T */
-		int64_t t;
-		const float *x = a;
-		a = b, b = x;
-		t = m, m = n, n = t;
-		t = rsa, rsa = csb, csb = t;
-		t = csa, csa = rsb, rsb = t;
-		rsc = csc;
-	}
+	if (csc != 1)                   /* column-major C: C^T = B^T A^T */
+		as_transpose(&m, &n, &a, &rsa, &csa, &b, &rsb, &csb, &rsc, csc);
 	if (n > THIN_N)
 		return 0;
 	if (csa == 1 && thin_pays(n, k, 1)) {

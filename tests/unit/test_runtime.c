@@ -1534,6 +1534,38 @@ static void test_gemm_aliased(void **state)
 	}
 }
 
+/* trt_sgemm(m, n, k, 2, A, B, beta, C) of A, B and C in the layouts the
+ * strides give, each element of C against the sum in double within f32's
+ * rounding of the terms' magnitudes; C's old value at is (at % 3). */
+static void check_sgemm(int64_t m, int64_t n, int64_t k, int64_t rsa, int64_t csa, int64_t rsb, int64_t csb,
+                        int64_t rsc, int64_t csc, float beta)
+{
+	float *a = malloc(sizeof *a * (size_t)(m * k)), *b = malloc(sizeof *b * (size_t)(k * n));
+	float *c = malloc(sizeof *c * (size_t)(m * n));
+	for (int64_t i = 0; i < m * k; i++)
+		a[i] = (float)((i * 7) % 13) / 8 - 0.5f;
+	for (int64_t i = 0; i < k * n; i++)
+		b[i] = (float)((i * 5) % 11) / 4 - 1;
+	for (int64_t i = 0; i < m * n; i++)
+		c[i] = beta != 0 ? (float)(i % 3) : NAN;
+	trt_sgemm(m, n, k, 2.0f, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
+	for (int64_t i = 0; i < m; i++)
+		for (int64_t j = 0; j < n; j++) {
+			double want = 0, mag = 0;
+			for (int64_t x = 0; x < k; x++) {
+				double t = 2.0 * a[i * rsa + x * csa] * b[x * rsb + j * csb];
+				want += t;
+				mag += fabs(t);
+			}
+			int64_t at = i * rsc + j * csc;
+			want += (double)beta * (double)(at % 3);
+			assert_true(fabs(c[at] - want) <= 1e-6 * (mag + 2));
+		}
+	free(a);
+	free(b);
+	free(c);
+}
+
 /* Short products (k <= 16: runtime/blas.c's own kernel, not BLIS's) in
  * every layout kernels pass: C by rows or by columns, B's rows contiguous
  * or not; m by sixes and pairs and an odd one, n past a panel of 4096
@@ -1555,32 +1587,7 @@ static void test_gemm_short(void **state)
 				int64_t rsa = k, csa = 1;                       /* A by rows */
 				int64_t rsb = bcol ? 1 : n, csb = bcol ? k : 1;
 				int64_t rsc = ccol ? 1 : n, csc = ccol ? m : 1;
-				float *a = malloc(sizeof *a * (size_t)(m * k)), *b = malloc(sizeof *b * (size_t)(k * n));
-				float *c = malloc(sizeof *c * (size_t)(m * n));
-				for (int64_t i = 0; i < m * k; i++)
-					a[i] = (float)((i * 7) % 13) / 8 - 0.5f;
-				for (int64_t i = 0; i < k * n; i++)
-					b[i] = (float)((i * 5) % 11) / 4 - 1;
-				for (int64_t i = 0; i < m * n; i++)
-					c[i] = withbeta ? (float)(i % 3) : NAN;
-				float beta = withbeta ? 0.5f : 0.0f;
-				trt_sgemm(m, n, k, 2.0f, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
-				for (int64_t i = 0; i < m; i++)
-					for (int64_t j = 0; j < n; j++) {
-						double want = 0, mag = 0;
-						for (int64_t x = 0; x < k; x++) {
-							double t = 2.0 * a[i * rsa + x * csa] * b[x * rsb + j * csb];
-							want += t;
-							mag += fabs(t);
-						}
-						int64_t at = i * rsc + j * csc;
-						if (withbeta)           /* C's old value at, (at % 3) */
-							want += 0.5 * (double)(at % 3);
-						assert_true(fabs(c[at] - want) <= 1e-6 * (mag + 2));
-					}
-				free(a);
-				free(b);
-				free(c);
+				check_sgemm(m, n, k, rsa, csa, rsb, csb, rsc, csc, withbeta ? 0.5f : 0.0f);
 			}
 	/* every element is the same chain of fmas wherever the blocking puts
 	 * it (rows by six or by pairs, columns by 16, 32, 8 or masked): a row
@@ -1622,32 +1629,7 @@ static void test_gemm_thin(void **state)
 				int64_t rsa = acol ? 1 : k, csa = acol ? m : 1;
 				int64_t rsb = bcol ? 1 : n, csb = bcol ? k : 1;
 				int64_t rsc = ccol ? 1 : n, csc = ccol ? m : 1;
-				float *a = malloc(sizeof *a * (size_t)(m * k)), *b = malloc(sizeof *b * (size_t)(k * n));
-				float *c = malloc(sizeof *c * (size_t)(m * n));
-				for (int64_t i = 0; i < m * k; i++)
-					a[i] = (float)((i * 7) % 13) / 8 - 0.5f;
-				for (int64_t i = 0; i < k * n; i++)
-					b[i] = (float)((i * 5) % 11) / 4 - 1;
-				for (int64_t i = 0; i < m * n; i++)
-					c[i] = withbeta ? (float)(i % 3) : NAN;
-				float beta = withbeta ? 1.0f : 0.0f;
-				trt_sgemm(m, n, k, 2.0f, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
-				for (int64_t i = 0; i < m; i++)
-					for (int64_t j = 0; j < n; j++) {
-						double want = 0, mag = 0;
-						for (int64_t x = 0; x < k; x++) {
-							double t = 2.0 * a[i * rsa + x * csa] * b[x * rsb + j * csb];
-							want += t;
-							mag += fabs(t);
-						}
-						int64_t at = i * rsc + j * csc;
-						if (withbeta)           /* C's old value at, (at % 3) */
-							want += (double)(at % 3);
-						assert_true(fabs(c[at] - want) <= 1e-6 * (mag + 2));
-					}
-				free(a);
-				free(b);
-				free(c);
+				check_sgemm(m, n, k, rsa, csa, rsb, csb, rsc, csc, withbeta ? 1.0f : 0.0f);
 			}
 	/* every element is the same sums wherever the blocking puts it: a row
 	 * of a 13-row product is the row alone, A by rows (rows by pairs,
