@@ -123,7 +123,8 @@ static bool sampled_dot(const Kernel *k, const KernelIn *ki, int lab, int *pos)
 
 /* d: the driver (k's input, or k->nin for a sampled join's mask), its
  * chunk labels dlab[0..nd); byq[j]: input j is sparse with the driver's
- * pattern (a value per stored element, read at q); byfind[j]: input j is
+ * pattern (a value per stored element, read at q, or an empty chunk,
+ * zeros: trt_complete's for a key it lacked); byfind[j]: input j is
  * sparse, 2-d, labelled as the driver, and read where the driver stores by
  * a search in its row (trt_csr_find). */
 
@@ -137,6 +138,12 @@ static void driven_setup(Buf *b, const Kernel *k, const KernelIn *ki)
 		buf_printf(b, "\tconst %s *restrict p%d = in[%d].p;\n", ctype(ki->indt[j]), j, j);
 	buf_printf(b, "\t%s *restrict po = out->p;\n", ctype(ki->dt));
 	buf_printf(b, "\tconst int64_t *restrict rp = in[%d].rowptr, *restrict ci = in[%d].col;\n", d, d);
+	/* an input of the driver's pattern stores its elements or none: the
+	 * zero chunk trt_complete gives a key it lacks (a sampled join's
+	 * output where an operand had a hole) is empty, read as zeros */
+	for (int j = 0; j < k->nin; j++)
+		if (ki->byq[j])
+			buf_printf(b, "\tconst int e%d = in[%d].rowptr[in[%d].n[0]] == in[%d].rowptr[0];\n", j, j, j, j);
 	for (int j = 0; j < k->nin; j++)
 		if (j != d && !ki->byq[j] && !ki->byfind[j]) {
 			char name[16];
@@ -370,7 +377,7 @@ void emit_driven_kernel(Buf *b, const Kernel *k, const KernelIn *ki)
 		if (j == d || !kx_uses(k->expr, j))
 			continue;
 		if (ki->byq[j])
-			buf_printf(b, "%sconst %s x%d = (%s)p%d[q];\n", INDENT(), T, j, T, j);
+			buf_printf(b, "%sconst %s x%d = e%d ? 0 : (%s)p%d[q];\n", INDENT(), T, j, j, T, j);
 		if (ki->byfind[j]) {
 			/* the driver's place first: inputs of one pattern (a
 			 * mask and the ratings it marks) find their element at
