@@ -233,31 +233,6 @@ static void emit_SHUFFLE(Emit *e, const OpProps *o)
 	end_call_at(e->b, &o->op->place);
 }
 
-/* The output a plain join's result goes to and nowhere else (its output
- * index), or -1: the op after it writes it, no other op reads it, it has
- * no holes to complete, and it is in no loop.  The runtime then writes its
- * chunks as it computes them (trt_write_early). */
-static int early_output(const Emit *e, const OpProps *o)
-{
-	const IaPlan *p = e->p;
-	int i = o->i, in[MAXIN];
-	if (e->local || o->op->kind != IA_JOIN || o->masked || o->sparse || o->op->type.holes ||
-	    i + 1 >= p->ops.n || p->ops.v[i + 1].kind != IA_WRITE)
-		return -1;
-	for (int j = 0, depth = 0; j < p->ops.n; j++) {
-		const IaOp *op = &p->ops.v[j];
-		depth += j < i && op->kind == IA_LOOP;
-		depth -= j < i && op->kind == IA_ENDLOOP;
-		int n = ia_inputs(op, in);
-		for (int k = 0; k < n; k++)
-			if (in[k] == i && j != i + 1)
-				return -1;
-		if (j == i && depth > 0)
-			return -1;
-	}
-	return e->output_index[p->ops.v[i + 1].u.write.tensor];
-}
-
 /* A join; IA_CONV, a join whose kernel reads windows; IA_TWOPHASE, the
  * same join run by its schedule.  Sampled at a mask, the mask's key dims;
  * with a sparse result, the input whose pattern it keeps. */
@@ -279,9 +254,6 @@ static void emit_JOIN(Emit *e, const OpProps *o)
 		buf_printf(b, ", %d", o->pattern);
 	}
 	buf_puts(b, "};\n");
-	int w = early_output(e, o);
-	if (w >= 0)
-		buf_printf(b, "\ttrt_write_early(%d, &type%d);\n", w, e->def[i][D_TYPE]);
 	buf_printf(b, "\tTrtRel *r%d = %s(%s, %s, ", i,
 	           op->kind == IA_TWOPHASE ? "trt_twophase" : o->masked ? "trt_join_sampled" : "trt_join", o->arg[0],
 	           o->arg[1]);

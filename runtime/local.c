@@ -279,63 +279,6 @@ static int64_t *join_order(const TrtRel *l, const TrtRel *r, const TrtJoin *j, c
 	return order;
 }
 
-/*
- * A join whose output is written early (trt_write_early): each output chunk
- * that lies whole in the file is written as soon as its last kernel call
- * ends.  The last such chunk in the run's order is computed in two row
- * panels when its rows can be computed apart -- its chunk dim 0 is the
- * left's chunk dim 0, a dim of the left's key neither matched nor summed,
- * so that a panel of the output's rows needs only the same rows of the
- * left chunk -- and the first panel is written while the second computes,
- * the last quarter of the rows (PANEL_MIN at least, so that BLIS keeps its
- * rate; each panel packs the right chunk again).  bench/README.md,
- * "Whole-process parity", has the figures.
- */
-enum { PANEL_MIN = 256 };
-
-static int rows_apart(const TrtRel *l, const TrtRel *r, const TrtJoin *j, const TrtType *out)
-{
-	const TrtType *lt = &l->type;
-	if (out->sparse || lt->sparse || r->type.sparse || out->nchunk == 0 || lt->nchunk == 0)
-		return 0;
-	int d = out->chunkdim[0], jd = j->ngroup < 0 ? d : j->group[d];
-	if (jd < 0 || jd >= lt->nkey || lt->chunkdim[0] != jd)
-		return 0;
-	for (int i = 0; i < j->nmatch; i++)
-		if (j->lkey[i] == jd)
-			return 0;
-	return 1;
-}
-
-/* The kernel call that completes output chunk key, written early: in two
- * row panels when split, else whole. */
-static void kernel_early(TrtKernel k, const TrtView *in, TrtView *ov, int acc, const TrtType *out,
-                         const int64_t *key, int split, size_t les)
-{
-	int64_t m = ov->n[0], tail = m / 4 > PANEL_MIN ? m / 4 : PANEL_MIN, h = m - tail;
-	if (!split || h < PANEL_MIN || in[0].n[0] != m) {
-		k(in, ov, acc);
-		rt_early_rows(out, key, ov->p, 0, m);
-		return;
-	}
-	size_t lrow = les, orow = rt_dtype_size(out->dtype);
-	for (int c = 1; c < in[0].rank; c++)
-		lrow *= (size_t)in[0].n[c];
-	for (int c = 1; c < ov->rank; c++)
-		orow *= (size_t)ov->n[c];
-	for (int64_t r0 = 0; r0 < m; r0 += h, h = m - r0) {
-		TrtView sub[3] = { in[0], in[1], in[2] }, so = *ov;
-		sub[0].p = (char *)in[0].p + (size_t)r0 * lrow;
-		sub[0].n[0] = h;
-		sub[0].off[0] += r0;
-		so.p = (char *)ov->p + (size_t)r0 * orow;
-		so.n[0] = h;
-		so.off[0] += r0;
-		k(sub, &so, acc);
-		rt_early_rows(out, key, ov->p, r0, h);
-	}
-}
-
 static TrtRel *join(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const TrtJoin *j,
                     TrtKernel k, const TrtType *out, TrtPlace p)
 {
@@ -355,19 +298,6 @@ static TrtRel *join(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const Tr
 		out_chunk = b > out_chunk ? b : out_chunk;
 	}
 	int64_t *order = join_order(l, r, j, o, pairs, n, out_chunk);
-	int64_t *pending = NULL, lastq = -1;    /* written early: each output chunk's pairs to go */
-	if (rt_early_take(out) && !ms) {
-		pending = rt_alloc(sizeof *pending * (size_t)(o->n + 1));
-		memset(pending, 0, sizeof *pending * (size_t)(o->n + 1));
-		for (int64_t q = 0; q < n; q++) {
-			int64_t pos = pairs[order[q]].pos;
-			pending[pos]++;
-			if (rt_early_chunk(out, o->keys + pos * out->nkey))
-				lastq = q;
-		}
-		if (!rows_apart(l, r, j, out))
-			lastq = -1;
-	}
 	if (rt.budget > 0) {
 		/* the stream: per pair its left, right, mask and output chunks */
 		static Chunk *none;
@@ -403,14 +333,10 @@ static TrtRel *join(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const Tr
 		if (acc && out->sparse && ov.nnz != in[j->pattern].nnz)
 			rt_bug("sparse join output combines chunks of %lld and %lld elements",
 			       (long long)ov.nnz, (long long)in[j->pattern].nnz);
-		if (pending && --pending[a->pos] == 0 && rt_early_chunk(out, ok))
-			kernel_early(k, in, &ov, acc, out, ok, q == lastq, rt_dtype_size(lt->dtype));
-		else
-			k(in, &ov, acc);
+		k(in, &ov, acc);
 		rt_pin_release(mark);
 	}
 	rt_stream_end();
-	free(pending);
 	free(order);
 	free(pairs);
 	rt_pin_release(scope);

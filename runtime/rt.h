@@ -451,14 +451,6 @@ int rt_make_temp(const char *path, char **tmpname);
 int rt_rename_durable(const char *tmp, const char *path);   /* rename, then fsync the directory */
 void rt_remove_temp(const char *tmp);
 void rt_remove_temps(void);
-/* An early write (trt_write_early): rt_early_take says whether the join
- * of output type t writes its chunks early (once: the next such join takes
- * it); rt_early_chunk whether chunk key lies whole in the file; then
- * rt_early_rows writes rows [r0, r0 + n) along its chunk dim 0 of the
- * chunk's data (its first row at data). */
-int rt_early_take(const TrtType *t);
-int rt_early_chunk(const TrtType *t, const int64_t *key);
-void rt_early_rows(const TrtType *t, const int64_t *key, const void *data, int64_t r0, int64_t n);
 
 /* ---- zip.c ---- */
 

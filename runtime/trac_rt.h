@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #define TRT_MAXDIM 8            /* most key dims and chunk dims of a relation */
-#define TRT_ABI 13              /* bumped when this interface changes */
+#define TRT_ABI 12              /* bumped when this interface changes */
 
 typedef enum { TRT_F32, TRT_F64, TRT_I32, TRT_I64 } TrtDtype;
 
@@ -212,14 +212,6 @@ TrtRel *trt_read(int tensor, const TrtType *t, TrtPlace p);
  * csr .npz that scipy.sparse.load_npz reads; any other sparse relation as
  * the dense .npy, absent blocks as zeros. */
 void trt_write(int tensor, const TrtRel *r);
-/* Before the join whose result only trt_write(tensor, ...) reads (codegen
- * says so; t: the join's output type): rank 0 makes the output's temporary
- * file now, and the join writes its chunks that lie whole in the file as it
- * computes them (the last one in two row panels), so that trt_write writes
- * only the rest, then fsyncs and renames as ever.  Does nothing where that
- * does not apply (another rank, no path, a .npz, sparse, a memory budget,
- * a file over 512 MiB). */
-void trt_write_early(int tensor, const TrtType *t);
 
 /* ---- params ---- */
 

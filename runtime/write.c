@@ -85,8 +85,6 @@ static size_t out_stage_bytes(double data, int *nstage)
 typedef struct Out {
 	int fd, direct;
 	int64_t behind;         /* buffered: writeback started below this; -1: not asked */
-	const int64_t *skip;    /* buffered: nskip ranges [skip[2i], skip[2i+1]) of the file, */
-	int nskip;              /* sorted and apart, written early (trt_write_early) */
 	Chunk *stages;
 	char *stage[2];         /* stage[cur] holds the file's bytes [at, at + n) */
 	size_t len;             /* a stage's bytes */
@@ -268,39 +266,11 @@ static int out_flip(Out *o)
 	return 1;
 }
 
-/* A buffered write of n bytes of buf at off but for the ranges written
- * early (o->skip); 0 on failure (errno set). */
-static int out_write_around(Out *o, const char *buf, size_t n, int64_t off)
-{
-	int64_t end = off + (int64_t)n;
-	for (int i = 0; i <= o->nskip && off < end; i++) {
-		int64_t a = i < o->nskip ? o->skip[2 * i] : end, b = i < o->nskip ? o->skip[2 * i + 1] : end;
-		if (b <= off)
-			continue;
-		int64_t stop = a < end ? a : end;
-		if (stop > off) {
-			if (!rt_pwrite_full(o->fd, buf, (size_t)(stop - off), off))
-				return 0;
-			out_behind(o, stop);
-			buf += stop - off;
-			off = stop;
-		}
-		int64_t next = b < end ? b : end;
-		if (next > off) {
-			buf += next - off;
-			off = next;
-		}
-	}
-	return 1;
-}
-
 /* Writes n bytes of buf at off; 0 on failure (errno set). */
 static int out_write(Out *o, const char *buf, size_t n, int64_t off)
 {
 	if (o->direct && off != o->at + (int64_t)o->n && !out_undirect(o))
 		return 0;
-	if (!o->direct && o->nskip)
-		return out_write_around(o, buf, n, off);
 	if (!o->direct) {
 		if (!rt_pwrite_full(o->fd, buf, n, off))
 			return 0;
@@ -330,7 +300,7 @@ static int out_flush(void *ctx, struct iovec *iov, int n, int64_t off)
 {
 	Out *o = ctx;
 
-	if (!o->direct && !o->nskip) {
+	if (!o->direct) {
 		int64_t end = off;
 		for (int i = 0; i < n; i++)
 			end += (int64_t)iov[i].iov_len;
@@ -486,185 +456,11 @@ static int ends_with(const char *s, const char *tail)
 	return n >= k && !strcmp(s + n - k, tail);
 }
 
-/* ---- an early write (trt_write_early) ---- */
-
-/*
- * Rank 0's output whose join writes it as it computes it: its temporary
- * file, made and its .npy header written before the join, and the file's
- * ranges the join has written, merged, for trt_write to write around.
- * Only through the page cache (Out's buffered way), so that writes in any
- * order cost nothing more.  A write that fails stops the early writes and
- * keeps its errno, which trt_write reports as its own.
- */
-typedef struct EarlyJob {
-	const char *p;
-	size_t n;
-	int64_t at;
-} EarlyJob;
-
-typedef struct Early {
-	int on, taken, tensor;
-	const TrtType *type;    /* the join's output type, as codegen names it */
-	int fd;
-	char *tmpname;
-	int64_t hlen;           /* the .npy header's bytes */
-	int64_t *done;          /* ndone ranges [done[2i], done[2i+1]), sorted, apart */
-	int ndone, cap;
-	/* the writer thread's: it writes job[next..njob) in turn through out */
-	Out out;
-	int threaded;
-	pthread_t th;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	EarlyJob *job;
-	int njob, next, capjob, quit;
-	int err;                /* the errno of the first failure */
-} Early;
-
-static Early early;
-
-static void early_done(int64_t a, int64_t b);
-
-static void *early_writer(void *arg)
-{
-	(void)arg;
-	pthread_mutex_lock(&early.mu);
-	for (;;) {
-		while (early.next == early.njob && !early.quit)
-			pthread_cond_wait(&early.cv, &early.mu);
-		if (early.next == early.njob)
-			break;
-		EarlyJob j = early.job[early.next++];
-		int failed = early.err != 0;
-		pthread_mutex_unlock(&early.mu);
-		int ok = failed || out_write(&early.out, j.p, j.n, j.at), e = errno;
-		pthread_mutex_lock(&early.mu);
-		if (!ok && !early.err)
-			early.err = e ? e : EIO;
-	}
-	pthread_mutex_unlock(&early.mu);
-	return NULL;
-}
-
-/* Waits for the writer to write every job and end. */
-static void early_wait(void)
-{
-	if (!early.threaded)
-		return;
-	pthread_mutex_lock(&early.mu);
-	early.quit = 1;
-	pthread_cond_broadcast(&early.cv);
-	pthread_mutex_unlock(&early.mu);
-	pthread_join(early.th, NULL);
-	pthread_mutex_destroy(&early.mu);
-	pthread_cond_destroy(&early.cv);
-	early.threaded = 0;
-}
-
-void trt_write_early(int tensor, const TrtType *t)
-{
-	const char *path = rt.paths[tensor];
-	if (rt.rank != 0 || early.on || !path || ends_with(path, ".npz") || t->sparse || rt.budget > 0)
-		return;
-	const TrtTensor *x = rt_tensor_of(tensor, t);
-	char head[1024];
-	size_t hlen = rt_npy_header(x, head, sizeof head);
-	double data = (double)rt_dtype_size(x->dtype);
-	for (int d = 0; d < x->rank; d++)
-		data *= (double)x->shape[d];
-	if (!hlen || data + OUT_BLOCK > OUT_BUFFERED)
-		return;
-	char *name;
-	int fd = rt_make_temp(path, &name);
-	if (fd < 0) {           /* trt_write tries again, and says why */
-		free(name);
-		return;
-	}
-	early = (Early){ .on = 1, .tensor = tensor, .type = t, .fd = fd, .tmpname = name,
-	                 .hlen = (int64_t)hlen, .out = out_open(fd, 1, data) };
-	if (!out_write(&early.out, head, hlen, 0))
-		early.err = errno ? errno : EIO;
-	else
-		early_done(0, (int64_t)hlen);
-	pthread_mutex_init(&early.mu, NULL);
-	pthread_cond_init(&early.cv, NULL);
-	early.threaded = pthread_create(&early.th, NULL, early_writer, NULL) == 0;
-	if (!early.threaded) {  /* written here then */
-		pthread_mutex_destroy(&early.mu);
-		pthread_cond_destroy(&early.cv);
-	}
-}
-
-int rt_early_take(const TrtType *t)
-{
-	if (!early.on || early.taken || early.type != t)
-		return 0;
-	early.taken = 1;
-	return 1;
-}
-
-int rt_early_chunk(const TrtType *t, const int64_t *key)
-{
-	RtBlock b;
-	if (!early.on || t != early.type || t->nchunk == 0)
-		return 0;
-	rt_block_of(t, key, &b);
-	return b.identity && b.nrun == 1;
-}
-
-/* Adds [a, b) to early.done. */
-static void early_done(int64_t a, int64_t b)
-{
-	int i = 0;
-	while (i < early.ndone && early.done[2 * i + 1] < a)
-		i++;
-	if (i < early.ndone && early.done[2 * i] <= b) {       /* meets range i (and maybe more) */
-		int k = i;
-		while (k + 1 < early.ndone && early.done[2 * (k + 1)] <= b)
-			k++;
-		a = a < early.done[2 * i] ? a : early.done[2 * i];
-		b = b > early.done[2 * k + 1] ? b : early.done[2 * k + 1];
-		memmove(early.done + 2 * (i + 1), early.done + 2 * (k + 1),
-		        sizeof *early.done * 2 * (size_t)(early.ndone - k - 1));
-		early.ndone -= k - i;
-	} else {
-		if (early.ndone == early.cap)
-			early.done = rt_realloc(early.done, sizeof *early.done * 2 * (size_t)(early.cap = 2 * early.cap + 8));
-		memmove(early.done + 2 * (i + 1), early.done + 2 * i, sizeof *early.done * 2 * (size_t)(early.ndone - i));
-		early.ndone++;
-	}
-	early.done[2 * i] = a;
-	early.done[2 * i + 1] = b;
-}
-
-void rt_early_rows(const TrtType *t, const int64_t *key, const void *data, int64_t r0, int64_t n)
-{
-	if (!rt_early_chunk(t, key) || n <= 0)
-		return;
-	RtBlock b;
-	rt_block_of(t, key, &b);
-	int64_t row = (int64_t)rt_dtype_size(t->dtype) * b.run / b.cnt[t->chunkdim[0]];
-	int64_t at = early.hlen + (int64_t)rt_dtype_size(t->dtype) * rt_block_run(t, &b, 0) + r0 * row;
-	EarlyJob j = { (const char *)data + r0 * row, (size_t)(n * row), at };
-	early_done(at, at + n * row);
-	if (!early.threaded) {
-		if (!early.err && !out_write(&early.out, j.p, j.n, j.at))
-			early.err = errno ? errno : EIO;
-		return;
-	}
-	pthread_mutex_lock(&early.mu);
-	if (early.njob == early.capjob)
-		early.job = rt_realloc(early.job, sizeof *early.job * (size_t)(early.capjob = 2 * early.capjob + 8));
-	early.job[early.njob++] = j;
-	pthread_cond_broadcast(&early.cv);
-	pthread_mutex_unlock(&early.mu);
-}
-
 static int write_rel(Out *out, int64_t data_offset, const TrtRel *r);
 
-/* Writes r as tensor x's .npy into fd (rank 0's; collective), but for
- * what e0 wrote early: 0, or on rank 0 the first errno. */
-static int write_npy(int fd, const TrtTensor *x, const TrtRel *r, const Early *e0)
+/* Writes r as tensor x's .npy into fd (rank 0's; collective): 0, or on
+ * rank 0 the first errno. */
+static int write_npy(int fd, const TrtTensor *x, const TrtRel *r)
 {
 	char head[1024];
 	int e = 0;
@@ -676,14 +472,7 @@ static int write_npy(int fd, const TrtTensor *x, const TrtRel *r, const Early *e
 	for (int d = 0; d < x->rank; d++)
 		data *= (double)x->shape[d];
 	Out out = out_open(fd, rt.rank == 0, data);
-	if (e0) {
-		out.behind = e0->out.behind;
-		out.skip = e0->done;
-		out.nskip = e0->ndone;
-		if (e0->err)
-			e = e0->err;
-	}
-	if (rt.rank == 0 && !out_write(&out, head, hlen, 0) && !e)
+	if (rt.rank == 0 && !out_write(&out, head, hlen, 0))
 		e = errno;
 	int e2 = write_rel(&out, (int64_t)hlen, r);
 	if (rt.rank == 0 && !out_undirect(&out) && !e && !e2)
@@ -707,12 +496,7 @@ void trt_write(int tensor, const TrtRel *r)
 		rt_agree(rt_no_path(x, msg, sizeof msg));
 	check_complete(r, x);
 
-	Early *e0 = rt.rank == 0 && early.on && early.tensor == tensor ? &early : NULL;
-	if (e0) {               /* its temporary made before the join */
-		early_wait();
-		fd = e0->fd;
-		tmpname = e0->tmpname;
-	} else if (rt.rank == 0) {
+	if (rt.rank == 0) {
 		fd = rt_make_temp(path, &tmpname);
 		if (fd < 0) {
 			rt_tensor_msg(msg, sizeof msg, x, path, rt_errstr(errno));
@@ -724,12 +508,7 @@ void trt_write(int tensor, const TrtRel *r)
 	/* a matrix to a .npz is a csr .npz, however the plan stored it (its
 	 * zeros dropped); anything else is a dense .npy */
 	int64_t t0 = rt_span_begin();   /* rank 0's span: the file's bytes (as dense) */
-	int e = t->nkey == 2 && ends_with(path, ".npz") ? rt_npz_write(fd, r) : write_npy(fd, x, r, e0);
-	if (e0) {
-		free(e0->done);
-		free(e0->job);
-		early = (Early){ 0 };
-	}
+	int e = t->nkey == 2 && ends_with(path, ".npz") ? rt_npz_write(fd, r) : write_npy(fd, x, r);
 	if (rt.rank != 0) {
 		rt_agree(NULL);
 		return;
