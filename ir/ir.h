@@ -467,6 +467,7 @@ int tra_add_tensor(TraProg *p, Tensor t);
 int tra_add_stmt(TraProg *p, Loc loc);
 int tra_push(TraProg *p, TraOp op);                       /* returns the op's index */
 int tra_inputs(const TraOp *op, int *in);                 /* fills in[MAXIN], returns count */
+int *tra_nreaders(const TraProg *p);                     /* per op, the ops reading it (n + 1; free it) */
 void tra_op_remap(TraOp *op, const int *map);             /* inputs renumbered: old op -> map[old] */
 Kernel *tra_op_kernel(const TraOp *op);                   /* its block kernel, or NULL */
 void tra_print(Buf *b, const TraProg *p);

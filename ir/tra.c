@@ -741,6 +741,18 @@ static const struct {
 #include "ops.def"
 };
 
+int *tra_nreaders(const TraProg *p)
+{
+	int *n = xcalloc((size_t)p->ops.n + 1, sizeof *n);
+	for (int i = 0; i < p->ops.n; i++) {
+		int in[MAXIN];
+		int k = tra_inputs(&p->ops.v[i], in);
+		for (int j = 0; j < k; j++)
+			n[in[j]]++;
+	}
+	return n;
+}
+
 int tra_inputs(const TraOp *op, int *in)
 {
 	return ir_inputs(op, tra_fields[op->kind].in, in);

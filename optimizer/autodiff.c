@@ -240,13 +240,7 @@ static void lse_shift(Grad *g)
 {
 	const TraProg *o = g->old;
 	int n = o->ops.n;
-	int *uses = xcalloc(n + 1, sizeof *uses);
-	for (int i = 0; i < n; i++) {
-		int in[MAXIN];
-		int k = tra_inputs(&o->ops.v[i], in);
-		for (int j = 0; j < k; j++)
-			uses[in[j]]++;
-	}
+	int *uses = tra_nreaders(o);
 	for (int i = 0; i < n; i++) {
 		const TraOp *L = &o->ops.v[i];
 		if (L->kind != TRA_JOIN || L->u.join.kernel->reduces || g->unit[i].kind != D_EINSUM)

@@ -461,13 +461,7 @@ static double plan_largest(const Order *o, const Plan *pl)
 static int contract_trees(TraProg *p, double limit, double *largest)
 {
 	int n = p->ops.n, done = 0;
-	int *uses = xcalloc(n + 1, sizeof *uses);
-	for (int i = 0; i < n; i++) {
-		int in[MAXIN];
-		int k = tra_inputs(&p->ops.v[i], in);
-		for (int j = 0; j < k; j++)
-			uses[in[j]]++;
-	}
+	int *uses = tra_nreaders(p);
 	if (largest)
 		*largest = 0;
 
