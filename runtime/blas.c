@@ -432,7 +432,17 @@ static void as_transpose(int64_t *m, int64_t *n, const float **a, int64_t *rsa, 
 	*rsc = csc;
 }
 
-static int short_ok = -1;       /* AVX2 and FMA: checked once */
+/* Whether this CPU has AVX2 and FMA, which the short and thin kernels
+ * need: checked once. */
+static int avx2_fma(void)
+{
+	static int ok = -1;
+	if (ok < 0) {
+		__builtin_cpu_init();
+		ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	}
+	return ok;
+}
 
 /* C = alpha A B + beta C by the short kernel, if this call is one it
  * takes; 0 if not (BLIS then) */
@@ -441,11 +451,7 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
                        const float *b, int64_t rsb, int64_t csb, float beta,
                        float *c, int64_t rsc, int64_t csc)
 {
-	if (short_ok < 0) {
-		__builtin_cpu_init();
-		short_ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-	}
-	if (!short_ok || k > SHORT_K || (csc != 1 && rsc != 1))
+	if (!avx2_fma() || k > SHORT_K || (csc != 1 && rsc != 1))
 		return 0;
 	if (csc != 1)                   /* column-major C: C^T = B^T A^T */
 		as_transpose(&m, &n, &a, &rsa, &csa, &b, &rsb, &csb, &rsc, csc);
@@ -744,7 +750,7 @@ static int sgemm_thin(int64_t m, int64_t n, int64_t k, float alpha,
                       const float *b, int64_t rsb, int64_t csb, float beta,
                       float *c, int64_t rsc, int64_t csc)
 {
-	if (!short_ok || (csc != 1 && rsc != 1))
+	if (!avx2_fma() || (csc != 1 && rsc != 1))
 		return 0;
 	if (csc != 1)                   /* column-major C: C^T = B^T A^T */
 		as_transpose(&m, &n, &a, &rsa, &csa, &b, &rsb, &csb, &rsc, csc);
