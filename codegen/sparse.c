@@ -142,7 +142,7 @@ static void driven_setup(Buf *b, const Kernel *k, const KernelIn *ki)
 	 * zero chunk trt_complete gives a key it lacks (a sampled join's
 	 * output where an operand had a hole) is empty, read as zeros */
 	for (int j = 0; j < k->nin; j++)
-		if (ki->byq[j])
+		if (ki->byq[j] && kx_uses(k->expr, j))
 			buf_printf(b, "\tconst int e%d = in[%d].rowptr[in[%d].n[0]] == in[%d].rowptr[0];\n", j, j, j, j);
 	for (int j = 0; j < k->nin; j++)
 		if (j != d && !ki->byq[j] && !ki->byfind[j]) {
