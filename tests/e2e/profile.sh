@@ -80,14 +80,24 @@ else
 	fail "the roofline's program"; cat roof.txt
 fi
 
-# Start-up: a job of one rank under mpirun opens no PML but ob1 (the
-# runtime names it: opening the others took 0.2-0.3 s of MPI_Init)
-OMPI_MCA_pml_base_verbose=10 run 1 ./mm A=a.npy B=b.npy C=c.npy >pml.txt 2>&1 ||
-	{ fail "1 rank with the PML's messages"; cat pml.txt; }
-if grep -q 'components_open: found loaded component' pml.txt; then
-	grep 'components_open: found loaded component' pml.txt | grep -v 'component ob1$' |
-		grep -q . && fail "1 rank under mpirun opened PMLs besides ob1"
-	[ "$FAILS" = 0 ] && pass "1 rank under mpirun: ob1 alone"
+# Start-up: a job whose ranks all run on this host opens no PML but ob1
+# (the runtime names it: opening the others, cm and its network MTLs,
+# took 0.2-0.3 s of MPI_Init), one rank and two alike; the user's own
+# choice of PMLs wins
+opened() { grep 'components_open: found loaded component' "$1" | sed 's/.*component //' | sort -u | tr '\n' ' '; }
+for np in 1 2; do
+	OMPI_MCA_pml_base_verbose=10 run $np ./mm A=a.npy B=b.npy C=c.npy >pml$np.txt 2>&1 ||
+		{ fail "$np ranks with the PML's messages"; cat pml$np.txt; }
+	if grep -q 'components_open: found loaded component' pml$np.txt; then
+		[ "$(opened pml$np.txt)" = "ob1 " ] ||
+			fail "$np ranks under mpirun opened PMLs besides ob1: $(opened pml$np.txt)"
+		[ "$FAILS" = 0 ] && pass "$np ranks under mpirun: ob1 alone"
+	fi
+done
+OMPI_MCA_pml='^v' OMPI_MCA_pml_base_verbose=10 run 2 ./mm A=a.npy B=b.npy C=c.npy >pmlu.txt 2>&1 ||
+	{ fail "2 ranks with the user's PMLs"; cat pmlu.txt; }
+if grep -q 'components_open: found loaded component' pmlu.txt; then
+	opened pmlu.txt | grep -q 'cm ' || fail "the user's OMPI_MCA_pml was not kept: $(opened pmlu.txt)"
 fi
 
 # TRAC_PROFILE=1 does the same as --profile
