@@ -13,7 +13,7 @@ over the nodes, so a few nodes have thousands of neighbours and most have a
 handful; --ordered leaves the node ids in degree order, so the heavy rows
 sit together in the first blocks (issue 33's test of the placement).  The
 adjacency is symmetric, with self loops, normalised
-D^-1/2 (A + I) D^-1/2 and saved as a scipy csr .npz; 128 features, 40
+D^-1/2 (A + I) D^-1/2 and saved as a scipy csr .npz (save_npz's default, deflated); 128 features, 40
 classes, 10% of the nodes labelled.  Both sides run bench/gcn_sparse.tra's
 computation: two layers (hidden 64), E epochs of full-batch gradient descent,
 then write W1 and W2.  trac runs on P ranks (default 2), PyTorch with T
@@ -71,7 +71,7 @@ def make_data(d, V, E, F=128, C=40, shuffle=True):
     dinv = sp.diags(1 / np.sqrt(deg))
     A = (dinv @ A @ dinv).tocsr().astype(np.float32)
     A.sort_indices()
-    sp.save_npz(os.path.join(d, "A.npz"), A, compressed=False)
+    sp.save_npz(os.path.join(d, "A.npz"), A)            # scipy's default: deflated
     labels = rng.integers(0, C, V)
     centers = rng.standard_normal((C, F))
     np.save(os.path.join(d, "X.npy"), (centers[labels] * 0.3 + rng.standard_normal((V, F))).astype(np.float32))

@@ -9,9 +9,9 @@
  *
  * Reading.  rt_zip_open reads the central directory; rt_arr_open opens a
  * member holding a .npy array and parses its header.  A stored member's
- * bytes are read where they lie (pread); a deflated one is inflated
- * forward from the bytes read before, through small buffers, what lies
- * between being discarded.  A deflate stream cannot be entered in the
+ * bytes are read where they lie (pread); a deflated one is inflated whole
+ * by libdeflate when it fits (whole_fits), else forward from the bytes
+ * read before, through small buffers, what lies between being discarded.  A deflate stream cannot be entered in the
  * middle, so a read before the last bytes read inflates the member again
  * from its start (rt_npz_rewinds counts it; npz.c's readers go forward
  * through each member and never do).  A deflated member's CRC is checked
@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include "rt.h"
@@ -240,7 +241,23 @@ struct RtZipStream {
 	int64_t pos, cpos;              /* bytes inflated, compressed bytes fed */
 	uint32_t run;                   /* CRC-32 of the bytes inflated */
 	unsigned char *in, *skip;
+	unsigned char *whole;           /* a member inflated whole (whole_fits) */
 };
+
+/*
+ * A deflated member of at most WHOLE_MAX bytes is inflated whole, once, by
+ * libdeflate, and read from there: 1.7-2.1x zlib's speed on save_npz's
+ * members (a 10 MB indices.npy 34 -> 20 ms, data.npy 26 -> 12 ms here),
+ * and its CRC-32 at 3x.  A bigger one, and every one when the run has a
+ * memory budget (the runtime's own memory is what trac.1 allows besides
+ * the chunks: a few buffers), is inflated forward through zlib.
+ */
+#define WHOLE_MAX ((int64_t)256 << 20)
+
+static int whole_fits(const RtZipStream *s)
+{
+	return rt.budget <= 0 && s->usize <= WHOLE_MAX;
+}
 
 static int stream_open(const RtZip *z, const char *name, RtZipStream *s, char *why, size_t len)
 {
@@ -287,7 +304,7 @@ static int stream_open(const RtZip *z, const char *name, RtZipStream *s, char *w
 		         (long long)s->csize, (long long)s->usize);
 		return 0;
 	}
-	if (s->deflated) {
+	if (s->deflated && !whole_fits(s)) {
 		/* raw deflate: a zip member has no zlib header */
 		if (inflateInit2(&s->z, -MAX_WBITS) != Z_OK)
 			rt_oom(sizeof s->z, "an inflater");
@@ -305,7 +322,8 @@ static void stream_close(RtZipStream *s)
 	s->zlive = 0;
 	free(s->in);
 	free(s->skip);
-	s->in = s->skip = NULL;
+	free(s->whole);
+	s->in = s->skip = s->whole = NULL;
 }
 
 /* Feeds the inflater from the file and runs it once. */
@@ -394,6 +412,42 @@ static void stream_rewind(RtZipStream *s)
 	rt_npz_rewinds++;
 }
 
+static int inflate_whole(RtZipStream *s, char *why, size_t len)
+{
+	unsigned char *in = rt_alloc(s->csize ? (size_t)s->csize : 1);
+	s->whole = rt_alloc(s->usize ? (size_t)s->usize : 1);
+	if (!read_at(s->fd, in, (size_t)s->csize, s->data, why, len)) {
+		free(in);
+		return 0;
+	}
+	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+	if (!d)
+		rt_oom(0, "an inflater");
+	size_t got = 0;
+	enum libdeflate_result r = libdeflate_deflate_decompress(d, in, (size_t)s->csize, s->whole,
+	                                                         (size_t)s->usize, &got);
+	libdeflate_free_decompressor(d);
+	free(in);
+	if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
+		snprintf(why, len, "%s: longer than the zip directory says", s->name);
+		return 0;
+	}
+	if (r == LIBDEFLATE_SHORT_OUTPUT || (r == LIBDEFLATE_SUCCESS && (int64_t)got != s->usize)) {
+		snprintf(why, len, "%s: deflate stream ends before the %lld bytes the zip directory says",
+		         s->name, (long long)s->usize);
+		return 0;
+	}
+	if (r != LIBDEFLATE_SUCCESS) {
+		snprintf(why, len, "%s: corrupt deflate stream", s->name);
+		return 0;
+	}
+	if ((uint32_t)libdeflate_crc32(0, s->whole, (size_t)s->usize) != s->crc) {
+		snprintf(why, len, "%s: CRC mismatch, the member is corrupt", s->name);
+		return 0;
+	}
+	return 1;
+}
+
 /* Reads bytes [off, off + n) of the member into buf: a stored member's
  * where they lie; a deflated one's by inflating on from the bytes read
  * before (what lies between is inflated and dropped), or from the start
@@ -405,6 +459,12 @@ static int stream_read(RtZipStream *s, int64_t off, void *buf, size_t n, char *w
 		       (long long)s->usize);
 	if (!s->deflated)
 		return read_at(s->fd, buf, n, s->data + off, why, len);
+	if (whole_fits(s)) {
+		if (!s->whole && !inflate_whole(s, why, len))
+			return 0;
+		memcpy(buf, s->whole + off, n);
+		return 1;
+	}
 	if (off < s->pos)
 		stream_rewind(s);
 	while (s->pos < off) {
