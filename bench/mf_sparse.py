@@ -47,8 +47,8 @@ def main():
     rows = np.repeat(np.arange(M), np.diff(O.indptr))
     R = O.copy()
     R.data = np.einsum("qk,qk->q", U0[rows], V0[O.indices]).astype(np.float32)
-    sp.save_npz(os.path.join(d, "O.npz"), O, compressed=False)
-    sp.save_npz(os.path.join(d, "R.npz"), R, compressed=False)
+    sp.save_npz(os.path.join(d, "O.npz"), O)            # scipy's default: deflated
+    sp.save_npz(os.path.join(d, "R.npz"), R)
     print("mf_sparse: %d x %d ratings, %d observed (%.2g), K = %d, %d ranks, medians of %d"
           % (M, N, O.nnz, dens, K, P, reps))
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
