@@ -1652,6 +1652,58 @@ static void test_gemm_thin(void **state)
 	}
 }
 
+/* Matrix-vector products (n = 1) go to BLIS's gemv (runtime/blas.c):
+ * A by rows and by columns, b and c contiguous or strided (a column of a
+ * wider matrix), beta 0 (clearing NaNs) and 1, f32 and f64; logreg's
+ * X w and X^T g among them. */
+static void test_gemv(void **state)
+{
+	(void)state;
+	static const int64_t shapes[][2] = { {50000, 50}, {50, 50000}, {1, 7}, {33, 1}, {513, 129} };
+	for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+		for (int acol = 0; acol < 2; acol++)
+			for (int withbeta = 0; withbeta < 2; withbeta++) {
+				int64_t m = shapes[s][0], k = shapes[s][1];
+				check_sgemm(m, 1, k, acol ? 1 : k, acol ? m : 1, 1, 1, 1, 1, withbeta ? 1.0f : 0.0f);
+			}
+	/* b a column of a K x 3 matrix, c of an M x 2 one */
+	enum { SM = 77, SK = 90 };
+	float *sa = malloc(sizeof *sa * SM * SK), sb[SK * 3], sc[SM * 2];
+	for (int i = 0; i < SM * SK; i++)
+		sa[i] = (float)((i * 7) % 13) / 8 - 0.5f;
+	for (int i = 0; i < SK * 3; i++)
+		sb[i] = (float)((i * 5) % 11) / 4 - 1;
+	for (int i = 0; i < SM * 2; i++)
+		sc[i] = (float)i;
+	trt_sgemm(SM, 1, SK, 1.0f, sa, SK, 1, sb + 1, 3, 1, 1.0f, sc + 1, 2, 1);
+	for (int i = 0; i < SM; i++) {
+		double want = 2 * i + 1;
+		for (int x = 0; x < SK; x++)
+			want += (double)sa[i * SK + x] * sb[x * 3 + 1];
+		assert_true(fabs(sc[2 * i + 1] - want) <= 1e-4);
+		assert_true(sc[2 * i] == (float)(2 * i));     /* the other column untouched */
+	}
+	free(sa);
+	enum { M = 300, K = 70 };
+	double *a = malloc(sizeof *a * M * K), b[K], c[M];
+	for (int i = 0; i < M * K; i++)
+		a[i] = (double)((i * 7) % 13) / 8 - 0.5;
+	for (int i = 0; i < K; i++)
+		b[i] = (double)((i * 5) % 11) / 4 - 1;
+	for (int acol = 0; acol < 2; acol++) {
+		for (int i = 0; i < M; i++)
+			c[i] = NAN;
+		trt_dgemm(M, 1, K, 2.0, a, acol ? 1 : K, acol ? M : 1, b, 1, 1, 0.0, c, 1, 1);
+		for (int i = 0; i < M; i++) {
+			double want = 0;
+			for (int x = 0; x < K; x++)
+				want += 2.0 * a[acol ? i + x * M : i * K + x] * b[x];
+			assert_true(fabs(c[i] - want) <= 1e-12 * K);
+		}
+	}
+	free(a);
+}
+
 /* ---- main ---- */
 
 static void setup_program(void)
@@ -1897,6 +1949,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gemm_aliased),
 		cmocka_unit_test(test_gemm_short),
 		cmocka_unit_test(test_gemm_thin),
+		cmocka_unit_test(test_gemv),
 		cmocka_unit_test(test_npy_header_errors),
 		cmocka_unit_test(test_npy_file_errors),
 		cmocka_unit_test(test_npy_short_read),
