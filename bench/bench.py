@@ -176,10 +176,24 @@ def gemm_direct(dt, m, n, k):
                  for f in ("cold", "warm", "cold_cpu", "warm_cpu"))
 
 
+def intel_avx512():
+    """Whether the CPU is Intel's with AVX-512, where runtime/blas.c picks BLIS's skx kernels."""
+    try:
+        info = open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+    return "GenuineIntel" in info and re.search(r"\bavx512f\b", info) is not None
+
+
+INTEL_AVX512 = intel_avx512()
+
+
 def pdgemm(m, n, k, grid, nb, blas):
     env = dict(ENV, OMP_NUM_THREADS="1", BLIS_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     if blas == "blis":
-        env.update(LD_LIBRARY_PATH=BLISBLAS, BLIS_ARCH_TYPE="0")
+        env.update(LD_LIBRARY_PATH=BLISBLAS)
+        if INTEL_AVX512:                # runtime/blas.c's choice of kernels
+            env.update(BLIS_ARCH_TYPE="0")
     else:
         env.pop("OPENBLAS_CORETYPE", None)
         env.update(LD_LIBRARY_PATH=OPENBLAS)

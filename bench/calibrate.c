@@ -856,8 +856,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[a], "--comm-only"))
 			quick = 2;
 
-	/* the runtime's kernel choice (runtime/blas.c): skx on AVX-512 */
-	if (!getenv("BLIS_ARCH_TYPE") && __builtin_cpu_supports("avx512f"))
+	/* the runtime's kernel choice (runtime/blas.c): skx on Intel's AVX-512 */
+	if (!getenv("BLIS_ARCH_TYPE") && __builtin_cpu_is("intel") && __builtin_cpu_supports("avx512f"))
 		setenv("BLIS_ARCH_TYPE", "0", 1);
 	bli_init();
 	bli_thread_set_num_threads(1);

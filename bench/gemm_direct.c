@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 	int reps = atoi(argv[5]);
 	size_t es = f64 ? 8 : 4;
 
-	if (!getenv("BLIS_ARCH_TYPE") && __builtin_cpu_supports("avx512f"))
+	if (!getenv("BLIS_ARCH_TYPE") && __builtin_cpu_is("intel") && __builtin_cpu_supports("avx512f"))
 		setenv("BLIS_ARCH_TYPE", "0", 1);        /* what runtime/blas.c does */
 	bli_init();
 	if (!getenv("BLIS_NUM_THREADS"))

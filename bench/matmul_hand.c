@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	long n = atol(argv[1]);
-	if (!getenv("BLIS_ARCH_TYPE") && __builtin_cpu_supports("avx512f"))
+	if (!getenv("BLIS_ARCH_TYPE") && __builtin_cpu_is("intel") && __builtin_cpu_supports("avx512f"))
 		setenv("BLIS_ARCH_TYPE", "0", 1);        /* what runtime/blas.c does */
 	bli_init();
 	if (!getenv("BLIS_NUM_THREADS"))

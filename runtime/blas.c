@@ -4,16 +4,22 @@
  * Threads: one BLIS thread per rank unless BLIS_NUM_THREADS says otherwise,
  * since the ranks already fill the cores.
  *
- * Kernels: Debian's BLIS 0.9 picks its `haswell` kernels on AVX-512 CPUs
- * whenever it cannot tell how many FMA units the core has (always so under a
- * hypervisor), and those run about 1.5x slower there than its `skx` ones.
+ * Kernels: Debian's BLIS 0.9 picks its `haswell` kernels on Intel's AVX-512
+ * CPUs whenever it cannot tell how many FMA units the core has (always so
+ * under a hypervisor), and those run about 1.5x slower there than its `skx`
+ * ones.  Not on AMD's: on an EPYC with AVX-512 (Zen 4, family 25, whose
+ * vector units are 256 bits wide) BLIS picks `zen3`, which ran a 4000^3
+ * sgemm at 108 GFLOP/s against skx's 99, and skx has none of BLIS's
+ * small-matrix kernels: 64 x 40 x 10584 took 1.18 ms on skx, 0.65 on zen3,
+ * and the GCN benchmark's whole process 1.18-1.24 s against 1.12-1.14.
  * BLIS reads BLIS_ARCH_TYPE (a number: the arch_t enum value, BLIS_ARCH_SKX
  * is 0; a name such as "haswell" is read as 0 too) once, inside bli_init, so
  * rt_blas_init sets it before calling bli_init:
  *
- *   TRAC_BLIS_ARCH unset or "auto"  skx if the CPU has AVX-512 F, DQ, CD, BW
- *                                   and VL, this BLIS has skx kernels, and
- *                                   BLIS_ARCH_TYPE is unset; else BLIS's pick
+ *   TRAC_BLIS_ARCH unset or "auto"  skx if the CPU is Intel's with AVX-512 F,
+ *                                   DQ, CD, BW and VL, this BLIS has skx
+ *                                   kernels, and BLIS_ARCH_TYPE is unset;
+ *                                   else BLIS's pick
  *   TRAC_BLIS_ARCH=native           BLIS's own pick (or BLIS_ARCH_TYPE's)
  *   TRAC_BLIS_ARCH=skx, =3, ...     that sub-configuration, by name or number
  */
@@ -30,11 +36,11 @@
 
 #include "rt.h"
 
-static int cpu_has_avx512(void)
+static int intel_avx512(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+	return __builtin_cpu_is("intel") && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
 	       __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512bw") &&
 	       __builtin_cpu_supports("avx512vl");
 #else
@@ -96,7 +102,7 @@ void rt_blas_init(void)
 
 	if (!want || !*want || !strcmp(want, "auto")) {
 #ifdef BLIS_CONFIG_SKX
-		if (!getenv("BLIS_ARCH_TYPE") && cpu_has_avx512())
+		if (!getenv("BLIS_ARCH_TYPE") && intel_avx512())
 			set_arch(BLIS_ARCH_SKX);
 #endif
 	} else if (strcmp(want, "native")) {
@@ -487,7 +493,7 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
  * the short kernel.  BLIS keeps the calls where these are not faster
  * (thin_pays).
  */
-enum { THIN_N = 16, THIN_M = 512, DOT_J = 5, OUTER_J = 6 };
+enum { THIN_N = 16, THIN_M = 512, DOT_J = 5, OUTER_J = 6, OUTER_K = 128 };
 
 /* r[x] = (r_0[x], ..., r_7[x]): an 8 x 8 block transposed in registers */
 __attribute__((target("avx2,fma"), always_inline))
@@ -643,7 +649,7 @@ static void put_transposed(int64_t m, int64_t n, const float *t, int64_t ldt, fl
 __attribute__((target("avx2,fma"), always_inline))
 static inline void outer_block(const int R, int64_t w, int64_t k, float alpha, const float *a,
                                int64_t lda, int64_t csa, const float *b, int64_t ldb, float *t,
-                               int64_t ldt)
+                               int64_t ldt, int first, int last)
 {
 	__m256 z = _mm256_setzero_ps(), al = _mm256_set1_ps(alpha);
 	int64_t i = 0, off[OUTER_J];
@@ -655,8 +661,10 @@ static inline void outer_block(const int R, int64_t w, int64_t k, float alpha, c
 	for (; i + 16 <= w; i += 16) {
 		__m256 s[OUTER_J][2];
 		#pragma GCC unroll 8
-		for (int r = 0; r < R; r++)
-			s[r][0] = s[r][1] = z;
+		for (int r = 0; r < R; r++) {
+			s[r][0] = first ? z : _mm256_loadu_ps(t + r * ldt + i);
+			s[r][1] = first ? z : _mm256_loadu_ps(t + r * ldt + i + 8);
+		}
 		const float *bp = b + i, *ap = a;
 		for (int64_t p = 0; p < k; p++, bp += ldb, ap += lda) {
 			__m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
@@ -669,8 +677,8 @@ static inline void outer_block(const int R, int64_t w, int64_t k, float alpha, c
 		}
 		#pragma GCC unroll 8
 		for (int r = 0; r < R; r++) {
-			_mm256_storeu_ps(t + r * ldt + i, _mm256_mul_ps(al, s[r][0]));
-			_mm256_storeu_ps(t + r * ldt + i + 8, _mm256_mul_ps(al, s[r][1]));
+			_mm256_storeu_ps(t + r * ldt + i, last ? _mm256_mul_ps(al, s[r][0]) : s[r][0]);
+			_mm256_storeu_ps(t + r * ldt + i + 8, last ? _mm256_mul_ps(al, s[r][1]) : s[r][1]);
 		}
 	}
 	for (; i < w; i += 8) {
@@ -678,7 +686,7 @@ static inline void outer_block(const int R, int64_t w, int64_t k, float alpha, c
 		__m256 s[OUTER_J];
 		#pragma GCC unroll 8
 		for (int r = 0; r < R; r++)
-			s[r] = z;
+			s[r] = first ? z : _mm256_maskload_ps(t + r * ldt + i, mask);
 		const float *bp = b + i, *ap = a;
 		for (int64_t p = 0; p < k; p++, bp += ldb, ap += lda) {
 			__m256 bv = _mm256_maskload_ps(bp, mask);
@@ -688,18 +696,20 @@ static inline void outer_block(const int R, int64_t w, int64_t k, float alpha, c
 		}
 		#pragma GCC unroll 8
 		for (int r = 0; r < R; r++)
-			_mm256_maskstore_ps(t + r * ldt + i, mask, _mm256_mul_ps(al, s[r]));
+			_mm256_maskstore_ps(t + r * ldt + i, mask, last ? _mm256_mul_ps(al, s[r]) : s[r]);
 	}
 }
 
 typedef void OuterFn(int64_t w, int64_t k, float alpha, const float *a, int64_t lda,
-                     int64_t csa, const float *b, int64_t ldb, float *t, int64_t ldt);
+                     int64_t csa, const float *b, int64_t ldb, float *t, int64_t ldt,
+                     int first, int last);
 #define OUTER(R)                                                                                \
 	__attribute__((target("avx2,fma")))                                                     \
 	static void outer_##R(int64_t w, int64_t k, float alpha, const float *a, int64_t lda,   \
-	                      int64_t csa, const float *b, int64_t ldb, float *t, int64_t ldt)  \
+	                      int64_t csa, const float *b, int64_t ldb, float *t, int64_t ldt,  \
+	                      int first, int last)                                              \
 	{                                                                                       \
-		outer_block(R, w, k, alpha, a, lda, csa, b, ldb, t, ldt);                       \
+		outer_block(R, w, k, alpha, a, lda, csa, b, ldb, t, ldt, first, last);          \
 	}
 OUTER(1) OUTER(2) OUTER(3) OUTER(4) OUTER(5) OUTER(6)
 #undef OUTER
@@ -717,10 +727,14 @@ static void thin_outer(int64_t m, int64_t n, int64_t k, float alpha, const float
 
 	for (int64_t i0 = 0; i0 < m; i0 += THIN_M) {
 		int64_t w = m - i0 < THIN_M ? m - i0 : THIN_M;
-		for (int64_t g = 0, j = 0; g < groups; g++) {
-			int64_t r = (n - j + (groups - g) - 1) / (groups - g);
-			outer_fns[r - 1](w, k, alpha, b + j * csb, rsb, csb, a + i0, csa, t + j * w, w);
-			j += r;
+		for (int64_t p0 = 0; p0 < k; p0 += OUTER_K) {
+			int64_t kc = k - p0 < OUTER_K ? k - p0 : OUTER_K;
+			for (int64_t g = 0, j = 0; g < groups; g++) {
+				int64_t r = (n - j + (groups - g) - 1) / (groups - g);
+				outer_fns[r - 1](w, kc, alpha, b + j * csb + p0 * rsb, rsb, csb, a + i0 + p0 * csa, csa,
+				                 t + j * w, w, p0 == 0, p0 + kc == k);
+				j += r;
+			}
 		}
 		put_transposed(w, n, t, w, beta, c + i0 * rsc, rsc);
 	}
@@ -732,9 +746,15 @@ static void thin_outer(int64_t m, int64_t n, int64_t k, float alpha, const float
  * not a multiple of 4, and at n = 8, 12 and 16 keep up or win (1000 x 16 x
  * 256 by rows 0.83 of BLIS's speed here), so those stay BLIS's; n = 4 pays
  * for the dot products only (1.4-4x; by columns 0.6-2.4x).  The dot products
- * need k of 64 or more (at 17, 1000 x 10 rows ran at half of BLIS's speed);
- * A by columns streams k rows of A per 16 of C's rows, so k at most 256
- * (4000 x 10 x 512: 0.70 of BLIS's speed, x 256: 1.13).
+ * need k of 64 or more (at 17, 1000 x 10 rows ran at half of BLIS's speed).
+ * A by columns streams k rows of A per 16 of C's rows, in pieces of
+ * OUTER_K rows (a stripe's rows then stay within the TLB's reach: 4000 x 7
+ * x 256 in 0.53 ms a call against 0.76 whole), k at most 256 (4000 x 10 x
+ * 512: 0.70 of BLIS's speed on zen2; on a Zen 4 with BLIS's zen3 kernels,
+ * 2026-11-29, pieces of 128 made it 1.72x, but A of 20-40 MB at k of
+ * 1000-5000 ran at 0.70-0.90x).  The choice depends on n and k alone, not
+ * on m, so that a row of a product takes the kernel the product takes; a
+ * row alone with A's k strided (m = 1, csa != 1) is A by columns.
  */
 static int thin_pays(int64_t n, int64_t k, int dot)
 {
@@ -766,7 +786,7 @@ static int sgemm_thin(int64_t m, int64_t n, int64_t k, float alpha,
 		}
 		return 1;
 	}
-	if (rsa == 1 && thin_pays(n, k, 0)) {
+	if ((rsa == 1 || (m == 1 && csa != 1)) && thin_pays(n, k, 0)) {
 		thin_outer(m, n, k, alpha, a, csa, b, rsb, csb, beta, c, rsc);
 		return 1;
 	}

@@ -1619,7 +1619,7 @@ static void test_gemm_thin(void **state)
 	static const int64_t shapes[][3] = {
 		{100, 10, 256}, {256, 10, 100}, {7, 10, 37}, {1, 1, 17}, {33, 16, 1000}, {5, 3, 19},
 		{513, 12, 20}, {2, 11, 24}, {9, 7, 300}, {1030, 9, 17}, {3, 16, 8}, {17, 5, 64},
-		{11, 4, 70}, {600, 14, 129},
+		{11, 4, 70}, {600, 14, 129}, {40, 7, 1000}, {300, 3, 256},
 	};
 	for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
 		for (int layout = 0; layout < 8; layout++)
@@ -1634,22 +1634,25 @@ static void test_gemm_thin(void **state)
 	/* every element is the same sums wherever the blocking puts it: a row
 	 * of a 13-row product is the row alone, A by rows (rows by pairs,
 	 * columns in groups of 4 and 5) and by columns (C^T's columns by 16,
-	 * 32 or 8, 8 x 8 blocks of C transposed or single elements) */
-	enum { M = 13, N = 14, K = 45 };
-	float a[M * K], b[K * N], c[M * N], row[N];
-	for (int i = 0; i < M * K; i++)
+	 * 32 or 8, 8 x 8 blocks of C transposed or single elements; k = 200 in
+	 * pieces of 128 rows and 72) */
+	enum { M = 13, N = 14, KMAX = 200 };
+	static float a[M * KMAX], b[KMAX * N];
+	float c[M * N], row[N];
+	for (int i = 0; i < M * KMAX; i++)
 		a[i] = (float)((i * 7) % 13) / 7 - 0.9f;
-	for (int i = 0; i < K * N; i++)
+	for (int i = 0; i < KMAX * N; i++)
 		b[i] = (float)((i * 5) % 11) / 3 - 1.7f;
-	for (int acol = 0; acol < 2; acol++) {
-		int64_t rsa = acol ? 1 : K, csa = acol ? M : 1;
-		trt_sgemm(M, N, K, 1.0f, a, rsa, csa, b, N, 1, 0, c, N, 1);
-		for (int i = 0; i < M; i++) {
-			trt_sgemm(1, N, K, 1.0f, a + i * rsa, rsa, csa, b, N, 1, 0, row, N, 1);
-			for (int j = 0; j < N; j++)
-				assert_true(c[i * N + j] == row[j]);
+	for (int K = 45; K <= KMAX; K += KMAX - 45)
+		for (int acol = 0; acol < 2; acol++) {
+			int64_t rsa = acol ? 1 : K, csa = acol ? M : 1;
+			trt_sgemm(M, N, K, 1.0f, a, rsa, csa, b, N, 1, 0, c, N, 1);
+			for (int i = 0; i < M; i++) {
+				trt_sgemm(1, N, K, 1.0f, a + i * rsa, rsa, csa, b, N, 1, 0, row, N, 1);
+				for (int j = 0; j < N; j++)
+					assert_true(c[i * N + j] == row[j]);
+			}
 		}
-	}
 }
 
 /* Matrix-vector products (n = 1) go to BLIS's gemv (runtime/blas.c):
