@@ -16,12 +16,13 @@
  *    runs on), and the bandwidth of memory new to the process;
  *  - the generated loops' rate (out = x * y + x over a 1024 x 1024 chunk);
  *  - the initialisers' values per second (rt_init_values);
- *  - zlib inflating a csr matrix's members as save_npz deflates them (a
+ *  - libdeflate inflating a csr matrix's members as save_npz deflates them (a
  *    sparse input's .npz; the cost per element kept is the derived
  *    model's, by the clock);
  *  - with a folder DIR (trac gives its cache's): a 16 MiB file read back
  *    from the page cache into memory touched already (the cost model adds
- *    a read's first touch at the rate above, as any op's), and
+ *    a read's first touch at the rate above, as any op's), whole and half
+ *    of it in 8 KiB pieces (the cost of a read call), and
  *    written as trac writes an output (fsync, rename, the folder's fsync),
  *    16 MiB and 1 MiB for the write's bandwidth (the line through the two
  *    medians) and 4 KiB for its latency (in wall seconds, the disk's).
@@ -276,6 +277,8 @@ static double write_file(const char *dir, const char *path, const char *buf, siz
 	return ok ? clock_of(CLOCK_MONOTONIC) - t0 : -1;
 }
 
+enum { PIECE = 8 << 10 };
+
 static void file_rates(const char *dir)
 {
 	size_t n = (size_t)16 << 20, small = (size_t)1 << 20;
@@ -284,7 +287,7 @@ static void file_rates(const char *dir)
 	snprintf(spath, sizeof spath, "%s.small", path);
 	char *buf = alloc(n);
 	memset(buf, 1, n);
-	double tw[REPS], ts[REPS], tr[REPS], tl[REPS];
+	double tw[REPS], ts[REPS], tr[REPS], tl[REPS], tp[REPS];
 	bool ok = true;
 	for (int r = 0; ok && r < REPS; r++) {
 		tl[r] = write_file(dir, spath, buf, 4096);
@@ -299,6 +302,13 @@ static void file_rates(const char *dir)
 		double t0 = clock_of(CLOCK_MONOTONIC);
 		ok = tl[r] > 0 && tw[r] > 0 && ts[r] > 0 && p != MAP_FAILED && fd >= 0 && read(fd, p, n) == (ssize_t)n;
 		tr[r] = clock_of(CLOCK_MONOTONIC) - t0;
+		/* half the file in PIECE-byte pieces a gap apart, one pread
+		 * each, as trt_read reads a rank's share of a file split along a
+		 * later dim (bench/calibrate's measure): the cost of a call */
+		t0 = clock_of(CLOCK_MONOTONIC);
+		for (size_t at = 0; ok && at < n / 2; at += PIECE)
+			ok = pread(fd, p + at, PIECE, (off_t)(2 * at)) == (ssize_t)PIECE;
+		tp[r] = clock_of(CLOCK_MONOTONIC) - t0;
 		if (fd >= 0)
 			close(fd);
 		if (p != MAP_FAILED)
@@ -318,7 +328,9 @@ static void file_rates(const char *dir)
 	 * blocks, against 0.4-1.2 ms over a small one */
 	double w = median3(tw), s = median3(ts), bw = w > s ? (double)(n - small) / (w - s) : (double)n / w;
 	double lat = median3(tl) - 4096.0 / bw;
+	double call = (median3(tp) - median3(tr) / 2) / (double)(n / 2 / PIECE);
 	printf("file_read_bandwidth_Bps=%.4g\n", (double)n / median3(tr));
+	printf("file_read_call_s=%.3g\n", call > 0 ? call : 0);
 	printf("file_write_bandwidth_Bps=%.4g\n", bw);
 	printf("file_write_latency_s=%.3g\n", lat > 0 ? lat : 0);
 }

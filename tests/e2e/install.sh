@@ -61,6 +61,10 @@ if (unset TRAC_CALIBRATE; "$bin" -v $host $sizes -P 2 matmul.tra -o mm 2>verbose
 	grep -q "^trac: machine model: $XDG_CACHE_HOME/trac/machine (quick calibration of .*, just now in" verbose.log &&
 		grep -q '^gemm_f32_gflops_b1024=' "$XDG_CACHE_HOME/trac/machine" ||
 		fail "the installed trac did not calibrate this machine: $(grep 'machine model' verbose.log)"
+	# a read call's cost, which prices an input split along a later dim
+	# (MTTKRP's X read in 320000 runs of 400 bytes: 0.3 s against 0.07)
+	grep -q '^file_read_call_s=[1-9]' "$XDG_CACHE_HOME/trac/machine" ||
+		fail "the quick calibration measured no read call: $(grep file_read "$XDG_CACHE_HOME/trac/machine")"
 	grep -q "^trac: imports from: . $root/bin/../share/trac/stdlib\$" verbose.log ||
 		fail "the installed trac does not look for the stdlib next to itself: $(grep imports verbose.log)"
 	grep -q -- "-I$root/bin/../include .* $root/bin/../lib/libtracrt.a" verbose.log ||
