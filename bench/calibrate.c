@@ -408,7 +408,7 @@ static void calibrate_files(void)
 /* The BLIS path trac's runtime gives an m x n x k call (runtime/blas.c:
  * small calls keep BLIS's unpacked kernels, larger ones go packed). */
 #ifdef WITH_TRACRT
-#define RNTM(m, n, k) ((rntm_t *)rt_gemm_rntm(m, n, k))
+#define RNTM(m, n, k) ((rntm_t *)rt_gemm_rntm(m, n, k, 0))
 #else
 #define RNTM(m, n, k) NULL
 #endif

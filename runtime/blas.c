@@ -201,20 +201,35 @@ static int aliased(int64_t m, int64_t k, int64_t n, int64_t rsb, int64_t csb, si
  * 1000 x 1000 x 64 at 41 against 67; 100^3 at 70 against 47 and 1000 x 32
  * x 1000 at 74 against 56 the other way (bench/README.md, "BLIS's small
  * path").  So a call with every dim at least SUP_DIM and a volume of at
- * least SUP_VOLUME goes packed; any other keeps BLIS's own choice.
+ * least SUP_VOLUME goes packed; any other keeps BLIS's own choice, but
+ * for a B by columns under a C by rows (a product with a transposed
+ * weight, X W^T, as every layer's backward has), where the small path lost
+ * on every shape measured (zen3 kernels on a Zen 4, 2026-11-29: 10584 x
+ * 64 x 40 0.96 ms against 0.65 packed, 2000 x 100 x 50 0.39 against 0.24,
+ * 4000 x 32 x 64 0.25 against 0.21; B by rows, 10584 x 64 x 40 was 0.49
+ * against 0.63 the other way).  And a small C over a long k (fewer than
+ * SMALL_C elements, k at least 4 times its longer side: a weight's
+ * gradient over a batch or a graph's rows) keeps BLIS's choice, the small
+ * path, which won there (same machine: 128 x 64 x 10584 1.58-1.72 ms
+ * against 1.97-2.01 packed, 100 x 100 x 100000 22.4 against 33.7, 64 x 64
+ * x 20000 1.84 against 2.09; at 128 x 128 x 50000 packed was 5% faster,
+ * at 256 x 256 x 10000 17%): the GCN's dW1 = AX^T dH 0.107 -> 0.073 s.
  * calibrate measures its gemms through the same choice.
  * TRAC_GEMM_PATH=blis leaves every call to BLIS, =packed sends every call
  * packed; unset or "auto", the rule above.
  */
-enum { SUP_DIM = 64 };
+enum { SUP_DIM = 64, SMALL_C = 128 * 128 };
 #define SUP_VOLUME (128.0 * 128.0 * 128.0)
 
-void *rt_gemm_rntm(int64_t m, int64_t n, int64_t k)
+void *rt_gemm_rntm(int64_t m, int64_t n, int64_t k, int bcols)
 {
 	if (path == PATH_UNSET)         /* calibrate calls BLIS without rt_blas_init */
 		path_init();
-	if (path == PATH_BLIS || (path == PATH_AUTO && (m < SUP_DIM || n < SUP_DIM || k < SUP_DIM ||
-	                                               (double)m * (double)n * (double)k < SUP_VOLUME)))
+	int64_t side = m > n ? m : n;
+	if (path == PATH_BLIS || (path == PATH_AUTO && !bcols &&
+	                          (m < SUP_DIM || n < SUP_DIM || k < SUP_DIM ||
+	                           (double)m * (double)n * (double)k < SUP_VOLUME ||
+	                           ((double)m * (double)n < SMALL_C && k >= 4 * side))))
 		return NULL;
 	return &packed;
 }
@@ -818,6 +833,8 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
  * vector (m of 1) stays with gemm, so that a row of a product is the row
  * alone, bit for bit, as test_gemm_thin checks.
  */
+/* B by columns (each column contiguous) under C by rows: rt_gemm_rntm's bcols */
+#define BCOLS(rsb, csb, csc) ((rsb) == 1 && (csb) != 1 && (csc) == 1)
 #define GEMM(name, T, blis_gemm, blis_gemv, SHORT)                              \
 	void name(int64_t m, int64_t n, int64_t k, T alpha,                     \
 	          const T *a, int64_t rsa, int64_t csa,                         \
@@ -847,7 +864,7 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
 		if (!aliased(m, k, n, rsb, csb, sizeof(T))) {                   \
 			blis_gemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, \
 			          (T *)a, rsa, csa, (T *)b, rsb, csb, &beta, c, rsc, csc, \
-			          NULL, rt_gemm_rntm(m, n, k));                  \
+			          NULL, rt_gemm_rntm(m, n, k, BCOLS(rsb, csb, csc))); \
 			return;                                                 \
 		}                                                               \
 		/* panels of B copied to unaliased rows (csb == 1) or columns */ \
@@ -863,7 +880,8 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
 					memcpy(p + j * ld, b + (j0 + j) * csb, sizeof(T) * (size_t)k); \
 			blis_gemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, w, k, &alpha, \
 			          (T *)a, rsa, csa, p, csb == 1 ? ld : 1, csb == 1 ? 1 : ld, \
-			          &beta, c + j0 * csc, rsc, csc, NULL, rt_gemm_rntm(m, w, k)); \
+			          &beta, c + j0 * csc, rsc, csc, NULL, \
+			          rt_gemm_rntm(m, w, k, BCOLS(csb == 1 ? ld : 1, csb == 1 ? 1 : ld, csc))); \
 		}                                                               \
 	}
 #define SGEMM_SHORT (sgemm_short(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc) || \

@@ -557,8 +557,9 @@ void rt_blas_init(void);
 const char *rt_blas_arch(void);
 int rt_blas_threads(void);
 /* The BLIS rntm_t* a gemm of m x n x k is to run with (NULL: BLIS's
- * defaults): calibrate measures through it. */
-void *rt_gemm_rntm(int64_t m, int64_t n, int64_t k);
+ * defaults), bcols when B is by columns and C by rows: calibrate
+ * measures through it. */
+void *rt_gemm_rntm(int64_t m, int64_t n, int64_t k, int bcols);
 
 /* ---- ist.c ---- */
 

@@ -1450,15 +1450,22 @@ static void test_gemm_tail(void **state)
 static void test_gemm_paths(void **state)
 {
 	(void)state;
-	assert_null(rt_gemm_rntm(100, 100, 100));
-	assert_null(rt_gemm_rntm(32, 600, 600));
-	assert_null(rt_gemm_rntm(1000, 1000, 48));
-	assert_null(rt_gemm_rntm(4000, 63, 4000));
-	assert_non_null(rt_gemm_rntm(500, 334, 1000));
-	assert_non_null(rt_gemm_rntm(96, 442368, 96));
-	assert_non_null(rt_gemm_rntm(1000, 1000, 64));
+	assert_null(rt_gemm_rntm(100, 100, 100, 0));
+	assert_null(rt_gemm_rntm(32, 600, 600, 0));
+	assert_null(rt_gemm_rntm(1000, 1000, 48, 0));
+	assert_null(rt_gemm_rntm(4000, 63, 4000, 0));
+	assert_non_null(rt_gemm_rntm(500, 334, 1000, 0));
+	assert_non_null(rt_gemm_rntm(96, 442368, 96, 0));
+	assert_non_null(rt_gemm_rntm(1000, 1000, 64, 0));
 	enum { M = 130, N = 70, K = 250 };
-	assert_non_null(rt_gemm_rntm(M, N, K));
+	assert_non_null(rt_gemm_rntm(M, N, K, 0));
+	/* a small C over a long k: BLIS's choice (its small path) */
+	assert_null(rt_gemm_rntm(128, 64, 10584, 0));
+	assert_non_null(rt_gemm_rntm(128, 128, 10584, 0));
+	assert_non_null(rt_gemm_rntm(128, 64, 500, 0));
+	/* B by columns under C by rows: packed whatever the shape */
+	assert_non_null(rt_gemm_rntm(10584, 64, 40, 1));
+	assert_null(rt_gemm_rntm(10584, 64, 40, 0));
 	double *a = malloc(sizeof *a * M * K), *b = malloc(sizeof *b * K * N), *c = malloc(sizeof *c * M * N);
 	float *fa = malloc(sizeof *fa * M * K), *fb = malloc(sizeof *fb * K * N), *fc = malloc(sizeof *fc * M * N);
 	for (int rowmajor = 0; rowmajor < 2; rowmajor++) {
