@@ -65,8 +65,8 @@ def main():
         for n, exe in enumerate(exes):
             t0 = time.perf_counter()
             subprocess.run([mpirun, "-np", str(P), exe, "R=" + os.path.join(d, "R.npz"),
-                            "O=" + os.path.join(d, "O.npz"), "U=" + os.path.join(d, "U%d.npy" % n),
-                            "V=" + os.path.join(d, "V%d.npy" % n)],
+                            "O=" + os.path.join(d, "O.npz"), "U.out=" + os.path.join(d, "U%d.npy" % n),
+                            "V.out=" + os.path.join(d, "V%d.npy" % n)],
                            env=env, check=True, capture_output=True)
             times[n].append(time.perf_counter() - t0)
             U, V = np.load(os.path.join(d, "U%d.npy" % n)), np.load(os.path.join(d, "V%d.npy" % n))
