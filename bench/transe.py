@@ -98,7 +98,7 @@ def main():
                         "-D", "B=%d" % B, src2, "-o", exe], check=True)
         return [mpirun, "-np", str(P), "--bind-to", "core", exe] + \
             ["%s=%s" % (k, os.path.join(d, k + ".npy")) for k in ("h", "r", "t", "neg", "E0", "R0")] + \
-            ["E=" + os.path.join(d, "E_trac%s.npy" % tag), "Rel=" + os.path.join(d, "R_trac%s.npy" % tag)]
+            ["E.out=" + os.path.join(d, "E_trac%s.npy" % tag), "Rel.out=" + os.path.join(d, "R_trac%s.npy" % tag)]
     args = build(trac, "")
     bargs = build(base, "_base") if base else None
     tt, tp, tb = [], [], []
