@@ -11,8 +11,9 @@
  * member holding a .npy array and parses its header.  A stored member's
  * bytes are read where they lie (pread); a deflated one is inflated whole
  * by libdeflate when it fits (whole_fits), else forward from the bytes
- * read before, through small buffers, what lies between being discarded.  A deflate stream cannot be entered in the
- * middle, so a read before the last bytes read inflates the member again
+ * read before, through small buffers, what lies between being discarded.
+ * A deflate stream cannot be entered in the middle, so a read before the
+ * last bytes read inflates the member again
  * from its start (rt_npz_rewinds counts it; npz.c's readers go forward
  * through each member and never do).  A deflated member's CRC is checked
  * when it is inflated to its end.
@@ -232,7 +233,7 @@ typedef struct RtZipStream RtZipStream;
 struct RtZipStream {
 	int fd;
 	char name[64];
-	int deflated;
+	int deflated, by_whole;         /* by_whole: whole_fits, decided at open */
 	int64_t data;                   /* file offset of the member's first byte */
 	int64_t csize, usize;
 	uint32_t crc;                   /* the directory's */
@@ -241,7 +242,7 @@ struct RtZipStream {
 	int64_t pos, cpos;              /* bytes inflated, compressed bytes fed */
 	uint32_t run;                   /* CRC-32 of the bytes inflated */
 	unsigned char *in, *skip;
-	unsigned char *whole;           /* a member inflated whole (whole_fits) */
+	unsigned char *whole;           /* by_whole: the member, once read */
 };
 
 /*
@@ -304,7 +305,8 @@ static int stream_open(const RtZip *z, const char *name, RtZipStream *s, char *w
 		         (long long)s->csize, (long long)s->usize);
 		return 0;
 	}
-	if (s->deflated && !whole_fits(s)) {
+	s->by_whole = s->deflated && whole_fits(s);
+	if (s->deflated && !s->by_whole) {
 		/* raw deflate: a zip member has no zlib header */
 		if (inflateInit2(&s->z, -MAX_WBITS) != Z_OK)
 			rt_oom(sizeof s->z, "an inflater");
@@ -412,46 +414,49 @@ static void stream_rewind(RtZipStream *s)
 	rt_npz_rewinds++;
 }
 
+/* The member inflated whole into s->whole, its length and CRC checked;
+ * on failure s->whole stays NULL. */
 static int inflate_whole(RtZipStream *s, char *why, size_t len)
 {
 	unsigned char *in = rt_alloc(s->csize ? (size_t)s->csize : 1);
-	s->whole = rt_alloc(s->usize ? (size_t)s->usize : 1);
-	if (!read_at(s->fd, in, (size_t)s->csize, s->data, why, len)) {
-		free(in);
-		return 0;
-	}
-	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
-	if (!d)
-		rt_oom(0, "an inflater");
+	unsigned char *out = rt_alloc(s->usize ? (size_t)s->usize : 1);
 	size_t got = 0;
-	enum libdeflate_result r = libdeflate_deflate_decompress(d, in, (size_t)s->csize, s->whole,
-	                                                         (size_t)s->usize, &got);
-	libdeflate_free_decompressor(d);
-	free(in);
-	if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
-		snprintf(why, len, "%s: longer than the zip directory says", s->name);
-		return 0;
+	enum libdeflate_result r = LIBDEFLATE_BAD_DATA;
+	int ok = read_at(s->fd, in, (size_t)s->csize, s->data, why, len);
+	if (ok) {
+		struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+		if (!d)
+			rt_oom(0, "an inflater");
+		r = libdeflate_deflate_decompress(d, in, (size_t)s->csize, out, (size_t)s->usize, &got);
+		libdeflate_free_decompressor(d);
 	}
-	if (r == LIBDEFLATE_SHORT_OUTPUT || (r == LIBDEFLATE_SUCCESS && (int64_t)got != s->usize)) {
+	free(in);
+	if (ok && r == LIBDEFLATE_INSUFFICIENT_SPACE) {
+		snprintf(why, len, "%s: longer than the zip directory says", s->name);
+		ok = 0;
+	} else if (ok && (r == LIBDEFLATE_SHORT_OUTPUT || (r == LIBDEFLATE_SUCCESS && (int64_t)got != s->usize))) {
 		snprintf(why, len, "%s: deflate stream ends before the %lld bytes the zip directory says",
 		         s->name, (long long)s->usize);
-		return 0;
-	}
-	if (r != LIBDEFLATE_SUCCESS) {
+		ok = 0;
+	} else if (ok && r != LIBDEFLATE_SUCCESS) {
 		snprintf(why, len, "%s: corrupt deflate stream", s->name);
-		return 0;
-	}
-	if ((uint32_t)libdeflate_crc32(0, s->whole, (size_t)s->usize) != s->crc) {
+		ok = 0;
+	} else if (ok && (uint32_t)libdeflate_crc32(0, out, (size_t)s->usize) != s->crc) {
 		snprintf(why, len, "%s: CRC mismatch, the member is corrupt", s->name);
-		return 0;
+		ok = 0;
 	}
-	return 1;
+	if (ok)
+		s->whole = out;
+	else
+		free(out);
+	return ok;
 }
 
 /* Reads bytes [off, off + n) of the member into buf: a stored member's
- * where they lie; a deflated one's by inflating on from the bytes read
- * before (what lies between is inflated and dropped), or from the start
- * again when off is before them. */
+ * where they lie; a deflated one's from the member inflated whole (on the
+ * first read), or, streamed, by inflating on from the bytes read before
+ * (what lies between is inflated and dropped), or from the start again
+ * when off is before them. */
 static int stream_read(RtZipStream *s, int64_t off, void *buf, size_t n, char *why, size_t len)
 {
 	if (off < 0 || off > s->usize || (int64_t)n > s->usize - off)
@@ -459,7 +464,7 @@ static int stream_read(RtZipStream *s, int64_t off, void *buf, size_t n, char *w
 		       (long long)s->usize);
 	if (!s->deflated)
 		return read_at(s->fd, buf, n, s->data + off, why, len);
-	if (whole_fits(s)) {
+	if (s->by_whole) {
 		if (!s->whole && !inflate_whole(s, why, len))
 			return 0;
 		memcpy(buf, s->whole + off, n);
