@@ -824,8 +824,6 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
  * trt_sgemm and trt_dgemm: one definition per element type, since BLIS's
  * calls are typed.  An empty product (k = 0) only scales C, and beta == 0
  * clears C even of NaNs, as BLAS does.
- */
-/*
  * A matrix-vector product (n of 1) goes to BLIS's gemv: BLIS 0.9's gemm
  * takes such a call through its small-matrix path, whose skx kernels run
  * 50000 x 50 by a vector in 2.0 ms where gemv takes 0.19 (logreg's X w and
@@ -861,14 +859,17 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
 			          (T *)a, rsa, csa, (T *)b, rsb, &beta, c, rsc); \
 			return;                                                 \
 		}                                                               \
+		int bcols = BCOLS(rsb, csb, csc);                               \
 		if (!aliased(m, k, n, rsb, csb, sizeof(T))) {                   \
 			blis_gemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, \
 			          (T *)a, rsa, csa, (T *)b, rsb, csb, &beta, c, rsc, csc, \
-			          NULL, rt_gemm_rntm(m, n, k, BCOLS(rsb, csb, csc))); \
+			          NULL, rt_gemm_rntm(m, n, k, bcols));          \
 			return;                                                 \
 		}                                                               \
-		/* panels of B copied to unaliased rows (csb == 1) or columns */ \
+		/* panels of B copied to unaliased rows (csb == 1) or columns, \
+		 * B's layout kept */                                           \
 		int64_t nb = UNALIAS_N, ld = csb == 1 ? nb + UNALIAS_PAD : k + UNALIAS_PAD; \
+		int64_t prs = csb == 1 ? ld : 1, pcs = csb == 1 ? 1 : ld;     \
 		T *p = scratch_get(sizeof(T) * (size_t)(csb == 1 ? k : nb) * (size_t)ld); \
 		for (int64_t j0 = 0; j0 < n; j0 += nb) {                        \
 			int64_t w = n - j0 < nb ? n - j0 : nb;                  \
@@ -879,9 +880,8 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
 				for (int64_t j = 0; j < w; j++)                 \
 					memcpy(p + j * ld, b + (j0 + j) * csb, sizeof(T) * (size_t)k); \
 			blis_gemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, w, k, &alpha, \
-			          (T *)a, rsa, csa, p, csb == 1 ? ld : 1, csb == 1 ? 1 : ld, \
-			          &beta, c + j0 * csc, rsc, csc, NULL, \
-			          rt_gemm_rntm(m, w, k, BCOLS(csb == 1 ? ld : 1, csb == 1 ? 1 : ld, csc))); \
+			          (T *)a, rsa, csa, p, prs, pcs, &beta, c + j0 * csc, rsc, csc, \
+			          NULL, rt_gemm_rntm(m, w, k, bcols));          \
 		}                                                               \
 	}
 #define SGEMM_SHORT (sgemm_short(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc) || \
