@@ -311,16 +311,30 @@ static double read_calls(const CostCtx *c, const RelType *t, const Place *p)
 	return fmax(bands, ceil(mine * nrun / READ_IOV));
 }
 
+/* The most bytes of a deflated member the runtime inflates whole, by
+ * libdeflate, when the run has no memory budget; a bigger member, and every
+ * member under a budget, streams through zlib (runtime/zip.c's WHOLE_MAX). */
+#define NPZ_WHOLE_MAX (256.0 * 1024 * 1024)
+
+/* Seconds to inflate a deflated member of n bytes. */
+static double inflate_seconds(const CostCtx *c, double n)
+{
+	bool whole = c->budget <= 0 && n <= NPZ_WHOLE_MAX;
+	double bw = whole || c->m->zlib_bw <= 0 ? c->m->inflate_bw : c->m->zlib_bw;
+	return bw > 0 ? n / bw : 0;
+}
+
 /* What a sparse input read from a scipy .npz adds to its bytes (runtime/
  * npz.c): every stored element of the rows the rank's blocks cover goes
  * through a pile (npz_elem each), and each deflated member (save_npz
  * deflates by default) is inflated from its start up to the last byte the
  * rank needs: the busiest rank, holding the last rows, inflates all of
- * data and indices (int32 while the matrix allows) and indptr.  A rank
- * whose blocks split only the rows reads its rows; any other reads every
- * row, keeping its own.  A matrix may come as a dense .npy instead, every
- * rank reading its share of all V^2 elements: not what a sparse input is
- * planned for, and not priced. */
+ * data and indices (int32 while the matrix allows) and indptr, each at
+ * its own path's rate (inflate_seconds).  A rank whose blocks split only
+ * the rows reads its rows; any other reads every row, keeping its own.  A
+ * matrix may come as a dense .npy instead, every rank reading its share of
+ * all V^2 elements: not what a sparse input is planned for, and not
+ * priced. */
 static double npz_seconds(const CostCtx *c, const RelType *t, const Place *p)
 {
 	if (t->nkey != 2)
@@ -330,8 +344,8 @@ static double npz_seconds(const CostCtx *c, const RelType *t, const Place *p)
 	double read = rows_only ? stored * cost_share(c, t, p) : stored;
 	bool narrow = stored < 2147483647.0 && t->extent[0] < 2147483647 && t->extent[1] < 2147483647;
 	double isize = narrow ? 4 : 8;
-	double inflated = stored * (dtype_size(t->dtype) + isize) + (double)(t->extent[0] + 1) * isize;
-	return read * c->m->npz_elem + (c->m->inflate_bw > 0 ? inflated / c->m->inflate_bw : 0);
+	return read * c->m->npz_elem + inflate_seconds(c, stored * dtype_size(t->dtype)) +
+	       inflate_seconds(c, stored * isize) + inflate_seconds(c, (double)(t->extent[0] + 1) * isize);
 }
 
 /* Seconds the busiest rank takes to read its share of an input's file. */

@@ -27,8 +27,8 @@
 /* The cache's format: a cache of another version is measured again (2:
  * the file read into memory touched already; 3: zlib's inflating; 4: the
  * write's latency a small file's; 5: written over a small file, not the
- * 16 MiB one). */
-#define CACHE_VERSION 5
+ * 16 MiB one; 6: zlib's inflating beside libdeflate's). */
+#define CACHE_VERSION 6
 
 /* What a scatter-add's row cost, seconds, on the 2.25 GHz AMD EPYC of
  * bench/README.md: examples/transe.tra's scatters on 2 ranks, B = 8192,
@@ -42,9 +42,11 @@
  * 39 ns an element kept.  Deflated members are inflated whole by
  * libdeflate (runtime/zip.c): the GCN benchmark's 9.9 MB indices.npy in
  * 19.7 ms and data.npy in 12.3 ms, 6.2e8 bytes a second with the CRC (zlib
- * took 2.2-2.7e8; the quick calibration measures this one). */
+ * took 2.2-2.7e8, the rate of a member over 256 MiB and of every member
+ * under a memory budget; the quick calibration measures both). */
 #define NPZ_ELEM_S 3.9e-8
 #define NPZ_INFLATE_BPS 6e8
+#define NPZ_ZLIB_BPS 2.5e8
 
 /* A reduction along its input's contiguous rows (max[c] and sum[c] of
  * attention's softmax): the generated loop takes the output's rows in
@@ -248,6 +250,7 @@ void machine_derive(Machine *m, const HostInfo *h)
 	m->slice_row = SLICE_ROW_S * clock;
 	m->sparse_elem = SPARSE_ELEM_S * clock;
 	m->inflate_bw = NPZ_INFLATE_BPS / clock;
+	m->zlib_bw = NPZ_ZLIB_BPS / clock;
 	snprintf(m->source, sizeof m->source, "derived from this machine (%s, %d cores, %d-bit vectors%s)", h->cpu,
 	         h->cores, h->vector_bits, h->fma ? ", FMA" : "");
 }

@@ -35,10 +35,11 @@
  *   model's: its flops alone);
  *   row_reduce_element_s (an element of a reduction along
  *   its input's contiguous rows: cost.c's cost_map; 0, the built-in
- *   model's: the loop rate's); npz_element_s, npz_inflate_Bps (a sparse input read
- *   from a scipy .npz: each stored element a rank keeps, and the bytes its
- *   deflated members inflate to: cost.c's cost_read_seconds; the built-in
- *   model has both 0: free); call_overhead_s, op_overhead_s, local_op_overhead_s;
+ *   model's: the loop rate's); npz_element_s, npz_inflate_Bps, npz_zlib_Bps (a
+ *   sparse input read from a scipy .npz: each stored element a rank keeps,
+ *   and the bytes its deflated members inflate to, whole by libdeflate or
+ *   streamed by zlib: cost.c's cost_read_seconds; the built-in model has
+ *   them 0: free; without npz_zlib_Bps zlib's members take npz_inflate_Bps); call_overhead_s, op_overhead_s, local_op_overhead_s;
  *   trac_shuffle_bandwidth_Bps, trac_bcast_bandwidth_Bps: the runtime's own
  *   exchanges, which shuffles and broadcasts are costed with when given
  *   (else alltoallv's and allgatherv's);  mem_per_rank_bytes.
@@ -146,6 +147,7 @@ static const Scalar scalars[] = {
 	FIELD("sparse_element_s", sparse_elem, true),
 	FIELD("npz_element_s", npz_elem, true),
 	FIELD("npz_inflate_Bps", inflate_bw, true),
+	FIELD("npz_zlib_Bps", zlib_bw, true),
 	FIELD("call_overhead_s", call_overhead, true),
 	FIELD("op_overhead_s", op_overhead, true),
 	FIELD("local_op_overhead_s", local_op_overhead, true),

@@ -73,8 +73,11 @@ typedef struct Machine {
 	                                   built-in model has it 0: the loop rate's */
 	double npz_elem;                /* seconds per stored element a rank reads from a scipy .npz
 	                                   (npz.c's piles); the built-in model has it 0: free */
-	double inflate_bw;              /* bytes per second zlib inflates a .npz's deflated member
-	                                   into; 0: free */
+	double inflate_bw;              /* bytes per second a .npz's deflated member inflates into
+	                                   whole (libdeflate); 0: free */
+	double zlib_bw;                 /* the same through zlib's stream: a member over 256 MiB,
+	                                   and every member under a memory budget (runtime/zip.c);
+	                                   0: inflate_bw's rate */
 	double call_overhead;           /* seconds per kernel call (one tuple) */
 	double op_overhead;             /* seconds per IA op that communicates */
 	double local_op_overhead;       /* seconds per local IA op */
@@ -367,6 +370,7 @@ typedef struct CostCtx {
 	const Machine *m;
 	int nsites;             /* sites (ranks) planned for */
 	Objective objective;    /* how the search compares costs (cost_cmp) */
+	double budget;          /* > 0: the plan runs out of core in this many bytes a rank */
 } CostCtx;
 
 /* The most of a relation one rank holds, as a fraction of the whole

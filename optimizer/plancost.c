@@ -336,7 +336,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		mach = &dflt;
 	}
 	int n = p->ops.n;
-	Walk w = {.cc = {mach, p->nranks, p->objective}};
+	Walk w = {.cc = {mach, p->nranks, p->objective, p->mem_budget}};
 	w.copies = xcalloc(n + 1, sizeof *w.copies);
 	w.held = xcalloc(n + 1, sizeof *w.held);
 	w.made = xcalloc(n + 1, sizeof *w.made);

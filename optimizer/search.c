@@ -435,7 +435,7 @@ void search_init(Search *s, const TraProg *tra, const OptOptions *o, const Machi
 	s->types = search_scratch(s, n + 1, sizeof(RelType));
 	opt_block_types(tra, bc, s->types);
 	s->o = o;
-	s->cc = (CostCtx){m, o->nranks, o->objective};
+	s->cc = (CostCtx){m, o->nranks, o->objective, o->spill_budget};
 	s->n = n;
 	s->uses = search_scratch(s, n + 1, sizeof(int));
 	s->absorbed = search_scratch(s, n + 1, sizeof(int));

@@ -15,7 +15,7 @@
  * count of its context). */
 static Cost plan_cost(const IaPlan *p)
 {
-	CostCtx cc = {NULL, p->nranks, p->objective};
+	CostCtx cc = {NULL, p->nranks, p->objective, p->mem_budget};
 	double work = 0;
 	for (int i = 0; i < p->ops.n; i++)
 		if (p->ops.v[i].flops > 0)

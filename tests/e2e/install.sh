@@ -65,6 +65,11 @@ if (unset TRAC_CALIBRATE; "$bin" -v $host $sizes -P 2 matmul.tra -o mm 2>verbose
 	# (MTTKRP's X read in 320000 runs of 400 bytes: 0.3 s against 0.07)
 	grep -q '^file_read_call_s=[1-9]' "$XDG_CACHE_HOME/trac/machine" ||
 		fail "the quick calibration measured no read call: $(grep file_read "$XDG_CACHE_HOME/trac/machine")"
+	# both inflating paths: a member over 256 MiB, or any under a memory
+	# budget, streams through zlib at about half libdeflate's rate
+	grep -q '^npz_inflate_Bps=[1-9]' "$XDG_CACHE_HOME/trac/machine" &&
+		grep -q '^npz_zlib_Bps=[1-9]' "$XDG_CACHE_HOME/trac/machine" ||
+		fail "the quick calibration measured no inflating: $(grep npz_ "$XDG_CACHE_HOME/trac/machine")"
 	grep -q "^trac: imports from: . $root/bin/../share/trac/stdlib\$" verbose.log ||
 		fail "the installed trac does not look for the stdlib next to itself: $(grep imports verbose.log)"
 	grep -q -- "-I$root/bin/../include .* $root/bin/../lib/libtracrt.a" verbose.log ||

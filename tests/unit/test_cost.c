@@ -798,8 +798,8 @@ static void test_read_calls(void **state)
 
 /* A sparse input read from a scipy .npz: each element of the rows a rank
  * reads at npz_elem, and the busiest rank inflating all of indices (int32)
- * and data, and indptr, at inflate_bw; both free in the built-in model,
- * set in the derived one. */
+ * and data, and indptr, at inflate_bw, or zlib_bw where zlib streams a
+ * member; free in the built-in model, set in the derived one. */
 static void test_npz_read(void **state)
 {
 	(void)state;
@@ -822,6 +822,24 @@ static void test_npz_read(void **state)
 	assert_true(fabs(cost_read_seconds(&c2, &t, &p0) - bytes0 - (5000e-6 + inflated / 1e8)) < 1e-9);
 	assert_true(fabs(cost_read_seconds(&c2, &t, &p1) - bytes1 - (10000e-6 + inflated / 1e8)) < 1e-9);
 	assert_true(fabs(cost_read_seconds(&c2, &t, &all) - bytesall - (10000e-6 + inflated / 1e8)) < 1e-9);
+	/* under a memory budget every member streams through zlib, at zlib_bw
+	 * when the model has it, else at inflate_bw */
+	CostCtx b2 = {&m, 2, OBJ_SECONDS, 1e9};
+	assert_true(fabs(cost_read_seconds(&b2, &t, &p0) - cost_read_seconds(&c2, &t, &p0)) < 1e-12);
+	m.zlib_bw = 5e7;
+	assert_true(fabs(cost_read_seconds(&b2, &t, &p0) - bytes0 - (5000e-6 + inflated / 5e7)) < 1e-9);
+	assert_true(fabs(cost_read_seconds(&c2, &t, &p0) - bytes0 - (5000e-6 + inflated / 1e8)) < 1e-9);
+	/* without one, a member over 256 MiB streams too: 50M elements' indices
+	 * (200 MB) and indptr go whole, data as f64 (400 MB) through zlib */
+	RelType big = type2(100000, 100000, 100000, 100000);
+	big.sparse = true;
+	big.dtype = DT_F64;
+	big.density = 0.005;                            /* 50M elements */
+	m.npz_elem = 0;
+	double bigbytes = cost_read_seconds(&c2, &big, &all);
+	m.inflate_bw = m.zlib_bw = 0;
+	bigbytes -= cost_read_seconds(&c2, &big, &all);
+	assert_true(fabs(bigbytes / (5e7 * 4 / 1e8 + 100001.0 * 4 / 1e8 + 5e7 * 8 / 5e7) - 1) < 1e-6);
 	/* a dense input's read is unchanged */
 	RelType d = type2(1000, 500, 1000, 500);
 	assert_true(fabs(cost_read_seconds(&c2, &d, &p0) - 500.0 * 1000 * 4 / 1e9) < 1e-12);
