@@ -285,7 +285,7 @@ void opt_block_types(const TraProg *p, const BlockClasses *c, RelType *types);
  * can spread a skewed pattern's heavy blocks over the ranks (trt_balance),
  * up to SPARSE_MAX_BLOCKS blocks; INT64_MAX for any other class or one
  * rank. */
-enum { SPARSE_BLOCKS_PER_RANK = 8, SPARSE_MAX_BLOCKS = 1024 };
+enum { SPARSE_BLOCKS_PER_RANK = 4, SPARSE_MAX_BLOCKS = 1024 };
 int64_t opt_block_cap(const BlockClasses *c, int k, int nranks);
 /* The automatic block of an extent planned for nranks. */
 int64_t opt_auto_block(int64_t extent, int nranks, const Machine *m, DType t);
