@@ -593,16 +593,68 @@ static int add_cmp(const void *pa, const void *pb)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-static double elem_get(TrtDtype dt, const char *p, int64_t i)
+enum { RADIX_BITS = 11 };
+
+/* The adds in add_cmp's order: by result row, then arrival.  They arrive
+ * in arrival order (seq is their place), so a stable sort by row suffices:
+ * a least-significant-digit radix sort of lin * rows + row, RADIX_BITS a
+ * pass (2 passes for 4M rows; qsort's merge sort and its comparisons took
+ * a third of examples/transe.tra's time), or qsort when the key space is
+ * beyond 64 bits. */
+static void sort_adds(Adds *adds, int64_t nkeys, int64_t rows)
 {
-	switch (dt) {
-	case TRT_F32: return ((const float *)p)[i];
-	case TRT_F64: return ((const double *)p)[i];
-	case TRT_I32: return ((const int32_t *)p)[i];
-	case TRT_I64: return (double)((const int64_t *)p)[i];
+	int64_t n = adds->n;
+	if (n < 2)
+		return;
+	if ((double)nkeys * (double)rows >= 0x1p62) {
+		qsort(adds->v, (size_t)n, sizeof *adds->v, add_cmp);
+		return;
 	}
-	return 0;
+	uint64_t top = (uint64_t)nkeys * (uint64_t)rows;
+	Add *tmp = rt_alloc(sizeof *tmp * (size_t)n), *from = adds->v, *to = tmp;
+	int64_t count[(1 << RADIX_BITS) + 1];
+	for (int shift = 0; shift < 64 && (top >> shift) > 0; shift += RADIX_BITS) {
+		memset(count, 0, sizeof count);
+		for (int64_t i = 0; i < n; i++) {
+			uint64_t k = (uint64_t)from[i].lin * (uint64_t)rows + (uint64_t)from[i].row;
+			count[((k >> shift) & ((1 << RADIX_BITS) - 1)) + 1]++;
+		}
+		for (int d = 0; d < 1 << RADIX_BITS; d++)
+			count[d + 1] += count[d];
+		for (int64_t i = 0; i < n; i++) {
+			uint64_t k = (uint64_t)from[i].lin * (uint64_t)rows + (uint64_t)from[i].row;
+			to[count[(k >> shift) & ((1 << RADIX_BITS) - 1)]++] = from[i];
+		}
+		Add *t = from;
+		from = to;
+		to = t;
+	}
+	if (from != adds->v)
+		memcpy(adds->v, from, sizeof *from * (size_t)n);
+	free(tmp);
 }
+
+/* acc[q] += piece q, in double; dst[src[q]] += scale * acc[q], rounded to
+ * the element type once.  One definition per element type, the type's
+ * switch outside the loops. */
+#define PIECE_SUM(name, T)                                                      \
+	static void name##_add(double *acc, const char *val, int64_t n)        \
+	{                                                                       \
+		const T *v = (const T *)val;                                    \
+		for (int64_t q = 0; q < n; q++)                                 \
+			acc[q] += (double)v[q];                                 \
+	}                                                                       \
+	static void name##_put(char *dst, const int64_t *src, const double *acc, int64_t n, double scale) \
+	{                                                                       \
+		T *o = (T *)dst;                                                \
+		for (int64_t q = 0; q < n; q++)                                 \
+			o[src ? src[q] : q] += (T)(scale * acc[q]);             \
+	}
+PIECE_SUM(piece_f32, float)
+PIECE_SUM(piece_f64, double)
+PIECE_SUM(piece_i32, int32_t)
+PIECE_SUM(piece_i64, int64_t)
+#undef PIECE_SUM
 
 /* The pieces added into o: those of one result row summed first, in
  * double and in arrival order, then added once, times scale, so a row
@@ -612,7 +664,11 @@ static void add_pieces(TrtRel *o, const int64_t *at, int dim, Adds *adds, double
 	const TrtType *out = &o->type;
 	TrtDtype dt = out->dtype;
 	size_t es = rt_dtype_size(dt);
-	qsort(adds->v, (size_t)adds->n, sizeof *adds->v, add_cmp);
+	sort_adds(adds, rt_nkeys(out), out->block[dim]);
+	void (*add)(double *, const char *, int64_t) = dt == TRT_F32 ? piece_f32_add : dt == TRT_F64 ? piece_f64_add :
+	                                               dt == TRT_I32 ? piece_i32_add : piece_i64_add;
+	void (*put)(char *, const int64_t *, const double *, int64_t, double) =
+		dt == TRT_F32 ? piece_f32_put : dt == TRT_F64 ? piece_f64_put : dt == TRT_I32 ? piece_i32_put : piece_i64_put;
 	double *acc = NULL;
 	int64_t pclin = -1, os[TRT_MAXDIM];
 	Piece pc = {0};
@@ -629,18 +685,9 @@ static void add_pieces(TrtRel *o, const int64_t *at, int dim, Adds *adds, double
 		for (int64_t q = 0; q < pc.n; q++)
 			acc[q] = 0;
 		for (j = i; j < adds->n && adds->v[j].lin == a->lin && adds->v[j].row == a->row; j++)
-			for (int64_t q = 0; q < pc.n; q++)
-				acc[q] += elem_get(dt, adds->v[j].val, q);
+			add(acc, adds->v[j].val, pc.n);
 		char *dst = (char *)rt_chunk_mut(o->chunks[at[a->lin]]) + a->row * os[dim] * (int64_t)es;
-		for (int64_t q = 0; q < pc.n; q++) {
-			int64_t d = pc.src ? pc.src[q] : q;
-			switch (dt) {
-			case TRT_F32: ((float *)dst)[d] += (float)(scale * acc[q]); break;
-			case TRT_F64: ((double *)dst)[d] += scale * acc[q]; break;
-			case TRT_I32: ((int32_t *)dst)[d] += (int32_t)(scale * acc[q]); break;
-			case TRT_I64: ((int64_t *)dst)[d] += (int64_t)(scale * acc[q]); break;
-			}
-		}
+		put(dst, pc.src, acc, pc.n, scale);
 	}
 	rt_pin_release(mark);
 	piece_free(&pc);
