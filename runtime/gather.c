@@ -595,42 +595,39 @@ static int add_cmp(const void *pa, const void *pb)
 
 enum { RADIX_BITS = 11 };
 
-/* The adds in add_cmp's order: by result row, then arrival.  They arrive
- * in arrival order (seq is their place), so a stable sort by row suffices:
- * a least-significant-digit radix sort of lin * rows + row, RADIX_BITS a
- * pass (2 passes for 4M rows; qsort's merge sort and its comparisons took
- * a third of examples/transe.tra's time), or qsort when the key space is
- * beyond 64 bits. */
-static void sort_adds(Adds *adds, int64_t nkeys, int64_t rows)
+/* v[0 .. n) stably sorted by result tuple (by_row 0) or by row (1):
+ * they come in arrival order (seq is their place), so a stable sort keeps
+ * add_cmp's order.  A least-significant-digit radix sort of the key (lin,
+ * or lin * rows + row), RADIX_BITS a pass, below top (qsort's merge sort
+ * and its comparison calls took a third of examples/transe.tra's time), or
+ * qsort when the key space is beyond 62 bits. */
+static void sort_adds(Add *v, int64_t n, double top, int by_row, int64_t rows)
 {
-	int64_t n = adds->n;
 	if (n < 2)
 		return;
-	if ((double)nkeys * (double)rows >= 0x1p62) {
-		qsort(adds->v, (size_t)n, sizeof *adds->v, add_cmp);
+	if (top >= 0x1p62) {
+		qsort(v, (size_t)n, sizeof *v, add_cmp);
 		return;
 	}
-	uint64_t top = (uint64_t)nkeys * (uint64_t)rows;
-	Add *tmp = rt_alloc(sizeof *tmp * (size_t)n), *from = adds->v, *to = tmp;
+	Add *tmp = rt_alloc(sizeof *tmp * (size_t)n), *from = v, *to = tmp;
 	int64_t count[(1 << RADIX_BITS) + 1];
-	for (int shift = 0; shift < 64 && (top >> shift) > 0; shift += RADIX_BITS) {
+	uint64_t mask = (1 << RADIX_BITS) - 1;
+#define ADD_KEY(a) (by_row ? (uint64_t)(a).lin * (uint64_t)rows + (uint64_t)(a).row : (uint64_t)(a).lin)
+	for (int shift = 0; shift < 64 && ((uint64_t)top >> shift) > 0; shift += RADIX_BITS) {
 		memset(count, 0, sizeof count);
-		for (int64_t i = 0; i < n; i++) {
-			uint64_t k = (uint64_t)from[i].lin * (uint64_t)rows + (uint64_t)from[i].row;
-			count[((k >> shift) & ((1 << RADIX_BITS) - 1)) + 1]++;
-		}
+		for (int64_t i = 0; i < n; i++)
+			count[((ADD_KEY(from[i]) >> shift) & mask) + 1]++;
 		for (int d = 0; d < 1 << RADIX_BITS; d++)
 			count[d + 1] += count[d];
-		for (int64_t i = 0; i < n; i++) {
-			uint64_t k = (uint64_t)from[i].lin * (uint64_t)rows + (uint64_t)from[i].row;
-			to[count[(k >> shift) & ((1 << RADIX_BITS) - 1)]++] = from[i];
-		}
+		for (int64_t i = 0; i < n; i++)
+			to[count[(ADD_KEY(from[i]) >> shift) & mask]++] = from[i];
 		Add *t = from;
 		from = to;
 		to = t;
 	}
-	if (from != adds->v)
-		memcpy(adds->v, from, sizeof *from * (size_t)n);
+#undef ADD_KEY
+	if (from != v)
+		memcpy(v, from, sizeof *from * (size_t)n);
 	free(tmp);
 }
 
@@ -656,42 +653,85 @@ PIECE_SUM(piece_i32, int32_t)
 PIECE_SUM(piece_i64, int64_t)
 #undef PIECE_SUM
 
+/* Rows of the result chunk at linear key lin along dim (1 if dim has no
+ * chunk dim). */
+static int64_t chunk_rows(const TrtType *out, int dim, int64_t lin)
+{
+	int64_t okey[TRT_MAXDIM], n[TRT_MAXDIM];
+	rt_key_from_linear(out, lin, okey);
+	rt_chunk_shape(out, okey, n);
+	for (int c = 0; c < out->nchunk; c++)
+		if (out->chunkdim[c] == dim)
+			return n[c];
+	return 1;
+}
+
+/* The most bytes of double sums a result chunk's rows take at once: the
+ * pieces then go, in arrival order, straight into their row's sums, read
+ * as they lie in the buffers they came in, with no sort by row
+ * (examples/transe.tra at B = 32768: its six scatters 0.31-0.35 -> 0.27
+ * s).  Only while the chunk's rows are at most ACC_ROWS_PER_ADD times its
+ * pieces, so that clearing the sums costs no more than adding them. */
+#define ACC_MAX ((double)(16 << 20))
+#define ACC_ROWS_PER_ADD 4
+
 /* The pieces added into o: those of one result row summed first, in
  * double and in arrival order, then added once, times scale, so a row
- * many indices name rounds once into its base, not once per piece. */
+ * many indices name rounds once into its base, not once per piece.  A row
+ * no piece names is left as it is. */
 static void add_pieces(TrtRel *o, const int64_t *at, int dim, Adds *adds, double scale)
 {
 	const TrtType *out = &o->type;
 	TrtDtype dt = out->dtype;
 	size_t es = rt_dtype_size(dt);
-	sort_adds(adds, rt_nkeys(out), out->block[dim]);
 	void (*add)(double *, const char *, int64_t) = dt == TRT_F32 ? piece_f32_add : dt == TRT_F64 ? piece_f64_add :
 	                                               dt == TRT_I32 ? piece_i32_add : piece_i64_add;
 	void (*put)(char *, const int64_t *, const double *, int64_t, double) =
 		dt == TRT_F32 ? piece_f32_put : dt == TRT_F64 ? piece_f64_put : dt == TRT_I32 ? piece_i32_put : piece_i64_put;
 	double *acc = NULL;
-	int64_t pclin = -1, os[TRT_MAXDIM];
+	char *named = NULL;
+	int64_t os[TRT_MAXDIM];
 	Piece pc = {0};
 	size_t mark = rt_pin_mark();
+	sort_adds(adds->v, adds->n, (double)rt_nkeys(out), 0, 1);
 	for (int64_t i = 0, j; i < adds->n; i = j) {
-		const Add *a = &adds->v[i];
-		if (a->lin != pclin) {
-			rt_pin_release(mark);   /* a result chunk at a time */
-			piece_free(&pc);
-			pc = result_piece(out, dim, a->lin, os);
-			acc = rt_realloc(acc, sizeof *acc * (size_t)(pc.n ? pc.n : 1));
-			pclin = a->lin;
+		int64_t lin = adds->v[i].lin;
+		for (j = i; j < adds->n && adds->v[j].lin == lin; j++)
+			;
+		rt_pin_release(mark);   /* a result chunk at a time */
+		piece_free(&pc);
+		pc = result_piece(out, dim, lin, os);
+		int64_t rows = chunk_rows(out, dim, lin), n = pc.n;
+		char *base = (char *)rt_chunk_mut(o->chunks[at[lin]]);
+		if ((double)rows * (double)n * sizeof *acc <= ACC_MAX && rows <= ACC_ROWS_PER_ADD * (j - i)) {
+			acc = rt_realloc(acc, sizeof *acc * (size_t)(rows * n + 1));
+			named = rt_realloc(named, (size_t)rows + 1);
+			memset(acc, 0, sizeof *acc * (size_t)(rows * n));
+			memset(named, 0, (size_t)rows);
+			for (int64_t k = i; k < j; k++) {
+				add(acc + adds->v[k].row * n, adds->v[k].val, n);
+				named[adds->v[k].row] = 1;
+			}
+			for (int64_t r = 0; r < rows; r++)
+				if (named[r])
+					put(base + r * os[dim] * (int64_t)es, pc.src, acc + r * n, n, scale);
+			continue;
 		}
-		for (int64_t q = 0; q < pc.n; q++)
-			acc[q] = 0;
-		for (j = i; j < adds->n && adds->v[j].lin == a->lin && adds->v[j].row == a->row; j++)
-			add(acc, adds->v[j].val, pc.n);
-		char *dst = (char *)rt_chunk_mut(o->chunks[at[a->lin]]) + a->row * os[dim] * (int64_t)es;
-		put(dst, pc.src, acc, pc.n, scale);
+		sort_adds(adds->v + i, j - i, (double)rows, 1, 0);
+		acc = rt_realloc(acc, sizeof *acc * (size_t)(n ? n : 1));
+		for (int64_t k = i, m; k < j; k = m) {
+			int64_t row = adds->v[k].row;
+			for (int64_t q = 0; q < n; q++)
+				acc[q] = 0;
+			for (m = k; m < j && adds->v[m].row == row; m++)
+				add(acc, adds->v[m].val, n);
+			put(base + row * os[dim] * (int64_t)es, pc.src, acc, n, scale);
+		}
 	}
 	rt_pin_release(mark);
 	piece_free(&pc);
 	free(acc);
+	free(named);
 }
 
 /* The scatter's result before any row is added: the base's chunks, each
