@@ -27,13 +27,19 @@
 /* The cache's format: a cache of another version is measured again (2:
  * the file read into memory touched already; 3: zlib's inflating; 4: the
  * write's latency a small file's; 5: written over a small file, not the
- * 16 MiB one; 6: zlib's inflating beside libdeflate's). */
-#define CACHE_VERSION 6
+ * 16 MiB one; 6: zlib's inflating beside libdeflate's; 7: a scatter's row
+ * at its cost since gather.c's radix order). */
+#define CACHE_VERSION 7
 
-/* What a scatter-add's row cost, seconds, on the 2.25 GHz AMD EPYC of
- * bench/README.md: examples/transe.tra's scatters on 2 ranks, B = 8192,
- * 32768 and 131072 rows (load 7-10, CPU seconds): 0.5-0.6 us a row. */
-#define SCATTER_ROW_S 5e-7
+/* What a scatter-add's row costs, seconds, at the 2.25 GHz of the AMD
+ * EPYC of bench/README.md (the clock the constants below are at too):
+ * examples/transe.tra's six scatters on 2 ranks, B = 8192 and 32768, on
+ * the 2.6 GHz Zen 4, three runs each, took 0.29-0.38 of what 0.43 us a row
+ * predicted, 0.15 us a row there, 0.17 at 2.25 GHz, since runtime/gather.c
+ * orders and sums the pieces without qsort (0.5-0.6 us a row before).  At
+ * B = 131072 a row costs about 0.45 us: an op's pieces, 19 MB, no longer
+ * fit the L3, which the model does not know. */
+#define SCATTER_ROW_S 1.7e-7
 #define SCATTER_ROW_HZ 2.25e9
 
 /* A sparse input from a scipy .npz on the same EPYC (examples/gcn_sparse.tra,
