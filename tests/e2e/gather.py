@@ -111,6 +111,23 @@ case("vector_and_int_table", """
 """, dict(lab=lab, w=w1, idx=ix32), vector_grad, line=6, tol=2e-6)
 
 
+# A scatter sums the pieces of one row in double in arrival order (by source
+# rank, then in the order the index holds them) whatever order it sorts them
+# in first (runtime/gather.c's radix sort must be stable): 1 + 1e30 - 1e30
+# is 0 that way, 1 in another (reversed, say).
+big = np.array([1, 1e30, -1e30, 2, 3], dtype=np.float32)
+case("scatter_order", """
+    size V = 4, B = 5;
+    input w[V];
+    input c[B];
+    input idx[B] : i64;
+    l = sum[b](w[idx[b]] * c[b]);
+    dw = grad(l, w);
+    output dw;
+""", dict(w=rnd(4), c=big, idx=np.array([2, 2, 2, 0, 0], dtype=np.int64)),
+    lambda x: dict(dw=np.array([5, 0, 0, 0], dtype=np.float32)), line=None, block=5)
+
+
 def torch_grads(x):
     import torch
     Et = torch.tensor(x["E"], dtype=torch.float64, requires_grad=True)
