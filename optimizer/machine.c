@@ -39,7 +39,8 @@
  *   sparse input read from a scipy .npz: each stored element a rank keeps,
  *   and the bytes its deflated members inflate to, whole by libdeflate or
  *   streamed by zlib: cost.c's cost_read_seconds; the built-in model has
- *   them 0: free; without npz_zlib_Bps zlib's members take npz_inflate_Bps); call_overhead_s, op_overhead_s, local_op_overhead_s;
+ *   them 0: free; without npz_zlib_Bps zlib's members take npz_inflate_Bps);
+ *   call_overhead_s, op_overhead_s, local_op_overhead_s;
  *   trac_shuffle_bandwidth_Bps, trac_bcast_bandwidth_Bps: the runtime's own
  *   exchanges, which shuffles and broadcasts are costed with when given
  *   (else alltoallv's and allgatherv's);  mem_per_rank_bytes.

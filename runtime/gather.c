@@ -523,11 +523,11 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 
 /* ---- scatter-add ---- */
 
-/* A piece to add: its result tuple's linear key, its row there, its
- * arrival (pieces of one row add in arrival order) and values, in the
- * result piece's order. */
+/* A piece to add: its result tuple's linear key, its row there, and its
+ * values, in the result piece's order.  Adds hold them in arrival order,
+ * the order the pieces of one row are summed in. */
 typedef struct Add {
-	int64_t lin, row, seq;
+	int64_t lin, row;
 	const char *val;
 } Add;
 typedef struct Adds {
@@ -545,15 +545,20 @@ static Piece result_piece(const TrtType *out, int dim, int64_t lin, int64_t *os)
 }
 
 /* The elements of a piece of the result tuple at linear key lin: its
- * chunk's length along every chunk dim but dim's. */
-static int64_t piece_len(const TrtType *out, int dim, int64_t lin)
+ * chunk's length along every chunk dim but dim's; *rows (unless NULL) its
+ * length along dim's (1 when dim has no chunk dim). */
+static int64_t piece_len(const TrtType *out, int dim, int64_t lin, int64_t *rows)
 {
-	int64_t okey[TRT_MAXDIM], n[TRT_MAXDIM], len = 1;
+	int64_t okey[TRT_MAXDIM], n[TRT_MAXDIM], len = 1, r = 1;
 	rt_key_from_linear(out, lin, okey);
 	rt_chunk_shape(out, okey, n);
 	for (int c = 0; c < out->nchunk; c++)
 		if (out->chunkdim[c] != dim)
 			len *= n[c];
+		else
+			r = n[c];
+	if (rows)
+		*rows = r;
 	return len;
 }
 
@@ -570,50 +575,35 @@ static void parse_pieces(Adds *adds, const TrtType *out, int dim, const char *bu
 		if (hdr[0] < 0 || hdr[0] >= nkeys || at[hdr[0]] < 0)
 			rt_bug("scattered rows sent to a rank without their tuple");
 		if (hdr[0] != pclin) {
-			n = piece_len(out, dim, hdr[0]);
+			n = piece_len(out, dim, hdr[0], NULL);
 			pclin = hdr[0];
 		}
 		if (adds->n == adds->cap) {
 			adds->cap = 2 * adds->cap + 256;
 			adds->v = rt_realloc(adds->v, sizeof *adds->v * (size_t)adds->cap);
 		}
-		adds->v[adds->n] = (Add){hdr[0], hdr[1], adds->n, buf + a};
+		adds->v[adds->n] = (Add){hdr[0], hdr[1], buf + a};
 		adds->n++;
 		a += n * (int64_t)es;
 	}
 }
 
-static int add_cmp(const void *pa, const void *pb)
-{
-	const Add *a = pa, *b = pb;
-	if (a->lin != b->lin)
-		return a->lin < b->lin ? -1 : 1;
-	if (a->row != b->row)
-		return a->row < b->row ? -1 : 1;
-	return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
 enum { RADIX_BITS = 11 };
 
-/* v[0 .. n) stably sorted by result tuple (by_row 0) or by row (1):
- * they come in arrival order (seq is their place), so a stable sort keeps
- * add_cmp's order.  A least-significant-digit radix sort of the key (lin,
- * or lin * rows + row), RADIX_BITS a pass, below top (qsort's merge sort
- * and its comparison calls took a third of examples/transe.tra's time), or
- * qsort when the key space is beyond 62 bits. */
-static void sort_adds(Add *v, int64_t n, double top, int by_row, int64_t rows)
+/* v[0 .. n), in arrival order, stably sorted by result tuple (by_row 0)
+ * or by row (1), each below top: a least-significant-digit radix sort,
+ * RADIX_BITS a pass, so that the pieces of one row keep their arrival
+ * order (qsort's merge sort and its comparison calls took a third of
+ * examples/transe.tra's time). */
+static void sort_adds(Add *v, int64_t n, uint64_t top, int by_row)
 {
 	if (n < 2)
 		return;
-	if (top >= 0x1p62) {
-		qsort(v, (size_t)n, sizeof *v, add_cmp);
-		return;
-	}
 	Add *tmp = rt_alloc(sizeof *tmp * (size_t)n), *from = v, *to = tmp;
 	int64_t count[(1 << RADIX_BITS) + 1];
 	uint64_t mask = (1 << RADIX_BITS) - 1;
-#define ADD_KEY(a) (by_row ? (uint64_t)(a).lin * (uint64_t)rows + (uint64_t)(a).row : (uint64_t)(a).lin)
-	for (int shift = 0; shift < 64 && ((uint64_t)top >> shift) > 0; shift += RADIX_BITS) {
+#define ADD_KEY(a) ((uint64_t)(by_row ? (a).row : (a).lin))
+	for (int shift = 0; shift < 64 && (top >> shift) > 0; shift += RADIX_BITS) {
 		memset(count, 0, sizeof count);
 		for (int64_t i = 0; i < n; i++)
 			count[((ADD_KEY(from[i]) >> shift) & mask) + 1]++;
@@ -653,18 +643,16 @@ PIECE_SUM(piece_i32, int32_t)
 PIECE_SUM(piece_i64, int64_t)
 #undef PIECE_SUM
 
-/* Rows of the result chunk at linear key lin along dim (1 if dim has no
- * chunk dim). */
-static int64_t chunk_rows(const TrtType *out, int dim, int64_t lin)
-{
-	int64_t okey[TRT_MAXDIM], n[TRT_MAXDIM];
-	rt_key_from_linear(out, lin, okey);
-	rt_chunk_shape(out, okey, n);
-	for (int c = 0; c < out->nchunk; c++)
-		if (out->chunkdim[c] == dim)
-			return n[c];
-	return 1;
-}
+/* The summing loops by element type (TrtDtype's order). */
+static const struct {
+	void (*add)(double *acc, const char *val, int64_t n);
+	void (*put)(char *dst, const int64_t *src, const double *acc, int64_t n, double scale);
+} piece_sum[] = {
+	[TRT_F32] = {piece_f32_add, piece_f32_put},
+	[TRT_F64] = {piece_f64_add, piece_f64_put},
+	[TRT_I32] = {piece_i32_add, piece_i32_put},
+	[TRT_I64] = {piece_i64_add, piece_i64_put},
+};
 
 /* The most bytes of double sums a result chunk's rows take at once: the
  * pieces then go, in arrival order, straight into their row's sums, read
@@ -684,16 +672,14 @@ static void add_pieces(TrtRel *o, const int64_t *at, int dim, Adds *adds, double
 	const TrtType *out = &o->type;
 	TrtDtype dt = out->dtype;
 	size_t es = rt_dtype_size(dt);
-	void (*add)(double *, const char *, int64_t) = dt == TRT_F32 ? piece_f32_add : dt == TRT_F64 ? piece_f64_add :
-	                                               dt == TRT_I32 ? piece_i32_add : piece_i64_add;
-	void (*put)(char *, const int64_t *, const double *, int64_t, double) =
-		dt == TRT_F32 ? piece_f32_put : dt == TRT_F64 ? piece_f64_put : dt == TRT_I32 ? piece_i32_put : piece_i64_put;
+	void (*add)(double *, const char *, int64_t) = piece_sum[dt].add;
+	void (*put)(char *, const int64_t *, const double *, int64_t, double) = piece_sum[dt].put;
 	double *acc = NULL;
 	char *named = NULL;
 	int64_t os[TRT_MAXDIM];
 	Piece pc = {0};
 	size_t mark = rt_pin_mark();
-	sort_adds(adds->v, adds->n, (double)rt_nkeys(out), 0, 1);
+	sort_adds(adds->v, adds->n, (uint64_t)rt_nkeys(out), 0);
 	for (int64_t i = 0, j; i < adds->n; i = j) {
 		int64_t lin = adds->v[i].lin;
 		for (j = i; j < adds->n && adds->v[j].lin == lin; j++)
@@ -701,7 +687,7 @@ static void add_pieces(TrtRel *o, const int64_t *at, int dim, Adds *adds, double
 		rt_pin_release(mark);   /* a result chunk at a time */
 		piece_free(&pc);
 		pc = result_piece(out, dim, lin, os);
-		int64_t rows = chunk_rows(out, dim, lin), n = pc.n;
+		int64_t rows, n = piece_len(out, dim, lin, &rows);
 		char *base = (char *)rt_chunk_mut(o->chunks[at[lin]]);
 		if ((double)rows * (double)n * sizeof *acc <= ACC_MAX && rows <= ACC_ROWS_PER_ADD * (j - i)) {
 			acc = rt_realloc(acc, sizeof *acc * (size_t)(rows * n + 1));
@@ -717,7 +703,7 @@ static void add_pieces(TrtRel *o, const int64_t *at, int dim, Adds *adds, double
 					put(base + r * os[dim] * (int64_t)es, pc.src, acc + r * n, n, scale);
 			continue;
 		}
-		sort_adds(adds->v + i, j - i, (double)rows, 1, 0);
+		sort_adds(adds->v + i, j - i, (uint64_t)rows, 1);
 		acc = rt_realloc(acc, sizeof *acc * (size_t)(n ? n : 1));
 		for (int64_t k = i, m; k < j; k = m) {
 			int64_t row = adds->v[k].row;
