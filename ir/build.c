@@ -85,6 +85,20 @@ TVal tb_index(TraBuild *l, int var)
 	return tb_rel(l, l->range.v[var], 1, &var);
 }
 
+/* The scalar c as a relation of its own: a range over no index (the one
+ * empty key, always present) mapped to c.  It reads nothing, so it is the
+ * same on every iteration of a loop and hoists out of it (autodiff's seed,
+ * d loss / d loss = 1, whatever the loss's value). */
+int tb_unit(TraBuild *l, double c, DType dt)
+{
+	TraOp r = {.kind = TRA_RANGE, .stmt = l->stmt, .type = make_type(l, 0, NULL, DT_I64)};
+	TraOp op = {.kind = TRA_MAP, .stmt = l->stmt, .type = make_type(l, 0, NULL, dt)};
+	op.u.map.in = tra_push(l->prog, r);
+	op.u.map.kernel = kernel_new(l->arena, 1);
+	op.u.map.kernel->expr = kx_const(l->arena, c);
+	return tra_push(l->prog, op);
+}
+
 /* The iteration of the repeat block at `depth` (0 the outermost): a 0-d
  * i64 made where it is used, never hoisted out of its loop. */
 TVal tb_counter(TraBuild *l, int depth)

@@ -510,6 +510,7 @@ TVal tb_access(TraBuild *b, int op, int nvar, const int *var);       /* the same
 TVal tb_const(TraBuild *b, double c);
 TVal tb_index(TraBuild *b, int var);                                 /* var's position, an i64: a range */
 TVal tb_counter(TraBuild *b, int depth);                             /* a repeat block's iteration, an i64 */
+int tb_unit(TraBuild *b, double c, DType dt);                        /* c in the one empty key, on every iteration */
 TVal tb_unary(TraBuild *b, KOp op, TVal v);
 TVal tb_binary(TraBuild *b, KOp op, TVal x, TVal y);                 /* elementwise; joins when needed */
 TVal tb_where(TraBuild *b, TVal c, TVal x, TVal y);

@@ -400,10 +400,11 @@ static void check_param(Ctx *c, const TraProg *p, int tensor, const RelType *t)
 		fail(c, "values of param %s are blocked differently", ten->name);
 }
 
-/* A range: one key dim with its chunk dim, of i64 positions. */
+/* A range: one key dim with its chunk dim, of i64 positions; or none, the
+ * one empty key (tb_unit). */
 static void check_range(Ctx *c, const RelType *t)
 {
-	if (t->nkey != 1 || t->nchunk != 1 || t->dtype != DT_I64)
+	if (t->nkey > 1 || t->nchunk != t->nkey || t->dtype != DT_I64)
 		fail(c, "a range of %d key dims, %d chunk dims, %s", t->nkey, t->nchunk, dtype_name(t->dtype));
 }
 

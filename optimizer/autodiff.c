@@ -792,12 +792,11 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 		else if (rel[i] && g->adj[i] == -2)
 			g->adj[i] = -1;
 
-	/* the seed: d loss / d loss = 1 */
-	if (g->adj[loss] < 0) {
-		TVal one = tb_rel(&b, g->map[loss], 0, NULL);
-		one.pend = kx_const(b.arena, 1);
-		g->adj[loss] = tb_finish(&b, one, 0, NULL);
-	}
+	/* the seed: d loss / d loss = 1, a relation of its own rather than a
+	 * map of the loss, so the backward ops that read only it and values
+	 * the loop does not change (sum(M) in a mean) hoist out of the loop */
+	if (g->adj[loss] < 0)
+		g->adj[loss] = tb_unit(&b, 1, o->ops.v[loss].type.dtype);
 
 	/* reverse program order: every consumer of an op comes after it */
 	for (int v = loss; v >= 0; v--) {

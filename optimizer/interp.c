@@ -937,9 +937,10 @@ static Rel *init_param(Interp *in, const IaOp *op)
 
 static Rel *make_range(Interp *in, const IaOp *op)
 {
-	Dense d = {.rank = 1, .shape = {op->type.extent[0]}};
-	d.v = xcalloc((size_t)op->type.extent[0], sizeof *d.v);
-	for (int64_t e = 0; e < op->type.extent[0]; e++)
+	int64_t n = op->type.nkey ? op->type.extent[0] : 1;
+	Dense d = {.rank = op->type.nkey, .shape = {n}};
+	d.v = xcalloc((size_t)n, sizeof *d.v);
+	for (int64_t e = 0; e < n; e++)
 		d.v[e] = (double)e;
 	Rel *r = from_dense(&d, &op->type, &op->place, in->s);
 	free(d.v);

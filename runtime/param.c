@@ -527,11 +527,23 @@ TrtRel *trt_init_param(int tensor, const TrtType *t, TrtPlace p, TrtInit kind, d
 	return r;
 }
 
+/* The positions 0 .. extent-1 of one key dim; with no key dim, the one
+ * empty key holding 0 (a value present on every iteration: autodiff's
+ * seed). */
 TrtRel *trt_range(const TrtType *t, TrtPlace p)
 {
-	if (t->nkey != 1 || t->nchunk != 1 || t->dtype != TRT_I64 || p.kind == TRT_ANY)
+	if (t->nkey > 1 || t->nchunk != t->nkey || t->dtype != TRT_I64 || p.kind == TRT_ANY)
 		rt_bug("a range of %d key dims, %d chunk dims, %s", t->nkey, t->nchunk, rt_dtype_name(t->dtype));
 	TrtRel *r = trt_rel_new(t, p);
+	if (t->nkey == 0) {
+		int64_t none = 0;
+		if (p.kind != TRT_PART || trt_site(&p, t, &none) == rt.rank) {
+			Chunk *c = rt_chunk_new(sizeof(int64_t));
+			*(int64_t *)rt_chunk_mut(c) = 0;
+			rt_rel_push(r, &none, c);
+		}
+		return r;
+	}
 	for (int64_t k = 0; k < rt_frontier(t, 0); k++) {
 		if (p.kind == TRT_PART && trt_site(&p, t, &k) != rt.rank)
 			continue;
