@@ -499,6 +499,9 @@ int rt_arr_vals(RtZipArr *a, int64_t first, int64_t count, void *out, char *why,
 /* Deflated members inflated again from their start (a read before the
  * bytes read last): npz.c's readers go forward, so tests expect none. */
 extern int64_t rt_npz_rewinds;
+/* Bytes of deflated members inflated whole (a member's header is read
+ * without: rt_npz_block_counts inflates indptr alone). */
+extern int64_t rt_npz_inflated;
 
 /* A zip written front to back into fd, its members stored.  err keeps the
  * first errno; zip64 asks for zip64 records even where none is needed. */

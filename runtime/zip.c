@@ -15,8 +15,9 @@
  * A deflate stream cannot be entered in the middle, so a read before the
  * last bytes read inflates the member again
  * from its start (rt_npz_rewinds counts it; npz.c's readers go forward
- * through each member and never do).  A deflated member's CRC is checked
- * when it is inflated to its end.
+ * through each member and never do).  A member's .npy header is read
+ * without inflating the member whole (inflate_head).  A deflated member's
+ * CRC is checked when it is inflated to its end.
  *
  * Writing.  A zip is written front to back, its members stored, each's
  * CRC patched into its local header once its bytes are out, then the
@@ -35,6 +36,7 @@
 #include "rt.h"
 
 int64_t rt_npz_rewinds;
+int64_t rt_npz_inflated;
 
 enum { BATCH = 1 << 16 };               /* indices converted at a time */
 enum { ZBUF = 1 << 16 };                /* compressed bytes read at a time */
@@ -423,6 +425,7 @@ static int inflate_whole(RtZipStream *s, char *why, size_t len)
 	size_t got = 0;
 	enum libdeflate_result r = LIBDEFLATE_BAD_DATA;
 	int ok = read_at(s->fd, in, (size_t)s->csize, s->data, why, len);
+	rt_npz_inflated += s->usize;
 	if (ok) {
 		struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
 		if (!d)
@@ -482,6 +485,73 @@ static int stream_read(RtZipStream *s, int64_t off, void *buf, size_t n, char *w
 	return inflate_into(s, buf, n, why, len);
 }
 
+/* Bytes [off, off + n) near the start of a member read whole, before it is
+ * (its .npy header, rt_arr_open): the member's first off + n bytes
+ * inflated through zlib and dropped, so that opening a member costs what
+ * its header takes.  rt_npz_block_counts opens data.npy and indices.npy
+ * for their headers and reads only indptr.npy's values: inflated whole at
+ * open, each rank inflated the whole matrix twice, once there and once to
+ * read it (GCN's 20 MB adjacency, 40 ms a rank).  The member's CRC is
+ * checked when it is inflated whole. */
+static int inflate_head(RtZipStream *s, int64_t off, void *buf, size_t n, char *why, size_t len)
+{
+	z_stream z;
+	size_t want = (size_t)off + n;
+	unsigned char *out = rt_alloc(want ? want : 1), *in = rt_alloc(ZBUF);
+	int64_t cpos = 0;
+	int ok = 1;
+
+	memset(&z, 0, sizeof z);
+	if (inflateInit2(&z, -MAX_WBITS) != Z_OK)
+		rt_oom(sizeof z, "an inflater");
+	z.next_out = out;
+	z.avail_out = (uInt)want;
+	while (ok && z.avail_out) {
+		if (!z.avail_in) {
+			size_t k = s->csize - cpos < ZBUF ? (size_t)(s->csize - cpos) : ZBUF;
+			if (!k) {
+				snprintf(why, len, "%s: deflate stream cut short", s->name);
+				ok = 0;
+				break;
+			}
+			ok = read_at(s->fd, in, k, s->data + cpos, why, len);
+			cpos += (int64_t)k;
+			z.next_in = in;
+			z.avail_in = (uInt)k;
+			if (!ok)
+				break;
+		}
+		int zr = inflate(&z, Z_NO_FLUSH);
+		if (zr == Z_MEM_ERROR)
+			rt_oom(0, "an inflater");
+		if (zr == Z_STREAM_END && z.avail_out) {
+			snprintf(why, len, "%s: deflate stream ends before the %lld bytes the zip directory says",
+			         s->name, (long long)s->usize);
+			ok = 0;
+		} else if (zr != Z_OK && zr != Z_STREAM_END) {
+			snprintf(why, len, "%s: corrupt deflate stream (%s)", s->name, z.msg ? z.msg : zError(zr));
+			ok = 0;
+		}
+	}
+	inflateEnd(&z);
+	if (ok)
+		memcpy(buf, out + off, n);
+	free(out);
+	free(in);
+	return ok;
+}
+
+/* A read of a member's header: as stream_read, but a member read whole is
+ * not inflated for it. */
+static int stream_read_head(RtZipStream *s, int64_t off, void *buf, size_t n, char *why, size_t len)
+{
+	if (off < 0 || off > s->usize || (int64_t)n > s->usize - off)
+		rt_bug("read of bytes %lld..+%zu of %s, which has %lld", (long long)off, n, s->name,
+		       (long long)s->usize);
+	if (s->by_whole && !s->whole)
+		return inflate_head(s, off, buf, n, why, len);
+	return stream_read(s, off, buf, n, why, len);
+}
 
 /* ---- the members' .npy arrays ---- */
 
@@ -497,14 +567,14 @@ int rt_arr_open(const RtZip *z, const char *name, RtZipArr *a, char *why, size_t
 		return 0;
 	a->size = a->s->usize;
 	size_t k = a->size < 12 ? (size_t)a->size : 12;
-	if (!stream_read(a->s, 0, head, k, why, len))
+	if (!stream_read_head(a->s, 0, head, k, why, len))
 		return 0;
 	size_t want = rt_npy_head_len(head, k);
 	if ((int64_t)want > a->size)
 		want = (size_t)a->size;
 	unsigned char *buf = rt_alloc(want);
 	memcpy(buf, head, k);
-	int ok = stream_read(a->s, (int64_t)k, buf + k, want - k, why, len);
+	int ok = stream_read_head(a->s, (int64_t)k, buf + k, want - k, why, len);
 	if (ok && !rt_npy_parse(buf, want, &a->h, w, sizeof w)) {
 		snprintf(why, len, "%s: %s", name, w);
 		ok = 0;
