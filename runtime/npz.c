@@ -595,6 +595,9 @@ TrtRel *rt_npz_read(const TrtTensor *x, const char *path, const TrtType *t, TrtP
 		rt_tensor_msg(msg, sizeof msg, x, path, why);
 	rt_agree(kind < 0 ? msg : NULL);
 
+	RtZipArr *arrs[] = { &rd.data, &rd.idx, &rd.ptr, &rd.row, &rd.col };
+	rt_arr_share(arrs, (int)(sizeof arrs / sizeof *arrs), x, path);
+
 	int64_t nk = rt_nkeys(t);
 	rd.own = rt_alloc((size_t)nk);
 	rd.pile = rt_alloc(sizeof *rd.pile * (size_t)nk);
@@ -606,7 +609,6 @@ TrtRel *rt_npz_read(const TrtTensor *x, const char *path, const TrtType *t, TrtP
 	rd.out = trt_rel_new(t, p);
 	int ok = kind == 2 ? read_coo(&rd, why, sizeof why) : read_compressed(&rd, kind, why, sizeof why);
 	TrtRel *r = piles_to_rel(&rd);
-	RtZipArr *arrs[] = { &rd.data, &rd.idx, &rd.ptr, &rd.row, &rd.col };
 	for (size_t i = 0; i < sizeof arrs / sizeof *arrs; i++)
 		rt_arr_close(arrs[i]);
 	free(rd.own);

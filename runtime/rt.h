@@ -499,6 +499,10 @@ int rt_arr_vals(RtZipArr *a, int64_t first, int64_t count, void *out, char *why,
 /* Deflated members inflated again from their start (a read before the
  * bytes read last): npz.c's readers go forward, so tests expect none. */
 extern int64_t rt_npz_rewinds;
+/* Collective: the deflated members of arrays a[0 .. n) (opened by every
+ * rank, from one file) that are read whole, inflated once among the ranks
+ * and broadcast (x and path name them in an error). */
+void rt_arr_share(RtZipArr *const *a, int n, const TrtTensor *x, const char *path);
 /* Bytes of deflated members inflated whole (a member's header is read
  * without: rt_npz_block_counts inflates indptr alone). */
 extern int64_t rt_npz_inflated;
