@@ -671,14 +671,17 @@ static double kernel_secs(const Kernel *k, double rate)
  * column, its value, the output at its position, in a sampled join a
  * search of another input's row too) at sparse_elem seconds at least,
  * whatever its flops: mf_sparse.tra's kernels, 2-32 flops an element, took
- * 17-185 ns an element, 40 at the median.  inmap[i] maps input i's dims to
- * out's, the type p places.
+ * 17-185 ns an element, 40 at the median.  A sampled join visits the
+ * mask's elements once for each chunk of the dims it sums (out's keys
+ * beyond the mask's): mf_sparse's U V^T at the ratings with K = 16 in two
+ * chunks of 8 took 1.07 s against 0.69 in one.  inmap[i] maps input i's
+ * dims to out's, the type p places.
  */
 static double sparse_visits(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in,
                             int inmap[][MAXDIM], const RelType *out, const Place *p, const RelType *mask)
 {
 	if (mask)
-		return rel_stored(mask) * cost_share(c, out, p);
+		return rel_stored(mask) * cost_share(c, out, p) * ((double)rel_ntuples(out) / (double)rel_ntuples(mask));
 	double v = 0;
 	for (int i = 0; i < nin; i++) {
 		if (!in[i]->sparse || !kx_zero_with(k->expr, i))
