@@ -169,7 +169,11 @@ static void pile_add(Reader *rd, int64_t lin, int64_t cell, const char *v)
 		p->val = rt_realloc(p->val, rd->es * (size_t)p->cap);
 	}
 	p->cell[p->n] = cell;
-	memcpy(p->val + (size_t)p->n * rd->es, v, rd->es);
+	char *to = p->val + (size_t)p->n * rd->es;
+	if (rd->es == 4)                /* a fixed size: an inline copy, not a call */
+		memcpy(to, v, 4);
+	else
+		memcpy(to, v, 8);
 	p->n++;
 }
 
@@ -382,15 +386,21 @@ static int cmp_cell(int64_t a, int64_t b, const void *ctx)
 	return p->cell[a] < p->cell[b] ? -1 : p->cell[a] > p->cell[b];
 }
 
-/* Puts a pile in position order, elements of one position in file order. */
-static void pile_sort(Pile *p, size_t es)
+/* Puts a pile in position order, elements of one position in file order;
+ * 1 when its positions were already in order, each once (a canonical
+ * file's). */
+static int pile_sort(Pile *p, size_t es)
 {
-	int64_t sorted = 1;
+	int64_t k = 1;
 
-	for (int64_t i = 1; i < p->n && sorted; i++)
-		sorted = p->cell[i - 1] <= p->cell[i];
-	if (sorted)
-		return;
+	while (k < p->n && p->cell[k - 1] < p->cell[k])
+		k++;
+	if (k >= p->n)
+		return 1;
+	while (k < p->n && p->cell[k - 1] <= p->cell[k])
+		k++;
+	if (k >= p->n)
+		return 0;
 	int64_t *ord = rt_alloc(sizeof *ord * (size_t)p->n), *cell = rt_alloc(sizeof *cell * (size_t)p->n);
 	char *val = rt_alloc(es * (size_t)p->n);
 	for (int64_t i = 0; i < p->n; i++)
@@ -405,6 +415,31 @@ static void pile_sort(Pile *p, size_t es)
 	free(p->val);
 	p->cell = cell;
 	p->val = val;
+	return 0;
+}
+
+/* Elements of positions each once, in order: the zeros dropped (a file
+ * may store them), the count left. */
+static int64_t drop_zeros(TrtDtype dt, int64_t *cell, char *val, int64_t n)
+{
+	int64_t m = 0;
+
+#define DROP(T) do { \
+		T *v = (T *)val; \
+		for (int64_t i = 0; i < n; i++) \
+			if (v[i] != 0) { \
+				cell[m] = cell[i]; \
+				v[m++] = v[i]; \
+			} \
+	} while (0)
+	switch (dt) {
+	case TRT_F32: DROP(float); break;
+	case TRT_F64: DROP(double); break;
+	case TRT_I32: DROP(int32_t); break;
+	case TRT_I64: DROP(int64_t); break;
+	}
+#undef DROP
+	return m;
 }
 
 /* Key's chunk from its pile: sorted, duplicates summed, zeros dropped;
@@ -415,18 +450,21 @@ static Chunk *pile_chunk(const Reader *rd, Pile *p, const int64_t *key)
 	size_t es = rd->es;
 	int64_t m = 0, nrow, ncol;
 
-	pile_sort(p, es);
-	for (int64_t i = 0; i < p->n;) {
-		/* the sum of the run at i goes to slot m, which is never after i */
-		int64_t j = i + 1;
-		char *acc = p->val + (size_t)m * es;
-		if (m != i)
-			memcpy(acc, p->val + (size_t)i * es, es);
-		for (; j < p->n && p->cell[j] == p->cell[i]; j++)
-			add_to(dt, acc, p->val + (size_t)j * es);
-		p->cell[m] = p->cell[i];
-		m += !rt_elem_zero(dt, acc, 0);
-		i = j;
+	if (pile_sort(p, es)) {
+		m = drop_zeros(dt, p->cell, p->val, p->n);
+	} else {
+		for (int64_t i = 0; i < p->n;) {
+			/* the sum of the run at i goes to slot m, which is never after i */
+			int64_t j = i + 1;
+			char *acc = p->val + (size_t)m * es;
+			if (m != i)
+				memcpy(acc, p->val + (size_t)i * es, es);
+			for (; j < p->n && p->cell[j] == p->cell[i]; j++)
+				add_to(dt, acc, p->val + (size_t)j * es);
+			p->cell[m] = p->cell[i];
+			m += !rt_elem_zero(dt, acc, 0);
+			i = j;
+		}
 	}
 	if (!m)
 		return NULL;
