@@ -401,6 +401,50 @@ static TVal first_extreme(TraBuild *b, TVal F, TVal out, int np, const int *pvar
 	return tb_join_expr(b, cand, first, hit);
 }
 
+/*
+ * f's derivative read from f's own value (in0 standing for it), when f is
+ * one of these functions applied to input 0 alone: relu (x > 0 exactly
+ * where relu(x) > 0), exp, tanh, sigmoid, sqrt, each written as kx_diff
+ * writes it, so the values are the same bit for bit.  The backward then
+ * reads the map's output, not its input, and evaluates no transcendental
+ * again: a ReLU's input dies after the ReLU (GCN's AX W1, 21.7 MB a rank),
+ * a sigmoid's or tanh's backward is a multiply.  NULL otherwise.
+ */
+static KExpr *diff_by_value(Arena *a, const KExpr *f)
+{
+	if (f->kind != KX_OP || kop_arity(f->op) != 1 || f->arg[0]->kind != KX_IN || f->arg[0]->in != 0)
+		return NULL;
+	KExpr *v = kx_in(a, 0), *one = kx_const(a, 1);
+	switch (f->op) {
+	case KOP_RELU:
+		return kx_op(a, KOP_WHERE, kx_op(a, KOP_GT, v, kx_const(a, 0), NULL), one, kx_const(a, 0));
+	case KOP_EXP:
+		return v;
+	case KOP_TANH:
+		return kx_op(a, KOP_SUB, one, kx_op(a, KOP_MUL, v, v, NULL), NULL);
+	case KOP_SIGMOID:
+		return kx_op(a, KOP_MUL, v, kx_op(a, KOP_SUB, one, v, NULL), NULL);
+	case KOP_SQRT:
+		return kx_op(a, KOP_DIV, one, kx_op(a, KOP_MUL, kx_const(a, 2), v, NULL), NULL);
+	default:
+		return NULL;
+	}
+}
+
+/* Is map P elementwise on input type t: its output keyed, chunked and
+ * typed as its input, each chunk dim labelled as the input's? */
+static bool elementwise(const TraOp *P, const RelType *t)
+{
+	const Kernel *k = P->u.map.kernel;
+	if (P->kind != TRA_MAP || !k || k->reduces || P->type.dtype != t->dtype || P->type.nkey != t->nkey ||
+	    P->type.nchunk != t->nchunk || k->noutdim != k->nindim[0])
+		return false;
+	for (int c = 0; c < t->nchunk; c++)
+		if (P->type.chunkdim[c] != t->chunkdim[c] || k->outlab[c] != k->inlab[0][c])
+			return false;
+	return true;
+}
+
 static void vjp_einsum(Grad *g, TraBuild *b, int u, int G)
 {
 	const DiffUnit *un = &g->unit[u];
@@ -482,6 +526,7 @@ static void vjp_einsum(Grad *g, TraBuild *b, int u, int G)
 	}
 
 	TVal shared = {.op = -1};       /* G * d when both inputs' derivatives are one expression */
+	KExpr *dv;
 	for (int i = 0; i < nin; i++) {
 		if (!d[i])
 			continue;
@@ -491,6 +536,11 @@ static void vjp_einsum(Grad *g, TraBuild *b, int u, int G)
 			T = shared;     /* relu(x + b): d/dx = d/db; made once */
 		} else if (!u0 && !u1) {
 			T = tb_binary(b, KOP_MUL, Gv, (TVal){.op = -1, .pend = d[i]});
+		} else if (nin == 1 && un->agg < 0 && elementwise(P, &g->old->ops.v[un->in[0]].type) &&
+		           (dv = diff_by_value(b->arena, f))) {
+			TVal V = tb_rel(b, g->map[un->prod], no, ovar);
+			V.pend = dv;
+			T = tb_binary(b, KOP_MUL, V, Gv);
 		} else if (u0 && u1) {
 			T = tb_binary(b, KOP_MUL, tb_join_expr(b, X[0], X[1], d[i]), Gv);
 		} else {
