@@ -455,6 +455,14 @@ static int inflate_whole(RtZipStream *s, char *why, size_t len)
 	return ok;
 }
 
+/* Bytes [off, off + n) lie in the member: a reader's bug otherwise. */
+static void check_span(const RtZipStream *s, int64_t off, size_t n)
+{
+	if (off < 0 || off > s->usize || (int64_t)n > s->usize - off)
+		rt_bug("read of bytes %lld..+%zu of %s, which has %lld", (long long)off, n, s->name,
+		       (long long)s->usize);
+}
+
 /* Reads bytes [off, off + n) of the member into buf: a stored member's
  * where they lie; a deflated one's from the member inflated whole (on the
  * first read), or, streamed, by inflating on from the bytes read before
@@ -462,9 +470,7 @@ static int inflate_whole(RtZipStream *s, char *why, size_t len)
  * when off is before them. */
 static int stream_read(RtZipStream *s, int64_t off, void *buf, size_t n, char *why, size_t len)
 {
-	if (off < 0 || off > s->usize || (int64_t)n > s->usize - off)
-		rt_bug("read of bytes %lld..+%zu of %s, which has %lld", (long long)off, n, s->name,
-		       (long long)s->usize);
+	check_span(s, off, n);
 	if (!s->deflated)
 		return read_at(s->fd, buf, n, s->data + off, why, len);
 	if (s->by_whole) {
@@ -545,11 +551,10 @@ static int inflate_head(RtZipStream *s, int64_t off, void *buf, size_t n, char *
  * not inflated for it. */
 static int stream_read_head(RtZipStream *s, int64_t off, void *buf, size_t n, char *why, size_t len)
 {
-	if (off < 0 || off > s->usize || (int64_t)n > s->usize - off)
-		rt_bug("read of bytes %lld..+%zu of %s, which has %lld", (long long)off, n, s->name,
-		       (long long)s->usize);
-	if (s->by_whole && !s->whole)
+	if (s->by_whole && !s->whole) {
+		check_span(s, off, n);
 		return inflate_head(s, off, buf, n, why, len);
+	}
 	return stream_read(s, off, buf, n, why, len);
 }
 

@@ -1027,6 +1027,26 @@ static void test_sparse_elements(void **state)
 	arena_free(a);
 }
 
+/* in0[a, b] * in1[r[0], r[1]] summed over b into [a, c] (labels a 0, b 1,
+ * c 2): A H with r = {1, 2}, U V^T with r = {2, 1}. */
+static Kernel *product(Arena *a, const int *r)
+{
+	Kernel *k = kernel_new(a, 2);
+	k->nlab = 3;
+	k->nindim[0] = k->nindim[1] = 2;
+	k->inlab[0][0] = 0;
+	k->inlab[0][1] = 1;
+	k->inlab[1][0] = r[0];
+	k->inlab[1][1] = r[1];
+	k->noutdim = 2;
+	k->outlab[0] = 0;
+	k->outlab[1] = 2;
+	k->reduces = true;
+	k->red = AGG_ADD;
+	k->expr = kx_op(a, KOP_MUL, kx_in(a, 0), kx_in(a, 1), NULL);
+	return k;
+}
+
 /* A sampled join (SDDMM: U[a, b] V[c, b] at a mask's elements [a, c])
  * visits the mask's elements once for each chunk of the summed dim b: K =
  * 16 in two chunks of 8 made mf_sparse's U V^T 1.55x slower, and a plan
@@ -1046,19 +1066,7 @@ static void test_sampled_passes(void **state)
 	mask.density = 0.01f;
 	RelType u1 = type2(1000, 500, 16, 16), v1 = type2(2000, 1000, 16, 16);
 	RelType u2 = type2(1000, 500, 16, 8), v2 = type2(2000, 1000, 16, 8);
-	Kernel *k = kernel_new(a, 2);
-	k->nlab = 3;
-	k->nindim[0] = k->nindim[1] = 2;
-	k->inlab[0][0] = 0;
-	k->inlab[0][1] = 1;
-	k->inlab[1][0] = 2;
-	k->inlab[1][1] = 1;
-	k->noutdim = 2;
-	k->outlab[0] = 0;
-	k->outlab[1] = 2;
-	k->reduces = true;
-	k->red = AGG_ADD;
-	k->expr = kx_op(a, KOP_MUL, kx_in(a, 0), kx_in(a, 1), NULL);
+	Kernel *k = product(a, (int[]){2, 1});
 	JoinSpec on = {.nmatch = 1, .lkey = {1}, .rkey = {1}};
 	double one = cost_join(&c, k, &u1, &v1, &on, &part0, &mask).seconds;
 	double two = cost_join(&c, k, &u2, &v2, &on, &part0, &mask).seconds;
@@ -1085,19 +1093,7 @@ static void test_sparse_visits_split(void **state)
 	RelType sp = type2(1000, 500, 2000, 1000), h = type2(2000, 1000, 40, 20);
 	sp.sparse = true;
 	sp.density = 0.01f;
-	Kernel *mm = kernel_new(a, 2);
-	mm->nlab = 3;
-	mm->nindim[0] = mm->nindim[1] = 2;
-	mm->inlab[0][0] = 0;
-	mm->inlab[0][1] = 1;
-	mm->inlab[1][0] = 1;
-	mm->inlab[1][1] = 2;
-	mm->noutdim = 2;
-	mm->outlab[0] = 0;
-	mm->outlab[1] = 2;
-	mm->reduces = true;
-	mm->red = AGG_ADD;
-	mm->expr = kx_op(a, KOP_MUL, kx_in(a, 0), kx_in(a, 1), NULL);
+	Kernel *mm = product(a, (int[]){1, 2});
 	JoinSpec on = {.nmatch = 1, .lkey = {1}, .rkey = {0}};
 	int rows = 0, cols = 2;         /* the join's keys: i, j, c */
 	Place by_rows = place_part(1, &rows), by_cols = place_part(1, &cols);
