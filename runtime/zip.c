@@ -573,32 +573,28 @@ static int stream_read_head(RtZipStream *s, int64_t off, void *buf, size_t n, ch
  */
 void rt_arr_share(RtZipArr *const *a, int n, const TrtTensor *x, const char *path)
 {
-	int live = 0, fin = 0, nr = 1, me = 0, k = 0, ok = 1;
+	int k = 0, ok = 1;
 	char why[512], msg[1024];
 	RtZipStream *share[8];
 
-	MPI_Initialized(&live);
-	MPI_Finalized(&fin);
-	if (!live || fin)
+	if (rt.nranks < 2)
 		return;
-	MPI_Comm_size(rt.comm, &nr);
-	MPI_Comm_rank(rt.comm, &me);
 	for (int i = 0; i < n && k < (int)(sizeof share / sizeof *share); i++)
 		if (a[i]->s && a[i]->s->by_whole && !a[i]->s->whole && a[i]->s->usize > 0)
 			share[k++] = a[i]->s;
-	if (nr < 2 || k == 0)
+	if (k == 0)
 		return;
 	for (int i = 0; i < k && ok; i++)
-		if (i % nr == me)
+		if (i % rt.nranks == rt.rank)
 			ok = inflate_whole(share[i], why, sizeof why);
 	if (!ok)
 		rt_tensor_msg(msg, sizeof msg, x, path, why);
 	rt_agree(ok ? NULL : msg);
 	for (int i = 0; i < k; i++) {
 		RtZipStream *s = share[i];
-		if (i % nr != me)
+		if (i % rt.nranks != rt.rank)
 			s->whole = rt_alloc((size_t)s->usize);
-		MPI_Bcast(s->whole, (int)s->usize, MPI_BYTE, i % nr, rt.comm);
+		MPI_Bcast(s->whole, (int)s->usize, MPI_BYTE, i % rt.nranks, rt.comm);
 	}
 }
 
