@@ -438,6 +438,8 @@ void rt_batch_init(RtBatch *bt, int fd, int (*flush)(void *, struct iovec *, int
  * next ones. */
 void rt_batch_add(RtBatch *bt, int64_t off, char *buf, size_t len);
 void rt_batch_flush(RtBatch *bt);
+/* preadvs the reads have made (the tests count them) */
+extern int64_t rt_read_calls;
 
 /* ---- write.c ---- */
 

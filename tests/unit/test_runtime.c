@@ -718,6 +718,52 @@ static void test_npy_short_read(void **state)
 	agree();
 }
 
+/* A column block of a row-major file, the other ranks' columns between
+ * its runs: the reads step over those gaps in one preadv of many rows
+ * (read.c, GAP_MAX), not one preadv a row, and drop the gaps' bytes. */
+static void test_read_gaps(void **state)
+{
+	(void)state;
+	enum { R = 3000, C = 64, B = 8 };
+	char path[700];
+
+	if (trt_rank() == 0) {
+		float *data = malloc(sizeof *data * R * C);
+		for (int64_t i = 0; i < R; i++)
+			for (int64_t j = 0; j < C; j++)
+				data[i * C + j] = (float)mat_val(0, i, j);
+		put_file("gaps.bin", data, sizeof *data * R * C);
+		free(data);
+	}
+	MPI_Barrier(MPI_COMM_WORLD);
+	snprintf(path, sizeof path, "%s/gaps.bin", dir);
+	TrtType t = mat_type(TRT_F32, R, C, R, B);
+	int fd = open(path, O_RDONLY);
+	EXPECT(fd >= 0);
+	int64_t calls = rt_read_calls;
+	TrtRel *r = rt_read_rel(fd, 0, &t, (TrtPlace)PART(1));
+	calls = rt_read_calls - calls;
+	close(fd);
+	EXPECT(r != NULL);
+	int64_t owned = 0;
+	for (int64_t k = 0; r && k < r->n; k++) {
+		const float *p = rt_chunk_data(r->chunks[k]);
+		int64_t j0 = r->keys[k * 2 + 1] * B;
+		owned++;
+		for (int64_t i = 0; i < R; i++)
+			for (int64_t j = 0; j < B; j++)
+				EXPECT(p[i * B + j] == (float)mat_val(0, i, j0 + j));
+	}
+	TrtPlace part1 = PART(1);
+	for (int64_t key[2] = { 0, 0 }; key[1] < C / B; key[1]++)
+		owned -= trt_site(&part1, &t, key) == trt_rank();
+	EXPECT(owned == 0);
+	/* 3000 rows, each a run per owned block: at most 1024 buffers a call */
+	EXPECT(calls <= R * (C / B) / (RT_MAX_IOV - 1) + 1);
+	trt_free(r);
+	agree();
+}
+
 /* ---- params' initial values ---- */
 
 static const char *init_ref;    /* the whole tensor, made in one call */
@@ -1963,6 +2009,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_npy_header_errors),
 		cmocka_unit_test(test_npy_file_errors),
 		cmocka_unit_test(test_npy_short_read),
+		cmocka_unit_test(test_read_gaps),
 		cmocka_unit_test(test_npy_roundtrip),
 		cmocka_unit_test(test_npy_no_leftovers),
 		cmocka_unit_test(test_matmul_f64),
