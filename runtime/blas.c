@@ -830,6 +830,11 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
  * X^T g, 100 iterations: 0.68 s of program against 0.24 predicted).  A row
  * vector (m of 1) stays with gemm, so that a row of a product is the row
  * alone, bit for bit, as test_gemm_thin checks.
+ * A C by columns goes to BLIS as C^T = B^T A^T, C^T by rows: the path
+ * choice (rt_gemm_rntm) was measured on C by rows, and BLIS's small path
+ * took a C by columns where the packed one wins (the GCN's dH1 = dZ W2^T,
+ * four chunks of 21168 x 64 x 40 from a cold cache, as C^T with W2 by
+ * rows: 12.1 ms against 7.9, Zen 4, 2026-11-29).
  */
 /* B by columns (each column contiguous) under C by rows: rt_gemm_rntm's bcols */
 #define BCOLS(rsb, csb, csc) ((rsb) == 1 && (csb) != 1 && (csc) == 1)
@@ -858,6 +863,15 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
 			blis_gemv(BLIS_NO_TRANSPOSE, BLIS_NO_CONJUGATE, m, k, &alpha, \
 			          (T *)a, rsa, csa, (T *)b, rsb, &beta, c, rsc); \
 			return;                                                 \
+		}                                                               \
+		if (rsc == 1 && csc != 1) {     /* C by columns: C^T = B^T A^T */ \
+			const T *x = a;                                         \
+			int64_t t;                                              \
+			a = b, b = x;                                           \
+			t = m, m = n, n = t;                                    \
+			t = rsa, rsa = csb, csb = t;                            \
+			t = csa, csa = rsb, rsb = t;                            \
+			rsc = csc, csc = 1;                                     \
 		}                                                               \
 		int bcols = BCOLS(rsb, csb, csc);                               \
 		if (!aliased(m, k, n, rsb, csb, sizeof(T))) {                   \
