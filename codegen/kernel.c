@@ -248,8 +248,82 @@ void combine_expr(Buf *b, AggKind agg, const char *x, const char *y)
 }
 
 /* Elements of the output's innermost dim a reducing loop kernel computes
- * at once (see emit_loop_kernel). */
+ * at once (see emit_loop_kernel); in row mode, rows at once, and the
+ * terms of a row it computes before it adds them. */
 #define RED_TILE 128
+#define ROW_TILE 4
+#define ROW_PIECE 256
+
+/* Row mode's reduced label: the one label a kernel reduces, when some input
+ * has it as its innermost (contiguous) chunk dim; else -1. */
+static int row_label(const Kernel *k, const bool *reduced)
+{
+	int lr = -1;
+	for (int l = 0; l < k->nlab; l++)
+		if (reduced[l]) {
+			if (lr >= 0)
+				return -1;
+			lr = l;
+		}
+	for (int i = 0; lr >= 0 && i < k->nin; i++)
+		if (k->nindim[i] > 0 && k->inlab[i][k->nindim[i] - 1] == lr && kx_uses(k->expr, i))
+			return lr;
+	return -1;
+}
+
+/* Row mode's middle (see emit_loop_kernel), at depth inside the tile's
+ * loop with r[] set: each piece of the rows' terms into tb, then added
+ * into r[] in order; leaves the nest in the store loop over the tile's rows
+ * (l<jl> set), at the depth it returns. */
+static int emit_row_terms(KGen *g, const char *A, int lr, int jl, int depth)
+{
+	Buf *b = g->b;
+	const Kernel *k = g->k;
+	const char *T = ctype(g->dt);
+	char indent[64];
+#define INDENT() (memset(indent, '\t', depth + 1), indent[depth + 1] = 0, indent)
+	buf_printf(b, "%sconst int64_t nk = ", INDENT());
+	label_extent(b, k, lr);
+	buf_puts(b, ";\n");
+	buf_printf(b, "%sfor (int64_t kt = 0; kt < nk; kt += %d) {\n", INDENT(), ROW_PIECE);
+	depth++;
+	buf_printf(b, "%sconst int64_t nq = nk - kt < %d ? nk - kt : %d;\n", INDENT(), ROW_PIECE, ROW_PIECE);
+	buf_printf(b, "%s%s tb[%d][%d];\n", INDENT(), T, ROW_TILE, ROW_PIECE);
+	buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++) {\n", INDENT());
+	depth++;
+	buf_printf(b, "%sconst int64_t l%d = jt + jj;\n", INDENT(), jl);
+	buf_printf(b, "%s#pragma GCC ivdep\n", INDENT());
+	buf_printf(b, "%sfor (int64_t kk = 0; kk < nq; kk++) {\n", INDENT());
+	depth++;
+	buf_printf(b, "%sconst int64_t l%d = kt + kk;\n", INDENT(), lr);
+	emit_loads(b, k, T, -1, INDENT());
+	int v = kexpr_emit(g, k->expr, INDENT());
+	buf_printf(b, "%stb[jj][kk] = t%d;\n", INDENT(), v);
+	depth--;
+	buf_printf(b, "%s}\n", INDENT());
+	depth--;
+	buf_printf(b, "%s}\n", INDENT());
+	/* a whole tile's rows in a loop of constant count, which unrolls: its
+	 * sums are independent, their additions overlap */
+	for (int whole = 1; whole >= 0; whole--) {
+		if (whole)
+			buf_printf(b, "%sif (nt == %d)\n", INDENT(), ROW_TILE);
+		else
+			buf_printf(b, "%selse\n", INDENT());
+		buf_printf(b, "%s\tfor (int64_t kk = 0; kk < nq; kk++)\n", INDENT());
+		buf_printf(b, "%s\t\tfor (int64_t jj = 0; jj < %s; jj++)\n", INDENT(), whole ? xprintf("%d", ROW_TILE) : "nt");
+		buf_printf(b, "%s\t\t\tr[jj] = ", INDENT());
+		combine_expr(b, k->red, "r[jj]", xprintf("(%s)tb[jj][kk]", A));
+		buf_puts(b, ";\n");
+	}
+	depth--;
+	buf_printf(b, "%s}\n", INDENT());
+	buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++) {\n", INDENT());
+	depth++;
+	buf_printf(b, "%sconst int64_t l%d = jt + jj;\n", INDENT(), jl);
+#undef INDENT
+	return depth;
+}
 
 /*
  * A loop nest: output labels outside, the output's last (contiguous) one
@@ -264,6 +338,17 @@ void combine_expr(Buf *b, AggKind agg, const char *x, const char *y)
  * in the same order as the scalar loop would: the result is bit for bit the
  * same, only faster.  (A kernel reducing to one scalar stays scalar.)  Sums
  * of f32 accumulate in double.
+ *
+ * The tile's loop reads its inputs along the output's last label.  When
+ * the kernel reduces one label and an input is contiguous along it instead
+ * (a row's sum, max or log-sum-exp over a matrix by rows), those reads are
+ * strided, and the tile's loop a gather: row mode takes ROW_TILE rows at
+ * a time, computes each row's terms into a buffer in pieces of ROW_PIECE
+ * along the reduced label (contiguous reads; exp and log vectorise there),
+ * then adds each row's terms in order, the rows side by side.  The order
+ * of the additions is again the scalar loop's.  GCN's row reductions over
+ * 21168 x 40 chunks (sum of products, exp(z - m) summed): 2.2-2.7x faster
+ * (Zen 4, 2026-11-29).
  *
  * A loop kernel computes in its output's type; inputs of another type (a
  * conversion, f64(x)) are read as what they are and converted on load.
@@ -290,6 +375,7 @@ static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *ind
 	emit_strides(b, "o", "(*out)", k->noutdim);
 	bool tiled = k->reduces && k->noutdim > 0;
 	int jl = k->noutdim > 0 ? k->outlab[k->noutdim - 1] : -1;   /* the innermost output label */
+	int lr = tiled ? row_label(k, reduced) : -1;                /* row mode's reduced label */
 
 #define INDENT() (memset(indent, '\t', depth + 1), indent[depth + 1] = 0, indent)
 	for (int c = 0; c < k->noutdim - (tiled ? 1 : 0); c++) {
@@ -313,19 +399,26 @@ static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *ind
 		acc_init = xprintf("%s", init.s);
 		buf_free(&init);
 	}
+	int tile = lr >= 0 ? ROW_TILE : RED_TILE;
 	if (tiled) {
 		buf_printf(b, "%sconst int64_t nj = ", INDENT());
 		label_extent(b, k, jl);
 		buf_puts(b, ";\n");
-		buf_printf(b, "%sfor (int64_t jt = 0; jt < nj; jt += %d) {\n", INDENT(), RED_TILE);
+		buf_printf(b, "%sfor (int64_t jt = 0; jt < nj; jt += %d) {\n", INDENT(), tile);
 		depth++;
-		buf_printf(b, "%sconst int64_t nt = nj - jt < %d ? nj - jt : %d;\n", INDENT(), RED_TILE, RED_TILE);
-		buf_printf(b, "%s%s r[%d];\n", INDENT(), A, RED_TILE);
+		buf_printf(b, "%sconst int64_t nt = nj - jt < %d ? nj - jt : %d;\n", INDENT(), tile, tile);
+		buf_printf(b, "%s%s r[%d];\n", INDENT(), A, tile);
 		buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++)\n", INDENT());
 		buf_printf(b, "%s\tr[jj] = %s;\n", INDENT(), acc_init);
 	} else if (k->reduces) {
 		buf_printf(b, "%s%s r = %s;\n", INDENT(), A, acc_init);
 	}
+	KGen g = {b, k, dt, 0};
+	int v = -1;
+	char tv[16] = "";
+	if (lr >= 0)
+		depth = emit_row_terms(&g, A, lr, jl, depth);
+	else {
 	if (k->reduces)
 		for (int l = 0; l < k->nlab; l++) {
 			if (!reduced[l])
@@ -342,9 +435,7 @@ static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *ind
 		buf_printf(b, "%sconst int64_t l%d = jt + jj;\n", INDENT(), jl);
 	}
 	emit_loads(b, k, T, -1, INDENT());
-	KGen g = {b, k, dt, 0};
-	int v = kexpr_emit(&g, k->expr, INDENT());
-	char tv[16];
+	v = kexpr_emit(&g, k->expr, INDENT());
 	snprintf(tv, sizeof tv, "t%d", v);
 	if (tiled) {
 		buf_printf(b, "%sr[jj] = ", INDENT());
@@ -372,6 +463,7 @@ static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *ind
 				buf_printf(b, "%s}\n", INDENT());
 			}
 		v = -1;
+	}
 	}
 	buf_printf(b, "%s%s *o = &po[", INDENT(), T);
 	offset_expr(b, "o", k->noutdim, k->outlab);

@@ -9,7 +9,8 @@ each operand, merge adjacent labels into one gemm dimension, loop over the
 labels that do not merge, and make m, n or k one element long (extent 1, or
 an edge chunk one element wide), where BLIS's stride checks bite.  Reducing
 loop kernels are tiled along the output's last dim (128 elements): extents
-above and below a tile, with blocks that do not divide them.
+above and below a tile, with blocks that do not divide them; a reduction
+over a contiguous dim goes by rows, 4 at a time, in pieces of 256 terms.
 
 Environment: TRAC, MPIRUN (from make check).  Arguments: case names to run
 only those.
@@ -110,6 +111,24 @@ case("rowsum_tiled", """
     n[i] = min[j](S[i, j] * 2);
     output s; output m; output n;
 """, dict(S=S), lambda x: dict(s=x["S"].sum(1), m=x["S"].max(1), n=(x["S"] * 2).min(1)), block=200)
+# a reduction over a contiguous dim goes by rows (row mode): 4 rows at a
+# time (here 7: a tile and 3), each row's terms in pieces of 256 (here 601:
+# two and 89), exp vectorised in the pieces; f64 and i32 alike
+L = r.standard_normal((7, 601)).astype(np.float32)
+case("rowmode_pieces", """
+    size I = 7, J = 601;
+    input L[I, J];
+    input D[I, J] : f64;
+    input K[I, J] : i32;
+    lse[i] = log(sum[j](exp(L[i, j])));
+    mx[i] = max[j](L[i, j] * L[i, j]);
+    d[i] = sum[j](D[i, j] * D[i, j]);
+    k[i] = sum[j](K[i, j]);
+    output lse; output mx; output d; output k;
+""", dict(L=L, D=L.astype(np.float64) * 3, K=(L * 100).astype(np.int32)),
+    lambda x: dict(lse=np.log(np.exp(x["L"].astype(np.float64)).sum(1)).astype(np.float32),
+                   mx=(x["L"] * x["L"]).max(1), d=(x["D"] * x["D"]).sum(1),
+                   k=x["K"].sum(1, dtype=np.int32)), block=700)
 case("colsum_tiled", """
     size I = 300, J = 150;
     input S[I, J];
