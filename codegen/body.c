@@ -253,6 +253,8 @@ static void emit_JOIN(Emit *e, const OpProps *o)
 	} else if (o->sparse) {
 		buf_printf(b, ", %d", o->pattern);
 	}
+	if (e->in_place[i] >= 0)
+		buf_printf(b, ", .inplace = %d", e->in_place[i] + 1);
 	buf_puts(b, "};\n");
 	buf_printf(b, "\tTrtRel *r%d = %s(%s, %s, ", i,
 	           op->kind == IA_TWOPHASE ? "trt_twophase" : o->masked ? "trt_join_sampled" : "trt_join", o->arg[0],
@@ -288,7 +290,8 @@ static void emit_MAP(Emit *e, const OpProps *o)
 	int k0 = 0;
 	buf_printf(e->b, "\tstatic const int keymap%d[] = ", o->i);
 	int_list(e->b, op->u.map.nkey ? op->u.map.nkey : 1, op->u.map.nkey ? op->u.map.keymap : &k0);
-	buf_printf(e->b, ";\n\tTrtRel *r%d = trt_map(%s, %d, keymap%d, ", o->i, o->arg[0], op->u.map.nkey, o->i);
+	buf_printf(e->b, ";\n\tTrtRel *r%d = trt_map%s(%s, %d, keymap%d, ", o->i, e->in_place[o->i] >= 0 ? "_in_place" : "",
+	           o->arg[0], op->u.map.nkey, o->i);
 	if (op->u.map.kernel)
 		buf_printf(e->b, "kernel%d", e->def[o->i][D_KERNEL]);
 	else

@@ -103,6 +103,14 @@ static void emit_defs(Emit *e)
 	const IaPlan *p = e->p;
 	Buf *out = e->b;
 	e->def = xcalloc((size_t)p->ops.n + 1, sizeof *e->def);
+	/* elementwise ops made in a dying input's chunks (emit_kernel keeps
+	 * those whose kernel is a loop nest); not in an IST body */
+	e->in_place = xcalloc((size_t)p->ops.n + 1, sizeof *e->in_place);
+	IaLoops life;
+	ia_loops(p, &life);
+	for (int i = 0; i < p->ops.n; i++)
+		e->in_place[i] = e->local ? -1 : ia_elementwise_in_place(p, &life, i);
+	ia_loops_free(&life);
 	emit_site_maps(e);
 	for (int i = 0; i < p->ops.n; i++) {
 		const IaOp *op = &p->ops.v[i];
@@ -168,6 +176,7 @@ static void emit_ist_body(Emit *e, int loop)
 	e->ist_desc[loop] = share(e, D_IST, &text);
 
 	free(e->def);
+	free(e->in_place);
 	free(e->tensor_index);
 	e->def = main_def;
 	e->tensor_index = main_index;
@@ -190,6 +199,7 @@ static int emit_plan(Emit *e, int k)
 	int run = share_body(e);
 	emit_site_maps_free(e);
 	free(e->def);
+	free(e->in_place);
 	e->def = NULL;
 	free(e->ist_run);
 	free(e->ist_desc);

@@ -50,6 +50,8 @@ typedef struct Emit {
 	int *tensor_index;      /* TRA tensor -> runtime table index (inputs), -1 */
 	int *output_index;      /* TRA tensor -> runtime table index (outputs), -1 */
 	int (*def)[ND];         /* per op of p: the number of its type, kernel, ... */
+	int *in_place;          /* per op of p: the input whose chunks it is made in, or -1
+	                         * (ia_elementwise_in_place, its kernel a loop nest) */
 	Vec(Def) defs;          /* every definition emitted so far */
 	int bucket[NBUCKET];    /* by hash: the last def there, or -1 */
 	int ndef[ND];           /* definitions of each kind */

@@ -328,7 +328,10 @@ static int emit_row_terms(KGen *g, const char *A, int lr, int jl, int depth)
 /*
  * A loop nest: output labels outside, the output's last (contiguous) one
  * innermost, so the C compiler vectorises the element expression along it.
- * In- and output chunks never overlap: the pointers are restrict.
+ * In- and output chunks do not overlap, and the pointers are restrict, but
+ * for an op made in place (ia_elementwise_in_place): there the output is
+ * the chunk of input alias, read at each element before it is written
+ * there (ivdep still vectorises the loop).
  *
  * A reduction would put its reduced labels innermost, and a sum over them
  * in one scalar does not vectorise without reordering the additions.  So a
@@ -353,7 +356,7 @@ static int emit_row_terms(KGen *g, const char *A, int lr, int jl, int depth)
  * A loop kernel computes in its output's type; inputs of another type (a
  * conversion, f64(x)) are read as what they are and converted on load.
  */
-static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *indt)
+static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *indt, int alias)
 {
 	const char *T = ctype(dt);
 	bool reduced[2 * MAXDIM] = {0};
@@ -367,8 +370,8 @@ static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *ind
 				reduced[l] = false;
 	}
 	for (int i = 0; i < k->nin; i++)
-		buf_printf(b, "\tconst %s *restrict p%d = in[%d].p;\n", ctype(indt[i]), i, i);
-	buf_printf(b, "\t%s *restrict po = out->p;\n", T);
+		buf_printf(b, "\tconst %s *%sp%d = in[%d].p;\n", ctype(indt[i]), i == alias ? "" : "restrict ", i, i);
+	buf_printf(b, "\t%s *%spo = out->p;\n", T, alias >= 0 ? "" : "restrict ");
 	emit_strides(b, "0", "in[0]", k->nindim[0]);
 	if (k->nin > 1)
 		emit_strides(b, "1", "in[1]", k->nindim[1]);
@@ -496,14 +499,18 @@ void emit_kernel(Emit *e, int i, const Kernel *k)
 	           desc.s, ki.sampled ? ", at the mask's elements" : "", ki.sparse ? "_body" : "");
 	buf_free(&desc);
 	Contraction c;
+	int alias = e->in_place[i];
+	e->in_place[i] = -1;            /* but a loop nest's, whose pointers may alias */
 	if (k->nwin)
 		emit_conv_kernel(b, k, ki.dt);
 	else if (ki.d >= 0)
 		emit_driven_kernel(b, k, &ki);
 	else if (!ki.sparse && contraction_plan(k, ki.inty, ki.dt, &c))
 		emit_gemm_kernel(b, k, ki.dt, &c);
+	else if (ki.sparse)
+		emit_loop_kernel(b, k, ki.dt, ki.indt, -1);
 	else
-		emit_loop_kernel(b, k, ki.dt, ki.indt);
+		emit_loop_kernel(b, k, ki.dt, ki.indt, e->in_place[i] = alias);
 	buf_puts(b, "}\n\n");
 	if (!ki.sparse)
 		return;

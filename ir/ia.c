@@ -300,6 +300,51 @@ InPlace *ia_in_place(const IaPlan *p, const IaLoops *l)
 	return res;
 }
 
+/* Do relation types a and b hold the same chunks laid out alike? */
+static bool same_chunks(const RelType *a, const RelType *b)
+{
+	if (a->dtype != b->dtype || a->nkey != b->nkey || a->nchunk != b->nchunk || a->sparse || b->sparse)
+		return false;
+	for (int d = 0; d < a->nkey; d++)
+		if (a->extent[d] != b->extent[d] || a->block[d] != b->block[d])
+			return false;
+	for (int c = 0; c < a->nchunk; c++)
+		if (a->chunkdim[c] != b->chunkdim[c])
+			return false;
+	return true;
+}
+
+int ia_elementwise_in_place(const IaPlan *p, const IaLoops *l, int i)
+{
+	const IaOp *op = &p->ops.v[i];
+	const Kernel *k = ia_op_kernel(op);
+	if (!k || k->reduces || k->nwin || op->type.sparse ||
+	    (op->kind == IA_JOIN && (op->u.join.ngroup >= 0 || op->u.join.mask.on)) ||
+	    (op->kind != IA_JOIN && op->kind != IA_MAP))
+		return -1;
+	int in[2] = {op->kind == IA_JOIN ? op->u.join.left : op->u.map.in, op->kind == IA_JOIN ? op->u.join.right : -1};
+	for (int s = 0; s < k->nin; s++) {
+		const IaOp *x = &p->ops.v[in[s]];
+		if (in[s] == in[1 - s] || x->kind == IA_LOAD || x->kind == IA_INIT || x->kind == IA_SCATTER ||
+		    l->dead_after[in[s]] != i || !same_chunks(&x->type, &op->type) || k->nindim[s] != k->noutdim)
+			continue;
+		bool same = true;
+		for (int c = 0; c < k->noutdim; c++)
+			same &= k->inlab[s][c] == k->outlab[c];
+		if (op->kind == IA_MAP) {
+			same &= op->u.map.nkey == x->type.nkey;
+			for (int d = 0; d < op->u.map.nkey; d++)
+				same &= op->u.map.keymap[d] == d;
+		} else if (s == 1) {    /* the output's key dim d is the right's d */
+			for (int d = 0; d < x->type.nkey; d++)
+				same &= ia_join_out_dim(p->ops.v[in[0]].type.nkey, &op->u.join.on, d) == d;
+		}
+		if (same)
+			return s;
+	}
+	return -1;
+}
+
 bool loop_within(const int *parent, int inner, int outer)
 {
 	for (int l = inner;; l = parent[l]) {

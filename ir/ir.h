@@ -749,6 +749,13 @@ bool loop_within(const int *parent, int inner, int outer);
  * borrowed like a load's; IP_KEPT, that store, which has nothing to do. */
 typedef enum { IP_NONE, IP_OWNED, IP_PARAM, IP_KEPT } InPlace;
 InPlace *ia_in_place(const IaPlan *p, const IaLoops *l);   /* per op; the caller frees it */
+/* An elementwise join (no aggregation, no mask) or kernel map i whose
+ * result may be made in the chunks of an input that dies at it: the input
+ * (0 left, 1 right), else -1.  That input is neither a load, an init nor a
+ * scatter (their relations may be a param's own), nor both inputs, and has
+ * the result's chunks, laid out alike; its key dims are the result's.  The
+ * runtime still makes new chunks where an input's are shared. */
+int ia_elementwise_in_place(const IaPlan *p, const IaLoops *l, int i);
 int ia_join_out_dim(int nleft, const JoinSpec *on, int rdim);
 RelType ia_join_type(const RelType *l, const RelType *r, const JoinSpec *on);
 /* A convolution's window w (kernel k, left input l, output out): whether

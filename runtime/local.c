@@ -58,6 +58,8 @@ static void check_out(const TrtType *out, TrtPlace p)
 				rt_bug("placement on key dim %d of %d", p.dims[i], out->nkey);
 }
 
+int64_t rt_in_place;
+
 static Chunk *new_chunk(const TrtType *t, const int64_t *key)
 {
 	return rt_chunk_new(rt_chunk_bytes(t, key));
@@ -279,6 +281,24 @@ static int64_t *join_order(const TrtRel *l, const TrtRel *r, const TrtJoin *j, c
 	return order;
 }
 
+/*
+ * An elementwise op made in place (TrtJoin.inplace, trt_map_in_place):
+ * its output chunk is input chunk c itself when nothing else holds c (a
+ * relation that shares it, a param's value) and c is the output chunk's
+ * size, and the kernel writes each element after reading it there.  The
+ * op's input dies after it, so c ends up the output's alone.  Out of core
+ * chunks move between memory and the spill file, and nothing is in place.
+ * c; else a new chunk for the output's key.
+ */
+static Chunk *in_place_chunk(Chunk *c, const TrtType *out, const int64_t *key)
+{
+	if (rt.budget <= 0 && c->refs == 1 && c->data && c->nbytes == rt_chunk_bytes(out, key)) {
+		rt_in_place++;
+		return rt_chunk_ref(c);
+	}
+	return new_chunk(out, key);
+}
+
 static TrtRel *join(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const TrtJoin *j,
                     TrtKernel k, const TrtType *out, TrtPlace p)
 {
@@ -318,7 +338,9 @@ static TrtRel *join(const TrtRel *l, const TrtRel *r, const TrtRel *ms, const Tr
 		const int64_t *lk = l->keys + a->li * lt->nkey, *rk = r->keys + a->ri * rtt->nkey;
 		const int64_t *ok = o->keys + a->pos * out->nkey;
 		int acc = o->chunks[a->pos] != NULL;
-		if (!acc) {
+		if (!acc && j->inplace && j->ngroup < 0 && !ms && !out->sparse && l != r) {
+			rt_rel_set(o, a->pos, in_place_chunk(j->inplace == 1 ? l->chunks[a->li] : r->chunks[a->ri], out, ok));
+		} else if (!acc) {
 			const Chunk *pc = j->pattern == 2 ? ms->chunks[a->mi] : j->pattern ? r->chunks[a->ri] : l->chunks[a->li];
 			TrtDtype pdt = j->pattern == 2 ? ms->type.dtype : j->pattern ? rtt->dtype : lt->dtype;
 			rt_rel_set(o, a->pos, out->sparse ? rt_csr_like(pc, pdt, out->dtype) : new_chunk(out, ok));
@@ -570,8 +592,8 @@ TrtRel *trt_agg(const TrtRel *r, int ngroup, const int *group, TrtAgg agg,
 	return o;
 }
 
-TrtRel *trt_map(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
-                const TrtType *out, TrtPlace p)
+static TrtRel *map(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
+                   const TrtType *out, TrtPlace p, int in_place)
 {
 	const TrtType *t = &r->type;
 
@@ -629,7 +651,8 @@ TrtRel *trt_map(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
 			rt_bug("sparse map output from a dense input");
 		size_t mark = rt_pin_mark();
 		rt_stream_at(i);
-		Chunk *c = out->sparse ? rt_csr_like(r->chunks[i], t->dtype, out->dtype) : new_chunk(out, ok);
+		Chunk *c = out->sparse ? rt_csr_like(r->chunks[i], t->dtype, out->dtype)
+		         : in_place && !t->sparse ? in_place_chunk(r->chunks[i], out, ok) : new_chunk(out, ok);
 		TrtView in = rt_view(t, key, r->chunks[i]);
 		TrtView ov = rt_view_mut(out, ok, c);
 		k(&in, &ov, 0);
@@ -640,6 +663,18 @@ TrtRel *trt_map(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
 	rt_pin_release(scope);
 	rt_rel_sort(o);
 	return o;
+}
+
+TrtRel *trt_map(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
+                const TrtType *out, TrtPlace p)
+{
+	return map(r, nkeymap, keymap, k, out, p, 0);
+}
+
+TrtRel *trt_map_in_place(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
+                         const TrtType *out, TrtPlace p)
+{
+	return map(r, nkeymap, keymap, k, out, p, 1);
 }
 
 TrtRel *trt_filter(const TrtRel *r, TrtKeyPred pred, TrtPlace p)

@@ -440,6 +440,8 @@ void rt_batch_add(RtBatch *bt, int64_t off, char *buf, size_t len);
 void rt_batch_flush(RtBatch *bt);
 /* preadvs the reads have made (the tests count them) */
 extern int64_t rt_read_calls;
+/* output chunks made in place of an input's (local.c; the tests count them) */
+extern int64_t rt_in_place;
 
 /* ---- write.c ---- */
 

@@ -360,6 +360,9 @@ typedef struct TrtJoin {
 	                                   2 the mask) whose chunk's stored positions it keeps */
 	int nmask;                      /* a sampled join: its mask's key dims, */
 	int mkey[TRT_MAXDIM];           /* mask dim d is the join's key dim mkey[d] */
+	int inplace;                    /* an elementwise join (no aggregation): 1 (2) its output
+	                                   made in the left's (right's) chunks, which have its
+	                                   layout, where no other relation shares them; 0 not */
 } TrtJoin;
 
 TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
@@ -398,6 +401,10 @@ TrtRel *trt_agg(const TrtRel *r, int ngroup, const int *group, TrtAgg agg,
  * there, the chunks shared (replication-based matmul). */
 TrtRel *trt_map(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
                 const TrtType *out, TrtPlace p);
+/* The same, its output made in r's chunks where no other relation shares
+ * them: k elementwise, keymap the identity, out r's layout; r dies after. */
+TrtRel *trt_map_in_place(const TrtRel *r, int nkeymap, const int *keymap, TrtKernel k,
+                         const TrtType *out, TrtPlace p);
 
 /* Local filter on keys. */
 TrtRel *trt_filter(const TrtRel *r, TrtKeyPred pred, TrtPlace p);

@@ -1290,6 +1290,79 @@ static void test_map(void **state)
 	agree();
 }
 
+/* out = in0 - in1 elementwise, in0 and in1 of one layout */
+static void sub_kernel(const TrtView *in, TrtView *out, int acc)
+{
+	(void)acc;
+	int64_t n = 1;
+	for (int c = 0; c < out->rank; c++)
+		n *= out->n[c];
+	for (int64_t i = 0; i < n; i++)
+		((double *)out->p)[i] = ((const double *)in[0].p)[i] - ((const double *)in[1].p)[i];
+}
+
+/* An elementwise op made in place takes over the input's chunk that no
+ * other relation holds, and makes a new one where another does (a param's
+ * value, a relation sharing it); either way the values are the op's. */
+static void test_in_place(void **state)
+{
+	(void)state;
+	TrtType t = { .dtype = TRT_F64, .nkey = 2, .extent = { 7, 5 }, .block = { 3, 2 },
+	              .nchunk = 2, .chunkdim = { 0, 1 } };
+	TrtPlace p = PART(0);
+	int same[2] = { 0, 1 };
+
+	for (int side = 1; side <= 2; side++) {
+		TrtRel *a = make_rel(&t, p), *keep = make_rel(&t, p), *bb = make_rel(&t, p);
+		TrtRel *b = trt_map(bb, 2, same, double_kernel, &t, p);
+		trt_free(bb);
+		TrtRel *x = side == 1 ? a : b;
+		/* x's first chunk shared with another relation */
+		TrtRel *share = trt_rel_new(&t, p);
+		if (x->n)
+			rt_rel_push(share, x->keys, rt_chunk_ref(x->chunks[0]));
+		Chunk **was = malloc(sizeof *was * (size_t)(x->n + 1));
+		for (int64_t i = 0; i < x->n; i++)
+			was[i] = x->chunks[i];
+		TrtJoin j = { 2, { 0, 1 }, { 0, 1 }, -1, { 0 }, 0, 0, { 0 }, side };
+		int64_t before = rt_in_place;
+		TrtRel *o = trt_join(a, b, &j, sub_kernel, &t, p);
+		EXPECT(o->n == x->n);
+		EXPECT(rt_in_place - before == (x->n > 0 ? x->n - 1 : 0));
+		for (int64_t i = 0; i < o->n; i++) {
+			EXPECT((o->chunks[i] == was[i]) == (i > 0));
+			int64_t cnt = rt_chunk_shape(&t, o->keys + 2 * i, NULL);
+			const double *v = rt_chunk_data(o->chunks[i]), *k = rt_chunk_data(keep->chunks[i]);
+			for (int64_t e = 0; e < cnt; e++)
+				EXPECT(v[e] == -k[e]);          /* a - 2a */
+		}
+		free(was);
+		trt_free(a);
+		trt_free(b);
+		trt_free(share);
+		trt_free(o);
+		trt_free(keep);
+	}
+
+	/* a map: in place where nothing else holds the chunk, and the input's
+	 * values (a kept copy's) doubled */
+	TrtRel *r = make_rel(&t, p), *keep = make_rel(&t, p);
+	int64_t before = rt_in_place;
+	TrtRel *d = trt_map_in_place(r, 2, same, double_kernel, &t, p);
+	EXPECT(rt_in_place - before == r->n);
+	for (int64_t i = 0; i < d->n; i++) {
+		int64_t cnt = rt_chunk_shape(&t, d->keys + 2 * i, NULL);
+		EXPECT(d->chunks[i] == r->chunks[i]);
+		for (int64_t e = 0; e < cnt; e++)
+			EXPECT(((double *)rt_chunk_data(d->chunks[i]))[e] ==
+			       2 * ((double *)rt_chunk_data(keep->chunks[i]))[e]);
+	}
+	trt_free(r);
+	trt_free(d);
+	trt_free(keep);
+	agree();
+}
+
 static int even_row(const int64_t *key)
 {
 	return key[0] % 2 == 0;
@@ -2010,6 +2083,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_npy_file_errors),
 		cmocka_unit_test(test_npy_short_read),
 		cmocka_unit_test(test_read_gaps),
+		cmocka_unit_test(test_in_place),
 		cmocka_unit_test(test_npy_roundtrip),
 		cmocka_unit_test(test_npy_no_leftovers),
 		cmocka_unit_test(test_matmul_f64),
