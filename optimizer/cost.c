@@ -262,10 +262,14 @@ double cost_partial_copies(const CostCtx *c, const RelType *t, const Place *p, i
  * Chunks whose dims are not in key order are read run by run; the others
  * band by band (the chunks along d0), one preadv per stretch without a
  * gap of at most READ_IOV runs.  A rank whose chunks along d0 are every
- * other (a partition over d0: sites go round the keys) reads each run on
- * its own; one that owns whole bands reads them as stretches.  A sparse
- * input is read from a .npz (npz_seconds), its calls not counted. */
+ * other (a partition over d0: sites go round the keys) has the others'
+ * runs between its own: a gap of at most READ_GAP bytes it reads and
+ * drops, a run and a gap a buffer each of a preadv's READ_IOV; past
+ * READ_GAP, a preadv per run.  One that owns whole bands reads them as
+ * stretches.  A sparse input is read from a .npz (npz_seconds), its calls
+ * not counted. */
 #define READ_IOV 1024.0         /* the runtime's MAX_IOV */
+#define READ_GAP 8192.0         /* the runtime's GAP_MAX (read.c) */
 
 /* Whether t's chunk dims are its key dims in order (a block of the file
  * is then a chunk as it is), and the last key dim t's blocks split, 0 if
@@ -289,8 +293,10 @@ static int last_split_dim(const RelType *t)
 	return d0;
 }
 
-static double read_calls(const CostCtx *c, const RelType *t, const Place *p)
+/* The calls, and in *gap the bytes of gaps read and dropped. */
+static double read_calls(const CostCtx *c, const RelType *t, const Place *p, double *gap)
 {
+	*gap = 0;
 	if (t->sparse || t->nkey == 0)
 		return 1;
 	int d0 = last_split_dim(t);
@@ -305,8 +311,19 @@ static double read_calls(const CostCtx *c, const RelType *t, const Place *p)
 	bool split_d0 = false;
 	for (int i = 0; p->kind == PL_PART && c->nsites > 1 && i < p->ndims; i++)
 		split_d0 |= p->dims[i] == d0 && rel_frontier(t, d0) > 1;
-	if (!chunks_in_key_order(t) || split_d0)
+	if (!chunks_in_key_order(t))
 		return mine * nrun;
+	if (split_d0) {
+		double run = dtype_size(t->dtype) * (double)(t->block[d0] < t->extent[d0] ? t->block[d0] : t->extent[d0]);
+		for (int d = d0 + 1; d < t->nkey; d++)
+			run *= (double)t->extent[d];
+		double f = (double)rel_frontier(t, d0), own = fmax(1, round(f * share));
+		double between = run * (f / own - 1);
+		if (between > READ_GAP)
+			return mine * nrun;
+		*gap = mine * nrun * between;
+		return ceil(2 * mine * nrun / READ_IOV);
+	}
 	double bands = ceil(mine / (double)rel_frontier(t, d0));
 	return fmax(bands, ceil(mine * nrun / READ_IOV));
 }
@@ -351,20 +368,24 @@ static double npz_seconds(const CostCtx *c, const RelType *t, const Place *p)
 /* Seconds the busiest rank takes to read its share of an input's file. */
 double cost_read_seconds(const CostCtx *c, const RelType *t, const Place *p)
 {
-	double s = cost_rank_bytes(c, t, p, 1) / c->m->read_bw + read_calls(c, t, p) * c->m->read_call;
+	double gap, calls = read_calls(c, t, p, &gap);
+	double s = (cost_rank_bytes(c, t, p, 1) + gap) / c->m->read_bw + calls * c->m->read_call;
 	return t->sparse ? s + npz_seconds(c, t, p) : s;
 }
 
 /* What the search weighs of a read: all of it when every rank reads the
- * whole file; else its system calls alone.  The bytes are free there (the
+ * whole file; else its system calls alone, and the gaps it reads.  The bytes are free there (the
  * paper's convention: an input starts where it is needed, and every
- * partition reads a share), the calls are what a layout adds: MTTKRP's X
- * split along its last dim reads its share in 360000 runs of 1.2 KB
- * (0.85 s), split along its first in one (0.30 s). */
+ * partition reads a share), the calls and the gaps read are what a layout
+ * adds: MTTKRP's X split along its last dim read its share in 360000 runs
+ * of 1.2 KB (0.85 s, before reads stepped over the gaps between them),
+ * split along its first in one (0.30 s). */
 Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)
 {
-	if (p->kind != PL_ALL)
-		return (Cost){.seconds = read_calls(c, t, p) * c->m->read_call};
+	if (p->kind != PL_ALL) {
+		double gap, calls = read_calls(c, t, p, &gap);
+		return (Cost){.seconds = gap / c->m->read_bw + calls * c->m->read_call};
+	}
 	return (Cost){.seconds = cost_read_seconds(c, t, p)};
 }
 

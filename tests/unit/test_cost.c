@@ -753,9 +753,11 @@ static void test_io(void **state)
 }
 
 /* A read's system calls (the runtime's rt_read_rel): a rank whose chunks
- * split the file's rows reads each row of each chunk on its own; one
- * that owns whole bands of chunks reads stretches of up to 1024 runs;
- * chunks not in key order are read run by run. */
+ * split the file's rows reads each row of each chunk and the other ranks'
+ * bytes between, up to 8 KiB of them, in stretches of 512 runs and gaps,
+ * past that each run on its own; one that owns whole bands of chunks
+ * reads stretches of up to 1024 runs; chunks not in key order are read
+ * run by run. */
 static void test_read_calls(void **state)
 {
 	(void)state;
@@ -769,7 +771,8 @@ static void test_read_calls(void **state)
 	Place p0 = place_part(1, &d0), p1 = place_part(1, &d1), all = place_all();
 	double half = 500.0 * 1000 * 4, whole = 2 * half;
 	struct { const CostCtx *c; Place *p; double bytes, calls; } rows[] = {
-		{&c2, &p1, half, 1000},         /* every other chunk along a row: 2 chunks x 500 rows */
+		{&c2, &p1, whole, 2},           /* every other chunk along a row, runs and gaps of 2000
+		                                 * bytes: 2 x 500 runs, 2 x 500 gaps */
 		{&c2, &p0, half, 1},            /* a band of 500 rows x 2 chunks: 1000 runs, one preadv */
 		{&c2, &all, whole, 2},          /* 2000 runs in stretches of 1024 */
 		{&c1, &p1, whole, 2},           /* one rank owns every chunk */
@@ -781,7 +784,10 @@ static void test_read_calls(void **state)
 	/* a read every rank makes whole is the plan's (cost_read); of a
 	 * partitioned one, only its calls, which its layout decides */
 	assert_true(fabs(cost_read(&c2, &t, &all).seconds - (whole / 1e9 + 2e-6)) < 1e-12);
-	assert_true(fabs(cost_read(&c2, &t, &p1).seconds - 1000e-6) < 1e-12);
+	assert_true(fabs(cost_read(&c2, &t, &p1).seconds - (half / 1e9 + 2e-6)) < 1e-12);
+	/* gaps of 12000 bytes: a preadv per run, 2 chunks x 500 */
+	RelType wide = type2(1000, 500, 6000, 3000);
+	assert_true(fabs(cost_read_seconds(&c2, &wide, &p1) - (3e6 * 4 / 1e9 + 1000e-6)) < 1e-12);
 	assert_true(fabs(cost_read(&c2, &t, &p0).seconds - 1e-6) < 1e-12);
 	/* chunk dims transposed: read run by run, 4 chunks x 500 */
 	RelType tt = t;
