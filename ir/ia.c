@@ -323,10 +323,14 @@ int ia_elementwise_in_place(const IaPlan *p, const IaLoops *l, int i)
 	    (op->kind != IA_JOIN && op->kind != IA_MAP))
 		return -1;
 	int in[2] = {op->kind == IA_JOIN ? op->u.join.left : op->u.map.in, op->kind == IA_JOIN ? op->u.join.right : -1};
+	for (int s = 0; s < k->nin; s++)
+		if (p->ops.v[in[s]].type.sparse)
+			return -1;      /* (a sparse input's kernel is not a loop nest on the chunks) */
 	for (int s = 0; s < k->nin; s++) {
 		const IaOp *x = &p->ops.v[in[s]];
 		if (in[s] == in[1 - s] || x->kind == IA_LOAD || x->kind == IA_INIT || x->kind == IA_SCATTER ||
-		    l->dead_after[in[s]] != i || !same_chunks(&x->type, &op->type) || k->nindim[s] != k->noutdim)
+		    x->type.holes || l->dead_after[in[s]] != i || !same_chunks(&x->type, &op->type) ||
+		    k->nindim[s] != k->noutdim)
 			continue;
 		bool same = true;
 		for (int c = 0; c < k->noutdim; c++)

@@ -752,9 +752,11 @@ InPlace *ia_in_place(const IaPlan *p, const IaLoops *l);   /* per op; the caller
 /* An elementwise join (no aggregation, no mask) or kernel map i whose
  * result may be made in the chunks of an input that dies at it: the input
  * (0 left, 1 right), else -1.  That input is neither a load, an init nor a
- * scatter (their relations may be a param's own), nor both inputs, and has
- * the result's chunks, laid out alike; its key dims are the result's.  The
- * runtime still makes new chunks where an input's are shared. */
+ * scatter (their relations may be a param's own), nor both inputs, has no
+ * holes (completed, its chunks are shared), and has the result's chunks,
+ * laid out alike; its key dims are the result's.  The runtime still makes
+ * new chunks where an input's are shared (and the cost model counts them),
+ * and under a memory budget none is in place. */
 int ia_elementwise_in_place(const IaPlan *p, const IaLoops *l, int i);
 int ia_join_out_dim(int nleft, const JoinSpec *on, int rdim);
 RelType ia_join_type(const RelType *l, const RelType *r, const JoinSpec *on);

@@ -107,6 +107,7 @@ typedef struct Walk {
 	double *made, *transient;       /* per op: its result's bytes, what it holds besides */
 	IaLoops life;
 	InPlace *inplace;
+	int *elem_ip;           /* per op: the input it is made in place of, or -1 */
 	int *last;              /* life.dead_after, params' made to live to the end */
 	double live, high;
 } Walk;
@@ -279,6 +280,16 @@ static void op_memory(Walk *w, IaPlan *p, int i, double times)
 			 * param's own: nothing more) */
 			held[i] = w->made[i] = held[op->u.gather.base];
 			w->live += held[i];
+		} else if (w->elem_ip[i] >= 0) {
+			/* an elementwise op in place takes its input's chunks
+			 * that input holds alone, and makes the rest */
+			int x = in[w->elem_ip[i]];
+			double full = cost_rank_bytes(&w->cc, &op->type, &op->place, w->copies[i]);
+			double own = fmin(held[x], full);
+			held[i] = w->made[i] = full;
+			w->live += full - own;
+			w->live -= held[x] - own;
+			held[x] = 0;
 		} else {
 			double full = cost_rank_bytes(&w->cc, &op->type, &op->place, w->copies[i]);
 			double shared = shared_bytes(w, p, i, full);
@@ -345,6 +356,9 @@ void opt_cost(IaPlan *p, const Machine *mach)
 	 * loop's end, as the generated program frees it */
 	ia_loops(p, &w.life);
 	w.inplace = ia_in_place(p, &w.life);    /* before `last` changes */
+	w.elem_ip = xcalloc(n + 1, sizeof *w.elem_ip);
+	for (int i = 0; i < n; i++)
+		w.elem_ip[i] = p->mem_budget > 0 ? -1 : ia_elementwise_in_place(p, &w.life, i);
 	w.last = w.life.dead_after;
 
 	p->total_floats_moved = p->total_bytes_sent = p->total_flops = 0;
@@ -378,6 +392,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 	free(w.made);
 	free(w.transient);
 	free(w.inplace);
+	free(w.elem_ip);
 	ia_loops_free(&w.life);
 }
 
