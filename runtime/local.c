@@ -216,13 +216,43 @@ static int by_key(int64_t a, int64_t b, const void *ctx)
  * one, the left tuples in runs of a quarter of the budget, and each run's
  * pairs by right tuple (a block nested-loop join).  Either way each output
  * chunk sees its pairs in the order it does in memory, so the result is
- * the same to the bit. */
+ * the same to the bit.
+ * In memory, a sparse left times a dense right summed (an SpMM: the GCN's
+ * A H, A^T dZ) goes right tuple by right tuple: each dense block of rows
+ * meets every sparse block that reads it while it is in cache, rather than
+ * each output block reading all of them again.  An output chunk still sees
+ * its pairs in the same order (both sides' tuples are sorted by key, so
+ * along a summed key dim they rise together; checked, the memory order
+ * kept where not): the same bits.  The GCN's three
+ * SpMM ops, medians of 8 runs: 0.128 -> 0.119, 0.140 -> 0.123 and 0.143 ->
+ * 0.135 s a rank (Zen 4, 2026-11-29). */
 static int64_t *join_order(const TrtRel *l, const TrtRel *r, const TrtJoin *j, const TrtRel *o,
                            const Pair *pairs, int64_t n, double out_chunk)
 {
 	int64_t *order = rt_alloc(sizeof *order * (size_t)(n + 1));
 	for (int64_t q = 0; q < n; q++)
 		order[q] = q;
+	if (rt.budget <= 0 && n >= 2 && l->type.sparse && !r->type.sparse && j->ngroup >= 0) {
+		sort_key = rt_alloc(sizeof *sort_key * (size_t)(n + 1));
+		for (int64_t q = 0; q < n; q++)
+			sort_key[q] = pairs[q].ri * (l->n + 1) + pairs[q].li;
+		rt_sort(order, n, by_key, NULL);
+		/* each output's pairs still in their order (seq rising), else
+		 * the order in memory */
+		int64_t *next = sort_key;
+		for (int64_t t = 0; t < o->n; t++)
+			next[t] = 0;
+		int kept = 1;
+		for (int64_t q = 0; q < n && kept; q++) {
+			const Pair *a = &pairs[order[q]];
+			kept = a->seq == next[a->pos]++;
+		}
+		for (int64_t q = 0; q < n && !kept; q++)
+			order[q] = q;
+		free(sort_key);
+		sort_key = NULL;
+		return order;
+	}
 	if (rt.budget <= 0 || n < 2)
 		return order;
 	double in_bytes = 0, out_bytes = out_chunk * (double)o->n;
