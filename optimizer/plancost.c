@@ -23,7 +23,11 @@
  *   - the bytes it reads and writes in memory (its inputs' and result's
  *     share; a slice's window, a gather's index and rows, not the whole
  *     relation they read from) at memcpy's rate, which moves 2 bytes per
- *     byte copied;
+ *     byte copied, its destination's lines fetched before they are
+ *     written: a result made in place of its input (ia_elementwise_in_place)
+ *     is written into lines just read, and counts half its bytes; an op
+ *     whose result shares its input's chunks (a rekey, a filter, an
+ *     aggregation of groups of one chunk) moves none;
  *   - the bytes it sends (a rank's share) at the fastest collective's
  *     bandwidth;
  *   - a file's bytes at read_bw or write_bw, and initial values at their
@@ -31,7 +35,7 @@
  * No latency, overhead or first touch: a floor, not a prediction.
  */
 static double op_floor(const CostCtx *cc, const IaPlan *p, const IaOp *op, const int *in, int k,
-                       const double *copies)
+                       const double *copies, bool in_place)
 {
 	const Machine *m = cc->m;
 	const IaOp *a = k > 0 ? &p->ops.v[in[0]] : NULL, *b = k > 1 ? &p->ops.v[in[1]] : NULL;
@@ -83,8 +87,16 @@ static double op_floor(const CostCtx *cc, const IaPlan *p, const IaOp *op, const
 		      2 * cost_rank_bytes(cc, &op->type, &op->place, copies[op - p->ops.v]);
 		return fmax(mem / (2 * m->memcpy_bw), op->bytes_sent / cc->nsites / net);
 	case IA_FILTER:
+		return 0;
 	case IA_MAP:
+		if (!op->u.map.kernel)
+			return 0;
+		break;
 	case IA_AGG:
+		if (cost_rank_bytes(cc, &a->type, &a->place, copies[in[0]]) <=
+		    cost_rank_bytes(cc, &op->type, &op->place, copies[op - p->ops.v]) * (1 + 1e-9))
+			return 0;
+		break;
 	case IA_SCATTER:
 	case IA_HALO:
 		break;
@@ -92,7 +104,7 @@ static double op_floor(const CostCtx *cc, const IaPlan *p, const IaOp *op, const
 	for (int j = 0; j < k; j++)
 		mem += cost_rank_bytes(cc, &p->ops.v[in[j]].type, &p->ops.v[in[j]].place, copies[in[j]]);
 	if (ia_has_result(op->kind))
-		mem += cost_rank_bytes(cc, &op->type, &op->place, copies[op - p->ops.v]);
+		mem += cost_rank_bytes(cc, &op->type, &op->place, copies[op - p->ops.v]) * (in_place ? 0.5 : 1);
 	double flops = op->flops / (op->place.kind == PL_ALL ? 1 : cc->nsites);
 	return fmax(fmax(flops / rate, mem / (2 * m->memcpy_bw)), op->bytes_sent / cc->nsites / net);
 }
@@ -375,7 +387,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		op->seconds = c.seconds + io;
 		op->spill_written = op->spill_read = 0;
 		int in[MAXIN], k = ia_inputs(op, in);
-		op->floor_seconds = op_floor(&w.cc, p, op, in, k, w.copies);
+		op->floor_seconds = op_floor(&w.cc, p, op, in, k, w.copies, w.elem_ip[i] >= 0);
 		p->total_floats_moved += c.floats * times;
 		p->total_bytes_sent += c.bytes * times;
 		p->total_flops += c.flops * times;

@@ -1300,6 +1300,43 @@ static void test_floor_touched(void **state)
 	tra_free(p);
 }
 
+/* An op made in place of its input writes into the lines it has just read:
+ * its floor counts half its result's bytes; the same op on an input that
+ * lives on (so not in place) counts them all. */
+static void test_floor_in_place(void **state)
+{
+	(void)state;
+	Machine m;
+	machine_default(&m);
+	m.loop_rate = 1e15;     /* bytes, not flops, bound these ops */
+	for (int keep = 0; keep < 2; keep++) {
+		TraProg *p = compile(keep ? "size N = 2000, M = 500;\ninput X[N, M];\nY[i, j] = X[i, j] + 1;\n"
+		                            "output Y;\noutput X;\n"
+		                          : "size N = 2000, M = 500;\ninput X[N, M];\nY[i, j] = X[i, j] + 1;\n"
+		                            "output Y;\n");
+		OptOptions o = {.nranks = 1, .level = 2, .verify = true, .machine = &m};
+		opt_block(p, &o);
+		IaPlan *plan = opt_plan(p, &o);
+		IaLoops life;
+		ia_loops(plan, &life);
+		int seen = 0;
+		for (int i = 0; i < plan->ops.n; i++) {
+			const IaOp *op = &plan->ops.v[i];
+			if (op->kind != IA_MAP || !op->u.map.kernel)
+				continue;
+			double bytes = rel_bytes(&op->type);
+			assert_int_equal(ia_elementwise_in_place(plan, &life, i), keep ? -1 : 0);
+			assert_true(fabs(op->floor_seconds - (keep ? 2 : 1.5) * bytes / (2 * m.memcpy_bw)) <
+			            1e-9 * op->floor_seconds);
+			seen++;
+		}
+		assert_int_equal(seen, 1);
+		ia_loops_free(&life);
+		ia_free(plan);
+		tra_free(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1328,6 +1365,7 @@ int main(void)
 		cmocka_unit_test(test_kernel_weights),
 		cmocka_unit_test(test_objective),
 		cmocka_unit_test(test_floor_touched),
+		cmocka_unit_test(test_floor_in_place),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
