@@ -287,6 +287,23 @@ static int row_label(const Kernel *k, const bool *reduced, int jl)
 	return along ? lr : -1;
 }
 
+/* At depth: a loop over label lab's extent (named n) in tiles of step
+ * (first index named t, width w); returns the depth inside it. */
+static int open_tiles(Buf *b, const Kernel *k, int lab, const char *n, const char *t, const char *w, int step,
+                      int depth)
+{
+	char indent[64];
+#define INDENT() (memset(indent, '\t', depth + 1), indent[depth + 1] = 0, indent)
+	buf_printf(b, "%sconst int64_t %s = ", INDENT(), n);
+	label_extent(b, k, lab);
+	buf_puts(b, ";\n");
+	buf_printf(b, "%sfor (int64_t %s = 0; %s < %s; %s += %d) {\n", INDENT(), t, t, n, t, step);
+	depth++;
+	buf_printf(b, "%sconst int64_t %s = %s - %s < %d ? %s - %s : %d;\n", INDENT(), w, n, t, step, n, t, step);
+#undef INDENT
+	return depth;
+}
+
 /* Row mode's middle (see emit_loop_kernel), at depth inside the tile's
  * loop with r[] set: each piece of the rows' terms into tb, then added
  * into r[] in order; leaves the nest in the store loop over the tile's rows
@@ -298,12 +315,7 @@ static int emit_row_terms(KGen *g, const char *A, int lr, int jl, int depth)
 	const char *T = ctype(g->dt);
 	char indent[64];
 #define INDENT() (memset(indent, '\t', depth + 1), indent[depth + 1] = 0, indent)
-	buf_printf(b, "%sconst int64_t nk = ", INDENT());
-	label_extent(b, k, lr);
-	buf_puts(b, ";\n");
-	buf_printf(b, "%sfor (int64_t kt = 0; kt < nk; kt += %d) {\n", INDENT(), ROW_PIECE);
-	depth++;
-	buf_printf(b, "%sconst int64_t nq = nk - kt < %d ? nk - kt : %d;\n", INDENT(), ROW_PIECE, ROW_PIECE);
+	depth = open_tiles(b, k, lr, "nk", "kt", "nq", ROW_PIECE, depth);
 	buf_printf(b, "%s%s tb[%d][%d];\n", INDENT(), T, ROW_TILE, ROW_PIECE);
 	buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++) {\n", INDENT());
 	depth++;
@@ -422,12 +434,7 @@ static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *ind
 	}
 	int tile = lr >= 0 ? ROW_TILE : RED_TILE;
 	if (tiled) {
-		buf_printf(b, "%sconst int64_t nj = ", INDENT());
-		label_extent(b, k, jl);
-		buf_puts(b, ";\n");
-		buf_printf(b, "%sfor (int64_t jt = 0; jt < nj; jt += %d) {\n", INDENT(), tile);
-		depth++;
-		buf_printf(b, "%sconst int64_t nt = nj - jt < %d ? nj - jt : %d;\n", INDENT(), tile, tile);
+		depth = open_tiles(b, k, jl, "nj", "jt", "nt", tile, depth);
 		buf_printf(b, "%s%s r[%d];\n", INDENT(), A, tile);
 		buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++)\n", INDENT());
 		buf_printf(b, "%s\tr[jj] = %s;\n", INDENT(), acc_init);

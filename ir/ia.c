@@ -300,20 +300,6 @@ InPlace *ia_in_place(const IaPlan *p, const IaLoops *l)
 	return res;
 }
 
-/* Do relation types a and b hold the same chunks laid out alike? */
-static bool same_chunks(const RelType *a, const RelType *b)
-{
-	if (a->dtype != b->dtype || a->nkey != b->nkey || a->nchunk != b->nchunk || a->sparse || b->sparse)
-		return false;
-	for (int d = 0; d < a->nkey; d++)
-		if (a->extent[d] != b->extent[d] || a->block[d] != b->block[d])
-			return false;
-	for (int c = 0; c < a->nchunk; c++)
-		if (a->chunkdim[c] != b->chunkdim[c])
-			return false;
-	return true;
-}
-
 int ia_elementwise_in_place(const IaPlan *p, const IaLoops *l, int i)
 {
 	const IaOp *op = &p->ops.v[i];
@@ -329,8 +315,7 @@ int ia_elementwise_in_place(const IaPlan *p, const IaLoops *l, int i)
 	for (int s = 0; s < k->nin; s++) {
 		const IaOp *x = &p->ops.v[in[s]];
 		if (in[s] == in[1 - s] || x->kind == IA_LOAD || x->kind == IA_INIT || x->kind == IA_SCATTER ||
-		    x->type.holes || l->dead_after[in[s]] != i || !same_chunks(&x->type, &op->type) ||
-		    k->nindim[s] != k->noutdim)
+		    l->dead_after[in[s]] != i || !rel_same_layout(&x->type, &op->type) || k->nindim[s] != k->noutdim)
 			continue;
 		bool same = true;
 		for (int c = 0; c < k->noutdim; c++)

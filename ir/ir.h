@@ -276,6 +276,9 @@ bool contraction_plan(const Kernel *k, const RelType *const *inty, DType dt, Con
 double contraction_calls(const Contraction *c, double *m, double *n, double *k);
 
 bool rel_type_eq(const RelType *a, const RelType *b);     /* the same relation type, field by field */
+/* Both dense and complete (no holes), with one layout: dtype, key dims,
+ * extents, blocks, halos, chunk order (an elementwise op's operands). */
+bool rel_same_layout(const RelType *a, const RelType *b);
 int64_t rel_frontier(const RelType *t, int keydim);       /* ceil(extent / block) */
 int64_t rel_chunk_len(const RelType *t, int keydim, int64_t k);   /* chunk k's length along keydim: the last may be short */
 int64_t rel_chunk_off(const RelType *t, int keydim, int64_t k);   /* chunk k's first element along keydim */

@@ -479,10 +479,10 @@ void kernel_print(Buf *b, const Kernel *k)
 
 /* ---- relation types ---- */
 
-bool rel_type_eq(const RelType *a, const RelType *b)
+/* The same dtype, key dims, extents, blocks, halos and chunk order. */
+static bool same_dims(const RelType *a, const RelType *b)
 {
-	if (a->dtype != b->dtype || a->nkey != b->nkey || a->nchunk != b->nchunk || a->sparse != b->sparse ||
-	    a->holes != b->holes || a->density != b->density)
+	if (a->dtype != b->dtype || a->nkey != b->nkey || a->nchunk != b->nchunk)
 		return false;
 	for (int d = 0; d < a->nkey; d++)
 		if (a->extent[d] != b->extent[d] || a->block[d] != b->block[d] || a->hlo[d] != b->hlo[d] ||
@@ -492,6 +492,16 @@ bool rel_type_eq(const RelType *a, const RelType *b)
 		if (a->chunkdim[c] != b->chunkdim[c])
 			return false;
 	return true;
+}
+
+bool rel_type_eq(const RelType *a, const RelType *b)
+{
+	return same_dims(a, b) && a->sparse == b->sparse && a->holes == b->holes && a->density == b->density;
+}
+
+bool rel_same_layout(const RelType *a, const RelType *b)
+{
+	return same_dims(a, b) && !a->sparse && !b->sparse && !a->holes && !b->holes;
 }
 
 int64_t rel_frontier(const RelType *t, int d)

@@ -113,20 +113,6 @@ static bool dense(const RelType *t)
 	return !t->sparse && !t->holes;
 }
 
-/* Do a and b have one layout: dtype, key dims, extents, chunk order? */
-static bool same_layout(const RelType *a, const RelType *b)
-{
-	if (a->dtype != b->dtype || a->nkey != b->nkey || a->nchunk != b->nchunk || !dense(a) || !dense(b))
-		return false;
-	for (int d = 0; d < a->nkey; d++)
-		if (a->extent[d] != b->extent[d] || a->block[d] != b->block[d])
-			return false;
-	for (int c = 0; c < a->nchunk; c++)
-		if (a->chunkdim[c] != b->chunkdim[c])
-			return false;
-	return true;
-}
-
 /* A join that computes elementwise between two relations of its own
  * layout, chunk for chunk: every key dim matched to itself, each input's
  * labels the output's, nothing reduced, no mask or window. */
@@ -136,7 +122,7 @@ static bool elementwise(const TraProg *p, const TraOp *j)
 		return false;
 	const Kernel *k = j->u.join.kernel;
 	const RelType *l = &p->ops.v[j->u.join.left].type, *r = &p->ops.v[j->u.join.right].type, *o = &j->type;
-	if (k->nin != 2 || k->reduces || k->nwin || dtype_is_int(o->dtype) || !same_layout(l, o) || !same_layout(r, o) ||
+	if (k->nin != 2 || k->reduces || k->nwin || dtype_is_int(o->dtype) || !rel_same_layout(l, o) || !rel_same_layout(r, o) ||
 	    j->u.join.on.nmatch != o->nkey || k->nindim[0] != o->nchunk || k->nindim[1] != o->nchunk ||
 	    k->noutdim != o->nchunk)
 		return false;
@@ -179,7 +165,7 @@ static int s_side(const Fuse *f, const TraOp *j, int s, int *scal, int *prod)
 		const RelType *ct = &f->old->ops.v[c].type;
 		const Kernel *k = t->u.join.kernel;
 		if (ct->nkey != 0 || !dense(ct) || ct->dtype != j->type.dtype || !lone_chain(f, y) ||
-		    !same_layout(&f->old->ops.v[y].type, &t->type) || !same_layout(&t->type, &j->type) ||
+		    !rel_same_layout(&f->old->ops.v[y].type, &t->type) || !rel_same_layout(&t->type, &j->type) ||
 		    t->u.join.on.nmatch != 0 || k->nindim[1 - side] != t->type.nchunk)
 			continue;
 		bool ok = true;
