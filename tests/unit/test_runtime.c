@@ -1247,6 +1247,20 @@ static void double_kernel(const TrtView *in, TrtView *out, int acc)
 		((double *)out->p)[i] = 2 * ((const double *)in->p)[i];
 }
 
+/* d is r mapped by double_kernel, each chunk twice values' (a copy of r's
+ * values), in r's own chunks or in new ones */
+static void expect_doubled(const TrtRel *d, const TrtRel *r, const TrtRel *values, int in_place)
+{
+	EXPECT(d->n == r->n);
+	for (int64_t i = 0; i < d->n; i++) {
+		int64_t cnt = rt_chunk_shape(&d->type, d->keys + d->type.nkey * i, NULL);
+		EXPECT((d->chunks[i] == r->chunks[i]) == in_place);
+		for (int64_t e = 0; e < cnt; e++)
+			EXPECT(((double *)rt_chunk_data(d->chunks[i]))[e] ==
+			       2 * ((double *)rt_chunk_data(values->chunks[i]))[e]);
+	}
+}
+
 static void test_map(void **state)
 {
 	(void)state;
@@ -1276,14 +1290,7 @@ static void test_map(void **state)
 	}
 
 	TrtRel *d = trt_map(r, 2, same, double_kernel, &t, p);
-	EXPECT(d->n == r->n);
-	for (int64_t i = 0; i < d->n; i++) {
-		int64_t cnt = rt_chunk_shape(&t, d->keys + 2 * i, NULL);
-		EXPECT(d->chunks[i] != r->chunks[i]);
-		for (int64_t e = 0; e < cnt; e++)
-			EXPECT(((double *)rt_chunk_data(d->chunks[i]))[e] ==
-			       2 * ((double *)rt_chunk_data(r->chunks[i]))[e]);
-	}
+	expect_doubled(d, r, r, 0);
 	trt_free(r);
 	trt_free(m);
 	trt_free(d);
@@ -1350,13 +1357,7 @@ static void test_in_place(void **state)
 	int64_t before = rt_in_place;
 	TrtRel *d = trt_map_in_place(r, 2, same, double_kernel, &t, p);
 	EXPECT(rt_in_place - before == r->n);
-	for (int64_t i = 0; i < d->n; i++) {
-		int64_t cnt = rt_chunk_shape(&t, d->keys + 2 * i, NULL);
-		EXPECT(d->chunks[i] == r->chunks[i]);
-		for (int64_t e = 0; e < cnt; e++)
-			EXPECT(((double *)rt_chunk_data(d->chunks[i]))[e] ==
-			       2 * ((double *)rt_chunk_data(keep->chunks[i]))[e]);
-	}
+	expect_doubled(d, r, keep, 1);
 	trt_free(r);
 	trt_free(d);
 	trt_free(keep);
