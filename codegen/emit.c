@@ -103,8 +103,7 @@ static void emit_defs(Emit *e)
 	const IaPlan *p = e->p;
 	Buf *out = e->b;
 	e->def = xcalloc((size_t)p->ops.n + 1, sizeof *e->def);
-	/* elementwise ops made in a dying input's chunks (emit_kernel keeps
-	 * those whose kernel is a loop nest); not in an IST body */
+	/* elementwise ops made in a dying input's chunks; not in an IST body */
 	e->in_place = xcalloc((size_t)p->ops.n + 1, sizeof *e->in_place);
 	IaLoops life;
 	ia_loops(p, &life);

@@ -51,7 +51,7 @@ typedef struct Emit {
 	int *output_index;      /* TRA tensor -> runtime table index (outputs), -1 */
 	int (*def)[ND];         /* per op of p: the number of its type, kernel, ... */
 	int *in_place;          /* per op of p: the input whose chunks it is made in, or -1
-	                         * (ia_elementwise_in_place, its kernel a loop nest) */
+	                         * (ia_elementwise_in_place) */
 	Vec(Def) defs;          /* every definition emitted so far */
 	int bucket[NBUCKET];    /* by hash: the last def there, or -1 */
 	int ndef[ND];           /* definitions of each kind */

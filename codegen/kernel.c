@@ -444,54 +444,54 @@ static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *ind
 	KGen g = {b, k, dt, 0};
 	int v = -1;
 	char tv[16] = "";
-	if (lr >= 0)
+	if (lr >= 0) {
 		depth = emit_row_terms(&g, A, lr, jl, depth);
-	else {
-	if (k->reduces)
-		for (int l = 0; l < k->nlab; l++) {
-			if (!reduced[l])
-				continue;
-			buf_printf(b, "%sfor (int64_t l%d = 0; l%d < ", INDENT(), l, l);
-			label_extent(b, k, l);
-			buf_printf(b, "; l%d++) {\n", l);
+	} else {
+		if (k->reduces)
+			for (int l = 0; l < k->nlab; l++) {
+				if (!reduced[l])
+					continue;
+				buf_printf(b, "%sfor (int64_t l%d = 0; l%d < ", INDENT(), l, l);
+				label_extent(b, k, l);
+				buf_printf(b, "; l%d++) {\n", l);
+				depth++;
+			}
+		if (tiled) {
+			buf_printf(b, "%s#pragma GCC ivdep\n", INDENT());
+			buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++) {\n", INDENT());
 			depth++;
+			buf_printf(b, "%sconst int64_t l%d = jt + jj;\n", INDENT(), jl);
 		}
-	if (tiled) {
-		buf_printf(b, "%s#pragma GCC ivdep\n", INDENT());
-		buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++) {\n", INDENT());
-		depth++;
-		buf_printf(b, "%sconst int64_t l%d = jt + jj;\n", INDENT(), jl);
-	}
-	emit_loads(b, k, T, -1, INDENT());
-	v = kexpr_emit(&g, k->expr, INDENT());
-	snprintf(tv, sizeof tv, "t%d", v);
-	if (tiled) {
-		buf_printf(b, "%sr[jj] = ", INDENT());
-		combine_expr(b, k->red, "r[jj]", tv);
-		buf_puts(b, ";\n");
-		depth--;
-		buf_printf(b, "%s}\n", INDENT());
-		for (int l = 0; l < k->nlab; l++)
-			if (reduced[l]) {
-				depth--;
-				buf_printf(b, "%s}\n", INDENT());
-			}
-		buf_printf(b, "%s#pragma GCC ivdep\n", INDENT());
-		buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++) {\n", INDENT());
-		depth++;
-		buf_printf(b, "%sconst int64_t l%d = jt + jj;\n", INDENT(), jl);
-		v = -1;
-	} else if (k->reduces) {
-		buf_printf(b, "%sr = ", INDENT());
-		combine_expr(b, k->red, "r", tv);
-		buf_puts(b, ";\n");
-		for (int l = 0; l < k->nlab; l++)
-			if (reduced[l]) {
-				depth--;
-				buf_printf(b, "%s}\n", INDENT());
-			}
-		v = -1;
-	}
+		emit_loads(b, k, T, -1, INDENT());
+		v = kexpr_emit(&g, k->expr, INDENT());
+		snprintf(tv, sizeof tv, "t%d", v);
+		if (tiled) {
+			buf_printf(b, "%sr[jj] = ", INDENT());
+			combine_expr(b, k->red, "r[jj]", tv);
+			buf_puts(b, ";\n");
+			depth--;
+			buf_printf(b, "%s}\n", INDENT());
+			for (int l = 0; l < k->nlab; l++)
+				if (reduced[l]) {
+					depth--;
+					buf_printf(b, "%s}\n", INDENT());
+				}
+			buf_printf(b, "%s#pragma GCC ivdep\n", INDENT());
+			buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++) {\n", INDENT());
+			depth++;
+			buf_printf(b, "%sconst int64_t l%d = jt + jj;\n", INDENT(), jl);
+			v = -1;
+		} else if (k->reduces) {
+			buf_printf(b, "%sr = ", INDENT());
+			combine_expr(b, k->red, "r", tv);
+			buf_puts(b, ";\n");
+			for (int l = 0; l < k->nlab; l++)
+				if (reduced[l]) {
+					depth--;
+					buf_printf(b, "%s}\n", INDENT());
+				}
+			v = -1;
+		}
 	}
 	buf_printf(b, "%s%s *o = &po[", INDENT(), T);
 	offset_expr(b, "o", k->noutdim, k->outlab);
@@ -524,18 +524,18 @@ void emit_kernel(Emit *e, int i, const Kernel *k)
 	           desc.s, ki.sampled ? ", at the mask's elements" : "", ki.sparse ? "_body" : "");
 	buf_free(&desc);
 	Contraction c;
-	int alias = e->in_place[i];
-	e->in_place[i] = -1;            /* but a loop nest's, whose pointers may alias */
+	/* ia_elementwise_in_place takes no reduction, window or sparse input:
+	 * an op made in place has a loop nest on dense chunks */
+	if (e->in_place[i] >= 0 && (k->nwin || ki.sparse || k->reduces))
+		tr_bug("op %d made in place with a kernel that is no dense loop nest", i);
 	if (k->nwin)
 		emit_conv_kernel(b, k, ki.dt);
 	else if (ki.d >= 0)
 		emit_driven_kernel(b, k, &ki);
 	else if (!ki.sparse && contraction_plan(k, ki.inty, ki.dt, &c))
 		emit_gemm_kernel(b, k, ki.dt, &c);
-	else if (ki.sparse)
-		emit_loop_kernel(b, k, ki.dt, ki.indt, -1);
 	else
-		emit_loop_kernel(b, k, ki.dt, ki.indt, e->in_place[i] = alias);
+		emit_loop_kernel(b, k, ki.dt, ki.indt, e->in_place[i]);
 	buf_puts(b, "}\n\n");
 	if (!ki.sparse)
 		return;

@@ -374,10 +374,10 @@ double cost_read_seconds(const CostCtx *c, const RelType *t, const Place *p)
 }
 
 /* What the search weighs of a read: all of it when every rank reads the
- * whole file; else its system calls alone, and the gaps it reads.  The bytes are free there (the
- * paper's convention: an input starts where it is needed, and every
- * partition reads a share), the calls and the gaps read are what a layout
- * adds: MTTKRP's X split along its last dim read its share in 360000 runs
+ * whole file; else its system calls and the gaps it reads alone.  The
+ * bytes are free there (the paper's convention: an input starts where it
+ * is needed, and every partition reads a share), the calls and the gaps
+ * are what a layout adds: MTTKRP's X split along its last dim read its share in 360000 runs
  * of 1.2 KB (0.85 s, before reads stepped over the gaps between them),
  * split along its first in one (0.30 s). */
 Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)

@@ -293,14 +293,11 @@ static void op_memory(Walk *w, IaPlan *p, int i, double times)
 			held[i] = w->made[i] = held[op->u.gather.base];
 			w->live += held[i];
 		} else if (w->elem_ip[i] >= 0) {
-			/* an elementwise op in place takes its input's chunks
-			 * that input holds alone, and makes the rest */
+			/* an elementwise op in place takes the chunks its input
+			 * holds alone, and makes the rest */
 			int x = in[w->elem_ip[i]];
-			double full = cost_rank_bytes(&w->cc, &op->type, &op->place, w->copies[i]);
-			double own = fmin(held[x], full);
-			held[i] = w->made[i] = full;
-			w->live += full - own;
-			w->live -= held[x] - own;
+			held[i] = w->made[i] = cost_rank_bytes(&w->cc, &op->type, &op->place, w->copies[i]);
+			w->live += held[i] - held[x];
 			held[x] = 0;
 		} else {
 			double full = cost_rank_bytes(&w->cc, &op->type, &op->place, w->copies[i]);

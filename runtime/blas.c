@@ -158,6 +158,25 @@ static void fix_strides(int64_t rows, int64_t cols, int64_t *rs, int64_t *cs)
 	}
 }
 
+/* A product into a column-major C as the row-major C^T = B^T A^T: the
+ * operands, their extents and strides swapped, C's row stride csc.  One
+ * definition per element type. */
+#define AS_TRANSPOSE(name, T)                                                   \
+	static void name(int64_t *m, int64_t *n, const T **a, int64_t *rsa, int64_t *csa, \
+	                 const T **b, int64_t *rsb, int64_t *csb, int64_t *rsc, int64_t csc) \
+	{                                                                       \
+		int64_t t;                                                      \
+		const T *x = *a;                                                \
+		*a = *b, *b = x;                                                \
+		t = *m, *m = *n, *n = t;                                        \
+		t = *rsa, *rsa = *csb, *csb = t;                                \
+		t = *csa, *csa = *rsb, *rsb = t;                                \
+		*rsc = csc;                                                     \
+	}
+AS_TRANSPOSE(as_transpose, float)
+AS_TRANSPOSE(as_transpose_d, double)
+#undef AS_TRANSPOSE
+
 /*
  * B's rows a multiple of 4 KiB apart (a chunk whose inner dims are powers
  * of two times a little, Tucker's 48 x 96 x 96 floats) share cache sets,
@@ -437,20 +456,6 @@ static void pack_b(int64_t w, int64_t k, const float *b, int64_t rsb, int64_t cs
 	for (int64_t x = 0; x < k; x++)
 		for (int64_t jj = j; jj < w; jj++)
 			p[x * w + jj] = b[x * rsb + jj * csb];
-}
-
-/* A product into a column-major C as the row-major C^T = B^T A^T: the
- * operands, their extents and strides swapped, C's row stride csc. */
-static void as_transpose(int64_t *m, int64_t *n, const float **a, int64_t *rsa, int64_t *csa,
-                         const float **b, int64_t *rsb, int64_t *csb, int64_t *rsc, int64_t csc)
-{
-	int64_t t;
-	const float *x = *a;
-	*a = *b, *b = x;
-	t = *m, *m = *n, *n = t;
-	t = *rsa, *rsa = *csb, *csb = t;
-	t = *csa, *csa = *rsb, *rsb = t;
-	*rsc = csc;
 }
 
 /* Whether this CPU has AVX2 and FMA, which the short and thin kernels
@@ -838,7 +843,7 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
  */
 /* B by columns (each column contiguous) under C by rows: rt_gemm_rntm's bcols */
 #define BCOLS(rsb, csb, csc) ((rsb) == 1 && (csb) != 1 && (csc) == 1)
-#define GEMM(name, T, blis_gemm, blis_gemv, SHORT)                              \
+#define GEMM(name, T, blis_gemm, blis_gemv, TRANSPOSE, SHORT)                   \
 	void name(int64_t m, int64_t n, int64_t k, T alpha,                     \
 	          const T *a, int64_t rsa, int64_t csa,                         \
 	          const T *b, int64_t rsb, int64_t csb, T beta,                 \
@@ -865,13 +870,8 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
 			return;                                                 \
 		}                                                               \
 		if (rsc == 1 && csc != 1) {     /* C by columns: C^T = B^T A^T */ \
-			const T *x = a;                                         \
-			int64_t t;                                              \
-			a = b, b = x;                                           \
-			t = m, m = n, n = t;                                    \
-			t = rsa, rsa = csb, csb = t;                            \
-			t = csa, csa = rsb, rsb = t;                            \
-			rsc = csc, csc = 1;                                     \
+			TRANSPOSE(&m, &n, &a, &rsa, &csa, &b, &rsb, &csb, &rsc, csc); \
+			csc = 1;                                                \
 		}                                                               \
 		int bcols = BCOLS(rsb, csb, csc);                               \
 		if (!aliased(m, k, n, rsb, csb, sizeof(T))) {                   \
@@ -900,7 +900,7 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
 	}
 #define SGEMM_SHORT (sgemm_short(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc) || \
                      sgemm_thin(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc))
-GEMM(trt_sgemm, float, bli_sgemm_ex, bli_sgemv, SGEMM_SHORT)
-GEMM(trt_dgemm, double, bli_dgemm_ex, bli_dgemv, 0)       /* f64 short products: BLIS's */
+GEMM(trt_sgemm, float, bli_sgemm_ex, bli_sgemv, as_transpose, SGEMM_SHORT)
+GEMM(trt_dgemm, double, bli_dgemm_ex, bli_dgemv, as_transpose_d, 0)   /* f64 short products: BLIS's */
 #undef SGEMM_SHORT
 #undef GEMM

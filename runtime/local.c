@@ -318,7 +318,7 @@ static int64_t *join_order(const TrtRel *l, const TrtRel *r, const TrtJoin *j, c
  * size, and the kernel writes each element after reading it there.  The
  * op's input dies after it, so c ends up the output's alone.  Out of core
  * chunks move between memory and the spill file, and nothing is in place.
- * c; else a new chunk for the output's key.
+ * Returns c (a reference more), else a new chunk for the output's key.
  */
 static Chunk *in_place_chunk(Chunk *c, const TrtType *out, const int64_t *key)
 {

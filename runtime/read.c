@@ -5,8 +5,9 @@
  * ranks agree on the verdict (rt_agree), and each reads only the chunks it
  * owns, straight into them: their runs (the pieces of a chunk contiguous
  * in the file) sorted by offset, one preadv per stretch of the file they
- * cover (a gap of a few KiB between two runs read and dropped), so that chunks side by side in a row of blocks
- * cost one system call per row, not one per chunk row.  Chunks whose dims
+ * cover (a gap of a few KiB between two runs read and dropped), so that
+ * chunks side by side in a row of blocks cost one system call per row, not
+ * one per chunk row.  Chunks whose dims
  * are a permutation of the key dims are read in file order and transposed.
  * A sparse relation comes from a scipy.sparse .npz (npz.c) or from a dense
  * .npy whose chunks are compressed as they are read.
@@ -54,11 +55,11 @@ int rt_io_read(void *file, char *buf, size_t n, int64_t off)
 }
 
 
+int64_t rt_read_calls;
+
 /* Reads the file's bytes from off into the buffers of iov[0..n), or with
  * write set writes them there, retrying short transfers; returns 0 (errno
  * set) on failure. */
-int64_t rt_read_calls;
-
 int rt_pv_full(int fd, struct iovec *iov, int n, int64_t off, int write)
 {
 	while (n > 0) {
