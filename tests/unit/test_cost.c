@@ -37,6 +37,25 @@ static RelType type2(int64_t e0, int64_t b0, int64_t e1, int64_t b1)
 	return t;
 }
 
+/* The same, sparse, with density d of its elements stored. */
+static RelType sparse2(int64_t e0, int64_t b0, int64_t e1, int64_t b1, float d)
+{
+	RelType t = type2(e0, b0, e1, b1);
+	t.sparse = true;
+	t.density = d;
+	return t;
+}
+
+/* The built-in model with a sparse kernel's stored element at 1 us (the
+ * built-in model has it free). */
+static Machine sparse_machine(void)
+{
+	Machine m;
+	machine_default(&m);
+	m.sparse_elem = 1e-6;
+	return m;
+}
+
 static void test_sizes(void **state)
 {
 	(void)state;
@@ -814,9 +833,7 @@ static void test_npz_read(void **state)
 	assert_true(m.npz_elem == 0 && m.inflate_bw == 0);
 	m.read_bw = 1e9;
 	CostCtx c2 = {&m, 2};
-	RelType t = type2(1000, 500, 1000, 500);
-	t.sparse = true;
-	t.density = 0.01;                               /* 10000 elements */
+	RelType t = sparse2(1000, 500, 1000, 500, 0.01f);      /* 10000 elements */
 	int d0 = 0, d1 = 1;
 	Place p0 = place_part(1, &d0), p1 = place_part(1, &d1), all = place_all();
 	double bytes0 = cost_read_seconds(&c2, &t, &p0), bytes1 = cost_read_seconds(&c2, &t, &p1);
@@ -1001,9 +1018,7 @@ static void test_sparse_elements(void **state)
 	Arena *a = arena_new();
 	int d0 = 0;
 	Place part0 = place_part(1, &d0);
-	RelType sp = type2(1000, 500, 2000, 1000), dense = type2(1000, 500, 2000, 1000);
-	sp.sparse = true;
-	sp.density = 0.01f;
+	RelType sp = sparse2(1000, 500, 2000, 1000, 0.01f), dense = type2(1000, 500, 2000, 1000);
 	Kernel *id = map2(a, 2, (int[]){0, 1}, AGG_ADD, kx_op(a, KOP_NEG, kx_in(a, 0), NULL, NULL));
 	Kernel *mul = kernel_new(a, 2);
 	mul->nlab = 2;
@@ -1060,16 +1075,12 @@ static Kernel *product(Arena *a, const int *r)
 static void test_sampled_passes(void **state)
 {
 	(void)state;
-	Machine m;
-	machine_default(&m);
-	m.sparse_elem = 1e-6;
+	Machine m = sparse_machine();
 	CostCtx c = {&m, 2};
 	Arena *a = arena_new();
 	int d0 = 0;
 	Place part0 = place_part(1, &d0);
-	RelType mask = type2(1000, 500, 2000, 1000);
-	mask.sparse = true;
-	mask.density = 0.01f;
+	RelType mask = sparse2(1000, 500, 2000, 1000, 0.01f);
 	RelType u1 = type2(1000, 500, 16, 16), v1 = type2(2000, 1000, 16, 16);
 	RelType u2 = type2(1000, 500, 16, 8), v2 = type2(2000, 1000, 16, 8);
 	Kernel *k = product(a, (int[]){2, 1});
@@ -1091,14 +1102,10 @@ static void test_sampled_passes(void **state)
 static void test_sparse_visits_split(void **state)
 {
 	(void)state;
-	Machine m;
-	machine_default(&m);
-	m.sparse_elem = 1e-6;
+	Machine m = sparse_machine();
 	CostCtx c = {&m, 2};
 	Arena *a = arena_new();
-	RelType sp = type2(1000, 500, 2000, 1000), h = type2(2000, 1000, 40, 20);
-	sp.sparse = true;
-	sp.density = 0.01f;
+	RelType sp = sparse2(1000, 500, 2000, 1000, 0.01f), h = type2(2000, 1000, 40, 20);
 	Kernel *mm = product(a, (int[]){1, 2});
 	JoinSpec on = {.nmatch = 1, .lkey = {1}, .rkey = {0}};
 	int rows = 0, cols = 2;         /* the join's keys: i, j, c */
