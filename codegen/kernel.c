@@ -507,6 +507,107 @@ static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *ind
 #undef INDENT
 }
 
+/* Does e read label l's index (idx(l))? */
+static bool kx_reads_idx(const KExpr *e, int l)
+{
+	if (e->kind == KX_IDX)
+		return e->in == l;
+	if (e->kind != KX_OP)
+		return false;
+	for (int i = 0; i < kop_arity(e->op); i++)
+		if (kx_reads_idx(e->arg[i], l))
+			return true;
+	return false;
+}
+
+/* Where chunk dims lab[0..n) carry label l (its dim), -1 if none, -2 if
+ * more than one. */
+static int label_dim(const int *lab, int n, int l)
+{
+	int at = -1;
+	for (int c = 0; c < n; c++)
+		if (lab[c] == l)
+			at = at == -1 ? c : -2;
+	return at;
+}
+
+/* May output labels a and b (b the next output dim's) run as one loop?
+ * Every chunk that carries either carries both, once each, b right after
+ * a; and the expression reads neither's index. */
+static bool merges(const Kernel *k, int a, int b)
+{
+	if (a == b || kx_reads_idx(k->expr, a) || kx_reads_idx(k->expr, b))
+		return false;
+	for (int i = 0; i <= k->nin; i++) {
+		const int *lab = i < k->nin ? k->inlab[i] : k->outlab;
+		int n = i < k->nin ? k->nindim[i] : k->noutdim;
+		int pa = label_dim(lab, n, a), pb = label_dim(lab, n, b);
+		if (!(pa == -1 && pb == -1) && !(pa >= 0 && pb == pa + 1))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A loop kernel over fewer dims: chunks are dense and stored by rows, so
+ * output labels a and b that every chunk carrying them carries side by
+ * side (merges) are one dim of n(a) * n(b) elements, and one loop.  cnn's
+ * pooling and its gradient's joins ran six loops deep over [512, 4, 6, 6,
+ * 2, 2] chunks, the innermost 2 long: one loop of 295k elements instead,
+ * which vectorises (issue 33).  Fills *ck with the kernel over the merged
+ * labels (renumbered in order; its expression in arena a) and emits the
+ * views of the chunks as ck sees them, in and out pointing at them;
+ * false (nothing emitted) when no labels merge.
+ */
+static bool coalesce(Buf *b, Arena *a, const Kernel *k, Kernel *ck)
+{
+	int head[2 * MAXDIM], labmap[2 * MAXDIM];
+	bool any = false;
+	for (int l = 0; l < k->nlab; l++)
+		head[l] = l;
+	for (int c = 1; c < k->noutdim; c++)
+		if (merges(k, k->outlab[c - 1], k->outlab[c])) {
+			head[k->outlab[c]] = head[k->outlab[c - 1]];
+			any = true;
+		}
+	if (!any)
+		return false;
+	int n = 0;
+	for (int l = 0; l < k->nlab; l++)
+		labmap[l] = head[l] == l ? n++ : -1;
+	*ck = *k;
+	ck->nlab = n;
+	KExpr *repl[2];
+	for (int i = 0; i < k->nin; i++)
+		repl[i] = kx_in(a, i);
+	ck->expr = kx_relabel(a, k->expr, repl, labmap);
+	buf_printf(b, "\tTrtView cv[%d], co = *out;\n", k->nin);
+	for (int i = 0; i <= k->nin; i++) {
+		const int *lab = i < k->nin ? k->inlab[i] : k->outlab;
+		int nd = i < k->nin ? k->nindim[i] : k->noutdim, m = 0;
+		int *clab = i < k->nin ? ck->inlab[i] : ck->outlab;
+		const char *from = i < k->nin ? xprintf("in[%d]", i) : "(*out)", *to = i < k->nin ? xprintf("cv[%d]", i) : "co";
+		if (i < k->nin)
+			buf_printf(b, "\t%s = %s;\n", to, from);
+		for (int c = 0; c < nd; c++) {
+			if (head[lab[c]] != lab[c]) {
+				buf_printf(b, "\t%s.n[%d] *= %s.n[%d];\n", to, m - 1, from, c);
+				continue;
+			}
+			if (m != c)
+				buf_printf(b, "\t%s.n[%d] = %s.n[%d];\n\t%s.off[%d] = %s.off[%d];\n", to, m, from, c, to, m, from, c);
+			clab[m++] = labmap[lab[c]];
+		}
+		buf_printf(b, "\t%s.rank = %d;\n", to, m);
+		if (i < k->nin)
+			ck->nindim[i] = m;
+		else
+			ck->noutdim = m;
+	}
+	buf_puts(b, "\tin = cv;\n\tout = &co;\n");
+	return true;
+}
+
 /*
  * Op i's kernel k: a convolution's, a sparse-driven one, BLIS gemm calls or
  * a loop nest.  With a sparse input (or a mask) the kernel is kernelN_body
@@ -534,8 +635,12 @@ void emit_kernel(Emit *e, int i, const Kernel *k)
 		emit_driven_kernel(b, k, &ki);
 	else if (!ki.sparse && contraction_plan(k, ki.inty, ki.dt, &c))
 		emit_gemm_kernel(b, k, ki.dt, &c);
-	else
-		emit_loop_kernel(b, k, ki.dt, ki.indt, e->in_place[i]);
+	else {
+		Arena *a = arena_new();
+		Kernel ck;
+		emit_loop_kernel(b, coalesce(b, a, k, &ck) ? &ck : k, ki.dt, ki.indt, e->in_place[i]);
+		arena_free(a);
+	}
 	buf_puts(b, "}\n\n");
 	if (!ki.sparse)
 		return;

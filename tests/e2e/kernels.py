@@ -161,6 +161,40 @@ CASES.append(dict(name="row_mode_choice", src=textwrap.dedent("""
 """), inputs=dict(A=RA, B=RB), block=700, c_check=row_mode_choice,
     expect=lambda x: dict(C=(np.maximum(x["A"], 0).astype(np.float64) @ x["B"]).astype(np.float32),
                           s=x["A"].sum(1))))
+def coalesced(text):
+    """Labels side by side in every chunk run as one loop (codegen/kernel.c
+    coalesce): the views the kernel reshapes, and how many dims they keep."""
+    errors = []
+    for desc, rank in (("(in0 + (2 * in1)) abcd,abcd->abcd", 1), ("(in0 * in1) abcd,cd->abcd", 2),
+                       ("((in0 * in1) - 1) abcd,cd->abdc", 3), ("(in0 * in1) abcd,d->abcd", 2),
+                       ("(in0 * in1) abcd,abcd->ab sum", 1)):
+        body = kernel_body(text, desc)
+        if body is None:
+            errors.append("no kernel %s in the emitted C" % desc)
+        elif "co.rank = %d;" % rank not in body:
+            errors.append("kernel %s: its output not seen as %d dims" % (desc, rank))
+    return errors
+
+
+CX = r.standard_normal((6, 5, 3, 2)).astype(np.float32)
+CY = r.standard_normal((6, 5, 3, 2)).astype(np.float32)
+CV = r.standard_normal((3, 2)).astype(np.float32)
+CASES.append(dict(name="coalesced_dims", src=textwrap.dedent("""
+    size A = 6, B = 5, C = 3, D = 2;
+    input X[A, B, C, D];
+    input Y[A, B, C, D];
+    input v[C, D];
+    S[a, b, c, d] = X[a, b, c, d] + 2 * Y[a, b, c, d];
+    W[a, b, c, d] = X[a, b, c, d] * v[c, d];
+    T[a, b, d, c] = X[a, b, c, d] * v[c, d] - 1;
+    U[a, b, c, d in D] = X[a, b, c, d] * f32(d);
+    R[a, b] = sum[c, d](X[a, b, c, d] * Y[a, b, c, d]);
+    output S; output W; output T; output U; output R;
+"""), inputs=dict(X=CX, Y=CY, v=CV), block=4, c_check=coalesced,
+    expect=lambda x: dict(S=x["X"] + 2 * x["Y"], W=x["X"] * x["v"],
+                          T=(x["X"] * x["v"] - 1).transpose(0, 1, 3, 2),
+                          U=x["X"] * np.arange(2, dtype=np.float32),
+                          R=(x["X"].astype(np.float64) * x["Y"]).sum((2, 3)).astype(np.float32))))
 case("colsum_tiled", """
     size I = 300, J = 150;
     input S[I, J];
