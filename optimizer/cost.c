@@ -1100,11 +1100,11 @@ Cost cost_scatter(const CostCtx *c, const RelType *rows, const Place *rp, const 
  * A window cut out of a relation every rank holds (trt_slice, a pooling
  * window or its adjoint's scatter slice): the window's bytes copied, and
  * each row of it along the result's innermost chunk dim at slice_row.
- * trt_slice works row by row: it finds a row's place in the input (its
- * chunk looked up, the position's offsets summed over the dims) and copies
- * the row as one run, or element by element when the window steps along
- * it; cnn.tra's pooling windows are rows of 2 floats, which a memcpy's
- * rate prices at a twentieth of what they take.
+ * trt_slice works row by row, each row's offset in its input chunk summed
+ * from its position (copy_whole), and copies the row as one run, or
+ * element by element when the window steps along it; cnn.tra's pooling
+ * windows are rows of 2 floats, which a memcpy's rate prices at a fifth
+ * of what they take.
  */
 Cost cost_slice(const CostCtx *c, const RelType *t, const Place *p)
 {

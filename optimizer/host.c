@@ -62,13 +62,15 @@
  * 0.13. */
 #define ROW_REDUCE_S 1.0e-9
 
-/* A row of a window trt_slice copies (runtime/slice.c: each row's place
- * in the input found, then the row copied), on the same EPYC: cnn.tra at
- * N = 1024 on 2 ranks (--profile, CPU seconds, load 3.7), its pooling
- * windows' slices of 12.3k rows of 12 floats and 73.7k rows of 2, 45 ns a
- * row either way; their adjoints' scatter slices (half the rows outside
- * the window, left zero) 28-30 ns. */
-#define SLICE_ROW_S 4.0e-8
+/* A row of a window trt_slice copies (runtime/slice.c: an output chunk
+ * that one input chunk serves is copied as a strided loop, its rows'
+ * offsets summed from their positions), on the same EPYC: cnn.tra at N =
+ * 1024 on 2 ranks (--profile, 2026-11-29), its pooling windows' slices of
+ * 73.7k rows of 2 floats 0.78-0.94 ms a call, their adjoints' scatters of
+ * 147k rows 1.4-1.5 ms, 8-10 ns a row beyond the bytes at the memcpy
+ * rate; rows of 12 floats cost their bytes alone.  (Found and copied one
+ * by one, before that loop: 28-45 ns.) */
+#define SLICE_ROW_S 8.0e-9
 
 /* A stored element a kernel over sparse inputs visits, at least (whatever
  * its flops): examples/mf_sparse.tra at M = 3000, N = 2000 on 2 ranks, 24k
