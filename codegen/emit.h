@@ -151,6 +151,7 @@ typedef struct KGen {
 	const Kernel *k;
 	DType dt;
 	int ntmp;
+	const int64_t *stat;    /* a loop kernel's labels' static extents (kernel.c), or NULL */
 } KGen;
 
 void emit_kernel(Emit *e, int i, const Kernel *k);      /* op i's kernel (and wrapper), HOLE its number */

@@ -144,6 +144,33 @@ void label_extent(Buf *b, const Kernel *k, int l)
 	tr_bug("label %d in no input", l);
 }
 
+/* Label l's extent in a loop kernel: a number where every chunk has the
+ * same (stat[l] >= 0: static_extents), else the first input's dim
+ * carrying it. */
+static void loop_extent(Buf *b, const Kernel *k, const int64_t *stat, int l)
+{
+	if (stat[l] >= 0)
+		buf_printf(b, "%" PRId64, stat[l]);
+	else
+		label_extent(b, k, l);
+}
+
+/* emit_strides for a loop kernel's chunk of dims labelled lab: a dim's
+ * extent a number where its label's is. */
+static void loop_strides(Buf *b, const char *name, const char *view, int rank, const int *lab, const int64_t *stat)
+{
+	if (rank == 0)
+		return;
+	buf_printf(b, "\tint64_t s%s[%d];\n\ts%s[%d] = 1;\n", name, rank, name, rank - 1);
+	for (int c = rank - 2; c >= 0; c--) {
+		buf_printf(b, "\ts%s[%d] = s%s[%d] * ", name, c, name, c + 1);
+		if (stat[lab[c + 1]] >= 0)
+			buf_printf(b, "%" PRId64 ";\n", stat[lab[c + 1]]);
+		else
+			buf_printf(b, "%s.n[%d];\n", view, c + 1);
+	}
+}
+
 /* The offset of an element of input/output `who` in terms of label loop vars. */
 void offset_expr(Buf *b, const char *sname, int n, const int *lab)
 {
@@ -289,13 +316,13 @@ static int row_label(const Kernel *k, const bool *reduced, int jl)
 
 /* At depth: a loop over label lab's extent (named n) in tiles of step
  * (first index named t, width w); returns the depth inside it. */
-static int open_tiles(Buf *b, const Kernel *k, int lab, const char *n, const char *t, const char *w, int step,
-                      int depth)
+static int open_tiles(Buf *b, const Kernel *k, const int64_t *stat, int lab, const char *n, const char *t,
+                      const char *w, int step, int depth)
 {
 	char indent[64];
 #define INDENT() (memset(indent, '\t', depth + 1), indent[depth + 1] = 0, indent)
 	buf_printf(b, "%sconst int64_t %s = ", INDENT(), n);
-	label_extent(b, k, lab);
+	loop_extent(b, k, stat, lab);
 	buf_puts(b, ";\n");
 	buf_printf(b, "%sfor (int64_t %s = 0; %s < %s; %s += %d) {\n", INDENT(), t, t, n, t, step);
 	depth++;
@@ -315,7 +342,7 @@ static int emit_row_terms(KGen *g, const char *A, int lr, int jl, int depth)
 	const char *T = ctype(g->dt);
 	char indent[64];
 #define INDENT() (memset(indent, '\t', depth + 1), indent[depth + 1] = 0, indent)
-	depth = open_tiles(b, k, lr, "nk", "kt", "nq", ROW_PIECE, depth);
+	depth = open_tiles(b, k, g->stat, lr, "nk", "kt", "nq", ROW_PIECE, depth);
 	buf_printf(b, "%s%s tb[%d][%d];\n", INDENT(), T, ROW_TILE, ROW_PIECE);
 	buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++) {\n", INDENT());
 	depth++;
@@ -386,7 +413,7 @@ static int emit_row_terms(KGen *g, const char *A, int lr, int jl, int depth)
  * A loop kernel computes in its output's type; inputs of another type (a
  * conversion, f64(x)) are read as what they are and converted on load.
  */
-static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *indt, int alias)
+static void emit_loop_kernel(Buf *b, const Kernel *k, const int64_t *stat, DType dt, const DType *indt, int alias)
 {
 	const char *T = ctype(dt);
 	bool reduced[2 * MAXDIM] = {0};
@@ -402,10 +429,10 @@ static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *ind
 	for (int i = 0; i < k->nin; i++)
 		buf_printf(b, "\tconst %s *%sp%d = in[%d].p;\n", ctype(indt[i]), i == alias ? "" : "restrict ", i, i);
 	buf_printf(b, "\t%s *%spo = out->p;\n", T, alias >= 0 ? "" : "restrict ");
-	emit_strides(b, "0", "in[0]", k->nindim[0]);
+	loop_strides(b, "0", "in[0]", k->nindim[0], k->inlab[0], stat);
 	if (k->nin > 1)
-		emit_strides(b, "1", "in[1]", k->nindim[1]);
-	emit_strides(b, "o", "(*out)", k->noutdim);
+		loop_strides(b, "1", "in[1]", k->nindim[1], k->inlab[1], stat);
+	loop_strides(b, "o", "(*out)", k->noutdim, k->outlab, stat);
 	bool tiled = k->reduces && k->noutdim > 0;
 	int jl = k->noutdim > 0 ? k->outlab[k->noutdim - 1] : -1;   /* the innermost output label */
 	int lr = tiled ? row_label(k, reduced, jl) : -1;            /* row mode's reduced label */
@@ -417,7 +444,7 @@ static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *ind
 		if (c == k->noutdim - 1 && !k->reduces)
 			buf_printf(b, "%s#pragma GCC ivdep\n", INDENT());
 		buf_printf(b, "%sfor (int64_t l%d = 0; l%d < ", INDENT(), l, l);
-		label_extent(b, k, l);
+		loop_extent(b, k, stat, l);
 		buf_printf(b, "; l%d++) {\n", l);
 		depth++;
 	}
@@ -434,14 +461,14 @@ static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *ind
 	}
 	int tile = lr >= 0 ? ROW_TILE : RED_TILE;
 	if (tiled) {
-		depth = open_tiles(b, k, jl, "nj", "jt", "nt", tile, depth);
+		depth = open_tiles(b, k, stat, jl, "nj", "jt", "nt", tile, depth);
 		buf_printf(b, "%s%s r[%d];\n", INDENT(), A, tile);
 		buf_printf(b, "%sfor (int64_t jj = 0; jj < nt; jj++)\n", INDENT());
 		buf_printf(b, "%s\tr[jj] = %s;\n", INDENT(), acc_init);
 	} else if (k->reduces) {
 		buf_printf(b, "%s%s r = %s;\n", INDENT(), A, acc_init);
 	}
-	KGen g = {b, k, dt, 0};
+	KGen g = {b, k, dt, 0, stat};
 	int v = -1;
 	char tv[16] = "";
 	if (lr >= 0) {
@@ -452,7 +479,7 @@ static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *ind
 				if (!reduced[l])
 					continue;
 				buf_printf(b, "%sfor (int64_t l%d = 0; l%d < ", INDENT(), l, l);
-				label_extent(b, k, l);
+				loop_extent(b, k, stat, l);
 				buf_printf(b, "; l%d++) {\n", l);
 				depth++;
 			}
@@ -507,6 +534,28 @@ static void emit_loop_kernel(Buf *b, const Kernel *k, DType dt, const DType *ind
 #undef INDENT
 }
 
+/*
+ * Each label's extent where every chunk has the same, -1 where not: a
+ * chunk dim of a tensor within one block, or of a whole number of blocks.
+ * A loop kernel writes it as a number (loop_extent), so the C compiler
+ * unrolls a short loop (a pooling window's 2 x 2, a one-hot's classes)
+ * and vectorises the loop around it.  Every view a kernel gets is a whole
+ * chunk of its relation's type (rt_view).
+ */
+static void static_extents(const Kernel *k, const KernelIn *ki, int64_t *stat)
+{
+	for (int l = 0; l < 2 * MAXDIM; l++)
+		stat[l] = -1;
+	for (int j = 0; j < k->nin; j++)
+		for (int c = 0; c < k->nindim[j]; c++) {
+			const RelType *t = ki->inty[j];
+			int d = t->chunkdim[c];
+			int64_t x = t->extent[d], bl = t->block[d];
+			if (bl > 0 && (x <= bl || x % bl == 0))
+				stat[k->inlab[j][c]] = x <= bl ? x : bl;
+		}
+}
+
 /* Does e read label l's index (idx(l))? */
 static bool kx_reads_idx(const KExpr *e, int l)
 {
@@ -559,7 +608,7 @@ static bool merges(const Kernel *k, int a, int b)
  * views of the chunks as ck sees them, in and out pointing at them;
  * false (nothing emitted) when no labels merge.
  */
-static bool coalesce(Buf *b, Arena *a, const Kernel *k, Kernel *ck)
+static bool coalesce(Buf *b, Arena *a, const Kernel *k, const int64_t *stat, Kernel *ck, int64_t *cstat)
 {
 	int head[2 * MAXDIM], labmap[2 * MAXDIM];
 	bool any = false;
@@ -573,8 +622,13 @@ static bool coalesce(Buf *b, Arena *a, const Kernel *k, Kernel *ck)
 	if (!any)
 		return false;
 	int n = 0;
-	for (int l = 0; l < k->nlab; l++)
-		labmap[l] = head[l] == l ? n++ : -1;
+	for (int l = 0; l < k->nlab; l++) {
+		labmap[l] = head[l] == l ? n++ : labmap[head[l]];
+		if (head[l] == l)
+			cstat[labmap[l]] = stat[l];
+		else if (cstat[labmap[l]] >= 0)
+			cstat[labmap[l]] = stat[l] >= 0 ? cstat[labmap[l]] * stat[l] : -1;
+	}
 	*ck = *k;
 	ck->nlab = n;
 	KExpr *repl[2];
@@ -638,7 +692,12 @@ void emit_kernel(Emit *e, int i, const Kernel *k)
 	else {
 		Arena *a = arena_new();
 		Kernel ck;
-		emit_loop_kernel(b, coalesce(b, a, k, &ck) ? &ck : k, ki.dt, ki.indt, e->in_place[i]);
+		int64_t stat[2 * MAXDIM], cstat[2 * MAXDIM];
+		static_extents(k, &ki, stat);
+		if (coalesce(b, a, k, stat, &ck, cstat))
+			emit_loop_kernel(b, &ck, cstat, ki.dt, ki.indt, e->in_place[i]);
+		else
+			emit_loop_kernel(b, k, stat, ki.dt, ki.indt, e->in_place[i]);
 		arena_free(a);
 	}
 	buf_puts(b, "}\n\n");

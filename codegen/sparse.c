@@ -242,7 +242,7 @@ static void driven_loops(Buf *b, const Kernel *k, const KernelIn *ki, const int 
 		offset_expr(b, sname, k->nindim[j], k->inlab[j]);
 		buf_puts(b, "];\n");
 	}
-	KGen g = {b, k, ki->dt, 0};
+	KGen g = {b, k, ki->dt, 0, NULL};
 	int v = kexpr_emit(&g, k->expr, INDENT());
 	char tv[16];
 	snprintf(tv, sizeof tv, "t%d", v);

@@ -173,6 +173,12 @@ def coalesced(text):
             errors.append("no kernel %s in the emitted C" % desc)
         elif "co.rank = %d;" % rank not in body:
             errors.append("kernel %s: its output not seen as %d dims" % (desc, rank))
+    # extents the same in every chunk are numbers (static_extents): c, d
+    # (3 x 2, one block) as one loop of 6; a and b (6 and 5 by blocks of 4)
+    # as the chunk has them
+    body = kernel_body(text, "(in0 * in1) abcd,cd->abcd") or ""
+    if "l1 < 6;" not in body or "l0 < in[0].n[0];" not in body:
+        errors.append("kernel (in0 * in1) abcd,cd->abcd: its loops not over 6 and the chunk's a x b")
     return errors
 
 
