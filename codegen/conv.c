@@ -22,6 +22,7 @@
 #define CONV_TILE_O 4
 #define CONV_TILE_V 3
 #define CONV_VEC_BYTES 32
+_Static_assert(CONV_TILE_V * CONV_VEC_BYTES == CONV_TILE_BYTES, "the cost model's tile (ir.h) is this one");
 
 /* n tabs (up to 31) */
 static const char *tabs(int n)

@@ -213,6 +213,12 @@ typedef struct Kernel {
 	struct { int dim, lab; int64_t coef, shift; } win[MAXDIM];
 } Kernel;
 
+/* A convolution kernel's register tile along input 1's rows, in bytes
+ * (codegen/conv.c: CONV_TILE_V vectors of CONV_VEC_BYTES); what a row
+ * leaves over runs as shorter vectors and scalars, which the cost model
+ * prices at the loop rate (cost_conv). */
+#define CONV_TILE_BYTES 96
+
 Kernel *kernel_new(Arena *a, int nin);
 Kernel *kernel_clone(Arena *a, const Kernel *k);
 void kernel_print(Buf *b, const Kernel *k);                /* "relu(in0) ik,kj->ij sum" */

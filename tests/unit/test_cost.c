@@ -972,6 +972,60 @@ static void test_row_reduce(void **state)
 	arena_free(a);
 }
 
+/* A convolution's register tiles run along input 1's rows (cost_conv):
+ * a row shorter than a tile (CONV_TILE_BYTES, 24 floats) runs at the loop
+ * rate, cnn.tra's 12 x 12 images; a row of whole tiles at the conv rate;
+ * a row of 36, its 24 at the conv rate and 12 at the loop rate.  A 1-d
+ * convolution Y[x] = K[d] * X[x + d - 1] of row length L. */
+static double conv_row_secs(const CostCtx *c, Arena *a, int64_t L)
+{
+	Kernel *k = kernel_new(a, 2);
+	k->nlab = 2;
+	k->nindim[0] = k->nindim[1] = 1;
+	k->inlab[0][0] = 1;
+	k->inlab[1][0] = 0;
+	k->noutdim = 1;
+	k->outlab[0] = 0;
+	k->reduces = true;
+	k->red = AGG_ADD;
+	k->expr = kx_op(a, KOP_MUL, kx_in(a, 0), kx_in(a, 1), NULL);
+	k->nwin = 1;
+	k->win[0].dim = 0;
+	k->win[0].lab = 1;
+	k->win[0].coef = 1;
+	k->win[0].shift = -1;
+	RelType K = {.dtype = DT_F32, .nkey = 1, .nchunk = 1, .chunkdim = {0}, .extent = {3}, .block = {3}};
+	RelType X = {.dtype = DT_F32, .nkey = 1, .nchunk = 1, .chunkdim = {0}, .extent = {L}, .block = {L}};
+	JoinSpec on = {0};
+	Place all = place_all();
+	return cost_conv(c, k, &K, &X, &on, &X, &all).seconds;
+}
+
+static void test_conv_rows(void **state)
+{
+	(void)state;
+	Arena *a = arena_new();
+	Machine m;
+	machine_default(&m);
+	CostCtx c = {&m, 2};
+	double rate = m.loop_rate;
+	m.loop_rate = m.conv_rate = 1e300;
+	double base[4], secs[4];
+	int64_t L[4] = {12, 96, 120, 36};
+	for (int i = 0; i < 4; i++)
+		base[i] = conv_row_secs(&c, a, L[i]);
+	m.loop_rate = rate;
+	m.conv_rate = 10 * rate;
+	for (int i = 0; i < 4; i++)
+		secs[i] = conv_row_secs(&c, a, L[i]) - base[i];
+	double flop = 2.0 * 3 / rate;           /* a row element's flops at the loop rate */
+	assert_true(fabs(secs[0] - 12 * flop) < 1e-9 * secs[0]);
+	assert_true(fabs(secs[1] - 96 * flop / 10) < 1e-9 * secs[1]);
+	assert_true(fabs(secs[2] - 120 * flop / 10) < 1e-9 * secs[2]);
+	assert_true(fabs(secs[3] - (24 * flop / 10 + 12 * flop)) < 1e-9 * secs[3]);
+	arena_free(a);
+}
+
 /* A slice's window (trt_slice) copies its bytes and finds each row along
  * the result's innermost chunk dim at slice_row: cnn.tra's pooling window
  * [N, F, HP, WP, 2] at N = 1024, F = 4, HP = WP = 6, a rank's half, is
@@ -1366,6 +1420,7 @@ int main(void)
 		cmocka_unit_test(test_ist_copies),
 		cmocka_unit_test(test_row_reduce),
 		cmocka_unit_test(test_scatter),
+		cmocka_unit_test(test_conv_rows),
 		cmocka_unit_test(test_slice),
 		cmocka_unit_test(test_sparse_elements),
 		cmocka_unit_test(test_sparse_visits_split),
