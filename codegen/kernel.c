@@ -627,14 +627,19 @@ static bool coalesce(Buf *b, Arena *a, const Kernel *k, const int64_t *stat, Ker
 		}
 	if (!any)
 		return false;
+	/* the heads numbered in order, then the labels merged into them (a
+	 * head may be numbered after them: Y[b, a] = X[b, a], a first) */
 	int n = 0;
-	for (int l = 0; l < k->nlab; l++) {
-		labmap[l] = head[l] == l ? n++ : labmap[head[l]];
-		if (head[l] == l)
-			cstat[labmap[l]] = stat[l];
-		else if (cstat[labmap[l]] >= 0)
-			cstat[labmap[l]] = stat[l] >= 0 ? cstat[labmap[l]] * stat[l] : -1;
-	}
+	for (int l = 0; l < k->nlab; l++)
+		if (head[l] == l) {
+			labmap[l] = n;
+			cstat[n++] = stat[l];
+		}
+	for (int l = 0; l < k->nlab; l++)
+		if (head[l] != l) {
+			int h = labmap[l] = labmap[head[l]];
+			cstat[h] = cstat[h] >= 0 && stat[l] >= 0 && cstat[h] * stat[l] <= STATIC_MAX ? cstat[h] * stat[l] : -1;
+		}
 	*ck = *k;
 	ck->nlab = n;
 	KExpr *repl[2];
