@@ -190,6 +190,13 @@ typedef struct KernelIn {
 	bool expand[2];                 /* sparse, expanded to a dense chunk by the wrapper */
 } KernelIn;
 
+/* Each label's extent (stat[l]) where every chunk has the same and it is at
+ * most max, else -1; a loop's extent and a chunk's strides with them as
+ * numbers (kernel.c). */
+void static_extents(const Kernel *k, const KernelIn *ki, int64_t max, int64_t *stat);
+void loop_extent(Buf *b, const Kernel *k, const int64_t *stat, int l);
+void loop_strides(Buf *b, const char *name, const char *view, int rank, const int *lab, const int64_t *stat);
+
 void kernel_reads(const IaPlan *p, int i, const Kernel *k, KernelIn *ki);
 void emit_driven_kernel(Buf *b, const Kernel *k, const KernelIn *ki);
 

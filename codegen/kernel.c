@@ -147,7 +147,7 @@ void label_extent(Buf *b, const Kernel *k, int l)
 /* Label l's extent in a loop kernel: a number where every chunk has the
  * same (stat[l] >= 0: static_extents), else the first input's dim
  * carrying it. */
-static void loop_extent(Buf *b, const Kernel *k, const int64_t *stat, int l)
+void loop_extent(Buf *b, const Kernel *k, const int64_t *stat, int l)
 {
 	if (stat[l] >= 0)
 		buf_printf(b, "%" PRId64, stat[l]);
@@ -157,7 +157,7 @@ static void loop_extent(Buf *b, const Kernel *k, const int64_t *stat, int l)
 
 /* emit_strides for a loop kernel's chunk of dims labelled lab: a dim's
  * extent a number where its label's is. */
-static void loop_strides(Buf *b, const char *name, const char *view, int rank, const int *lab, const int64_t *stat)
+void loop_strides(Buf *b, const char *name, const char *view, int rank, const int *lab, const int64_t *stat)
 {
 	if (rank == 0)
 		return;
@@ -536,18 +536,18 @@ static void emit_loop_kernel(Buf *b, const Kernel *k, const int64_t *stat, DType
 
 /*
  * Each label's extent where every chunk has the same and it is at most
- * STATIC_MAX, -1 where not: a chunk dim of a tensor within one block, or
- * of a whole number of blocks.  A loop kernel writes it as a number
- * (loop_extent), so the C compiler unrolls the short loop (a pooling
- * window's 2 x 2, a one-hot's classes) and vectorises the loop around it.
- * Longer loops keep their extents from the views: given 512 as a number,
- * gcc 12 compiled attention's row max (row mode) and nnsearch's product
- * 1.3-1.7x slower.  Every view a kernel gets is a whole chunk of its
- * relation's type (rt_view).
+ * max, -1 where not: a chunk dim of a tensor within one block, or of a
+ * whole number of blocks.  A loop kernel writes it as a number
+ * (loop_extent) up to STATIC_MAX, so the C compiler unrolls the short loop
+ * (a pooling window's 2 x 2, a one-hot's classes) and vectorises the loop
+ * around it.  Longer loops keep their extents from the views: given 512
+ * as a number, gcc 12 compiled attention's row max (row mode) and
+ * nnsearch's product 1.3-1.7x slower.  Every view a kernel gets is a
+ * whole chunk of its relation's type (rt_view).
  */
 #define STATIC_MAX 16
 
-static void static_extents(const Kernel *k, const KernelIn *ki, int64_t *stat)
+void static_extents(const Kernel *k, const KernelIn *ki, int64_t max, int64_t *stat)
 {
 	for (int l = 0; l < 2 * MAXDIM; l++)
 		stat[l] = -1;
@@ -557,7 +557,7 @@ static void static_extents(const Kernel *k, const KernelIn *ki, int64_t *stat)
 			int d = t->chunkdim[c];
 			int64_t x = t->extent[d], bl = t->block[d];
 			int64_t n = x <= bl ? x : bl;
-			if (bl > 0 && (x <= bl || x % bl == 0) && n <= STATIC_MAX)
+			if (bl > 0 && (x <= bl || x % bl == 0) && n <= max)
 				stat[k->inlab[j][c]] = n;
 		}
 }
@@ -704,7 +704,7 @@ void emit_kernel(Emit *e, int i, const Kernel *k)
 		Arena *a = arena_new();
 		Kernel ck;
 		int64_t stat[2 * MAXDIM], cstat[2 * MAXDIM];
-		static_extents(k, &ki, stat);
+		static_extents(k, &ki, STATIC_MAX, stat);
 		if (coalesce(b, a, k, stat, &ck, cstat))
 			emit_loop_kernel(b, &ck, cstat, ki.dt, ki.indt, e->in_place[i]);
 		else

@@ -201,6 +201,29 @@ CASES.append(dict(name="coalesced_dims", src=textwrap.dedent("""
                           T=(x["X"] * x["v"] - 1).transpose(0, 1, 3, 2),
                           U=x["X"] * np.arange(2, dtype=np.float32),
                           R=(x["X"].astype(np.float64) * x["Y"]).sum((2, 3)).astype(np.float32))))
+def driven_static(text):
+    """An SpMM's feature loop (40 in one block) written as a number
+    (codegen/sparse.c, DRIVEN_STATIC_MAX), its rows (50 by blocks of 40) as
+    the chunk has them."""
+    body = kernel_body(text, "(in0 * in1) ab,bc->ac sum")
+    if body is None:
+        return ["no kernel (in0 * in1) ab,bc->ac sum in the emitted C"]
+    if "< 40;" not in body or "< in[0].n[0];" not in body:
+        return ["the SpMM's loops not over 40 and the chunk's rows"]
+    return []
+
+
+SA = r.standard_normal((50, 30)).astype(np.float32)
+SA[r.random((50, 30)) < 0.8] = 0
+SB = r.standard_normal((30, 40)).astype(np.float32)
+CASES.append(dict(name="spmm_static_width", src=textwrap.dedent("""
+    size I = 50, J = 30, F = 40;
+    input A[I, J] : sparse;
+    input B[J, F];
+    C[i, f] = A[i, j] * B[j, f];
+    output C;
+"""), inputs=dict(A=SA, B=SB), block=40, c_check=driven_static,
+    expect=lambda x: dict(C=(x["A"].astype(np.float64) @ x["B"]).astype(np.float32))))
 case("colsum_tiled", """
     size I = 300, J = 150;
     input S[I, J];
