@@ -469,9 +469,9 @@ void emit_conv_kernel(Buf *b, const Kernel *k, DType dt)
 
 	buf_printf(b, "\tconst %s *restrict p0 = in[0].p;\n\tconst %s *restrict p1 = in[1].p;\n", T, T);
 	buf_printf(b, "\t%s *restrict po = out->p;\n", T);
-	emit_strides(b, "0", "in[0]", k->nindim[0]);
-	emit_strides(b, "1", "in[1]", k->nindim[1]);
-	emit_strides(b, "o", "(*out)", k->noutdim);
+	emit_strides(b, "0", "in[0]", k->nindim[0], NULL, NULL);
+	emit_strides(b, "1", "in[1]", k->nindim[1], NULL, NULL);
+	emit_strides(b, "o", "(*out)", k->noutdim, NULL, NULL);
 	buf_puts(b, "\tint64_t nout = 1;\n");
 	for (int c = 0; c < k->noutdim; c++)
 		buf_printf(b, "\tnout *= out->n[%d];\n", c);

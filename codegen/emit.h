@@ -157,7 +157,7 @@ typedef struct KGen {
 void emit_kernel(Emit *e, int i, const Kernel *k);      /* op i's kernel (and wrapper), HOLE its number */
 void num_literal(Buf *b, double v, DType dt);
 int kexpr_emit(KGen *g, const KExpr *e, const char *indent);   /* returns the temporary holding e */
-void emit_strides(Buf *b, const char *name, const char *view, int rank);
+void emit_strides(Buf *b, const char *name, const char *view, int rank, const int *lab, const int64_t *stat);
 void label_extent(Buf *b, const Kernel *k, int l);
 void offset_expr(Buf *b, const char *sname, int n, const int *lab);
 void combine_expr(Buf *b, AggKind agg, const char *x, const char *y);
@@ -191,11 +191,9 @@ typedef struct KernelIn {
 } KernelIn;
 
 /* Each label's extent (stat[l]) where every chunk has the same and it is at
- * most max, else -1; a loop's extent and a chunk's strides with them as
- * numbers (kernel.c). */
+ * most max, else -1; a loop's extent with it as a number (kernel.c). */
 void static_extents(const Kernel *k, const KernelIn *ki, int64_t max, int64_t *stat);
 void loop_extent(Buf *b, const Kernel *k, const int64_t *stat, int l);
-void loop_strides(Buf *b, const char *name, const char *view, int rank, const int *lab, const int64_t *stat);
 
 void kernel_reads(const IaPlan *p, int i, const Kernel *k, KernelIn *ki);
 void emit_driven_kernel(Buf *b, const Kernel *k, const KernelIn *ki);

@@ -122,14 +122,21 @@ int kexpr_emit(KGen *g, const KExpr *e, const char *indent)
 	return t;
 }
 
-/* Row-major strides of a view: s<name>[c] = product of n[c+1..]. */
-void emit_strides(Buf *b, const char *name, const char *view, int rank)
+/* Row-major strides of a view: s<name>[c] = product of n[c+1..], a dim's
+ * extent a number where its label's is static (stat[lab[c]] >= 0:
+ * static_extents), else the view's; stat NULL: the view's throughout. */
+void emit_strides(Buf *b, const char *name, const char *view, int rank, const int *lab, const int64_t *stat)
 {
 	if (rank == 0)
 		return;
 	buf_printf(b, "\tint64_t s%s[%d];\n\ts%s[%d] = 1;\n", name, rank, name, rank - 1);
-	for (int c = rank - 2; c >= 0; c--)
-		buf_printf(b, "\ts%s[%d] = s%s[%d] * %s.n[%d];\n", name, c, name, c + 1, view, c + 1);
+	for (int c = rank - 2; c >= 0; c--) {
+		buf_printf(b, "\ts%s[%d] = s%s[%d] * ", name, c, name, c + 1);
+		if (stat && stat[lab[c + 1]] >= 0)
+			buf_printf(b, "%" PRId64 ";\n", stat[lab[c + 1]]);
+		else
+			buf_printf(b, "%s.n[%d];\n", view, c + 1);
+	}
 }
 
 /* The extent of label l: the first chunk dim carrying it. */
@@ -153,22 +160,6 @@ void loop_extent(Buf *b, const Kernel *k, const int64_t *stat, int l)
 		buf_printf(b, "%" PRId64, stat[l]);
 	else
 		label_extent(b, k, l);
-}
-
-/* emit_strides for a loop kernel's chunk of dims labelled lab: a dim's
- * extent a number where its label's is. */
-void loop_strides(Buf *b, const char *name, const char *view, int rank, const int *lab, const int64_t *stat)
-{
-	if (rank == 0)
-		return;
-	buf_printf(b, "\tint64_t s%s[%d];\n\ts%s[%d] = 1;\n", name, rank, name, rank - 1);
-	for (int c = rank - 2; c >= 0; c--) {
-		buf_printf(b, "\ts%s[%d] = s%s[%d] * ", name, c, name, c + 1);
-		if (stat[lab[c + 1]] >= 0)
-			buf_printf(b, "%" PRId64 ";\n", stat[lab[c + 1]]);
-		else
-			buf_printf(b, "%s.n[%d];\n", view, c + 1);
-	}
 }
 
 /* The offset of an element of input/output `who` in terms of label loop vars. */
@@ -205,9 +196,9 @@ static void emit_gemm_kernel(Buf *b, const Kernel *k, DType dt, const Contractio
 	static const char *oname[3] = {"a", "b", "c"};
 
 	buf_printf(b, "\tconst %s *a = in[0].p, *b = in[1].p;\n\t%s *c = out->p;\n", T, T);
-	emit_strides(b, "a", "in[0]", k->nindim[0]);
-	emit_strides(b, "b", "in[1]", k->nindim[1]);
-	emit_strides(b, "c", "(*out)", k->noutdim);
+	emit_strides(b, "a", "in[0]", k->nindim[0], NULL, NULL);
+	emit_strides(b, "b", "in[1]", k->nindim[1], NULL, NULL);
+	emit_strides(b, "c", "(*out)", k->noutdim, NULL, NULL);
 	/* each group's length, and its stride in each operand: its innermost
 	 * label's */
 	for (int i = 0; i < c->ngroup; i++) {
@@ -429,10 +420,10 @@ static void emit_loop_kernel(Buf *b, const Kernel *k, const int64_t *stat, DType
 	for (int i = 0; i < k->nin; i++)
 		buf_printf(b, "\tconst %s *%sp%d = in[%d].p;\n", ctype(indt[i]), i == alias ? "" : "restrict ", i, i);
 	buf_printf(b, "\t%s *%spo = out->p;\n", T, alias >= 0 ? "" : "restrict ");
-	loop_strides(b, "0", "in[0]", k->nindim[0], k->inlab[0], stat);
+	emit_strides(b, "0", "in[0]", k->nindim[0], k->inlab[0], stat);
 	if (k->nin > 1)
-		loop_strides(b, "1", "in[1]", k->nindim[1], k->inlab[1], stat);
-	loop_strides(b, "o", "(*out)", k->noutdim, k->outlab, stat);
+		emit_strides(b, "1", "in[1]", k->nindim[1], k->inlab[1], stat);
+	emit_strides(b, "o", "(*out)", k->noutdim, k->outlab, stat);
 	bool tiled = k->reduces && k->noutdim > 0;
 	int jl = k->noutdim > 0 ? k->outlab[k->noutdim - 1] : -1;   /* the innermost output label */
 	int lr = tiled ? row_label(k, reduced, jl) : -1;            /* row mode's reduced label */

@@ -148,10 +148,10 @@ static void driven_setup(Buf *b, const Kernel *k, const KernelIn *ki, const int6
 		if (j != d && !ki->byq[j] && !ki->byfind[j]) {
 			char name[16];
 			snprintf(name, sizeof name, "%d", j);
-			loop_strides(b, name, xprintf("in[%d]", j), k->nindim[j], k->inlab[j], stat);
+			emit_strides(b, name, xprintf("in[%d]", j), k->nindim[j], k->inlab[j], stat);
 		}
 	if (!ki->sparse_out) {
-		loop_strides(b, "o", "(*out)", k->noutdim, k->outlab, stat);
+		emit_strides(b, "o", "(*out)", k->noutdim, k->outlab, stat);
 		buf_puts(b, "\tif (!acc) {\n\t\tint64_t no = 1;\n");
 		for (int c = 0; c < k->noutdim; c++)
 			buf_printf(b, "\t\tno *= out->n[%d];\n", c);
@@ -208,6 +208,10 @@ static void driven_dot(Buf *b, const Kernel *k, const KernelIn *ki, const int *d
 	buf_printf(b, "%spo[q] = acc ? po[q] + r : r;\n", indent);
 }
 
+/* The longest loop of a known count gcc unrolls completely before it
+ * vectorises (its max-completely-peel-times). */
+#define PEEL_MAX 16
+
 /* Inside the loop over the driver's elements, at depth: the loops over the
  * other labels (nother of them; red_inside: a sparse result's reduced
  * labels, summed into r), the dense inputs' elements, the expression, and
@@ -228,12 +232,11 @@ static void driven_loops(Buf *b, const Kernel *k, const KernelIn *ki, const int6
 	for (int i = 0; i < nother; i++) {
 		if (i == nother - 1 && !ki->sparse_out)
 			buf_printf(b, "%s#pragma GCC ivdep\n", INDENT());
-		/* a loop of a known count up to 16 (gcc's
-		 * max-completely-peel-times) is vectorised whole, not unrolled
-		 * first: gcc 12 unrolled mf_sparse's 16 into scalar
-		 * multiply-adds, the ivdep gone with the loop (its products
-		 * 1.35x slower); longer ones it vectorises */
-		if (i == nother - 1 && stat[other[i]] >= 0 && stat[other[i]] <= 16)
+		/* a loop of a known count up to PEEL_MAX is vectorised whole,
+		 * not unrolled first: gcc 12 unrolled mf_sparse's 16 into
+		 * scalar multiply-adds, the ivdep gone with the loop (its
+		 * products 1.35x slower); longer ones it vectorises */
+		if (i == nother - 1 && stat[other[i]] >= 0 && stat[other[i]] <= PEEL_MAX)
 			buf_printf(b, "%s#pragma GCC unroll 1\n", INDENT());
 		buf_printf(b, "%sfor (int64_t l%d = 0; l%d < ", INDENT(), other[i], other[i]);
 		loop_extent(b, k, stat, other[i]);
