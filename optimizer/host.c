@@ -259,6 +259,10 @@ void machine_derive(Machine *m, const HostInfo *h)
 	m->sparse_elem = SPARSE_ELEM_S * clock;
 	m->inflate_bw = NPZ_INFLATE_BPS / clock;
 	m->zlib_bw = NPZ_ZLIB_BPS / clock;
+	/* a rank's cache: its core's L2 and its share of the L3 (a rank a
+	 * core, as mpirun places them) */
+	if (h->l2 > 0 || h->l3 > 0)
+		m->cache_per_rank = (double)h->l2 + (double)h->l3 / h->cores;
 	snprintf(m->source, sizeof m->source, "derived from this machine (%s, %d cores, %d-bit vectors%s)", h->cpu,
 	         h->cores, h->vector_bits, h->fma ? ", FMA" : "");
 }

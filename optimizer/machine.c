@@ -40,6 +40,9 @@
  *   and the bytes its deflated members inflate to, whole by libdeflate or
  *   streamed by zlib: cost.c's cost_read_seconds; the built-in model has
  *   them 0: free; without npz_zlib_Bps zlib's members take npz_inflate_Bps);
+ *   cache_per_rank_bytes (the cache a rank has: its L2 and its share of
+ *   the L3; an op whose bytes are more streams them through memory:
+ *   plancost.c's op_floor);
  *   call_overhead_s, op_overhead_s, local_op_overhead_s;
  *   trac_shuffle_bandwidth_Bps, trac_bcast_bandwidth_Bps: the runtime's own
  *   exchanges, which shuffles and broadcasts are costed with when given
@@ -89,6 +92,7 @@ void machine_default(Machine *m)
 	m->op_overhead = 2e-5;
 	m->local_op_overhead = 3e-6;
 	m->mem_per_rank = 0;
+	m->cache_per_rank = 17 << 20;   /* a Zen 4's 1 MiB L2 and half its 32 MiB L3 */
 	snprintf(m->source, sizeof m->source, "built-in");
 }
 
@@ -153,6 +157,7 @@ static const Scalar scalars[] = {
 	FIELD("op_overhead_s", op_overhead, true),
 	FIELD("local_op_overhead_s", local_op_overhead, true),
 	FIELD("mem_per_rank_bytes", mem_per_rank, true),
+	FIELD("cache_per_rank_bytes", cache_per_rank, true),
 	{"trac_shuffle_bandwidth_Bps", false, 0, false},
 	{"trac_bcast_bandwidth_Bps", false, 1, false},
 };

@@ -82,6 +82,9 @@ typedef struct Machine {
 	double op_overhead;             /* seconds per IA op that communicates */
 	double local_op_overhead;       /* seconds per local IA op */
 	double mem_per_rank;            /* bytes; 0: unknown */
+	double cache_per_rank;          /* bytes of cache a rank has (its L2 and its share of the
+	                                   L3): an op whose bytes fit runs at its compute rate, one
+	                                   beyond also streams them at memcpy_bw (plancost.c) */
 	char source[256];               /* "built-in", or the file read */
 } Machine;
 

@@ -1370,8 +1370,10 @@ static void test_floor_in_place(void **state)
 	Machine m;
 	machine_default(&m);
 	m.loop_rate = 1e15;     /* bytes, not flops, bound these ops */
-	for (int keep = 0; keep < 2; keep++) {
-		TraProg *p = compile(keep ? "size N = 2000, M = 500;\ninput X[N, M];\nY[i, j] = X[i, j] + 1;\n"
+	for (int keep = 0; keep < 4; keep++) {
+		/* 4 MB a relation: beyond a cache of 0 bytes, within one of 8 MB */
+		m.cache_per_rank = keep < 2 ? 0 : 8e6;
+		TraProg *p = compile(keep % 2 ? "size N = 2000, M = 500;\ninput X[N, M];\nY[i, j] = X[i, j] + 1;\n"
 		                            "output Y;\noutput X;\n"
 		                          : "size N = 2000, M = 500;\ninput X[N, M];\nY[i, j] = X[i, j] + 1;\n"
 		                            "output Y;\n");
@@ -1386,9 +1388,12 @@ static void test_floor_in_place(void **state)
 			if (op->kind != IA_MAP || !op->u.map.kernel)
 				continue;
 			double bytes = rel_bytes(&op->type);
-			assert_int_equal(ia_elementwise_in_place(plan, &life, i), keep ? -1 : 0);
-			assert_true(fabs(op->floor_seconds - (keep ? 2 : 1.5) * bytes / (2 * m.memcpy_bw)) <
-			            1e-9 * op->floor_seconds);
+			assert_int_equal(ia_elementwise_in_place(plan, &life, i), keep % 2 ? -1 : 0);
+			/* in the cache, the loop's rate alone (its flops at 1e15) */
+			double want = keep < 2 ? (keep ? 2 : 1.5) * bytes / (2 * m.memcpy_bw) : op->flops / m.loop_rate;
+			assert_true(fabs(op->floor_seconds - want) < 1e-9 * op->floor_seconds);
+			/* and no op is predicted faster than its floor */
+			assert_true(op->seconds >= op->floor_seconds);
 			seen++;
 		}
 		assert_int_equal(seen, 1);
