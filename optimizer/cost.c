@@ -792,7 +792,24 @@ static bool reduces_rows(const Kernel *k, int nin, const RelType *const *in)
  * The kernel's rate.  A contraction is the BLIS calls codegen makes
  * (ir/gemm.c's contraction_plan), each at the calibrated rate of a cube of
  * its volume (m n k), and what a thin call adds (bench/README.md, "Thin
- * gemms").  BLIS packs the operand it reuses little from memory, and a
+ * gemms"); *call_bytes: the bytes of BLIS's A a flop of a call packs,
+ * which cost_join adds at memcpy's rate when the calls' are more than the
+ * cache holds (a cube's are in the cache, measured so; the calls of a big
+ * join read theirs from memory, one after the other).  B, which BLIS packs
+ * in panels and reuses across A's rows, is the packing terms'
+ * (gemm_pack_b_Bps), as is an A they price.  Not priced: C read and
+ * written again by each call that adds into it (a k split in chunks); with
+ * it the TRA paper's XML FFNN took 500-row batch blocks, 2 on 5 ranks, 6%
+ * more floats than the paper's fastest plan, on a saving the model alone
+ * claims (tests/golden/paper.sh).  Calls of 20000 x k x n (m k n, distinct chunks, Zen 4,
+ * 2026-11-29) ran at 44-60 GFLOP/s for n = 64, 50-70 for n = 100, 59-76 for
+ * n = 200 and 75-102 for n = 400, where cubes of their volumes ran at 70-86;
+ * the operands' bytes account for most of it (20000 x 100 x 100: 54
+ * measured, 61 so priced; 20000 x 400 x 400: 87 and 86).  Priced as cubes
+ * alone, nnsearch's 100-wide blocks tied with 400-wide ones (0.0704 s
+ * against 0.0707) and ran 1.8x slower: a rank's 16 calls of 20000 x 100 x
+ * 100 stream an A and a C of 8 MB each, where 400-wide blocks make one
+ * call of 20000 x 400 x 400.  BLIS packs the operand it reuses little from memory, and a
  * cube of the same volume packs far less: in BLIS's own orientation (C
  * column-major is computed as C' = B' A', the roles of m and n swapped)
  * B (k x n) reused m times costs its bytes at gemm_pack_b_Bps when m is
@@ -809,23 +826,28 @@ static bool reduces_rows(const Kernel *k, int nin, const RelType *const *in)
  * bandwidth (a dim of 10 streams its operands through memory).  Anything
  * else is the generated loops, at their rate.
  */
-static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in, DType t)
+static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in, DType t,
+                          double *call_bytes)
 {
 	Contraction g;
+	*call_bytes = 0;
 	if (nin != 2 || in[0]->sparse || in[1]->sparse || !contraction_plan(k, in, t, &g))
 		return c->m->loop_rate;
 	double m, n, kk;
 	contraction_calls(&g, &m, &n, &kk);
 	int gm = g.use[ROLE_M], gn = g.use[ROLE_N], gk = g.use[ROLE_K];
 	double v = m * n * kk, size = dtype_size(t);
-	double secs = 2 * v / machine_gemm_rate(c->m, t, cbrt(v));
 	bool colc = gm >= 0 && gn >= 0 && g.g[gm].stride[2] < g.g[gn].stride[2];
 	double bm = colc ? n : m, bn = colc ? m : n;   /* BLIS's m and n */
+	double secs = 2 * v / machine_gemm_rate(c->m, t, cbrt(v));
+	*call_bytes = size * bm * kk / (2 * v);        /* A; B is the packing terms' */
 	int ba = colc ? 1 : 0, bb = 1 - ba;             /* the inputs BLIS sees as A and B */
 	if (bm < GEMM_REUSE && (kk * bn * size >= GEMM_PACKED || streamed(&g, bb)) && c->m->gemm_pack_b_bw > 0)
 		secs += kk * bn * size / c->m->gemm_pack_b_bw;
-	if (bn < GEMM_REUSE && (bm * kk * size >= GEMM_PACKED || streamed(&g, ba)) && c->m->gemm_pack_a_bw > 0)
+	if (bn < GEMM_REUSE && (bm * kk * size >= GEMM_PACKED || streamed(&g, ba)) && c->m->gemm_pack_a_bw > 0) {
 		secs += bm * kk * size / c->m->gemm_pack_a_bw;
+		*call_bytes = 0;                                 /* A priced so */
+	}
 	if (m < GEMM_REUSE && n > 4096 && kk * n * size >= GEMM_PACKED && aliased(&g, 1, gk, gn, t))
 		secs += kk * n * size / c->m->memcpy_bw;        /* trt_sgemm's conditions */
 	else if (kk < GEMM_REUSE && aliased(&g, 2, gm, gn, t))
@@ -847,7 +869,8 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	Cost x = {0};
 	double n = kernel_elems(k, 2, in, &jt, inmap);
 	double share = cost_share(c, &jt, jp);
-	double rate = kernel_rate(c, k, 2, in, jt.dtype);
+	double call_bytes;
+	double rate = kernel_rate(c, k, 2, in, jt.dtype, &call_bytes);
 	if (mask) {
 		/* sampled: the kernel runs at the mask's stored elements alone,
 		 * a loop over them (nnz * K for SDDMM), never a gemm */
@@ -859,6 +882,10 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	/* the generated loop (not a gemm: kernel_rate gave the loop rate) */
 	if (!mask && rate == c->m->loop_rate && reduces_rows(k, 2, in))
 		per = fmax(per, c->m->row_reduce);
+	/* the BLIS calls of a join whose A operands are more than the cache
+	 * holds pack them from memory, call after call, beside their flops */
+	if (!mask && call_bytes > 0 && n * share * kernel_per(k) * call_bytes > c->m->cache_per_rank)
+		per += kernel_per(k) * call_bytes / c->m->memcpy_bw;
 	double work = fmax(n * per * share, sparse_visits(c, k, 2, in, inmap, &jt, jp, mask) * c->m->sparse_elem);
 	x.seconds = work + (double)rel_ntuples(&jt) * share * c->m->call_overhead + c->m->local_op_overhead;
 	return x;
