@@ -853,7 +853,11 @@ static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelT
 	else if (kk < GEMM_REUSE && aliased(&g, 2, gm, gn, t))
 		secs += m * n * size / c->m->gemm_alias_bw;
 	double bound = 2 * v / (size * (m * kk + kk * n + m * n)) * c->m->memcpy_bw;
-	return bound < 2 * v / secs ? bound : 2 * v / secs;
+	if (bound < 2 * v / secs) {
+		*call_bytes = 0;        /* its operands' streaming is its time already */
+		return bound;
+	}
+	return 2 * v / secs;
 }
 
 Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
