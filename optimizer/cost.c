@@ -792,24 +792,25 @@ static bool reduces_rows(const Kernel *k, int nin, const RelType *const *in)
  * The kernel's rate.  A contraction is the BLIS calls codegen makes
  * (ir/gemm.c's contraction_plan), each at the calibrated rate of a cube of
  * its volume (m n k), and what a thin call adds (bench/README.md, "Thin
- * gemms"); *call_bytes: the bytes of BLIS's A a flop of a call packs,
+ * gemms").  *call_bytes: the bytes of BLIS's A a flop of a call packs,
  * which cost_join adds at memcpy's rate when the calls' are more than the
- * cache holds (a cube's are in the cache, measured so; the calls of a big
- * join read theirs from memory, one after the other).  B, which BLIS packs
- * in panels and reuses across A's rows, is the packing terms'
- * (gemm_pack_b_Bps), as is an A they price.  Not priced: C read and
- * written again by each call that adds into it (a k split in chunks); with
- * it the TRA paper's XML FFNN took 500-row batch blocks, 2 on 5 ranks, 6%
- * more floats than the paper's fastest plan, on a saving the model alone
- * claims (tests/golden/paper.sh).  Calls of 20000 x k x n (m k n, distinct chunks, Zen 4,
- * 2026-11-29) ran at 44-60 GFLOP/s for n = 64, 50-70 for n = 100, 59-76 for
- * n = 200 and 75-102 for n = 400, where cubes of their volumes ran at 70-86;
- * the operands' bytes account for most of it (20000 x 100 x 100: 54
- * measured, 61 so priced; 20000 x 400 x 400: 87 and 86).  Priced as cubes
+ * cache holds (the calibrated cubes ran in the cache; the calls of a big
+ * join read their A from memory, one after the other), unless the call is
+ * bound by its operands' streaming already (the bound below: gcn's
+ * A (H1 W2), 2000 x 2000 x 7 a call, was priced twice so).  Calls of
+ * 20000 x k x n (m k n, distinct chunks, Zen 4, 2026-11-29) ran at 44-60
+ * GFLOP/s for n = 64, 50-70 for n = 100, 59-76 for n = 200 and 75-102 for
+ * n = 400, where cubes of their volumes ran at 70-86.  Priced as cubes
  * alone, nnsearch's 100-wide blocks tied with 400-wide ones (0.0704 s
  * against 0.0707) and ran 1.8x slower: a rank's 16 calls of 20000 x 100 x
- * 100 stream an A and a C of 8 MB each, where 400-wide blocks make one
- * call of 20000 x 400 x 400.  BLIS packs the operand it reuses little from memory, and a
+ * 100 stream an A of 8 MB each, where 400-wide blocks make one call of
+ * 20000 x 400 x 400.  B, which BLIS packs in panels and reuses across A's
+ * rows, is the packing terms' below, as is an A they price.  Not priced:
+ * C read and written again by each call that adds into it (a k split in
+ * chunks); with it the TRA paper's XML FFNN took 500-row batch blocks, 2
+ * on 5 ranks, 6% more floats than the paper's fastest plan, on a saving
+ * the model alone claims (tests/golden/paper.sh).
+ * BLIS packs the operand it reuses little from memory, and a
  * cube of the same volume packs far less: in BLIS's own orientation (C
  * column-major is computed as C' = B' A', the roles of m and n swapped)
  * B (k x n) reused m times costs its bytes at gemm_pack_b_Bps when m is
