@@ -108,6 +108,14 @@ static void peaks(void **state)
 	h.vector_bits = 512;
 	machine_derive(&w, &h);
 	assert_true(fabs(w.gemm_rate[0][3] - 2 * m.gemm_rate[0][3]) < 1);
+	/* a rank's cache: its core's L2 and its share of the L3; the
+	 * reference's when the machine does not say */
+	assert_true(m.cache_per_rank == ref.cache_per_rank && ref.cache_per_rank == 17 << 20);
+	h.l2 = 2 << 20;
+	h.l3 = 64 << 20;
+	h.cores = 8;
+	machine_derive(&w, &h);
+	assert_true(w.cache_per_rank == (2 << 20) + (8 << 20));
 }
 
 static char dir[64];
@@ -145,6 +153,7 @@ static void cache_round_trip(void **state)
 	why.len = 0;
 	assert_true(host_cache_load(&got, path, &h, &why));
 	assert_true(got.memcpy_bw == m.memcpy_bw);
+	assert_true(got.cache_per_rank == m.cache_per_rank && m.cache_per_rank == 8 << 20);  /* half the L3 */
 	assert_true(got.bandwidth[COLL_ALLTOALL] == m.bandwidth[COLL_ALLTOALL]);
 	assert_int_equal(got.ngemm, m.ngemm);
 	for (int i = 0; i < m.ngemm; i++) {
