@@ -889,8 +889,9 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 		per = fmax(per, c->m->row_reduce);
 	/* the BLIS calls of a join whose A operands are more than the cache
 	 * holds pack them from memory, call after call, beside their flops */
-	if (!mask && call_bytes > 0 && n * share * kernel_per(k) * call_bytes > c->m->cache_per_rank)
-		per += kernel_per(k) * call_bytes / c->m->memcpy_bw;
+	double a_bytes = kernel_per(k) * call_bytes;   /* of BLIS's A, an element */
+	if (!mask && a_bytes > 0 && n * share * a_bytes > c->m->cache_per_rank)
+		per += a_bytes / c->m->memcpy_bw;
 	double work = fmax(n * per * share, sparse_visits(c, k, 2, in, inmap, &jt, jp, mask) * c->m->sparse_elem);
 	x.seconds = work + (double)rel_ntuples(&jt) * share * c->m->call_overhead + c->m->local_op_overhead;
 	return x;

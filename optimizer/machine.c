@@ -42,7 +42,7 @@
  *   them 0: free; without npz_zlib_Bps zlib's members take npz_inflate_Bps);
  *   cache_per_rank_bytes (the cache a rank has: its L2 and its share of
  *   the L3; an op whose bytes are more streams them through memory:
- *   plancost.c's op_floor);
+ *   plancost.c's op_floor, cost.c's cost_join);
  *   call_overhead_s, op_overhead_s, local_op_overhead_s;
  *   trac_shuffle_bandwidth_Bps, trac_bcast_bandwidth_Bps: the runtime's own
  *   exchanges, which shuffles and broadcasts are costed with when given

@@ -84,7 +84,8 @@ typedef struct Machine {
 	double mem_per_rank;            /* bytes; 0: unknown */
 	double cache_per_rank;          /* bytes of cache a rank has (its L2 and its share of the
 	                                   L3): an op whose bytes fit runs at its compute rate, one
-	                                   beyond also streams them at memcpy_bw (plancost.c) */
+	                                   beyond also streams them at memcpy_bw (plancost.c's
+	                                   op_floor, cost.c's cost_join) */
 	char source[256];               /* "built-in", or the file read */
 } Machine;
 
