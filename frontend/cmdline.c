@@ -312,6 +312,8 @@ static bool quick_calibrate(Machine *m, const char *cache, Buf *why)
 	if (!ok)
 		buf_printf(why, "%s failed", helper);
 	ok = ok && machine_load(m, out, why);
+	if (ok)
+		host_after_quick(m);
 	remove(out);
 	free(out);
 	return ok;

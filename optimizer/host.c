@@ -28,8 +28,11 @@
  * the file read into memory touched already; 3: zlib's inflating; 4: the
  * write's latency a small file's; 5: written over a small file, not the
  * 16 MiB one; 6: zlib's inflating beside libdeflate's; 7: a scatter's row
- * at its cost since gather.c's radix order). */
-#define CACHE_VERSION 7
+ * at its cost since gather.c's radix order; 8: the conv rate from the
+ * measured gemm rate, host_after_quick; the least of five of the
+ * computations, the gemm products in rounds; each write over a file of
+ * its own size). */
+#define CACHE_VERSION 8
 
 /* What a scatter-add's row costs, seconds, at the 2.25 GHz of the AMD
  * EPYC of bench/README.md (the clock the constants below are at too):
@@ -84,6 +87,17 @@
 /* The reference model's f32 gemm rate at its largest block as a fraction
  * of its machine's peak (BLIS on AVX2 cores reaches 0.85-0.95 of it). */
 #define REF_PEAK_FRACTION 0.9
+
+/* A direct convolution's loop (codegen/conv.c's register tiles) as a
+ * fraction of the f32 gemm rate at the largest block the quick
+ * calibration times: both are bound by the FMA units, so this one
+ * measurement carries over where a peak from flags does not (a Zen 4
+ * splits an AVX-512 FMA into two 256-bit halves: its flags say 166
+ * GFLOP/s a core at 2.6 GHz, 0.53 of which put conv3d's kernel at 88,
+ * where it ran at 39-40 on 2 ranks, 0.38 of the quick calibration's
+ * 105 at b1024; bench/calibrate's full model had 42.8 against 86.3,
+ * 0.50; the reference model 20 against 33, 0.61). */
+#define CONV_GEMM_FRACTION 0.45
 
 /* The value of "key<spaces>: value" at line, or NULL. */
 static const char *field(const char *line, const char *key, size_t *len)
@@ -265,6 +279,11 @@ void machine_derive(Machine *m, const HostInfo *h)
 		m->cache_per_rank = (double)h->l2 + (double)h->l3 / h->cores;
 	snprintf(m->source, sizeof m->source, "derived from this machine (%s, %d cores, %d-bit vectors%s)", h->cpu,
 	         h->cores, h->vector_bits, h->fma ? ", FMA" : "");
+}
+
+void host_after_quick(Machine *m)
+{
+	m->conv_rate = CONV_GEMM_FRACTION * m->gemm_rate[0][m->ngemm - 1];
 }
 
 char *host_cache_path(void)

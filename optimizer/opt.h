@@ -130,6 +130,11 @@ double host_peak_flops(const HostInfo *h, DType t);
  * peak, a convolution's loop likewise. */
 void machine_derive(Machine *m, const HostInfo *h);
 
+/* The rates the quick calibration's measurements over *m imply for what
+ * it does not time: a convolution's loop, from the f32 gemm rate at the
+ * largest block. */
+void host_after_quick(Machine *m);
+
 /* The quick calibration's cache file: $XDG_CACHE_HOME/trac/machine, else
  * $HOME/.cache/trac/machine; NULL without either. */
 char *host_cache_path(void);

@@ -26,10 +26,18 @@
  *    written as trac writes an output (fsync, rename, the folder's fsync),
  *    16 MiB and 1 MiB for the write's bandwidth (the line through the two
  *    medians) and 4 KiB for its latency (in wall seconds, the disk's).
- * Computation is timed in this thread's CPU seconds, the median of three
- * (the machine may be shared; wall time would count others' slices), and
- * memory new to the process in wall seconds (the kernel's and a virtual
- * machine's host's time is no CPU time of ours).  It lives in runtime/
+ * Computation is timed in this thread's CPU seconds (the machine may be
+ * shared; wall time would count others' slices), the least of five: what
+ * another job costs us is still counted where a virtual machine's host
+ * runs another guest on our core, and slows, never speeds, a run; the
+ * gemm products take turns, five rounds of every block, so that a busy
+ * spell of the host's slows one round of each, not every round of one
+ * block (on this 2-core Zen 4, one calibration of three took medians of
+ * 51-56 GFLOP/s at b64-b256 where the others had 92-106, and the plans
+ * of every gemm example 1.5-1.7x slower).  Memory new to the process and
+ * the files are timed in wall seconds (the kernel's and a virtual
+ * machine's host's time is no CPU time of ours), the median of five and
+ * of three.  It lives in runtime/
  * because it links libtracrt, which the compiler does not.
  */
 #define _GNU_SOURCE                     /* MAP_ANONYMOUS */
@@ -47,7 +55,8 @@
 
 #include "rt.h"
 
-#define REPS 3
+#define REPS 5                  /* computation's and first touch's */
+#define FILE_REPS 3             /* the files': 16 MiB written and fsynced each */
 
 static double clock_of(clockid_t c)
 {
@@ -62,10 +71,18 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static double median3(double *t)
+static double median(double *t, int n)
 {
-	qsort(t, REPS, sizeof *t, cmp_double);
-	return t[REPS / 2];
+	qsort(t, (size_t)n, sizeof *t, cmp_double);
+	return t[n / 2];
+}
+
+static double least(const double *t, int n)
+{
+	double m = t[0];
+	for (int i = 1; i < n; i++)
+		m = t[i] < m ? t[i] : m;
+	return m;
 }
 
 static void *alloc(size_t n)
@@ -79,56 +96,90 @@ static void *alloc(size_t n)
 	return p;
 }
 
-/* flop/s of an n x n x n product of b x b chunks, n = max(b, 256). */
-static double blocked_gemm(int f64, int b)
+/* An n x n x n product of b x b chunks, n = max(b, 256), separately
+ * allocated, in f32 or f64. */
+typedef struct Product {
+	int f64, b, n, f;
+	char **A, **B, **C;             /* f x f chunks each */
+} Product;
+
+static void product_make(Product *p, int f64, int b)
 {
-	int n = b < 256 ? 256 : b, f = n / b;
-	size_t es = f64 ? 8 : 4, cb = es * (size_t)b * (size_t)b;
-	char **A = alloc(sizeof *A * (size_t)(f * f) * 3), **B = A + f * f, **C = B + f * f;
+	p->f64 = f64;
+	p->b = b;
+	p->n = b < 256 ? 256 : b;
+	p->f = p->n / b;
+	int f = p->f;
+	size_t cb = (f64 ? 8 : 4) * (size_t)b * (size_t)b;
+	p->A = alloc(sizeof *p->A * (size_t)(f * f) * 3);
+	p->B = p->A + f * f;
+	p->C = p->B + f * f;
 	for (int i = 0; i < f * f; i++) {
-		A[i] = alloc(cb);
-		B[i] = alloc(cb);
-		C[i] = alloc(cb);
+		p->A[i] = alloc(cb);
+		p->B[i] = alloc(cb);
+		p->C[i] = alloc(cb);
 		for (size_t e = 0; e < (size_t)b * (size_t)b; e++)
 			if (f64) {
-				((double *)A[i])[e] = 1e-3 * (double)(e % 7);
-				((double *)B[i])[e] = 1e-3 * (double)(e % 5);
+				((double *)p->A[i])[e] = 1e-3 * (double)(e % 7);
+				((double *)p->B[i])[e] = 1e-3 * (double)(e % 5);
 			} else {
-				((float *)A[i])[e] = 1e-3f * (float)(e % 7);
-				((float *)B[i])[e] = 1e-3f * (float)(e % 5);
+				((float *)p->A[i])[e] = 1e-3f * (float)(e % 7);
+				((float *)p->B[i])[e] = 1e-3f * (float)(e % 5);
 			}
 	}
-	double t[REPS];
-	for (int r = 0; r < REPS; r++) {
-		double t0 = clock_of(CLOCK_THREAD_CPUTIME_ID);
-		for (int i = 0; i < f; i++)
-			for (int k = 0; k < f; k++)
-				for (int j = 0; j < f; j++) {
-					if (f64)
-						trt_dgemm(b, b, b, 1, (double *)A[i * f + k], b, 1, (double *)B[k * f + j], b, 1,
-						          k ? 1 : 0, (double *)C[i * f + j], b, 1);
-					else
-						trt_sgemm(b, b, b, 1, (float *)A[i * f + k], b, 1, (float *)B[k * f + j], b, 1,
-						          k ? 1 : 0, (float *)C[i * f + j], b, 1);
-				}
-		t[r] = clock_of(CLOCK_THREAD_CPUTIME_ID) - t0;
+}
+
+static void product_free(Product *p)
+{
+	for (int i = 0; i < p->f * p->f; i++) {
+		free(p->A[i]);
+		free(p->B[i]);
+		free(p->C[i]);
 	}
-	for (int i = 0; i < f * f; i++) {
-		free(A[i]);
-		free(B[i]);
-		free(C[i]);
-	}
-	free(A);
-	return 2.0 * (double)n * (double)n * (double)n / median3(t);
+	free(p->A);
+}
+
+/* CPU seconds of one product, accumulating into each output chunk as
+ * trac's fused join does. */
+static double product_time(const Product *p)
+{
+	int b = p->b, f = p->f;
+	double t0 = clock_of(CLOCK_THREAD_CPUTIME_ID);
+	for (int i = 0; i < f; i++)
+		for (int k = 0; k < f; k++)
+			for (int j = 0; j < f; j++) {
+				if (p->f64)
+					trt_dgemm(b, b, b, 1, (double *)p->A[i * f + k], b, 1, (double *)p->B[k * f + j], b, 1,
+					          k ? 1 : 0, (double *)p->C[i * f + j], b, 1);
+				else
+					trt_sgemm(b, b, b, 1, (float *)p->A[i * f + k], b, 1, (float *)p->B[k * f + j], b, 1,
+					          k ? 1 : 0, (float *)p->C[i * f + j], b, 1);
+			}
+	return clock_of(CLOCK_THREAD_CPUTIME_ID) - t0;
 }
 
 static void gemm_rates(void)
 {
 	static const int blocks[] = {32, 64, 128, 256, 512, 1024};
-	for (size_t i = 0; i < sizeof blocks / sizeof *blocks; i++)
+	enum { NB = sizeof blocks / sizeof *blocks };
+	Product p[NB][2];
+	double t[NB][2][REPS];
+	for (int i = 0; i < NB; i++)
 		for (int f64 = 0; f64 < 2; f64++)
+			product_make(&p[i][f64], f64, blocks[i]);
+	for (int r = 0; r < REPS; r++)
+		for (int i = 0; i < NB; i++)
+			for (int f64 = 0; f64 < 2; f64++) {
+				product_time(&p[i][f64]);       /* its chunks and BLIS's buffers warm, as in a join's calls */
+				t[i][f64][r] = product_time(&p[i][f64]);
+			}
+	for (int i = 0; i < NB; i++)
+		for (int f64 = 0; f64 < 2; f64++) {
+			double n = p[i][f64].n;
 			printf("gemm_%s_gflops_b%d=%.4g\n", f64 ? "f64" : "f32", blocks[i],
-			       blocked_gemm(f64, blocks[i]) / 1e9);
+			       2.0 * n * n * n / least(t[i][f64], REPS) / 1e9);
+			product_free(&p[i][f64]);
+		}
 }
 
 static void memory_rates(void)
@@ -141,7 +192,7 @@ static void memory_rates(void)
 		memcpy(b, a, n);
 		t[r] = clock_of(CLOCK_THREAD_CPUTIME_ID) - t0;
 	}
-	printf("memcpy_bandwidth_Bps=%.4g\n", (double)n / median3(t));
+	printf("memcpy_bandwidth_Bps=%.4g\n", (double)n / least(t, REPS));
 	free(a);
 	free(b);
 	/* memory new to the process: mappings kept until all are made, so
@@ -161,7 +212,7 @@ static void memory_rates(void)
 	}
 	for (int r = 0; r < REPS; r++)
 		munmap(keep[r], n);
-	printf("first_touch_cold_bandwidth_Bps=%.4g\n", (double)n / median3(t));
+	printf("first_touch_cold_bandwidth_Bps=%.4g\n", (double)n / median(t, REPS));
 }
 
 /* A fused elementwise kernel as trac generates one: out = x * y + x. */
@@ -184,14 +235,14 @@ static void loop_rates(void)
 			fused_f32(x, y, o, n);
 		t[r] = (clock_of(CLOCK_THREAD_CPUTIME_ID) - t0) / 10;
 	}
-	printf("loop_rate_flops=%.4g\n", 2.0 * (double)n / median3(t));
+	printf("loop_rate_flops=%.4g\n", 2.0 * (double)n / least(t, REPS));
 	for (int k = 0; k < 2; k++) {
 		for (int r = 0; r < REPS; r++) {
 			double t0 = clock_of(CLOCK_THREAD_CPUTIME_ID);
 			rt_init_values(k ? TRT_INIT_NORMAL : TRT_INIT_UNIFORM, 0, 1, 7, 0, m, TRT_F32, o);
 			t[r] = clock_of(CLOCK_THREAD_CPUTIME_ID) - t0;
 		}
-		printf("init_%s_per_s=%.4g\n", k ? "normal" : "uniform", (double)m / median3(t));
+		printf("init_%s_per_s=%.4g\n", k ? "normal" : "uniform", (double)m / least(t, REPS));
 	}
 	free(x);
 	free(y);
@@ -248,7 +299,7 @@ static void inflate_rate(void)
 	if (dd)
 		libdeflate_free_decompressor(dd);
 	if (ok)
-		printf("npz_inflate_Bps=%.4g\n", (double)raw / median3(t));
+		printf("npz_inflate_Bps=%.4g\n", (double)raw / least(t, REPS));
 	/* the same through zlib's stream, with its CRC, as a member too big to
 	 * hold whole (or any under a memory budget) is read */
 	for (int r = 0; ok && r < REPS; r++) {
@@ -265,7 +316,7 @@ static void inflate_rate(void)
 		t[r] = clock_of(CLOCK_THREAD_CPUTIME_ID) - t0;
 	}
 	if (ok)
-		printf("npz_zlib_Bps=%.4g\n", (double)raw / median3(t));
+		printf("npz_zlib_Bps=%.4g\n", (double)raw / least(t, REPS));
 	free(whole);
 	free(src);
 	free(z);
@@ -304,16 +355,20 @@ enum { PIECE = 8 << 10 };
 static void file_rates(const char *dir)
 {
 	size_t n = (size_t)16 << 20, small = (size_t)1 << 20;
-	char path[4096], spath[4200];
+	char path[4096], mpath[4200], spath[4200];
 	snprintf(path, sizeof path, "%s/trac-calibrate.%d", dir, (int)getpid());
+	snprintf(mpath, sizeof mpath, "%s.1m", path);
 	snprintf(spath, sizeof spath, "%s.small", path);
 	char *buf = alloc(n);
 	memset(buf, 1, n);
-	double tw[REPS], ts[REPS], tr[REPS], tl[REPS], tp[REPS];
-	bool ok = true;
-	for (int r = 0; ok && r < REPS; r++) {
+	double tw[FILE_REPS], ts[FILE_REPS], tr[FILE_REPS], tl[FILE_REPS], tp[FILE_REPS];
+	/* each size written over a file of its own size, as an output
+	 * replaces its last run's: the first of each untimed */
+	bool ok = write_file(dir, spath, buf, 4096) > 0 && write_file(dir, mpath, buf, small) > 0 &&
+	          write_file(dir, path, buf, n) > 0;
+	for (int r = 0; ok && r < FILE_REPS; r++) {
 		tl[r] = write_file(dir, spath, buf, 4096);
-		ts[r] = write_file(dir, path, buf, small);
+		ts[r] = write_file(dir, mpath, buf, small);
 		tw[r] = write_file(dir, path, buf, n);
 		/* read back from the page cache into memory touched already:
 		 * the cost model adds a read's first touch (touch_bw) */
@@ -337,6 +392,7 @@ static void file_rates(const char *dir)
 			munmap(p, n);
 	}
 	remove(path);
+	remove(mpath);
 	remove(spath);
 	free(buf);
 	if (!ok)
@@ -344,14 +400,16 @@ static void file_rates(const char *dir)
 	/* the bandwidth: the line through (1 MiB, ts) and (16 MiB, tw); the
 	 * latency: a 4 KiB output's whole write (a line's intercept from
 	 * 1 MiB put it at 57 ms at load 4, where a small output's write
-	 * took 0.5-7 ms: fsync's time grows with what it flushes), over a
-	 * file of its own size, as an output replaces its last run's: renamed
-	 * over the 16 MiB file it took 8.0-8.6 ms here, freeing that file's
-	 * blocks, against 0.4-1.2 ms over a small one */
-	double w = median3(tw), s = median3(ts), bw = w > s ? (double)(n - small) / (w - s) : (double)n / w;
-	double lat = median3(tl) - 4096.0 / bw;
-	double call = (median3(tp) - median3(tr) / 2) / (double)(n / 2 / PIECE);
-	printf("file_read_bandwidth_Bps=%.4g\n", (double)n / median3(tr));
+	 * took 0.5-7 ms: fsync's time grows with what it flushes).  Each
+	 * over a file of its own size: renamed over the 16 MiB file the 4 KiB
+	 * write took 8.0-8.6 ms here, freeing that file's blocks, against
+	 * 0.4-1.2 ms over a small one; and the 1 MiB write, while it went
+	 * over the 16 MiB file, put the bandwidth at 2.0e9 B/s, where a 3.8
+	 * MB output (conv3d's Y) was fsynced at 0.7e9 */
+	double w = median(tw, FILE_REPS), s = median(ts, FILE_REPS), bw = w > s ? (double)(n - small) / (w - s) : (double)n / w;
+	double lat = median(tl, FILE_REPS) - 4096.0 / bw;
+	double call = (median(tp, FILE_REPS) - median(tr, FILE_REPS) / 2) / (double)(n / 2 / PIECE);
+	printf("file_read_bandwidth_Bps=%.4g\n", (double)n / median(tr, FILE_REPS));
 	printf("file_read_call_s=%.3g\n", call > 0 ? call : 0);
 	printf("file_write_bandwidth_Bps=%.4g\n", bw);
 	printf("file_write_latency_s=%.3g\n", lat > 0 ? lat : 0);
