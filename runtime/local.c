@@ -439,25 +439,6 @@ int64_t trt_csr_find(const TrtView *v, int64_t row, int64_t col)
 	return lo < v->rowptr[row + 1] && v->col[lo] == col ? lo : -1;
 }
 
-/* Eight partial sums, so the compiler keeps them in vector lanes (the
- * order of the additions is fixed, so results do not depend on it). */
-#define DOT(name, T)                                                            \
-	T name(int64_t n, const T *a, int64_t sa, const T *b, int64_t sb)      \
-	{                                                                       \
-		T s[8] = {0}, r = 0;                                            \
-		int64_t i = 0;                                                  \
-		if (sa == 1 && sb == 1)                                         \
-			for (; i + 8 <= n; i += 8)                              \
-				for (int u = 0; u < 8; u++)                     \
-					s[u] += a[i + u] * b[i + u];            \
-		for (; i < n; i++)                                              \
-			r += a[i * sa] * b[i * sb];                             \
-		return r + ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7])); \
-	}
-DOT(trt_sdot, float)
-DOT(trt_ddot, double)
-#undef DOT
-
 /* a[i] = agg(a[i], b[i]); max and min let a NaN through, as numpy's do.
  * One definition per element type. */
 #define COMBINE(name, T)                                                        \
