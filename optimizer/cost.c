@@ -687,16 +687,15 @@ static double kernel_secs(const Kernel *k, double rate)
  * placed by the other input's dims alone visits all it holds on every rank:
  * an SpMM split by the dense operand's columns, the sparse one broadcast
  * (gcn_sparse's A H1 W2 split by its 40 columns took 27 ns an element on
- * each rank, split by A's rows 32 ns on half of them).  0: a dense kernel.
- * Each visit chases the compressed rows (a row's offset, an element's
- * column, its value, the output at its position, in a sampled join a
- * search of another input's row too) at sparse_elem seconds at least,
- * whatever its flops: mf_sparse.tra's kernels, 2-32 flops an element, took
- * 17-185 ns an element, 40 at the median.  A sampled join visits the
- * mask's elements once for each chunk of the dims it sums (out's keys
- * beyond the mask's): mf_sparse's U V^T at the ratings with K = 16 in two
- * chunks of 8 took 1.07 s against 0.69 in one.  inmap[i] maps input i's
- * dims to out's, the type p places.
+ * each rank, split by A's rows 32 ns on half of them).  Each chunk's
+ * elements are visited once for each chunk of the other input it meets:
+ * the arxiv-size GCN's A H1 W2 with its 40 columns in blocks of 10 took
+ * 7.1 ns an element a block, 28 in all, against 11.3 in one block of 40.
+ * 0: a dense kernel.
+ * A sampled join visits the mask's elements once for each chunk of the
+ * dims it sums (out's keys beyond the mask's): mf_sparse's U V^T at the
+ * ratings with K = 16 in two chunks of 8 took 1.07 s against 0.69 in one.
+ * inmap[i] maps input i's dims to out's, the type p places.
  */
 static double sparse_visits(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in,
                             int inmap[][MAXDIM], const RelType *out, const Place *p, const RelType *mask)
@@ -707,23 +706,110 @@ static double sparse_visits(const CostCtx *c, const Kernel *k, int nin, const Re
 	for (int i = 0; i < nin; i++) {
 		if (!in[i]->sparse || !kx_zero_with(k->expr, i))
 			continue;
-		double share = 1;
+		/* once for each chunk of the other input it meets (H's column
+		 * blocks in A H), on the ranks those chunks are split over */
+		double share = 1, passes = fmax(1, (double)rel_ntuples(out) / (double)rel_ntuples(in[i]));
 		if (p->kind != PL_PART) {
 			share = cost_share(c, out, p);
 		} else {
-			int dims[MAXDIM], n = 0;
-			for (int x = 0; x < p->ndims; x++)
+			int dims[MAXDIM], n = 0, nrest = 0;
+			for (int x = 0; x < p->ndims; x++) {
+				bool own = false;
 				for (int d = 0; d < in[i]->nkey; d++)
-					if (inmap[i][d] == p->dims[x] && n < MAXDIM)
+					if (inmap[i][d] == p->dims[x] && n < MAXDIM) {
 						dims[n++] = d;
-			if (n > 0) {
+						own = true;
+					}
+				nrest += !own;
+			}
+			if (nrest == 0) {       /* its own dims: a rank's elements, every pass */
 				Place own = place_part(n, dims);
 				share = cost_share(c, in[i], &own);
+			} else {                /* others too: the rank's share of the passes */
+				passes *= cost_share(c, out, p);
 			}
 		}
-		v = fmax(v, rel_stored(in[i]) * share);
+		v = fmax(v, rel_stored(in[i]) * share * passes);
 	}
 	return v;
+}
+
+/* The chunk extent of kernel label x, from the first input chunk dim
+ * bearing it; 1 when none does. */
+static double label_extent(const Kernel *k, int nin, const RelType *const *in, int x)
+{
+	for (int i = 0; i < nin; i++)
+		for (int ch = 0; ch < k->nindim[i]; ch++)
+			if (k->inlab[i][ch] == x) {
+				int d = in[i]->chunkdim[ch];
+				return (double)(in[i]->block[d] < in[i]->extent[d] ? in[i]->block[d] : in[i]->extent[d]);
+			}
+	return 1;
+}
+
+/* Whether label x is among the n labels lab. */
+static bool has_label(const int *lab, int n, int x)
+{
+	for (int i = 0; i < n; i++)
+		if (lab[i] == x)
+			return true;
+	return false;
+}
+
+/*
+ * The seconds of a kernel over sparse inputs beyond its flops: each stored
+ * element visited (sparse_visits) chases the compressed rows (a row's
+ * offset, an element's column, its value) and runs the loop over the
+ * dense rows at sparse_elem seconds (host.c's SPARSE_ELEM_S); a dense
+ * operand indexed by the sparse input's columns without its rows has a row
+ * gathered at the element's column (an input: H of A H) or added into
+ * there (the output: dW of A^T G), its whole cache lines at
+ * sparse_gather_bw (the quick calibration's) when its chunk is more than
+ * half a core's L1 (which the sparse chunk's elements stream through, and
+ * the output's rows).  On the 2.6 GHz Zen 4 (a 32 KiB L1), 2 ranks, the
+ * count of elements given: mf_sparse's products with V (16 floats a row,
+ * V's chunk 16 KB) 1.7 ns an element; gcn_sparse's with H1 W2 at V = 8000
+ * (4 and 7 floats, chunks of 16 and 28 KB) 4.3-5.1; the arxiv-size GCN's
+ * (bench/gcn_sparse.py) 8.6-11.3 with 20 floats (two lines, 1.7 MB) and
+ * 13-19 with 40 (three), where 2.5 ns and the quick calibration's 16-29
+ * GB/s a line put 10.3 and 14.2.  Its A^T G took 12.8-14.8 ns with 20
+ * floats added and with 40, so a row added is counted once, as one
+ * gathered.  A sampled join's rows are its flops' (the loop rate).
+ */
+static double sparse_work(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in,
+                          int inmap[][MAXDIM], const RelType *out, const Place *p, const RelType *mask)
+{
+	double visits = sparse_visits(c, k, nin, in, inmap, out, p, mask);
+	if (visits <= 0)
+		return 0;
+	double bytes = 0;               /* the most of any sparse input's */
+	for (int s = 0; s < nin && !mask && c->m->cache_l1 > 0; s++) {
+		if (!in[s]->sparse || !kx_zero_with(k->expr, s) || k->nindim[s] < 2)
+			continue;
+		int row = k->inlab[s][0], col = k->inlab[s][k->nindim[s] - 1];
+		double b = 0;
+		/* the other inputs, then the output (o == nin) */
+		for (int o = 0; o <= nin; o++) {
+			if (o == s || (o < nin && in[o]->sparse))
+				continue;
+			const int *lab = o < nin ? k->inlab[o] : k->outlab;
+			int nlab = o < nin ? k->nindim[o] : k->noutdim;
+			if (!has_label(lab, nlab, col) || has_label(lab, nlab, row))
+				continue;
+			double elems = 1, chunk = 1;
+			for (int ch = 0; ch < nlab; ch++) {
+				double e = label_extent(k, nin, in, lab[ch]);
+				chunk *= e;
+				elems *= has_label(k->inlab[s], k->nindim[s], lab[ch]) ? 1 : e;
+			}
+			double size = dtype_size(o < nin ? in[o]->dtype : out->dtype);
+			if (chunk * size > c->m->cache_l1 / 2)
+				b += ceil(elems * size / 64) * 64;      /* whole cache lines */
+		}
+		bytes = fmax(bytes, b);
+	}
+	double bw = c->m->sparse_gather_bw > 0 ? c->m->sparse_gather_bw : c->m->memcpy_bw;
+	return visits * (c->m->sparse_elem + bytes / bw);
 }
 
 /* Reuse below which an aliased operand costs its streaming (512 x 32768
@@ -892,7 +978,7 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	double a_bytes = kernel_per(k) * call_bytes;   /* of BLIS's A, an element */
 	if (!mask && a_bytes > 0 && n * share * a_bytes > c->m->cache_per_rank)
 		per += a_bytes / c->m->memcpy_bw;
-	double work = fmax(n * per * share, sparse_visits(c, k, 2, in, inmap, &jt, jp, mask) * c->m->sparse_elem);
+	double work = fmax(n * per * share, sparse_work(c, k, 2, in, inmap, &jt, jp, mask));
 	x.seconds = work + (double)rel_ntuples(&jt) * share * c->m->call_overhead + c->m->local_op_overhead;
 	return x;
 }
@@ -1049,7 +1135,7 @@ Cost cost_map(const CostCtx *c, const Kernel *k, const RelType *in, const Place 
 	double per = kernel_secs(k, c->m->loop_rate);
 	if (reduces_rows(k, 1, ins))
 		per = fmax(per, c->m->row_reduce);
-	double work = fmax(n * per * share, sparse_visits(c, k, 1, ins, inmap, in, p, NULL) * c->m->sparse_elem);
+	double work = fmax(n * per * share, sparse_work(c, k, 1, ins, inmap, in, p, NULL));
 	x.seconds = work + (double)rel_ntuples(in) * share * c->m->call_overhead + c->m->local_op_overhead;
 	return x;
 }

@@ -76,13 +76,17 @@
 #define SLICE_ROW_S 8.0e-9
 
 /* A stored element a kernel over sparse inputs visits, at least (whatever
- * its flops): examples/mf_sparse.tra at M = 3000, N = 2000 on 2 ranks, 24k
- * elements a rank in 128 chunks of 188 x 125, 200 steps (CPU seconds per
- * op, load 4): 17-34 ns an element for the elementwise products and the
- * sum, 40-45 for the products with U and V, 65 for a scalar's, 86 for the
- * sampled product U V^T, 185 for the sampled difference (a search of R's
- * row for each); 40 ns at the median. */
-#define SPARSE_ELEM_S 4.0e-8
+ * its flops), beyond the dense rows it gathers from beyond the L1 (cost.c's
+ * sparse_work), on the 2.6 GHz Zen 4 with the count given (--nnz; CPU
+ * seconds per op, 2 ranks): examples/mf_sparse.tra at M = 3000, N = 2000,
+ * 300k elements a rank, 1.5 ns an element for its elementwise products,
+ * 1.7 for its products with V (16 floats a row, one vector); gcn_sparse.tra
+ * at V = 8000, its products with H1 W2 in rows of 4 and 7 floats (a loop
+ * shorter than a vector) 4.3-5.1 ns.  2.5 ns there, between them; 2.9 at
+ * 2.25 GHz.  (It was 40 ns, fitted to mf_sparse planned with 16 elements
+ * a row where its ratings hold 200: with the count given, that put
+ * mf_sparse at 11x its run and led gcn_sparse to a plan 1.45x slower.) */
+#define SPARSE_ELEM_S 2.9e-9
 
 /* The reference model's f32 gemm rate at its largest block as a fraction
  * of its machine's peak (BLIS on AVX2 cores reaches 0.85-0.95 of it). */
@@ -277,6 +281,7 @@ void machine_derive(Machine *m, const HostInfo *h)
 	 * core, as mpirun places them) */
 	if (h->l2 > 0 || h->l3 > 0)
 		m->cache_per_rank = (double)h->l2 + (double)h->l3 / h->cores;
+	m->cache_l1 = (double)h->l1d;
 	snprintf(m->source, sizeof m->source, "derived from this machine (%s, %d cores, %d-bit vectors%s)", h->cpu,
 	         h->cores, h->vector_bits, h->fma ? ", FMA" : "");
 }

@@ -42,7 +42,12 @@
  *   them 0: free; without npz_zlib_Bps zlib's members take npz_inflate_Bps);
  *   cache_per_rank_bytes (the cache a rank has: its L2 and its share of
  *   the L3; an op whose bytes are more streams them through memory:
- *   plancost.c's op_floor, cost.c's cost_join);
+ *   plancost.c's op_floor, cost.c's cost_join); cache_l1_bytes (a core's
+ *   L1 data cache: a sparse kernel's gathers of rows from a dense chunk
+ *   bigger than half of it cost their cache lines at sparse_gather_Bps,
+ *   else at
+ *   memcpy's rate: cost.c's sparse_work; the built-in model has it 0:
+ *   free);
  *   call_overhead_s, op_overhead_s, local_op_overhead_s;
  *   trac_shuffle_bandwidth_Bps, trac_bcast_bandwidth_Bps: the runtime's own
  *   exchanges, which shuffles and broadcasts are costed with when given
@@ -150,6 +155,7 @@ static const Scalar scalars[] = {
 	FIELD("row_reduce_element_s", row_reduce, true),
 	FIELD("slice_row_s", slice_row, true),
 	FIELD("sparse_element_s", sparse_elem, true),
+	FIELD("sparse_gather_Bps", sparse_gather_bw, true),
 	FIELD("npz_element_s", npz_elem, true),
 	FIELD("npz_inflate_Bps", inflate_bw, true),
 	FIELD("npz_zlib_Bps", zlib_bw, true),
@@ -158,6 +164,7 @@ static const Scalar scalars[] = {
 	FIELD("local_op_overhead_s", local_op_overhead, true),
 	FIELD("mem_per_rank_bytes", mem_per_rank, true),
 	FIELD("cache_per_rank_bytes", cache_per_rank, true),
+	FIELD("cache_l1_bytes", cache_l1, true),
 	{"trac_shuffle_bandwidth_Bps", false, 0, false},
 	{"trac_bcast_bandwidth_Bps", false, 1, false},
 };

@@ -68,6 +68,9 @@ typedef struct Machine {
 	                                   built-in model has it 0: free */
 	double sparse_elem;             /* seconds at least per stored element a kernel over sparse
 	                                   inputs visits; the built-in model has it 0: free */
+	double sparse_gather_bw;        /* bytes per second (whole cache lines) a kernel over a
+	                                   sparse input gathers dense rows at (cost.c's
+	                                   sparse_work); 0: memcpy_bw's */
 	double row_reduce;              /* seconds per element of a reduction along its input's
 	                                   contiguous rows (the generated loop strided); the
 	                                   built-in model has it 0: the loop rate's */
@@ -86,6 +89,11 @@ typedef struct Machine {
 	                                   L3): an op whose bytes fit runs at its compute rate, one
 	                                   beyond also streams them at memcpy_bw (plancost.c's
 	                                   op_floor, cost.c's cost_join) */
+	double cache_l1;                /* bytes of a core's L1 data cache: a kernel over a sparse
+	                                   input gathering rows of a dense chunk bigger than half
+	                                   of it pays their lines at sparse_gather_bw (cost.c's
+	                                   sparse_work);
+	                                   0, the built-in model's: unknown, gathers free */
 	char source[256];               /* "built-in", or the file read */
 } Machine;
 

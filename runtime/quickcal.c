@@ -19,6 +19,7 @@
  *  - libdeflate inflating a csr matrix's members as save_npz deflates them (a
  *    sparse input's .npz; the cost per element kept is the derived
  *    model's, by the clock);
+ *  - a sparse kernel's gathers of dense rows (sparse_rates);
  *  - with a folder DIR (trac gives its cache's): a 16 MiB file read back
  *    from the page cache into memory touched already (the cost model adds
  *    a read's first touch at the rate above, as any op's), whole and half
@@ -249,6 +250,68 @@ static void loop_rates(void)
 	free(o);
 }
 
+/*
+ * A kernel over a sparse input's compressed rows, as codegen emits the
+ * product A[i, j] H[j, c] (codegen/sparse.c: each stored element's row of
+ * H gathered at its column and added into the output's row, H's rows 16
+ * elements ahead prefetched): H of 32768 rows of w floats (2 and 6 MiB,
+ * beyond a core's L1 and L2, as the arxiv-size GCN's 21168 x 20-64 are),
+ * 8192 rows of A with 32 elements at random columns, four passes.  Seconds an element
+ * at w = 16 and 48 (one and three cache lines a row): the slope of the
+ * line through them is what a line gathered costs (sparse_gather_Bps, its
+ * bytes a second; 17-29e9 here, 3.0-4.2 ns an element at w = 16, 7.3-11.6
+ * at 48).  What an element costs beside (the line's intercept, 0.5-1.3 ns
+ * in five calibrations) is left to the derived model: too noisy a
+ * difference of two small numbers.
+ */
+static void __attribute__((noinline)) csr_rows(const int64_t *restrict rp, const int64_t *restrict ci,
+                                               const float *restrict a, const float *restrict h,
+                                               float *restrict y, int64_t rows, int64_t w)
+{
+	for (int64_t i = 0; i < rows; i++)
+		for (int64_t q = rp[i]; q < rp[i + 1]; q++) {
+			int64_t j = ci[q];
+			if (q + 16 < rp[rows])
+				for (int64_t f = 0; f < w; f += 16)
+					__builtin_prefetch(h + ci[q + 16] * w + f, 0, 3);
+			for (int64_t c = 0; c < w; c++)
+				y[i * w + c] += a[q] * h[j * w + c];
+		}
+}
+
+static void sparse_rates(void)
+{
+	enum { HROWS = 32768, ROWS = 8192, PER = 32, N = ROWS * PER, PASSES = 4 };
+	int64_t *rp = alloc(sizeof *rp * (ROWS + 1)), *ci = alloc(sizeof *ci * N);
+	float *a = alloc(sizeof *a * N), *h = alloc(sizeof *h * HROWS * 48), *y = alloc(sizeof *y * ROWS * 48);
+	uint32_t x = 12345;
+	for (int i = 0; i <= ROWS; i++)
+		rp[i] = (int64_t)i * PER;
+	for (int q = 0; q < N; q++) {
+		x = x * 1664525u + 1013904223u;
+		ci[q] = (x >> 8) % HROWS;
+		a[q] = 1e-3f;
+	}
+	double t[2][REPS], per[2];
+	for (int r = 0; r < REPS; r++)          /* in rounds, as the gemm products */
+		for (int k = 0; k < 2; k++) {
+			double t0 = clock_of(CLOCK_THREAD_CPUTIME_ID);
+			for (int pass = 0; pass < PASSES; pass++)
+				csr_rows(rp, ci, a, h, y, ROWS, k ? 48 : 16);
+			t[k][r] = clock_of(CLOCK_THREAD_CPUTIME_ID) - t0;
+		}
+	for (int k = 0; k < 2; k++)
+		per[k] = least(t[k], REPS) / PASSES / N;
+	double line = (per[1] - per[0]) / 2;
+	if (line > 0)
+		printf("sparse_gather_Bps=%.4g\n", 64 / line);
+	free(rp);
+	free(ci);
+	free(a);
+	free(h);
+	free(y);
+}
+
 /* Inflating a .npz's deflated members (runtime/zip.c: raw deflate, a
  * member of at most 256 MiB whole by libdeflate, then its CRC-32; a bigger
  * one, or any under a memory budget, through zlib's stream): a csr
@@ -426,6 +489,7 @@ int main(int argc, char **argv)
 	memory_rates();
 	loop_rates();
 	inflate_rate();
+	sparse_rates();
 	gemm_rates();
 	if (argc == 2)
 		file_rates(argv[1]);

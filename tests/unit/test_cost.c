@@ -1163,14 +1163,21 @@ static void test_sampled_passes(void **state)
  * density 0.01, 20000 stored; H 2000 x 40) split by A's rows visits half
  * of A's elements on the busiest of 2 ranks, split by H's columns (A
  * broadcast) all of them on each: gcn_sparse's column split priced its
- * sparse products as the row split's, and ran 1.92 s against 1.46. */
+ * sparse products as the row split's, and ran 1.92 s against 1.46.  Each
+ * chunk of A is visited once for each block of H's columns it meets: with
+ * H's 40 columns in two blocks, the row split visits its half twice
+ * (the arxiv-size GCN's A H1 W2 in blocks of 10 columns took 7.1 ns an
+ * element a block where one block of 40 took 11.3 in all), and the two
+ * splits visit alike.  A row of H gathered at each element costs its
+ * cache lines at the gathers' rate when H's chunk is more than the L1. */
 static void test_sparse_visits_split(void **state)
 {
 	(void)state;
 	Machine m = sparse_machine();
 	CostCtx c = {&m, 2};
 	Arena *a = arena_new();
-	RelType sp = sparse2(1000, 500, 2000, 1000, 0.01f), h = type2(2000, 1000, 40, 20);
+	RelType sp = sparse2(1000, 500, 2000, 1000, 0.01f), h = type2(2000, 1000, 40, 40);
+	RelType h2 = type2(2000, 1000, 40, 20);
 	Kernel *mm = product(a, (int[]){1, 2});
 	JoinSpec on = {.nmatch = 1, .lkey = {1}, .rkey = {0}};
 	int rows = 0, cols = 2;         /* the join's keys: i, j, c */
@@ -1178,13 +1185,31 @@ static void test_sparse_visits_split(void **state)
 	double stored = 1000.0 * 2000 * (double)sp.density;
 	double r = cost_join(&c, mm, &sp, &h, &on, &by_rows, NULL).seconds;
 	double k = cost_join(&c, mm, &sp, &h, &on, &by_cols, NULL).seconds;
-	/* the same calls either way: the difference is half of A's visits */
+	/* the difference: half of A's visits, and the 2 calls more the
+	 * busiest rank makes (H's one block of columns is on one rank) */
 	assert_true(r >= stored / 2 * 1e-6 && r < stored / 2 * 1e-6 * 1.01);
-	assert_true(fabs(k - r - stored / 2 * 1e-6) < 1e-9);
+	assert_true(fabs(k - r - stored / 2 * 1e-6 - 2 * m.call_overhead) < 1e-9);
+	/* H's columns in two blocks: twice half, or once all */
+	double r2 = cost_join(&c, mm, &sp, &h2, &on, &by_rows, NULL).seconds;
+	double k2 = cost_join(&c, mm, &sp, &h2, &on, &by_cols, NULL).seconds;
+	assert_true(r2 >= stored * 1e-6 && r2 < stored * 1e-6 * 1.01);
+	assert_true(k2 >= stored * 1e-6 && k2 < stored * 1e-6 * 1.01);
+	/* H's chunk (1000 x 40 floats) beyond an L1 of 32 KiB: a row of 40
+	 * floats an element, three cache lines, at memcpy's rate, or at the
+	 * sparse gathers' when measured; within half an L1 of 1 MiB, none */
+	m.cache_l1 = 32 << 10;
+	double g = cost_join(&c, mm, &sp, &h, &on, &by_rows, NULL).seconds;
+	assert_true(fabs(g - r - stored / 2 * 192 / m.memcpy_bw) < 1e-9);
+	m.sparse_gather_bw = 2e10;
+	g = cost_join(&c, mm, &sp, &h, &on, &by_rows, NULL).seconds;
+	assert_true(fabs(g - r - stored / 2 * 192 / 2e10) < 1e-9);
+	m.cache_l1 = 1 << 20;
+	assert_true(fabs(cost_join(&c, mm, &sp, &h, &on, &by_rows, NULL).seconds - r) < 1e-12);
 	/* flops alone (the built-in model): the two splits alike */
 	m.sparse_elem = 0;
-	assert_true(fabs(cost_join(&c, mm, &sp, &h, &on, &by_rows, NULL).seconds -
-	                 cost_join(&c, mm, &sp, &h, &on, &by_cols, NULL).seconds) < 1e-12);
+	m.cache_l1 = 0;
+	assert_true(fabs(cost_join(&c, mm, &sp, &h2, &on, &by_rows, NULL).seconds -
+	                 cost_join(&c, mm, &sp, &h2, &on, &by_cols, NULL).seconds) < 1e-12);
 	arena_free(a);
 }
 
