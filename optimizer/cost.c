@@ -989,7 +989,9 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
  * machine's conv rate where the kernel's register tiles run along input
  * 1's rows (its last chunk dim, CONV_TILE_BYTES at a time), at the loop
  * rate for what a row leaves over (all of it in rows shorter than a tile:
- * cnn.tra's 12 x 12 images, 3.4 GFLOP/s where the conv rate said 162);
+ * cnn.tra's 12 x 12 images, 3.4 GFLOP/s where the conv rate said 162), or
+ * at conv_short a multiply-add when that is slower (host.c's CONV_SHORT_S:
+ * cnn's rows ran at a quarter of the loop rate);
  * a kernel call per tuple of the join's key space. */
 Cost cost_conv(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
                const RelType *out, const Place *jp)
@@ -1021,7 +1023,8 @@ Cost cost_conv(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 		double tile = CONV_TILE_BYTES / dtype_size(r->dtype);
 		tiled = floor(row / tile) * tile / row;
 	}
-	x.seconds = x.flops * share * (tiled / c->m->conv_rate + (1 - tiled) / c->m->loop_rate) +
+	double untiled = fmax(1 / c->m->loop_rate, c->m->conv_short / 2);       /* a second per flop */
+	x.seconds = x.flops * share * (tiled / c->m->conv_rate + (1 - tiled) * untiled) +
 	            (double)rel_ntuples(&jt) * share * c->m->call_overhead + c->m->local_op_overhead;
 	return x;
 }

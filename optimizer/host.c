@@ -31,8 +31,8 @@
  * at its cost since gather.c's radix order; 8: the conv rate from the
  * measured gemm rate, host_after_quick; the least of five of the
  * computations, the gemm products in rounds; each write over a file of
- * its own size). */
-#define CACHE_VERSION 8
+ * its own size; 9: a convolution's short rows, conv_short_element_s). */
+#define CACHE_VERSION 9
 
 /* What a scatter-add's row costs, seconds, at the 2.25 GHz of the AMD
  * EPYC of bench/README.md (the clock the constants below are at too):
@@ -74,6 +74,15 @@
  * rate; rows of 12 floats cost their bytes alone.  (Found and copied one
  * by one, before that loop: 28-45 ns.) */
 #define SLICE_ROW_S 8.0e-9
+
+/* A multiply-add of a convolution along input rows shorter than its
+ * register tiles (codegen/conv.c: 8-wide vectors and what they leave, the
+ * window's offsets from a table per row), on the 2.6 GHz Zen 4:
+ * examples/cnn.tra at N = 1024 on 2 ranks (--profile, 12 x 12 images,
+ * 2.65M multiply-adds a rank a call), the forward conv 0.56 ns and dK's
+ * 0.45, where the loop rate priced 0.15 (cnn's predicted seconds 0.6-0.75
+ * of its run); 0.58 ns at 2.25 GHz. */
+#define CONV_SHORT_S 5.8e-10
 
 /* A stored element a kernel over sparse inputs visits, at least (whatever
  * its flops), beyond the dense rows it gathers from beyond the L1 (cost.c's
@@ -274,6 +283,7 @@ void machine_derive(Machine *m, const HostInfo *h)
 	m->npz_elem = NPZ_ELEM_S * clock;
 	m->row_reduce = ROW_REDUCE_S * clock;
 	m->slice_row = SLICE_ROW_S * clock;
+	m->conv_short = CONV_SHORT_S * clock;
 	m->sparse_elem = SPARSE_ELEM_S * clock;
 	m->inflate_bw = NPZ_INFLATE_BPS / clock;
 	m->zlib_bw = NPZ_ZLIB_BPS / clock;

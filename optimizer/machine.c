@@ -22,6 +22,9 @@
  *   kernel's, and on a virtual machine the host's, first touch);
  *   init_uniform_per_s, init_normal_per_s (the initialisers' values);
  *   loop_rate_flops, conv_rate_flops (a convolution's direct loop);
+ *   conv_short_element_s (a multiply-add of a convolution along rows
+ *   shorter than its register tiles: cost.c's cost_conv; 0, the built-in
+ *   model's: the loop rate's);
  *   gemm_f32_gflops_bB, gemm_f64_gflops_bB (by block B); gemm_stream_aliased_Bps
  *   (a thin gemm streaming an operand it reuses little whose rows are a
  *   multiple of 4 KiB apart: cost.c's kernel_rate); gemm_pack_a_Bps,
@@ -148,6 +151,7 @@ static const Scalar scalars[] = {
 	FIELD("init_normal_per_s", normal_rate, false),
 	FIELD("loop_rate_flops", loop_rate, false),
 	FIELD("conv_rate_flops", conv_rate, false),
+	FIELD("conv_short_element_s", conv_short, true),
 	FIELD("gemm_stream_aliased_Bps", gemm_alias_bw, false),
 	FIELD("gemm_pack_a_Bps", gemm_pack_a_bw, true),
 	FIELD("gemm_pack_b_Bps", gemm_pack_b_bw, true),

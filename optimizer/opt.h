@@ -58,6 +58,9 @@ typedef struct Machine {
 	                                   a cube's packing; 0: not measured, free */
 	double gemm_pack_b_bw;          /* likewise a B */
 	double conv_rate;               /* flop/s of a convolution's direct loop, one rank */
+	double conv_short;              /* seconds per multiply-add of a convolution along input
+	                                   rows shorter than a register tile; 0, the built-in
+	                                   model's: the loop rate's */
 	int ngemm;
 	int gemm_block[MAXGEMM];        /* block sizes measured, increasing */
 	double gemm_rate[2][MAXGEMM];   /* flop/s by block size: f32, f64 */

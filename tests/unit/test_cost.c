@@ -985,7 +985,8 @@ static void test_row_reduce(void **state)
 
 /* A convolution's register tiles run along input 1's rows (cost_conv):
  * a row shorter than a tile (CONV_TILE_BYTES, 24 floats) runs at the loop
- * rate, cnn.tra's 12 x 12 images; a row of whole tiles at the conv rate;
+ * rate, or at conv_short a multiply-add when that is slower, cnn.tra's 12
+ * x 12 images; a row of whole tiles at the conv rate;
  * a row of 36, its 24 at the conv rate and 12 at the loop rate.  A 1-d
  * convolution Y[x] = K[d] * X[x + d - 1] of row length L. */
 static double conv_row_secs(const CostCtx *c, Arena *a, int64_t L)
@@ -1034,6 +1035,15 @@ static void test_conv_rows(void **state)
 	assert_true(fabs(secs[1] - 96 * flop / 10) < 1e-9 * secs[1]);
 	assert_true(fabs(secs[2] - 120 * flop / 10) < 1e-9 * secs[2]);
 	assert_true(fabs(secs[3] - (24 * flop / 10 + 12 * flop)) < 1e-9 * secs[3]);
+	/* a multiply-add along a short row at conv_short when that is the
+	 * slower (cnn's 12-wide rows ran at a quarter of the loop rate), at
+	 * the loop rate when it is not; whole tiles unchanged */
+	m.conv_short = 4 * 2 / rate;
+	assert_true(fabs(conv_row_secs(&c, a, 12) - base[0] - 4 * 12 * flop) < 1e-9 * secs[0]);
+	assert_true(fabs(conv_row_secs(&c, a, 36) - base[3] - (24 * flop / 10 + 4 * 12 * flop)) < 1e-9 * secs[3]);
+	assert_true(fabs(conv_row_secs(&c, a, 96) - base[1] - secs[1]) < 1e-9 * secs[1]);
+	m.conv_short = 1 / rate;
+	assert_true(fabs(conv_row_secs(&c, a, 12) - base[0] - secs[0]) < 1e-9 * secs[0]);
 	arena_free(a);
 }
 

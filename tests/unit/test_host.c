@@ -100,6 +100,8 @@ static void peaks(void **state)
 	assert_true(ref.row_reduce == 0 && fabs(m.row_reduce - 1e-9 * 2.25 / 2) < 1e-18);
 	/* and a slice's row (trt_slice finding and copying it) */
 	assert_true(ref.slice_row == 0 && fabs(m.slice_row - 8e-9 * 2.25 / 2) < 1e-18);
+	/* and a convolution's multiply-add along rows shorter than a tile */
+	assert_true(ref.conv_short == 0 && fabs(m.conv_short - 5.8e-10 * 2.25 / 2) < 1e-18);
 	assert_true(ref.sparse_elem == 0 && fabs(m.sparse_elem - 2.9e-9 * 2.25 / 2) < 1e-18);
 	assert_true(ref.npz_elem == 0 && fabs(m.npz_elem - 3.9e-8 * 2.25 / 2) < 1e-18);
 	assert_true(ref.inflate_bw == 0 && fabs(m.inflate_bw - 6e8 * 2 / 2.25) < 1e-3);
