@@ -287,6 +287,7 @@ bool rel_type_eq(const RelType *a, const RelType *b);     /* the same relation t
 bool rel_same_layout(const RelType *a, const RelType *b);
 int64_t rel_frontier(const RelType *t, int keydim);       /* ceil(extent / block) */
 int64_t rel_chunk_len(const RelType *t, int keydim, int64_t k);   /* chunk k's length along keydim: the last may be short */
+int64_t rel_block_len(const RelType *t, int keydim);      /* a whole chunk's length along keydim: min(block, extent) */
 int64_t rel_chunk_off(const RelType *t, int keydim, int64_t k);   /* chunk k's first element along keydim */
 int64_t rel_chunk_elems(const RelType *t, const int64_t *key);    /* elements in the chunk at key */
 int64_t rel_ntuples(const RelType *t);

@@ -509,6 +509,11 @@ int64_t rel_frontier(const RelType *t, int d)
 	return ceil_div(t->extent[d], t->block[d]);
 }
 
+int64_t rel_block_len(const RelType *t, int d)
+{
+	return t->block[d] < t->extent[d] ? t->block[d] : t->extent[d];
+}
+
 int64_t rel_chunk_len(const RelType *t, int d, int64_t k)
 {
 	int64_t len = t->extent[d] - k * t->block[d];
@@ -580,7 +585,7 @@ void reltype_print(Buf *b, const RelType *t)
 	buf_puts(b, "> [");
 	for (int c = 0; c < t->nchunk; c++) {
 		int d = t->chunkdim[c];
-		buf_printf(b, "%s%" PRId64, c ? "," : "", t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
+		buf_printf(b, "%s%" PRId64, c ? "," : "", rel_block_len(t, d));
 		if (t->hext[d] > 0)
 			buf_printf(b, "-%" PRId64 "+%" PRId64, t->hlo[d], t->hhi[d]);
 		if (d != c)

@@ -127,7 +127,7 @@ static DimW dim_w(const RelType *t, int d)
 		return w;
 	}
 	int64_t len = t->extent[d] - (w.f - 1) * t->block[d];
-	w.full = (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]) / (double)t->extent[d];
+	w.full = (double)rel_block_len(t, d) / (double)t->extent[d];
 	w.last = (double)(len < t->block[d] ? len : t->block[d]) / (double)t->extent[d];
 	return w;
 }
@@ -303,7 +303,7 @@ static double read_calls(const CostCtx *c, const RelType *t, const Place *p, dou
 	double nrun = 1, chunks = 1;
 	for (int d = 0; d < t->nkey; d++) {
 		if (d < d0)
-			nrun *= (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
+			nrun *= (double)rel_block_len(t, d);
 		chunks *= (double)rel_frontier(t, d);
 	}
 	double share = p->kind == PL_PART ? cost_share(c, t, p) : p->kind == PL_PARTIAL ? 1.0 / c->nsites : 1;
@@ -425,7 +425,7 @@ double write_transient_bytes(const CostCtx *c, const RelType *t, const Place *p)
 	if (t->sparse || !chunks_in_key_order(t)) {
 		double chunk = es;
 		for (int d = 0; d < t->nkey; d++)
-			chunk *= (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
+			chunk *= (double)rel_block_len(t, d);
 		return stages + chunk;
 	}
 	double unit = es;
@@ -433,7 +433,7 @@ double write_transient_bytes(const CostCtx *c, const RelType *t, const Place *p)
 	while (d > 0 && unit * (double)t->extent[d] <= WRITE_SLAB_MAX)
 		unit *= (double)t->extent[d--];
 	double h = fmax(1, floor(WRITE_SLAB_MAX / unit));
-	h = fmin(h, (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]));
+	h = fmin(h, (double)rel_block_len(t, d));
 	return stages + h * unit;
 }
 
@@ -740,10 +740,8 @@ static double label_extent(const Kernel *k, int nin, const RelType *const *in, i
 {
 	for (int i = 0; i < nin; i++)
 		for (int ch = 0; ch < k->nindim[i]; ch++)
-			if (k->inlab[i][ch] == x) {
-				int d = in[i]->chunkdim[ch];
-				return (double)(in[i]->block[d] < in[i]->extent[d] ? in[i]->block[d] : in[i]->extent[d]);
-			}
+			if (k->inlab[i][ch] == x)
+				return (double)rel_block_len(in[i], in[i]->chunkdim[ch]);
 	return 1;
 }
 
@@ -754,6 +752,39 @@ static bool has_label(const int *lab, int n, int x)
 		if (lab[i] == x)
 			return true;
 	return false;
+}
+
+/* The bytes, in whole cache lines, of the dense rows a kernel gathers
+ * or adds into at each stored element of sparse input s (sparse_work):
+ * each dense input, and the output, whose labels hold s's column label
+ * and not its row label, its labels beyond s's, when its chunk is more
+ * than half the L1; 0 without an L1 (the reference model's) or for a
+ * sparse input of one dim. */
+static double gathered_bytes(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in,
+                             const RelType *out, int s)
+{
+	if (c->m->cache_l1 <= 0 || k->nindim[s] < 2)
+		return 0;
+	int row = k->inlab[s][0], col = k->inlab[s][k->nindim[s] - 1];
+	double bytes = 0;
+	for (int o = 0; o <= nin; o++) {        /* the other inputs, then the output (o == nin) */
+		if (o == s || (o < nin && in[o]->sparse))
+			continue;
+		const int *lab = o < nin ? k->inlab[o] : k->outlab;
+		int nlab = o < nin ? k->nindim[o] : k->noutdim;
+		if (!has_label(lab, nlab, col) || has_label(lab, nlab, row))
+			continue;
+		double elems = 1, chunk = 1;
+		for (int ch = 0; ch < nlab; ch++) {
+			double e = label_extent(k, nin, in, lab[ch]);
+			chunk *= e;
+			elems *= has_label(k->inlab[s], k->nindim[s], lab[ch]) ? 1 : e;
+		}
+		double size = dtype_size(o < nin ? in[o]->dtype : out->dtype);
+		if (chunk * size > c->m->cache_l1 / 2)
+			bytes += ceil(elems * size / 64) * 64;
+	}
+	return bytes;
 }
 
 /*
@@ -783,31 +814,9 @@ static double sparse_work(const CostCtx *c, const Kernel *k, int nin, const RelT
 	if (visits <= 0)
 		return 0;
 	double bytes = 0;               /* the most of any sparse input's */
-	for (int s = 0; s < nin && !mask && c->m->cache_l1 > 0; s++) {
-		if (!in[s]->sparse || !kx_zero_with(k->expr, s) || k->nindim[s] < 2)
-			continue;
-		int row = k->inlab[s][0], col = k->inlab[s][k->nindim[s] - 1];
-		double b = 0;
-		/* the other inputs, then the output (o == nin) */
-		for (int o = 0; o <= nin; o++) {
-			if (o == s || (o < nin && in[o]->sparse))
-				continue;
-			const int *lab = o < nin ? k->inlab[o] : k->outlab;
-			int nlab = o < nin ? k->nindim[o] : k->noutdim;
-			if (!has_label(lab, nlab, col) || has_label(lab, nlab, row))
-				continue;
-			double elems = 1, chunk = 1;
-			for (int ch = 0; ch < nlab; ch++) {
-				double e = label_extent(k, nin, in, lab[ch]);
-				chunk *= e;
-				elems *= has_label(k->inlab[s], k->nindim[s], lab[ch]) ? 1 : e;
-			}
-			double size = dtype_size(o < nin ? in[o]->dtype : out->dtype);
-			if (chunk * size > c->m->cache_l1 / 2)
-				b += ceil(elems * size / 64) * 64;      /* whole cache lines */
-		}
-		bytes = fmax(bytes, b);
-	}
+	for (int s = 0; s < nin && !mask; s++)
+		if (in[s]->sparse && kx_zero_with(k->expr, s))
+			bytes = fmax(bytes, gathered_bytes(c, k, nin, in, out, s));
 	double bw = c->m->sparse_gather_bw > 0 ? c->m->sparse_gather_bw : c->m->memcpy_bw;
 	return visits * (c->m->sparse_elem + bytes / bw);
 }
@@ -1019,7 +1028,7 @@ Cost cost_conv(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	double tiled = 1;
 	if (r->nchunk > 0) {
 		int d = r->chunkdim[r->nchunk - 1];
-		double row = (double)(r->block[d] < r->extent[d] ? r->block[d] : r->extent[d]);
+		double row = (double)rel_block_len(r, d);
 		double tile = CONV_TILE_BYTES / dtype_size(r->dtype);
 		tiled = floor(row / tile) * tile / row;
 	}
@@ -1246,7 +1255,7 @@ Cost cost_slice(const CostCtx *c, const RelType *t, const Place *p)
 	double bytes = cost_rank_bytes(c, t, p, 1), run = 1;
 	if (t->nchunk > 0) {
 		int d = t->chunkdim[t->nchunk - 1];
-		run = (double)(t->block[d] < t->extent[d] ? t->block[d] : t->extent[d]);
+		run = (double)rel_block_len(t, d);
 	}
 	double rows = bytes / dtype_size(t->dtype) / fmax(1, run);
 	k.seconds = bytes / m->memcpy_bw + rows * m->slice_row + m->local_op_overhead;
