@@ -543,7 +543,7 @@ static double one_sgemm(int m, int n, int k, int colc, int reps)
 }
 
 /*
- * Thin gemms (cost.c's kernel_rate): a 48 x n x 96 product reuses B and C
+ * Thin gemms (kernelcost.c's kernel_rate): a 48 x n x 96 product reuses B and C
  * 48 times only, and like every call with a dim under 64 it runs on BLIS's
  * small/unpacked path (runtime/blas.c's rt_gemm_rntm), as the thin calls
  * of Tucker's and MTTKRP's chunks do (48 x 221184 x 48, 32 x 600 x 600);

@@ -1,7 +1,7 @@
 /*
  * kops.c: what each elementwise op of a kernel expression costs in the
  * generated loops, against an add: the weights of ir.h's KOPS table, which
- * the cost model prices a kernel's elements with (optimizer/cost.c).
+ * the cost model prices a kernel's elements with (optimizer/kernelcost.c).
  *
  * Each op runs in a loop of its own as codegen/kernel.c emits it (f32, the
  * runtime's trt_expf and the others from libtracrt, compiled with codegen's

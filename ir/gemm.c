@@ -2,7 +2,7 @@
  * gemm.c: a contraction kernel as BLIS calls.
  *
  * codegen (emit_gemm_kernel) emits the calls contraction_plan chooses, and
- * the cost model (optimizer/cost.c, kernel_seconds) prices those same calls:
+ * the cost model (optimizer/kernelcost.c, kernel_rate) prices those same calls:
  * one decision, two readers.
  */
 #include <string.h>

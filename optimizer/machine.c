@@ -23,21 +23,21 @@
  *   init_uniform_per_s, init_normal_per_s (the initialisers' values);
  *   loop_rate_flops, conv_rate_flops (a convolution's direct loop);
  *   conv_short_element_s (a multiply-add of a convolution along rows
- *   shorter than its register tiles: cost.c's cost_conv; 0, the built-in
+ *   shorter than its register tiles: kernelcost.c's cost_conv; 0, the built-in
  *   model's: the loop rate's);
  *   gemm_f32_gflops_bB, gemm_f64_gflops_bB (by block B); gemm_stream_aliased_Bps
  *   (a thin gemm streaming an operand it reuses little whose rows are a
- *   multiple of 4 KiB apart: cost.c's kernel_rate); gemm_pack_a_Bps,
+ *   multiple of 4 KiB apart: kernelcost.c's kernel_rate); gemm_pack_a_Bps,
  *   gemm_pack_b_Bps (BLIS packing an A or a B it reuses little, beyond what
  *   a cube of the volume packs; the built-in model has them 0: free);
  *   scatter_row_s (what a scatter-add's row costs beyond its bytes: cost.c's
  *   cost_scatter); slice_row_s (a row of a window a slice copies, beyond its
  *   bytes: cost.c's cost_slice; the built-in model has it 0: free);
  *   sparse_element_s (the least a kernel over sparse inputs takes per stored
- *   element it visits: cost.c's cost_join and cost_map; 0, the built-in
+ *   element it visits: kernelcost.c's cost_join and cost_map; 0, the built-in
  *   model's: its flops alone);
  *   row_reduce_element_s (an element of a reduction along
- *   its input's contiguous rows: cost.c's cost_map; 0, the built-in
+ *   its input's contiguous rows: kernelcost.c's cost_map; 0, the built-in
  *   model's: the loop rate's); npz_element_s, npz_inflate_Bps, npz_zlib_Bps (a
  *   sparse input read from a scipy .npz: each stored element a rank keeps,
  *   and the bytes its deflated members inflate to, whole by libdeflate or
@@ -45,11 +45,11 @@
  *   them 0: free; without npz_zlib_Bps zlib's members take npz_inflate_Bps);
  *   cache_per_rank_bytes (the cache a rank has: its L2 and its share of
  *   the L3; an op whose bytes are more streams them through memory:
- *   plancost.c's op_floor, cost.c's cost_join); cache_l1_bytes (a core's
+ *   plancost.c's op_floor, kernelcost.c's cost_join); cache_l1_bytes (a core's
  *   L1 data cache: a sparse kernel's gathers of rows from a dense chunk
  *   bigger than half of it cost their cache lines at sparse_gather_Bps,
  *   else at
- *   memcpy's rate: cost.c's sparse_work; the built-in model has it 0:
+ *   memcpy's rate: kernelcost.c's sparse_work; the built-in model has it 0:
  *   free);
  *   call_overhead_s, op_overhead_s, local_op_overhead_s;
  *   trac_shuffle_bandwidth_Bps, trac_bcast_bandwidth_Bps: the runtime's own

@@ -72,7 +72,7 @@ typedef struct Machine {
 	double sparse_elem;             /* seconds at least per stored element a kernel over sparse
 	                                   inputs visits; the built-in model has it 0: free */
 	double sparse_gather_bw;        /* bytes per second (whole cache lines) a kernel over a
-	                                   sparse input gathers dense rows at (cost.c's
+	                                   sparse input gathers dense rows at (kernelcost.c's
 	                                   sparse_work); 0: memcpy_bw's */
 	double row_reduce;              /* seconds per element of a reduction along its input's
 	                                   contiguous rows (the generated loop strided); the
@@ -91,10 +91,10 @@ typedef struct Machine {
 	double cache_per_rank;          /* bytes of cache a rank has (its L2 and its share of the
 	                                   L3): an op whose bytes fit runs at its compute rate, one
 	                                   beyond also streams them at memcpy_bw (plancost.c's
-	                                   op_floor, cost.c's cost_join) */
+	                                   op_floor, kernelcost.c's cost_join) */
 	double cache_l1;                /* bytes of a core's L1 data cache: a kernel over a sparse
 	                                   input gathering rows of a dense chunk bigger than half
-	                                   of it pays their lines at sparse_gather_bw (cost.c's
+	                                   of it pays their lines at sparse_gather_bw (kernelcost.c's
 	                                   sparse_work);
 	                                   0, the built-in model's: unknown, gathers free */
 	char source[256];               /* "built-in", or the file read */
@@ -421,23 +421,10 @@ double cost_rank_bytes(const CostCtx *c, const RelType *t, const Place *p, doubl
 /* Moving a relation (copies: its partial copies) from `from` to `to`
  * (PL_ALL: a broadcast; PL_PART: a shuffle). */
 Cost cost_move(const CostCtx *c, const RelType *t, const Place *from, double copies, const Place *to);
-/* A local join (fused with its aggregation when grouped), computing over
- * its key space (ia_join_type) placed by `jp`; mask: a sampled join's
- * mask (only its stored elements computed), or NULL. */
-Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
-               const Place *jp, const RelType *mask);
-/* A convolution (IA_CONV), a join whose right input is read through
- * windows, out its result type. */
-Cost cost_conv(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
-               const RelType *out, const Place *jp);
 /* A halo (IA_HALO) of x placed by xp, h its type: the bytes of the pieces
  * whose two keys are on different sites, exactly. */
 Cost cost_halo(const CostCtx *c, const RelType *x, const Place *xp, const RelType *h);
 Cost cost_slice(const CostCtx *c, const RelType *t, const Place *p);
-/* A local aggregation of a relation placed by p (copies: partials). */
-Cost cost_agg(const CostCtx *c, const RelType *in, const Place *p, double copies, const RelType *out);
-/* A local map with a kernel (NULL: a rekey, free). */
-Cost cost_map(const CostCtx *c, const Kernel *k, const RelType *in, const Place *p);
 
 /* A gather of `rows` (its result) from a table placed by tp by an index
  * placed by ip: local when the table is everywhere, else a lookup (row
@@ -463,6 +450,22 @@ void opt_cost_ist(IaPlan *p, int loop, const IaPlan *body, const Machine *m);
  * and the plan's; made: each op's result bytes, transient: what it holds
  * besides, life: the plan's loops and lifetimes. */
 void opt_spill(IaPlan *p, const Machine *m, const double *made, const double *transient, const IaLoops *life);
+
+/* ---- kernelcost.c: a kernel op's flops and seconds where it runs ---- */
+
+/* A local join (fused with its aggregation when grouped), computing over
+ * its key space (ia_join_type) placed by `jp`; mask: a sampled join's
+ * mask (only its stored elements computed), or NULL. */
+Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
+               const Place *jp, const RelType *mask);
+/* A convolution (IA_CONV), a join whose right input is read through
+ * windows, out its result type. */
+Cost cost_conv(const CostCtx *c, const Kernel *k, const RelType *l, const RelType *r, const JoinSpec *on,
+               const RelType *out, const Place *jp);
+/* A local aggregation of a relation placed by p (copies: partials). */
+Cost cost_agg(const CostCtx *c, const RelType *in, const Place *p, double copies, const RelType *out);
+/* A local map with a kernel (NULL: a rekey, free). */
+Cost cost_map(const CostCtx *c, const Kernel *k, const RelType *in, const Place *p);
 
 /* ---- rules.def, rules.c: the equivalence rules ---- */
 

@@ -739,7 +739,7 @@ TpProblem *tp_lineage(const CostCtx *cc, const Kernel *k, const RelType *l, cons
 		covered[rmap[r->chunkdim[c]]] = true;
 	int per = kx_nops(k->expr) + (k->reduces ? 1 : 0);
 	const RelType *ins[2] = {l, r};
-	/* kernels and combines take what cost.c says the whole join and a
+	/* kernels and combines take what kernelcost.c says the whole join and a
 	 * whole aggregation take on one rank, shared by flops and elements */
 	Place one = place_part(0, NULL);
 	Cost kall = cost_join(cc, k, l, r, on, &one, NULL);

@@ -368,7 +368,7 @@ static double join_seconds(const char *text, double *flops)
 }
 
 /* What a call of m x k x n streams in a join beyond the cache: BLIS's A
- * at memcpy's rate (cost.c's kernel_rate and cost_join). */
+ * at memcpy's rate (kernelcost.c's kernel_rate and cost_join). */
 static double streamed(const Machine *m, double i, double k, double j)
 {
 	(void)j;
