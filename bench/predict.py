@@ -118,11 +118,19 @@ def npz_nnz(path):
         return ast.literal_eval(f.read(n).decode("latin1"))["shape"][0]
 
 
-def sparse_counts(work, name, args):
+def sparse_counts(args):
     """--nnz NAME=COUNT for each sparse input (a .npz among args): the count its data holds, as a
     user who knows their data gives it (without it the plan assumes 16 elements a row)."""
     return " ".join("--nnz %s=%d" % (a.split("=", 1)[0], npz_nnz(a.split("=", 1)[1]))
                     for a in args if a.endswith(".npz"))
+
+
+def make(a, env, work, name, fl, *more):
+    """examples/Makefile's build of NAME (with flags FL) into WORK, and the targets MORE."""
+    return subprocess.run(["make", "-s", "-C", os.path.join(SRC, "examples"), "O=" + work, "TRAC=" + TRAC,
+                           "PYTHON=" + PYTHON, "NP=%d" % a.np, "TRACFLAGS=-P %d -v" % a.np,
+                           "%s_FLAGS=%s" % (name, fl), "%s/%s" % (work, name)] + list(more),
+                          env=env, capture_output=True, text=True)
 
 
 def children_cpu():
@@ -190,10 +198,7 @@ def main():
     for name in names:
         fl = SIZES.get(name) or flags.get(name, "")         # SIZES replaces the Makefile's flags
         t0 = time.time()
-        r = subprocess.run(["make", "-s", "-C", os.path.join(SRC, "examples"), "O=" + work, "TRAC=" + TRAC,
-                            "PYTHON=" + PYTHON, "NP=%d" % a.np, "TRACFLAGS=-P %d -v" % a.np,
-                            "%s_FLAGS=%s" % (name, fl), "%s/%s" % (work, name), "%s/%s.in/stamp" % (work, name)],
-                           env=env, capture_output=True, text=True)
+        r = make(a, env, work, name, fl, "%s/%s.in/stamp" % (work, name))
         if r.returncode:
             print("%s: build failed\n%s%s" % (name, r.stdout, r.stderr))
             continue
@@ -201,14 +206,11 @@ def main():
         if model and "cached" not in model.group(1):
             print("# %s: machine model %s" % (name, model.group(1)))
         args = tensor_args(work, name)
-        counts = sparse_counts(work, name, args)
+        counts = sparse_counts(args)
         if counts:                  # compiled again, planned with the inputs' counts
             fl = (fl + " " + counts).strip()
             os.remove(os.path.join(work, name))
-            r = subprocess.run(["make", "-s", "-C", os.path.join(SRC, "examples"), "O=" + work, "TRAC=" + TRAC,
-                                "PYTHON=" + PYTHON, "NP=%d" % a.np, "TRACFLAGS=-P %d -v" % a.np,
-                                "%s_FLAGS=%s" % (name, fl), "%s/%s" % (work, name)],
-                               env=env, capture_output=True, text=True)
+            r = make(a, env, work, name, fl)
             if r.returncode:
                 print("%s: build failed\n%s%s" % (name, r.stdout, r.stderr))
                 continue

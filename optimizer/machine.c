@@ -45,12 +45,11 @@
  *   them 0: free; without npz_zlib_Bps zlib's members take npz_inflate_Bps);
  *   cache_per_rank_bytes (the cache a rank has: its L2 and its share of
  *   the L3; an op whose bytes are more streams them through memory:
- *   plancost.c's op_floor, kernelcost.c's cost_join); cache_l1_bytes (a core's
- *   L1 data cache: a sparse kernel's gathers of rows from a dense chunk
- *   bigger than half of it cost their cache lines at sparse_gather_Bps,
- *   else at
- *   memcpy's rate: kernelcost.c's sparse_work; the built-in model has it 0:
- *   free);
+ *   plancost.c's op_floor, kernelcost.c's cost_join); cache_l1_bytes (a
+ *   core's L1 data cache: a sparse kernel's gathers of rows from a dense
+ *   chunk bigger than half of it cost their cache lines at
+ *   sparse_gather_Bps, else at memcpy's rate: kernelcost.c's sparse_work;
+ *   the built-in model has it 0: free);
  *   call_overhead_s, op_overhead_s, local_op_overhead_s;
  *   trac_shuffle_bandwidth_Bps, trac_bcast_bandwidth_Bps: the runtime's own
  *   exchanges, which shuffles and broadcasts are costed with when given
