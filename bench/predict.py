@@ -17,7 +17,9 @@ generates its inputs (a sparse input as a scipy .npz, deflated, as
 save_npz writes it; a program with one is compiled again with --nnz
 NAME=COUNT, the count the file holds, as a user who knows their data plans:
 mf_sparse's ratings hold 200 a row where the plan would assume 16); then it
-runs REPS times on NP ranks with --profile.
+runs REPS times on NP ranks with --profile, in rounds: one run of every
+example a round, so that a slow spell of the host, which lasts minutes
+here, slows one run of several examples, not the median of one.
 Printed per example, medians of the runs:
 
     pred s    the plan's predicted seconds, every op (reads, initial
@@ -194,10 +196,9 @@ def main():
     base = baseline(work, env, a.np, max(a.reps, 3))
     print("# proc cpu: each run's CPU seconds per rank (mpirun and its ranks, user and system) less %.3f s, "
           "an empty program's" % base)
-    rows = []
+    built = []              # (name, flags, tensor arguments), in the Makefile's order
     for name in names:
         fl = SIZES.get(name) or flags.get(name, "")         # SIZES replaces the Makefile's flags
-        t0 = time.time()
         r = make(a, env, work, name, fl, "%s/%s.in/stamp" % (work, name))
         if r.returncode:
             print("%s: build failed\n%s%s" % (name, r.stdout, r.stderr))
@@ -214,27 +215,36 @@ def main():
             if r.returncode:
                 print("%s: build failed\n%s%s" % (name, r.stdout, r.stderr))
                 continue
-        preds, runs, cpus, procs, procs_cpu = [], [], [], [], []
-        for _ in range(a.reps):
+        built.append((name, fl, args))
+    # The runs go round the examples, one run of each a round, so that a slow spell of the host
+    # (they last minutes here) slows one run of many examples, not every run of one.
+    runs = {name: {"pred": [], "run": [], "cpu": [], "proc": [], "proc_cpu": []} for name, _, _ in built}
+    for rep in range(a.reps):
+        t0 = time.time()
+        for name, fl, args in built:
+            m = runs[name]
             os.makedirs(os.path.join(work, name + ".out"), exist_ok=True)
-            t0, c0 = time.time(), children_cpu()
+            t1, c0 = time.time(), children_cpu()
             p = subprocess.run([MPIRUN, "-np", str(a.np), "--bind-to", "none", os.path.join(work, name)] + args +
                                ["--profile"], env=env, capture_output=True, text=True)
-            procs.append(time.time() - t0)
-            procs_cpu.append((children_cpu() - c0) / a.np - base)
+            m["proc"].append(time.time() - t1)
+            m["proc_cpu"].append((children_cpu() - c0) / a.np - base)
             if p.returncode:
                 raise RuntimeError("%s failed:\n%s" % (name, p.stderr[-2000:]))
             s = summary(p.stdout)
-            preds.append(float(s["pred_s"]))
-            runs.append(float(s["total_s"]))
-            cpus.append(float(s["cpu_s"]))
-        med = statistics.median
-        ratio = med(preds) / med(cpus)
-        rows.append((name, fl, med(preds), med(runs), med(cpus), med(procs_cpu), med(preds) / med(runs), ratio))
+            m["pred"].append(float(s["pred_s"]))
+            m["run"].append(float(s["total_s"]))
+            m["cpu"].append(float(s["cpu_s"]))
+        print("# round %d of %d: %.1f s" % (rep + 1, a.reps, time.time() - t0), flush=True)
+    rows = []
+    med = statistics.median
+    for name, fl, _ in built:
+        m = {k: med(v) for k, v in runs[name].items()}
+        ratio = m["pred"] / m["cpu"]
+        rows.append((name, fl, m["pred"], m["run"], m["cpu"], m["proc_cpu"], m["pred"] / m["run"], ratio))
         print("%-18s %-28s pred %7.3f  run %7.3f  cpu %7.3f  proc cpu %7.3f  wall %7.3f  pred/run %5.2f  "
-              "pred/cpu %5.2f %s" % (name, fl, med(preds), med(runs), med(cpus), med(procs_cpu), med(procs),
-                                     med(preds) / med(runs), ratio,
-            "" if 1 / 1.5 <= ratio <= 1.5 else "OUTSIDE 1.5x"), flush=True)
+              "pred/cpu %5.2f %s" % (name, fl, m["pred"], m["run"], m["cpu"], m["proc_cpu"], m["proc"],
+                                     m["pred"] / m["run"], ratio, "" if 1 / 1.5 <= ratio <= 1.5 else "OUTSIDE 1.5x"))
     print()
     print("| example | flags | predicted s | run s | cpu s | process cpu s | predicted / run | predicted / cpu |")
     print("|---|---|---|---|---|---|---|---|")

@@ -188,14 +188,24 @@ typedef struct KernelIn {
 	bool byq[2];                    /* sparse with the driver's pattern: its value at q */
 	bool byfind[2];                 /* sparse, 2-d, labelled as the driver: trt_csr_find */
 	bool expand[2];                 /* sparse, expanded to a dense chunk by the wrapper */
+	int vlab;                       /* a label this version of the kernel has at vlen, or -1 */
+	int64_t vlen;
 } KernelIn;
 
 /* Each label's extent (stat[l]) where every chunk has the same and it is at
- * most max, else -1; a loop's extent with it as a number (kernel.c). */
+ * most max, else -1 (ki->vlab's is ki->vlen); a loop's extent with it as a
+ * number (kernel.c). */
 void static_extents(const Kernel *k, const KernelIn *ki, int64_t max, int64_t *stat);
 void loop_extent(Buf *b, const Kernel *k, const int64_t *stat, int l);
 
 void kernel_reads(const IaPlan *p, int i, const Kernel *k, KernelIn *ki);
 void emit_driven_kernel(Buf *b, const Kernel *k, const KernelIn *ki);
+
+/* The longest extent a driven kernel (sparse.c) writes as a number where
+ * every chunk has it (static_extents): an SpMM's feature loop of 40
+ * floats, a row of B, then 2 vectors and a half with no loop around them,
+ * is 22% faster a stored element (15.5 -> 12.1 ns, gcn_sparse's A by a
+ * 40-wide H, one rank's blocks, 2026-11-29); of 128, 8%. */
+#define DRIVEN_STATIC_MAX 128
 
 #endif

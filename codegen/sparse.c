@@ -70,6 +70,7 @@ void kernel_reads(const IaPlan *p, int i, const Kernel *k, KernelIn *ki)
 	const IaOp *op = &p->ops.v[i];
 	int in[MAXIN];
 	memset(ki, 0, sizeof *ki);
+	ki->vlab = -1;
 	ki->n = ia_inputs(op, in);
 	ki->sampled = op->kind == IA_JOIN && op->u.join.mask.on;
 	ki->nk = ki->sampled ? 2 : ki->n;
@@ -277,13 +278,6 @@ static void driven_loops(Buf *b, const Kernel *k, const KernelIn *ki, const int6
 	}
 #undef INDENT
 }
-
-/* The longest extent a driven kernel writes as a number where every chunk
- * has it (static_extents): an SpMM's feature loop of 40 floats, a row of
- * B, then 2 vectors and a half with no loop around them, is 22% faster a
- * stored element (15.5 -> 12.1 ns, gcn_sparse's A by a 40-wide H, one
- * rank's blocks, 2026-11-29); of 128, 8%. */
-#define DRIVEN_STATIC_MAX 128
 
 /* How many stored elements ahead a driven kernel prefetches, and the most
  * cache lines of a row it prefetches. */

@@ -232,6 +232,44 @@ CASES.append(dict(name="spmm_static_width", src=textwrap.dedent("""
 """), inputs=dict(A=SA, B=SB, B16=SG), block=40, c_check=driven_static,
     expect=lambda x: dict(C=(x["A"].astype(np.float64) @ x["B"]).astype(np.float32),
                           D=(x["A"].astype(np.float64) @ x["B16"]).astype(np.float32))))
+def two_lengths(text):
+    """A row length the blocks split in two lengths (7 in blocks of 4: 4 and
+    3) is a number in each of two versions of the kernel (codegen/kernel.c,
+    split_label): the SpMM's, the A^T Z's, the reduction's; not the map's,
+    whose dims run as one loop whatever the row's length."""
+    errors = []
+    for desc, lab in (("(in0 * in1) ab,bc->ac sum", 2), ("(in0 * in1) ab,ac->bc sum", 2),
+                      ("exp(in0) ab->a sum", 1)):
+        for n in (4, 3):
+            body = kernel_body(text, "%s, label %d %d long" % (desc, lab, n))
+            if body is None:
+                errors.append("no version of kernel %s for rows of %d" % (desc, n))
+            elif "< %d;" % n not in body and "* %d;" % n not in body:
+                errors.append("kernel %s for rows of %d: no loop over %d" % (desc, n, n))
+    if "((in0 * 2) + 1) ab->ab, label" in text or kernel_body(text, "((in0 * 2) + 1) ab->ab") is None:
+        errors.append("the map ((in0 * 2) + 1) ab->ab not one kernel")
+    return errors
+
+
+TA = r.standard_normal((50, 30)).astype(np.float32)
+TA[r.random((50, 30)) < 0.8] = 0
+TH = r.standard_normal((30, 7)).astype(np.float32)
+TZ = r.standard_normal((50, 7)).astype(np.float32)
+CASES.append(dict(name="two_lengths", src=textwrap.dedent("""
+    size I = 50, J = 30, C = 7;
+    input A[I, J] : sparse;
+    input H[J, C];
+    input Z[I, C];
+    Y[i, c] = A[i, j] * H[j, c];
+    G[j, c] = A[i, j] * Z[i, c];
+    E[i, c] = Z[i, c] * 2 + 1;
+    s[i] = log(sum[c](exp(Z[i, c])));
+    output Y; output G; output E; output s;
+"""), inputs=dict(A=TA, H=TH, Z=TZ), block=4, c_check=two_lengths,
+    expect=lambda x: dict(Y=(x["A"].astype(np.float64) @ x["H"]).astype(np.float32),
+                          G=(x["A"].T.astype(np.float64) @ x["Z"]).astype(np.float32),
+                          E=x["Z"] * 2 + 1,
+                          s=np.log(np.exp(x["Z"].astype(np.float64)).sum(1)).astype(np.float32))))
 case("colsum_tiled", """
     size I = 300, J = 150;
     input S[I, J];
