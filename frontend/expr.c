@@ -147,6 +147,59 @@ static bool settle(Sema *s, Node *n, DType t)
 	return true;
 }
 
+/* The numbers soft node n's value is made of (not a where's condition's,
+ * nor what a tensor, an index or a conversion types) whole in an integer
+ * t, its where's own type. */
+static bool own_numbers(Node *n, DType t)
+{
+	switch (n->kind) {
+	case N_NUM:
+		if (!dtype_is_int(t) || n->u.num == trunc(n->u.num))
+			return true;
+		diag(DIAG_ERROR, n->loc, "%g is not a whole number, in an %s where: a where whose branches are "
+		     "numbers takes its condition's type; write %s(%g) for a real result", n->u.num, dtype_name(t),
+		     dtype_name(DT_F32), n->u.num);
+		return false;
+	case N_WHERE:
+		return own_numbers(n->u.where.a, t) && own_numbers(n->u.where.b, t);
+	case N_ACCESS:
+	case N_INDEX:
+	case N_COUNTER:
+		return true;
+	case N_CALL:
+		if (n->u.call.conv >= 0)
+			return true;
+		break;
+	default:
+		break;
+	}
+	Node **kids[3];
+	int k = fe_children(n, kids);
+	for (int i = 0; i < k; i++)
+		if (!own_numbers(*kids[i], t))
+			return false;
+	return true;
+}
+
+/* Every where still soft when its statement is checked (no operand of
+ * another type met it: b[n] = where(labels[n], 0.5, 2), or one of its own
+ * type did: labels[n] * where(...)) has its condition's type, and its
+ * numbers must be whole in an integer one. */
+static bool settle_own(Node *n)
+{
+	if (n->kind == N_WHERE && n->u.where.soft) {
+		n->u.where.soft = false;
+		if (!own_numbers(n, (DType)n->u.where.st))
+			return false;
+	}
+	Node **kids[3];
+	int k = fe_children(n, kids);
+	for (int i = 0; i < k; i++)
+		if (!settle_own(*kids[i]))
+			return false;
+	return true;
+}
+
 /* Position d of access n (of tensor t) holds an access, E[idx[b], d]: a
  * gather by an integer tensor's values.  The index access is checked as
  * any (its indices bind from its tensor's extents); one gather per access,
@@ -491,7 +544,10 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		/* branches of numbers (or soft): the condition's type, until a
 		 * context of another type gives its own (settle) */
 		n->u.where.soft = ok && ty->soft && c.typed;
-		if (ok && ty->typed && dtype_is_int(ty->t))
+		n->u.where.st = ty->t;
+		/* a soft where's numbers wait for the type a context gives
+		 * (settle), or its own at the end (settle_own) */
+		if (ok && ty->typed && dtype_is_int(ty->t) && !n->u.where.soft)
 			ok = (a.typed || whole_numbers(n->u.where.a, ty->t)) && (b.typed || whole_numbers(n->u.where.b, ty->t)) &&
 			     (c.typed || whole_numbers(n->u.where.cond, ty->t));
 		break;
@@ -756,7 +812,9 @@ bool fe_check_rhs(Sema *s, Item *it, const Tensor *param, const int *lhs, Ty *ty
 	s->rhs = it->u.assign.value;
 	bool checked = check_expr(s, it->u.assign.value, ty);
 	s->rhs = NULL;
-	if (!checked)
+	if (checked && ty->soft && param && ty->t != param->dtype)
+		checked = settle(s, it->u.assign.value, param->dtype);  /* a param's new value: its type */
+	if (!checked || !settle_own(it->u.assign.value))
 		return false;
 	if (param && ty->typed && ty->t != param->dtype) {
 		diag(DIAG_ERROR, it->u.assign.value->loc, "the new value of %s param '%s' is %s; convert it with %s(...)",

@@ -112,7 +112,7 @@ struct Node {
 			KOp fn;                 /* sema: the function */
 			int conv;               /* sema: f32()/f64() converts to this DType, else -1 */
 		} call;
-		struct { Node *cond, *a, *b; bool soft; } where;       /* soft: typed by cond alone (sema) */
+		struct { Node *cond, *a, *b; bool soft; int st; } where; /* soft: typed by cond alone, st (sema) */
 		struct {
 			RedKind red;
 			const char **names;

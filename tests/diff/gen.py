@@ -513,8 +513,9 @@ def expr1(u, st, dtype, depth, exact):
         a = expr(u, st, dtype, depth - 1, exact)
         b = expr(u, st, dtype, depth - 1, exact) if u.chance(0.7) else lit(u, dtype, exact_only=exact)
         u.c["where"] += 1
-        if cdt != dtype and all(re.fullmatch(r"-?[0-9.]+(e[-+]?[0-9]+)?", x.text) for x in (a, b)):
-            # branches of numbers alone take the condition's type (tra.5):
+        if cdt != dtype and untyped(a.text) and untyped(b.text):
+            # branches of numbers alone (or functions of numbers: log(1 +
+            # abs(3e-1)), seed 1156) take the condition's type (tra.5):
             # one converted gives the where the statement's (seed 1132)
             a = Expr("%s(%s)" % (dtype, a.text), dtype, a.exact, a.bits, a.mag, a.deps, a.diffok, atom=True)
         return Expr("where(%s, %s, %s)" % (cond.text, a.text, b.text), dtype, a.exact and b.exact,
@@ -525,6 +526,18 @@ def expr1(u, st, dtype, depth, exact):
         b = expr(u, st, dtype, depth - 1, exact=True) if u.chance(0.5) else lit(u, dtype, exact_only=True)
         return compare(u, a, b)
     return reduction(u, st, dtype, depth - 1, exact)
+
+
+FUNCTIONS = {"exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu", "stop_gradient"}
+
+
+def untyped(text):
+    """Whether an expression reads no tensor, index or counter and converts nothing: numbers and
+    functions of numbers, which trac types by what they meet (frontend/expr.c)."""
+    if "[" in text:
+        return False
+    words = re.findall(r"[A-Za-z_]\w*", re.sub(r"[0-9.]+e[-+]?[0-9]+", "0", text))
+    return all(w in FUNCTIONS for w in words)
 
 
 def reduction(u, st, dtype, depth, exact):

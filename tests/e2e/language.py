@@ -311,8 +311,10 @@ case("integers", """
     K[n] = i32(f64(k[n]) * 1.5) / (k[n] - 1);
     G[c] = argmax[n](i64(X[n, c] * 100.0));
     R[n] = abs(-labels[n]) + relu(3 - labels[n]) + min[c](i64(X[n, c] * 10.0));
-    output A; output Q; output T; output M; output Z; output W; output K; output G; output R;
+    S[n, c] = X[n, c] * where(labels[n] > 2, 0.5, 2);
+    output A; output Q; output T; output M; output Z; output W; output K; output G; output R; output S;
 """, dict(labels=L, k=k32, X=rnd(7, 3)), lambda x: dict(
+    S=x["X"] * np.where(x["labels"] > 2, np.float32(0.5), np.float32(2))[:, None],
     A=x["labels"] * 2 - 7, Q=trunc_div(x["labels"] - 3, np.int64(2)), T=np.int64(x["labels"].sum()),
     M=np.int64((2 * x["labels"]).max()), Z=x["X"] * (x["labels"] > 2).astype(np.float32)[:, None],
     W=np.where((x["labels"] - 3)[:, None] != 0, x["X"], np.float32(-1)),
