@@ -31,8 +31,9 @@
  * at its cost since gather.c's radix order; 8: the conv rate from the
  * measured gemm rate, host_after_quick; the least of five of the
  * computations, the gemm products in rounds; each write over a file of
- * its own size; 9: a convolution's short rows, conv_short_element_s). */
-#define CACHE_VERSION 9
+ * its own size; 9: a convolution's short rows, conv_short_element_s; 10:
+ * gemm_accumulate_c_Bps). */
+#define CACHE_VERSION 10
 
 /* What a scatter-add's row costs, seconds, at the 2.25 GHz of the AMD
  * EPYC of bench/README.md (the clock the constants below are at too):
@@ -299,6 +300,7 @@ void machine_derive(Machine *m, const HostInfo *h)
 void host_after_quick(Machine *m)
 {
 	m->conv_rate = CONV_GEMM_FRACTION * m->gemm_rate[0][m->ngemm - 1];
+	m->gemm_c_bw = m->memcpy_bw;    /* kernelcost.c's kernel_rate: a C added into */
 }
 
 char *host_cache_path(void)

@@ -260,6 +260,28 @@ static bool reduces_rows(const Kernel *k, int nin, const RelType *const *in)
 	return false;
 }
 
+/* How many calls add into each C of contraction g: its summed labels'
+ * chunks (the join's sum over them fused) times the calls of a summed
+ * group looped inside a chunk. */
+static double k_steps(const Contraction *g, const Kernel *k, const RelType *const *in)
+{
+	double steps = 1;
+	for (int x = 0; x < g->ngroup; x++) {
+		if (g->g[x].role != ROLE_K)
+			continue;
+		if (x != g->use[ROLE_K])
+			steps *= g->g[x].ext;
+		for (int l = 0; l < g->g[x].n; l++)
+			for (int i = 0, found = 0; i < 2 && !found; i++)
+				for (int ch = 0; ch < k->nindim[i] && !found; ch++)
+					if (k->inlab[i][ch] == g->g[x].lab[l]) {
+						steps *= (double)rel_frontier(in[i], in[i]->chunkdim[ch]);
+						found = 1;
+					}
+	}
+	return steps;
+}
+
 /*
  * The kernel's rate.  A contraction is the BLIS calls codegen makes
  * (ir/gemm.c's contraction_plan), each at the calibrated rate of a cube of
@@ -321,6 +343,11 @@ static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelT
 		secs += bm * kk * size / c->m->gemm_pack_a_bw;
 		*call_bytes = 0;                                 /* A priced so */
 	}
+	/* each call that adds into its C (a k over chunks, or a k group
+	 * looped) reads it again, from beyond the L1 */
+	double ks = k_steps(&g, k, in);
+	if (ks > 1 && m * n * size > c->m->cache_l1 && c->m->gemm_c_bw > 0)
+		secs += m * n * size * (1 - 1 / ks) / c->m->gemm_c_bw;
 	if (m < GEMM_REUSE && n > 4096 && kk * n * size >= GEMM_PACKED && aliased(&g, 1, gk, gn, t))
 		secs += kk * n * size / c->m->memcpy_bw;        /* trt_sgemm's conditions */
 	else if (kk < GEMM_REUSE && aliased(&g, 2, gm, gn, t))

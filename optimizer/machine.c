@@ -30,6 +30,9 @@
  *   multiple of 4 KiB apart: kernelcost.c's kernel_rate); gemm_pack_a_Bps,
  *   gemm_pack_b_Bps (BLIS packing an A or a B it reuses little, beyond what
  *   a cube of the volume packs; the built-in model has them 0: free);
+ *   gemm_accumulate_c_Bps (a call's C read again where its k goes over
+ *   chunks or looped calls: kernel_rate; the quick calibration's memcpy
+ *   rate, 0 in the built-in model: free);
  *   scatter_row_s (what a scatter-add's row costs beyond its bytes: cost.c's
  *   cost_scatter); slice_row_s (a row of a window a slice copies, beyond its
  *   bytes: cost.c's cost_slice; the built-in model has it 0: free);
@@ -154,6 +157,7 @@ static const Scalar scalars[] = {
 	FIELD("gemm_stream_aliased_Bps", gemm_alias_bw, false),
 	FIELD("gemm_pack_a_Bps", gemm_pack_a_bw, true),
 	FIELD("gemm_pack_b_Bps", gemm_pack_b_bw, true),
+	FIELD("gemm_accumulate_c_Bps", gemm_c_bw, true),
 	FIELD("scatter_row_s", scatter_row, true),
 	FIELD("row_reduce_element_s", row_reduce, true),
 	FIELD("slice_row_s", slice_row, true),
