@@ -28,7 +28,7 @@ static const struct { const char *name; KOp op; } functions[] = {
 };
 #define NFUNCTIONS (int)(sizeof functions / sizeof functions[0])
 
-static bool settle(Sema *s, Node *n, DType t);
+static bool settle(Sema *s, Node *n, DType t, bool own);
 
 /* a and b, the types of nodes na and nb, meet: a becomes their type.  A
  * soft side meeting a typed one of another type takes that type. */
@@ -39,10 +39,10 @@ static bool unify(Sema *s, Ty *a, Ty b, Node *na, Node *nb, Loc loc)
 	if (a->typed && a->t != b.t) {
 		if (a->soft && !b.soft) {
 			*a = b;
-			return settle(s, na, b.t);
+			return settle(s, na, b.t, false);
 		}
 		if (b.soft)
-			return settle(s, nb, a->t);
+			return settle(s, nb, a->t, false);
 		diag(DIAG_ERROR, loc, "mixed element types %s and %s; convert one side with %s(...) or %s(...)",
 		     dtype_name(a->t), dtype_name(b.t), dtype_name(a->t < b.t ? a->t : b.t),
 		     dtype_name(a->t < b.t ? b.t : a->t));
@@ -120,18 +120,26 @@ static Node *nonzero(Sema *s, Node *e)
 /* n, soft (its type its wheres' conditions' alone), in a context of type
  * t: each such where's condition becomes cond != 0 converted to t, and a
  * number it reaches must be whole in an integer t.  A soft node's children
- * are soft or untyped, but for a where's condition, which keeps its type. */
-static bool settle(Sema *s, Node *n, DType t)
+ * are soft or untyped, but for a where's condition, which keeps its type.
+ * own: t is the wheres' own type, met by nothing else (settle_own): the
+ * conditions stay, and a number not whole says so. */
+static bool settle(Sema *s, Node *n, DType t, bool own)
 {
 	switch (n->kind) {
 	case N_NUM:
-		return !dtype_is_int(t) || whole_numbers(n, t);
+		if (!dtype_is_int(t) || !own)
+			return !dtype_is_int(t) || whole_numbers(n, t);
+		if (n->u.num == trunc(n->u.num))
+			return true;
+		diag(DIAG_ERROR, n->loc, "%g is not a whole number, in an %s where: a where whose branches are "
+		     "numbers takes its condition's type; write %s(%g) for a real result", n->u.num, dtype_name(t),
+		     dtype_name(DT_F32), n->u.num);
+		return false;
 	case N_WHERE:
-		if (n->u.where.soft) {
+		if (n->u.where.soft && !own)
 			n->u.where.cond = converted(s, nonzero(s, n->u.where.cond), t);
-			n->u.where.soft = false;
-		}
-		return settle(s, n->u.where.a, t) && settle(s, n->u.where.b, t);
+		n->u.where.soft = false;
+		return settle(s, n->u.where.a, t, own) && settle(s, n->u.where.b, t, own);
 	case N_CALL:
 		if (n->u.call.conv >= 0)
 			return true;    /* typed by its conversion */
@@ -142,41 +150,7 @@ static bool settle(Sema *s, Node *n, DType t)
 	Node **kids[3];
 	int k = fe_children(n, kids);
 	for (int i = 0; i < k; i++)
-		if (!settle(s, *kids[i], t))
-			return false;
-	return true;
-}
-
-/* The numbers soft node n's value is made of (not a where's condition's,
- * nor what a tensor, an index or a conversion types) whole in an integer
- * t, its where's own type. */
-static bool own_numbers(Node *n, DType t)
-{
-	switch (n->kind) {
-	case N_NUM:
-		if (!dtype_is_int(t) || n->u.num == trunc(n->u.num))
-			return true;
-		diag(DIAG_ERROR, n->loc, "%g is not a whole number, in an %s where: a where whose branches are "
-		     "numbers takes its condition's type; write %s(%g) for a real result", n->u.num, dtype_name(t),
-		     dtype_name(DT_F32), n->u.num);
-		return false;
-	case N_WHERE:
-		return own_numbers(n->u.where.a, t) && own_numbers(n->u.where.b, t);
-	case N_ACCESS:
-	case N_INDEX:
-	case N_COUNTER:
-		return true;
-	case N_CALL:
-		if (n->u.call.conv >= 0)
-			return true;
-		break;
-	default:
-		break;
-	}
-	Node **kids[3];
-	int k = fe_children(n, kids);
-	for (int i = 0; i < k; i++)
-		if (!own_numbers(*kids[i], t))
+		if (!settle(s, *kids[i], t, own))
 			return false;
 	return true;
 }
@@ -185,17 +159,14 @@ static bool own_numbers(Node *n, DType t)
  * another type met it: b[n] = where(labels[n], 0.5, 2), or one of its own
  * type did: labels[n] * where(...)) has its condition's type, and its
  * numbers must be whole in an integer one. */
-static bool settle_own(Node *n)
+static bool settle_own(Sema *s, Node *n)
 {
-	if (n->kind == N_WHERE && n->u.where.soft) {
-		n->u.where.soft = false;
-		if (!own_numbers(n, (DType)n->u.where.st))
-			return false;
-	}
+	if (n->kind == N_WHERE && n->u.where.soft && !settle(s, n, (DType)n->u.where.st, true))
+		return false;
 	Node **kids[3];
 	int k = fe_children(n, kids);
 	for (int i = 0; i < k; i++)
-		if (!settle_own(*kids[i]))
+		if (!settle_own(s, *kids[i]))
 			return false;
 	return true;
 }
@@ -813,8 +784,8 @@ bool fe_check_rhs(Sema *s, Item *it, const Tensor *param, const int *lhs, Ty *ty
 	bool checked = check_expr(s, it->u.assign.value, ty);
 	s->rhs = NULL;
 	if (checked && ty->soft && param && ty->t != param->dtype)
-		checked = settle(s, it->u.assign.value, param->dtype);  /* a param's new value: its type */
-	if (!checked || !settle_own(it->u.assign.value))
+		checked = settle(s, it->u.assign.value, param->dtype, false);  /* a param's new value: its type */
+	if (!checked || !settle_own(s, it->u.assign.value))
 		return false;
 	if (param && ty->typed && ty->t != param->dtype) {
 		diag(DIAG_ERROR, it->u.assign.value->loc, "the new value of %s param '%s' is %s; convert it with %s(...)",
