@@ -299,11 +299,15 @@ static double k_steps(const Contraction *g, const Kernel *k, const RelType *cons
  * against 0.0707) and ran 1.8x slower: a rank's 16 calls of 20000 x 100 x
  * 100 stream an A of 8 MB each, where 400-wide blocks make one call of
  * 20000 x 400 x 400.  B, which BLIS packs in panels and reuses across A's
- * rows, is the packing terms' below, as is an A they price.  Not priced:
- * C read and written again by each call that adds into it (a k split in
- * chunks); with it the TRA paper's XML FFNN took 500-row batch blocks, 2
- * on 5 ranks, 6% more floats than the paper's fastest plan, on a saving
- * the model alone claims (tests/golden/paper.sh).
+ * rows, is the packing terms' below, as is an A they price.  C read
+ * again by each call that adds into it (k_steps: a k split in chunks, or
+ * a summed group looped) costs its bytes at gemm_c_bw beyond the L1: the
+ * host model's memcpy rate (nnsearch's 64 calls of 20000 x 50 x 50 a rank
+ * took 0.120 s, one of 20000 x 400 x 400 0.082, priced 0.090 and 0.094
+ * without it); free in the built-in model, where it gave the TRA paper's
+ * XML FFNN 500-row batch blocks, 2 on 5 ranks, 6% more floats than the
+ * paper's fastest plan, on a saving the model alone claims
+ * (tests/golden/paper.sh).
  * BLIS packs the operand it reuses little from memory, and a
  * cube of the same volume packs far less: in BLIS's own orientation (C
  * column-major is computed as C' = B' A', the roles of m and n swapped)
