@@ -37,8 +37,11 @@ Printed per example, medians of the runs:
     wall      the whole process (mpirun, MPI's start and end included)
     ratio     pred s / cpu s, the number the target is about (1.5x: within
               [0.67, 1.5]), and pred s / run s beside it
+    plan      six hex digits naming the plan (its --explain --no-costs):
+              tables whose calibrations plan an example two ways show it
 """
 import argparse
+import hashlib
 import os
 import resource
 import re
@@ -135,6 +138,16 @@ def make(a, env, work, name, fl, *more):
                           env=env, capture_output=True, text=True)
 
 
+def plan_id(work, name, env):
+    """Six hex digits naming the plan NAME was compiled with: its `--explain --no-costs` under the
+    same flags and model.  Two calibrations can plan an example two ways; a ratio far from the
+    others' with another plan is the model's error, not the host's (nnsearch's blocks of 50)."""
+    cmd = open(os.path.join(work, name + ".flags")).read().split()
+    r = subprocess.run(cmd + [name + ".tra", "--explain", "--no-costs"], cwd=os.path.join(SRC, "examples"),
+                       env=env, capture_output=True, text=True)
+    return hashlib.md5(r.stdout.encode()).hexdigest()[:6] if r.returncode == 0 else "?"
+
+
 def children_cpu():
     """CPU seconds (user and system) of every process waited for so far: mpirun and its ranks."""
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -215,13 +228,13 @@ def main():
             if r.returncode:
                 print("%s: build failed\n%s%s" % (name, r.stdout, r.stderr))
                 continue
-        built.append((name, fl, args))
+        built.append((name, fl, args, plan_id(work, name, env)))
     # The runs go round the examples, one run of each a round, so that a slow spell of the host
     # (they last minutes here) slows one run of many examples, not every run of one.
-    runs = {name: {"pred": [], "run": [], "cpu": [], "proc": [], "proc_cpu": []} for name, _, _ in built}
+    runs = {name: {"pred": [], "run": [], "cpu": [], "proc": [], "proc_cpu": []} for name, _, _, _ in built}
     for rep in range(a.reps):
         t0 = time.time()
-        for name, fl, args in built:
+        for name, fl, args, _ in built:
             m = runs[name]
             os.makedirs(os.path.join(work, name + ".out"), exist_ok=True)
             t1, c0 = time.time(), children_cpu()
@@ -238,18 +251,19 @@ def main():
         print("# round %d of %d: %.1f s" % (rep + 1, a.reps, time.time() - t0), flush=True)
     rows = []
     med = statistics.median
-    for name, fl, _ in built:
+    for name, fl, _, plan in built:
         m = {k: med(v) for k, v in runs[name].items()}
         ratio = m["pred"] / m["cpu"]
-        rows.append((name, fl, m["pred"], m["run"], m["cpu"], m["proc_cpu"], m["pred"] / m["run"], ratio))
-        print("%-18s %-28s pred %7.3f  run %7.3f  cpu %7.3f  proc cpu %7.3f  wall %7.3f  pred/run %5.2f  "
-              "pred/cpu %5.2f %s" % (name, fl, m["pred"], m["run"], m["cpu"], m["proc_cpu"], m["proc"],
+        rows.append((name, fl, plan, m["pred"], m["run"], m["cpu"], m["proc_cpu"], m["pred"] / m["run"], ratio))
+        print("%-18s %-28s plan %s  pred %7.3f  run %7.3f  cpu %7.3f  proc cpu %7.3f  wall %7.3f  pred/run %5.2f  "
+              "pred/cpu %5.2f %s" % (name, fl, plan, m["pred"], m["run"], m["cpu"], m["proc_cpu"], m["proc"],
                                      m["pred"] / m["run"], ratio, "" if 1 / 1.5 <= ratio <= 1.5 else "OUTSIDE 1.5x"))
     print()
-    print("| example | flags | predicted s | run s | cpu s | process cpu s | predicted / run | predicted / cpu |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name, fl, p, r, c, pr, rr, ratio in rows:
-        print("| %s | %s | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f%s |" % (name, fl or "-", p, r, c, pr, rr, ratio,
+    print("| example | flags | plan | predicted s | run s | cpu s | process cpu s | predicted / run | predicted / cpu |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, fl, plan, p, r, c, pr, rr, ratio in rows:
+        print("| %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f%s |" % (name, fl or "-", plan, p, r, c, pr, rr,
+              ratio,
               "" if 1 / 1.5 <= ratio <= 1.5 else " **outside**"))
     inside = sum(1 for row in rows if 1 / 1.5 <= row[-1] <= 1.5)
     print("\nwithin 1.5x: %d of %d; load after: %s" % (inside, len(rows), open("/proc/loadavg").read().strip()))
