@@ -701,29 +701,46 @@ static bool coalesce(Buf *b, Arena *a, const Kernel *k, const int64_t *stat, Ker
 	return true;
 }
 
-/* The code of kernel k (op i's) inside its function: a convolution, a
- * driven loop over a sparse input, BLIS's calls, or a loop nest. */
-static void kernel_code(Emit *e, int i, const Kernel *k, const KernelIn *ki)
+/* What kind of code kernel k is (c: its calls when a contraction). */
+enum { KC_CONV, KC_DRIVEN, KC_GEMM, KC_LOOPS };
+
+static int kernel_kind(const Kernel *k, const KernelIn *ki, Contraction *c)
+{
+	if (k->nwin)
+		return KC_CONV;
+	if (ki->d >= 0)
+		return KC_DRIVEN;
+	if (!ki->sparse && contraction_plan(k, ki->inty, ki->dt, c))
+		return KC_GEMM;
+	return KC_LOOPS;
+}
+
+/* The code of kernel k (op i's, of kind kind) inside its function: a
+ * convolution, a driven loop over a sparse input, BLIS's calls c, or a
+ * loop nest. */
+static void kernel_code(Emit *e, int i, const Kernel *k, const KernelIn *ki, int kind, const Contraction *c)
 {
 	Buf *b = e->b;
-	Contraction c;
-	if (k->nwin)
+	switch (kind) {
+	case KC_CONV:
 		emit_conv_kernel(b, k, ki->dt);
-	else if (ki->d >= 0)
+		return;
+	case KC_DRIVEN:
 		emit_driven_kernel(b, k, ki);
-	else if (!ki->sparse && contraction_plan(k, ki->inty, ki->dt, &c))
-		emit_gemm_kernel(b, k, ki->dt, &c);
-	else {
-		Arena *a = arena_new();
-		Kernel ck;
-		int64_t stat[2 * MAXDIM], cstat[2 * MAXDIM];
-		static_extents(k, ki, STATIC_MAX, stat);
-		if (coalesce(b, a, k, stat, &ck, cstat))
-			emit_loop_kernel(b, &ck, cstat, ki->dt, ki->indt, e->in_place[i]);
-		else
-			emit_loop_kernel(b, k, stat, ki->dt, ki->indt, e->in_place[i]);
-		arena_free(a);
+		return;
+	case KC_GEMM:
+		emit_gemm_kernel(b, k, ki->dt, c);
+		return;
 	}
+	Arena *a = arena_new();
+	Kernel ck;
+	int64_t stat[2 * MAXDIM], cstat[2 * MAXDIM];
+	static_extents(k, ki, STATIC_MAX, stat);
+	if (coalesce(b, a, k, stat, &ck, cstat))
+		emit_loop_kernel(b, &ck, cstat, ki->dt, ki->indt, e->in_place[i]);
+	else
+		emit_loop_kernel(b, k, stat, ki->dt, ki->indt, e->in_place[i]);
+	arena_free(a);
 }
 
 /*
@@ -747,18 +764,18 @@ void emit_kernel(Emit *e, int i, const Kernel *k)
 		tr_bug("op %d made in place with a kernel that is no dense loop nest", i);
 	/* a driven kernel or a loop nest with a label of two lengths: twice */
 	Contraction c;
-	bool loops = ki.d >= 0 || ki.sparse || !contraction_plan(k, ki.inty, ki.dt, &c);
+	int kind = kernel_kind(k, &ki, &c);
 	int vin = 0, vdim = 0;
 	int64_t vlen[2];
-	bool two = !k->nwin && loops &&
-	           split_label(k, &ki, ki.d >= 0 ? DRIVEN_STATIC_MAX : STATIC_MAX, &ki.vlab, &vin, &vdim, vlen);
+	bool two = (kind == KC_DRIVEN || kind == KC_LOOPS) &&
+	           split_label(k, &ki, kind == KC_DRIVEN ? DRIVEN_STATIC_MAX : STATIC_MAX, &ki.vlab, &vin, &vdim, vlen);
 	/* each version's code, kept when the length is in it: a loop nest
 	 * whose dims run as one loop (coalesce) has it from the views */
 	Buf code[2] = {{0}};
 	for (int v = 0; v < 2 && two; v++) {
 		ki.vlen = vlen[v];
 		e->b = &code[v];
-		kernel_code(e, i, k, &ki);
+		kernel_code(e, i, k, &ki, kind, &c);
 		e->b = b;
 	}
 	two = two && strcmp(code[0].s, code[1].s) != 0;
@@ -777,7 +794,7 @@ void emit_kernel(Emit *e, int i, const Kernel *k)
 		buf_printf(b, "\tif (in[%d].n[%d] == %" PRId64 ")\n\t\tkernel" HOLE "_%" PRId64 "(in, out, acc);\n"
 		           "\telse\n\t\tkernel" HOLE "_%" PRId64 "(in, out, acc);\n", vin, vdim, vlen[0], vlen[0], vlen[1]);
 	else
-		kernel_code(e, i, k, &ki);
+		kernel_code(e, i, k, &ki, kind, &c);
 	buf_puts(b, "}\n\n");
 	if (!ki.sparse)
 		return;

@@ -54,23 +54,31 @@ static bool unify(Sema *s, Ty *a, Ty b, Node *na, Node *nb, Loc loc)
 	return true;
 }
 
-/* A number in an integer expression must be a whole number: 0.5 would be
- * truncated to 0 without a word.  n is a side that reads no tensor. */
-static bool whole_numbers(Node *n, DType t)
+/* A number in an integer expression must be a whole number in its range:
+ * 0.5 would be truncated to 0 without a word.  n is a side that reads no
+ * tensor.  own: the type is a where's own, its condition's (settle_own),
+ * which the message says. */
+static bool whole_numbers(Node *n, DType t, bool own)
 {
 	if (n->kind == N_NUM) {
 		double lim = t == DT_I32 ? 2147483647.0 : 9.2e18;
 		bool whole = n->u.num == trunc(n->u.num);
 		if (whole && fabs(n->u.num) <= lim)
 			return true;
-		diag(DIAG_ERROR, n->loc, "%g is %s, in an %s expression; convert the other side with f32(...) or f64(...)",
-		     n->u.num, whole ? "out of its range" : "not a whole number", dtype_name(t));
+		const char *what = whole ? "out of its range" : "not a whole number";
+		if (own)
+			diag(DIAG_ERROR, n->loc, "%g is %s, in an %s where: a where whose branches are numbers takes "
+			     "its condition's type; write %s(%g) for a real result", n->u.num, what, dtype_name(t),
+			     dtype_name(DT_F32), n->u.num);
+		else
+			diag(DIAG_ERROR, n->loc, "%g is %s, in an %s expression; convert the other side with f32(...) "
+			     "or f64(...)", n->u.num, what, dtype_name(t));
 		return false;
 	}
 	Node **kids[3];
 	int k = fe_children(n, kids);
 	for (int i = 0; i < k; i++)
-		if (!whole_numbers(*kids[i], t))
+		if (!whole_numbers(*kids[i], t, own))
 			return false;
 	return true;
 }
@@ -127,14 +135,7 @@ static bool settle(Sema *s, Node *n, DType t, bool own)
 {
 	switch (n->kind) {
 	case N_NUM:
-		if (!dtype_is_int(t) || !own)
-			return !dtype_is_int(t) || whole_numbers(n, t);
-		if (n->u.num == trunc(n->u.num))
-			return true;
-		diag(DIAG_ERROR, n->loc, "%g is not a whole number, in an %s where: a where whose branches are "
-		     "numbers takes its condition's type; write %s(%g) for a real result", n->u.num, dtype_name(t),
-		     dtype_name(DT_F32), n->u.num);
-		return false;
+		return !dtype_is_int(t) || whole_numbers(n, t, own);
 	case N_WHERE:
 		if (n->u.where.soft && !own)
 			n->u.where.cond = converted(s, nonzero(s, n->u.where.cond), t);
@@ -497,7 +498,7 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		if (ok && n->u.binary.op == B_POW)
 			ok = int_operand(*ty, n->loc, "'**'");
 		if (ok && ty->typed && dtype_is_int(ty->t))
-			ok = (a.typed || whole_numbers(n->u.binary.a, ty->t)) && (b.typed || whole_numbers(n->u.binary.b, ty->t));
+			ok = (a.typed || whole_numbers(n->u.binary.a, ty->t, false)) && (b.typed || whole_numbers(n->u.binary.b, ty->t, false));
 		break;
 	case N_CALL:
 		ok = check_call(s, n, ty);
@@ -519,8 +520,8 @@ static bool check_expr(Sema *s, Node *n, Ty *ty)
 		/* a soft where's numbers wait for the type a context gives
 		 * (settle), or its own at the end (settle_own) */
 		if (ok && ty->typed && dtype_is_int(ty->t) && !n->u.where.soft)
-			ok = (a.typed || whole_numbers(n->u.where.a, ty->t)) && (b.typed || whole_numbers(n->u.where.b, ty->t)) &&
-			     (c.typed || whole_numbers(n->u.where.cond, ty->t));
+			ok = (a.typed || whole_numbers(n->u.where.a, ty->t, false)) && (b.typed || whole_numbers(n->u.where.b, ty->t, false)) &&
+			     (c.typed || whole_numbers(n->u.where.cond, ty->t, false));
 		break;
 	case N_REDUCE:
 		ok = check_reduce(s, n, ty);
