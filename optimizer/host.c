@@ -300,7 +300,7 @@ void machine_derive(Machine *m, const HostInfo *h)
 void host_after_quick(Machine *m)
 {
 	m->conv_rate = CONV_GEMM_FRACTION * m->gemm_rate[0][m->ngemm - 1];
-	m->gemm_c_bw = m->memcpy_bw;    /* kernelcost.c's kernel_rate: a C added into */
+	m->gemm_accum_bw = m->memcpy_bw;    /* kernelcost.c's kernel_rate: a C added into */
 }
 
 char *host_cache_path(void)

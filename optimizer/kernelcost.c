@@ -111,15 +111,29 @@ static double sparse_visits(const CostCtx *c, const Kernel *k, int nin, const Re
 	return v;
 }
 
-/* The chunk extent of kernel label x, from the first input chunk dim
- * bearing it; 1 when none does. */
+/* The first input (*i) whose chunks bear kernel label x, and the key dim
+ * they bear it along; -1 when none does. */
+static int label_dim(const Kernel *k, int nin, const RelType *const *in, int x, int *i)
+{
+	for (*i = 0; *i < nin; (*i)++)
+		for (int ch = 0; ch < k->nindim[*i]; ch++)
+			if (k->inlab[*i][ch] == x)
+				return in[*i]->chunkdim[ch];
+	return -1;
+}
+
+/* The chunk extent of kernel label x; 1 when no input bears it. */
 static double label_extent(const Kernel *k, int nin, const RelType *const *in, int x)
 {
-	for (int i = 0; i < nin; i++)
-		for (int ch = 0; ch < k->nindim[i]; ch++)
-			if (k->inlab[i][ch] == x)
-				return (double)rel_block_len(in[i], in[i]->chunkdim[ch]);
-	return 1;
+	int i, d = label_dim(k, nin, in, x, &i);
+	return d < 0 ? 1 : (double)rel_block_len(in[i], d);
+}
+
+/* The chunks of the inputs along kernel label x; 1 when none bears it. */
+static double label_frontier(const Kernel *k, int nin, const RelType *const *in, int x)
+{
+	int i, d = label_dim(k, nin, in, x, &i);
+	return d < 0 ? 1 : (double)rel_frontier(in[i], d);
 }
 
 /* Whether label x is among the n labels lab. */
@@ -272,12 +286,7 @@ static double k_steps(const Contraction *g, const Kernel *k, const RelType *cons
 		if (x != g->use[ROLE_K])
 			steps *= g->g[x].ext;
 		for (int l = 0; l < g->g[x].n; l++)
-			for (int i = 0, found = 0; i < 2 && !found; i++)
-				for (int ch = 0; ch < k->nindim[i] && !found; ch++)
-					if (k->inlab[i][ch] == g->g[x].lab[l]) {
-						steps *= (double)rel_frontier(in[i], in[i]->chunkdim[ch]);
-						found = 1;
-					}
+			steps *= label_frontier(k, 2, in, g->g[x].lab[l]);
 	}
 	return steps;
 }
@@ -301,7 +310,7 @@ static double k_steps(const Contraction *g, const Kernel *k, const RelType *cons
  * 20000 x 400 x 400.  B, which BLIS packs in panels and reuses across A's
  * rows, is the packing terms' below, as is an A they price.  C read
  * again by each call that adds into it (k_steps: a k split in chunks, or
- * a summed group looped) costs its bytes at gemm_c_bw beyond the L1: the
+ * a summed group looped) costs its bytes at gemm_accum_bw beyond the L1: the
  * host model's memcpy rate (nnsearch's 64 calls of 20000 x 50 x 50 a rank
  * took 0.120 s, one of 20000 x 400 x 400 0.082, priced 0.090 and 0.094
  * without it); free in the built-in model, where it gave the TRA paper's
@@ -350,8 +359,8 @@ static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelT
 	/* each call that adds into its C (a k over chunks, or a k group
 	 * looped) reads it again, from beyond the L1 */
 	double ks = k_steps(&g, k, in);
-	if (ks > 1 && m * n * size > c->m->cache_l1 && c->m->gemm_c_bw > 0)
-		secs += m * n * size * (1 - 1 / ks) / c->m->gemm_c_bw;
+	if (ks > 1 && m * n * size > c->m->cache_l1 && c->m->gemm_accum_bw > 0)
+		secs += m * n * size * (1 - 1 / ks) / c->m->gemm_accum_bw;
 	if (m < GEMM_REUSE && n > 4096 && kk * n * size >= GEMM_PACKED && aliased(&g, 1, gk, gn, t))
 		secs += kk * n * size / c->m->memcpy_bw;        /* trt_sgemm's conditions */
 	else if (kk < GEMM_REUSE && aliased(&g, 2, gm, gn, t))

@@ -157,7 +157,7 @@ static const Scalar scalars[] = {
 	FIELD("gemm_stream_aliased_Bps", gemm_alias_bw, false),
 	FIELD("gemm_pack_a_Bps", gemm_pack_a_bw, true),
 	FIELD("gemm_pack_b_Bps", gemm_pack_b_bw, true),
-	FIELD("gemm_accumulate_c_Bps", gemm_c_bw, true),
+	FIELD("gemm_accumulate_c_Bps", gemm_accum_bw, true),
 	FIELD("scatter_row_s", scatter_row, true),
 	FIELD("row_reduce_element_s", row_reduce, true),
 	FIELD("slice_row_s", slice_row, true),

@@ -57,7 +57,7 @@ typedef struct Machine {
 	double gemm_pack_a_bw;          /* bytes per second BLIS packs an A it reuses little, beyond
 	                                   a cube's packing; 0: not measured, free */
 	double gemm_pack_b_bw;          /* likewise a B */
-	double gemm_c_bw;               /* bytes per second a gemm call reads again a C it adds into
+	double gemm_accum_bw;           /* bytes per second a gemm call reads again a C it adds into
 	                                   (its k over chunks or over looped calls), a C beyond the
 	                                   L1; 0: free */
 	double conv_rate;               /* flop/s of a convolution's direct loop, one rank */

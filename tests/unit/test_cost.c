@@ -448,14 +448,14 @@ static void test_thin_gemm(void **state)
 	assert_true(fabs(sp - sfree) < 1e-9 * sp);
 
 	/* a C added into by each call after the first reads it again, at
-	 * gemm_c_bw when it is beyond the L1: k and p summed in orders that do
+	 * gemm_accum_bw when it is beyond the L1: k and p summed in orders that do
 	 * not merge, one of them 64 looped calls into a C of 1 MiB; free in
 	 * the built-in model, and for a C within the L1 */
 	const char *looped = "size I = 512, J = 512, P = 64, K = 64;\ninput A[I, P, K];\ninput B[K, P, J];\n"
 	                     "C[i, j] = A[i, p, k] * B[k, p, j];\noutput C;\n";
 	Machine ac = m;
 	ac.touch_bw = 1e300;
-	ac.gemm_c_bw = 1e9;
+	ac.gemm_accum_bw = 1e9;
 	ac.cache_l1 = 32768;
 	double cfree = join_seconds(looped, &f0), cpaid = join_seconds_on(looped, &f0, false, &ac);
 	assert_true(fabs(cpaid - cfree - 63 * 4.0 * 512 * 512 / 1e9) < 1e-6 * cpaid);
