@@ -226,7 +226,8 @@ static int aliased(int64_t m, int64_t k, int64_t n, int64_t rsb, int64_t csb, si
  * on every shape measured (zen3 kernels on a Zen 4, 2026-11-29: 10584 x
  * 64 x 40 0.96 ms against 0.65 packed, 2000 x 100 x 50 0.39 against 0.24,
  * 4000 x 32 x 64 0.25 against 0.21; B by rows, 10584 x 64 x 40 was 0.49
- * against 0.63 the other way).  And a small C over a long k (fewer than
+ * against 0.63 the other way; a small B under a tall C is copied by rows
+ * instead, which beat both: rt_gemm_by_rows).  And a small C over a long k (fewer than
  * SMALL_C elements, k at least 4 times its longer side: a weight's
  * gradient over a batch or a graph's rows) keeps BLIS's choice, the small
  * path, which won there (same machine: 128 x 64 x 10584 1.58-1.72 ms
@@ -843,6 +844,28 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
  */
 /* B by columns (each column contiguous) under C by rows: rt_gemm_rntm's bcols */
 #define BCOLS(rsb, csb, csc) ((rsb) == 1 && (csb) != 1 && (csc) == 1)
+
+/*
+ * A small B by columns under a tall C by rows (a thin layer's backward,
+ * dX = dY W^T: the GCN's (A^T dZ) W2^T, 21168 x 64 x 40 a call) is faster
+ * copied by rows first, where BLIS's own choice is its small path: that
+ * path with B by rows beat the packed one rt_gemm_rntm sends B by columns
+ * to (Zen 4, zen3 kernels, 2026-11-29 21:15, medians of 11, the copy
+ * included: 21168 x 64 x 40 1.05-1.45 ms against 1.54-2.08, 21168 x 40 x
+ * 64 1.78x, 50000 x 50 x 20 1.75x, 4000 x 32 x 64 1.65x, 5000 x 48 x 100
+ * 1.31x, 1000 x 250 x 32 1.22x, 2000 x 100 x 50 1.34x).  Not where C is
+ * wide or B big (4096 x 1024 x 32 0.61x, 64 x 4096 x 48 0.31x): B of at
+ * most BY_ROWS_B elements, m at least 4 n.  Where the packed path would
+ * be taken anyway, it packs B itself, and a copy is only more work.
+ */
+enum { BY_ROWS_B = 128 * 128 };
+
+int rt_gemm_by_rows(int64_t m, int64_t n, int64_t k)
+{
+	if (k * n > BY_ROWS_B || m < 4 * n || rt_gemm_rntm(m, n, k, 0))   /* sets path the first time */
+		return 0;
+	return path == PATH_AUTO;
+}
 #define GEMM(name, T, blis_gemm, blis_gemv, TRANSPOSE, SHORT)                   \
 	void name(int64_t m, int64_t n, int64_t k, T alpha,                     \
 	          const T *a, int64_t rsa, int64_t csa,                         \
@@ -874,6 +897,13 @@ static int sgemm_short(int64_t m, int64_t n, int64_t k, float alpha,
 			csc = 1;                                                \
 		}                                                               \
 		int bcols = BCOLS(rsb, csb, csc);                               \
+		if (bcols && rt_gemm_by_rows(m, n, k)) { /* B copied by rows */ \
+			T *p = scratch_get(sizeof(T) * (size_t)(k * n));        \
+			for (int64_t j = 0; j < n; j++)                         \
+				for (int64_t x = 0; x < k; x++)                 \
+					p[x * n + j] = b[x * rsb + j * csb];    \
+			b = p, rsb = n, csb = 1, bcols = 0;                     \
+		}                                                               \
 		if (!aliased(m, k, n, rsb, csb, sizeof(T))) {                   \
 			blis_gemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, \
 			          (T *)a, rsa, csa, (T *)b, rsb, csb, &beta, c, rsc, csc, \

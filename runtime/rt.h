@@ -571,6 +571,9 @@ int rt_blas_threads(void);
  * defaults), bcols when B is by columns and C by rows: calibrate
  * measures through it. */
 void *rt_gemm_rntm(int64_t m, int64_t n, int64_t k, int bcols);
+/* Whether a gemm of m x n x k with B by columns and C by rows copies B by
+ * rows first (a small B under a tall C). */
+int rt_gemm_by_rows(int64_t m, int64_t n, int64_t k);
 
 /* ---- ist.c ---- */
 

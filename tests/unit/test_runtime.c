@@ -1628,6 +1628,52 @@ static void test_gemm_paths(void **state)
 	free(fc);
 }
 
+/* A small B by columns under a tall C by rows goes to BLIS copied by rows
+ * (rt_gemm_by_rows): the result is the product's, alpha and beta applied,
+ * with B's columns apart by more than k, and B itself untouched; a wide C
+ * or a big B is not copied. */
+static void test_gemm_b_by_rows(void **state)
+{
+	(void)state;
+	enum { M = 600, N = 40, K = 30, LDB = K + 3 };
+	assert_true(rt_gemm_by_rows(M, N, K));
+	assert_true(rt_gemm_by_rows(21168, 64, 40));
+	assert_false(rt_gemm_by_rows(4096, 1024, 32));
+	assert_false(rt_gemm_by_rows(64, 4096, 48));
+	assert_false(rt_gemm_by_rows(20000, 128, 64));     /* packed: it packs B itself */
+	float *fa = malloc(sizeof *fa * M * K), *fb = malloc(sizeof *fb * LDB * N), *fc = malloc(sizeof *fc * M * N);
+	double *a = malloc(sizeof *a * M * K), *b = malloc(sizeof *b * LDB * N), *c = malloc(sizeof *c * M * N);
+	for (int i = 0; i < M; i++)
+		for (int k = 0; k < K; k++)
+			fa[i * K + k] = (float)(a[i * K + k] = mat_val(0, i, k));
+	for (int j = 0; j < N; j++)
+		for (int k = 0; k < LDB; k++)
+			fb[j * LDB + k] = (float)(b[j * LDB + k] = k < K ? mat_val(1, k, j) : 1e30);
+	for (int x = 0; x < M * N; x++)
+		fc[x] = (float)(c[x] = 1);
+	trt_sgemm(M, N, K, 2.0f, fa, K, 1, fb, 1, LDB, 3.0f, fc, N, 1);
+	trt_dgemm(M, N, K, 2.0, a, K, 1, b, 1, LDB, 3.0, c, N, 1);
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++) {
+			double s = 0, mag = 0;
+			for (int k = 0; k < K; k++) {
+				s += mat_val(0, i, k) * mat_val(1, k, j);
+				mag += fabs(mat_val(0, i, k) * mat_val(1, k, j));
+			}
+			assert_true(fabs(fc[i * N + j] - (2 * s + 3)) <= 1e-5 * (2 * mag + 3));
+			assert_true(fabs(c[i * N + j] - (2 * s + 3)) <= 1e-12 * (2 * mag + 3));
+		}
+	for (int j = 0; j < N; j++)
+		for (int k = 0; k < LDB; k++)
+			assert_true(fb[j * LDB + k] == (k < K ? (float)mat_val(1, k, j) : 1e30f));
+	free(fa);
+	free(fb);
+	free(fc);
+	free(a);
+	free(b);
+	free(c);
+}
+
 /* B's rows (or columns) a multiple of 4 KiB apart and little reuse: the
  * wrapper copies B in panels of 4096 columns to unaliased rows first; the
  * result must be the plain product's, the last panel short, beta applied
@@ -2075,6 +2121,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_sort_stable),
 		cmocka_unit_test(test_gemm),
 		cmocka_unit_test(test_gemm_paths),
+		cmocka_unit_test(test_gemm_b_by_rows),
 		cmocka_unit_test(test_gemm_tail),
 		cmocka_unit_test(test_gemm_aliased),
 		cmocka_unit_test(test_gemm_short),
