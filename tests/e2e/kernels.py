@@ -283,6 +283,38 @@ case("sum_to_scalar", """
     t = sum[i, j](S[i, j]);
     output t;
 """, dict(S=S), lambda x: dict(t=np.float32(x["S"].astype(np.float64).sum())), block=64)
+# a reduction to one scalar whose terms cost more than its chain of additions
+# (exp, log, a division) computes them in pieces of 256 into a buffer, a
+# loop that vectorises, then adds them in order (codegen/kernel.c,
+# costly_terms): here 1000 in blocks of 600 (pieces of 256 and 88, 256 and
+# 144), a 2-d max over 30 x 70 in blocks of 35; a sum of products stays one
+# loop
+def scalar_pieces(text):
+    errors = []
+    for desc, pieces in (("log((1 + exp(-abs(in0)))) a-> sum", True),
+                         ("(exp(in0) / (1 + (in0 * in0))) ab-> max", True), ("(in0 * in0) a-> sum", False)):
+        body = kernel_body(text, desc)
+        if body is None:
+            errors.append("no kernel %s in the emitted C" % desc)
+        elif ("tb[256]" in body) != pieces:
+            errors.append("kernel %s %s in pieces" % (desc, "not" if pieces else "goes"))
+    return errors
+
+
+PZ = (r.standard_normal(1000) * 4).astype(np.float32)
+PS = r.standard_normal((30, 70)).astype(np.float32)
+CASES.append(dict(name="scalar_pieces", src=textwrap.dedent("""
+    size N = 1000, I = 30, J = 70;
+    input z[N];
+    input S[I, J];
+    l = sum[n](log(1 + exp(-abs(z[n]))));
+    m = max[i, j](exp(S[i, j]) / (1 + S[i, j] * S[i, j]));
+    q = sum[n](z[n] * z[n]);
+    output l; output m; output q;
+"""), inputs=dict(z=PZ, S=PS), flags=["--block", "z=600", "--block", "S=35"], c_check=scalar_pieces,
+    expect=lambda x: dict(l=np.float32(np.log1p(np.exp(-np.abs(x["z"].astype(np.float64)))).sum()),
+                          m=np.float32((np.exp(x["S"].astype(np.float64)) / (1 + x["S"].astype(np.float64) ** 2)).max()),
+                          q=np.float32((x["z"].astype(np.float64) ** 2).sum()))))
 case("reduce_middle", """
     size I = 7, J = 200, K = 5;
     input T[I, J, K];
