@@ -5,7 +5,7 @@ with the model trac makes of this machine when nothing was calibrated
 within 1.5x of measured").
 
     make bench-predict BENCH='--reps 3'
-    bench/predict.py [--reps N] [--np N] [--only a,b] [--cache DIR] [--keep]
+    bench/predict.py [--reps N] [--np N] [--only a,b] [--cache DIR] [--keep] [--ops N]
 
 For each example of examples/Makefile's EXAMPLES, with the flags the
 Makefile gives it and the larger sizes SIZES gives those whose run is too
@@ -39,6 +39,10 @@ Printed per example, medians of the runs:
               [0.67, 1.5]), and pred s / run s beside it
     plan      six hex digits naming the plan (its --explain --no-costs):
               tables whose calibrations plan an example two ways show it
+
+With --ops N, each example's N ops whose measured seconds (--profile's,
+the median of the runs) exceed their predicted ones the most, then the N
+that fall shortest: where a ratio away from 1 comes from.
 """
 import argparse
 import hashlib
@@ -186,6 +190,20 @@ def summary(text):
     raise RuntimeError("no summary line in the profile:\n" + text[-2000:])
 
 
+def op_times(text):
+    """--profile's op lines as {op: (kind, label, seconds, predicted seconds)}: the label may hold
+    spaces, the twelve columns after it do not."""
+    ops = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 15 and f[0].isdigit() and f[1].isalpha():
+            try:
+                ops[int(f[0])] = (f[1], " ".join(f[2:-12]), float(f[-11]), float(f[-10]))
+            except ValueError:
+                pass
+    return ops
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=3)
@@ -193,6 +211,7 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--cache", help="the host model's cache folder (XDG_CACHE_HOME); default: a new one")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
+    ap.add_argument("--ops", type=int, default=0, help="each example's N ops furthest over and under")
     a = ap.parse_args()
     names, flags = makefile_flags()
     if a.only:
@@ -232,6 +251,7 @@ def main():
     # The runs go round the examples, one run of each a round, so that a slow spell of the host
     # (they last minutes here) slows one run of many examples, not every run of one.
     runs = {name: {"pred": [], "run": [], "cpu": [], "proc": [], "proc_cpu": []} for name, _, _, _ in built}
+    ops = {name: {} for name, _, _, _ in built}    # op: (kind, label, [seconds], predicted)
     for rep in range(a.reps):
         t0 = time.time()
         for name, fl, args, _ in built:
@@ -248,6 +268,8 @@ def main():
             m["pred"].append(float(s["pred_s"]))
             m["run"].append(float(s["total_s"]))
             m["cpu"].append(float(s["cpu_s"]))
+            for op, (kind, label, sec, pred) in op_times(p.stdout).items():
+                ops[name].setdefault(op, (kind, label, [], pred))[2].append(sec)
         print("# round %d of %d: %.1f s" % (rep + 1, a.reps, time.time() - t0), flush=True)
     rows = []
     med = statistics.median
@@ -265,6 +287,14 @@ def main():
         print("| %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f%s |" % (name, fl or "-", plan, p, r, c, pr, rr,
               ratio,
               "" if 1 / 1.5 <= ratio <= 1.5 else " **outside**"))
+    if a.ops:
+        print()
+        for name, _, _, _ in built:
+            by = sorted(((med(t) - pred, op, kind, label, med(t), pred) for op, (kind, label, t, pred)
+                         in ops[name].items()), reverse=True)
+            for d, op, kind, label, t, pred in by[:a.ops] + [x for x in by[-a.ops:] if x[0] < 0][::-1]:
+                print("%-18s op %3d %-8s %-34s run %8.4f  pred %8.4f  %+8.4f s" % (name, op, kind, label[:34], t,
+                                                                                     pred, d))
     inside = sum(1 for row in rows if 1 / 1.5 <= row[-1] <= 1.5)
     print("\nwithin 1.5x: %d of %d; load after: %s" % (inside, len(rows), open("/proc/loadavg").read().strip()))
     if a.keep:
