@@ -500,7 +500,22 @@ static void loop_close(Emit *e, const OpProps *o)
 static void emit_frees(Buf *b, const int *rel, int n)
 {
 	for (int j = 0; j < n; j++)
-		buf_printf(b, "\ttrt_free(r%d);\n", rel[j]);
+		if (rel[j] >= 0)
+			buf_printf(b, "\ttrt_free(r%d);\n", rel[j]);
+}
+
+/* Whether op o reads relation rel only through copies made whole
+ * (trt_complete, trt_densify) before it runs. */
+static bool read_whole_only(const OpProps *o, int rel)
+{
+	bool any = false;
+	for (int j = 0; j < o->nin; j++)
+		if (o->in[j] == rel) {
+			if (o->read[j] == READ_AS_IS)
+				return false;
+			any = true;
+		}
+	return any;
 }
 
 /* One op: its span, its inputs made whole first and freed after, its
@@ -516,13 +531,26 @@ static void emit_step(Emit *e, const OpProps *o)
 		if (o->read[j] != READ_AS_IS)
 			buf_printf(b, "\tTrtRel *%s = %s(r%d);\n", o->arg[j],
 			           o->read[j] == READ_DENSE ? "trt_densify" : "trt_complete", o->in[j]);
+	/* a relation this op reads last, and only made whole: freed before
+	 * the op, so that the copy's chunks it shares are the copy's alone,
+	 * which an op in place may then write (a sparse result in its
+	 * input's chunks: ia_elementwise_in_place) */
+	int *later = xcalloc(o->frees.n + 1, sizeof *later);
+	for (int f = 0; f < o->frees.n; f++) {
+		later[f] = o->frees.v[f];
+		if (read_whole_only(o, later[f])) {
+			buf_printf(b, "\ttrt_free(r%d);\n", later[f]);
+			later[f] = -1;
+		}
+	}
 	emitters[o->op->kind](e, o);
 	for (int j = 0; j < o->nin; j++)
 		if (o->read[j] != READ_AS_IS)
 			buf_printf(b, "\ttrt_free(%s);\n", o->arg[j]);
 	if (o->span)
 		buf_printf(b, "\ttrt_op_end(%d);\n", i);
-	emit_frees(b, o->frees.v, o->frees.n);
+	emit_frees(b, later, o->frees.n);
+	free(later);
 	if (o->op->kind == IA_LOOP)
 		loop_open(e, o);
 	else if (o->op->kind == IA_ENDLOOP)

@@ -199,7 +199,7 @@ void static_extents(const Kernel *k, const KernelIn *ki, int64_t max, int64_t *s
 void loop_extent(Buf *b, const Kernel *k, const int64_t *stat, int l);
 
 void kernel_reads(const IaPlan *p, int i, const Kernel *k, KernelIn *ki);
-void emit_driven_kernel(Buf *b, const Kernel *k, const KernelIn *ki);
+void emit_driven_kernel(Buf *b, const Kernel *k, const KernelIn *ki, int alias);
 
 /* The longest extent a driven kernel (sparse.c) writes as a number where
  * every chunk has it (static_extents): an SpMM's feature loop of 40

@@ -779,7 +779,7 @@ static void kernel_code(Emit *e, int i, const Kernel *k, const KernelIn *ki, int
 		emit_conv_kernel(b, k, ki->dt);
 		return;
 	case KC_DRIVEN:
-		emit_driven_kernel(b, k, ki);
+		emit_driven_kernel(b, k, ki, e->in_place[i]);
 		return;
 	case KC_GEMM:
 		emit_gemm_kernel(b, k, ki->dt, c);
@@ -811,9 +811,11 @@ void emit_kernel(Emit *e, int i, const Kernel *k)
 	Buf desc = {0};
 	KernelIn ki;
 	kernel_reads(e->p, i, k, &ki);
-	/* ia_elementwise_in_place takes no reduction, window or sparse input:
-	 * an op made in place has a loop nest on dense chunks */
-	if (e->in_place[i] >= 0 && (k->nwin || ki.sparse || k->reduces))
+	/* ia_elementwise_in_place takes no reduction or window, and a sparse
+	 * input only for a sparse result of its pattern: an op made in place
+	 * has a loop nest on dense chunks, or one over the pattern's elements,
+	 * each read at q before the result's is written there */
+	if (e->in_place[i] >= 0 && (k->nwin || (ki.sparse && !ki.sparse_out) || k->reduces))
 		tr_bug("op %d made in place with a kernel that is no dense loop nest", i);
 	/* a driven kernel or a loop nest with a label of two lengths: twice */
 	Contraction c;

@@ -33,23 +33,6 @@ static int sparse_driver(const Kernel *k, const RelType *const *inty, bool spars
 	return -1;
 }
 
-/* Does IA op a store its chunks with the pattern of mask op m's (same key,
- * same positions)?  m itself, or a join sampled at m, or a join keeping
- * such a relation's pattern. */
-static bool same_pattern(const IaPlan *p, int a, int m)
-{
-	const IaOp *op = &p->ops.v[a];
-	if (a == m)
-		return true;
-	if (op->kind != IA_JOIN || !op->type.sparse)
-		return false;
-	if (op->u.join.mask.on)
-		return op->u.join.mask.rel == m;
-	const RelType *jin[2] = {&p->ops.v[op->u.join.left].type, &p->ops.v[op->u.join.right].type};
-	int pat = kernel_sparse_pattern(op->u.join.kernel, jin);
-	return pat >= 0 && same_pattern(p, pat ? op->u.join.right : op->u.join.left, m);
-}
-
 /* Does k label input j's chunk dims as the driver's, dim for dim?  Only
  * then is its element at the driver's position (the same chunk of a
  * relation with the driver's pattern: X[i, j] * X[i, j], not X[i, j] *
@@ -95,7 +78,7 @@ void kernel_reads(const IaPlan *p, int i, const Kernel *k, KernelIn *ki)
 			continue;
 		if (ki->sparse_out) {
 			bool aligned = labelled_as_driver(k, ki, j);
-			ki->byq[j] = aligned && (same_pattern(p, in[j], in[ki->d]) || same_pattern(p, in[ki->d], in[j]));
+			ki->byq[j] = aligned && (ia_same_pattern(p, in[j], in[ki->d]) || ia_same_pattern(p, in[ki->d], in[j]));
 			ki->byfind[j] = !ki->byq[j] && ki->nd == 2 && aligned;
 		}
 		ki->expand[j] = !ki->byq[j] && !ki->byfind[j];
@@ -132,12 +115,12 @@ static bool sampled_dot(const Kernel *k, const KernelIn *ki, int lab, int *pos)
 /* A driven kernel's pointers and strides, a dense output zeroed unless it
  * is added into, and the driver's column strides (its chunk dims after the
  * first). */
-static void driven_setup(Buf *b, const Kernel *k, const KernelIn *ki, const int64_t *stat)
+static void driven_setup(Buf *b, const Kernel *k, const KernelIn *ki, const int64_t *stat, int alias)
 {
 	int d = ki->d, nd = ki->nd;
 	for (int j = 0; j < k->nin; j++)
-		buf_printf(b, "\tconst %s *restrict p%d = in[%d].p;\n", ctype(ki->indt[j]), j, j);
-	buf_printf(b, "\t%s *restrict po = out->p;\n", ctype(ki->dt));
+		buf_printf(b, "\tconst %s *%sp%d = in[%d].p;\n", ctype(ki->indt[j]), j == alias ? "" : "restrict ", j, j);
+	buf_printf(b, "\t%s *%spo = out->p;\n", ctype(ki->dt), alias >= 0 ? "" : "restrict ");
 	buf_printf(b, "\tconst int64_t *restrict rp = in[%d].rowptr, *restrict ci = in[%d].col;\n", d, d);
 	/* an input of the driver's pattern stores its elements or none: the
 	 * zero chunk trt_complete gives a key it lacks (a sampled join's
@@ -349,7 +332,7 @@ static void driven_prefetch(Buf *b, const Kernel *k, const KernelIn *ki, const i
  * when its element there is the driver's, else by a search in the driver's
  * row, trt_csr_find), then the other labels inside.
  */
-void emit_driven_kernel(Buf *b, const Kernel *k, const KernelIn *ki)
+void emit_driven_kernel(Buf *b, const Kernel *k, const KernelIn *ki, int alias)
 {
 	const char *T = ctype(ki->dt);
 	int d = ki->d, nd = ki->nd, depth = 0;
@@ -358,7 +341,7 @@ void emit_driven_kernel(Buf *b, const Kernel *k, const KernelIn *ki)
 
 	int64_t stat[2 * MAXDIM];
 	static_extents(k, ki, DRIVEN_STATIC_MAX, stat);
-	driven_setup(b, k, ki, stat);
+	driven_setup(b, k, ki, stat, alias);
 #define INDENT() (memset(indent, '\t', depth + 1), indent[depth + 1] = 0, indent)
 	const char *row = nd > 0 ? xprintf("l%d", dlab[0]) : "r0";
 	buf_printf(b, "%sfor (int64_t %s = 0; %s < %s; %s++) {\n", INDENT(), row, row,

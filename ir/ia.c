@@ -300,22 +300,62 @@ InPlace *ia_in_place(const IaPlan *p, const IaLoops *l)
 	return res;
 }
 
+/* The input op whose chunks' pattern sparse op a keeps (a sampled join's
+ * mask, a join's or map's pattern input), or -1: a itself is a source. */
+static int pattern_input(const IaPlan *p, int a)
+{
+	const IaOp *op = &p->ops.v[a];
+	if (!op->type.sparse)
+		return -1;
+	if (op->kind == IA_JOIN && op->u.join.mask.on)
+		return op->u.join.mask.rel;
+	if (op->kind == IA_JOIN) {
+		const RelType *in[2] = {&p->ops.v[op->u.join.left].type, &p->ops.v[op->u.join.right].type};
+		int pat = kernel_sparse_pattern(op->u.join.kernel, in);
+		return pat < 0 ? -1 : pat ? op->u.join.right : op->u.join.left;
+	}
+	if (op->kind == IA_MAP && op->u.map.kernel && op->u.map.nkey == op->type.nkey) {
+		const RelType *in[1] = {&p->ops.v[op->u.map.in].type};
+		for (int d = 0; d < op->u.map.nkey; d++)
+			if (op->u.map.keymap[d] != d)
+				return -1;
+		return kernel_sparse_pattern(op->u.map.kernel, in) == 0 ? op->u.map.in : -1;
+	}
+	return -1;
+}
+
+bool ia_same_pattern(const IaPlan *p, int a, int m)
+{
+	for (int n = 0; a >= 0 && n <= p->ops.n; n++, a = pattern_input(p, a))
+		if (a == m)
+			return true;
+	return false;
+}
+
 int ia_elementwise_in_place(const IaPlan *p, const IaLoops *l, int i)
 {
 	const IaOp *op = &p->ops.v[i];
 	const Kernel *k = ia_op_kernel(op);
-	if (!k || k->reduces || k->nwin || op->type.sparse ||
-	    (op->kind == IA_JOIN && (op->u.join.ngroup >= 0 || op->u.join.mask.on)) ||
-	    (op->kind != IA_JOIN && op->kind != IA_MAP))
+	bool sparse = op->type.sparse;
+	if (!k || k->reduces || k->nwin || (op->kind == IA_JOIN && op->u.join.ngroup >= 0) ||
+	    (op->kind == IA_JOIN && op->u.join.mask.on && !sparse) || (op->kind != IA_JOIN && op->kind != IA_MAP))
 		return -1;
 	int in[2] = {op->kind == IA_JOIN ? op->u.join.left : op->u.map.in, op->kind == IA_JOIN ? op->u.join.right : -1};
+	int src = sparse ? pattern_input(p, i) : -1;
+	if (sparse && src < 0)
+		return -1;
 	for (int s = 0; s < k->nin; s++)
-		if (p->ops.v[in[s]].type.sparse)
+		if (!sparse && p->ops.v[in[s]].type.sparse)
 			return -1;      /* (a sparse input's kernel is not a loop nest on the chunks) */
 	for (int s = 0; s < k->nin; s++) {
 		const IaOp *x = &p->ops.v[in[s]];
+		/* a sparse result in an input's chunks: one of its pattern (the
+		 * same positions, stored alike), the output's element at each of
+		 * the input's (codegen/sparse.c reads it by its position q) */
+		bool layout = sparse ? x->type.sparse && rel_same_dims(&x->type, &op->type) && ia_same_pattern(p, in[s], src)
+		                     : rel_same_layout(&x->type, &op->type);
 		if (in[s] == in[1 - s] || x->kind == IA_LOAD || x->kind == IA_INIT || x->kind == IA_SCATTER ||
-		    l->dead_after[in[s]] != i || !rel_same_layout(&x->type, &op->type) || k->nindim[s] != k->noutdim)
+		    l->dead_after[in[s]] != i || !layout || k->nindim[s] != k->noutdim)
 			continue;
 		bool same = true;
 		for (int c = 0; c < k->noutdim; c++)

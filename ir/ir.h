@@ -285,6 +285,9 @@ bool rel_type_eq(const RelType *a, const RelType *b);     /* the same relation t
 /* Both dense and complete (no holes), with one layout: dtype, key dims,
  * extents, blocks, halos, chunk order (an elementwise op's operands). */
 bool rel_same_layout(const RelType *a, const RelType *b);
+/* The same dtype, key dims, extents, blocks, halos and chunk order, dense
+ * or sparse, holes or not. */
+bool rel_same_dims(const RelType *a, const RelType *b);
 int64_t rel_frontier(const RelType *t, int keydim);       /* ceil(extent / block) */
 int64_t rel_chunk_len(const RelType *t, int keydim, int64_t k);   /* chunk k's length along keydim: the last may be short */
 int64_t rel_block_len(const RelType *t, int keydim);      /* a whole chunk's length along keydim: min(block, extent) */
@@ -759,15 +762,22 @@ bool loop_within(const int *parent, int inner, int outer);
  * borrowed like a load's; IP_KEPT, that store, which has nothing to do. */
 typedef enum { IP_NONE, IP_OWNED, IP_PARAM, IP_KEPT } InPlace;
 InPlace *ia_in_place(const IaPlan *p, const IaLoops *l);   /* per op; the caller frees it */
-/* An elementwise join (no aggregation, no mask) or kernel map i whose
- * result may be made in the chunks of an input that dies at it: the input
- * (0 left, 1 right), else -1.  That input is neither a load, an init nor a
- * scatter (their relations may be a param's own), nor both inputs, has no
- * holes (completed, its chunks are shared), and has the result's chunks,
- * laid out alike; its key dims are the result's.  The runtime still makes
- * new chunks where an input's are shared (and the cost model counts them),
- * and under a memory budget none is in place. */
+/* An elementwise join (no aggregation) or kernel map i whose result may
+ * be made in the chunks of an input that dies at it: the input (0 left, 1
+ * right), else -1.  That input is neither a load, an init nor a scatter
+ * (their relations may be a param's own), nor both inputs, and has the
+ * result's chunks laid out alike: dense, with no holes (completed, its
+ * chunks are shared), or, for a sparse result (a join sampled at a mask
+ * too), sparse with the result's pattern (ia_same_pattern); its key dims
+ * are the result's.  The runtime still makes new chunks where an input's
+ * are shared (and the cost model counts them), and under a memory budget
+ * none is in place. */
 int ia_elementwise_in_place(const IaPlan *p, const IaLoops *l, int i);
+/* Does sparse op a store its chunks with the pattern of op m's (the same
+ * keys' chunks, the same positions)?  m itself, or an op that keeps the
+ * pattern of one that does: a join sampled at m, a join or map keeping an
+ * input's pattern. */
+bool ia_same_pattern(const IaPlan *p, int a, int m);
 int ia_join_out_dim(int nleft, const JoinSpec *on, int rdim);
 RelType ia_join_type(const RelType *l, const RelType *r, const JoinSpec *on);
 /* A convolution's window w (kernel k, left input l, output out): whether

@@ -499,6 +499,11 @@ bool rel_type_eq(const RelType *a, const RelType *b)
 	return same_dims(a, b) && a->sparse == b->sparse && a->holes == b->holes && a->density == b->density;
 }
 
+bool rel_same_dims(const RelType *a, const RelType *b)
+{
+	return same_dims(a, b);
+}
+
 bool rel_same_layout(const RelType *a, const RelType *b)
 {
 	return same_dims(a, b) && !a->sparse && !b->sparse && !a->holes && !b->holes;

@@ -362,7 +362,8 @@ typedef struct TrtJoin {
 	int mkey[TRT_MAXDIM];           /* mask dim d is the join's key dim mkey[d] */
 	int inplace;                    /* an elementwise join (no aggregation): 1 (2) its output
 	                                   made in the left's (right's) chunks, which have its
-	                                   layout, where no other relation shares them; 0 not */
+	                                   layout (a sparse output: its pattern), where no other
+	                                   relation shares them; 0 not */
 } TrtJoin;
 
 TrtRel *trt_join(const TrtRel *l, const TrtRel *r, const TrtJoin *j,
