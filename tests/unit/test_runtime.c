@@ -1364,6 +1364,70 @@ static void test_in_place(void **state)
 	agree();
 }
 
+/* out = 2 in at a sparse chunk's stored elements (the view's nnz) */
+static void double_stored(const TrtView *in, TrtView *out, int acc)
+{
+	(void)acc;
+	EXPECT(in->nnz == out->nnz);
+	for (int64_t q = 0; q < in->nnz; q++)
+		((double *)out->p)[q] = 2 * ((const double *)in->p)[q];
+}
+
+/* A sparse result made in place (in_place_csr): the input's chunk when
+ * nothing else holds it, its pattern and the values doubled; a chunk
+ * another relation shares gets a new one of the same pattern, the shared
+ * one untouched. */
+static void test_in_place_sparse(void **state)
+{
+	(void)state;
+	TrtType t = { .dtype = TRT_F64, .nkey = 2, .extent = { 6, 8 }, .block = { 3, 4 },
+	              .nchunk = 2, .chunkdim = { 0, 1 }, .sparse = 1 };
+	TrtPlace p = PART(0);
+	int same[2] = { 0, 1 };
+	TrtRel *r = trt_rel_new(&t, p);
+	int64_t key[2], lin = 0, n = 0;
+	while (rt_next_key_here(&t, p, &lin, key)) {
+		Chunk *c = rt_csr_new(TRT_F64, 3, 4, 3);        /* (0, 1), (2, 0), (2, 3) */
+		RtCsr s = rt_csr_mut(c, TRT_F64);
+		int64_t rows[4] = { 0, 1, 1, 3 }, cols[3] = { 1, 0, 3 };
+		memcpy(s.rowptr, rows, sizeof rows);
+		memcpy(s.col, cols, sizeof cols);
+		for (int q = 0; q < 3; q++)
+			((double *)s.val)[q] = (double)(10 * lin + q);
+		rt_rel_push(r, key, c);
+		lin++;
+		n++;
+	}
+	rt_rel_sort(r);
+	TrtRel *share = trt_rel_new(&t, p);
+	if (r->n)
+		rt_rel_push(share, r->keys, rt_chunk_ref(r->chunks[0]));
+	Chunk **was = malloc(sizeof *was * (size_t)(r->n + 1));
+	for (int64_t i = 0; i < r->n; i++)
+		was[i] = r->chunks[i];
+	int64_t before = rt_in_place;
+	TrtRel *d = trt_map_in_place(r, 2, same, double_stored, &t, p);
+	trt_free(r);
+	EXPECT(d->n == n);
+	EXPECT(rt_in_place - before == (n > 0 ? n - 1 : 0));
+	for (int64_t i = 0; i < d->n; i++) {
+		EXPECT((d->chunks[i] == was[i]) == (i > 0));
+		RtCsr s = rt_csr_of(d->chunks[i], TRT_F64);
+		EXPECT(s.nrow == 3 && s.ncol == 4 && s.nnz == 3 && s.rowptr[3] == 3 && s.col[2] == 3);
+		int64_t l = rt_key_linear(&t, d->keys + 2 * i);
+		for (int q = 0; q < 3; q++)
+			EXPECT(((const double *)s.val)[q] == 2.0 * (double)(10 * l + q));
+	}
+	if (share->n) {
+		RtCsr s = rt_csr_of(share->chunks[0], TRT_F64);
+		EXPECT(((const double *)s.val)[2] == (double)(10 * rt_key_linear(&t, share->keys) + 2));
+	}
+	free(was);
+	trt_free(d);
+	trt_free(share);
+	agree();
+}
+
 static int even_row(const int64_t *key)
 {
 	return key[0] % 2 == 0;
@@ -2132,6 +2196,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_npy_short_read),
 		cmocka_unit_test(test_read_gaps),
 		cmocka_unit_test(test_in_place),
+		cmocka_unit_test(test_in_place_sparse),
 		cmocka_unit_test(test_npy_roundtrip),
 		cmocka_unit_test(test_npy_no_leftovers),
 		cmocka_unit_test(test_matmul_f64),
