@@ -424,6 +424,16 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 	int64_t nother = 1;
 	for (int d = ni; d < no; d++)
 		nother *= rt_frontier(out, d);
+	/* within a result chunk only the table key's block along dim varies
+	 * (its other dims are the chunk's): each block's owner and, here, its
+	 * tuple, found once a result chunk (stamped with the chunk's number),
+	 * not once a row (transe's gathers of 32768 rows of 32 floats from
+	 * 2 blocks: the lookups were most of their time) */
+	int64_t nblock = rt_frontier(tt, dim), stamp = 0;
+	int64_t *bstamp = rt_alloc(sizeof *bstamp * (size_t)nblock), *bpos = rt_alloc(sizeof *bpos * (size_t)nblock);
+	int *bowner = rt_alloc(sizeof *bowner * (size_t)nblock);
+	for (int64_t b = 0; b < nblock; b++)
+		bstamp[b] = 0;
 	for (int64_t t = 0; t < index->n; t++) {
 		const int64_t *ikey = index->keys + t * ni;
 		for (int64_t k = 0; k < nother; k++) {
@@ -442,9 +452,18 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 			int64_t tkey[TRT_MAXDIM], row;
 			PieceCache pcache;
 			memset(&pcache, 0, sizeof pcache);
+			stamp++;
 			for (int64_t q = 0; q < e.n; q++) {
 				table_key(tt, dim, e.val[q], okey + ni, tkey, &row);
-				int owner = remote ? trt_site(&table->place, tt, tkey) : rt.rank;
+				int64_t b = tkey[dim];
+				if (bstamp[b] != stamp) {
+					bstamp[b] = stamp;
+					bowner[b] = remote ? trt_site(&table->place, tt, tkey) : rt.rank;
+					bpos[b] = bowner[b] == rt.rank ? rt_index_find(&tix, table, tkey) : -1;
+					if (bowner[b] == rt.rank && bpos[b] < 0)
+						rt_bug("a table chunk missing where its placement puts it");
+				}
+				int owner = bowner[b];
 				if (owner != rt.rank) {
 					Req rq = {rt_key_linear(tt, tkey), row};
 					memcpy(bufs_add(&reqs, owner, sizeof rq), &rq, sizeof rq);
@@ -458,9 +477,7 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 					memcpy(d->okey, okey, sizeof d->okey);
 					continue;
 				}
-				int64_t pos = rt_index_find(&tix, table, tkey);
-				if (pos < 0)
-					rt_bug("a table chunk missing where its placement puts it");
+				int64_t pos = bpos[b];
 				const int64_t *ts;
 				const Piece *pc = cached_piece(&pcache, tt, tkey, dim, out, okey, ni, &ts);
 				size_t one = rt_pin_mark();     /* the table's chunk for this piece only */
@@ -515,6 +532,9 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 	free(dest);
 	free(ndest);
 	free(capdest);
+	free(bstamp);
+	free(bpos);
+	free(bowner);
 	bufs_free(&reqs);
 	rt_index_free(&tix);
 	rt_rel_sort(o);
