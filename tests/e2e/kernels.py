@@ -138,15 +138,22 @@ def kernel_body(text, desc):
     return text[at:text.find("\n}\n", at)] if at >= 0 else None
 
 
-def row_mode_choice(text):
+def kernels_marked(text, cases, mark, what):
+    """For each (kernel comment, expected) of cases: whether its C holds
+    mark as expected, else an error saying it goes (or not) what."""
     errors = []
-    for desc, rows in (("(relu(in0) * in1) ab,bc->ac sum", False), ("in0 ab->a sum", True)):
+    for desc, want in cases:
         body = kernel_body(text, desc)
         if body is None:
             errors.append("no kernel %s in the emitted C" % desc)
-        elif ("tb[" in body) != rows:
-            errors.append("kernel %s %s by rows" % (desc, "not" if rows else "goes"))
+        elif (mark in body) != want:
+            errors.append("kernel %s %s %s" % (desc, "not" if want else "goes", what))
     return errors
+
+
+def row_mode_choice(text):
+    return kernels_marked(text, (("(relu(in0) * in1) ab,bc->ac sum", False), ("in0 ab->a sum", True)),
+                          "tb[", "by rows")
 
 
 RA = r.standard_normal((40, 600)).astype(np.float32)
@@ -290,15 +297,9 @@ case("sum_to_scalar", """
 # 144), a 2-d max over 30 x 70 in blocks of 35; a sum of products stays one
 # loop
 def scalar_pieces(text):
-    errors = []
-    for desc, pieces in (("log((1 + exp(-abs(in0)))) a-> sum", True),
-                         ("(exp(in0) / (1 + (in0 * in0))) ab-> max", True), ("(in0 * in0) a-> sum", False)):
-        body = kernel_body(text, desc)
-        if body is None:
-            errors.append("no kernel %s in the emitted C" % desc)
-        elif ("tb[256]" in body) != pieces:
-            errors.append("kernel %s %s in pieces" % (desc, "not" if pieces else "goes"))
-    return errors
+    return kernels_marked(text, (("log((1 + exp(-abs(in0)))) a-> sum", True),
+                                 ("(exp(in0) / (1 + (in0 * in0))) ab-> max", True), ("(in0 * in0) a-> sum", False)),
+                          "tb[256]", "in pieces")
 
 
 PZ = (r.standard_normal(1000) * 4).astype(np.float32)

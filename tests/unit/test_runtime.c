@@ -1308,6 +1308,19 @@ static void sub_kernel(const TrtView *in, TrtView *out, int acc)
 		((double *)out->p)[i] = ((const double *)in[0].p)[i] - ((const double *)in[1].p)[i];
 }
 
+/* A relation sharing x's first chunk, and x's chunks as they are now
+ * (*was, the caller frees it): an op in place must not take the first. */
+static TrtRel *share_first(const TrtRel *x, const TrtType *t, TrtPlace p, Chunk ***was)
+{
+	TrtRel *share = trt_rel_new(t, p);
+	if (x->n)
+		rt_rel_push(share, x->keys, rt_chunk_ref(x->chunks[0]));
+	*was = malloc(sizeof **was * (size_t)(x->n + 1));
+	for (int64_t i = 0; i < x->n; i++)
+		(*was)[i] = x->chunks[i];
+	return share;
+}
+
 /* An elementwise op made in place takes over the input's chunk that no
  * other relation holds, and makes a new one where another does (a param's
  * value, a relation sharing it); either way the values are the op's. */
@@ -1325,12 +1338,8 @@ static void test_in_place(void **state)
 		trt_free(bb);
 		TrtRel *x = side == 1 ? a : b;
 		/* x's first chunk shared with another relation */
-		TrtRel *share = trt_rel_new(&t, p);
-		if (x->n)
-			rt_rel_push(share, x->keys, rt_chunk_ref(x->chunks[0]));
-		Chunk **was = malloc(sizeof *was * (size_t)(x->n + 1));
-		for (int64_t i = 0; i < x->n; i++)
-			was[i] = x->chunks[i];
+		Chunk **was;
+		TrtRel *share = share_first(x, &t, p, &was);
 		TrtJoin j = { 2, { 0, 1 }, { 0, 1 }, -1, { 0 }, 0, 0, { 0 }, side };
 		int64_t before = rt_in_place;
 		TrtRel *o = trt_join(a, b, &j, sub_kernel, &t, p);
@@ -1399,12 +1408,8 @@ static void test_in_place_sparse(void **state)
 		n++;
 	}
 	rt_rel_sort(r);
-	TrtRel *share = trt_rel_new(&t, p);
-	if (r->n)
-		rt_rel_push(share, r->keys, rt_chunk_ref(r->chunks[0]));
-	Chunk **was = malloc(sizeof *was * (size_t)(r->n + 1));
-	for (int64_t i = 0; i < r->n; i++)
-		was[i] = r->chunks[i];
+	Chunk **was;
+	TrtRel *share = share_first(r, &t, p, &was);
 	int64_t before = rt_in_place;
 	TrtRel *d = trt_map_in_place(r, 2, same, double_stored, &t, p);
 	trt_free(r);
@@ -1631,6 +1636,23 @@ static void test_gemm_tail(void **state)
 	free(db);
 }
 
+/* c (f64) and fc (f32), m x n by rows (or by columns), are 2 A B + 3 for
+ * mat_val's A (m x k) and B (k x n), within each type's rounding. */
+static void expect_product(int m, int n, int kk, const double *c, const float *fc, int rowmajor)
+{
+	for (int i = 0; i < m; i++)
+		for (int j = 0; j < n; j++) {
+			double s = 0, mag = 0;
+			for (int k = 0; k < kk; k++) {
+				s += mat_val(0, i, k) * mat_val(1, k, j);
+				mag += fabs(mat_val(0, i, k) * mat_val(1, k, j));
+			}
+			int at = rowmajor ? i * n + j : j * m + i;
+			assert_true(fabs(c[at] - (2 * s + 3)) <= 1e-12 * (2 * mag + 3));
+			assert_true(fabs(fc[at] - (2 * s + 3)) <= 1e-5 * (2 * mag + 3));
+		}
+}
+
 static void test_gemm_paths(void **state)
 {
 	(void)state;
@@ -1672,17 +1694,7 @@ static void test_gemm_paths(void **state)
 			trt_dgemm(M, N, K, 2.0, a, 1, M, b, 1, K, 3.0, c, 1, M);
 			trt_sgemm(M, N, K, 2.0f, fa, 1, M, fb, 1, K, 3.0f, fc, 1, M);
 		}
-		for (int i = 0; i < M; i++)
-			for (int j = 0; j < N; j++) {
-				double s = 0, mag = 0;
-				for (int k = 0; k < K; k++) {
-					s += mat_val(0, i, k) * mat_val(1, k, j);
-					mag += fabs(mat_val(0, i, k) * mat_val(1, k, j));
-				}
-				int at = rowmajor ? i * N + j : j * M + i;
-				assert_true(fabs(c[at] - (2 * s + 3)) <= 1e-12 * (2 * mag + 3));
-				assert_true(fabs(fc[at] - (2 * s + 3)) <= 1e-5 * (2 * mag + 3));
-			}
+		expect_product(M, N, K, c, fc, rowmajor);
 	}
 	free(a);
 	free(b);
@@ -1717,16 +1729,7 @@ static void test_gemm_b_by_rows(void **state)
 		fc[x] = (float)(c[x] = 1);
 	trt_sgemm(M, N, K, 2.0f, fa, K, 1, fb, 1, LDB, 3.0f, fc, N, 1);
 	trt_dgemm(M, N, K, 2.0, a, K, 1, b, 1, LDB, 3.0, c, N, 1);
-	for (int i = 0; i < M; i++)
-		for (int j = 0; j < N; j++) {
-			double s = 0, mag = 0;
-			for (int k = 0; k < K; k++) {
-				s += mat_val(0, i, k) * mat_val(1, k, j);
-				mag += fabs(mat_val(0, i, k) * mat_val(1, k, j));
-			}
-			assert_true(fabs(fc[i * N + j] - (2 * s + 3)) <= 1e-5 * (2 * mag + 3));
-			assert_true(fabs(c[i * N + j] - (2 * s + 3)) <= 1e-12 * (2 * mag + 3));
-		}
+	expect_product(M, N, K, c, fc, 1);
 	for (int j = 0; j < N; j++)
 		for (int k = 0; k < LDB; k++)
 			assert_true(fb[j * LDB + k] == (k < K ? (float)mat_val(1, k, j) : 1e30f));
