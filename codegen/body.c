@@ -497,13 +497,6 @@ static void loop_close(Emit *e, const OpProps *o)
 	}
 }
 
-static void emit_frees(Buf *b, const int *rel, int n)
-{
-	for (int j = 0; j < n; j++)
-		if (rel[j] >= 0)
-			buf_printf(b, "\ttrt_free(r%d);\n", rel[j]);
-}
-
 /* Whether op o reads relation rel only through copies made whole
  * (trt_complete, trt_densify) before it runs. */
 static bool read_whole_only(const OpProps *o, int rel)
@@ -516,6 +509,15 @@ static bool read_whole_only(const OpProps *o, int rel)
 			any = true;
 		}
 	return any;
+}
+
+/* The frees of relations rel[0 .. n): with o, only those o reads only
+ * made whole (whole) or the others (!whole). */
+static void emit_frees(Buf *b, const int *rel, int n, const OpProps *o, bool whole)
+{
+	for (int j = 0; j < n; j++)
+		if (!o || read_whole_only(o, rel[j]) == whole)
+			buf_printf(b, "\ttrt_free(r%d);\n", rel[j]);
 }
 
 /* One op: its span, its inputs made whole first and freed after, its
@@ -535,27 +537,19 @@ static void emit_step(Emit *e, const OpProps *o)
 	 * the op, so that the copy's chunks it shares are the copy's alone,
 	 * which an op in place may then write (a sparse result in its
 	 * input's chunks: ia_elementwise_in_place) */
-	int *later = xcalloc(o->frees.n + 1, sizeof *later);
-	for (int f = 0; f < o->frees.n; f++) {
-		later[f] = o->frees.v[f];
-		if (read_whole_only(o, later[f])) {
-			buf_printf(b, "\ttrt_free(r%d);\n", later[f]);
-			later[f] = -1;
-		}
-	}
+	emit_frees(b, o->frees.v, o->frees.n, o, true);
 	emitters[o->op->kind](e, o);
 	for (int j = 0; j < o->nin; j++)
 		if (o->read[j] != READ_AS_IS)
 			buf_printf(b, "\ttrt_free(%s);\n", o->arg[j]);
 	if (o->span)
 		buf_printf(b, "\ttrt_op_end(%d);\n", i);
-	emit_frees(b, later, o->frees.n);
-	free(later);
+	emit_frees(b, o->frees.v, o->frees.n, o, false);
 	if (o->op->kind == IA_LOOP)
 		loop_open(e, o);
 	else if (o->op->kind == IA_ENDLOOP)
 		loop_close(e, o);
-	emit_frees(b, o->frees_after.v, o->frees_after.n);
+	emit_frees(b, o->frees_after.v, o->frees_after.n, NULL, false);
 }
 
 /* ---- the body ---- */

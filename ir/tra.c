@@ -480,7 +480,7 @@ void kernel_print(Buf *b, const Kernel *k)
 /* ---- relation types ---- */
 
 /* The same dtype, key dims, extents, blocks, halos and chunk order. */
-static bool same_dims(const RelType *a, const RelType *b)
+bool rel_same_dims(const RelType *a, const RelType *b)
 {
 	if (a->dtype != b->dtype || a->nkey != b->nkey || a->nchunk != b->nchunk)
 		return false;
@@ -496,17 +496,12 @@ static bool same_dims(const RelType *a, const RelType *b)
 
 bool rel_type_eq(const RelType *a, const RelType *b)
 {
-	return same_dims(a, b) && a->sparse == b->sparse && a->holes == b->holes && a->density == b->density;
-}
-
-bool rel_same_dims(const RelType *a, const RelType *b)
-{
-	return same_dims(a, b);
+	return rel_same_dims(a, b) && a->sparse == b->sparse && a->holes == b->holes && a->density == b->density;
 }
 
 bool rel_same_layout(const RelType *a, const RelType *b)
 {
-	return same_dims(a, b) && !a->sparse && !b->sparse && !a->holes && !b->holes;
+	return rel_same_dims(a, b) && !a->sparse && !b->sparse && !a->holes && !b->holes;
 }
 
 int64_t rel_frontier(const RelType *t, int d)

@@ -432,8 +432,7 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 	int64_t nblock = rt_frontier(tt, dim), stamp = 0;
 	int64_t *bstamp = rt_alloc(sizeof *bstamp * (size_t)nblock), *bpos = rt_alloc(sizeof *bpos * (size_t)nblock);
 	int *bowner = rt_alloc(sizeof *bowner * (size_t)nblock);
-	for (int64_t b = 0; b < nblock; b++)
-		bstamp[b] = 0;
+	memset(bstamp, 0, sizeof *bstamp * (size_t)nblock);
 	for (int64_t t = 0; t < index->n; t++) {
 		const int64_t *ikey = index->keys + t * ni;
 		for (int64_t k = 0; k < nother; k++) {
