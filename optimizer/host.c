@@ -32,18 +32,20 @@
  * measured gemm rate, host_after_quick; the least of five of the
  * computations, the gemm products in rounds; each write over a file of
  * its own size; 9: a convolution's short rows, conv_short_element_s; 10:
- * gemm_accumulate_c_Bps). */
-#define CACHE_VERSION 10
+ * gemm_accumulate_c_Bps; 11: a scatter's row at its cost since gather.c
+ * adds a rank's own pieces where they lie). */
+#define CACHE_VERSION 11
 
 /* What a scatter-add's row costs, seconds, at the 2.25 GHz of the AMD
  * EPYC of bench/README.md (the clock the constants below are at too):
  * examples/transe.tra's six scatters on 2 ranks, B = 8192 and 32768, on
- * the 2.6 GHz Zen 4, three runs each, took 0.29-0.38 of what 0.43 us a row
- * predicted, 0.15 us a row there, 0.17 at 2.25 GHz, since runtime/gather.c
- * orders and sums the pieces without qsort (0.5-0.6 us a row before).  At
- * B = 131072 a row costs about 0.45 us: an op's pieces, 19 MB, no longer
- * fit the L3, which the model does not know. */
-#define SCATTER_ROW_S 1.7e-7
+ * the 2.6 GHz Zen 4, three runs each, took 0.084-0.087 us a row there,
+ * 0.10 at 2.25 GHz, since runtime/gather.c adds a rank's own pieces where
+ * they lie and sums them on the vector units (0.15 us a row there before,
+ * 0.5-0.6 before its radix order).  At B = 131072 a row cost about 0.45
+ * us (before those): an op's pieces, 19 MB, no longer fit the L3, which
+ * the model does not know. */
+#define SCATTER_ROW_S 1.0e-7
 #define SCATTER_ROW_HZ 2.25e9
 
 /* A sparse input from a scipy .npz on the same EPYC (examples/gcn_sparse.tra,
