@@ -112,17 +112,18 @@ static void piece_free(Piece *p)
 /* Pieces between a table-shaped chunk and one rows-shaped chunk: the
  * table chunk's layout, for fixed keys along the other dims, is one of
  * two (the last block along dim may be short), so two entries hold every
- * piece one rows chunk needs, with the table chunk's strides. */
+ * piece one rows chunk needs, with the table chunk's strides (last: the
+ * last block's number along dim). */
 typedef struct PieceCache {
 	int valid[2];
 	Piece p[2];
 	int64_t st[2][TRT_MAXDIM];
 } PieceCache;
 
-static const Piece *cached_piece(PieceCache *c, const TrtType *tt, const int64_t *tkey, int dim, const TrtType *rt,
-                                 const int64_t *rkey, int ni, const int64_t **st)
+static const Piece *cached_piece(PieceCache *c, const TrtType *tt, const int64_t *tkey, int dim, int64_t last,
+                                 const TrtType *rt, const int64_t *rkey, int ni, const int64_t **st)
 {
-	int e = tkey[dim] == rt_frontier(tt, dim) - 1;
+	int e = tkey[dim] == last;
 	if (!c->valid[e]) {
 		c->p[e] = piece_of(tt, tkey, dim, rt, rkey, ni);
 		key_strides(tt, tkey, c->st[e]);
@@ -478,7 +479,7 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 				}
 				int64_t pos = bpos[b];
 				const int64_t *ts;
-				const Piece *pc = cached_piece(&pcache, tt, tkey, dim, out, okey, ni, &ts);
+				const Piece *pc = cached_piece(&pcache, tt, tkey, dim, nblock - 1, out, okey, ni, &ts);
 				size_t one = rt_pin_mark();     /* the table's chunk for this piece only */
 				piece_copy(pc, es, dst + e.base[q] * (int64_t)es,
 				           (const char *)rt_chunk_data(table->chunks[pos]) + row * ts[dim] * (int64_t)es);
@@ -823,6 +824,16 @@ TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, TrtRel *base, int i
 	int direct = rt.budget == 0;
 	Adds own = {0};
 	int64_t *buffered = NULL, nbuffered = 0, capbuffered = 0;
+	/* within a rows chunk only the result key's block along dim varies:
+	 * a piece's linear key is lin0 + its block times lstride, and each
+	 * block's owner is found once a rows chunk (stamped with the chunk's
+	 * number), not once a row (two divisions a key dim each) */
+	int64_t lstride = 1, nblock = rt_frontier(out, dim), stamp = 0;
+	for (int d = dim + 1; d < out->nkey; d++)
+		lstride *= rt_frontier(out, d);
+	int64_t *bstamp = rt_alloc(sizeof *bstamp * (size_t)nblock);
+	int *bowner = rt_alloc(sizeof *bowner * (size_t)nblock);
+	memset(bstamp, 0, sizeof *bstamp * (size_t)nblock);
 	for (int64_t t = 0; t < rows->n; t++) {
 		const int64_t *rkey = rows->keys + t * rt_->nkey;
 		int64_t pos = rt_index_find(&iix, index, rkey);
@@ -835,14 +846,22 @@ TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, TrtRel *base, int i
 		const char *src = rt_chunk_data(rows->chunks[t]);
 		PieceCache pcache;
 		memset(&pcache, 0, sizeof pcache);
+		int64_t okey[TRT_MAXDIM], row, block = out->block[dim];
+		table_key(out, dim, 0, rkey + ni, okey, &row);
+		int64_t lin0 = rt_key_linear(out, okey);
+		stamp++;
 		for (int64_t q = 0; q < e.n; q++) {
-			int64_t okey[TRT_MAXDIM], row;
-			table_key(out, dim, e.val[q], rkey + ni, okey, &row);
-			int64_t lin = rt_key_linear(out, okey);
-			int owner = p.kind == TRT_PART ? trt_site(&p, out, okey) : rt.rank;
+			int64_t b = e.val[q] / block, lin = lin0 + b * lstride;
+			row = e.val[q] - b * block;
+			okey[dim] = b;
+			if (bstamp[b] != stamp) {
+				bstamp[b] = stamp;
+				bowner[b] = p.kind == TRT_PART ? trt_site(&p, out, okey) : rt.rank;
+			}
+			int owner = bowner[b];
 			/* the piece: rows side as dst offsets, the result's as src */
 			const int64_t *os;
-			const Piece *pcp = cached_piece(&pcache, out, okey, dim, rt_, rkey, ni, &os);
+			const Piece *pcp = cached_piece(&pcache, out, okey, dim, nblock - 1, rt_, rkey, ni, &os);
 			Piece pc = *pcp;
 			for (int r = 0; r < rt.nranks; r++) {
 				int to = p.kind == TRT_ALL ? r != rt.rank : r == owner && r != rt.rank;
@@ -896,6 +915,8 @@ TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, TrtRel *base, int i
 	}
 	free(plen);
 	free(own.v);
+	free(bstamp);
+	free(bowner);
 	add_pieces(o, at, dim, &adds, scale);
 	free(adds.v);
 	free(in);
