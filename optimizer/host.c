@@ -42,9 +42,9 @@
  * the 2.6 GHz Zen 4, three runs each, took 0.084-0.087 us a row there,
  * 0.10 at 2.25 GHz, since runtime/gather.c adds a rank's own pieces where
  * they lie and sums them on the vector units (0.15 us a row there before,
- * 0.5-0.6 before its radix order).  At B = 131072 a row cost about 0.45
- * us (before those): an op's pieces, 19 MB, no longer fit the L3, which
- * the model does not know. */
+ * 0.5-0.6 before its radix order).  At B = 131072, an op's pieces (19 MB)
+ * beyond a rank's share of the L3, a row costs 0.10-0.12 us there (0.13-
+ * 0.15 before). */
 #define SCATTER_ROW_S 1.0e-7
 #define SCATTER_ROW_HZ 2.25e9
 
