@@ -345,10 +345,10 @@ typedef struct Req {
 	int64_t klin, row;
 } Req;
 
-/* Where a requested piece lands: the result tuple and its offset base. */
+/* Where a requested piece lands: the result tuple (its key o's) and its
+ * offset base. */
 typedef struct Dest {
 	int64_t tuple, base;
-	int64_t okey[TRT_MAXDIM];
 } Dest;
 
 /* The owner's side of a look-up: per requesting rank, the requested rows'
@@ -430,7 +430,10 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 	 * tuple, found once a result chunk (stamped with the chunk's number),
 	 * not once a row (transe's gathers of 32768 rows of 32 floats from
 	 * 2 blocks: the lookups were most of their time) */
-	int64_t nblock = rt_frontier(tt, dim), stamp = 0;
+	int64_t nblock = rt_frontier(tt, dim), stamp = 0, tlstride = 1;
+	for (int d = dim + 1; d < tt->nkey; d++)
+		tlstride *= rt_frontier(tt, d);        /* a table block's step in linear keys */
+	int budget = rt.budget > 0;     /* pins matter only under one (store.c) */
 	int64_t *bstamp = rt_alloc(sizeof *bstamp * (size_t)nblock), *bpos = rt_alloc(sizeof *bpos * (size_t)nblock);
 	int *bowner = rt_alloc(sizeof *bowner * (size_t)nblock);
 	memset(bstamp, 0, sizeof *bstamp * (size_t)nblock);
@@ -449,13 +452,16 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 			int64_t os[TRT_MAXDIM];
 			key_strides(out, okey, os);
 			IxElems e = ix_elems(index, t, os);
-			int64_t tkey[TRT_MAXDIM], row;
+			int64_t tkey[TRT_MAXDIM], row, block = tt->block[dim];
 			PieceCache pcache;
 			memset(&pcache, 0, sizeof pcache);
+			table_key(tt, dim, 0, okey + ni, tkey, &row);  /* all but tkey[dim], the same for the chunk */
+			int64_t tlin0 = rt_key_linear(tt, tkey);       /* the table key's, but for its block */
 			stamp++;
 			for (int64_t q = 0; q < e.n; q++) {
-				table_key(tt, dim, e.val[q], okey + ni, tkey, &row);
-				int64_t b = tkey[dim];
+				int64_t b = e.val[q] / block;
+				row = e.val[q] - b * block;
+				tkey[dim] = b;
 				if (bstamp[b] != stamp) {
 					bstamp[b] = stamp;
 					bowner[b] = remote ? trt_site(&table->place, tt, tkey) : rt.rank;
@@ -465,7 +471,7 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 				}
 				int owner = bowner[b];
 				if (owner != rt.rank) {
-					Req rq = {rt_key_linear(tt, tkey), row};
+					Req rq = {tlin0 + b * tlstride, row};
 					memcpy(bufs_add(&reqs, owner, sizeof rq), &rq, sizeof rq);
 					if (ndest[owner] == capdest[owner]) {
 						capdest[owner] = 2 * capdest[owner] + 64;
@@ -474,16 +480,16 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 					Dest *d = &dest[owner][ndest[owner]++];
 					d->tuple = o->n;
 					d->base = e.base[q];
-					memcpy(d->okey, okey, sizeof d->okey);
 					continue;
 				}
 				int64_t pos = bpos[b];
 				const int64_t *ts;
 				const Piece *pc = cached_piece(&pcache, tt, tkey, dim, nblock - 1, out, okey, ni, &ts);
-				size_t one = rt_pin_mark();     /* the table's chunk for this piece only */
+				size_t one = budget ? rt_pin_mark() : 0;        /* the table's chunk for this piece only */
 				piece_copy(pc, es, dst + e.base[q] * (int64_t)es,
 				           (const char *)rt_chunk_data(table->chunks[pos]) + row * ts[dim] * (int64_t)es);
-				rt_pin_release(one);
+				if (budget)
+					rt_pin_release(one);
 			}
 			cache_free(&pcache);
 			ix_free(&e);
@@ -510,10 +516,11 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 				if (d->tuple != tuple) {
 					rt_pin_release(mark);   /* a result chunk at a time */
 					/* the table key only for its layout: any value in the chunk */
+					const int64_t *okey = o->keys + d->tuple * no;
 					int64_t tkey[TRT_MAXDIM], row;
-					table_key(tt, dim, 0, d->okey + ni, tkey, &row);
+					table_key(tt, dim, 0, okey + ni, tkey, &row);
 					piece_free(&pc);
-					pc = piece_of(tt, tkey, dim, out, d->okey, ni);
+					pc = piece_of(tt, tkey, dim, out, okey, ni);
 					tuple = d->tuple;
 				}
 				Piece flat = {pc.n, NULL, pc.dst};  /* the reply is in piece order */
