@@ -652,6 +652,12 @@ def define(u, dims, dtype, rhs_fn, st=None, scalar=False):
         text = "%s + %s * 0" % (text, conv) if dtype[0] == "i" else "%s + 0.125 * %s" % (text, conv)
         u.c["index_value"] += 1
     exact = e.exact and (not extra or fits(dtype, max(e.bits, 3), e.mag + 16))
+    if extra and dtype[0] == "f":
+        # the added index values count in the tensor's bits and magnitude
+        # (found-1161-0: a T of 0/1 + i/8 + j/8 kept as whole and below 1,
+        # so a product of four reads of it was called exact at 34 bits)
+        e.bits = max(e.bits, 3)
+        e.mag += sum(0.125 * st.vars[v].val for v in extra)
     name = u.fresh("T")
     if dims:
         u.emit("%s[%s] = %s;" % (name, ", ".join(parts), text))
