@@ -154,6 +154,16 @@ static void piece_copy(const Piece *p, size_t es, char *dst, const char *src)
 	}
 }
 
+/* The step of key dim d in t's linear keys (rt_key_linear's order): a key
+ * one block further along d is this much further. */
+static int64_t key_step(const TrtType *t, int d)
+{
+	int64_t step = 1;
+	for (int x = d + 1; x < t->nkey; x++)
+		step *= rt_frontier(t, x);
+	return step;
+}
+
 /* The table's key and row for index value v and the other dims' key okey
  * (the result's dims ni..). */
 static void table_key(const TrtType *tt, int dim, int64_t v, const int64_t *okey, int64_t *tkey, int64_t *row)
@@ -354,24 +364,20 @@ typedef struct Dest {
 /* The owner's side of a look-up: per requesting rank, the requested rows'
  * pieces, in request order (in, with roff[r] where rank r's start).  The
  * requests name this rank's blocks interleaved, in the order of the
- * requester's indices: each table tuple's piece and strides are made once
- * (found by its linear key in a small open-addressing table), not again
- * at each change of block (examples/transe.tra at V = 200000 in blocks of
- * 10000 rows, ten a rank: a piece made and freed for nearly every row). */
+ * requester's indices: each table tuple's piece and strides are made once,
+ * not again at each change of block (examples/transe.tra at V = 200000 in
+ * blocks of 10000 rows, ten a rank: a piece made and freed for nearly
+ * every row). */
 static Bufs owners_reply(const TrtRel *table, const KeyIndex *tix, int dim, const char *in, const int64_t *roff)
 {
 	const TrtType *tt = &table->type;
 	size_t es = rt_dtype_size(tt->dtype);
 	Bufs reply = bufs_new();
-	int64_t n = table->n, cap = 16, pclin = -1, pos = -1;
-	while (cap < 2 * n)
-		cap *= 2;
-	int64_t *hkey = rt_alloc(sizeof *hkey * (size_t)cap), *hpos = rt_alloc(sizeof *hpos * (size_t)cap);
-	for (int64_t h = 0; h < cap; h++)
-		hkey[h] = -1;
-	Piece *pcs = rt_alloc(sizeof *pcs * (size_t)(n ? n : 1));
-	int64_t (*tss)[TRT_MAXDIM] = rt_alloc(sizeof *tss * (size_t)(n ? n : 1));
-	const Piece *pc = NULL;
+	int64_t n = table->n ? table->n : 1, pclin = -1, pos = -1;
+	Piece *pcs = rt_alloc(sizeof *pcs * (size_t)n);
+	int64_t (*tss)[TRT_MAXDIM] = rt_alloc(sizeof *tss * (size_t)n);
+	char *made = rt_alloc((size_t)n);
+	memset(made, 0, (size_t)n);
 	int budget = rt.budget > 0;     /* pins matter only under one (store.c) */
 	size_t mark = rt_pin_mark();
 	for (int r = 0; r < rt.nranks; r++)
@@ -381,26 +387,21 @@ static Bufs owners_reply(const TrtRel *table, const KeyIndex *tix, int dim, cons
 			if (rq.klin != pclin) {
 				if (budget)
 					rt_pin_release(mark);   /* a table chunk at a time */
-				uint64_t h = ((uint64_t)rq.klin * 0x9e3779b97f4a7c15u) & (uint64_t)(cap - 1);
-				while (hkey[h] != -1 && hkey[h] != rq.klin)
-					h = (h + 1) & (uint64_t)(cap - 1);
-				if (hkey[h] == -1) {
-					int64_t tkey[TRT_MAXDIM];
-					rt_key_from_linear(tt, rq.klin, tkey);
-					int64_t t = rt_index_find(tix, table, tkey);
-					if (t < 0)
-						rt_bug("a looked-up table chunk is not on its owner");
-					key_strides(tt, tkey, tss[t]);
+				int64_t tkey[TRT_MAXDIM];
+				rt_key_from_linear(tt, rq.klin, tkey);
+				pos = rt_index_find(tix, table, tkey);
+				if (pos < 0)
+					rt_bug("a looked-up table chunk is not on its owner");
+				if (!made[pos]) {
+					key_strides(tt, tkey, tss[pos]);
 					/* the piece in its own order (only its table
 					 * side is used): the requester knows the layout */
-					pcs[t] = piece_of(tt, tkey, dim, tt, tkey, 0);
-					hkey[h] = rq.klin;
-					hpos[h] = t;
+					pcs[pos] = piece_of(tt, tkey, dim, tt, tkey, 0);
+					made[pos] = 1;
 				}
-				pos = hpos[h];
-				pc = &pcs[pos];
 				pclin = rq.klin;
 			}
+			const Piece *pc = &pcs[pos];
 			char *dst = bufs_add(&reply, r, (size_t)pc->n * es);
 			const char *src = (const char *)rt_chunk_data(table->chunks[pos]) + rq.row * tss[pos][dim] * (int64_t)es;
 			if (!pc->src)
@@ -410,13 +411,12 @@ static Bufs owners_reply(const TrtRel *table, const KeyIndex *tix, int dim, cons
 					memcpy(dst + q * (int64_t)es, src + pc->src[q] * (int64_t)es, es);
 		}
 	rt_pin_release(mark);
-	for (int64_t h = 0; h < cap; h++)
-		if (hkey[h] != -1)
-			piece_free(&pcs[hpos[h]]);
-	free(hkey);
-	free(hpos);
+	for (int64_t t = 0; t < table->n; t++)
+		if (made[t])
+			piece_free(&pcs[t]);
 	free(pcs);
 	free(tss);
+	free(made);
 	return reply;
 }
 
@@ -458,9 +458,7 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 	 * tuple, found once a result chunk (stamped with the chunk's number),
 	 * not once a row (transe's gathers of 32768 rows of 32 floats from
 	 * 2 blocks: the lookups were most of their time) */
-	int64_t nblock = rt_frontier(tt, dim), stamp = 0, tlstride = 1;
-	for (int d = dim + 1; d < tt->nkey; d++)
-		tlstride *= rt_frontier(tt, d);        /* a table block's step in linear keys */
+	int64_t nblock = rt_frontier(tt, dim), stamp = 0, tstep = key_step(tt, dim);
 	int budget = rt.budget > 0;     /* pins matter only under one (store.c) */
 	int64_t *bstamp = rt_alloc(sizeof *bstamp * (size_t)nblock), *bpos = rt_alloc(sizeof *bpos * (size_t)nblock);
 	int *bowner = rt_alloc(sizeof *bowner * (size_t)nblock);
@@ -499,7 +497,7 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 				}
 				int owner = bowner[b];
 				if (owner != rt.rank) {
-					Req rq = {tlin0 + b * tlstride, row};
+					Req rq = {tlin0 + b * tstep, row};
 					memcpy(bufs_add(&reqs, owner, sizeof rq), &rq, sizeof rq);
 					if (ndest[owner] == capdest[owner]) {
 						capdest[owner] = 2 * capdest[owner] + 64;
@@ -860,12 +858,10 @@ TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, TrtRel *base, int i
 	Adds own = {0};
 	int64_t *buffered = NULL, nbuffered = 0, capbuffered = 0;
 	/* within a rows chunk only the result key's block along dim varies:
-	 * a piece's linear key is lin0 + its block times lstride, and each
+	 * a piece's linear key is lin0 + its block times step, and each
 	 * block's owner is found once a rows chunk (stamped with the chunk's
 	 * number), not once a row (two divisions a key dim each) */
-	int64_t lstride = 1, nblock = rt_frontier(out, dim), stamp = 0;
-	for (int d = dim + 1; d < out->nkey; d++)
-		lstride *= rt_frontier(out, d);
+	int64_t step = key_step(out, dim), nblock = rt_frontier(out, dim), stamp = 0;
 	int64_t *bstamp = rt_alloc(sizeof *bstamp * (size_t)nblock);
 	int *bowner = rt_alloc(sizeof *bowner * (size_t)nblock);
 	memset(bstamp, 0, sizeof *bstamp * (size_t)nblock);
@@ -886,12 +882,12 @@ TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, TrtRel *base, int i
 		int64_t lin0 = rt_key_linear(out, okey);
 		stamp++;
 		for (int64_t q = 0; q < e.n; q++) {
-			int64_t b = e.val[q] / block, lin = lin0 + b * lstride;
+			int64_t b = e.val[q] / block, lin = lin0 + b * step;
 			row = e.val[q] - b * block;
 			okey[dim] = b;
 			if (bstamp[b] != stamp) {
 				bstamp[b] = stamp;
-				bowner[b] = p.kind == TRT_PART ? trt_site(&p, out, okey) : rt.rank;
+				bowner[b] = trt_site(&p, out, okey);
 			}
 			int owner = bowner[b];
 			/* the piece: rows side as dst offsets, the result's as src */
