@@ -33,8 +33,9 @@
  * computations, the gemm products in rounds; each write over a file of
  * its own size; 9: a convolution's short rows, conv_short_element_s; 10:
  * gemm_accumulate_c_Bps; 11: a scatter's row at its cost since gather.c
- * adds a rank's own pieces where they lie). */
-#define CACHE_VERSION 11
+ * adds a rank's own pieces where they lie; 12: a slice's row since
+ * slice.c's offset tables). */
+#define CACHE_VERSION 12
 
 /* What a scatter-add's row costs, seconds, at the 2.25 GHz of the AMD
  * EPYC of bench/README.md (the clock the constants below are at too):
@@ -69,14 +70,16 @@
 #define ROW_REDUCE_S 1.0e-9
 
 /* A row of a window trt_slice copies (runtime/slice.c: an output chunk
- * that one input chunk serves is copied as a strided loop, its rows'
- * offsets summed from their positions), on the same EPYC: cnn.tra at N =
- * 1024 on 2 ranks (--profile, 2026-11-29), its pooling windows' slices of
- * 73.7k rows of 2 floats 0.78-0.94 ms a call, their adjoints' scatters of
- * 147k rows 1.4-1.5 ms, 8-10 ns a row beyond the bytes at the memcpy
- * rate; rows of 12 floats cost their bytes alone.  (Found and copied one
- * by one, before that loop: 28-45 ns.) */
-#define SLICE_ROW_S 8.0e-9
+ * that one input chunk serves is copied as loops over offset tables, the
+ * rows along the last dim but one innermost, a row of 8 bytes one load
+ * and store), beyond its bytes at the memcpy rate: cnn.tra at N = 1024 on
+ * 2 ranks (--profile, five runs, 2026-11-30, the 2.44 GHz Zen 3), its
+ * pooling windows' slices of 73.7k rows of 2 floats 0.26-0.31 ms a call
+ * and their adjoints' scatters of 147k rows 0.37-0.69 ms, 1.5-2.8 ns a
+ * row, 2.5 at 2.25 GHz.  (A row's offset summed over its dims a row: 8-10
+ * ns on the Zen 4, 17 on the Zen 3; found and copied one by one before
+ * that: 28-45 ns.) */
+#define SLICE_ROW_S 2.5e-9
 
 /* A multiply-add of a convolution along input rows shorter than its
  * register tiles (codegen/conv.c: 8-wide vectors and what they leave, the

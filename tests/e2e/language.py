@@ -444,6 +444,27 @@ case("strided_rows", """
     dA = grad(loss, A);
     output S; output R; output T; output dA;
 """, dict(A=rnd(7, 11), W=rnd(7, 11)), strided_rows, block=3, ranks=[1, 2, 3, 4])
+def window_outside(x):
+    A, B = x["A"], x["B"]
+    S = np.zeros((2, 4, 5), np.float32); S[1] = A[0]
+    T = np.zeros((4, 2, 5), np.float32); T[:, 1] = B[:, 0]
+    dA = np.zeros_like(A); dA[0] = 2 * A[0]
+    dB = np.zeros_like(B); dB[:, 0] = 1
+    return dict(S=S, T=T, dA=dA, dB=dB)
+# windows whose positions read outside the input on a dim before the last
+# and on the last but one, each output chunk served by one input chunk
+# (runtime/slice.c's copy_whole, its offset tables' -1), and their scatters
+case("window_outside", """
+    size N = 6, M = 4, K = 5, I2 = 2;
+    input A[N, M, K];
+    input B[M, N, K];
+    S[i in I2, m, k] = A[3*i - 3, m, k];
+    T[m, i in I2, k] = B[m, 3*i - 3, k];
+    loss = sum[i, m, k](S[i, m, k] * S[i, m, k]) + sum[m, i, k](T[m, i, k]);
+    dA = grad(loss, A);
+    dB = grad(loss, B);
+    output S; output T; output dA; output dB;
+""", dict(A=rnd(6, 4, 5), B=rnd(4, 6, 5)), window_outside, block=3, ranks=[1, 2, 3])
 case("index_arithmetic", """
     size N = 7, K = 5;
     input A[N, K];
