@@ -298,9 +298,12 @@ static double k_steps(const Contraction *g, const Kernel *k, const RelType *cons
  * gemms").  *call_bytes: the bytes of BLIS's A a flop of a call packs,
  * which cost_join adds at memcpy's rate when the calls' are more than the
  * cache holds (the calibrated cubes ran in the cache; the calls of a big
- * join read their A from memory, one after the other), unless the call is
- * bound by its operands' streaming already (the bound below: gcn's
- * A (H1 W2), 2000 x 2000 x 7 a call, was priced twice so).  Calls of
+ * join read their A from memory, one after the other), however thin the
+ * call: *bound, the rate of its operands' streaming through memory, is a
+ * least time beside that sum, not instead of it (as the rate with A's
+ * packing dropped, it priced the arxiv-size GCN's AX W1 in two blocks of
+ * 32 columns, AX packed twice, at 0.8 of one block of 64, and the search
+ * chose them; they ran 1.35x slower, 0.046 s a step against 0.034).  Calls of
  * 20000 x k x n (m k n, distinct chunks, Zen 4, 2026-11-29) ran at 44-60
  * GFLOP/s for n = 64, 50-70 for n = 100, 59-76 for n = 200 and 75-102 for
  * n = 400, where cubes of their volumes ran at 70-86.  Priced as cubes
@@ -330,15 +333,15 @@ static double k_steps(const Contraction *g, const Kernel *k, const RelType *cons
  * (trt_sgemm), a pass at memcpy bandwidth, after which C's aliasing
  * measured nothing (96 x 442368 x 96: 56.1 GFLOP/s with B's rows padded,
  * 53.0 with both); else C's (k short) streams at gemm_alias_bw.  The rate
- * is bounded by the product's arithmetic intensity times the memory
- * bandwidth (a dim of 10 streams its operands through memory).  Anything
- * else is the generated loops, at their rate.
+ * is bounded (*bound) by the product's arithmetic intensity times the
+ * memory bandwidth (a dim of 10 streams its operands through memory).
+ * Anything else is the generated loops, at their rate.
  */
 static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in, DType t,
-                          double *call_bytes)
+                          double *call_bytes, double *bound)
 {
 	Contraction g;
-	*call_bytes = 0;
+	*call_bytes = *bound = 0;
 	if (nin != 2 || in[0]->sparse || in[1]->sparse || !contraction_plan(k, in, t, &g))
 		return c->m->loop_rate;
 	double m, n, kk;
@@ -365,11 +368,7 @@ static double kernel_rate(const CostCtx *c, const Kernel *k, int nin, const RelT
 		secs += kk * n * size / c->m->memcpy_bw;        /* trt_sgemm's conditions */
 	else if (kk < GEMM_REUSE && aliased(&g, 2, gm, gn, t))
 		secs += m * n * size / c->m->gemm_alias_bw;
-	double bound = 2 * v / (size * (m * kk + kk * n + m * n)) * c->m->memcpy_bw;
-	if (bound < 2 * v / secs) {
-		*call_bytes = 0;        /* its operands' streaming is its time already */
-		return bound;
-	}
+	*bound = 2 * v / (size * (m * kk + kk * n + m * n)) * c->m->memcpy_bw;
 	return 2 * v / secs;
 }
 
@@ -386,8 +385,8 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	Cost x = {0};
 	double n = kernel_elems(k, 2, in, &jt, inmap);
 	double share = cost_share(c, &jt, jp);
-	double call_bytes;
-	double rate = kernel_rate(c, k, 2, in, jt.dtype, &call_bytes);
+	double call_bytes, bound;
+	double rate = kernel_rate(c, k, 2, in, jt.dtype, &call_bytes, &bound);
 	if (mask) {
 		/* sampled: the kernel runs at the mask's stored elements alone,
 		 * a loop over them (nnz * K for SDDMM), never a gemm */
@@ -404,6 +403,9 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	double a_bytes = kernel_per(k) * call_bytes;   /* of BLIS's A, an element */
 	if (!mask && a_bytes > 0 && n * share * a_bytes > c->m->cache_per_rank)
 		per += a_bytes / c->m->memcpy_bw;
+	/* and never faster than its operands' streaming through memory */
+	if (!mask && bound > 0)
+		per = fmax(per, kernel_per(k) / bound);
 	double work = fmax(n * per * share, sparse_work(c, k, 2, in, inmap, &jt, jp, mask));
 	x.seconds = work + (double)rel_ntuples(&jt) * share * c->m->call_overhead + c->m->local_op_overhead;
 	return x;
