@@ -3,15 +3,20 @@
  * by hand with BLIS: A and B (n x n, f32) uniform in [-1, 1) from a seeded
  * generator, C = A B by one bli_sgemm, C written as C.npy.  The baseline of
  * bench.py's "parity" section, timed as a whole process, as a user meets
- * both.
+ * both.  With --durable it writes C as trac writes an output: to a
+ * temporary name, fsync, renamed over OUT.npy, the folder fsynced (the same
+ * work where the disk is slow to flush).
  *
- *   bench/matmul_hand N OUT.npy
+ *   bench/matmul_hand N OUT.npy [--durable]
  */
 #define _POSIX_C_SOURCE 200809L
+#include <fcntl.h>
+#include <libgen.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <blis.h>
 
@@ -30,8 +35,9 @@ static void uniform(float *x, long n, uint64_t seed)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: matmul_hand N OUT.npy\n");
+	int durable = argc == 4 && !strcmp(argv[3], "--durable");
+	if (argc != 3 && !durable) {
+		fprintf(stderr, "usage: matmul_hand N OUT.npy [--durable]\n");
 		return 2;
 	}
 	long n = atol(argv[1]);
@@ -61,10 +67,22 @@ int main(int argc, char **argv)
 	memcpy(hdr, "\x93NUMPY\x01\x00", 8);
 	hdr[8] = (char)((total - 10) & 0xff);
 	hdr[9] = (char)((total - 10) >> 8);
-	FILE *f = fopen(argv[2], "wb");
-	if (!f || fwrite(hdr, 1, (size_t)total, f) != (size_t)total || fwrite(c, 1, bytes, f) != bytes || fclose(f)) {
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s.tmp", argv[2]);
+	FILE *f = fopen(durable ? tmp : argv[2], "wb");
+	if (!f || fwrite(hdr, 1, (size_t)total, f) != (size_t)total || fwrite(c, 1, bytes, f) != bytes ||
+	    fflush(f) || (durable && fsync(fileno(f))) || fclose(f) || (durable && rename(tmp, argv[2]))) {
 		fprintf(stderr, "matmul_hand: cannot write %s\n", argv[2]);
 		return 1;
+	}
+	if (durable) {
+		char dir[4096];
+		snprintf(dir, sizeof dir, "%s", argv[2]);
+		int d = open(dirname(dir), O_RDONLY);
+		if (d < 0 || fsync(d) || close(d)) {
+			fprintf(stderr, "matmul_hand: cannot flush the folder of %s\n", argv[2]);
+			return 1;
+		}
 	}
 	free(a);
 	free(b);
