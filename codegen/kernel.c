@@ -459,8 +459,14 @@ static void emit_loop_kernel(Buf *b, const Kernel *k, const int64_t *stat, DType
 #define INDENT() (memset(indent, '\t', depth + 1), indent[depth + 1] = 0, indent)
 	for (int c = 0; c < k->noutdim - (tiled ? 1 : 0); c++) {
 		int l = k->outlab[c];
-		/* chunks do not overlap: no need to check for it at run time */
-		if (c == k->noutdim - 1 && !k->reduces)
+		/* chunks do not overlap, and an input made in place is read at
+		 * each element before it is written: no need to check for it
+		 * at run time, on any output loop (gcc unrolls an innermost
+		 * loop of 2 or 4 and vectorises the one around it, whose
+		 * check failed on an output made in place of its input, so
+		 * that cnn's pooling masks, [512, 4, 6, 6, 2, 2] chunks, ran
+		 * as scalars) */
+		if (!k->reduces)
 			buf_printf(b, "%s#pragma GCC ivdep\n", INDENT());
 		buf_printf(b, "%sfor (int64_t l%d = 0; l%d < ", INDENT(), l, l);
 		loop_extent(b, k, stat, l);
