@@ -406,7 +406,16 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	/* and never faster than its operands' streaming through memory */
 	if (!mask && bound > 0)
 		per = fmax(per, kernel_per(k) / bound);
-	double work = fmax(n * per * share, sparse_work(c, k, 2, in, inmap, &jt, jp, mask));
+	/* a sampled join's visits add to its flops: each is a dot product
+	 * of its own, its vector's lanes summed and stored, which the loop's
+	 * flops do not hide (mf_sparse's U V^T at the ratings on the Zen 3:
+	 * 9.4 ns a visit with K = 16 in one chunk, 7.7 with two chunks of 8,
+	 * 6 ns and 0.21 a k; priced the most of the two, the plan with two
+	 * passes came within the tie of the one with one and ran 1.35x
+	 * slower); a kernel over a sparse input's elements streams its
+	 * dense rows beside them (the most of the two) */
+	double flop_work = n * per * share, sparse = sparse_work(c, k, 2, in, inmap, &jt, jp, mask);
+	double work = mask ? flop_work + sparse : fmax(flop_work, sparse);
 	x.seconds = work + (double)rel_ntuples(&jt) * share * c->m->call_overhead + c->m->local_op_overhead;
 	return x;
 }
