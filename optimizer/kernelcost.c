@@ -57,32 +57,6 @@ static double kernel_secs(const Kernel *k, double rate)
 }
 
 /*
- * The least seconds per element of a generated loop over dense chunks: the
- * bytes it streams, at the rate of the loop that measured loop_rate
- * (runtime/quickcal.c's out = x * y + x over 4 MiB chunks: 12 bytes for 2
- * flops, LOOP_BYTES_PER_FLOP; bench/calibrate's likewise), which the
- * caches' bandwidth bounds, not the FMA units.  A kernel of one flop an
- * element over as many bytes, priced at its flops, was priced at half the
- * loop's own pace: transe's E[h[b], d] + Rel[r[b], d], 1M elements a rank,
- * 0.73 ns an element where its flop priced 0.19.  An input read at every
- * element (its labels all of the kernel's) streams its type's size, the
- * output too when the kernel does not reduce; one read at fewer labels (a
- * row broadcast along a dim) stays in the L1.
- */
-#define LOOP_BYTES_PER_FLOP 6.0
-
-static double stream_secs(const CostCtx *c, const Kernel *k, int nin, const RelType *const *in, const RelType *out)
-{
-	double bytes = 0;
-	for (int i = 0; i < nin; i++)
-		if (k->nindim[i] == k->nlab)
-			bytes += dtype_size(in[i]->dtype);
-	if (!k->reduces)
-		bytes += dtype_size(out->dtype);
-	return bytes / (LOOP_BYTES_PER_FLOP * c->m->loop_rate);
-}
-
-/*
  * The stored elements of a kernel's sparse inputs the busiest rank visits:
  * the mask's when it is sampled, else the most of any sparse input it is
  * zero without (it runs over that input's elements alone), each at its
@@ -424,8 +398,6 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	/* the generated loop (not a gemm: kernel_rate gave the loop rate) */
 	if (!mask && rate == c->m->loop_rate && reduces_rows(k, 2, in))
 		per = fmax(per, c->m->row_reduce);
-	if (!mask && rate == c->m->loop_rate && !l->sparse && !r->sparse)
-		per = fmax(per, stream_secs(c, k, 2, in, &jt));
 	/* the BLIS calls of a join whose A operands are more than the cache
 	 * holds pack them from memory, call after call, beside their flops */
 	double a_bytes = kernel_per(k) * call_bytes;   /* of BLIS's A, an element */
@@ -521,8 +493,6 @@ Cost cost_map(const CostCtx *c, const Kernel *k, const RelType *in, const Place 
 	double per = kernel_secs(k, c->m->loop_rate);
 	if (reduces_rows(k, 1, ins))
 		per = fmax(per, c->m->row_reduce);
-	if (!in->sparse)
-		per = fmax(per, stream_secs(c, k, 1, ins, in));
 	double work = fmax(n * per * share, sparse_work(c, k, 1, ins, inmap, in, p, NULL));
 	x.seconds = work + (double)rel_ntuples(in) * share * c->m->call_overhead + c->m->local_op_overhead;
 	return x;

@@ -641,10 +641,8 @@ static void test_kernel_weights(void **state)
 		k->expr = ex[i];
 		Cost y = cost_map(&c, k, &t, &part0);
 		assert_true(y.flops == elems * (kx_nops(ex[i]) ? kx_nops(ex[i]) : 1));
-		/* at least one add's time an element, and the 8 bytes it
-		 * streams at the loop's 6 bytes a flop (kernelcost.c's
-		 * stream_secs) */
-		double w = fmax(want[i] > 0 ? want[i] : 1, 8.0 / 6);
+		/* at least one add's time an element */
+		double w = want[i] > 0 ? want[i] : 1;
 		secs[i] = y.seconds;
 		double base = 4 * share * m.call_overhead + m.local_op_overhead;
 		assert_true(fabs(y.seconds - base - elems * share * w / m.loop_rate) < 1e-9 * y.seconds);
@@ -1462,52 +1460,6 @@ static void test_floor_touched(void **state)
 /* An op made in place of its input writes into the lines it has just read:
  * its floor counts half its result's bytes; the same op on an input that
  * lives on (so not in place) counts them all. */
-/* A generated loop is priced no faster than the bytes it streams, at the
- * loop rate's 6 bytes a flop (kernelcost.c's stream_secs): an add of two
- * f32 chunks streams 12 bytes an element, two flops' time; of two f64
- * chunks 24, four; an f32 row added along a dim (read at fewer labels)
- * 8; an exp (several flops' weight) its weight. */
-static void test_stream(void **state)
-{
-	(void)state;
-	Machine m;
-	machine_default(&m);
-	m.loop_rate = KOP_WEIGHT_RATE;
-	CostCtx c = {&m, 1};
-	Arena *a = arena_new();
-	Place one = {PL_ALL};
-	RelType x = type2(1000, 1000, 2000, 2000), row = type2(1000, 1000, 2000, 2000);
-	row.nkey = row.nchunk = 1;
-	row.extent[0] = row.block[0] = 2000;
-	RelType x64 = x;
-	x64.dtype = DT_F64;
-	double elems = 1000.0 * 2000, base = m.call_overhead + m.local_op_overhead;
-	for (int v = 0; v < 3; v++) {
-		Kernel *k = kernel_new(a, 2);
-		k->nlab = 2;
-		k->nindim[0] = k->noutdim = 2;
-		k->inlab[0][0] = k->outlab[0] = 0;
-		k->inlab[0][1] = k->outlab[1] = 1;
-		k->nindim[1] = v == 2 ? 1 : 2;
-		k->inlab[1][0] = v == 2 ? 1 : 0;
-		k->inlab[1][1] = 1;
-		k->expr = kx_op(a, KOP_ADD, kx_in(a, 0), kx_in(a, 1), NULL);
-		JoinSpec on = v == 2 ? (JoinSpec){.nmatch = 1, .lkey = {1}, .rkey = {0}}
-		                     : (JoinSpec){.nmatch = 2, .lkey = {0, 1}, .rkey = {0, 1}};
-		const RelType *l = v == 1 ? &x64 : &x, *r = v == 1 ? &x64 : v == 2 ? &row : &x;
-		/* flops' time an element: 12 bytes, 24, and x's and the
-		 * output's 8 (the row stays in the L1) */
-		double want = v == 0 ? 2 : v == 1 ? 4 : 8.0 / 6;
-		double got = cost_join(&c, k, l, r, &on, &one, NULL).seconds - base;
-		assert_true(fabs(got - elems * want / m.loop_rate) < 1e-9 * got);
-	}
-	/* exp's weight is above its bytes' */
-	Kernel *e = map2(a, 2, (int[]){0, 1}, AGG_ADD, kx_op(a, KOP_EXP, kx_in(a, 0), NULL, NULL));
-	double got = cost_map(&c, e, &x, &one).seconds - base;
-	assert_true(fabs(got - elems * kop_weight(KOP_EXP) / m.loop_rate) < 1e-9 * got);
-	arena_free(a);
-}
-
 static void test_floor_in_place(void **state)
 {
 	(void)state;
@@ -1578,7 +1530,6 @@ int main(void)
 		cmocka_unit_test(test_objective),
 		cmocka_unit_test(test_floor_touched),
 		cmocka_unit_test(test_floor_in_place),
-		cmocka_unit_test(test_stream),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
