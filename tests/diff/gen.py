@@ -59,6 +59,7 @@ FLOAT_LITS_INEXACT = ["0.1", "0.3", "0.7"]
 EXP_FORM = {"0.5": "5e-1", "2": "2e0", "0.25": "2.5e-1", "1.5": "15e-1", "3": "3E0", "0.125": "1.25e-1",
             "4": "0.4e1", "0.1": "1e-1", "0.3": "3e-1", "0.7": "7.0e-1"}
 IDX = list("ijklmnpqrsuvwyzaceghk")
+MAXDIM = 8                      # index names a sub-expression may hold (ir.h)
 EPS = {"f32": 2.0 ** -23, "f64": 2.0 ** -52}
 MANT = {"f32": 24, "f64": 53}
 
@@ -300,10 +301,15 @@ class Stmt:
         have = [v for v, s in self.vars.items() if s is size and v not in avoid and v not in self.bound]
         if have and self.u.chance(0.75):
             return self.u.r.choice(have)
-        for v in IDX:
-            if v not in self.vars and v not in self.bound:
-                self.vars[v] = size
-                return v
+        # at most MAXDIM (8) names a statement: trac rejects a
+        # sub-expression of more (frontend/expr.c, check_rank), as the
+        # interpreter does (seed 1167 made one of 9: a where over three
+        # reads of a 3-d input)
+        if len(set(self.vars) | self.bound) < MAXDIM:
+            for v in IDX:
+                if v not in self.vars and v not in self.bound:
+                    self.vars[v] = size
+                    return v
         if have:
             return have[0]
         raise Exhausted()
