@@ -27,5 +27,13 @@ if "f64(log(1 + abs(3e-1)))" not in gen.generate(11560049012, "u12").text:
 m = difftest.meta(difftest.unit_text(gen.generate(11610039001, "u1", error=False)))
 if m["tol"].get("Tu1_14", 0) == 0:
     sys.exit("regress.sh: the generator leaves index values out of a tensor's bits: %r" % m["tol"])
+# seed 1167, group 77: a statement of 9 index names, where(X[k, l, j], X[m,
+# m, n], X[p, l, i]) among them, which trac rejects (at most 8 a
+# sub-expression); a statement holds at most gen.MAXDIM
+import re
+for line in gen.generate(11670077008, "u8").text.splitlines():
+    names = {w.split()[0] for b in re.findall(r"\[([^\]]*)\]", line) for w in b.split(",") if w.split()}
+    if len(names & set(gen.IDX)) > gen.MAXDIM:
+        sys.exit("regress.sh: the generator writes a statement of %d index names: %s" % (len(names), line))
 PY
 exec "$PYTHON" "$srcdir/tests/diff/difftest.py" --replay "$srcdir"/tests/diff/regress/*.tra
