@@ -900,7 +900,7 @@ def sec_parity():
     # trac writes an output durably (trac(1): fsync, rename, the folder's
     # fsync); the same by hand, where the disk is slow to flush
     say("%-40s %9.3f %8s" % ("by hand, mpirun -np 1, C durable", hd, "1"))
-    say("%-40s %9.3f %8.3f" % ("trac, mpirun -np 1 ./prog", m, hd / m))
+    say("%-40s %9.3f %8.3f" % ("trac, mpirun -np 1 ./prog (vs durable)", m, hd / m))
 
 
 # ---- how well the cost model predicts ----
