@@ -13,6 +13,15 @@
 
 /* ---- a whole plan ---- */
 
+/* The bytes an op touches in memory on its busiest rank, of each input
+ * and of its result (op_footprint), and where they are (cached_inputs):
+ * which inputs are still in the cache when it runs, and whether its
+ * result leaves the cache before it is read. */
+typedef struct Footprint {
+	double in[MAXIN], result;
+	bool cached[MAXIN], evicted;
+} Footprint;
+
 /*
  * An op's floor, --profile's roofline (issue 33): the least time the
  * model's machine allows its busiest rank, the largest of
@@ -22,15 +31,17 @@
  *     (the model's one rate for them, so a loop can beat its floor);
  *   - the bytes it reads and writes in memory (its inputs' and result's
  *     share; a slice's window, a gather's index and rows, not the whole
- *     relation they read from), when more than a rank's cache holds
- *     (cache_per_rank: below it the kernel's own rate, measured on data
- *     in the cache, is the floor; mf's 1.9 MB joins ran at 2.6 times
- *     their bytes at memory speed), at memcpy's rate, which moves 2 bytes per
+ *     relation they read from) at memcpy's rate, which moves 2 bytes per
  *     byte copied, its destination's lines fetched before they are
- *     written: a result made in place of its input (ia_elementwise_in_place)
- *     is written into lines just read, and counts half its bytes; an op
- *     whose result shares its input's chunks (a rekey, a filter, an
- *     aggregation of groups of one chunk) moves none;
+ *     written: an input still in a rank's cache (cached_inputs) is not
+ *     counted, nor a result its reader finds there: the kernel's own rate,
+ *     measured on data in the cache, is the floor of an op whose bytes
+ *     stay in it (mf's 1.9 MB joins ran at 2.6 times their bytes at
+ *     memory speed); a result made in
+ *     place of its input (ia_elementwise_in_place) is written into lines
+ *     just read, and counts half its bytes; an op whose result shares its
+ *     input's chunks (a rekey, a filter, an aggregation of groups of one
+ *     chunk) moves none;
  *   - the bytes it sends (a rank's share) at the fastest collective's
  *     bandwidth;
  *   - a file's bytes at read_bw or write_bw, and initial values at their
@@ -38,7 +49,7 @@
  * No latency, overhead or first touch: a floor, not a prediction.
  */
 static double op_floor(const CostCtx *cc, const IaPlan *p, const IaOp *op, const int *in, int k,
-                       const double *copies, bool in_place)
+                       const double *copies, bool in_place, const Footprint *f)
 {
 	const Machine *m = cc->m;
 	const IaOp *a = k > 0 ? &p->ops.v[in[0]] : NULL, *b = k > 1 ? &p->ops.v[in[1]] : NULL;
@@ -104,12 +115,10 @@ static double op_floor(const CostCtx *cc, const IaPlan *p, const IaOp *op, const
 	case IA_HALO:
 		break;
 	}
+	/* in the cache, the kernel's rates were measured so */
 	for (int j = 0; j < k; j++)
-		mem += cost_rank_bytes(cc, &p->ops.v[in[j]].type, &p->ops.v[in[j]].place, copies[in[j]]);
-	if (ia_has_result(op->kind))
-		mem += cost_rank_bytes(cc, &op->type, &op->place, copies[op - p->ops.v]) * (in_place ? 0.5 : 1);
-	if (mem <= m->cache_per_rank)
-		mem = 0;                /* in the cache: the kernel's rates were measured so */
+		mem += f->cached[j] ? 0 : f->in[j];
+	mem += f->evicted ? f->result * (in_place ? 0.5 : 1) : 0;
 	double flops = op->flops / (op->place.kind == PL_ALL ? 1 : cc->nsites);
 	return fmax(fmax(flops / rate, mem / (2 * m->memcpy_bw)), op->bytes_sent / cc->nsites / net);
 }
@@ -127,6 +136,11 @@ typedef struct Walk {
 	int *elem_ip;           /* per op: the input it is made in place of, or -1 */
 	int *last;              /* life.dead_after, params' made to live to the end */
 	double live, high;
+	/* the cache (cached_inputs): per op the bytes it touches, their
+	 * running sum up to it, the op that last used its data, the first
+	 * op that reads its result (-1 none) */
+	double *touch, *upto;
+	int *used, *reader;
 } Walk;
 
 /* Where a join computes: its key space placed as its inputs a, b give. */
@@ -353,6 +367,95 @@ static void op_memory(Walk *w, IaPlan *p, int i, double times)
 			}
 }
 
+/* Op i's bytes on the busiest rank (its partial copies counted). */
+static double rank_bytes(const Walk *w, const IaPlan *p, int i)
+{
+	const IaOp *op = &p->ops.v[i];
+	return cost_rank_bytes(&w->cc, &op->type, &op->place, w->copies[i]);
+}
+
+/*
+ * The bytes op i touches of each input and of its result into *f, their
+ * shares on the busiest rank: a gather's index and the rows it fetches,
+ * not the whole table; a scatter in place of its base the rows it adds
+ * into it, read and written, not the whole base; a slice's window; none
+ * where the op moves no data or its result is its input's chunks (a
+ * rekey, a filter).  Their sum is the op's step on the running count
+ * reuse distances are measured on (w->upto).
+ */
+static double op_footprint(const Walk *w, const IaPlan *p, int i, const int *in, int k, Footprint *f)
+{
+	const IaOp *op = &p->ops.v[i];
+	memset(f, 0, sizeof *f);
+	switch (op->kind) {
+	case IA_LOAD: case IA_STORE: case IA_PRINT: case IA_LOOP: case IA_ENDLOOP:
+	case IA_RANGE: case IA_COUNTER: case IA_FILTER:
+		return 0;
+	case IA_MAP:
+		if (!op->u.map.kernel)
+			return 0;
+		break;
+	case IA_GATHER:
+	case IA_LOOKUP:
+		f->result = rank_bytes(w, p, i);
+		f->in[0] = fmin(rank_bytes(w, p, in[0]), f->result);
+		f->in[1] = rank_bytes(w, p, in[1]);
+		return f->in[0] + f->in[1] + f->result;
+	case IA_SCATTER:
+		if (op->u.gather.base >= 0 && w->inplace[i] != IP_NONE) {
+			f->in[0] = rank_bytes(w, p, in[0]);
+			f->in[1] = rank_bytes(w, p, in[1]);
+			f->in[2] = fmin(rank_bytes(w, p, in[2]), f->in[0]);
+			f->result = f->in[2];
+			return f->in[0] + f->in[1] + f->in[2];
+		}
+		break;
+	case IA_SLICE:
+		f->result = f->in[0] = rank_bytes(w, p, i);
+		return 2 * f->result;
+	case IA_READ: case IA_WRITE: case IA_INIT: case IA_BCAST: case IA_SHUFFLE: case IA_JOIN:
+	case IA_AGG: case IA_TWOPHASE: case IA_CONV: case IA_HALO:
+		break;
+	}
+	double b = f->result = ia_has_result(op->kind) ? rank_bytes(w, p, i) : 0;
+	for (int j = 0; j < k; j++)
+		b += f->in[j] = rank_bytes(w, p, in[j]);
+	return b;
+}
+
+/*
+ * Where op i's bytes are when it runs, into f (op_footprint's): an input
+ * is in a rank's cache when the bytes touched since its last use (its
+ * reuse distance on the running count w->upto) and the op's own together
+ * fit in cache_per_rank, as in a cache that keeps what was used last;
+ * inside a loop that runs more than once, an input last used before the
+ * loop is met again a pass of the body later.  The result leaves the cache
+ * before its first reader reads it when that reader finds it so, or,
+ * read by none, when the op's own bytes do not fit.  transe's joins at B =
+ * 32768 on 2 ranks (three arrays of 4 MB, under the 17 MB cache, made by
+ * the gathers just before them) ran at 1.0-1.4 ns an element, their bytes
+ * at memory speed, where a test of their own bytes alone priced them at
+ * the loop rate, 0.17-0.35.  A cache keeps less than its size (CACHE_KEPT):
+ * out = x * y + x over 12 MB a core kept its pace with both cores of the
+ * Zen 3 at it (47-63 GB/s), where 16 MB ran at memory speed (11-12 GB/s),
+ * its L2 and half its L3 16.5 MB.
+ */
+#define CACHE_KEPT 0.75
+static void cached_inputs(const Walk *w, int i, const int *in, int k, Footprint *f)
+{
+	double cache = CACHE_KEPT * w->cc.m->cache_per_rank;
+	int loop = w->life.loopof[i];
+	for (int j = 0; j < k; j++) {
+		int at = w->used[in[j]];
+		double dist = loop >= 0 && at < loop && w->life.times[i] > 1
+		              ? w->upto[w->life.endof[loop]] - w->upto[loop] - w->touch[i]
+		              : w->upto[i - 1] - w->upto[at];
+		f->cached[j] = dist + w->touch[i] <= cache;
+	}
+	int r = w->reader[i];
+	f->evicted = r < 0 ? w->touch[i] > cache : w->upto[r - 1] - w->upto[i] + w->touch[r] > cache;
+}
+
 void opt_cost(IaPlan *p, const Machine *mach)
 {
 	Machine dflt;
@@ -366,6 +469,12 @@ void opt_cost(IaPlan *p, const Machine *mach)
 	w.held = xcalloc(n + 1, sizeof *w.held);
 	w.made = xcalloc(n + 1, sizeof *w.made);
 	w.transient = xcalloc(n + 1, sizeof *w.transient);
+	w.touch = xcalloc(n + 1, sizeof *w.touch);
+	w.upto = xcalloc(n + 1, sizeof *w.upto);
+	w.used = xcalloc(n + 1, sizeof *w.used);
+	w.reader = xcalloc(n + 1, sizeof *w.reader);
+	Cost *cost = xcalloc(n + 1, sizeof *cost);
+	double *io = xcalloc(n + 1, sizeof *io);
 	/* a relation read inside a loop it was made outside of lives to the
 	 * loop's end, as the generated program frees it */
 	ia_loops(p, &w.life);
@@ -375,14 +484,10 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		w.elem_ip[i] = p->mem_budget > 0 ? -1 : ia_elementwise_in_place(p, &w.life, i);
 	w.last = w.life.dead_after;
 
-	p->total_floats_moved = p->total_bytes_sent = p->total_flops = 0;
-	p->peak_bytes = p->predicted_seconds = 0;
+	/* each op's cost and partial copies, then the bytes each touches */
 	for (int i = 0; i < n; i++) {
 		IaOp *op = &p->ops.v[i];
-		/* ops inside repeat blocks run count times: their costs add up so */
-		double times = w.life.times[i];
-		double io;
-		Cost c = op_cost(&w, p, i, &io);
+		cost[i] = op_cost(&w, p, i, &io[i]);
 		/* a sparse result made in place of an input of its pattern
 		 * (ia_elementwise_in_place) makes no new chunk: its rows'
 		 * offsets, columns and values are not copied from the
@@ -391,24 +496,58 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		 * elementwise ops over E, 60M elements a rank, 0.13 -> 0.05 s
 		 * made in place, priced 0.164 -> 0.081 */
 		if (w.elem_ip[i] >= 0 && op->type.sparse)
-			c.seconds = fmax(0, c.seconds - cost_rank_bytes(&w.cc, &op->type, &op->place, 1) / mach->memcpy_bw);
-		op->floats_moved = c.floats;
-		op->bytes_sent = c.bytes;
-		op->flops = c.flops;
+			cost[i].seconds = fmax(0, cost[i].seconds - cost_rank_bytes(&w.cc, &op->type, &op->place, 1) / mach->memcpy_bw);
+		op->floats_moved = cost[i].floats;
+		op->bytes_sent = cost[i].bytes;
+		op->flops = cost[i].flops;
+	}
+	Footprint f;
+	for (int i = 0; i < n; i++) {
+		int in[MAXIN], k = ia_inputs(&p->ops.v[i], in);
+		w.touch[i] = op_footprint(&w, p, i, in, k, &f);
+		w.upto[i] = (i > 0 ? w.upto[i - 1] : 0) + w.touch[i];
+		w.reader[i] = -1;
+	}
+	/* each result's first reader, past rekeys and filters of it */
+	for (int i = n - 1; i >= 0; i--) {
+		int in[MAXIN], k = ia_inputs(&p->ops.v[i], in);
+		for (int j = 0; j < k; j++)
+			w.reader[in[j]] = i;
+	}
+	for (int i = n - 1; i >= 0; i--) {
+		int r = w.reader[i];
+		if (r >= 0 && w.touch[r] == 0 && ia_has_result(p->ops.v[r].kind))
+			w.reader[i] = w.reader[r];
+	}
+
+	p->total_floats_moved = p->total_bytes_sent = p->total_flops = 0;
+	p->peak_bytes = p->predicted_seconds = 0;
+	for (int i = 0; i < n; i++) {
+		IaOp *op = &p->ops.v[i];
+		/* ops inside repeat blocks run count times: their costs add up so */
+		double times = w.life.times[i];
+		Cost c = cost[i];
 		int in[MAXIN], k = ia_inputs(op, in);
-		op->floor_seconds = op_floor(&w.cc, p, op, in, k, w.copies, w.elem_ip[i] >= 0);
-		/* no op is faster than its floor: a loop over more bytes than
-		 * the cache holds streams them (the loop rate is measured in
-		 * the cache; nnsearch's diff = X - q, 48 MB a rank, took 3.4 ms
-		 * where the loop rate priced 1.2 and the floor 3.1) */
-		c.seconds = fmax(c.seconds, op->floor_seconds - io);
-		op->seconds = c.seconds + io;
+		op_footprint(&w, p, i, in, k, &f);
+		cached_inputs(&w, i, in, k, &f);
+		op->floor_seconds = op_floor(&w.cc, p, op, in, k, w.copies, w.elem_ip[i] >= 0, &f);
+		/* no op is faster than its floor: a loop over bytes not in the
+		 * cache streams them (the loop rate is measured in the cache;
+		 * nnsearch's diff = X - q, 48 MB a rank, took 3.4 ms where the
+		 * loop rate priced 1.2 and the floor 3.1) */
+		c.seconds = fmax(c.seconds, op->floor_seconds - io[i]);
+		op->seconds = c.seconds + io[i];
 		op->spill_written = op->spill_read = 0;
 		p->total_floats_moved += c.floats * times;
 		p->total_bytes_sent += c.bytes * times;
 		p->total_flops += c.flops * times;
 		p->predicted_seconds += c.seconds * times;
 		op_memory(&w, p, i, times);
+		/* the last use of each input's data is now; a result that is
+		 * its input's chunks was last used where they were */
+		w.used[i] = k > 0 && w.touch[i] == 0 ? w.used[in[0]] : i;
+		for (int j = 0; j < k && w.touch[i] > 0; j++)
+			w.used[in[j]] = i;
 	}
 	/* out of core: the spill file's writes and reads, priced */
 	p->spill_written = p->spill_read = 0;
@@ -419,6 +558,12 @@ void opt_cost(IaPlan *p, const Machine *mach)
 	free(w.held);
 	free(w.made);
 	free(w.transient);
+	free(w.touch);
+	free(w.upto);
+	free(w.used);
+	free(w.reader);
+	free(cost);
+	free(io);
 	free(w.inplace);
 	free(w.elem_ip);
 	ia_loops_free(&w.life);
