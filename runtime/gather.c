@@ -348,6 +348,16 @@ static char *exchange(const Bufs *out, int64_t **off, const char *what)
 	return rbuf;
 }
 
+/* Frees what exchange returned: the buffer it received (no longer live in
+ * --profile's communication buffers) and its offsets. */
+static void exchange_free(char *in, int64_t *off)
+{
+	if (off)
+		rt_count_buf(-(double)off[rt.nranks]);
+	free(in);
+	free(off);
+}
+
 /* ---- gather ---- */
 
 /* A request: the table chunk's linear key and the row in it. */
@@ -529,8 +539,7 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 		int64_t *roff;
 		char *in = exchange(&reqs, &roff, "row numbers");
 		Bufs reply = owners_reply(table, &tix, dim, in, roff);
-		free(in);
-		free(roff);
+		exchange_free(in, roff);
 		in = exchange(&reply, &roff, "rows");
 		bufs_free(&reply);
 		size_t mark = rt_pin_mark();
@@ -557,8 +566,7 @@ TrtRel *trt_gather(const TrtRel *table, const TrtRel *index, int dim, const TrtT
 			piece_free(&pc);
 		}
 		rt_pin_release(mark);
-		free(in);
-		free(roff);
+		exchange_free(in, roff);
 	}
 	for (int r = 0; r < rt.nranks; r++)
 		free(dest[r]);
@@ -950,8 +958,7 @@ TrtRel *trt_scatter(const TrtRel *rows, const TrtRel *index, TrtRel *base, int i
 	free(bowner);
 	add_pieces(o, at, dim, &adds, scale);
 	free(adds.v);
-	free(in);
-	free(roff);
+	exchange_free(in, roff);
 	bufs_free(&mine);
 	bufs_free(&send);
 	rt_index_free(&iix);

@@ -100,6 +100,32 @@ if grep -q 'components_open: found loaded component' pmlu.txt; then
 	opened pmlu.txt | grep -q 'cm ' || fail "the user's OMPI_MCA_pml was not kept: $(opened pmlu.txt)"
 fi
 
+# The communication buffers' peak is the most held at once, not what every
+# exchange received in all: a gather's and a scatter's buffers are freed
+# after each step (gather.c's exchange counted them live for the rest of
+# the run, so 40 steps of a look-up and its scatter-add showed 40 steps'
+# bytes).  The table split by rows, the batch by --block: both exchange.
+cat >emb.tra <<'EOF2'
+size V = 4000, D = 16, B = 3000;
+input idx[B] : i64;
+param E[V, D] = normal(0, 1);
+repeat 40 {
+    l = sum[b, d](E[idx[b], d] ** 2);
+    dE = grad(l, E);
+    E[v, d] -= 0.01 * dE[v, d];
+}
+output E;
+EOF2
+"$PYTHON" -c 'import numpy as np; np.save("idx.npy", np.random.default_rng(1).integers(0, 4000, 3000))' &&
+	"$TRAC" -P 2 --block 1500 --strategy 5=lookup emb.tra -o emb || fail "emb: trac"
+if run 2 ./emb idx=idx.npy E.out=e.npy --profile >emb.txt 2>&1; then
+	b=$(field buffers emb.txt) r=$(field recvd emb.txt)
+	awk -v b="$b" -v r="$r" 'BEGIN { exit !(r > 0 && b > 0 && b < r / 8) }' ||
+		fail "emb: communication buffers' peak $b against $r bytes received in all (40 steps)"
+else
+	fail "emb: --profile on 2 ranks"; cat emb.txt
+fi
+
 # TRAC_PROFILE=1 does the same as --profile
 TRAC_PROFILE=1 run 1 ./mm A=a.npy B=b.npy C=c.npy | grep -q '^summary: ' || fail "TRAC_PROFILE=1"
 finish
