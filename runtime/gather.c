@@ -324,10 +324,22 @@ static char *exchange(const Bufs *out, int64_t **off, const char *what)
 	(*off)[nr] = rtot;
 	if (stot > INT32_MAX || rtot > INT32_MAX)
 		trt_fatal("%s: more than 2 GiB in one exchange", what);
-	char *sbuf = rt_alloc((size_t)(stot ? stot : 1)), *rbuf = rt_alloc((size_t)(rtot ? rtot : 1));
+	/* one rank's buffer (the other rank's, on 2) is sent as it lies; any
+	 * more are copied into one */
+	int only = -1, nsend = 0;
 	for (int r = 0; r < nr; r++)
-		if (sc[r])
-			memcpy(sbuf + sd[r], out->p[r], (size_t)sc[r]);
+		if (sc[r]) {
+			only = r;
+			nsend++;
+		}
+	char *sbuf = nsend == 1 ? out->p[only] : rt_alloc((size_t)(stot ? stot : 1));
+	char *rbuf = rt_alloc((size_t)(rtot ? rtot : 1));
+	if (nsend == 1)
+		sd[only] = 0;
+	else
+		for (int r = 0; r < nr; r++)
+			if (sc[r])
+				memcpy(sbuf + sd[r], out->p[r], (size_t)sc[r]);
 	rt_count_buf((double)(stot + rtot));
 	t0 = rt_span_begin();
 	MPI_Alltoallv(sbuf, sc, sd, MPI_BYTE, rbuf, rc, rd, MPI_BYTE, rt.comm);
@@ -340,7 +352,8 @@ static char *exchange(const Bufs *out, int64_t **off, const char *what)
 	rt_count_sent(sent);
 	rt_count_recv((double)(rtot - rc[rt.rank]));
 	rt_count_buf(-(double)stot);
-	free(sbuf);
+	if (nsend != 1)
+		free(sbuf);
 	free(sc);
 	free(rc);
 	free(sd);
