@@ -96,9 +96,8 @@ static double op_floor(const CostCtx *cc, const IaPlan *p, const IaOp *op, const
 	case IA_GATHER:
 	case IA_LOOKUP:
 		/* the index read, the rows fetched read and written: not the
-		 * whole table */
-		mem = cost_rank_bytes(cc, &b->type, &b->place, copies[in[1]]) +
-		      2 * cost_rank_bytes(cc, &op->type, &op->place, copies[op - p->ops.v]);
+		 * whole table (op_footprint's) */
+		mem = f->in[1] + 2 * f->result;
 		return fmax(mem / (2 * m->memcpy_bw), op->bytes_sent / cc->nsites / net);
 	case IA_FILTER:
 		return 0;
