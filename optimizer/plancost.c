@@ -500,10 +500,10 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		op->bytes_sent = cost[i].bytes;
 		op->flops = cost[i].flops;
 	}
-	Footprint f;
+	Footprint *fp = xcalloc(n + 1, sizeof *fp);
 	for (int i = 0; i < n; i++) {
 		int in[MAXIN], k = ia_inputs(&p->ops.v[i], in);
-		w.touch[i] = op_footprint(&w, p, i, in, k, &f);
+		w.touch[i] = op_footprint(&w, p, i, in, k, &fp[i]);
 		w.upto[i] = (i > 0 ? w.upto[i - 1] : 0) + w.touch[i];
 		w.reader[i] = -1;
 	}
@@ -527,9 +527,8 @@ void opt_cost(IaPlan *p, const Machine *mach)
 		double times = w.life.times[i];
 		Cost c = cost[i];
 		int in[MAXIN], k = ia_inputs(op, in);
-		op_footprint(&w, p, i, in, k, &f);
-		cached_inputs(&w, i, in, k, &f);
-		op->floor_seconds = op_floor(&w.cc, p, op, in, k, w.copies, w.elem_ip[i] >= 0, &f);
+		cached_inputs(&w, i, in, k, &fp[i]);
+		op->floor_seconds = op_floor(&w.cc, p, op, in, k, w.copies, w.elem_ip[i] >= 0, &fp[i]);
 		/* no op is faster than its floor: a loop over bytes not in the
 		 * cache streams them (the loop rate is measured in the cache;
 		 * nnsearch's diff = X - q, 48 MB a rank, took 3.4 ms where the
@@ -563,6 +562,7 @@ void opt_cost(IaPlan *p, const Machine *mach)
 	free(w.reader);
 	free(cost);
 	free(io);
+	free(fp);
 	free(w.inplace);
 	free(w.elem_ip);
 	ia_loops_free(&w.life);
