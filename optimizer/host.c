@@ -297,6 +297,7 @@ void machine_derive(Machine *m, const HostInfo *h)
 	 * core, as mpirun places them) */
 	if (h->l2 > 0 || h->l3 > 0)
 		m->cache_per_rank = (double)h->l2 + (double)h->l3 / h->cores;
+	m->cache_l2 = (double)h->l2;
 	m->cache_l1 = (double)h->l1d;
 	snprintf(m->source, sizeof m->source, "derived from this machine (%s, %d cores, %d-bit vectors%s)", h->cpu,
 	         h->cores, h->vector_bits, h->fma ? ", FMA" : "");

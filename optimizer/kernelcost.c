@@ -398,10 +398,17 @@ Cost cost_join(const CostCtx *c, const Kernel *k, const RelType *l, const RelTyp
 	/* the generated loop (not a gemm: kernel_rate gave the loop rate) */
 	if (!mask && rate == c->m->loop_rate && reduces_rows(k, 2, in))
 		per = fmax(per, c->m->row_reduce);
-	/* the BLIS calls of a join whose A operands are more than the cache
-	 * holds pack them from memory, call after call, beside their flops */
+	/* the BLIS calls of a join whose A operands are more than a core's
+	 * L2 holds pack them at memory's pace, call after call, beside their
+	 * flops: BLIS packs from the L3 no faster than from memory (on the
+	 * 2.44 GHz Zen 3, calls of 1000 x 200 x 64 on one A of 0.8 MB ran at
+	 * 64-66 GFLOP/s, over four distinct A, 3.2 MB, at 52-55, and over 16
+	 * at 57; examples/gcn_sparse.tra's AX W1 and its adjoint's AX^T dH1,
+	 * 3.2 MB of AX a rank in four such calls, ran at 43 on 2 ranks, priced
+	 * at 80 when the test was the rank's L2 and its share of the L3) */
 	double a_bytes = kernel_per(k) * call_bytes;   /* of BLIS's A, an element */
-	if (!mask && a_bytes > 0 && n * share * a_bytes > c->m->cache_per_rank)
+	double held = c->m->cache_l2 > 0 ? c->m->cache_l2 : c->m->cache_per_rank;
+	if (!mask && a_bytes > 0 && n * share * a_bytes > held)
 		per += a_bytes / c->m->memcpy_bw;
 	/* and never faster than its operands' streaming through memory */
 	if (!mask && bound > 0)

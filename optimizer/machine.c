@@ -48,7 +48,10 @@
  *   them 0: free; without npz_zlib_Bps zlib's members take npz_inflate_Bps);
  *   cache_per_rank_bytes (the cache a rank has: its L2 and its share of
  *   the L3; an op whose bytes are more streams them through memory:
- *   plancost.c's op_floor, kernelcost.c's cost_join); cache_l1_bytes (a
+ *   plancost.c's op_floor, kernelcost.c's cost_join); cache_l2_bytes (a
+ *   core's L2: the A operands of a join's BLIS calls, when more than it
+ *   holds, are packed at memcpy's rate, kernelcost.c's cost_join; 0 or
+ *   absent, cache_per_rank_bytes); cache_l1_bytes (a
  *   core's L1 data cache: a sparse kernel's gathers of rows from a dense
  *   chunk bigger than half of it cost their cache lines at
  *   sparse_gather_Bps, else at memcpy's rate: kernelcost.c's sparse_work;
@@ -171,6 +174,7 @@ static const Scalar scalars[] = {
 	FIELD("local_op_overhead_s", local_op_overhead, true),
 	FIELD("mem_per_rank_bytes", mem_per_rank, true),
 	FIELD("cache_per_rank_bytes", cache_per_rank, true),
+	FIELD("cache_l2_bytes", cache_l2, true),
 	FIELD("cache_l1_bytes", cache_l1, true),
 	{"trac_shuffle_bandwidth_Bps", false, 0, false},
 	{"trac_bcast_bandwidth_Bps", false, 1, false},

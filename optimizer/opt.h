@@ -95,6 +95,10 @@ typedef struct Machine {
 	                                   L3): an op whose bytes fit runs at its compute rate, one
 	                                   beyond also streams them at memcpy_bw (plancost.c's
 	                                   op_floor, kernelcost.c's cost_join) */
+	double cache_l2;                /* bytes of a core's L2: the A operands a join's BLIS calls
+	                                   pack are packed from beyond it at memory's pace when
+	                                   they are more (kernelcost.c's cost_join); 0: unknown,
+	                                   cache_per_rank instead */
 	double cache_l1;                /* bytes of a core's L1 data cache: a kernel over a sparse
 	                                   input gathering rows of a dense chunk bigger than half
 	                                   of it pays their lines at sparse_gather_bw (kernelcost.c's
