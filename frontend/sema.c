@@ -36,11 +36,16 @@
 #include "frontend/sema.h"
 
 /* A definition that failed still declares its name, poisoned, so later uses
- * of it do not each report that it does not exist. */
+ * of it do not each report that it does not exist.  It failed with an
+ * error of its own, or quietly, reading a name that was poisoned before
+ * (`B[n] = A[n] * 2` after A's error): then it declared nothing. */
 static void poison_on_error(Sema *s, Item *it)
 {
 	Sym *old = fe_lookup(s, it->name);
-	if (diag_errors() > s->nerr_before && (!old || old < s->syms.v + s->scope_base))
+	bool param = old && old->kind == SYM_TENSOR && !old->poisoned && old->tensor >= 0 &&
+	             s->prog->tensors.v[old->tensor].role == TENSOR_PARAM;     /* an update's */
+	if (diag_errors() > 0 &&        /* quiet failures follow an error */
+	    (!old || (old < s->syms.v + s->scope_base && (diag_errors() > s->nerr_before || !param))))
 		vec_push(&s->syms, ((Sym){.kind = SYM_TENSOR, .name = it->name, .loc = it->nameloc,
 		                          .tensor = -1, .poisoned = true}));
 }

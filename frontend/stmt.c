@@ -317,7 +317,8 @@ void fe_check_print(Sema *s, Item *it)
 	Sym *sym = fe_lookup(s, n->u.name.name);
 	if (!sym || sym->kind != SYM_TENSOR) {
 		if (!sym)
-			diag(DIAG_ERROR, n->loc, "unknown tensor '%s'", n->u.name.name);
+			diag(DIAG_ERROR, n->loc, "unknown tensor '%s'%s", n->u.name.name,
+			     fe_did_you_mean(s, n->u.name.name, SYM_TENSOR, NULL, 0));
 		else if (sym->kind == SYM_CONST)
 			diag(DIAG_ERROR, n->loc, "'%s' is a const, %g when the program compiles; print takes a tensor "
 			     "computed when it runs", n->u.name.name, sym->value);
