@@ -417,7 +417,7 @@ bool fe_infer_ranges(Sema *s)
 				int v = s->affuse.v[i].f->var[k];
 				if (s->vars.v[v].extent >= 0)
 					continue;
-				int64_t ext = INT64_MAX;
+				int64_t ext = INT64_MAX, below = 0;
 				bool neg = false, ready = true;
 				for (int j = 0; j < s->affuse.n && ready; j++) {
 					const AffUse *u = &s->affuse.v[j];
@@ -439,7 +439,10 @@ bool fe_infer_ranges(Sema *s)
 					if (a == 0 || !ready)
 						continue;
 					/* rising: from lo up, by a; falling: from hi down */
-					neg |= a > 0 && lo < 0;
+					if (a > 0 && lo < 0 && !neg) {
+						neg = true;
+						below = lo;
+					}
 					int64_t most = a > 0 ? (u->extent - 1 - hi) / a + 1 : lo / -a + 1;
 					if (u->extent - 1 - hi < 0 || lo < 0)
 						most = 0;
@@ -450,11 +453,20 @@ bool fe_infer_ranges(Sema *s)
 					continue;
 				const Var *var = &s->vars.v[v];
 				progress = true;
-				if (neg || ext < 1) {
-					diag(DIAG_ERROR, s->affuse.v[i].loc, "the range of index '%s' cannot be inferred: %s; give it "
-					     "one with '%s in SIZE' on the left or in a reduction's brackets", var->name,
-					     neg ? "a position below 0 is read for every value of it" :
-					           "no value of it keeps every access inside its tensor", var->name);
+				if (neg) {
+					diag(DIAG_ERROR, s->affuse.v[i].loc, "the range of index '%s' cannot be inferred: an inferred "
+					     "range starts at 0, and at %s = 0 an access reads position %lld, before its tensor's first; "
+					     "give it one with '%s in SIZE' on the left or in a reduction's brackets (positions "
+					     "outside a tensor then read zero: padding)", var->name, var->name, (long long)below,
+					     var->name);
+					s->vars.v[v].extent = 1;        /* reported: no second error */
+					ok = false;
+					continue;
+				}
+				if (ext < 1) {
+					diag(DIAG_ERROR, s->affuse.v[i].loc, "the range of index '%s' cannot be inferred: no value of "
+					     "it keeps every access inside its tensor; give it one with '%s in SIZE' on the left "
+					     "or in a reduction's brackets", var->name, var->name);
 					s->vars.v[v].extent = 1;        /* reported: no second error */
 					ok = false;
 					continue;

@@ -202,7 +202,22 @@ static Node *named_reduce(struct Parse *ps, const char *name, Loc nameloc, NodeL
 	}
 	free(idx->v);
 	if (strcmp(name, "mean")) {
-		diag(DIAG_ERROR, nameloc, "unknown reduction '%s'; the reductions are sum, max, min, argmax, argmin and mean", name);
+		static const char *const reductions[] = {"sum", "max", "min", "argmax", "argmin", "mean"};
+		const char *near = NULL;
+		int best = 3;           /* at most two edits away, and nearer than the name is long */
+		for (size_t k = 0; k < sizeof reductions / sizeof *reductions; k++) {
+			int d = fe_edit_distance(name, reductions[k]);
+			if (d < best && d < (int)strlen(name)) {
+				best = d;
+				near = reductions[k];
+			}
+		}
+		if (near)
+			diag(DIAG_ERROR, nameloc, "unknown reduction '%s'; did you mean '%s'? The reductions are sum, max, "
+			     "min, argmax, argmin and mean", name, near);
+		else
+			diag(DIAG_ERROR, nameloc, "unknown reduction '%s'; the reductions are sum, max, min, argmax, "
+			     "argmin and mean", name);
 		ok = false;
 	}
 	Node *n = reduce(ps, R_MEAN, &names, body, loc);
