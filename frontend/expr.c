@@ -811,6 +811,7 @@ bool fe_check_rhs(Sema *s, Item *it, const Tensor *param, const int *lhs, Ty *ty
 		}
 	if (!ok)
 		return false;
+	fe_warn_windows(s);
 	if (!fe_group_products(s, &it->u.assign.value, nlhs, lhs) ||
 	    !place_implicit_sums(s, it, param != NULL, &it->u.assign.value, nlhs, lhs))
 		return false;

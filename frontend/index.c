@@ -259,6 +259,7 @@ bool fe_check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
 		return false;
 	IxAffine f = {.expr = ix, .shift = a.c0};
 	int64_t lo = a.c0, hi = a.c0;
+	int counter = -1;
 	bool rising = false;
 	for (int i = 0; i < a.n; i++) {
 		if (a.t[i].coef == 0)
@@ -280,6 +281,8 @@ bool fe_check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
 			continue;
 		}
 		const Sym *c = &s->syms.v[a.t[i].id];
+		if (counter < 0)
+			counter = a.t[i].id;
 		f.depth[f.ncounter] = c->loop_depth;
 		f.coef[f.ncounter++] = a.t[i].coef;
 		int64_t last = c->size > 0 ? c->size - 1 : 0, ext;
@@ -312,7 +315,7 @@ bool fe_check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
 	name->u.name.name = s->vars.v[f.var[0]].name;
 	name->u.name.var = f.var[0];
 	n->u.access.idx[d] = name;
-	vec_push(&s->affuse, ((AffUse){stored, lo, hi, t->shape[d], ix->loc}));
+	vec_push(&s->affuse, ((AffUse){stored, lo, hi, t->shape[d], ix->loc, t->name, d, counter}));
 	return true;
 }
 
@@ -400,6 +403,60 @@ bool fe_in_affine(const Sema *s, int v)
 			if (s->affuse.v[i].f->var[k] == v)
 				return true;
 	return false;
+}
+
+/*
+ * A window that a loop counter moves (X[b*B + n, d]) and that lies inside
+ * its tensor at the counter's first value but runs past an end at a later
+ * one: the positions outside read zero, the rule for any position an
+ * explicit range makes possible, but here it is most often a data set
+ * that is not a whole number of mini-batches, whose last batch then comes
+ * padded with zeros (and counts in a mean over the batch), or a loop that
+ * runs longer than its data.  A window outside at the first value too is
+ * padding the program asked for (a "same" convolution), and no warning.
+ */
+void fe_warn_windows(Sema *s)
+{
+	for (int i = 0; i < s->affuse.n; i++) {
+		const AffUse *u = &s->affuse.v[i];
+		const IxAffine *f = u->f;
+		if (f->ncounter == 0 || u->counter < 0)
+			continue;
+		int64_t vlo = 0, vhi = 0;      /* the index vars' part */
+		for (int m = 0; m < f->nvar; m++) {
+			int64_t e = s->vars.v[f->var[m]].extent, c = f->vcoef[m];
+			if (e < 1)
+				return;         /* reported */
+			if (c > 0)
+				vhi += c * (e - 1);
+			else
+				vlo += c * (e - 1);
+		}
+		int64_t first_lo = f->shift + vlo, first_hi = f->shift + vhi;
+		int64_t lo = u->lo + vlo, hi = u->hi + vhi;
+		if (first_lo < 0 || first_hi > u->extent - 1 || (lo >= 0 && hi <= u->extent - 1))
+			continue;
+		char *text = loc_text(u->loc);
+		const Sym *c = &s->syms.v[u->counter];
+		if (f->ncounter == 1 && f->coef[0] > 0 && hi > u->extent - 1) {
+			/* the first value at which it passes the end, and the first it
+			 * reads nothing at */
+			int64_t k = f->coef[0], from = (u->extent - 1 - first_hi) / k + 1;
+			int64_t none = (u->extent - first_lo + k - 1) / k;
+			char nothing[160] = "";
+			if (none < c->size)
+				snprintf(nothing, sizeof nothing, ", and from %s = %" PRId64 " on nothing of it", c->name, none);
+			diag(DIAG_WARNING, u->loc, "'%s' reads past the end of dimension %d of %s (0 to %" PRId64 ") from %s "
+			     "= %" PRId64 " on%s: positions past the end read zero, so the last mini-batch is padded "
+			     "with zeros; make the data a whole number of batches, or the loop shorter", text, u->dim + 1,
+			     u->tensor, u->extent - 1, c->name, from, nothing);
+		} else {
+			diag(DIAG_WARNING, u->loc, "'%s' reads outside dimension %d of %s (0 to %" PRId64 ") at later values "
+			     "of the loop counters (positions %" PRId64 " to %" PRId64 "): positions outside read zero",
+			     text, u->dim + 1, u->tensor, u->extent - 1, lo, hi);
+		}
+		free(text);
+	}
 }
 
 /* The statement's index vars that only affine positions use take the

@@ -52,13 +52,16 @@ typedef struct Ty {
 	DType t;
 } Ty;
 
-/* An affine position of the statement being checked, in a dim of
- * `extent`: its index vars, and the positions lo .. hi its constant and
- * loop counters add. */
+/* An affine position of the statement being checked, in dim `dim` of
+ * tensor `tensor`, `extent` long: its index vars, and the positions lo ..
+ * hi its constant and loop counters add; `counter` the sym of its first
+ * loop counter (-1: none). */
 typedef struct AffUse {
 	const IxAffine *f;
 	int64_t lo, hi, extent;
 	Loc loc;
+	const char *tensor;
+	int dim, counter;
 } AffUse;
 
 typedef struct Sema {
@@ -129,6 +132,7 @@ bool fe_check_position(Sema *s, Node *ix, const Tensor *t, int d);      /* W[e, 
 int fe_access_vars(const Node *n, int *out);    /* an access's vars, each once */
 bool fe_in_affine(const Sema *s, int v);
 bool fe_infer_ranges(Sema *s);                  /* the vars only affine positions use */
+void fe_warn_windows(Sema *s);                  /* a window a loop moves past its tensor's end */
 
 /* ---- expr.c ---- */
 
