@@ -621,10 +621,28 @@ static Node **lca(Node **slot, int v, int total, Node **under)
 	}
 }
 
+/* Is `at` inside n a term of a sum or a difference, or a factor of one
+ * (X[n, d] + b[k], X[n, d] - 0.5 * W[d] * b[k])?  term: n is. */
+static bool summand(const Node *n, const Node *at, bool term)
+{
+	if (n == at)
+		return term;
+	if (n->kind == N_UNARY)
+		return summand(n->u.unary.a, at, term);
+	if (n->kind != N_BINARY)
+		return false;
+	int op = n->u.binary.op;
+	if (op != B_ADD && op != B_SUB && op != B_MUL && op != B_DIV)
+		return false;
+	bool t = term || op == B_ADD || op == B_SUB;
+	return summand(n->u.binary.a, at, t) || summand(n->u.binary.b, at, t);
+}
+
 /* A warning about an implicit sum that is likely a typo: over an index of
- * one access alone, taken inside a call (relu(X[n, d]) * W[d, h]), or in a
- * param's update (W[d] -= lr * X[e]: an index on the left misspelt). */
-static void warn_sum(Sema *s, const Item *it, bool update, int v, Node *at, const Node *under)
+ * one access alone, taken inside a call (relu(X[n, d]) * W[d, h]), in a
+ * param's update (W[d] -= lr * X[e]: an index on the left misspelt), or
+ * of one term of a sum (Y[n, d] = X[n, d] + b[k]: b[d] misspelt). */
+static void warn_sum(Sema *s, const Item *it, bool update, int v, Node *at, const Node *under, const Node *root)
 {
 	const Var *var = &s->vars.v[v];
 	if (!s->opt->warnings || at->kind != N_ACCESS || var->single)
@@ -637,6 +655,10 @@ static void warn_sum(Sema *s, const Item *it, bool update, int v, Node *at, cons
 		diag(DIAG_WARNING, at->loc, "implicit sum over '%s' is taken of this access alone, in an update of '%s'; "
 		     "write sum[%s](...) if you meant to sum it, or index it by the left side's names", var->name,
 		     it->name, var->name);
+	else if (!under && summand(root, at, false))
+		diag(DIAG_WARNING, at->loc, "implicit sum over '%s' is taken of this access alone, a term of a sum; "
+		     "write sum[%s](...) if you meant to add its total, or index it by names the other terms use",
+		     var->name, var->name);
 }
 
 /* Einstein's rule: each index on the right that is neither on the left
@@ -660,7 +682,7 @@ static bool place_implicit_sums(Sema *s, const Item *it, bool update, Node **roo
 			continue;
 		Node *under = NULL;
 		Node **slot = lca(root, v, total, &under);
-		warn_sum(s, it, update, v, *slot, under);
+		warn_sum(s, it, update, v, *slot, under, *root);
 		vec_push(&slots, slot);
 		vec_push(&vars, v);
 	}
