@@ -52,7 +52,10 @@ void emit_ops(Emit *e, int k)
 	for (int i = 0; i < e->p->ops.n; i++) {
 		const IaOp *op = &e->p->ops.v[i];
 		Buf label = {0};
-		if (op->stmt >= 0)
+		int of = op->tra >= 0 && op->tra < t->ops.n ? t->ops.v[op->tra].grad_of : 0;
+		if (of > 0)             /* a backward op: the statement it differentiates */
+			buf_printf(&label, "grad: %s", t->stmts.v[of - 1].text);
+		else if (op->stmt >= 0)
 			buf_printf(&label, "%s", t->stmts.v[op->stmt].text);
 		else if (op->kind == IA_READ)
 			buf_printf(&label, "read %s", t->tensors.v[op->u.read.tensor].name);

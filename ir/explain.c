@@ -85,6 +85,24 @@ static StmtCost stmt_cost(const IaPlan *p, int s)
 	return c;
 }
 
+/* A backward op: the statement whose adjoint it computes (autodiff). */
+static void grad_of(Buf *b, const IaPlan *p, const IaOp *op)
+{
+	int of = op->tra >= 0 && op->tra < p->tra->ops.n ? p->tra->ops.v[op->tra].grad_of : 0;
+	if (of <= 0 || of - 1 == op->stmt)
+		return;
+	Loc loc = p->tra->stmts.v[of - 1].loc;
+	int line, col;
+	loc_linecol(loc, &line, &col);
+	const SrcFile *f = src_get(loc.file);
+	if (f && loc.file > 0) {
+		const char *base = strrchr(f->path, '/');
+		buf_printf(b, "  (grad of %s:%d)", base ? base + 1 : f->path, line);
+	} else {
+		buf_printf(b, "  (grad of line %d)", line);
+	}
+}
+
 static void tree_print(Tree *t, int i, int depth, int stmt)
 {
 	const IaOp *op = &t->p->ops.v[i];
@@ -102,6 +120,7 @@ static void tree_print(Tree *t, int i, int depth, int stmt)
 	if (t->costs)
 		ia_op_costs(t->b, op);
 	ia_op_spill(t->b, op);
+	grad_of(t->b, t->p, op);
 	buf_puts(t->b, "\n");
 	if (op->kind == IA_TWOPHASE)
 		twophase_detail(t->b, op, 6 + 4 * depth, t->costs);
@@ -480,6 +499,9 @@ void ia_explain_json(Buf *b, const IaPlan *p)
 		json_str_field(b, ", ", "type", ty.s);
 		buf_printf(b, ", \"tuples\": %" PRId64 ", \"statement\": %d, \"text\": ", rel_ntuples(&op->type), op->stmt);
 		json_str(b, desc.s);
+		int of = op->tra >= 0 && op->tra < p->tra->ops.n ? p->tra->ops.v[op->tra].grad_of : 0;
+		if (of > 0)
+			buf_printf(b, ", \"grad_of\": %d", of - 1);
 		if (op->kind == IA_TWOPHASE) {
 			const TpSched *ts = op->u.join.sched;
 			buf_printf(b, ", \"two_phase\": { \"join_groups\": %" PRId64 ", \"aggregation_groups\": %" PRId64

@@ -409,6 +409,8 @@ typedef struct JoinMask {
 typedef struct TraOp {
 	TraOpKind kind;
 	int stmt;                       /* index into stmts, or -1 */
+	int grad_of;                    /* a backward op (autodiff): 1 + the statement
+	                                 * whose op's adjoint it computes; 0 if none */
 	RelType type;
 	union {
 		struct { int tensor; } input;

@@ -870,6 +870,7 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 		case D_CONV:
 			break;
 		}
+		int first = g->p->ops.n;
 		int G = adjoint(g, &b, v);
 		if (G < 0)
 			continue;       /* nothing reached it: no contribution */
@@ -882,6 +883,12 @@ static int expand(Grad *g, int loss, int wrt, int stmt, Loc loc)
 		case D_CONV: vjp_conv(g, &b, v, G); break;
 		default: break;
 		}
+		/* what this unit's adjoint and its contributions made is the
+		 * backward of v's statement, for --explain's and --profile's
+		 * labels (the plan keeps it in the grad's statement) */
+		for (int i = first; op->stmt >= 0 && i < g->p->ops.n; i++)
+			if (!g->p->ops.v[i].grad_of)
+				g->p->ops.v[i].grad_of = op->stmt + 1;
 	}
 
 	/* the gradient: the leaves' adjoints added up, in the tensor's order */

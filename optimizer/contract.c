@@ -48,7 +48,7 @@ typedef struct Leaf {
 typedef struct Tree {
 	const TraProg *p;
 	const int *uses;
-	int root, stmt;
+	int root, stmt, grad_of;
 	int nleaf;
 	Leaf leaf[MAXLEAF];
 	int nvar;
@@ -344,7 +344,7 @@ static Val contract(Build *b, Val x, Val y, VarSet keep, int nchunk, const int *
 	TraProg *p = b->p;
 	const Tree *t = b->t;
 	const RelType *xt = &p->ops.v[x.op].type, *yt = &p->ops.v[y.op].type;
-	TraOp j = {.kind = TRA_JOIN, .stmt = t->stmt};
+	TraOp j = {.kind = TRA_JOIN, .stmt = t->stmt, .grad_of = t->grad_of};
 	j.u.join.left = x.op;
 	j.u.join.right = y.op;
 	Val jv = x;
@@ -371,7 +371,7 @@ static Val contract(Build *b, Val x, Val y, VarSet keep, int nchunk, const int *
 			return jv;
 	}
 	/* a rekey puts the keys in order; an aggregation sums the rest away */
-	TraOp op = {.stmt = t->stmt};
+	TraOp op = {.stmt = t->stmt, .grad_of = t->grad_of};
 	if (!k->reduces) {
 		op.kind = TRA_REKEY;
 		op.u.rekey.in = jv.op;
@@ -476,7 +476,8 @@ static int contract_trees(TraProg *p, double limit, double *largest)
 		if (inner[i] || !(sum_node(p, uses, op) || product_join(op)))
 			continue;
 		Tree *t = &trees[i];
-		*t = (Tree){.p = p, .uses = uses, .root = i, .stmt = op->stmt, .ok = true, .roottype = op->type};
+		*t = (Tree){.p = p, .uses = uses, .root = i, .stmt = op->stmt, .grad_of = op->grad_of, .ok = true,
+		            .roottype = op->type};
 		int vars[MAXDIM];
 		t->nout = op->type.nkey;
 		for (int d = 0; d < op->type.nkey; d++)
@@ -519,7 +520,8 @@ static int contract_trees(TraProg *p, double limit, double *largest)
 				continue;
 			bool *mark = xcalloc(n + 1, sizeof *mark);
 			int vars[MAXDIM];
-			Tree t = {.p = p, .uses = uses, .root = i, .stmt = p->ops.v[i].stmt, .ok = true};
+			Tree t = {.p = p, .uses = uses, .root = i, .stmt = p->ops.v[i].stmt,
+			          .grad_of = p->ops.v[i].grad_of, .ok = true};
 			for (int d = 0; d < p->ops.v[i].type.nkey; d++)
 				vars[d] = fresh(&t, p->ops.v[i].type.extent[d]);
 			walk(&t, i, vars, true, mark);

@@ -257,10 +257,11 @@ static int emit_chain(Fuse *f, TraProg *p, int i, const int *map)
 	const Chain *c = &f->ch[i];
 	TraBuild b;
 	tb_init(&b, p, j->stmt);
+	int first = p->ops.n;
 	int base = c->bottom >= 0 ? map[c->bottom] : -1;
 	for (int k = 0; k < c->links.n; k++) {
 		const Link *l = &c->links.v[k];
-		TraOp sc = {.kind = TRA_SCATTER, .stmt = j->stmt, .type = j->type};
+		TraOp sc = {.kind = TRA_SCATTER, .stmt = j->stmt, .grad_of = j->grad_of, .type = j->type};
 		sc.u.gather.src = scaled_rows(&b, l, map);
 		sc.u.gather.index = map[l->index];
 		sc.u.gather.dim = l->dim;
@@ -270,6 +271,8 @@ static int emit_chain(Fuse *f, TraProg *p, int i, const int *map)
 		sc.u.gather.scale = l->k;
 		base = tra_push(p, sc);
 	}
+	for (int k = first; k < p->ops.n; k++)         /* the scaling maps: the chain's backward too */
+		p->ops.v[k].grad_of = j->grad_of;
 	tb_free(&b);
 	return base;
 }

@@ -126,6 +126,14 @@ else
 	fail "emb: --profile on 2 ranks"; cat emb.txt
 fi
 
+# The backward ops are labelled by the statement they differentiate
+# ("grad: l = sum[b, d](E[idx[b], d] ** 2);"), not all by the first grad
+# statement, and --explain says the same of them ("(grad of line 5)")
+grep -q '^ *[0-9]* *[a-z]* *grad: l = sum\[b, d\](E\[' emb.txt ||
+	{ fail "emb: no op labelled 'grad: l = ...'"; grep '^ *[0-9]' emb.txt; }
+"$TRAC" -P 2 --block 1500 --strategy 5=lookup --explain emb.tra | grep -q '(grad of line 5)' ||
+	fail "emb: --explain names no op's forward statement"
+
 # TRAC_PROFILE=1 does the same as --profile
 TRAC_PROFILE=1 run 1 ./mm A=a.npy B=b.npy C=c.npy | grep -q '^summary: ' || fail "TRAC_PROFILE=1"
 finish
