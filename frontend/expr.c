@@ -188,8 +188,11 @@ static bool check_gather_index(Sema *s, Node *n, int d, const Tensor *t)
 	}
 	n->u.access.gather = d + 1;
 	Ty ity = {0};
+	int first = s->affuse.n;
 	if (!check_expr(s, ix, &ity))
 		return false;
+	for (int i = first; i < s->affuse.n; i++)
+		s->affuse.v[i].gathers = n->u.access.name;
 	const Tensor *it = &s->prog->tensors.v[ix->u.access.tensor];
 	if (!ity.typed || !dtype_is_int(ity.t)) {
 		diag(DIAG_ERROR, ix->loc, "'%s' is %s, so it cannot index dimension %d of '%s'; a gather index must be "
@@ -833,7 +836,8 @@ bool fe_check_rhs(Sema *s, Item *it, const Tensor *param, const int *lhs, Ty *ty
 		}
 	if (!ok)
 		return false;
-	fe_warn_windows(s);
+	if (!fe_check_windows(s))
+		return false;
 	if (!fe_group_products(s, &it->u.assign.value, nlhs, lhs) ||
 	    !place_implicit_sums(s, it, param != NULL, &it->u.assign.value, nlhs, lhs))
 		return false;

@@ -315,7 +315,8 @@ bool fe_check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
 	name->u.name.name = s->vars.v[f.var[0]].name;
 	name->u.name.var = f.var[0];
 	n->u.access.idx[d] = name;
-	vec_push(&s->affuse, ((AffUse){stored, lo, hi, t->shape[d], ix->loc, t->name, d, counter}));
+	vec_push(&s->affuse, ((AffUse){stored, lo, hi, t->shape[d], ix->loc, t->name, d, counter,
+	                               dtype_is_int(t->dtype), NULL}));
 	return true;
 }
 
@@ -412,21 +413,29 @@ bool fe_in_affine(const Sema *s, int v)
  * explicit range makes possible, but here it is most often a data set
  * that is not a whole number of mini-batches, whose last batch then comes
  * padded with zeros (and counts in a mean over the batch), or a loop that
- * runs longer than its data.  A window outside at the first value too is
- * padding the program asked for (a "same" convolution), and no warning.
+ * runs longer than its data: a warning.  A window outside at the first
+ * value too is padding the program asked for (a "same" convolution), and
+ * no warning.  In a gather's index (E[idx[b*B + n], d]) a position outside
+ * would read index 0 and gather E's first row, a value the data never
+ * named, and its gradient would flow there: an error, wherever the
+ * outside position comes from.  False after an error.
  */
-void fe_warn_windows(Sema *s)
+bool fe_check_windows(Sema *s)
 {
+	bool ok = true;
 	for (int i = 0; i < s->affuse.n; i++) {
 		const AffUse *u = &s->affuse.v[i];
 		const IxAffine *f = u->f;
-		if (f->ncounter == 0 || u->counter < 0)
+		bool again = false;     /* a position met twice (a gather's index is checked twice) */
+		for (int j = 0; j < i; j++)
+			again |= !memcmp(&s->affuse.v[j].loc, &u->loc, sizeof u->loc);
+		if (again || (f->ncounter == 0 && !u->gathers))
 			continue;
 		int64_t vlo = 0, vhi = 0;      /* the index vars' part */
 		for (int m = 0; m < f->nvar; m++) {
 			int64_t e = s->vars.v[f->var[m]].extent, c = f->vcoef[m];
 			if (e < 1)
-				return;         /* reported */
+				return ok;      /* reported */
 			if (c > 0)
 				vhi += c * (e - 1);
 			else
@@ -434,22 +443,32 @@ void fe_warn_windows(Sema *s)
 		}
 		int64_t first_lo = f->shift + vlo, first_hi = f->shift + vhi;
 		int64_t lo = u->lo + vlo, hi = u->hi + vhi;
-		if (first_lo < 0 || first_hi > u->extent - 1 || (lo >= 0 && hi <= u->extent - 1))
+		if (lo >= 0 && hi <= u->extent - 1)
 			continue;
 		char *text = loc_text(u->loc);
-		const Sym *c = &s->syms.v[u->counter];
-		if (f->ncounter == 1 && f->coef[0] > 0 && hi > u->extent - 1) {
+		if (u->gathers) {
+			diag(DIAG_ERROR, u->loc, "'%s' can read outside dimension %d of %s (0 to %" PRId64 "; positions %"
+			     PRId64 " to %" PRId64 "), and a position outside reads index 0, which would gather %s's "
+			     "first element where the data names none; make the data a whole number of batches (pad "
+			     "it, and mask the padding), or the loop or the range shorter", text, u->dim + 1, u->tensor,
+			     u->extent - 1, lo, hi, u->gathers);
+			ok = false;
+		} else if (first_lo < 0 || first_hi > u->extent - 1) {
+			;               /* padding the program asked for */
+		} else if (f->ncounter == 1 && f->coef[0] > 0 && hi > u->extent - 1) {
 			/* the first value at which it passes the end, and the first it
 			 * reads nothing at */
+			const Sym *c = &s->syms.v[u->counter];
 			int64_t k = f->coef[0], from = (u->extent - 1 - first_hi) / k + 1;
 			int64_t none = (u->extent - first_lo + k - 1) / k;
 			char nothing[160] = "";
 			if (none < c->size)
 				snprintf(nothing, sizeof nothing, ", and from %s = %" PRId64 " on nothing of it", c->name, none);
 			diag(DIAG_WARNING, u->loc, "'%s' reads past the end of dimension %d of %s (0 to %" PRId64 ") from %s "
-			     "= %" PRId64 " on%s: positions past the end read zero, so the last mini-batch is padded "
+			     "= %" PRId64 " on%s: positions past the end read zero%s, so the last mini-batch is padded "
 			     "with zeros; make the data a whole number of batches, or the loop shorter", text, u->dim + 1,
-			     u->tensor, u->extent - 1, c->name, from, nothing);
+			     u->tensor, u->extent - 1, c->name, from, nothing,
+			     u->integer ? " (as a gather's index, the first element)" : "");
 		} else {
 			diag(DIAG_WARNING, u->loc, "'%s' reads outside dimension %d of %s (0 to %" PRId64 ") at later values "
 			     "of the loop counters (positions %" PRId64 " to %" PRId64 "): positions outside read zero",
@@ -457,6 +476,7 @@ void fe_warn_windows(Sema *s)
 		}
 		free(text);
 	}
+	return ok;
 }
 
 /* The statement's index vars that only affine positions use take the

@@ -62,6 +62,8 @@ typedef struct AffUse {
 	Loc loc;
 	const char *tensor;
 	int dim, counter;
+	bool integer;           /* the tensor's elements are integers */
+	const char *gathers;    /* in a gather's index: the tensor it gathers from */
 } AffUse;
 
 typedef struct Sema {
@@ -132,7 +134,7 @@ bool fe_check_position(Sema *s, Node *ix, const Tensor *t, int d);      /* W[e, 
 int fe_access_vars(const Node *n, int *out);    /* an access's vars, each once */
 bool fe_in_affine(const Sema *s, int v);
 bool fe_infer_ranges(Sema *s);                  /* the vars only affine positions use */
-void fe_warn_windows(Sema *s);                  /* a window a loop moves past its tensor's end */
+bool fe_check_windows(Sema *s);                 /* a window a loop moves past its tensor's end */
 
 /* ---- expr.c ---- */
 
