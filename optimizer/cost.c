@@ -394,8 +394,11 @@ Cost cost_read(const CostCtx *c, const RelType *t, const Place *p)
  * write_rel and Out): a file of at most WRITE_BUFFERED bytes (the
  * runtime's OUT_BUFFERED, its data and a block) goes through the page
  * cache, no stage; a larger one through its stages, a chunk of two
- * WRITE_STAGEs (the runtime's out_stage_bytes; a sparse output is counted
- * as a .npy, though a .npz is not staged); and what it receives.  A dense output
+ * WRITE_STAGEs (the runtime's out_stage_bytes); and what it receives.
+ * A sparse matrix written to a .npz (its default path's ending, or none:
+ * what a sparse output is written to) is gathered whole on rank 0 and
+ * made a csr there, no stage: its bytes twice (runtime/npz.c,
+ * rt_npz_write); to a .npy, its chunks made dense one at a time.  A dense output
  * whose chunk dims are in key-dim order goes slab by slab in file order,
  * the other ranks' portions of one slab received first: a slab is at
  * most WRITE_SLAB_MAX bytes (the runtime's SLAB_MAX), the indices within
@@ -417,8 +420,11 @@ static double write_stage_bytes(const RelType *t)
 	return (one > WRITE_STAGE ? 2 * WRITE_STAGE : one) + WRITE_BLOCK;
 }
 
-double write_transient_bytes(const CostCtx *c, const RelType *t, const Place *p)
+double write_transient_bytes(const CostCtx *c, const RelType *t, const Place *p, const char *path)
 {
+	size_t len = path ? strlen(path) : 0;
+	if (t->sparse && t->nkey == 2 && (!path || (len >= 4 && !strcmp(path + len - 4, ".npz"))))
+		return 2 * rel_bytes(t);
 	double stages = write_stage_bytes(t);
 	if (t->nkey == 0 || p->kind == PL_ALL || c->nsites < 2)
 		return stages;

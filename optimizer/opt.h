@@ -420,7 +420,7 @@ Cost cost_read(const CostCtx *c, const RelType *t, const Place *p);
 double cost_read_seconds(const CostCtx *c, const RelType *t, const Place *p); /* the busiest rank's share, whatever the place */
 /* Writing an output: seconds, and the bytes its staging holds a while. */
 double cost_write(const CostCtx *c, const RelType *t);
-double write_transient_bytes(const CostCtx *c, const RelType *t, const Place *p);
+double write_transient_bytes(const CostCtx *c, const RelType *t, const Place *p, const char *path);
 /* A param's initial values made on this rank: seconds. */
 double cost_init(const CostCtx *c, const Tensor *x, const RelType *t, const Place *p);
 /* Bytes one rank holds of a relation: copies > 1 for partials. */

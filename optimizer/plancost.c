@@ -340,7 +340,9 @@ static void op_memory(Walk *w, IaPlan *p, int i, double times)
 	 * output or a chunk received */
 	const IaOp *a = k > 0 ? &p->ops.v[in[0]] : NULL;
 	double transient = op->kind == IA_TWOPHASE ? fmax(0, op->u.join.sched->mem - held[i])
-	                   : op->kind == IA_WRITE ? write_transient_bytes(&w->cc, &a->type, &a->place) : 0;
+	                   : op->kind == IA_WRITE ? write_transient_bytes(&w->cc, &a->type, &a->place,
+	                                                                  p->tra->tensors.v[op->u.write.tensor].outpath)
+	                   : 0;
 	double now = w->live + transient;
 	w->transient[i] = transient;
 	op->live_bytes = now;

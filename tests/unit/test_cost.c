@@ -853,8 +853,24 @@ static void test_io(void **state)
 	CostCtx c1 = {&m, 1};
 	Place all = place_all();
 	RelType small = type2(3000, 3000, 3000, 3000), big = type2(16384, 16384, 16384, 16384);
-	assert_true(write_transient_bytes(&c1, &small, &all) == 0);
-	assert_true(write_transient_bytes(&c1, &big, &all) == 2 * (8 << 20) + 4096);
+	assert_true(write_transient_bytes(&c1, &small, &all, NULL) == 0);
+	assert_true(write_transient_bytes(&c1, &big, &all, NULL) == 2 * (8 << 20) + 4096);
+
+	/* a sparse matrix of 10^6 x 10^6 with 10^7 elements in blocks of
+	 * 125000, on 2 ranks: to a .npz (or no default path) it is gathered on
+	 * rank 0 and made a csr, its bytes twice (runtime/npz.c), not a dense
+	 * block of 62.5 GB; to a .npy its chunks go dense one at a time */
+	CostCtx c2 = {&m, 2};
+	int d0 = 0;
+	Place rows = place_part(1, &d0);
+	RelType sp = type2(1000000, 1000000, 125000, 125000);
+	sp.sparse = true;
+	sp.density = 1e-5;
+	double block = 125000.0 * 125000 * 4;
+	assert_true(write_transient_bytes(&c2, &sp, &rows, "r.npz") == 2 * rel_bytes(&sp));
+	assert_true(write_transient_bytes(&c2, &sp, &rows, NULL) == 2 * rel_bytes(&sp));
+	assert_true(2 * rel_bytes(&sp) < 1e9);
+	assert_true(write_transient_bytes(&c2, &sp, &rows, "r.npy") >= block);
 }
 
 /* A read's system calls (the runtime's rt_read_rel): a rank whose chunks
