@@ -765,15 +765,29 @@ static TrtRel *gather(const TrtRel *r)
 	return all;
 }
 
-/* Each stored element of r's tuples, in key order: counted into the
+/* Is the element at v, of type dt, zero (-0.0 too, as scipy's
+ * eliminate_zeros and csr_matrix of a dense array take it)? */
+static int is_zero(const char *v, TrtDtype dt)
+{
+	switch (dt) {
+	case TRT_F32: { float x; memcpy(&x, v, sizeof x); return x == 0; }
+	case TRT_F64: { double x; memcpy(&x, v, sizeof x); return x == 0; }
+	case TRT_I32: { int32_t x; memcpy(&x, v, sizeof x); return x == 0; }
+	case TRT_I64: { int64_t x; memcpy(&x, v, sizeof x); return x == 0; }
+	}
+	return 0;
+}
+
+/* Each nonzero element of r's tuples, in key order: counted into the
  * ptr[row + 1] of its row of the matrix (at NULL), or put at at[row]++ of
- * ind (its column) and val.  A sparse chunk's elements; a dense chunk's
- * nonzeros (a dense matrix written to a .npz drops its zeros, as
- * scipy.sparse.csr_matrix does, so that the file does not depend on how
- * the plan stored the tensor, which differs between -O levels). */
+ * ind (its column) and val.  A sparse chunk's stored elements and a dense
+ * chunk's elements, their zeros dropped, stored or computed (relu(A) of a
+ * sparse A keeps A's pattern, zeros where A is negative), as
+ * scipy.sparse.csr_matrix does of a dense array: so that the file does
+ * not depend on how the plan stored the tensor, which differs between -O
+ * levels and between a sparse input and the same values dense. */
 static void each_element(const TrtRel *r, int64_t *ptr, int64_t *at, int64_t *ind, char *val)
 {
-	static const char zero[16];
 	const TrtType *t = &r->type;
 	size_t es = rt_dtype_size(t->dtype);
 	int64_t idx[2];
@@ -797,8 +811,6 @@ static void each_element(const TrtRel *r, int64_t *ptr, int64_t *at, int64_t *in
 			const char *v;
 			if (dense) {
 				v = dense + (size_t)k * es;
-				if (!memcmp(v, zero, es))
-					continue;
 				cell = k;
 			} else {
 				while (s.rowptr[row + 1] <= k)
@@ -806,6 +818,8 @@ static void each_element(const TrtRel *r, int64_t *ptr, int64_t *at, int64_t *in
 				cell = row * s.ncol + s.col[k];
 				v = (const char *)s.val + (size_t)k * es;
 			}
+			if (is_zero(v, t->dtype))
+				continue;       /* stored or computed, a zero is dropped */
 			rt_csr_index(t, key, cell, idx);
 			if (!at) {
 				ptr[idx[0] + 1]++;

@@ -67,6 +67,37 @@ else
 	fail "graph.tra or npz.py graph"
 fi
 
+# A sparse result written to a .npz drops its zeros, stored or computed:
+# relu of a sparse input keeps the input's pattern, with zeros where it is
+# negative, and the file holds the positive elements alone, as does the
+# same computed dense (the file does not depend on how it was stored)
+cat >relu.tra <<'EOF'
+size V = 50;
+input A[V, V] : sparse;
+R[i, j] = relu(A[i, j]);
+D[i, j] = relu(A[i, j] + 0 * A[j, i]);
+output R; output D;
+EOF
+"$PYTHON" -c 'import numpy as np, scipy.sparse as sp
+a = sp.random(50, 50, density=0.1, format="csr", random_state=np.random.default_rng(5), dtype=np.float32)
+a.data -= 0.5
+sp.save_npz("signed.npz", a)' || fail "signed.npz"
+if "$TRAC" relu.tra -o relu; then
+	for np in 1 2; do
+		if run $np ./relu A=signed.npz R=r.npz D=d.npz >out 2>err &&
+			"$PYTHON" -c 'import numpy as np, scipy.sparse as sp, sys
+a, r, d = sp.load_npz("signed.npz"), sp.load_npz("r.npz"), sp.load_npz("d.npz")
+want = (a.data > 0).sum()
+sys.exit(not (r.nnz == want and d.nnz == want and (r.data > 0).all() and abs(r - a.maximum(0)).max() == 0))'; then
+			pass "relu of a sparse input to a .npz on $np ranks: its zeros dropped"
+		else
+			fail "relu of a sparse input to a .npz on $np ranks: $(cat err)"
+		fi
+	done
+else
+	fail "relu.tra"
+fi
+
 "$PYTHON" "$TOP/tests/e2e/npz.py" bad || { fail "npz.py bad"; finish; }
 mkdir adir
 # one row per run: X's file | O's path | status | the line expected (a
