@@ -222,6 +222,43 @@ static const char *tensor_arg(const TrtProgram *prog, const char *arg, int *i, c
 	return NULL;
 }
 
+/* The executable's options (--help lists them), for a misspelt one's
+ * nearest: the fewest insertions, deletions and substitutions, at most
+ * two and fewer than half the name; NULL when none is that near. */
+static const char *nearest_option(const char *arg)
+{
+	static const char *const opts[] = {
+		"--checkpoint", "--checkpoint-every", "--help", "--in-memory", "--ist-log", "--log",
+		"--mem-budget", "--no-overlap", "--placement", "--profile", "--quiet", "--resume", "--seed",
+		"--spill-dir", "--trace",
+	};
+	size_t n = strcspn(arg, "=");
+	const char *best = NULL;
+	size_t bestd = 3;
+	for (size_t k = 0; k < sizeof opts / sizeof *opts; k++) {
+		size_t m = strlen(opts[k]), row[32];
+		if (n >= 32 || m >= 32)
+			continue;
+		for (size_t j = 0; j <= m; j++)
+			row[j] = j;
+		for (size_t i = 1; i <= n; i++) {
+			size_t diag = row[0];
+			row[0] = i;
+			for (size_t j = 1; j <= m; j++) {
+				size_t up = row[j], d = diag + (arg[i - 1] != opts[k][j - 1]);
+				d = d < up + 1 ? d : up + 1;
+				row[j] = d < row[j - 1] + 1 ? d : row[j - 1] + 1;
+				diag = up;
+			}
+		}
+		if (row[m] < bestd && 2 * row[m] < n) {
+			bestd = row[m];
+			best = opts[k];
+		}
+	}
+	return best;
+}
+
 /* Parses argv into rt.paths and rt's options; returns an error line or NULL. */
 static const char *parse_args(int argc, char **argv, const TrtProgram *prog, char *msg, size_t len)
 {
@@ -276,10 +313,16 @@ static const char *parse_args(int argc, char **argv, const TrtProgram *prog, cha
 				return msg;
 			rt.paths[i] = eq + 1;
 			given[i] = arg;
+		} else if (arg[0] == '-') {
+			const char *near = nearest_option(arg);
+			if (near)
+				snprintf(msg, len, "%s: unknown option '%s'; did you mean '%s'? (see --help)", pn, arg, near);
+			else
+				snprintf(msg, len, "%s: unknown option '%s' (see --help)", pn, arg);
+			return msg;
 		} else {
-			snprintf(msg, len, "%s: unexpected argument '%s' (expected NAME=path.npy, NAME.out=path.npy, "
-			         "--seed N, --quiet, --log FILE, --profile, --trace FILE, --placement hash|balanced, "
-			         "--no-overlap, --checkpoint FILE, --checkpoint-every N, --resume FILE or --help)", pn, arg);
+			snprintf(msg, len, "%s: unexpected argument '%s' (expected NAME=path.npy, NAME.out=path.npy or an "
+			         "option; see --help)", pn, arg);
 			return msg;
 		}
 	}
@@ -421,8 +464,21 @@ static const char *check_writes(const TrtProgram *prog, char *msg, size_t len)
 			snprintf(msg, len, "%s: %s: the file --resume reads; write it elsewhere (%s)", pn, w, hint);
 			return msg;
 		}
-		/* nor two outputs into one file */
-		for (int j = i + 1; j < prog->ntensors; j++) {
+		/* a .npz is a matrix's (scipy.sparse's csr, write.c): not a
+		 * vector's, a scalar's or a higher tensor's, whose .npy bytes
+		 * would sit under a name scipy and numpy read otherwise */
+		size_t pl = strlen(path);
+		if (i >= 0 && prog->tensors[i].rank != 2 && pl >= 4 && !strcmp(path + pl - 4, ".npz")) {
+			snprintf(msg, len, "%s: %s: a .npz holds a matrix (scipy.sparse's csr), and %s has %d dimension%s; "
+			         "write it to a .npy (%s)", pn, w, prog->tensors[i].name, prog->tensors[i].rank,
+			         prog->tensors[i].rank == 1 ? "" : "s", hint);
+			return msg;
+		}
+		/* nor two outputs into one file (a device such as /dev/null
+		 * takes any number) */
+		struct stat st;
+		int device = stat(path, &st) == 0 && S_ISCHR(st.st_mode);
+		for (int j = i + 1; j < prog->ntensors && !device; j++) {
 			if (prog->tensors[j].role != TRT_OUTPUT || !same_file(path, rt.paths[j]))
 				continue;
 			snprintf(msg, len, "%s: %s and output %s both write %s; write one elsewhere (%s.out=PATH)", pn,

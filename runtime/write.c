@@ -395,13 +395,23 @@ void rt_remove_temps(void)
 
 void rt_remove_temp(const char *tmp)
 {
+	if (!tmp)
+		return;         /* a device's: nothing made */
 	unlink(tmp);
 	temp_forget(tmp);
 }
 
-/* The temporary file beside path: <dir>/.<base>.XXXXXX. */
+/* The temporary file beside path: <dir>/.<base>.XXXXXX.  A path that
+ * names a character device (/dev/null) is opened and written into, with
+ * *tmpname NULL: renamed over, the device would be replaced by a regular
+ * file, for every process of the machine (root may). */
 int rt_make_temp(const char *path, char **tmpname)
 {
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISCHR(st.st_mode)) {
+		*tmpname = NULL;
+		return open(path, O_WRONLY | O_CLOEXEC);
+	}
 	const char *slash = strrchr(path, '/');
 	size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
 	char *name = rt_alloc(strlen(path) + 16);
@@ -432,6 +442,8 @@ int rt_make_temp(const char *path, char **tmpname)
  * not do it) leaves that to the file system.  0, or -1 with errno set. */
 int rt_rename_durable(const char *tmp, const char *path)
 {
+	if (!tmp)
+		return 0;       /* a device, written into (rt_make_temp) */
 	if (rename(tmp, path) < 0)
 		return -1;
 	temp_forget(tmp);
@@ -517,7 +529,7 @@ void trt_write(int tensor, const TrtRel *r)
 		rt_tensor_msg(msg, sizeof msg, x, path, rt_errstr(e));
 		err = msg;
 	}
-	if (!err && fsync(fd) < 0) {
+	if (!err && fsync(fd) < 0 && errno != EINVAL) {        /* EINVAL: a device, no syncing */
 		rt_tensor_msg(msg, sizeof msg, x, path, rt_errstr(errno));
 		err = msg;
 	}

@@ -56,7 +56,9 @@ named twice|1|A=a.npy A=a.npy B=b.npy C=c.npy|mm: tensor A given twice ('"'"'A=a
 unknown name|1|A=a.npy B=b.npy Z=z.npy C=c.npy|mm: unknown tensor '"'"'Z'"'"' in '"'"'Z=z.npy'"'"' (tensors: C A B)
 no input|1|B=b.npy C=c.npy|mm: input A: no file given (add A=path.npy; see --help)
 empty path|1|A= B=b.npy C=c.npy|mm: empty path in '"'"'A='"'"'
-stray argument|1|A=a.npy B=b.npy C=c.npy extra|mm: unexpected argument '"'"'extra'"'"' (expected NAME=path.npy, NAME.out=path.npy, --seed N, --quiet, --log FILE, --profile, --trace FILE, --placement hash|balanced, --no-overlap, --checkpoint FILE, --checkpoint-every N, --resume FILE or --help)
+stray argument|1|A=a.npy B=b.npy C=c.npy extra|mm: unexpected argument '"'"'extra'"'"' (expected NAME=path.npy, NAME.out=path.npy or an option; see --help)
+misspelt option|1|A=a.npy B=b.npy C=c.npy --profle|mm: unknown option '"'"'--profle'"'"'; did you mean '"'"'--profile'"'"'? (see --help)
+unknown option|1|A=a.npy B=b.npy C=c.npy --frobnicate|mm: unknown option '"'"'--frobnicate'"'"' (see --help)
 bad seed|1|A=a.npy B=b.npy C=c.npy --seed x|mm: --seed needs an unsigned integer, found '"'"'x'"'"'
 output folder|1|A=a.npy B=b.npy C=nodir/c.npy|mm: output C (nodir/c.npy): No such file or directory
 trace folder|1|A=a.npy B=b.npy C=c.npy --trace=nodir/t.json|mm: --trace nodir/t.json: No such file or directory

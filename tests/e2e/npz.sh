@@ -98,6 +98,23 @@ else
 	fail "relu.tra"
 fi
 
+# A .npz holds a matrix: a vector's output named so is refused before the
+# run (its .npy bytes would sit under a name scipy reads otherwise)
+cat >vec.tra <<'EOF'
+size V = 50;
+input A[V, V] : sparse;
+s[i] = A[i, j];
+output s;
+EOF
+if "$TRAC" vec.tra -o vec; then
+	run 1 ./vec A=signed.npz s=s.npz >out 2>err
+	[ $? = 1 ] && [ ! -e s.npz ] &&
+		grep -q "^vec: output s (s.npz): a .npz holds a matrix (scipy.sparse's csr), and s has 1 dimension; write it to a .npy (s.out=PATH)$" err &&
+		pass "a vector's output to a .npz: refused" || fail "a vector's output to a .npz: $(cat err)"
+else
+	fail "vec.tra"
+fi
+
 "$PYTHON" "$TOP/tests/e2e/npz.py" bad || { fail "npz.py bad"; finish; }
 mkdir adir
 # one row per run: X's file | O's path | status | the line expected (a

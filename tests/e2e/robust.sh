@@ -264,5 +264,20 @@ EOF
 "$MPIRUN" -q -np 1 ./train2 X=x.npy --resume ck >out 2>err
 [ $? = 1 ] && grep -q "^train2: --resume ck: written by another program (its tensors differ from train2's)$" err &&
 	pass "bad checkpoint, another program's" || { fail "bad checkpoint, another program's"; cat err; }
+# ---- an output or a trace to a device is written into it, never renamed
+# over it (as root, /dev/null became a regular file): a device of our own,
+# the same as /dev/null, made where mknod may (root) ----
+if mknod nulldev c 1 3 2>/dev/null; then
+	"$TRAC" -P 2 train2.tra -o devout || fail "trac train2.tra (devout)"
+	if "$MPIRUN" -q -np 2 ./devout X=x.npy W.out=nulldev --trace nulldev >out 2>err && [ -c nulldev ]; then
+		pass "an output and a trace to a device: still a device"
+	else
+		fail "an output and a trace to a device: $(ls -l nulldev) $(cat err)"
+	fi
+	rm -f nulldev
+else
+	echo "skip: mknod (not root): an output to a device"
+fi
+
 [ -f failed ] && FAILS=$((FAILS + $(wc -l <failed)))
 finish
