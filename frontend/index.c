@@ -494,7 +494,8 @@ bool fe_infer_ranges(Sema *s)
 				int v = s->affuse.v[i].f->var[k];
 				if (s->vars.v[v].extent >= 0)
 					continue;
-				int64_t ext = INT64_MAX, below = 0;
+				int64_t ext = INT64_MAX, below = 0, ext0 = INT64_MAX;  /* ext0: at the counters' 0 */
+				int cut = -1;           /* the use whose counters cut the range */
 				bool neg = false, ready = true;
 				for (int j = 0; j < s->affuse.n && ready; j++) {
 					const AffUse *u = &s->affuse.v[j];
@@ -523,8 +524,16 @@ bool fe_infer_ranges(Sema *s)
 					int64_t most = a > 0 ? (u->extent - 1 - hi) / a + 1 : lo / -a + 1;
 					if (u->extent - 1 - hi < 0 || lo < 0)
 						most = 0;
+					int64_t lo0 = lo - u->lo + u->f->shift, hi0 = hi - u->hi + u->f->shift;
+					int64_t most0 = a > 0 ? (u->extent - 1 - hi0) / a + 1 : lo0 / -a + 1;
+					if (u->extent - 1 - hi0 < 0 || lo0 < 0)
+						most0 = 0;
 					if (most < ext)
 						ext = most;
+					if (most0 < ext0)
+						ext0 = most0;
+					if (most < most0 && cut < 0)
+						cut = j;
 				}
 				if (!ready)
 					continue;
@@ -547,6 +556,18 @@ bool fe_infer_ranges(Sema *s)
 					s->vars.v[v].extent = 1;        /* reported: no second error */
 					ok = false;
 					continue;
+				}
+				if (ext < ext0 && cut >= 0 && s->opt->warnings) {
+					/* X[b*B + n, d] with N not a multiple of B: every batch
+					 * as short as the last one, not B long */
+					const AffUse *u = &s->affuse.v[cut];
+					char *text = loc_text(u->loc);
+					diag(DIAG_WARNING, u->loc, "the range of '%s' is inferred as 0 to %" PRId64 ", which keeps "
+					     "'%s' inside %s at every value of the loop counters (at their first value alone "
+					     "it would be 0 to %" PRId64 "); for a window of another length give it one, '%s in "
+					     "SIZE' (positions past the end then read zero)", var->name, ext - 1, text,
+					     u->tensor, ext0 - 1, var->name);
+					free(text);
 				}
 				fe_bind_extent(s, v, ext, s->affuse.v[i].loc,
 				               "the largest range keeping its accesses inside their tensors");
