@@ -233,6 +233,15 @@ static bool affine_of(Sema *s, Node *n, Affine *a)
 			return false;
 		}
 		return x.n ? aff_add(s, a, &x, y.c0, n->loc) : aff_add(s, a, &y, x.c0, n->loc);
+	case N_ACCESS: {
+		/* E[idx[b] + 1, d]: a gather's index is the access alone */
+		char *text = loc_text(n->loc);
+		diag(DIAG_ERROR, n->loc, "'%s' reads a tensor's value inside index arithmetic, where a gather's index "
+		     "position holds the access alone; compute the index first, as in 'I[b] = %s + 1', and gather "
+		     "by I", text, text);
+		free(text);
+		return false;
+	}
 	default:
 		break;
 	}

@@ -440,6 +440,9 @@ type_opt:
 	| ':' dtype                     { $$ = $2; }
 	| ':' SPARSE                    { $$ = (typeof($$)){.has = false, .t = DT_F32, .loc = @2, .sparse = true, .sparseloc = @2}; }
 	| ':' dtype SPARSE              { $$ = $2; $$.sparse = true; $$.sparseloc = @3; }
+	| ':' SPARSE dtype              { $$ = $3; $$.sparse = true; $$.sparseloc = @2;
+	                                  diag(DIAG_ERROR, @2, "the element type comes before 'sparse': write ': %s sparse'",
+	                                       dtype_name($3.t)); }
 	;
 
 dtype:

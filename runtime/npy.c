@@ -161,7 +161,11 @@ int rt_npy_parse(const unsigned char *buf, size_t n, NpyHeader *h, char *why, si
 {
 	memset(h, 0, sizeof *h);
 	if (n < 10 || memcmp(buf, magic, sizeof magic)) {
-		snprintf(why, whylen, "not a .npy file");
+		if (n >= 4 && !memcmp(buf, "PK\3\4", 4))    /* a zip: a .npz */
+			snprintf(why, whylen, "not a .npy file but a .npz (a zip); a .npz of scipy.sparse is read "
+			         "into an input declared ': sparse'");
+		else
+			snprintf(why, whylen, "not a .npy file");
 		return 0;
 	}
 	h->major = buf[6];

@@ -588,8 +588,14 @@ static int open_npz(Reader *rd, const RtZip *z, char *why, size_t len)
 		return -1;
 	}
 	rd->nnz = rd->data.h.shape[0];
-	if (!rt_arr_check(&rd->data, x->dtype, rd->nnz, why, len))
+	if (!rt_arr_check(&rd->data, x->dtype, rd->nnz, why, len)) {
+		/* scipy's matrices are float64 unless asked: say both ways out */
+		size_t at = strlen(why);
+		if (x->dtype == TRT_F32 && !strcmp(rd->data.h.descr, "<f8"))
+			snprintf(why + at, len - at, "; declare it ': f64 sparse', or save it as float32 "
+			         "(A.astype(np.float32))");
 		return -1;
+	}
 	if (kind == 2) {
 		int ok = rt_arr_open(z, "row.npy", &rd->row, why, len) && index_dtype(&rd->row, &dt, why, len) &&
 		         rt_arr_check(&rd->row, dt, rd->nnz, why, len) &&

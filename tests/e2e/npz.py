@@ -347,7 +347,7 @@ def bad():
     sp.save_npz("shape.npz", sp.csr_matrix(a.T.copy()))
     want("shape.npz", "shape (37, 23) expected, found (23, 37)")
     sp.save_npz("f64.npz", sp.csr_matrix(a.astype(np.float64)))
-    want("f64.npz", "data.npy: dtype <f4 expected, found <f8")
+    want("f64.npz", "data.npy: dtype <f4 expected, found <f8; declare it ': f64 sparse', or save it as float32 (A.astype(np.float32))")
     arrays("fltidx.npz", indices=s.indices.astype(np.float64))
     want("fltidx.npz", "indices.npy: dtype int32 or int64 expected, found <f8")
     arrays("data2d.npz", data=s.data.reshape(1, -1))

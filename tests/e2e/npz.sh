@@ -115,6 +115,30 @@ else
 	fail "vec.tra"
 fi
 
+# The two first mistakes with scipy's files: a .npz for an input not
+# declared sparse, and scipy's float64 data for an f32 sparse input; each
+# error says the way out
+cat >dense_in.tra <<'EOF'
+size V = 50;
+input A[V, V];
+input S[V, V] : sparse;
+s[i] = A[i, j] + S[i, j];
+output s;
+EOF
+"$PYTHON" -c 'import numpy as np, scipy.sparse as sp
+sp.save_npz("scipy64.npz", sp.random(50, 50, density=0.1, format="csr", random_state=np.random.default_rng(2)))
+np.save("dense.npy", np.ones((50, 50), np.float32))' || fail "scipy64.npz"
+if "$TRAC" dense_in.tra -o dense_in; then
+	run 1 ./dense_in A=signed.npz S=signed.npz >out 2>err
+	[ $? = 1 ] && grep -q "^dense_in: input A (signed.npz): not a .npy file but a .npz (a zip); a .npz of scipy.sparse is read into an input declared ': sparse'$" err &&
+		pass "a .npz for a dense input: the hint" || fail "a .npz for a dense input: $(cat err)"
+	run 1 ./dense_in A=dense.npy S=scipy64.npz >out 2>err
+	[ $? = 1 ] && grep -q "^dense_in: input S (scipy64.npz): data.npy: dtype <f4 expected, found <f8; declare it ': f64 sparse', or save it as float32 (A.astype(np.float32))$" err &&
+		pass "scipy's float64 for an f32 sparse input: the hint" || fail "float64 for an f32 sparse input: $(cat err)"
+else
+	fail "dense_in.tra"
+fi
+
 "$PYTHON" "$TOP/tests/e2e/npz.py" bad || { fail "npz.py bad"; finish; }
 mkdir adir
 # one row per run: X's file | O's path | status | the line expected (a
