@@ -32,7 +32,7 @@ def case(name, body, W, loss, inputs=None, wrt="W", block=2, rtol=1e-6):
 
 def decl(name, a):
     dims = ", ".join(str(n) for n in a.shape)
-    return "%s%s : f64" % (name, "[%s]" % dims if a.ndim else "")
+    return "%s%s : %s" % (name, "[%s]" % dims if a.ndim else "", "i64" if a.dtype.kind == "i" else "f64")
 
 W = r.standard_normal((4, 3)); X = r.standard_normal((5, 4)); v = r.standard_normal(3)
 Wp = np.abs(W) + 0.5
@@ -72,6 +72,13 @@ case("softmax_xent", """
      lambda W, X, Y: (lambda Z: (Y * (np.log(np.exp(Z - Z.max(1, keepdims=True)).sum(1, keepdims=True))
                                       + Z.max(1, keepdims=True) - Z)).sum(1).mean())(X @ W),
      dict(X=X, Y=np.eye(3)[r.integers(0, 3, 5)]))
+case("softmax_xent_labels", """
+    import "nn.tra";
+    Z[n, h] = X[n, d] * W[d, h];
+    loss = softmax_xent_labels(Z, lab);""", W,
+     lambda W, X, lab: (lambda Z: (np.log(np.exp(Z - Z.max(1, keepdims=True)).sum(1)) + Z.max(1)
+                                   - Z[np.arange(len(lab)), lab]).mean())(X @ W),
+     dict(X=X, lab=r.integers(0, 3, 5)))
 case("wrt_input", "loss = sum[n, h](relu(X[n, d] * W0[d, h]));", X,
      lambda X, W0: np.maximum(X @ W0, 0).sum(), dict(W0=W), wrt="X")
 case("two_layer", """
