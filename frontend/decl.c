@@ -256,8 +256,7 @@ void fe_check_outputs(Sema *s, Ast *ast)
 		}
 		if (it->u.output.path && reads_file(s->prog, it->u.output.path, it))
 			continue;
-		size_t pl = it->u.output.path ? strlen(it->u.output.path) : 0;
-		if (t->rank != 2 && pl >= 4 && !strcmp(it->u.output.path + pl - 4, ".npz")) {
+		if (t->rank != 2 && ends_with(it->u.output.path, ".npz")) {
 			diag(DIAG_ERROR, it->nameloc, "output '%s' is written to \"%s\", but a .npz holds a matrix "
 			     "(scipy.sparse's csr) and '%s' has %d dimension%s; name a .npy", it->name,
 			     it->u.output.path, it->name, t->rank, t->rank == 1 ? "" : "s");

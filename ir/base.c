@@ -53,6 +53,12 @@ char *xstrdup(const char *s)
 	return memcpy(xmalloc(n), s, n);
 }
 
+bool ends_with(const char *s, const char *tail)
+{
+	size_t n = s ? strlen(s) : 0, k = strlen(tail);
+	return s && n >= k && !strcmp(s + n - k, tail);
+}
+
 char *xprintf(const char *fmt, ...)
 {
 	Buf b = {0};

@@ -35,6 +35,7 @@ void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
+bool ends_with(const char *s, const char *tail);     /* s NULL: false */
 char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* An arena: memory freed all at once when its phase ends. */

@@ -422,8 +422,7 @@ static double write_stage_bytes(const RelType *t)
 
 double write_transient_bytes(const CostCtx *c, const RelType *t, const Place *p, const char *path)
 {
-	size_t len = path ? strlen(path) : 0;
-	if (t->sparse && t->nkey == 2 && (!path || (len >= 4 && !strcmp(path + len - 4, ".npz"))))
+	if (t->sparse && t->nkey == 2 && (!path || ends_with(path, ".npz")))
 		return 2 * rel_bytes(t);
 	double stages = write_stage_bytes(t);
 	if (t->nkey == 0 || p->kind == PL_ALL || c->nsites < 2)

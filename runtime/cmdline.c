@@ -467,8 +467,7 @@ static const char *check_writes(const TrtProgram *prog, char *msg, size_t len)
 		/* a .npz is a matrix's (scipy.sparse's csr, write.c): not a
 		 * vector's, a scalar's or a higher tensor's, whose .npy bytes
 		 * would sit under a name scipy and numpy read otherwise */
-		size_t pl = strlen(path);
-		if (i >= 0 && prog->tensors[i].rank != 2 && pl >= 4 && !strcmp(path + pl - 4, ".npz")) {
+		if (i >= 0 && prog->tensors[i].rank != 2 && rt_ends_with(path, ".npz")) {
 			snprintf(msg, len, "%s: %s: a .npz holds a matrix (scipy.sparse's csr), and %s has %d dimension%s; "
 			         "write it to a .npy (%s)", pn, w, prog->tensors[i].name, prog->tensors[i].rank,
 			         prog->tensors[i].rank == 1 ? "" : "s", hint);

@@ -130,6 +130,7 @@ void rt_check_files(void);
 /* Whether path's folder takes a temporary file beside it (and path is no
  * folder): 0, or the errno. */
 int rt_probe_write(const char *path);
+int rt_ends_with(const char *s, const char *tail);
 
 /* ---- progress.c ---- */
 

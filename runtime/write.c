@@ -462,7 +462,7 @@ int rt_rename_durable(const char *tmp, const char *path)
 	return e ? -1 : 0;
 }
 
-static int ends_with(const char *s, const char *tail)
+int rt_ends_with(const char *s, const char *tail)
 {
 	size_t n = strlen(s), k = strlen(tail);
 	return n >= k && !strcmp(s + n - k, tail);
@@ -520,7 +520,7 @@ void trt_write(int tensor, const TrtRel *r)
 	/* a matrix to a .npz is a csr .npz, however the plan stored it (its
 	 * zeros dropped); anything else is a dense .npy */
 	int64_t t0 = rt_span_begin();   /* rank 0's span: the file's bytes (as dense) */
-	int e = t->nkey == 2 && ends_with(path, ".npz") ? rt_npz_write(fd, r) : write_npy(fd, x, r);
+	int e = t->nkey == 2 && rt_ends_with(path, ".npz") ? rt_npz_write(fd, r) : write_npy(fd, x, r);
 	if (rt.rank != 0) {
 		rt_agree(NULL);
 		return;
