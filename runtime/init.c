@@ -336,7 +336,7 @@ int rt_pmix_nodelay(void)
 }
 
 /* Do all ranks share this node's memory (so shared memory carries every
- * message)?  Collective. */
+ * message)?  Collective; rt.local is how many ranks this node runs. */
 static int on_one_node(void)
 {
 	MPI_Comm node;
@@ -344,6 +344,7 @@ static int on_one_node(void)
 	MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
 	MPI_Comm_size(node, &here);
 	MPI_Comm_free(&node);
+	rt.local = here;
 	MPI_Allreduce(&here, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 	return fewest == rt.nranks;
 }
@@ -430,6 +431,7 @@ int trt_init(int *argc, char ***argv, const TrtProgram *progs, int nprogs)
 
 int trt_finish(void)
 {
+	rt_prefault_end();
 	rt_progress_end();
 	rt_profile_report();
 	rt_trace_write();

@@ -179,7 +179,8 @@ void rt_check_key(const TrtType *t, const int64_t *key)
  *    moved (mremap), and new memory for the rest, which is faulted in by
  *    one madvise(MADV_POPULATE_WRITE) rather than a trap per page (a 64
  *    MiB mapping here: 1.9-2.1 GB/s against 1.4-1.6; both calibrations
- *    measure the first touch so).  So the process's chunk
+ *    measure the first touch so), or, by prefault.c's thread on an idle
+ *    core, while the rank writes it.  So the process's chunk
  *    memory stays within the peak that --profile reports, and memory the
  *    run has held before is reused rather than touched anew, as the cost
  *    model assumes (optimizer/cost.c: only memory beyond the high-water
@@ -295,7 +296,7 @@ static void *map_big(size_t len)
 	/* what the pieces did not cover is new: faulted in by one call
 	 * (Linux 5.14; an older kernel refuses it and the first touch faults
 	 * page by page as before) */
-	if (off < len)
+	if (off < len && !rt_prefault(start + off, len - off))
 		madvise(start + off, len - off, MADV_POPULATE_WRITE);
 #endif
 	return start;
@@ -303,6 +304,7 @@ static void *map_big(size_t len)
 
 static void unmap_big(void *p, size_t len)
 {
+	rt_prefault_forget(p, len);     /* the thread is done with it */
 	/* under a budget, what is cached and what is live stay within it */
 	double room = rt.budget > 0 ? rt.budget : rt.peak + CACHE_MIN;
 	if (ncache < CACHE_SLOTS && rt.live + cached + (double)len <= room) {

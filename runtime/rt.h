@@ -77,6 +77,7 @@ typedef struct RtState {
 	int threads;                    /* MPI_THREAD_SERIALIZED or better: a second
 	                                 * thread may make the MPI calls (twophase.c) */
 	int one_node;                   /* every rank shares this node's memory */
+	int local;                      /* ranks on this node, this one included */
 	const TrtProgram *prog;
 	const char *progname;           /* basename of argv[0], for messages */
 	const char **paths;             /* per tensor: file to read or write, or NULL */
@@ -232,6 +233,14 @@ int rt_site_maps(RtSiteMap **maps);
 extern int rt_placement_hash;   /* --placement=hash (sparse.c) */
 extern int rt_no_overlap;       /* --no-overlap (twophase.c) */
 extern double rt_sparse_excess; /* bytes of sparse inputs beyond the plan's estimate, this rank */
+
+/* ---- prefault.c: new chunk memory faulted in on an idle core ---- */
+
+/* Hands the thread the new range p .. p+len to fault in ahead of the rank:
+ * 1 if it took it, 0 if the caller is to (too small, no idle core). */
+int rt_prefault(void *p, size_t len);
+void rt_prefault_forget(void *p, size_t len);  /* before p .. p+len is cached or unmapped */
+void rt_prefault_end(void);
 
 /* ---- store.c: chunks in memory or on disk under the budget ---- */
 

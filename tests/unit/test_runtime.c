@@ -31,6 +31,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rt.h"
@@ -2023,6 +2024,52 @@ static void test_chunk_memory(void **state)
 	agree();
 }
 
+/* prefault.c: a range handed to the thread is faulted in without the rank
+ * touching it, and one taken back (forget) while the thread is on it can be
+ * unmapped at once: the thread has put it down.  main sets TRAC_PREFAULT=1,
+ * so the thread runs on any rank count where a core is left to it. */
+static void test_chunk_prefault(void **state)
+{
+	(void)state;
+	size_t len = (size_t)32 << 20, npage = len / 4096;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	EXPECT(p != MAP_FAILED);
+	EXPECT(!rt_prefault(p, (size_t)1 << 20));      /* too small: the caller's */
+	/* not taken where no core is left to the thread (one CPU), or on a
+	 * kernel before 5.14; every rank goes on to agree() either way */
+	if (rt_prefault(p, len)) {
+		unsigned char *in = malloc(npage);
+		size_t resident = 0;
+		for (int tries = 0; tries < 400 && resident < npage; tries++) {
+			nanosleep(&(struct timespec){0, 5000000}, NULL);
+			EXPECT(mincore(p, len, in) == 0);
+			resident = 0;
+			for (size_t i = 0; i < npage; i++)
+				resident += in[i] & 1;
+		}
+		EXPECT(resident == npage);
+		free(in);
+		rt_prefault_forget(p, len);
+	}
+	EXPECT(munmap(p, len) == 0);
+
+	/* taken back at once, written meanwhile: the data is the rank's */
+	for (int round = 0; round < 40; round++) {
+		size_t n = ((size_t)4 << 20) + (size_t)round * 65536;
+		char *q = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		EXPECT(q != MAP_FAILED);
+		rt_prefault(q, n);
+		memset(q, round + 1, n / 2);
+		size_t ok = 0;
+		for (size_t i = 0; i < n; i += 4096)
+			ok += q[i] == (i < n / 2 ? round + 1 : 0);
+		EXPECT(ok == (n + 4095) / 4096);
+		rt_prefault_forget(q, n);
+		EXPECT(munmap(q, n) == 0);
+	}
+	agree();
+}
+
 /* Chunks below the mapped size come from malloc's heap, and a loop step's
  * transients, freed and made again the next step, must not be faulted in
  * anew: glibc gives the heap's free top back to the kernel past its trim
@@ -2138,6 +2185,7 @@ int main(int argc, char **argv)
 	}
 	MPI_Barrier(MPI_COMM_WORLD);
 	setup_program();
+	setenv("TRAC_PREFAULT", "1", 0);        /* test_chunk_prefault's thread, on any rank count */
 	trt_init(&argc, &argv, &prog, 1);
 
 	const char *rd = getenv("RT_TEST_READ"), *wr = getenv("RT_TEST_WRITE");
@@ -2183,6 +2231,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chunk_heap),        /* first: it sees the heap as MPI left it */
 		cmocka_unit_test(test_chunk_memory),      /* then: it knows what is cached */
+		cmocka_unit_test(test_chunk_prefault),
 		cmocka_unit_test(test_site),
 		cmocka_unit_test(test_site_map),
 		cmocka_unit_test(test_sort_stable),
