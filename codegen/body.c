@@ -54,8 +54,8 @@ static ReadKind read_kind(const IaPlan *p, const IaOp *op, const int *in, int j)
 	case IA_LOOKUP:
 	case IA_SCATTER:        /* rows and index read whole; a sparse table dense */
 		return t->sparse ? READ_DENSE : t->holes ? READ_COMPLETE : READ_AS_IS;
-	case IA_SLICE:          /* cut from dense chunks: a sparse input (or its rekey) dense */
-		return t->sparse ? READ_DENSE : READ_AS_IS;
+	case IA_SLICE:          /* a window cuts sparse chunks; a scatter reads a sparse input dense */
+		return t->sparse && op->u.slice.scatter ? READ_DENSE : READ_AS_IS;
 	case IA_READ:
 	case IA_BCAST:
 	case IA_SHUFFLE:

@@ -311,9 +311,13 @@ bool fe_check_affine_index(Sema *s, Node *n, int d, const Tensor *t)
 		f.var[f.nvar] = v;
 		f.vcoef[f.nvar++] = 1;
 	}
-	if (t->sparse) {
-		diag(DIAG_ERROR, ix->loc, "index arithmetic on sparse input '%s' is not supported yet; index it with plain names",
-		     t->name);
+	if (t->sparse && f.nvar > 1) {
+		/* one name and counters is a window (lower.c's slice), which
+		 * cuts sparse chunks; two names are a convolution's or im2col's
+		 * windows, which read dense ones */
+		diag(DIAG_ERROR, ix->loc, "a position of sparse input '%s' with two index names is not supported yet; "
+		     "a position may hold one name, loop counters and a constant ('%s[b*B + n, j]', '%s[i, j + 1]')",
+		     t->name, t->name, t->name);
 		return false;
 	}
 	IxAffine *stored = arena_alloc(s->arena, sizeof f);

@@ -463,19 +463,22 @@ static void check_counter(Ctx *c, int depth, const RelType *t)
 }
 
 /* A slice: the input's type but for the sliced dim's extent (and blocks),
- * at a 0-d i64 offset. */
-static void check_slice(Ctx *c, const RelType *in, const RelType *off, int dim, int64_t stride, const RelType *t)
+ * at a 0-d i64 offset; sparse when it cuts a sparse input's compressed
+ * rows (the other dims' blocks then the input's), never a scatter (which
+ * reads a sparse input dense: codegen's trt_densify). */
+static void check_slice(Ctx *c, const RelType *in, const RelType *off, int dim, int64_t stride, bool scatter,
+                        const RelType *t)
 {
 	if (stride == 0)
 		fail(c, "a slice of stride %" PRId64, stride);
 	if (off && (off->nkey != 0 || off->dtype != DT_I64))
 		fail(c, "a slice at an offset of %d key dims, %s", off->nkey, dtype_name(off->dtype));
 	else if (dim < 0 || dim >= in->nkey || t->nkey != in->nkey || t->nchunk != in->nchunk || t->dtype != in->dtype ||
-	         t->sparse)     /* a sparse input is read dense (codegen: trt_densify) */
+	         (t->sparse && (scatter || !in->sparse)))
 		fail(c, "a slice along dim %d of a different relation", dim);
 	for (int d = 0; c->ok && d < t->nkey; d++)
-		if (d != dim && t->extent[d] != in->extent[d])
-			fail(c, "a slice changes the extent of dim %d", d);
+		if (d != dim && (t->extent[d] != in->extent[d] || (t->sparse && t->block[d] != in->block[d])))
+			fail(c, "a slice changes the extent (or a sparse one the blocks) of dim %d", d);
 	for (int d = 0; c->ok && d < t->nchunk; d++)
 		if (t->chunkdim[d] != in->chunkdim[d])
 			fail(c, "a slice reorders its chunks");
@@ -625,7 +628,7 @@ static void check_tra_op(Ctx *c, const TraProg *p, int i)
 		check_counter(c, op->u.counter.depth, &op->type);
 		break;
 	case TRA_SLICE:
-		check_slice(c, a, b, op->u.slice.dim, op->u.slice.stride, &op->type);
+		check_slice(c, a, b, op->u.slice.dim, op->u.slice.stride, op->u.slice.scatter, &op->type);
 		break;
 	case TRA_STORE:
 		check_param(c, p, op->u.store.tensor, a);
@@ -741,7 +744,7 @@ static void check_ia_op(Ctx *c, const IaPlan *p, int i)
 		check_counter(c, op->u.counter.depth, &op->type);
 		break;
 	case IA_SLICE:
-		check_slice(c, a, b, op->u.slice.dim, op->u.slice.stride, &op->type);
+		check_slice(c, a, b, op->u.slice.dim, op->u.slice.stride, op->u.slice.scatter, &op->type);
 		break;
 	case IA_HALO:
 		check_halo(c, a, &op->type);

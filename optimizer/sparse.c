@@ -58,9 +58,9 @@ static double sparse_density(const Tensor *t)
 	return f < 1 ? f : 1;
 }
 
-/* sliced: whether a slice reads op (its input must be stored dense: a
- * slice cuts dense chunks, and may read a hole as zero, not a sparse
- * chunk). */
+/* sliced: whether a scatter (a window's adjoint) reads op (its input must
+ * be stored dense: a scatter puts dense chunks back, and may read a hole
+ * as zero, not a sparse chunk). */
 static void mark(TraProg *p, TraOp *op, bool sliced)
 {
 	RelType *t = &op->type;
@@ -105,6 +105,13 @@ static void mark(TraProg *p, TraOp *op, bool sliced)
 				t->holes = true;
 		return;
 	}
+	case TRA_SLICE:
+		/* a window of a sparse relation (A[b*B + n, j]) is cut from its
+		 * compressed rows: sparse, of its density; a scatter puts dense
+		 * chunks back (codegen densifies a sparse input) */
+		if (op->u.slice.scatter || !it[0]->sparse)
+			return;
+		/* fall through */
 	case TRA_REKEY:
 	case TRA_FILTER:
 	case TRA_OUTPUT:
@@ -127,7 +134,6 @@ static void mark(TraProg *p, TraOp *op, bool sliced)
 	case TRA_INIT:
 	case TRA_RANGE:
 	case TRA_COUNTER:
-	case TRA_SLICE:         /* cut into dense chunks (codegen densifies a sparse input) */
 	case TRA_CONV:          /* dense: sema keeps sparse inputs out of windows */
 	case TRA_LOAD:
 	case TRA_LOOP:
@@ -279,7 +285,7 @@ void opt_sparsity(TraProg *p, const OptOptions *o)
 	}
 	bool *sliced = xcalloc(p->ops.n + 1, sizeof *sliced);
 	for (int i = 0; i < p->ops.n; i++)
-		if (p->ops.v[i].kind == TRA_SLICE)
+		if (p->ops.v[i].kind == TRA_SLICE && p->ops.v[i].u.slice.scatter)
 			sliced[p->ops.v[i].u.slice.in] = true;
 	for (int i = 0; i < p->ops.n; i++)
 		mark(p, &p->ops.v[i], sliced[i]);

@@ -281,6 +281,226 @@ static int copy_whole(const TrtRel *in, const KeyIndex *ix, const TrtWindow *w, 
 	return 1;
 }
 
+/*
+ * A window of a sparse relation (A[b*B + n, j], A[i, j + 1]): each output
+ * chunk's compressed rows from the input chunks its positions read, the
+ * dims other than the window's blocked as the input's (verify.c), so an
+ * element keeps its place in the other dims.  Along the rows' dim (chunk
+ * dim 0) an output row is one input row, copied; along a column dim the
+ * input chunks over the window's positions are walked row by row, each
+ * element kept where the window reads it, at the column it moves to, and
+ * a row put in column order where they came out of it (a negative stride,
+ * a dim before the last).  An output chunk with nothing stored is left
+ * out, as a sparse relation's all-zero blocks are.
+ */
+typedef struct Entries {
+	int64_t n, cap;
+	int64_t *col;
+	char *val;
+} Entries;
+
+static void entry_add(Entries *e, int64_t col, const char *val, size_t es)
+{
+	if (e->n == e->cap) {
+		e->cap = e->cap ? 2 * e->cap : 256;
+		e->col = rt_realloc(e->col, sizeof *e->col * (size_t)e->cap);
+		e->val = rt_realloc(e->val, es * (size_t)e->cap);
+	}
+	e->col[e->n] = col;
+	memcpy(e->val + (size_t)e->n * es, val, es);
+	e->n++;
+}
+
+typedef struct ColAt {
+	int64_t col, at;
+} ColAt;
+
+static int colat_cmp(const void *a, const void *b)
+{
+	const ColAt *x = a, *y = b;
+	return (x->col > y->col) - (x->col < y->col);
+}
+
+/* Entries from..e->n (one row) into column order. */
+static void sort_row(Entries *e, int64_t from, size_t es)
+{
+	int64_t n = e->n - from;
+	int sorted = 1;
+	for (int64_t i = from + 1; sorted && i < e->n; i++)
+		sorted = e->col[i - 1] < e->col[i];
+	if (sorted)
+		return;
+	ColAt *ca = rt_alloc(sizeof *ca * (size_t)n);
+	char *val = rt_alloc(es * (size_t)n);
+	for (int64_t i = 0; i < n; i++)
+		ca[i] = (ColAt){e->col[from + i], from + i};
+	qsort(ca, (size_t)n, sizeof *ca, colat_cmp);
+	for (int64_t i = 0; i < n; i++) {
+		e->col[from + i] = ca[i].col;
+		memcpy(val + (size_t)i * es, e->val + (size_t)ca[i].at * es, es);
+	}
+	memcpy(e->val + (size_t)from * es, val, es * (size_t)n);
+	free(ca);
+	free(val);
+}
+
+/* Along a column dim (chunk dim cw > 0): the input chunks over the
+ * window's positions, walked row by row, each element kept where the
+ * window reads it, at the column it moves to; into e, rowptr. */
+static void sparse_cols(const TrtRel *in, const KeyIndex *ix, const TrtWindow *w, int64_t o, const TrtType *t,
+                        const int64_t *key, Entries *e, int64_t *rowptr)
+{
+	const TrtType *it = &in->type;
+	size_t es = rt_dtype_size(t->dtype);
+	int dim = w->dim, cw = -1;
+	for (int c = 1; c < t->nchunk; c++)
+		if (t->chunkdim[c] == dim)
+			cw = c;
+	if (cw < 0)
+		rt_bug("a sparse window along dim %d, no chunk dim", dim);
+	int64_t nrow, ncol, len[TRT_MAXDIM], ilen[TRT_MAXDIM], ikey[TRT_MAXDIM];
+	rt_csr_dims(t, key, &nrow, &ncol);
+	rt_chunk_shape(t, key, len);
+	memcpy(ikey, key, sizeof *ikey * (size_t)t->nkey);
+	/* the input chunks kk = klo..khi along dim that the window reads */
+	int64_t j0 = key[dim] * t->block[dim], nj = len[cw], inner = 1;
+	int64_t a = w->stride * j0 + o, b = w->stride * (j0 + nj - 1) + o;
+	int64_t lo = a < b ? a : b, hi = a < b ? b : a;
+	lo = lo < 0 ? 0 : lo;
+	hi = hi >= it->extent[dim] ? it->extent[dim] - 1 : hi;
+	int64_t klo = lo / it->block[dim], khi = lo <= hi ? hi / it->block[dim] : klo - 1;
+	for (int c = cw + 1; c < t->nchunk; c++)
+		inner *= len[c];
+	int64_t nk = khi - klo + 1 > 0 ? khi - klo + 1 : 0;
+	RtCsr *src = rt_alloc(sizeof *src * (size_t)(nk + 1));
+	int64_t *il = rt_alloc(sizeof *il * (size_t)(nk + 1));
+	for (int64_t i = 0; i < nk; i++) {
+		ikey[dim] = klo + i;
+		int64_t pos = rt_index_find(ix, in, ikey);
+		src[i].nnz = -1;
+		if (pos < 0)
+			continue;
+		src[i] = rt_csr_of(in->chunks[pos], t->dtype);
+		rt_chunk_shape(it, ikey, ilen);
+		il[i] = ilen[cw];
+	}
+	e->n = 0;
+	rowptr[0] = 0;
+	for (int64_t r = 0; r < nrow; r++) {
+		int64_t from = e->n;
+		for (int64_t i = 0; i < nk; i++) {
+			const RtCsr *sc = &src[i];
+			if (sc->nnz < 0)
+				continue;
+			int64_t first = (klo + i) * it->block[dim];
+			for (int64_t k = sc->rowptr[r]; k < sc->rowptr[r + 1]; k++) {
+				int64_t col = sc->col[k], q = first + col / inner % il[i] - o;
+				if (q % w->stride)
+					continue;
+				int64_t jj = q / w->stride - j0;
+				if (jj < 0 || jj >= nj)
+					continue;
+				int64_t up = col / inner / il[i], down = col % inner;
+				entry_add(e, (up * nj + jj) * inner + down, (const char *)sc->val + (size_t)k * es, es);
+			}
+		}
+		sort_row(e, from, es);
+		rowptr[r + 1] = e->n;
+	}
+	free(src);
+	free(il);
+}
+
+/* Along the rows' dim: each output row is one input row, its columns the
+ * same; counted first, so that the chunk is made at its size and each row
+ * copied whole.  NULL when nothing is stored there. */
+static Chunk *sparse_rows(const TrtRel *in, const KeyIndex *ix, const TrtWindow *w, int64_t o, const TrtType *t,
+                          const int64_t *key, int64_t *at)
+{
+	const TrtType *it = &in->type;
+	size_t es = rt_dtype_size(t->dtype);
+	int dim = w->dim;
+	int64_t nrow, ncol, ikey[TRT_MAXDIM], nnz = 0, pos = -1, last = -1;
+	rt_csr_dims(t, key, &nrow, &ncol);
+	memcpy(ikey, key, sizeof *ikey * (size_t)t->nkey);
+	/* at[2r], at[2r + 1]: row r's input chunk (-1: none) and row there */
+	for (int64_t r = 0; r < nrow; r++) {
+		int64_t pr = w->stride * (key[dim] * t->block[dim] + r) + o;
+		at[2 * r] = -1;
+		if (pr < 0 || pr >= it->extent[dim])
+			continue;
+		int64_t k = pr / it->block[dim];
+		if (k != last) {        /* consecutive rows: mostly the same chunk */
+			ikey[dim] = last = k;
+			pos = rt_index_find(ix, in, ikey);
+		}
+		if (pos < 0)
+			continue;
+		const int64_t *rp = rt_csr_of(in->chunks[pos], t->dtype).rowptr + (pr - k * it->block[dim]);
+		at[2 * r] = pos;
+		at[2 * r + 1] = pr - k * it->block[dim];
+		nnz += rp[1] - rp[0];
+	}
+	if (!nnz)
+		return NULL;
+	Chunk *c = rt_csr_new(t->dtype, nrow, ncol, nnz);
+	RtCsr s = rt_csr_mut(c, t->dtype);
+	for (int64_t r = 0, k = 0; r < nrow; r++) {
+		if (at[2 * r] >= 0) {
+			RtCsr in_s = rt_csr_of(in->chunks[at[2 * r]], t->dtype);
+			int64_t from = in_s.rowptr[at[2 * r + 1]], n = in_s.rowptr[at[2 * r + 1] + 1] - from;
+			memcpy(s.col + k, in_s.col + from, sizeof *s.col * (size_t)n);
+			memcpy((char *)s.val + (size_t)k * es, (const char *)in_s.val + (size_t)from * es, es * (size_t)n);
+			k += n;
+		}
+		s.rowptr[r + 1] = k;
+	}
+	return c;
+}
+
+static TrtRel *slice_sparse(const TrtRel *in, const KeyIndex *ix, const TrtWindow *w, int64_t o, const TrtType *t,
+                            TrtPlace p)
+{
+	const TrtType *it = &in->type;
+	if (w->scatter || !it->sparse || t->nchunk < 1 || t->nchunk != t->nkey)
+		rt_bug("a sparse slice of %d chunk dims, %d key dims%s", t->nchunk, t->nkey, w->scatter ? ", a scatter" : "");
+	for (int d = 0; d < t->nkey; d++)
+		if (t->chunkdim[d] != it->chunkdim[d] || (d != w->dim && t->block[d] != it->block[d]))
+			rt_bug("a sparse slice whose dims other than its window's are blocked anew");
+	size_t es = rt_dtype_size(t->dtype), scope = rt_pin_mark();
+	Entries e = {0};
+	int64_t *rowptr = NULL, key[TRT_MAXDIM];
+	TrtRel *r = trt_rel_new(t, p);
+	for (int64_t lin = 0; rt_next_key_here(t, p, &lin, key); lin++) {
+		int64_t nrow, ncol;
+		rt_csr_dims(t, key, &nrow, &ncol);
+		rowptr = rt_realloc(rowptr, sizeof *rowptr * (size_t)(2 * nrow + 1));
+		if (w->dim == t->chunkdim[0]) {
+			Chunk *c = sparse_rows(in, ix, w, o, t, key, rowptr);
+			if (c)
+				rt_rel_push(r, key, c);
+			rt_pin_release(scope);
+			continue;
+		}
+		sparse_cols(in, ix, w, o, t, key, &e, rowptr);
+		rt_pin_release(scope);          /* the input chunks it read */
+		if (!e.n)
+			continue;
+		Chunk *c = rt_csr_new(t->dtype, nrow, ncol, e.n);
+		RtCsr s = rt_csr_mut(c, t->dtype);
+		memcpy(s.rowptr, rowptr, sizeof *rowptr * (size_t)(nrow + 1));
+		memcpy(s.col, e.col, sizeof *e.col * (size_t)e.n);
+		memcpy(s.val, e.val, es * (size_t)e.n);
+		rt_rel_push(r, key, c);
+		rt_pin_release(scope);
+	}
+	free(e.col);
+	free(e.val);
+	free(rowptr);
+	rt_rel_sort(r);
+	return r;
+}
+
 TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const TrtType *t, TrtPlace p)
 {
 	int dim = w->dim;
@@ -288,8 +508,8 @@ TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const
 	int along = 0;          /* a partitioned input must keep whole along dim */
 	for (int i = 0; in->place.kind == TRT_PART && i < in->place.ndims; i++)
 		along |= in->place.dims[i] == w->dim;
-	if (in->place.kind == TRT_ANY || along || (in->place.kind == TRT_PART && p.kind != TRT_PART) || it->sparse ||
-	    t->sparse ||
+	if (in->place.kind == TRT_ANY || along || (in->place.kind == TRT_PART && p.kind != TRT_PART) ||
+	    it->sparse != t->sparse ||
 	    (off && (off->place.kind != TRT_ALL || off->type.nkey != 0 || off->type.dtype != TRT_I64 || off->n != 1)) ||
 	    w->stride == 0 || dim < 0 || dim >= t->nkey ||
 	    it->nkey != t->nkey || it->nchunk != t->nchunk || t->nchunk < 1 || it->dtype != t->dtype ||
@@ -305,6 +525,11 @@ TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const
 	rt_index_init(&ix);
 	for (int64_t i = 0; i < in->n; i++)
 		rt_index_add(&ix, in, i);
+	if (t->sparse) {
+		TrtRel *r = slice_sparse(in, &ix, w, o, t, p);
+		rt_index_free(&ix);
+		return r;
+	}
 
 	size_t es = rt_dtype_size(t->dtype);
 	int cl = t->nchunk - 1, kl = t->chunkdim[cl];

@@ -245,7 +245,8 @@ typedef struct TrtWindow {
  * than w's, then p is in's placement), off a 0-d i64 on every rank or
  * NULL for 0: a relation of type t, zero where it reads outside in.  Each
  * rank makes the chunks placement p (TRT_ALL or TRT_PART) gives it;
- * nothing is sent. */
+ * nothing is sent.  A sparse in gives a sparse window (t sparse, its dims
+ * but w's blocked as in's); a scatter's in is dense. */
 TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const TrtType *t, TrtPlace p);
 
 /* A new relation holding r's tuples, sharing their chunks. */

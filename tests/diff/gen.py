@@ -43,7 +43,7 @@ reduce_multi reduce_range
 add sub mul div neg pow compare_lt compare_le compare_gt compare_ge compare_eq compare_ne where
 exp log sqrt abs tanh sigmoid relu stop_gradient conv_f32 conv_f64 conv_i32 conv_i64
 int_arith int_div
-sparse_spmm sparse_spmm_t sparse_elementwise sparse_reduce sparse_sddmm sparse_dense_read
+sparse_spmm sparse_spmm_t sparse_elementwise sparse_reduce sparse_sddmm sparse_dense_read sparse_window
 gather gather_matrix gather_dim2 gather_nested gather_grad scatter_sgd
 shift padding_range inferred_range reverse stride_pool conv_valid conv_same conv_halo
 grad grad_input grad_sparse grad_through_gather grad_through_window grad_through_max grad_through_sparse lse
@@ -900,11 +900,18 @@ def stmt_window(u):
     fts = u.visible(lambda t: t.dtype == u.fdt and len(t.dims) == 2 and not t.sparse and
                     min(d.val for d in t.dims) >= 3)
     X = u.r.choice(fts) if fts and u.chance(0.6) else None
-    if X is None:
+    # a window of one index name may read a sparse input (cut from its
+    # stored elements); a convolution's or a pool's two names may not
+    one_name = kind in ("shift", "padding", "inferred", "reverse")
+    if X is None or (one_name and u.chance(0.25)):
         dims = [u.size(), u.size()]
         if min(d.val for d in dims) < 3:
             dims = [u.add_size(u.r.choice([5, 7, 9])), dims[1] if dims[1].val >= 3 else u.add_size(4)]
-        X = u.add_input(dims) if u.chance(0.6) else u.add_param(dims)
+        if one_name and u.chance(0.4):
+            X = u.add_input(dims, sparse=True)
+            u.c["sparse_window"] += 1
+        else:
+            X = u.add_input(dims) if u.chance(0.6) else u.add_param(dims)
     N, J = X.dims
     name = u.fresh("T")
     k = 1
@@ -1172,7 +1179,9 @@ def stmt_repeat(u):
             B = u.add_size(u.r.choice([1, 2, 3]))
             # the data set: count batches of B rows
             NX = u.add_size(count * B.val, "%d * %s" % (count, B.name))
-            X = u.add_input([NX, u.size()])
+            sparse = u.chance(0.25)
+            X = u.add_input([NX, u.size()], sparse=sparse)
+            u.c["sparse_window"] += sparse
             xb = u.fresh("T")
             u.emit("%s[n in %s, d] = %s[%s*%s + n, d];" % (xb, B.name, X.name, counter, B.name))
             u.c["counter_window"] += 1

@@ -28,10 +28,15 @@ env = mpi_env()
 CASES = []
 
 
-def case(name, src, inputs, expect, sparse=("A",), block=3, tol=2e-5, flags=(), emits=()):
-    """emits: text the emitted C (trac -S) must hold."""
+def case(name, src, inputs, expect, sparse=("A",), block=3, tol=2e-5, flags=(), emits=(), formats=None,
+         npz=()):
+    """emits: text the emitted C (trac -S) must hold; formats: the file
+    kinds to run with, FORMATS when None; npz: outputs written as a csr
+    .npz, which scipy must find in canonical form (each row's columns
+    ascending, none twice)."""
     CASES.append(dict(name=name, src=textwrap.dedent(src), inputs=inputs, expect=expect,
-                      sparse=set(sparse), block=block, tol=tol, flags=list(flags), emits=list(emits)))
+                      sparse=set(sparse), block=block, tol=tol, flags=list(flags), emits=list(emits),
+                      formats=formats, npz=set(npz)))
 
 
 r = np.random.default_rng(11)
@@ -129,6 +134,106 @@ case("chain", """
 """, dict(A=A, X=X, W=rnd(5, 3)), lambda x: dict(
     Z=f64(x["A"]) @ np.maximum(f64(x["A"]) @ x["X"] @ x["W"], 0)))
 
+
+# Windows of a sparse input (LANGUAGE.md, "Index arithmetic and ranges"):
+# shifted, strided, reversed and moved by a loop counter, along rows and
+# along columns; each is cut from the compressed rows (runtime/slice.c's
+# slice_sparse), never made dense.
+Xw = rnd(7, 4)
+case("windows", """
+    size M = 10, N = 7, F = 4;
+    input R[M, N] : sparse;
+    input X[N, F];
+    Y[i, j] = R[i + 1, j];
+    Z[i, j in N] = R[i, j - 1];
+    S[i, j] = R[2*i, j];
+    T[i, j in N] = R[i, N - 1 - j];
+    Q[i, j] = R[i + 1, j + 2];
+    P[i, f] = R[i + 1, j] * X[j, f];
+    output Y; output Z; output S; output T; output Q; output P;
+""", dict(R=R, X=Xw), lambda x: dict(
+    Y=x["R"][1:], Z=np.pad(x["R"][:, :-1], ((0, 0), (1, 0))), S=x["R"][0::2], T=x["R"][:, ::-1],
+    Q=x["R"][1:, 2:], P=f64(x["R"][1:]) @ x["X"]), sparse=("R",),
+     emits=("trt_slice(",), npz=("T", "Z"))
+
+
+def batches(x, rows):
+    """Mini-batches of 4 rows (the last padded with zeros), or of 3
+    columns, times W, summed over the batch."""
+    Rp = np.zeros((12, 9)); Rp[:10, :7] = x["R"]
+    s = np.stack([(Rp[b * 4:(b + 1) * 4, :7] @ x["W"]).sum(0) for b in range(3)])
+    c = np.stack([(Rp[:10, b * 3:(b + 1) * 3] @ x["V"]).sum(0) for b in range(3)])
+    return dict(s=s, c=c)
+
+
+case("window_batches", """
+    size M = 10, N = 7, B = 4, NB = 3, H = 3, C = 3, K = 2;
+    input R[M, N] : sparse;
+    input W[N, H];
+    input V[C, K];
+    param s[NB, H] = zeros;
+    param c[NB, K] = zeros;
+    repeat b in NB {
+        Rb[n in B, j] = R[b*B + n, j];
+        s[b, h] = sum[n](Rb[n, j] * W[j, h]);
+        Rc[i, m in C] = R[i, b*C + m];
+        c[b, k] = sum[i](Rc[i, m] * V[m, k]);
+    }
+    output s; output c;
+""", dict(R=R, W=rnd(7, 3), V=rnd(3, 2)), lambda x: batches(x, 4), sparse=("R",))
+
+
+# A sparse tensor of three dims (from a .npy: its zeros dropped), its
+# columns the last two dims flattened: windows along the middle dim
+# (reversed: a row's elements then come out of column order) and the
+# last, and along the rows.
+S3 = sprand(20, 6, 0.4).reshape(4, 5, 6)
+case("window_rank3", """
+    size A = 4, Bd = 5, C = 6;
+    input S[A, Bd, C] : sparse;
+    Y[i, j, k] = S[i, j + 1, k];
+    Z[i, j in Bd, k] = S[i, Bd - 1 - j, k];
+    U[i, j, k in C] = S[i, j, k - 2];
+    V[i, j, k] = S[i + 1, j, 2*k];
+    output Y; output Z; output U; output V;
+""", dict(S=S3), lambda x: dict(
+    Y=x["S"][:, 1:], Z=x["S"][:, ::-1], U=np.pad(x["S"][:, :, :-2], ((0, 0), (0, 0), (2, 0))),
+    V=x["S"][1:, :, 0::2]), sparse=("S",), block=2, formats=("npy",))
+
+
+def batch_sgd(x):
+    """Two epochs of mini-batch SGD on a sparse design matrix, batches of 4
+    rows (the last padded with zeros), and the gradient with respect to
+    the sparse input through a window: its pattern's elements alone."""
+    Rp = np.zeros((12, 7)); Rp[:10] = x["R"]
+    yp = np.zeros(12); yp[:10] = x["y"]
+    W = np.zeros(7)
+    for e in range(2):
+        for b in range(3):
+            Rb, yb = Rp[b * 4:(b + 1) * 4], yp[b * 4:(b + 1) * 4]
+            W -= 0.1 * 2 * Rb.T @ (Rb @ W - yb)
+    g = np.zeros((10, 7)); g[1:] = x["V"][:9]
+    return dict(W=W, g=g * (x["R"] != 0))
+
+
+case("window_sgd", """
+    size M = 10, N = 7, B = 4, NB = 3;
+    input R[M, N] : sparse;
+    input y[M];
+    input V[M, N];
+    param W[N] = zeros;
+    repeat 2 {
+        repeat b in NB {
+            Rb[n in B, j] = R[b*B + n, j];
+            loss = sum[n]((Rb[n, j] * W[j] - y[b*B + n]) ** 2);
+            dW = grad(loss, W);
+            W[j] -= 0.1 * dW[j];
+        }
+    }
+    l2 = sum[i, j](R[i + 1, j] * V[i, j]);
+    g = grad(l2, R);
+    output W; output g;
+""", dict(R=R, y=rnd(10), V=rnd(10, 7)), batch_sgd, sparse=("R",))
 
 def gcn_grad(x):
     import torch
@@ -286,7 +391,7 @@ def write_input(d, k, a, c, fmt):
 
 def run(c, tmp):
     errors = []
-    for fmt in FORMATS:
+    for fmt in c["formats"] or FORMATS:
         for planned in sorted({0, 4}):
             errors += run_one(c, tmp, fmt, planned)
     return errors
@@ -319,14 +424,23 @@ def run_one(c, tmp, fmt, planned):
             if f.startswith("out_"):
                 os.unlink(os.path.join(d, f))
         want = c["expect"](c["inputs"])
+        ext = lambda k: ".npz" if k in c["npz"] else ".npy"
         args = [MPIRUN, "-np", str(n), exe[p]] + ["%s=%s" % (k, v) for k, v in files.items()] + \
-               ["%s.out=out_%s.npy" % (k, k) for k in want]
+               ["%s.out=out_%s%s" % (k, k, ext(k)) for k in want]
         res = subprocess.run(args, cwd=d, capture_output=True, text=True, env=env)
         tag = "%s, planned for %d, %d ranks" % (fmt, p, n)
         if res.returncode != 0:
             errors.append("%s: exit %d\n%s" % (tag, res.returncode, res.stderr))
             continue
-        out = {k: np.load(os.path.join(d, "out_%s.npy" % k)) for k in want}
+        out = {}
+        for k in want:
+            if k not in c["npz"]:
+                out[k] = np.load(os.path.join(d, "out_%s.npy" % k))
+                continue
+            m = sp.load_npz(os.path.join(d, "out_%s.npz" % k))
+            if not m.has_canonical_format:
+                errors.append("%s: %s.npz is not in canonical form (columns out of order or twice)" % (tag, k))
+            out[k] = m.toarray()
         for k, ref in want.items():
             ref = np.asarray(ref, dtype=np.float64)
             got = out[k]
