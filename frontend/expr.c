@@ -279,7 +279,10 @@ static bool check_access(Sema *s, Node *n, Ty *ty)
 		sprintf(why, "dimension %d of %s", d + 1, name);
 		ok &= fe_bind_extent(s, v, t->shape[d], ix->loc, why);
 	}
-	/* an index name in two shifted positions of one access (X[y + dx, x + dx])
+	/* an index name in two positions of one access, one of them shifted or
+	 * strided: with one name a position (X[y, y + 1], X[2*y, y]) each is a
+	 * window (a slice) and the name then a diagonal of them, as in
+	 * X[y, y]; where a position has two names (X[y + dx, x + dx]) it
 	 * would need a diagonal of the stacked windows: not built */
 	for (int d = 0; ok && n->u.access.aff && d < n->u.access.nidx; d++) {
 		const IxAffine *f = n->u.access.aff[d];
@@ -287,24 +290,28 @@ static bool check_access(Sema *s, Node *n, Ty *ty)
 			if (e == d)
 				continue;
 			const IxAffine *g = n->u.access.aff[e];
+			if (f->nvar == 1 && (!g || g->nvar == 1))
+				continue;
 			for (int i = 0; ok && i < f->nvar; i++) {
 				bool twice = g ? false : n->u.access.idx[e]->kind == N_NAME && n->u.access.idx[e]->u.name.var == f->var[i];
 				for (int j = 0; g && j < g->nvar; j++)
 					twice |= g->var[j] == f->var[i];
 				if (twice) {
-					diag(DIAG_ERROR, n->u.access.idx[d]->loc, "an index name in two positions of '%s' where "
-					     "either is shifted or strided is not supported yet; give one of them a name of its "
+					diag(DIAG_ERROR, n->u.access.idx[d]->loc, "an index name in two positions of '%s', one "
+					     "of them with another index name, is not supported yet; give one of them a name of its "
 					     "own", name);
 					ok = false;
 				}
 			}
 		}
 	}
+	/* E[idx[b], j + 1]: a window of the gathered rows (lower.c); with two
+	 * names (E[idx[b], j + dj]) it would be their stacked windows */
 	for (int d = 0; ok && n->u.access.gather && n->u.access.aff && d < n->u.access.nidx; d++)
-		if (n->u.access.aff[d]) {
-			diag(DIAG_ERROR, n->u.access.idx[d]->loc, "index arithmetic in an access that gathers is not "
-			     "supported yet; gather into a temporary first, as in 'T[b, j] = %s[idx[b], j]', then index "
-			     "that", name);
+		if (n->u.access.aff[d] && n->u.access.aff[d]->nvar > 1) {
+			diag(DIAG_ERROR, n->u.access.idx[d]->loc, "a position with two index names in an access that "
+			     "gathers is not supported yet; gather into a temporary first, as in 'T[b, j] = %s[idx[b], j]', "
+			     "then index that", name);
 			ok = false;
 		}
 	return ok;

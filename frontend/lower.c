@@ -58,6 +58,9 @@ static int value_of(Lowering *lw, int tensor)
 
 static TVal lower(TraBuild *b, Lowering *lw, Node *n);
 
+static int window(TraBuild *b, Lowering *lw, int op, int d, const IxAffine *f, int64_t stride, int64_t shift,
+                  int64_t n);
+
 /* E[idx[b], d]: a gather op keyed by the index's vars, then E's other
  * positions' (a repeated var among them takes a diagonal, as any access). */
 static TVal lower_gather(TraBuild *b, Lowering *lw, Node *n)
@@ -80,10 +83,18 @@ static TVal lower_gather(TraBuild *b, Lowering *lw, Node *n)
 	int var[MAXDIM], nv = 0;
 	for (int i = 0; i < ix.nvar; i++)
 		var[nv++] = ix.var[i];
-	for (int d = 0; d < n->u.access.nidx; d++)
-		if (d != gd)
-			var[nv++] = n->u.access.idx[d]->u.name.var;
-	return tb_access(b, tra_push(lw->prog, op), nv, var);
+	int g = tra_push(lw->prog, op);
+	for (int d = 0; d < n->u.access.nidx; d++) {
+		if (d == gd)
+			continue;
+		/* E[idx[b], j + 1]: a window of the rows gathered, along the
+		 * position's dim of them (expr.c allows one name there) */
+		const IxAffine *f = n->u.access.aff ? n->u.access.aff[d] : NULL;
+		if (f)
+			g = window(b, lw, g, nv, f, f->vcoef[0], f->shift, lw->vars[f->var[0]].extent);
+		var[nv++] = n->u.access.idx[d]->u.name.var;
+	}
+	return tb_access(b, g, nv, var);
 }
 
 /* A window of op along dim d: positions stride * i + shift + the loop

@@ -44,8 +44,8 @@ add sub mul div neg pow compare_lt compare_le compare_gt compare_ge compare_eq c
 exp log sqrt abs tanh sigmoid relu stop_gradient conv_f32 conv_f64 conv_i32 conv_i64
 int_arith int_div
 sparse_spmm sparse_spmm_t sparse_elementwise sparse_reduce sparse_sddmm sparse_dense_read sparse_window
-gather gather_matrix gather_dim2 gather_nested gather_grad scatter_sgd
-shift padding_range inferred_range reverse stride_pool conv_valid conv_same conv_halo
+gather gather_matrix gather_dim2 gather_nested gather_grad scatter_sgd gather_window
+shift padding_range inferred_range reverse stride_pool conv_valid conv_same conv_halo diagonal_shift
 grad grad_input grad_sparse grad_through_gather grad_through_window grad_through_max grad_through_sparse lse
 repeat repeat_counter repeat_nested counter_value counter_window ist
 def_function import_nn import_linalg
@@ -835,7 +835,15 @@ def stmt_gather(u):
     B = u.size()
     kind = u.r.choice(["row", "row", "matrix", "dim2", "nested", "transe"])
     name = u.fresh("T")
-    if kind == "row":
+    if kind == "row" and u.chance(0.3):
+        # a window of the gathered rows: shifted (zero past the end) or
+        # reversed
+        idx = int_index(u, [B], V)
+        pos = u.r.choice(["d + 1", "d - 1", "%s - 1 - d" % D.name])
+        u.emit("%s[b, d in %s] = %s[%s[b], %s];" % (name, D.name, E.name, idx.name, pos))
+        dims = [B, D]
+        u.c["gather_window"] += 1
+    elif kind == "row":
         idx = int_index(u, [B], V)
         u.emit("%s[b, d] = %s[%s[b], d];" % (name, E.name, idx.name))
         dims = [B, D]
@@ -896,13 +904,13 @@ def stmt_gather(u):
 # ---- windows: index arithmetic ----
 
 def stmt_window(u):
-    kind = u.r.choice(["shift", "padding", "inferred", "reverse", "pool", "conv_valid", "conv_same"])
+    kind = u.r.choice(["shift", "padding", "inferred", "reverse", "pool", "conv_valid", "conv_same", "diagonal"])
     fts = u.visible(lambda t: t.dtype == u.fdt and len(t.dims) == 2 and not t.sparse and
                     min(d.val for d in t.dims) >= 3)
     X = u.r.choice(fts) if fts and u.chance(0.6) else None
     # a window of one index name may read a sparse input (cut from its
     # stored elements); a convolution's or a pool's two names may not
-    one_name = kind in ("shift", "padding", "inferred", "reverse")
+    one_name = kind in ("shift", "padding", "inferred", "reverse", "diagonal")
     if X is None or (one_name and u.chance(0.25)):
         dims = [u.size(), u.size()]
         if min(d.val for d in dims) < 3:
@@ -933,6 +941,13 @@ def stmt_window(u):
         dims = [Size("(%s - %d)" % (N.name, s), N.val - s), J]
         sz = u.add_size(N.val - s, "%s - %d" % (N.name, s))
         dims = [sz, J]
+    elif kind == "diagonal":
+        # one name in two positions, one shifted: a shifted diagonal, i's
+        # extent from its plain use (zero past the end)
+        s = u.r.choice([1, 2, -1])
+        u.emit("%s[i] = %s[i, i %s %d];" % (name, X.name, "+" if s > 0 else "-", abs(s)))
+        dims = [N]
+        u.c["diagonal_shift"] += 1
     elif kind == "reverse":
         if u.chance(0.5):
             u.emit("%s[i, j] = %s[%s - 1 - i, j];" % (name, X.name, N.name))

@@ -79,6 +79,31 @@ case("gather_of_gathered", """
 """, dict(E=E, idx=idx, j=j, k=k), lambda x: dict(
     W=x["E"][x["idx"]][x["j"]] * 2, Y=x["E"][x["idx"][x["j"]]], G=x["E"][:, x["k"]] + 1), line=8)
 
+def gather_windows(x):
+    G = x["E"][x["idx"]].astype(np.float64)
+    Y = G[:, 1:]
+    Z = G[:, ::-1] + np.pad(G, ((0, 0), (2, 0)))[:, :5]
+    dG = np.zeros_like(G)
+    dG[:, 1:] += x["Wt"]
+    dG[:, ::-1] += 2 * Z
+    dG[:, :3] += 2 * Z[:, 2:]
+    dE = np.zeros((13, 5))
+    np.add.at(dE, x["idx"], dG)
+    return dict(Y=Y.astype(np.float32), Z=Z.astype(np.float32), dE=dE.astype(np.float32))
+# index arithmetic beside a gather's position: a window of the gathered
+# rows (shifted, reversed, padded), and the gradient back through both
+case("gather_windows", """
+    size V = 13, D = 5, B = 7, D4 = 4;
+    input E[V, D];
+    input idx[B] : i64;
+    input Wt[B, D4];
+    Y[b, j] = E[idx[b], j + 1];
+    Z[b, j in D] = E[idx[b], D - 1 - j] + E[idx[b], j - 2];
+    loss = sum[b, j](Y[b, j] * Wt[b, j]) + sum[b, j](Z[b, j] * Z[b, j]);
+    dE = grad(loss, E);
+    output Y; output Z; output dE;
+""", dict(E=E, idx=idx, Wt=rnd(7, 4)), gather_windows, tol=1e-5)
+
 I2 = np.array([[1, 12, 1], [0, 0, 5], [7, 3, 12], [11, 2, 2]], dtype=np.int32)
 case("index_matrix", """
     size V = 13, D = 5, N = 4, K = 3;

@@ -444,6 +444,36 @@ case("strided_rows", """
     dA = grad(loss, A);
     output S; output R; output T; output dA;
 """, dict(A=rnd(7, 11), W=rnd(7, 11)), strided_rows, block=3, ranks=[1, 2, 3, 4])
+def shifted_diagonals(x):
+    X, W = x["X"].astype(np.float64), x["W"]
+    Z = np.zeros((7, 7)); Z[:6, :6] = X
+    D = np.array([Z[y, y + 1] for y in range(6)])
+    F = np.array([X[2 * y, y] if 2 * y < 6 else 0 for y in range(6)])
+    G = X * np.array([Z[y, y - 1] if y else 0 for y in range(6)])[None, :]
+    K = np.array([X[5 - y, y] for y in range(6)])
+    dX = np.zeros((6, 6))
+    for y in range(5):
+        dX[y, y + 1] += W[y]
+    for y in range(3):
+        dX[2 * y, y] += 2 * X[2 * y, y]
+    out = dict(D=D, E=np.array([X[y + 1, y + 1] for y in range(5)]), F=F, G=G, K=K, dX=dX)
+    return {k: v.astype(np.float32) for k, v in out.items()}
+# an index name in two positions of one access, one of them shifted or
+# strided: each position a window, the name a diagonal of them, and the
+# gradient back on the elements read
+case("shifted_diagonals", """
+    size H = 6;
+    input X[H, H];
+    input W[H];
+    D[y] = X[y, y + 1];
+    E[y] = X[y + 1, y + 1];
+    F[y] = X[2*y, y];
+    G[i, y] = X[i, y] * X[y, y - 1];
+    K[y] = X[H - 1 - y, y];
+    loss = sum[y](D[y] * W[y]) + sum[y](F[y] * F[y]);
+    dX = grad(loss, X);
+    output D; output E; output F; output G; output K; output dX;
+""", dict(X=rnd(6, 6), W=rnd(6)), shifted_diagonals, block=4, ranks=[1, 2, 3, 4])
 def window_outside(x):
     A, B = x["A"], x["B"]
     S = np.zeros((2, 4, 5), np.float32); S[1] = A[0]
