@@ -731,6 +731,23 @@ static int cmp_tuple(int64_t a, int64_t b, const void *ctx)
 	return rt_key_cmp(r->keys + a * nk, r->keys + b * nk, nk);
 }
 
+int64_t rt_rel_bsearch(const TrtRel *r, const int64_t *key)
+{
+	int nk = r->type.nkey;
+	int64_t lo = 0, hi = r->n;
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		int c = rt_key_cmp(r->keys + mid * nk, key, nk);
+		if (!c)
+			return mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
 /* Sorts the tuples by key; tuples with equal keys keep their order. */
 void rt_rel_sort(TrtRel *r)
 {

@@ -180,6 +180,9 @@ void rt_rel_push(TrtRel *r, const int64_t *key, Chunk *c);
 void rt_rel_set(TrtRel *r, int64_t i, Chunk *c);       /* tuple i's chunk, pushed NULL */
 void rt_rel_sort(TrtRel *r);
 int rt_key_cmp(const int64_t *a, const int64_t *b, int n);
+/* The position of key in r, whose keys are sorted and distinct (every op's
+ * result), or -1: no index to build, for a relation looked up a few times. */
+int64_t rt_rel_bsearch(const TrtRel *r, const int64_t *key);
 void rt_key_pick(int64_t *out, const int64_t *key, int n, const int *dims);  /* out[i] = key[dims[i]] */
 void rt_sort(int64_t *idx, int64_t n, int (*cmp)(int64_t, int64_t, const void *),
              const void *ctx);

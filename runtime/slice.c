@@ -347,7 +347,7 @@ static void sort_row(Entries *e, int64_t from, size_t es)
 /* Along a column dim (chunk dim cw > 0): the input chunks over the
  * window's positions, walked row by row, each element kept where the
  * window reads it, at the column it moves to; into e, rowptr. */
-static void sparse_cols(const TrtRel *in, const KeyIndex *ix, const TrtWindow *w, int64_t o, const TrtType *t,
+static void sparse_cols(const TrtRel *in, const TrtWindow *w, int64_t o, const TrtType *t,
                         const int64_t *key, Entries *e, int64_t *rowptr)
 {
 	const TrtType *it = &in->type;
@@ -376,7 +376,7 @@ static void sparse_cols(const TrtRel *in, const KeyIndex *ix, const TrtWindow *w
 	int64_t *il = rt_alloc(sizeof *il * (size_t)(nk + 1));
 	for (int64_t i = 0; i < nk; i++) {
 		ikey[dim] = klo + i;
-		int64_t pos = rt_index_find(ix, in, ikey);
+		int64_t pos = rt_rel_bsearch(in, ikey);
 		src[i].nnz = -1;
 		if (pos < 0)
 			continue;
@@ -414,13 +414,14 @@ static void sparse_cols(const TrtRel *in, const KeyIndex *ix, const TrtWindow *w
 /* Along the rows' dim: each output row is one input row, its columns the
  * same; counted first, so that the chunk is made at its size and each row
  * copied whole.  NULL when nothing is stored there. */
-static Chunk *sparse_rows(const TrtRel *in, const KeyIndex *ix, const TrtWindow *w, int64_t o, const TrtType *t,
+static Chunk *sparse_rows(const TrtRel *in, const TrtWindow *w, int64_t o, const TrtType *t,
                           const int64_t *key, int64_t *at)
 {
 	const TrtType *it = &in->type;
 	size_t es = rt_dtype_size(t->dtype);
 	int dim = w->dim;
 	int64_t nrow, ncol, ikey[TRT_MAXDIM], nnz = 0, pos = -1, last = -1;
+	RtCsr cur = {0};
 	rt_csr_dims(t, key, &nrow, &ncol);
 	memcpy(ikey, key, sizeof *ikey * (size_t)t->nkey);
 	/* at[2r], at[2r + 1]: row r's input chunk (-1: none) and row there */
@@ -432,11 +433,13 @@ static Chunk *sparse_rows(const TrtRel *in, const KeyIndex *ix, const TrtWindow 
 		int64_t k = pr / it->block[dim];
 		if (k != last) {        /* consecutive rows: mostly the same chunk */
 			ikey[dim] = last = k;
-			pos = rt_index_find(ix, in, ikey);
+			pos = rt_rel_bsearch(in, ikey);
+			if (pos >= 0)
+				cur = rt_csr_of(in->chunks[pos], t->dtype);
 		}
 		if (pos < 0)
 			continue;
-		const int64_t *rp = rt_csr_of(in->chunks[pos], t->dtype).rowptr + (pr - k * it->block[dim]);
+		const int64_t *rp = cur.rowptr + (pr - k * it->block[dim]);
 		at[2 * r] = pos;
 		at[2 * r + 1] = pr - k * it->block[dim];
 		nnz += rp[1] - rp[0];
@@ -445,9 +448,11 @@ static Chunk *sparse_rows(const TrtRel *in, const KeyIndex *ix, const TrtWindow 
 		return NULL;
 	Chunk *c = rt_csr_new(t->dtype, nrow, ncol, nnz);
 	RtCsr s = rt_csr_mut(c, t->dtype);
-	for (int64_t r = 0, k = 0; r < nrow; r++) {
+	RtCsr in_s = {0};
+	for (int64_t r = 0, k = 0, was = -1; r < nrow; r++) {
 		if (at[2 * r] >= 0) {
-			RtCsr in_s = rt_csr_of(in->chunks[at[2 * r]], t->dtype);
+			if (at[2 * r] != was)
+				in_s = rt_csr_of(in->chunks[was = at[2 * r]], t->dtype);
 			int64_t from = in_s.rowptr[at[2 * r + 1]], n = in_s.rowptr[at[2 * r + 1] + 1] - from;
 			memcpy(s.col + k, in_s.col + from, sizeof *s.col * (size_t)n);
 			memcpy((char *)s.val + (size_t)k * es, (const char *)in_s.val + (size_t)from * es, es * (size_t)n);
@@ -458,7 +463,7 @@ static Chunk *sparse_rows(const TrtRel *in, const KeyIndex *ix, const TrtWindow 
 	return c;
 }
 
-static TrtRel *slice_sparse(const TrtRel *in, const KeyIndex *ix, const TrtWindow *w, int64_t o, const TrtType *t,
+static TrtRel *slice_sparse(const TrtRel *in, const TrtWindow *w, int64_t o, const TrtType *t,
                             TrtPlace p)
 {
 	const TrtType *it = &in->type;
@@ -467,6 +472,10 @@ static TrtRel *slice_sparse(const TrtRel *in, const KeyIndex *ix, const TrtWindo
 	for (int d = 0; d < t->nkey; d++)
 		if (t->chunkdim[d] != it->chunkdim[d] || (d != w->dim && t->block[d] != it->block[d]))
 			rt_bug("a sparse slice whose dims other than its window's are blocked anew");
+	/* chunks are found by binary search in the input's sorted keys (rt.h):
+	 * a loop's window is cut from the same input every step, and an index
+	 * of its chunks, 12,800 a rank in bench/sparse_batches.py, cost more
+	 * than the cut */
 	size_t es = rt_dtype_size(t->dtype), scope = rt_pin_mark();
 	Entries e = {0};
 	int64_t *rowptr = NULL, key[TRT_MAXDIM];
@@ -476,13 +485,13 @@ static TrtRel *slice_sparse(const TrtRel *in, const KeyIndex *ix, const TrtWindo
 		rt_csr_dims(t, key, &nrow, &ncol);
 		rowptr = rt_realloc(rowptr, sizeof *rowptr * (size_t)(2 * nrow + 1));
 		if (w->dim == t->chunkdim[0]) {
-			Chunk *c = sparse_rows(in, ix, w, o, t, key, rowptr);
+			Chunk *c = sparse_rows(in, w, o, t, key, rowptr);
 			if (c)
 				rt_rel_push(r, key, c);
 			rt_pin_release(scope);
 			continue;
 		}
-		sparse_cols(in, ix, w, o, t, key, &e, rowptr);
+		sparse_cols(in, w, o, t, key, &e, rowptr);
 		rt_pin_release(scope);          /* the input chunks it read */
 		if (!e.n)
 			continue;
@@ -521,15 +530,12 @@ TrtRel *trt_slice(const TrtRel *in, const TrtRel *off, const TrtWindow *w, const
 		memcpy(&o, rt_chunk_data(off->chunks[0]), sizeof o);
 	rt_pin_release(scope);
 	o += w->shift;
+	if (t->sparse)
+		return slice_sparse(in, w, o, t, p);
 	KeyIndex ix;
 	rt_index_init(&ix);
 	for (int64_t i = 0; i < in->n; i++)
 		rt_index_add(&ix, in, i);
-	if (t->sparse) {
-		TrtRel *r = slice_sparse(in, &ix, w, o, t, p);
-		rt_index_free(&ix);
-		return r;
-	}
 
 	size_t es = rt_dtype_size(t->dtype);
 	int cl = t->nchunk - 1, kl = t->chunkdim[cl];
