@@ -132,6 +132,10 @@ class Unit:
         # what they meant before they were added
         self.spell = random.Random("spelling %d" % seed)
         self.nspell = 0
+        # constructs added since (sparse windows, shifted diagonals,
+        # gathered windows): their own stream too, so a seed's program is
+        # the same until one of them is made
+        self.late = random.Random("late %d" % seed)
         self.lines = []
         self.decls = []                 # sizes, inputs, params: before every statement
         self.c = Counter()
@@ -161,6 +165,9 @@ class Unit:
 
     def spelled(self, p):
         return self.spell.random() < p
+
+    def late_chance(self, p):
+        return self.late.random() < p
 
     def note(self, line):
         self.decls.append("#@ " + line)
@@ -835,7 +842,7 @@ def stmt_gather(u):
     B = u.size()
     kind = u.r.choice(["row", "row", "matrix", "dim2", "nested", "transe"])
     name = u.fresh("T")
-    if kind == "row" and u.chance(0.3):
+    if kind == "row" and u.late_chance(0.3):
         # a window of the gathered rows: shifted (zero past the end) or
         # reversed
         idx = int_index(u, [B], V)
@@ -904,18 +911,21 @@ def stmt_gather(u):
 # ---- windows: index arithmetic ----
 
 def stmt_window(u):
-    kind = u.r.choice(["shift", "padding", "inferred", "reverse", "pool", "conv_valid", "conv_same", "diagonal"])
+    kind = u.r.choice(["shift", "padding", "inferred", "reverse", "pool", "conv_valid", "conv_same"])
+    if kind == "shift" and u.late_chance(0.3):
+        kind = "diagonal"
     fts = u.visible(lambda t: t.dtype == u.fdt and len(t.dims) == 2 and not t.sparse and
                     min(d.val for d in t.dims) >= 3)
     X = u.r.choice(fts) if fts and u.chance(0.6) else None
     # a window of one index name may read a sparse input (cut from its
     # stored elements); a convolution's or a pool's two names may not
     one_name = kind in ("shift", "padding", "inferred", "reverse", "diagonal")
-    if X is None or (one_name and u.chance(0.25)):
+    sparse = one_name and u.late_chance(0.12)
+    if X is None or sparse:
         dims = [u.size(), u.size()]
         if min(d.val for d in dims) < 3:
             dims = [u.add_size(u.r.choice([5, 7, 9])), dims[1] if dims[1].val >= 3 else u.add_size(4)]
-        if one_name and u.chance(0.4):
+        if sparse:
             X = u.add_input(dims, sparse=True)
             u.c["sparse_window"] += 1
         else:
@@ -1194,7 +1204,7 @@ def stmt_repeat(u):
             B = u.add_size(u.r.choice([1, 2, 3]))
             # the data set: count batches of B rows
             NX = u.add_size(count * B.val, "%d * %s" % (count, B.name))
-            sparse = u.chance(0.25)
+            sparse = u.late_chance(0.25)
             X = u.add_input([NX, u.size()], sparse=sparse)
             u.c["sparse_window"] += sparse
             xb = u.fresh("T")
