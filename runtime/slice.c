@@ -346,9 +346,10 @@ static void sort_row(Entries *e, int64_t from, size_t es)
 
 /* Along a column dim (chunk dim cw > 0): the input chunks over the
  * window's positions, walked row by row, each element kept where the
- * window reads it, at the column it moves to; into e, rowptr. */
-static void sparse_cols(const TrtRel *in, const TrtWindow *w, int64_t o, const TrtType *t,
-                        const int64_t *key, Entries *e, int64_t *rowptr)
+ * window reads it, at the column it moves to, gathered in e and rowptr
+ * (nrow + 1) first.  NULL when nothing is stored there. */
+static Chunk *sparse_cols(const TrtRel *in, const TrtWindow *w, int64_t o, const TrtType *t,
+                          const int64_t *key, Entries *e, int64_t *rowptr)
 {
 	const TrtType *it = &in->type;
 	size_t es = rt_dtype_size(t->dtype);
@@ -409,6 +410,14 @@ static void sparse_cols(const TrtRel *in, const TrtWindow *w, int64_t o, const T
 	}
 	free(src);
 	free(il);
+	if (!e->n)
+		return NULL;
+	Chunk *c = rt_csr_new(t->dtype, nrow, ncol, e->n);
+	RtCsr s = rt_csr_mut(c, t->dtype);
+	memcpy(s.rowptr, rowptr, sizeof *rowptr * (size_t)(nrow + 1));
+	memcpy(s.col, e->col, sizeof *e->col * (size_t)e->n);
+	memcpy(s.val, e->val, es * (size_t)e->n);
+	return c;
 }
 
 /* Along the rows' dim: each output row is one input row, its columns the
@@ -476,36 +485,25 @@ static TrtRel *slice_sparse(const TrtRel *in, const TrtWindow *w, int64_t o, con
 	 * a loop's window is cut from the same input every step, and an index
 	 * of its chunks, 12,800 a rank in bench/sparse_batches.py, cost more
 	 * than the cut */
-	size_t es = rt_dtype_size(t->dtype), scope = rt_pin_mark();
+	size_t scope = rt_pin_mark();
 	Entries e = {0};
-	int64_t *rowptr = NULL, key[TRT_MAXDIM];
+	/* per output chunk: sparse_rows' row places (2 nrow), or
+	 * sparse_cols' rowptr (nrow + 1) */
+	int64_t *scratch = NULL, key[TRT_MAXDIM];
 	TrtRel *r = trt_rel_new(t, p);
 	for (int64_t lin = 0; rt_next_key_here(t, p, &lin, key); lin++) {
 		int64_t nrow, ncol;
 		rt_csr_dims(t, key, &nrow, &ncol);
-		rowptr = rt_realloc(rowptr, sizeof *rowptr * (size_t)(2 * nrow + 1));
-		if (w->dim == t->chunkdim[0]) {
-			Chunk *c = sparse_rows(in, w, o, t, key, rowptr);
-			if (c)
-				rt_rel_push(r, key, c);
-			rt_pin_release(scope);
-			continue;
-		}
-		sparse_cols(in, w, o, t, key, &e, rowptr);
-		rt_pin_release(scope);          /* the input chunks it read */
-		if (!e.n)
-			continue;
-		Chunk *c = rt_csr_new(t->dtype, nrow, ncol, e.n);
-		RtCsr s = rt_csr_mut(c, t->dtype);
-		memcpy(s.rowptr, rowptr, sizeof *rowptr * (size_t)(nrow + 1));
-		memcpy(s.col, e.col, sizeof *e.col * (size_t)e.n);
-		memcpy(s.val, e.val, es * (size_t)e.n);
-		rt_rel_push(r, key, c);
-		rt_pin_release(scope);
+		scratch = rt_realloc(scratch, sizeof *scratch * (size_t)(2 * nrow + 1));
+		Chunk *c = w->dim == t->chunkdim[0] ? sparse_rows(in, w, o, t, key, scratch)
+		                                   : sparse_cols(in, w, o, t, key, &e, scratch);
+		if (c)
+			rt_rel_push(r, key, c);
+		rt_pin_release(scope);          /* the input chunks it read, and c */
 	}
 	free(e.col);
 	free(e.val);
-	free(rowptr);
+	free(scratch);
 	rt_rel_sort(r);
 	return r;
 }
