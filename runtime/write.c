@@ -679,22 +679,14 @@ static int64_t slab_portion(const TrtType *t, const Slab *s, const RtBlock *b, i
 	return s->h * cstride[s->p];
 }
 
-/* The position of key among r's tuples (sorted, see check_complete). */
+/* The position of key among r's tuples (sorted, see check_complete),
+ * which this rank owns. */
 static int64_t tuple_of(const TrtRel *r, const int64_t *key)
 {
-	int64_t lo = 0, hi = r->n;
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-		int c = rt_key_cmp(r->keys + mid * r->type.nkey, key, r->type.nkey);
-		if (c == 0)
-			return mid;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	rt_bug("writing: rank %d lacks a chunk it owns", rt.rank);
-	return -1;
+	int64_t pos = rt_rel_bsearch(r, key);
+	if (pos < 0)
+		rt_bug("writing: rank %d lacks a chunk it owns", rt.rank);
+	return pos;
 }
 
 /* A chunk the slab meets, at hand on rank 0: its portion's data, and the
