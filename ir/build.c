@@ -404,18 +404,35 @@ TVal tb_absorb(TraBuild *l, TVal v)
 	return map(l, v);
 }
 
-/* The vars of v minus those in r, ordered as the left side where they
- * appear there, else as in v. */
+/*
+ * The vars of v minus those in r: the chunk order of a reduction's result.
+ * A result whose vars are all on the left side is ordered as the left side
+ * (the statement's result then needs no reordering).  One that keeps a var
+ * a later reduction sums away is an intermediate: it keeps v's own order,
+ * the order its operands give it, so that its kernel writes along the
+ * operands' rows (a sparse product driven by its stored rows, n in
+ * sum[n](relu(A[n, d] * W[d, h])), writes each row's products side by
+ * side, not 4 KiB apart); the reduction after it reads any order.
+ */
 static int keep_order(TraBuild *l, const TVal *v, int nr, const int *r, int *out)
 {
+	bool final = true;
+	for (int j = 0; j < v->nvar; j++) {
+		bool gone = false;
+		for (int i = 0; i < nr; i++)
+			gone |= v->var[j] == r[i];
+		for (int i = 0; i < l->norder; i++)
+			gone |= v->var[j] == l->order[i];
+		final &= gone;
+	}
 	int n = 0;
-	for (int i = 0; i < l->norder; i++)
+	for (int i = 0; final && i < l->norder; i++)
 		for (int j = 0; j < v->nvar; j++)
 			if (v->var[j] == l->order[i])
 				out[n++] = v->var[j];
 	for (int j = 0; j < v->nvar; j++) {
 		bool skip = false;
-		for (int i = 0; i < l->norder; i++)
+		for (int i = 0; final && i < l->norder; i++)
 			skip |= v->var[j] == l->order[i];
 		for (int i = 0; i < nr; i++)
 			skip |= v->var[j] == r[i];

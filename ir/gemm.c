@@ -30,7 +30,10 @@
  *
  * A product with no k group (an outer or elementwise product) or with no m
  * and no n group (a dot product per batch index) is a loop kernel instead:
- * one BLIS call per element or per row costs more than it computes.
+ * one BLIS call per element or per row costs more than it computes.  So is
+ * one whose calls loop over an input's unit stride (a batch label innermost,
+ * "abc,bc->ac"): each call would read every cache line of the input for
+ * one element of it, where the loop kernel runs along the lines.
  */
 
 /* The operands (0 in0, 1 in1, 2 out) that hold a label of each role. */
@@ -127,6 +130,26 @@ static double gemm_estimate(const Kernel *k, const Contraction *c, const int *us
 	return calls * (2e-6 + 2 * m * n * kk / rate);
 }
 
+/* Whether the calls loop over an input's unit stride: a matrix BLIS sees
+ * with no unit stride, whose innermost label is a looped group, so that
+ * every call reads each of its cache lines for one element. */
+static bool strided_calls(const Kernel *k, const Contraction *c)
+{
+	static const int roles[2][2] = {{ROLE_M, ROLE_K}, {ROLE_K, ROLE_N}};
+	for (int o = 0; o < 2; o++) {
+		int x = c->use[roles[o][0]], y = c->use[roles[o][1]];
+		if (x < 0 || y < 0 || c->g[x].ext <= 1 || c->g[y].ext <= 1 || unit_in(k, c, o, x, y))
+			continue;
+		int last = operand_lab(k, o)[operand_n(k, o) - 1];
+		for (int i = 0; i < c->ngroup; i++)
+			if (i != c->use[ROLE_M] && i != c->use[ROLE_N] && i != c->use[ROLE_K] && c->g[i].ext > 1)
+				for (int t = 0; t < c->g[i].n; t++)
+					if (c->g[i].lab[t] == last)
+						return true;
+	}
+	return false;
+}
+
 bool contraction_plan(const Kernel *k, const RelType *const *inty, DType dt, Contraction *c)
 {
 	memset(c, 0, sizeof *c);
@@ -200,6 +223,8 @@ bool contraction_plan(const Kernel *k, const RelType *const *inty, DType dt, Con
 					memcpy(c->use, use, sizeof use);
 				}
 			}
+	if (strided_calls(k, c))
+		return false;
 	for (int i = 0; i < c->ngroup; i++)
 		for (int o = 0; o < 3; o++) {
 			LabGroup *g = &c->g[i];

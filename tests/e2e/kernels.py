@@ -345,6 +345,51 @@ case("mttkrp_sup_overread", """
                        "-D", "I=400", "-D", "J=400", "-D", "K=400"], ranks=[1])
 
 
+# ---- a batch label innermost in a large input: the gemm calls would read
+# every cache line of X for one element each (ir/gemm.c, strided_calls);
+# the loop kernel runs along it instead ----
+def batch_inner_loop(text):
+    body = kernel_body(text, "(in0 * in1) abc,bc->ac sum")
+    if body is None:
+        return ["no kernel (in0 * in1) abc,bc->ac sum in the emitted C"]
+    return ["the product over a unit-stride batch label calls gemm"] if "trt_sgemm" in body else []
+
+
+case_inputs = dict(X=r.standard_normal((20, 30, 24)).astype(np.float32),
+                   Z=r.standard_normal((30, 24)).astype(np.float32))
+CASES.append(dict(name="batch_innermost", src=textwrap.dedent("""
+    size A = 20, B = 30, C = 24;
+    input X[A, B, C];
+    input Z[B, C];
+    Y[a, c] = X[a, b, c] * Z[b, c];
+    output Y;
+"""), inputs=case_inputs, block=32, c_check=batch_inner_loop,
+    expect=lambda x: dict(Y=np.einsum("abc,bc->ac", x["X"].astype(np.float64), x["Z"]).astype(np.float32))))
+
+
+# ---- an intermediate a later sum reduces keeps its operands' order
+# (ir/build.c, keep_order): the sparse product's result is [n, h], each
+# stored element's products side by side, not [h, n] (a column of the
+# output a row) ----
+def natural_order(text):
+    if kernel_body(text, "(in0 * in1) ab,bc->ac sum") is None:
+        return ["the sparse product's result not in its operands' order [n, h]"]
+    return []
+
+
+NA = r.standard_normal((300, 200)).astype(np.float32)
+NA[r.random((300, 200)) < 0.95] = 0
+NW = r.standard_normal((200, 24)).astype(np.float32)
+CASES.append(dict(name="intermediate_order", src=textwrap.dedent("""
+    size N = 300, D = 200, H = 24;
+    input A[N, D] : sparse;
+    input W[D, H];
+    s[h] = sum[n](relu(A[n, d] * W[d, h]));
+    output s;
+"""), inputs=dict(A=NA, W=NW), block=100, c_check=natural_order,
+    expect=lambda x: dict(s=np.maximum(x["A"].astype(np.float64) @ x["W"], 0).sum(0).astype(np.float32))))
+
+
 def run(c, tmp):
     d = os.path.join(tmp, c["name"])
     os.makedirs(d)
