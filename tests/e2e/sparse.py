@@ -157,18 +157,20 @@ case("windows", """
      emits=("trt_slice(",), npz=("T", "Z"))
 
 
-# A product whose output is stored transposed to the sparse rows ([h, n]:
-# the sum over n that follows runs along its rows): a row's elements add
-# into a contiguous accumulator, added into the output once a row
-# (codegen/sparse.c, row_accumulates), empty rows and all.
+# A product whose output is stored transposed to the sparse rows (Y[h, n],
+# as its left side orders it): a row's elements add into a contiguous
+# accumulator, added into the output once a row (codegen/sparse.c,
+# row_accumulates), empty rows and all.  (An intermediate, as in
+# sum[n](relu(A[n, d] * W[d, h])), keeps its operands' order [n, h]:
+# kernels.py's intermediate_order.)
 case("row_accumulator", """
     size N = 10, D = 11, H = 8;
     input A[N, D] : sparse;
     input W[D, H];
-    s[h] = sum[n](relu(A[n, d] * W[d, h]));
-    output s;
+    Y[h, n] = A[n, d] * W[d, h];
+    output Y;
 """, dict(A=sprand(10, 11, 0.3), W=rnd(11, 8)), lambda x: dict(
-    s=np.maximum(f64(x["A"]) @ x["W"], 0).sum(0)), block=4, emits=("ra[l",))
+    Y=(f64(x["A"]) @ x["W"]).T), block=4, emits=("ra[l",))
 
 def batches(x, rows):
     """Mini-batches of 4 rows (the last padded with zeros), or of 3
