@@ -185,8 +185,10 @@ static void header_print(Buf *b, const IaPlan *p, bool costs)
 		else
 			buf_printf(b, " (%.3g a row: an estimate; --nnz %s=COUNT gives the count)", stored / longest,
 			           ten->name);
-		if (p->nranks > 1)
+		if (p->nranks > 1 && op->place.kind == PL_PART && op->place.ndims > 0)
 			buf_puts(b, "; the run places its blocks by their stored elements (from a csr or csc .npz)");
+		else if (p->nranks > 1)
+			buf_puts(b, op->place.kind == PL_ALL ? "; every rank reads it whole" : "; one rank reads it whole");
 		buf_puts(b, "\n");
 	}
 }

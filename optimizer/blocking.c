@@ -322,16 +322,42 @@ static bool carries(const TraOp *op, int t)
 	}
 }
 
+/* The largest block of an extent that leaves a sparse dim enough blocks
+ * to place on nranks: SPARSE_BLOCKS_PER_RANK a rank, at most
+ * SPARSE_MAX_BLOCKS a dim (or one a rank beyond: a reader keeps a few
+ * bytes per key of the whole key space). */
+static int64_t sparse_cap(int64_t extent, int nranks)
+{
+	int64_t f = (int64_t)SPARSE_BLOCKS_PER_RANK * nranks;
+	if (f > SPARSE_MAX_BLOCKS)
+		f = nranks > SPARSE_MAX_BLOCKS ? nranks : SPARSE_MAX_BLOCKS;
+	return ceil_div(extent, f);
+}
+
 int64_t opt_block_cap(const BlockClasses *c, int k, int nranks)
 {
 	if (!c->sparse[k] || nranks <= 1)
 		return INT64_MAX;
-	/* at most SPARSE_MAX_BLOCKS a dim (or one a rank beyond): a reader
-	 * keeps a few bytes per key of the whole key space */
-	int64_t f = (int64_t)SPARSE_BLOCKS_PER_RANK * nranks;
-	if (f > SPARSE_MAX_BLOCKS)
-		f = nranks > SPARSE_MAX_BLOCKS ? nranks : SPARSE_MAX_BLOCKS;
-	return ceil_div(c->extent[k], f);
+	return sparse_cap(c->extent[k], nranks);
+}
+
+bool opt_plan_placeable(const IaPlan *p)
+{
+	if (p->nranks <= 1)
+		return true;
+	for (int i = 0; i < p->ops.n; i++) {
+		const IaOp *op = &p->ops.v[i];
+		/* the run places a sparse input's blocks along the dim its file
+		 * compresses (a csr's rows, a csc's columns: runtime/sparse.c,
+		 * trt_balance), which the plan does not know; relations of its
+		 * dims' classes follow it */
+		if (op->kind != IA_READ || !op->type.sparse || op->place.kind != PL_PART || op->place.ndims == 0)
+			continue;
+		for (int d = 0; d < op->type.nkey; d++)
+			if (rel_block_len(&op->type, d) > sparse_cap(op->type.extent[d], p->nranks))
+				return false;
+	}
+	return true;
 }
 
 bool opt_block_choose(BlockClasses *c, const TraProg *p, const OptOptions *o, Buf *err)

@@ -314,6 +314,11 @@ void opt_block_types(const TraProg *p, const BlockClasses *c, RelType *types);
  * rank. */
 enum { SPARSE_BLOCKS_PER_RANK = 4, SPARSE_MAX_BLOCKS = 1024 };
 int64_t opt_block_cap(const BlockClasses *c, int k, int nranks);
+/* Whether every sparse input plan p reads partitioned over the ranks has
+ * those blocks along each of its dims (the automatic blocks keep every
+ * sparse dim within its cap; the search's may pass it where no sparse
+ * input is partitioned: one read by one rank and broadcast). */
+bool opt_plan_placeable(const IaPlan *p);
 /* The automatic block of an extent planned for nranks. */
 int64_t opt_auto_block(int64_t extent, int nranks, const Machine *m, DType t);
 
