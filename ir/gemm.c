@@ -130,15 +130,15 @@ static double gemm_estimate(const Kernel *k, const Contraction *c, const int *us
 	return calls * (2e-6 + 2 * m * n * kk / rate);
 }
 
-/* Whether the calls loop over an input's unit stride: a matrix BLIS sees
- * with no unit stride, whose innermost label is a looped group, so that
- * every call reads each of its cache lines for one element. */
+/* Whether the calls loop over an input's unit stride: the innermost label
+ * of a matrix BLIS sees (so not along either of its dims) is a looped
+ * group, and every call reads each of its cache lines for one element. */
 static bool strided_calls(const Kernel *k, const Contraction *c)
 {
 	static const int roles[2][2] = {{ROLE_M, ROLE_K}, {ROLE_K, ROLE_N}};
 	for (int o = 0; o < 2; o++) {
 		int x = c->use[roles[o][0]], y = c->use[roles[o][1]];
-		if (x < 0 || y < 0 || c->g[x].ext <= 1 || c->g[y].ext <= 1 || unit_in(k, c, o, x, y))
+		if (x < 0 || y < 0 || c->g[x].ext <= 1 || c->g[y].ext <= 1)
 			continue;
 		int last = operand_lab(k, o)[operand_n(k, o) - 1];
 		for (int i = 0; i < c->ngroup; i++)

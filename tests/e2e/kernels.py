@@ -355,15 +355,14 @@ def batch_inner_loop(text):
     return ["the product over a unit-stride batch label calls gemm"] if "trt_sgemm" in body else []
 
 
-case_inputs = dict(X=r.standard_normal((20, 30, 24)).astype(np.float32),
-                   Z=r.standard_normal((30, 24)).astype(np.float32))
 CASES.append(dict(name="batch_innermost", src=textwrap.dedent("""
     size A = 20, B = 30, C = 24;
     input X[A, B, C];
     input Z[B, C];
     Y[a, c] = X[a, b, c] * Z[b, c];
     output Y;
-"""), inputs=case_inputs, block=32, c_check=batch_inner_loop,
+"""), inputs=dict(X=r.standard_normal((20, 30, 24)).astype(np.float32),
+                  Z=r.standard_normal((30, 24)).astype(np.float32)), block=32, c_check=batch_inner_loop,
     expect=lambda x: dict(Y=np.einsum("abc,bc->ac", x["X"].astype(np.float64), x["Z"]).astype(np.float32))))
 
 
