@@ -557,7 +557,63 @@ static inline int64_t trt_idiv64(int64_t a, int64_t b)
 #else
 #define TRT_SIMD
 #endif
+
+/*
+ * exp in f32 on a CPU with FMA is trac's own, here in full so that a
+ * kernel's loop inlines it: SLEEF's, called once a vector, bounds a map at
+ * about 1e9 elements a second on a Zen 3 (its constants are loaded again in
+ * every call), where this one inlined runs at 1.9e9 (bench/README.md,
+ * "Vectorised maps").  It is plain C that gcc vectorises at any width:
+ * x = n ln 2 + r with n = round(x / ln 2) (the 1.5 * 2^23 trick, whose low
+ * bits are n) and ln 2 = hi + lo, r1 = x - n hi exactly by one fma, the
+ * small c = -n lo beside it, r = r1 + c; e^r = 1 + q with
+ * q = r1 + (c + r^2 p(r)), p of degree 4 fitted to (e^r - 1 - r) / r^2
+ * over |r| <= ln 2 / 2; the result s1 (1 + q) s2 with
+ * s1 s2 = 2^n split in two normal factors, so that a subnormal result
+ * rounds in the last product only.  Arguments over 89 give infinity, under
+ * -104 zero (the result there rounds to them anyway), NaN gives NaN.
+ * Measured over every float (`bench/vmath --all`): at most 0.875 ulp from
+ * the exact value, at most 1 ulp from glibc's expf, which is within 0.5.
+ * Every step is one IEEE operation with an explicit fmaf, so its vector and
+ * scalar forms agree bit for bit; vmath.c's trt_expf and its vector
+ * variants compute this function too on a CPU with FMA.
+ */
+static inline float trt_expf_fma(float x)
+{
+	union { float f; uint32_t u; } t, s1, s2, y;
+	const float shift = 0x1.8p23f;
+	t.f = __builtin_fmaf(x, 0x1.715476p+0f, shift);
+	float n = t.f - shift;
+	uint32_t k = t.u - 0x4b400000u;         /* n, from t's low bits */
+	float r1 = __builtin_fmaf(n, -0x1.62e43p-1f, x);  /* exact */
+	float c = n * 0x1.05c610p-29f;          /* -n (ln 2 - hi) */
+	float r = r1 + c;
+	float p = __builtin_fmaf(0x1.6a23c6p-10f, r, 0x1.123a2p-7f);
+	p = __builtin_fmaf(p, r, 0x1.5558f4p-5f);
+	p = __builtin_fmaf(p, r, 0x1.555492p-3f);
+	p = __builtin_fmaf(p, r, 0x1.fffffcp-2f);
+	float q = r1 + __builtin_fmaf(p, r * r, c);
+	uint32_t k1 = (uint32_t)((int32_t)k >> 1);
+	s1.u = (k1 + 127u) << 23;
+	s2.u = (k - k1 + 127u) << 23;
+	y.f = __builtin_fmaf(s1.f, q, s1.f) * s2.f;
+	/* over 89 infinity, under -104 zero, by masks: a select on a float
+	 * comparison vectorises only under -fno-trapping-math */
+	uint32_t over = 0u - (uint32_t)__builtin_isgreater(x, 89.0f);
+	uint32_t under = 0u - (uint32_t)__builtin_isless(x, -104.0f);
+	y.u = ((y.u & ~over) | (0x7f800000u & over)) & ~under;
+	return y.f;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(TRT_VMATH_DEFINES) && \
+	defined(__FMA__)
+static inline float trt_expf(float x)
+{
+	return trt_expf_fma(x);
+}
+#else
 TRT_SIMD float trt_expf(float x);
+#endif
 TRT_SIMD float trt_logf(float x);
 TRT_SIMD float trt_tanhf(float x);
 TRT_SIMD float trt_powf(float x, float y);

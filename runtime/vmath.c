@@ -5,7 +5,10 @@
  * They are SLEEF's (libsleef), whose u10 functions are within 1.0 ulp of
  * the exact value (glibc's expf is within 0.5; its vector libmvec, which
  * gcc uses only under -ffast-math, within 4: bench/README.md has the
- * measurement that chose SLEEF).  trac_rt.h declares each one
+ * measurement that chose SLEEF), but for exp in f32 on a CPU with FMA:
+ * that is trac's own trt_expf_fma (trac_rt.h, within 0.875 ulp), which a
+ * kernel inlines, since SLEEF's called once a vector bounds a map at about
+ * 1e9 elements a second.  trac_rt.h declares each one
  * __attribute__((simd)), so that gcc vectorises a kernel's loop by calling
  * the vector variants defined here under the x86-64 vector ABI's names:
  * _ZGVbN4v_trt_expf (SSE, 4 floats), _ZGVcN8v_ (AVX), _ZGVdN8v_ (AVX2),
@@ -24,8 +27,11 @@
  * ever called on a CPU with FMA).  So results are the same on every
  * machine with AVX2 and FMA, and on every machine without; the two differ
  * in last bits.
- * tests/unit/test_vmath.c checks the variants against each other and the
- * accuracy against glibc and long double.
+ * exp in f32 keeps the invariant by computing trt_expf_fma in every
+ * variant too where the CPU has FMA, and SLEEF's cinz_ expf where not.
+ * tests/unit/test_vmath.c checks the variants against each other, a
+ * kernel's inlined exp against them, and the accuracy against glibc and
+ * long double.
  *
  * Elsewhere than x86-64 with gcc the functions are plain scalar calls of
  * SLEEF's dispatching scalar functions.
@@ -134,15 +140,72 @@ SL_F64(expd, ONE) SL_F64(logd, ONE) SL_F64(tanhd, ONE) SL_F64(powd, TWO)
 	__attribute__((target("avx2"))) V8 _ZGVdN##W8##vv_trt_##F(V8, V8);                   \
 	__attribute__((target("avx512f"))) V16 _ZGVeN##W16##vv_trt_##F(V16, V16);
 
-#define VM_F32(X) X(expf, expf) X(logf, logf) X(tanhf, tanhf)
+#define VM_F32(X) X(logf, logf) X(tanhf, tanhf)
 #define VM_F64(X) X(exp, expd) X(log, logd) X(tanh, tanhd)
 
 #define DECL_F32(F, SF) VM_DECL1(F, 4, 8, 16, __m128, __m256, __m512)
 #define DECL_F64(F, SF) VM_DECL1(F, 2, 4, 8, __m128d, __m256d, __m512d)
+DECL_F32(expf, expf)
 VM_F32(DECL_F32)
 VM_F64(DECL_F64)
 VM_DECL2(powf, 4, 8, 16, __m128, __m256, __m512)
 VM_DECL2(pow, 2, 4, 8, __m128d, __m256d, __m512d)
+
+/*
+ * exp in f32 with FMA is trac's own trt_expf_fma (trac_rt.h), which a
+ * kernel compiled for the CPU inlines; the scalar and every variant here
+ * compute it too, lane by lane, so that a kernel compiled without FMA, or
+ * code calling the library, gets the same bits.  Without FMA it is SLEEF's
+ * cinz_ expf like the others.
+ */
+__attribute__((target("avx2,fma"))) static void vm_expf_lanes(const float *x, float *y, int n)
+{
+	for (int i = 0; i < n; i++)
+		y[i] = trt_expf_fma(x[i]);
+}
+
+float trt_expf(float x)
+{
+	if (!vm_fma)
+		return Sleef_cinz_expf1_u10purec(x);
+	float y;
+	vm_expf_lanes(&x, &y, 1);
+	return y;
+}
+
+__m128 _ZGVbN4v_trt_expf(__m128 x)
+{
+	if (!vm_fma)
+		return Sleef_cinz_expf4_u10sse2(x);
+	float a[4], b[4];
+	_mm_storeu_ps(a, x);
+	vm_expf_lanes(a, b, 4);
+	return _mm_loadu_ps(b);
+}
+
+#define VM_EXPF_WIDE(NAME, TARGET, V, W, STORE, LOAD, NOFMA)                                 \
+	__attribute__((target(TARGET))) V NAME(V x)                                          \
+	{                                                                                    \
+		if (!vm_fma)                                                                 \
+			return NOFMA;                                                        \
+		float a[W], b[W];                                                            \
+		STORE(a, x);                                                                 \
+		vm_expf_lanes(a, b, W);                                                      \
+		return LOAD(b);                                                              \
+	}
+VM_EXPF_WIDE(_ZGVcN8v_trt_expf, "avx", __m256, 8, _mm256_storeu_ps, _mm256_loadu_ps,
+             Sleef_cinz_expf8_u10avx(x))
+VM_EXPF_WIDE(_ZGVdN8v_trt_expf, "avx2", __m256, 8, _mm256_storeu_ps, _mm256_loadu_ps,
+             Sleef_cinz_expf8_u10avx(x))
+
+/* only ever called on a CPU with AVX-512, which has FMA */
+__attribute__((target("avx512f"))) __m512 _ZGVeN16v_trt_expf(__m512 x)
+{
+	float a[16], b[16];
+	_mm512_storeu_ps(a, x);
+	vm_expf_lanes(a, b, 16);
+	return _mm512_loadu_ps(b);
+}
 
 #define DEF_F32(F, SF) VM_UNARY(F, float, SF, 4, 8, 16, __m128, __m256, __m512)
 #define DEF_F64(F, SF) VM_UNARY(F, double, SF, 2, 4, 8, __m128d, __m256d, __m512d)
