@@ -332,6 +332,9 @@ static TVal fit(TraBuild *b, TVal t, TVal x, int n, const int *want)
 	}
 	if (all)
 		return t;
+	/* x's keys only are read, but a join's inputs share an element type:
+	 * t goes to x's now, the input's, which contribute would give it */
+	t = tb_convert(b, t, b->prog->ops.v[x.op].type.dtype);
 	return tb_join_expr(b, x, t, kx_in(b->arena, 1));
 }
 
@@ -360,6 +363,18 @@ static KExpr *as_in0(Arena *a, const KExpr *e, int from)
 	KExpr *repl[2] = {kx_in(a, 0), kx_in(a, 0)};
 	repl[1 - from] = kx_in(a, 1);   /* not used */
 	return kx_subst(a, e, repl);
+}
+
+/* x in element type dt: a conversion's unit (f32(T[i]) of an f64 T, exp
+ * and the rest absorbed into the conversion's map) computes in its output's
+ * type, and so must the values its derivative reads */
+static TVal as_type(TraBuild *b, TVal x, DType dt)
+{
+	if (b->prog->ops.v[x.op].type.dtype == dt)
+		return x;
+	x = tb_convert(b, x, dt);
+	x.fresh = false;        /* a conversion's own map: nothing to absorb into it */
+	return x;
 }
 
 /* An einsum unit's contributions to its inputs. */
@@ -517,6 +532,7 @@ static void vjp_einsum(Grad *g, TraBuild *b, int u, int G)
 			F = tb_absorb(b, F);
 			F.fresh = false;
 		}
+		F = as_type(b, F, P->type.dtype);
 		TVal out = tb_rel(b, g->map[un->agg], no, ovar);
 		Gv = tb_binary(b, KOP_MUL, first_extreme(b, F, out, np, pvar, no, ovar), Gv);
 		/* read by each input's contribution: none may absorb its sums
@@ -545,7 +561,7 @@ static void vjp_einsum(Grad *g, TraBuild *b, int u, int G)
 			T = tb_binary(b, KOP_MUL, tb_join_expr(b, X[0], X[1], d[i]), Gv);
 		} else {
 			int j = u0 ? 0 : 1;
-			TVal D = X[j];
+			TVal D = as_type(b, X[j], P->type.dtype);
 			D.pend = as_in0(b->arena, d[i], j);
 			T = tb_binary(b, KOP_MUL, D, Gv);
 		}
