@@ -593,14 +593,19 @@ static inline float trt_expf_fma(float x)
 	p = __builtin_fmaf(p, r, 0x1.555492p-3f);
 	p = __builtin_fmaf(p, r, 0x1.fffffcp-2f);
 	float q = r1 + __builtin_fmaf(p, r * r, c);
-	uint32_t k1 = (uint32_t)((int32_t)k >> 1);
-	s1.u = (k1 + 127u) << 23;
-	s2.u = (k - k1 + 127u) << 23;
-	y.f = __builtin_fmaf(s1.f, q, s1.f) * s2.f;
 	/* over 89 infinity, under -104 zero, by masks: a select on a float
-	 * comparison vectorises only under -fno-trapping-math */
+	 * comparison vectorises only under -fno-trapping-math.  Under -104, n
+	 * is held at -150 and s2 is 0, so that s1 stays normal and the product
+	 * is an exact 0: a subnormal or an underflow on the way costs the CPU
+	 * a microcode assist (on the Zen 3, 1.2 ns an element against 0.6, a
+	 * softmax's masked or far tail) */
 	uint32_t over = 0u - (uint32_t)__builtin_isgreater(x, 89.0f);
 	uint32_t under = 0u - (uint32_t)__builtin_isless(x, -104.0f);
+	int32_t kc = (int32_t)k < -150 ? -150 : (int32_t)k;
+	uint32_t k1 = (uint32_t)(kc >> 1);
+	s1.u = (k1 + 127u) << 23;
+	s2.u = ((uint32_t)kc - k1 + 127u) << 23 & ~under;
+	y.f = __builtin_fmaf(s1.f, q, s1.f) * s2.f;
 	y.u = ((y.u & ~over) | (0x7f800000u & over)) & ~under;
 	return y.f;
 }
