@@ -386,7 +386,8 @@ static void test_f32(void **state)
  * library's trt_expf bit for bit, and both are within 0.875 ulp of the
  * exact value (double's exp: exact to 2^-29 of a float's ulp) over every
  * 127th float from -104 to 89, the arguments whose result is neither 0 nor
- * infinity.  `bench/vmath --all` measures every float.
+ * infinity; beyond them and at the specials, the same bits and glibc's
+ * infinities, zeros and NaNs.  `bench/vmath --all` measures every float.
  */
 enum { KBLOCK = 1024 };
 
@@ -430,6 +431,20 @@ static void test_expf_kernel(void **state)
 			if (d > worst)
 				worst = d, wx = x[i];
 		}
+	}
+	/* and the edges, vectorised: over 89, under -104, the specials */
+	static const float edge[] = {-INFINITY, -3.4028235e38f, -1e30f, -2000.0f, -150.0f, -104.5f, -104.0f,
+	                             -103.97208f, -95.0f, -87.33654f, 88.72283f, 88.72284f, 89.0f, 89.5f,
+	                             1e30f, 3.4028235e38f, INFINITY, NAN, -NAN, 0.0f, -0.0f, 0x1p-149f};
+	for (int i = 0; i < KBLOCK; i++)
+		x[i] = edge[i % (sizeof edge / sizeof edge[0])];
+	kernel_expf(x, k);
+	for (int i = 0; i < KBLOCK; i++) {
+		float s = trt_expf(x[i]), g = expf(x[i]);
+		if (!same_bits32(k[i], s))
+			report("kernel expf(%a) = %a, trt_expf %a\n", x[i], k[i], s);
+		if ((isnan(g) || isinf(g) || g == 0) && !same_bits32(s, g))
+			report("kernel expf(%a) = %a, glibc %a\n", x[i], s, g);
 	}
 	printf("kernel exp f32: %llu arguments, worst %.3f ulp from exact (at %a)\n", (unsigned long long)n, worst,
 	       wx);
