@@ -308,6 +308,18 @@ static void contribute(Grad *g, TraBuild *b, int v, TVal t, const int *var)
 	vec_push(&g->contrib[v], tb_finish(b, t, vt->nkey, var));
 }
 
+/* x in element type dt: a conversion's unit (f32(T[i]) of an f64 T, exp
+ * and the rest absorbed into the conversion's map) computes in its output's
+ * type, and so must the values its derivative reads */
+static TVal as_type(TraBuild *b, TVal x, DType dt)
+{
+	if (b->prog->ops.v[x.op].type.dtype == dt)
+		return x;
+	x = tb_convert(b, x, dt);
+	x.fresh = false;        /* a conversion's own map: nothing to absorb into it */
+	return x;
+}
+
 /* t summed over its vars outside want[0..n), then spread over the vars of
  * want it lacks by a join with x, the relation that has them all (its keys
  * only are read). */
@@ -334,7 +346,7 @@ static TVal fit(TraBuild *b, TVal t, TVal x, int n, const int *want)
 		return t;
 	/* x's keys only are read, but a join's inputs share an element type:
 	 * t goes to x's now, the input's, which contribute would give it */
-	t = tb_convert(b, t, b->prog->ops.v[x.op].type.dtype);
+	t = as_type(b, t, b->prog->ops.v[x.op].type.dtype);
 	return tb_join_expr(b, x, t, kx_in(b->arena, 1));
 }
 
@@ -363,18 +375,6 @@ static KExpr *as_in0(Arena *a, const KExpr *e, int from)
 	KExpr *repl[2] = {kx_in(a, 0), kx_in(a, 0)};
 	repl[1 - from] = kx_in(a, 1);   /* not used */
 	return kx_subst(a, e, repl);
-}
-
-/* x in element type dt: a conversion's unit (f32(T[i]) of an f64 T, exp
- * and the rest absorbed into the conversion's map) computes in its output's
- * type, and so must the values its derivative reads */
-static TVal as_type(TraBuild *b, TVal x, DType dt)
-{
-	if (b->prog->ops.v[x.op].type.dtype == dt)
-		return x;
-	x = tb_convert(b, x, dt);
-	x.fresh = false;        /* a conversion's own map: nothing to absorb into it */
-	return x;
 }
 
 /* An einsum unit's contributions to its inputs. */
